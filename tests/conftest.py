@@ -1,0 +1,71 @@
+"""Shared fixtures: real git repositories in temporary directories, isolated from the
+user's own git configuration."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("home")
+    saved = dict(os.environ)
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "Test Author",
+            "GIT_AUTHOR_EMAIL": "author@example.com",
+            "GIT_COMMITTER_NAME": "Test Committer",
+            "GIT_COMMITTER_EMAIL": "committer@example.com",
+        }
+    )
+    (home / ".gitconfig").write_text(
+        "[user]\n\tname = Test Author\n\temail = author@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[advice]\n\tdetachedHead = false\n"
+    )
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    """Run the real git binary and return its stdout."""
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+Writer = Callable[[dict[str, str]], None]
+
+
+@pytest.fixture
+def repo_dir(tmp_path: Path) -> Path:
+    """An empty git repository (no commits yet)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    return root
+
+
+def write_files(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def commit_all(root: Path, message: str = "commit") -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
