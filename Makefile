@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean upstream
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,5 +25,12 @@ test: lint
 bench: $(STAMP)
 	$(PY) -m bench.run
 
+# The published Vivary suite in its own virtualenv: an oracle for formats and speed.
+upstream: .upstream/.installed
+.upstream/.installed:
+	$(PYTHON) -m venv .upstream
+	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-exo vivary-strato==0.1.3 create-vivary
+	touch .upstream/.installed
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .upstream build *.egg-info

@@ -69,3 +69,33 @@ def commit_all(root: Path, message: str = "commit") -> str:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", message)
     return git(root, "rev-parse", "HEAD").strip()
+
+
+
+
+
+def upstream_bin(name: str) -> Path | None:
+    """An upstream Vivary CLI used as an oracle, from ``$VIVARY_UPSTREAM`` (a virtualenv;
+    ``make upstream`` builds ``.upstream``), or None when it is not installed."""
+    candidates = []
+    if os.environ.get("VIVARY_UPSTREAM"):
+        candidates.append(Path(os.environ["VIVARY_UPSTREAM"]))
+    candidates.append(Path(__file__).resolve().parent.parent / ".upstream")
+    for venv in candidates:
+        exe = venv / "bin" / name
+        if exe.is_file():
+            return exe
+    return None
+
+
+@pytest.fixture
+def upstream() -> Callable[[str], Path]:
+    """The path of an upstream CLI; skips loudly when the oracle is absent."""
+
+    def find(name: str) -> Path:
+        exe = upstream_bin(name)
+        if exe is None:
+            pytest.skip(f"upstream {name} not installed: run `make upstream` to compare")
+        return exe
+
+    return find
