@@ -245,17 +245,17 @@ def release(
     if local is None and remote_tip is None:
         where = f" here or on {remote}" if remote else ""
         raise ClaimRefused(f"{item_id} is not claimed{where}")
-    for tip in dict.fromkeys(t for t in (local, remote_tip) if t):
-        count = _unmerged(repo, tip, head, item_id)
-        if count and not force:
-            raise ClaimRefused(
-                f"claim/{item_id} has {count} unmerged commit(s); merge them or pass --force"
-            )
     if local is not None:
         busy = checked_out_at(repo, ref)
         if busy is not None:
             raise ClaimRefused(
                 f"claim/{item_id} is checked out in {busy}; run `git worktree remove {busy}` first"
+            )
+    for tip in dict.fromkeys(t for t in (local, remote_tip) if t):
+        count = _unmerged(repo, tip, head, item_id)
+        if count and not force:
+            raise ClaimRefused(
+                f"claim/{item_id} has {count} unmerged commit(s); merge them or pass --force"
             )
     if remote and remote_tip:
         try:

@@ -55,12 +55,16 @@ def test_handles_that_yaml_would_retype_are_quoted(handle: str) -> None:
         "---\n- a\n---\n",  # not a mapping
         "---\nstatus: x\n",  # unterminated
         "---\nassignee: a\nassignee: b\n---\n",  # duplicate key
-        "---\nassignee:\n  - a\n  - b\n---\n",  # multi-line value
     ],
 )
 def test_unsafe_frontmatter_is_refused(text: str) -> None:
     with pytest.raises(FrontmatterError):
         set_assignee(text, "connie")
+
+
+def test_a_multi_line_value_is_replaced_whole() -> None:
+    edit = set_assignee("---\nassignee:\n  - a\n  - b\nstatus: x\n---\n", "c")
+    assert edit.text == "---\nassignee: c\nstatus: x\n---\n" and edit.previous == ["a", "b"]
 
 
 def test_handles() -> None:

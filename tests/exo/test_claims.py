@@ -10,6 +10,7 @@ import pytest
 
 from exo import claims
 from tests.conftest import commit_all, git, write_files
+from tests.exo.workspaces import clone, make_remote
 
 ITEM = "changes/item.md"
 TEXT = "---\nstatus: active\nproject: p\n---\n# Item\n\nbody\n"
@@ -31,20 +32,7 @@ def _branches(root: Path) -> list[str]:
 
 @pytest.fixture
 def remote(tmp_path: Path) -> Path:
-    """A shared bare remote holding one commit with the item."""
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    seed = tmp_path / "seed"
-    git(tmp_path, "clone", "-q", str(bare), str(seed))
-    _make(seed)
-    git(seed, "push", "-q", "origin", "HEAD:refs/heads/main")
-    return bare
-
-
-def _clone(remote: Path, name: str) -> Path:
-    dest = remote.parent / name
-    git(remote.parent, "clone", "-q", str(remote), str(dest))
-    return dest
+    return make_remote(tmp_path)
 
 
 def test_claim_commit_changes_one_line_and_leaves_checkout_alone(repo_dir: Path) -> None:
@@ -139,7 +127,7 @@ def test_worktree_checkout_and_release_guard(repo_dir: Path, tmp_path: Path) -> 
 
 
 def test_remote_claim_first_push_wins(remote: Path) -> None:
-    one, two = _clone(remote, "one"), _clone(remote, "two")
+    one, two = clone(remote, "one"), clone(remote, "two")
     won = claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
     assert won.remote == "origin"
     assert git(remote, "rev-parse", "claim/item").strip() == won.commit
@@ -160,7 +148,7 @@ def test_remote_claim_first_push_wins(remote: Path) -> None:
 
 
 def test_unreachable_remote_leaves_nothing_behind(remote: Path, tmp_path: Path) -> None:
-    one = _clone(remote, "one")
+    one = clone(remote, "one")
     git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
     with pytest.raises(claims.ClaimRefused, match="nothing claimed"):
         claims.claim(_repo(one), "item", ITEM, "connie", remote="gone")
