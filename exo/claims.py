@@ -24,7 +24,7 @@ from tropo.worktree import WorktreeError, add_worktree, checked_out_at
 
 BRANCHES = "refs/heads/claim/"
 TRAILER = "Exo-Claim"
-PUSH_ATTEMPTS = 8  # a push can fail on the remote's ref lock while the winner writes
+PUSH_ATTEMPTS = 8  # a ref update can fail on a lock while the winner is still writing
 
 
 class ClaimRefused(Exception):
@@ -179,6 +179,22 @@ def _push(repo: pygit2.Repository, remote: str, ref: str, item_id: str, path: st
     raise ClaimRefused(f"{remote}: the push of {ref} kept being rejected; nothing claimed")
 
 
+def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, item_id: str,
+            path: str) -> None:
+    """Create the claim branch; losing to a writer that still holds the ref lock means
+    waiting to see who it was (or retrying, when that writer gave up)."""
+    for attempt in range(PUSH_ATTEMPTS):
+        try:
+            cas_ref(repo, ref, oid, None, message)
+            return
+        except RefRaceError as race:
+            held = race.actual or read_ref(repo, ref)
+            if held is not None:
+                raise _held(repo, ref, held, item_id, path) from race
+        time.sleep(0.01 * (attempt + 1))
+    raise ClaimRefused(f"{ref} stayed locked by another process; nothing claimed")
+
+
 def claim(
     repo: pygit2.Repository,
     item_id: str,
@@ -198,10 +214,7 @@ def claim(
         if held is not None:
             raise _held(repo, existing, held, item_id, path)
     oid, previous, changed = _claim_commit(repo, head, item_id, path, handle)
-    try:
-        cas_ref(repo, ref, oid, None, f"exo: claim {item_id} for @{handle}")
-    except RefRaceError as race:
-        raise _held(repo, ref, race.actual or "", item_id, path) from race
+    _create(repo, ref, oid, f"exo: claim {item_id} for @{handle}", item_id, path)
     if remote:
         try:
             _push(repo, remote, ref, item_id, path)
