@@ -168,15 +168,18 @@ def _push(repo: pygit2.Repository, remote: str, ref: str, item_id: str, path: st
     cwd = workdir(repo)
     try:
         for attempt in range(PUSH_ATTEMPTS):
-            if not push.push_ref(cwd, remote, ref, ref, None).rejected:
+            pushed = push.push_ref(cwd, remote, ref, ref, None)
+            if pushed.ok:
                 return
+            if not pushed.rejected:
+                raise ClaimRefused(f"{remote}: push of {ref} failed ({pushed.detail})")
             winner = push.fetch_ref(cwd, remote, ref, tracking_ref(remote, item_id))
             if winner is not None:
                 raise _held(repo, tracking_ref(remote, item_id), winner, item_id, path)
             time.sleep(0.05 * (attempt + 1))  # the winner still held the remote lock
     except push.RemoteError as exc:
         raise ClaimRefused(f"{exc}; nothing claimed") from exc
-    raise ClaimRefused(f"{remote}: the push of {ref} kept being rejected; nothing claimed")
+    raise ClaimRefused(f"{remote} rejected {ref} ({pushed.detail}); nothing claimed")
 
 
 def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, item_id: str,
@@ -275,8 +278,9 @@ def release(
             outcome = push.push_ref(workdir(repo), remote, None, ref, remote_tip)
         except push.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
-        if outcome.rejected:
-            raise ClaimRefused(f"claim/{item_id} moved on {remote}; fetch and retry")
+        if not outcome.ok:
+            raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); "
+                               "fetch and retry")
         tracked = read_ref(repo, tracking_ref(remote, item_id))
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")

@@ -155,3 +155,14 @@ def test_unreachable_remote_leaves_nothing_behind(remote: Path, tmp_path: Path) 
     assert _branches(one) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/main"]
     git(one, "config", "exo.remote", "gone")
     assert claims.default_remote(_repo(one)) == "gone"
+
+
+def test_a_remote_that_declines_the_push_leaves_nothing_behind(remote: Path) -> None:
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho no claims here >&2\nexit 1\n")
+    hook.chmod(0o755)
+    one = clone(remote, "one")
+    with pytest.raises(claims.ClaimRefused, match="declined"):
+        claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    assert _branches(one) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/main"]
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
