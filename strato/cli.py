@@ -15,3 +15,7 @@ def main() -> None:
 
 main.add_command(decide_command)
 main.add_command(receipt_command)
+
+
+if __name__ == "__main__":
+    main(prog_name="strato")

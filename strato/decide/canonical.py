@@ -111,32 +111,40 @@ def canonicalize(value: Any) -> str:
     raise TypeError(f"cannot canonicalize {type(value).__name__}")
 
 
+def _scalar_lossless(item: Any) -> bool:
+    kind = type(item)
+    if item is None or kind in (str, bool):
+        return True
+    if kind is int:
+        return bool(abs(item) <= MAX_SAFE_INTEGER)
+    return kind is float and math.isfinite(item)
+
+
 def is_lossless(value: Any) -> bool:
     """Whether a JSON-like value has exactly one canonical form: finite numbers, integers
-    within ±(2^53-1), string keys only, plain containers and no cycles."""
-    stack: list[tuple[Any, frozenset[int]]] = [(value, frozenset())]
+    within ±(2^53-1), string keys only, plain containers and no cycles. Iterative, so
+    depth costs no stack."""
+    open_containers: set[int] = set()
+    stack: list[tuple[bool, Any]] = [(True, value)]
     while stack:
-        item, ancestors = stack.pop()
-        kind = type(item)
-        if item is None or kind in (str, bool):
+        entering, item = stack.pop()
+        if not entering:
+            open_containers.discard(id(item))
             continue
-        if kind is int:
-            if abs(item) > MAX_SAFE_INTEGER:
+        if type(item) not in (list, dict):
+            if not _scalar_lossless(item):
                 return False
             continue
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-            continue
-        if kind not in (list, dict) or id(item) in ancestors:
+        if id(item) in open_containers:
             return False
-        inner = ancestors | {id(item)}
-        if kind is dict:
+        open_containers.add(id(item))
+        stack.append((False, item))
+        if type(item) is dict:
             if not all(type(key) is str for key in item):
                 return False
-            stack.extend((child, inner) for child in item.values())
+            stack.extend((True, child) for child in item.values())
         else:
-            stack.extend((child, inner) for child in item)
+            stack.extend((True, child) for child in item)
     return True
 
 

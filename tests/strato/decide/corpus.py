@@ -105,6 +105,7 @@ MUTATIONS: dict[str, Mutation] = {
     "capsule_observed_null": _set(("capsule", "workspace", "observed_at"), None),
     "capsule_question_edit": _set(("capsule", "task", "question"), "Delete everything?"),
     "capsule_claim_edit": _set(("capsule", "claims", 0, "claim"), "gates are closed"),
+    "capsule_evidence_edit": _set(("capsule", "claims", 0, "evidence"), [{"kind": "forged"}]),
     "capsule_forged_id": _set(("capsule", "capsule_id"), "capsule_0000000000000000"),
     "capsule_fp_forged": _set(("capsule", "fingerprint"), "sha256:" + "f" * 64),
     "capsule_no_budget": _drop(("capsule", "budget")),
