@@ -97,11 +97,17 @@ def test_duplicate_keys_diverge_from_upstream_on_purpose(
     """vivary-strato lets the last duplicate key win; we refuse the document, so a
     reviewer and the decision can never read two different requests."""
     text = json.dumps(b.request())
-    doubled = text.replace('"authority_class": "contributor"',
-                           '"authority_class": "owner", "authority_class": "contributor"')
+    doubled = text.replace(
+        '"authority_class": "contributor"',
+        '"authority_class": "owner", "authority_class": "contributor"',
+    )
     path = request_file(doubled)
-    theirs = subprocess.run([str(upstream("strato")), "decide", "--governed", "--json", path],
-                            capture_output=True, text=True, check=False)
+    theirs = subprocess.run(
+        [str(upstream("strato")), "decide", "--governed", "--json", path],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert theirs.returncode == 0 and json.loads(theirs.stdout)["decision"] == "act"
     ours = strato("decide", "--governed", "--json", path)
     assert ours.returncode == 2
@@ -117,9 +123,19 @@ def _capsule_file(tmp_path: Path, capsule: dict[str, Any]) -> str:
 def test_receipt_command_builds_a_verifying_receipt(tmp_path: Path) -> None:
     capsule = b.capsule()
     proc = strato(
-        "receipt", _capsule_file(tmp_path, capsule), "--check", "tropo-check=passed",
-        "--actor", "agent:example", "--harness", "test", "--provenance", "run=run-1",
-        "--created-at", "2026-07-26T12:01:00Z", "--json",
+        "receipt",
+        _capsule_file(tmp_path, capsule),
+        "--check",
+        "tropo-check=passed",
+        "--actor",
+        "agent:example",
+        "--harness",
+        "test",
+        "--provenance",
+        "run=run-1",
+        "--created-at",
+        "2026-07-26T12:01:00Z",
+        "--json",
     )
     assert proc.returncode == 0, proc.stderr
     receipt = json.loads(proc.stdout)
@@ -132,8 +148,14 @@ def test_receipt_from_a_checks_file(tmp_path: Path) -> None:
     checks = tmp_path / "checks.json"
     checks.write_text(json.dumps([{**GRAPH_CHECK, "outcome": "failed", "detail": "2 findings"}]))
     proc = strato(
-        "receipt", _capsule_file(tmp_path, b.capsule()), "--checks", str(checks),
-        "--actor", "agent:example", "--harness", "test",
+        "receipt",
+        _capsule_file(tmp_path, b.capsule()),
+        "--checks",
+        str(checks),
+        "--actor",
+        "agent:example",
+        "--harness",
+        "test",
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith("1 check(s), 0/13 claims verified\n")
@@ -150,8 +172,9 @@ def test_receipt_from_a_checks_file(tmp_path: Path) -> None:
 def test_receipt_refuses_what_would_not_verify(
     tmp_path: Path, args: list[str], message: str
 ) -> None:
-    proc = strato("receipt", _capsule_file(tmp_path, b.capsule()), *args,
-                  "--actor", "a", "--harness", "h")
+    proc = strato(
+        "receipt", _capsule_file(tmp_path, b.capsule()), *args, "--actor", "a", "--harness", "h"
+    )
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
@@ -161,8 +184,16 @@ def test_receipt_refuses_an_edited_capsule(tmp_path: Path) -> None:
     capsule = b.capsule()
     capsule["claims"][0]["evidence"] = [{"kind": "forged"}]
     assert not is_intact(capsule)
-    proc = strato("receipt", _capsule_file(tmp_path, capsule), "--check", "tropo-check=passed",
-                  "--actor", "a", "--harness", "h")
+    proc = strato(
+        "receipt",
+        _capsule_file(tmp_path, capsule),
+        "--check",
+        "tropo-check=passed",
+        "--actor",
+        "a",
+        "--harness",
+        "h",
+    )
     assert proc.returncode == 2 and "not an intact" in proc.stderr
 
 

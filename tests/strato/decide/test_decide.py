@@ -28,8 +28,11 @@ REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ("not a mapping", lambda d: [d], ["unknown_request_shape"]),
     ("non-string key", lambda d: {**d, 1: "x"}, ["invalid_field_name"]),
     ("status text", MUTATIONS["status_text"], ["unknown_field:status"]),
-    ("unknown fields sorted", MUTATIONS["two_unknown_fields"], [
-        "unknown_field:approval", "unknown_field:zeta"]),
+    (
+        "unknown fields sorted",
+        MUTATIONS["two_unknown_fields"],
+        ["unknown_field:approval", "unknown_field:zeta"],
+    ),
     ("schema", MUTATIONS["schema_wrong"], ["invalid_schema"]),
     ("policy", MUTATIONS["policy_wrong"], ["invalid_policy_version"]),
     ("actor missing", MUTATIONS["no_actor"], ["invalid_actor"]),
@@ -58,27 +61,55 @@ REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ("scope with ..", MUTATIONS["scope_dotdot"], ["scope_mismatch"]),
     ("capsule budget 2^53", MUTATIONS["capsule_budget_2p53"], ["invalid_capsule"]),
     ("capsule path with ..", MUTATIONS["capsule_scope_dotdot"], ["invalid_capsule"]),
-    ("capsule without scope", MUTATIONS["capsule_no_scope"], [
-        "capsule_fingerprint_mismatch", "scope_mismatch"]),
-    ("observed_at", MUTATIONS["capsule_observed_null"], [
-        "capsule_fingerprint_mismatch", "invalid_capsule_observed_at"]),
-    ("observed after request", MUTATIONS["capsule_after_request"], [
-        "capsule_observed_after_request"]),
+    (
+        "capsule without scope",
+        MUTATIONS["capsule_no_scope"],
+        ["capsule_fingerprint_mismatch", "scope_mismatch"],
+    ),
+    (
+        "observed_at",
+        MUTATIONS["capsule_observed_null"],
+        ["capsule_fingerprint_mismatch", "invalid_capsule_observed_at"],
+    ),
+    (
+        "observed after request",
+        MUTATIONS["capsule_after_request"],
+        ["capsule_observed_after_request"],
+    ),
     ("stale capsule", MUTATIONS["capsule_stale_301"], ["stale_capsule"]),
     ("verdict without receipt", MUTATIONS["verdict_alone"], ["verdict_requires_receipt"]),
-    ("receipt created_at", lambda d: {**d, "receipt": {"created_at": "later"}}, [
-        "invalid_receipt_created_at"]),
-    ("receipt before capsule", lambda d: {**d, "receipt": {"created_at": _at(-1)}}, [
-        "receipt_precedes_capsule"]),
-    ("receipt from future", lambda d: {**d, "receipt": {"created_at": _at(91)}}, [
-        "receipt_from_future"]),
-    ("stale receipt", lambda d: {**d, "requested_at": _at(250), "decision_at": _at(301),
-                                 "receipt": {"created_at": _at(0)}}, [
-        "stale_capsule", "stale_receipt"]),
+    (
+        "receipt created_at",
+        lambda d: {**d, "receipt": {"created_at": "later"}},
+        ["invalid_receipt_created_at"],
+    ),
+    (
+        "receipt before capsule",
+        lambda d: {**d, "receipt": {"created_at": _at(-1)}},
+        ["receipt_precedes_capsule"],
+    ),
+    (
+        "receipt from future",
+        lambda d: {**d, "receipt": {"created_at": _at(91)}},
+        ["receipt_from_future"],
+    ),
+    (
+        "stale receipt",
+        lambda d: {
+            **d,
+            "requested_at": _at(250),
+            "decision_at": _at(301),
+            "receipt": {"created_at": _at(0)},
+        },
+        ["stale_capsule", "stale_receipt"],
+    ),
     ("state bool", MUTATIONS["state_bool"], ["invalid_state"]),
     ("limits extra", MUTATIONS["limits_extra"], ["invalid_limits"]),
-    ("too deep", _set(("capsule", "claims", 0, "evidence"), [_deep(5000)]), [
-        "request_too_deeply_nested"]),
+    (
+        "too deep",
+        _set(("capsule", "claims", 0, "evidence"), [_deep(5000)]),
+        ["request_too_deeply_nested"],
+    ),
 ]
 
 
@@ -105,15 +136,26 @@ def test_errors_accumulate_in_upstream_order() -> None:
     doc["state"] = {"turns_used": -1}
     result = decide({**doc, "zz": 1, "aa": 2})
     assert list(result.reason_codes) == [
-        "unknown_field:aa", "unknown_field:zz", "invalid_schema", "invalid_policy_version",
-        "invalid_scope", "invalid_state",
+        "unknown_field:aa",
+        "unknown_field:zz",
+        "invalid_schema",
+        "invalid_policy_version",
+        "invalid_scope",
+        "invalid_state",
     ]
 
 
 @pytest.mark.parametrize(
     "mutation",
-    ["request_exactly_300", "capsule_exactly_300", "scope_trailing_slash", "scope_backslash",
-     "requested_offset", "actor_256_id", "human_owner"],
+    [
+        "request_exactly_300",
+        "capsule_exactly_300",
+        "scope_trailing_slash",
+        "scope_backslash",
+        "requested_offset",
+        "actor_256_id",
+        "human_owner",
+    ],
 )
 def test_boundaries_that_pass(mutation: str) -> None:
     assert isinstance(decide(MUTATIONS[mutation](b.request())), Decision)
@@ -130,8 +172,15 @@ def test_act_echoes_the_request_identity() -> None:
     result = _decided(doc)
     assert (result.decision, result.reason_codes) == ("act", ())
     document = result.document()
-    for field in ("policy_version", "actor", "authority_class", "workspace", "scope",
-                  "requested_at", "decision_at"):
+    for field in (
+        "policy_version",
+        "actor",
+        "authority_class",
+        "workspace",
+        "scope",
+        "requested_at",
+        "decision_at",
+    ):
         assert document[field] == doc[field]
     assert document["budget"] == {"decision": "within_budget", "reason_codes": [], "details": {}}
     assert document["gate"] == {"decision": "clear", "reason_codes": [], "gate_requests": []}
@@ -141,12 +190,21 @@ def test_act_echoes_the_request_identity() -> None:
 @pytest.mark.parametrize(
     ("capsule", "gate_codes", "requests"),
     [
-        (b.with_conflict(b.capsule()), ["unresolved_conflict"],
-         [{"reason_code": "unresolved_conflict", "target": "conflict_0001"}]),
-        (b.with_unknown(b.capsule()), ["unresolved_unknown"],
-         [{"reason_code": "unresolved_unknown", "count": 1}]),
-        (b.capsule(max_claims=2), ["capsule_over_budget"],
-         [{"reason_code": "capsule_over_budget", "omitted_count": 11}]),
+        (
+            b.with_conflict(b.capsule()),
+            ["unresolved_conflict"],
+            [{"reason_code": "unresolved_conflict", "target": "conflict_0001"}],
+        ),
+        (
+            b.with_unknown(b.capsule()),
+            ["unresolved_unknown"],
+            [{"reason_code": "unresolved_unknown", "count": 1}],
+        ),
+        (
+            b.capsule(max_claims=2),
+            ["capsule_over_budget"],
+            [{"reason_code": "capsule_over_budget", "omitted_count": 11}],
+        ),
     ],
     ids=["conflict", "unknown", "over-budget"],
 )
@@ -155,8 +213,11 @@ def test_capsule_gates_request_a_human(
 ) -> None:
     result = _decided(b.request(capsule))
     assert (result.decision, result.reason_codes) == ("request_gate", ("gate_required",))
-    assert result.gate == {"decision": "gate_required", "reason_codes": gate_codes,
-                           "gate_requests": requests}
+    assert result.gate == {
+        "decision": "gate_required",
+        "reason_codes": gate_codes,
+        "gate_requests": requests,
+    }
     assert result.exit_code() == 0 and result.exit_code(strict=True) == 1
 
 
@@ -186,15 +247,19 @@ def test_clean_receipt_stops_and_keeps_budget_exhaustion() -> None:
     assert _decided(b.request(capsule, receipt=receipt)).reason_codes == ("all_checks_clear",)
     exhausted = b.request(capsule, receipt=receipt, state={"turns_used": 8})
     result = _decided(exhausted)
-    assert (result.decision, result.reason_codes) == ("stop", ("all_checks_clear",
-                                                               "budget_exhausted"))
+    assert (result.decision, result.reason_codes) == (
+        "stop",
+        ("all_checks_clear", "budget_exhausted"),
+    )
 
 
 @pytest.mark.parametrize(
     ("outcomes", "request_"),
     [
-        (("failed",), {"reason_code": "required_check_failed", "check": "tropo-check",
-                       "outcome": "failed"}),
+        (
+            ("failed",),
+            {"reason_code": "required_check_failed", "check": "tropo-check", "outcome": "failed"},
+        ),
         ((), {"reason_code": "required_check_missing", "check": "tropo-check"}),
     ],
 )
@@ -220,8 +285,11 @@ def test_tampered_receipt_blocks() -> None:
     receipt["checks"][0]["outcome"] = "passed"
     result = _decided(b.request(capsule, receipt=receipt))
     assert (result.decision, result.reason_codes) == ("blocked", ("blocked_by_gate",))
-    assert result.gate == {"decision": "blocked", "reason_codes": ["unknown_receipt_shape"],
-                           "gate_requests": []}
+    assert result.gate == {
+        "decision": "blocked",
+        "reason_codes": ["unknown_receipt_shape"],
+        "gate_requests": [],
+    }
     assert result.exit_code() == 0 and result.exit_code(strict=True) == 1
 
 
