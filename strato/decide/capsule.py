@@ -107,9 +107,7 @@ _OMISSION_KEYS: dict[str, frozenset[str]] = {
         "ignored_paths_excluded": "kind reason",
         "neighbor_of_pairs_capped": "kind repository reason omitted_count",
         "content_lines_truncated": "kind subject subject_path path omitted_count reason",
-        "content_files_truncated": (
-            "kind subject subject_path omitted_count total_files_matched reason"
-        ),
+        "content_files_truncated": ("kind subject subject_path omitted_count total_files_matched reason"),
         "privacy_matches_excluded": "kind subject subject_path omitted_count reason evidence",
         "content_root_refused": "kind reason path",
     }.items()
@@ -235,8 +233,7 @@ def _declared_checks_shape(value: Any) -> bool:
     if not value or not _checks_shape(value):
         return False
     if not all(
-        set(check) == {"name", "command", "cwd"} and is_canonical_absolute(check["cwd"])
-        for check in value
+        set(check) == {"name", "command", "cwd"} and is_canonical_absolute(check["cwd"]) for check in value
     ):
         return False
     names = [check["name"] for check in value]
@@ -388,11 +385,7 @@ def _over_budget_shape(omission: dict[str, Any]) -> bool:
             and entry["tier"] in TIERS
             for entry in omitted
         )
-        and (
-            omission.get("truncated") is True
-            if count > OMITTED_LIST_CAP
-            else "truncated" not in omission
-        )
+        and (omission.get("truncated") is True if count > OMITTED_LIST_CAP else "truncated" not in omission)
     )
 
 
@@ -537,8 +530,7 @@ def is_capsule(capsule: Any) -> bool:
         and _text(capsule["fingerprint"])
         and _workspace_shape(capsule["workspace"])
         and all(
-            isinstance(capsule[field], list)
-            for field in ("claims", "conflicts", "unknowns", "omissions")
+            isinstance(capsule[field], list) for field in ("claims", "conflicts", "unknowns", "omissions")
         )
         and _checks_shape(capsule["required_checks"])
         and isinstance(capsule["budget"], dict)
@@ -584,8 +576,7 @@ def is_intact(capsule: Any) -> bool:
     rest = body(capsule, "capsule_id", "fingerprint")
     return (
         is_lossless(rest)
-        and capsule["capsule_id"]
-        == capsule_id(capsule["task"], capsule["workspace"]["fingerprint"])
+        and capsule["capsule_id"] == capsule_id(capsule["task"], capsule["workspace"]["fingerprint"])
         and capsule["fingerprint"] == fingerprint(rest)
     )
 

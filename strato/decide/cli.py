@@ -48,9 +48,7 @@ def _emit(document: dict[str, Any], as_json: bool) -> None:
     help="Opt in to the governed policy contract (required).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the decision document as JSON.")
-@click.option(
-    "--strict", is_flag=True, help="Exit 1 when the decision is blocked or asks for a gate."
-)
+@click.option("--strict", is_flag=True, help="Exit 1 when the decision is blocked or asks for a gate.")
 @click.argument("request", metavar="REQUEST.json|-")
 def decide_command(governed: bool, as_json: bool, strict: bool, request: str) -> None:
     """Decide the next governed loop step for a decision request.
@@ -81,9 +79,7 @@ def _load_json(path: str, what: str) -> Any:
         raise click.UsageError(f"cannot read {what} {path}: {error}") from error
 
 
-def _check_results(
-    capsule: dict[str, Any], pairs: tuple[str, ...], files: tuple[str, ...]
-) -> list[Any]:
+def _check_results(capsule: dict[str, Any], pairs: tuple[str, ...], files: tuple[str, ...]) -> list[Any]:
     commands = {check["name"]: check["command"] for check in capsule["required_checks"]}
     checks: list[Any] = []
     for path in files:

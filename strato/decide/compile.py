@@ -25,6 +25,7 @@ from strato.decide.capsule import (
 )
 from strato.decide.paths import is_canonical_absolute, normalize
 from strato.decide.receipt import js_timestamp
+from tropo.graph import Graph
 
 DEFAULT_MAX_CLAIMS = 24
 GRAPH_CHECK = {"name": "tropo-check", "command": "tropo check --root . --json"}
@@ -47,6 +48,22 @@ def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, date) else str(value)
 
 
+def records_from_graph(graph: Graph) -> list[dict[str, Any]]:
+    """tropo's graph as compiler records. Nodes carry no body, so `body` is None."""
+    return [
+        {
+            "id": node.id,
+            "type": node.type,
+            "path": node.path,
+            "title": node.title,
+            "fields": node.fields,
+            "body": None,
+            "edges": [{"field": e.field, "dst": e.dst, "broken": e.broken} for e in graph.outbound(node.id)],
+        }
+        for node in graph.nodes.values()
+    ]
+
+
 def graph_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:
     """The workspace fingerprint of a graph: the same nodes, fields, bodies and edges
     give the same value, whatever order they were read in."""
@@ -63,15 +80,11 @@ def _facts(record: Mapping[str, Any]) -> list[tuple[str, str, str, dict[str, Any
         facts.append(("title", "title", f"{path} is titled {record['title']!r}", source))
     for name, value in sorted((record.get("fields") or {}).items()):
         text = json.dumps(_jsonable(value), ensure_ascii=False, sort_keys=True)
-        facts.append(
-            ("field", f"field:{name}", f"{path} sets {name} = {text}", {**source, "field": name})
-        )
+        facts.append(("field", f"field:{name}", f"{path} sets {name} = {text}", {**source, "field": name}))
     for edge in record.get("edges") or []:
         if not edge.get("broken"):
             claim = f"{node_id} --{edge['field']}--> {edge['dst']}"
-            facts.append(
-                ("edge", f"edge:{edge['field']}", claim, {**source, "field": edge["field"]})
-            )
+            facts.append(("edge", f"edge:{edge['field']}", claim, {**source, "field": edge["field"]}))
     return facts
 
 
@@ -165,9 +178,7 @@ def compile_capsule(
             over["truncated"] = True
         omissions.append(over)
     checks = (
-        [dict(c) for c in required_checks]
-        if required_checks is not None
-        else [{**GRAPH_CHECK, "cwd": root}]
+        [dict(c) for c in required_checks] if required_checks is not None else [{**GRAPH_CHECK, "cwd": root}]
     )
     task = {"question": question, "scope": [root]}
     workspace = {

@@ -124,9 +124,7 @@ def _scope_paths(request: dict[str, Any]) -> list[str] | None:
     return list(scope["paths"])
 
 
-def _age_code(
-    earlier: datetime | None, later: datetime | None, future: str, stale: str
-) -> list[str]:
+def _age_code(earlier: datetime | None, later: datetime | None, future: str, stale: str) -> list[str]:
     if earlier is None or later is None:
         return []
     if earlier > later:

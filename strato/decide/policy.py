@@ -92,13 +92,9 @@ def _receipt_readable(receipt: Any) -> bool:
     return (
         isinstance(receipt, dict)
         and receipt.get("schema") == RECEIPT_SCHEMA
+        and all(isinstance(receipt.get(key), str) and receipt[key] for key in ("receipt_id", "fingerprint"))
         and all(
-            isinstance(receipt.get(key), str) and receipt[key]
-            for key in ("receipt_id", "fingerprint")
-        )
-        and all(
-            isinstance(receipt.get(key), list)
-            and all(isinstance(item, dict) for item in receipt[key])
+            isinstance(receipt.get(key), list) and all(isinstance(item, dict) for item in receipt[key])
             for key in ("checks", "unresolved_conflicts", "unresolved_unknowns")
         )
         and isinstance(receipt.get("capsule"), dict)

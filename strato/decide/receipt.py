@@ -68,9 +68,7 @@ def checks_authorized(checks: Any, capsule: dict[str, Any]) -> bool:
         if not isinstance(check, dict):
             return False
         name, command = check.get("name"), check.get("command")
-        if not (
-            isinstance(name, str) and name.strip() and isinstance(command, str) and command.strip()
-        ):
+        if not (isinstance(name, str) and name.strip() and isinstance(command, str) and command.strip()):
             return False
         if commands.setdefault(name, command) != command:
             return False
@@ -105,9 +103,7 @@ def build_receipt(
         raise ReceiptError("the runtime needs a non-empty actor")
     for check in checks:
         if check.get("outcome") not in OUTCOMES:
-            raise ReceiptError(
-                f"check {check.get('name')!r}: outcome must be one of {', '.join(OUTCOMES)}"
-            )
+            raise ReceiptError(f"check {check.get('name')!r}: outcome must be one of {', '.join(OUTCOMES)}")
     if not checks_authorized(checks, capsule):
         raise ReceiptError(
             "every check must name one of the capsule's required checks with its exact command"
@@ -128,8 +124,7 @@ def build_receipt(
         "claims_verified": claim_ids if all_passed else [],
         "claims_unverified": [] if all_passed else claim_ids,
         "unresolved_conflicts": [
-            {"id": conflict["id"], "decision": conflict["decision"]}
-            for conflict in capsule["conflicts"]
+            {"id": conflict["id"], "decision": conflict["decision"]} for conflict in capsule["conflicts"]
         ],
         "unresolved_unknowns": capsule["unknowns"],
         "provenance": [{**entry, "note": PROVENANCE_NOTE} for entry in provenance or []],
@@ -178,9 +173,9 @@ def verify_receipt(receipt: Any, capsule: dict[str, Any] | None = None) -> list[
     runtime = receipt["runtime"]
     actor = runtime.get("actor") if isinstance(runtime, dict) else None
     created_at = receipt["created_at"]
-    if not (_text(created_at) and isinstance(actor, str) and actor) or receipt[
-        "receipt_id"
-    ] != receipt_id(receipt["capsule"]["fingerprint"], created_at, actor):
+    if not (_text(created_at) and isinstance(actor, str) and actor) or receipt["receipt_id"] != receipt_id(
+        receipt["capsule"]["fingerprint"], created_at, actor
+    ):
         return ["receipt_id_mismatch"]
     if capsule is None:
         return []

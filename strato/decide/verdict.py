@@ -47,9 +47,7 @@ def _well_typed(verdict: dict[str, Any]) -> bool:
     outcome = verdict.get("outcome")
     if outcome not in ("sufficient", "insufficient", "refused"):
         return False
-    if not _text(verdict.get("gate")) and not (
-        outcome == "refused" and verdict.get("gate") is None
-    ):
+    if not _text(verdict.get("gate")) and not (outcome == "refused" and verdict.get("gate") is None):
         return False
     codes = verdict.get("reason_codes")
     if not (isinstance(codes, list) and all(map(_text, codes)) and len(codes) == len(set(codes))):
@@ -62,9 +60,7 @@ def _well_typed(verdict: dict[str, Any]) -> bool:
         return False
     verified = verdict.get("claims_verified")
     if verified is not None and not (
-        _count(verified)
-        and counts["claims_total"] is not None
-        and verified <= counts["claims_total"]
+        _count(verified) and counts["claims_total"] is not None and verified <= counts["claims_total"]
     ):
         return False
     receipt_outcome = verdict.get("receipt_outcome")
@@ -91,9 +87,7 @@ def _binds(verdict: dict[str, Any], capsule: dict[str, Any], receipt: dict[str, 
     )
 
 
-def _projection_agrees(
-    verdict: dict[str, Any], capsule: dict[str, Any], receipt: dict[str, Any]
-) -> bool:
+def _projection_agrees(verdict: dict[str, Any], capsule: dict[str, Any], receipt: dict[str, Any]) -> bool:
     """A sufficient verdict's counts must match what the capsule and receipt show,
     since anyone can recompute a verdict fingerprint."""
     if verdict.get("outcome") != "sufficient":

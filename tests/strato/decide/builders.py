@@ -99,9 +99,7 @@ def with_conflict(base: dict[str, Any]) -> dict[str, Any]:
 
 def with_unknown(base: dict[str, Any]) -> dict[str, Any]:
     edited = copy.deepcopy(base)
-    edited["unknowns"] = [
-        {"checkout": "gates", "path": ROOT + "/gates", "fact": "approver", "reason": None}
-    ]
+    edited["unknowns"] = [{"checkout": "gates", "path": ROOT + "/gates", "fact": "approver", "reason": None}]
     return seal(edited)
 
 

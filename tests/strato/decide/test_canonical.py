@@ -61,9 +61,7 @@ def test_lossless_bounds() -> None:
 
 
 def test_identities() -> None:
-    assert fingerprint({}) == (
-        "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-    )
+    assert fingerprint({}) == ("sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a")
     assert deterministic_id("capsule", None) == "capsule_74234e98afe7498f"
 
 

@@ -20,9 +20,7 @@ STRATO = [sys.executable, "-m", "strato.cli"]
 
 
 def strato(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*STRATO, *args], input=stdin, capture_output=True, text=True, check=False
-    )
+    return subprocess.run([*STRATO, *args], input=stdin, capture_output=True, text=True, check=False)
 
 
 @pytest.fixture
@@ -169,12 +167,8 @@ def test_receipt_from_a_checks_file(tmp_path: Path) -> None:
         (["--check", "tropo-check=passed", "--created-at", "noon"], "--created-at"),
     ],
 )
-def test_receipt_refuses_what_would_not_verify(
-    tmp_path: Path, args: list[str], message: str
-) -> None:
-    proc = strato(
-        "receipt", _capsule_file(tmp_path, b.capsule()), *args, "--actor", "a", "--harness", "h"
-    )
+def test_receipt_refuses_what_would_not_verify(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = strato("receipt", _capsule_file(tmp_path, b.capsule()), *args, "--actor", "a", "--harness", "h")
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""

@@ -208,9 +208,7 @@ def test_act_echoes_the_request_identity() -> None:
     ],
     ids=["conflict", "unknown", "over-budget"],
 )
-def test_capsule_gates_request_a_human(
-    capsule: Doc, gate_codes: list[str], requests: list[Doc]
-) -> None:
+def test_capsule_gates_request_a_human(capsule: Doc, gate_codes: list[str], requests: list[Doc]) -> None:
     result = _decided(b.request(capsule))
     assert (result.decision, result.reason_codes) == ("request_gate", ("gate_required",))
     assert result.gate == {
@@ -263,9 +261,7 @@ def test_clean_receipt_stops_and_keeps_budget_exhaustion() -> None:
         ((), {"reason_code": "required_check_missing", "check": "tropo-check"}),
     ],
 )
-def test_receipt_without_passing_checks_requests_a_gate(
-    outcomes: tuple[str, ...], request_: Doc
-) -> None:
+def test_receipt_without_passing_checks_requests_a_gate(outcomes: tuple[str, ...], request_: Doc) -> None:
     capsule = b.capsule()
     result = _decided(b.request(capsule, receipt=b.receipt(capsule, outcomes=outcomes)))
     assert result.decision == "request_gate"
