@@ -11,20 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strato.decide.envelope import POLICY_VERSION, validate
+from strato.decide.envelope import ECHOED_FIELDS, POLICY_VERSION, validate
 from strato.decide.policy import next_step
 
 DECISION_SCHEMA = "vivary.strato-decision/v0"
 REFUSAL_SCHEMA = "vivary.strato-decision-refusal/v0"
-_ECHOED = (
-    "policy_version",
-    "actor",
-    "authority_class",
-    "workspace",
-    "scope",
-    "requested_at",
-    "decision_at",
-)
 _GATING = frozenset({"blocked", "request_gate"})
 
 
@@ -96,7 +87,7 @@ def decide(request: Any, now: datetime | None = None) -> Decision | Refusal:
     except RecursionError:
         return Refusal(("request_too_deeply_nested",))
     return Decision(
-        echo={name: request[name] for name in _ECHOED},
+        echo={name: request[name] for name in ECHOED_FIELDS},
         decision=outcome["decision"],
         reason_codes=tuple(outcome["reason_codes"]),
         budget=outcome["budget"],

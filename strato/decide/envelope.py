@@ -19,23 +19,17 @@ REQUEST_SCHEMA = "vivary.strato-decision-request/v0"
 POLICY_VERSION = "vivary.strato-policy/v0"
 #: Requests, capsule observations and receipts older than this at `decision_at` are stale.
 MAX_AGE = timedelta(seconds=300)
-ALLOWED_FIELDS = frozenset(
-    {
-        "schema",
-        "policy_version",
-        "actor",
-        "authority_class",
-        "workspace",
-        "scope",
-        "requested_at",
-        "decision_at",
-        "capsule",
-        "receipt",
-        "verdict",
-        "state",
-        "limits",
-    }
+#: The identity a decision echoes back; a refusal echoes none of it.
+ECHOED_FIELDS = (
+    "policy_version",
+    "actor",
+    "authority_class",
+    "workspace",
+    "scope",
+    "requested_at",
+    "decision_at",
 )
+ALLOWED_FIELDS = frozenset({"schema", *ECHOED_FIELDS, "capsule", "receipt", "verdict", "state", "limits"})
 ACTOR_KINDS = frozenset({"human", "agent", "worker"})
 AUTHORITY_CLASSES = frozenset({"contributor", "owner"})
 _MAX_ACTOR_ID_BYTES = 256

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from strato.decide.canonical import canonicalize, deterministic_id, fingerprint, is_lossless
+from tests.strato.decide.oracle import run_upstream
 
 
 @pytest.mark.parametrize(
@@ -91,13 +91,7 @@ def test_matches_vivary_core_on_generated_values(upstream: Callable[[str], Path]
         "values = json.loads(sys.stdin.read())\n"
         "print(json.dumps([[canonicalize(v), fingerprint(v)] for v in values]))\n"
     )
-    proc = subprocess.run(
-        [str(upstream("python")), "-c", script],
-        input=json.dumps(values),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    upstream_result = run_upstream(upstream("python"), script, values)
     # Both sides read the same JSON text, so they canonicalize the same values.
     ours = [[canonicalize(v), fingerprint(v)] for v in json.loads(json.dumps(values))]
-    assert json.loads(proc.stdout) == ours
+    assert upstream_result == ours

@@ -17,6 +17,7 @@ from strato.decide.receipt import verify_receipt
 from tests.strato.decide import builders as b
 
 STRATO = [sys.executable, "-m", "strato.cli"]
+PASSED = ("--check", "tropo-check=passed", "--actor", "agent:example", "--harness", "test")
 
 
 def strato(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -112,23 +113,18 @@ def test_duplicate_keys_diverge_from_upstream_on_purpose(
     assert "duplicate key 'authority_class'" in ours.stderr
 
 
-def _capsule_file(tmp_path: Path, capsule: dict[str, Any]) -> str:
+def receipt_cli(tmp_path: Path, capsule: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "capsule.json"
     path.write_text(json.dumps(capsule), encoding="utf-8")
-    return str(path)
+    return strato("receipt", str(path), *args)
 
 
 def test_receipt_command_builds_a_verifying_receipt(tmp_path: Path) -> None:
     capsule = b.capsule()
-    proc = strato(
-        "receipt",
-        _capsule_file(tmp_path, capsule),
-        "--check",
-        "tropo-check=passed",
-        "--actor",
-        "agent:example",
-        "--harness",
-        "test",
+    proc = receipt_cli(
+        tmp_path,
+        capsule,
+        *PASSED,
         "--provenance",
         "run=run-1",
         "--created-at",
@@ -145,9 +141,9 @@ def test_receipt_command_builds_a_verifying_receipt(tmp_path: Path) -> None:
 def test_receipt_from_a_checks_file(tmp_path: Path) -> None:
     checks = tmp_path / "checks.json"
     checks.write_text(json.dumps([{**GRAPH_CHECK, "outcome": "failed", "detail": "2 findings"}]))
-    proc = strato(
-        "receipt",
-        _capsule_file(tmp_path, b.capsule()),
+    proc = receipt_cli(
+        tmp_path,
+        b.capsule(),
         "--checks",
         str(checks),
         "--actor",
@@ -168,7 +164,7 @@ def test_receipt_from_a_checks_file(tmp_path: Path) -> None:
     ],
 )
 def test_receipt_refuses_what_would_not_verify(tmp_path: Path, args: list[str], message: str) -> None:
-    proc = strato("receipt", _capsule_file(tmp_path, b.capsule()), *args, "--actor", "a", "--harness", "h")
+    proc = receipt_cli(tmp_path, b.capsule(), *args, "--actor", "a", "--harness", "h")
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
@@ -178,16 +174,7 @@ def test_receipt_refuses_an_edited_capsule(tmp_path: Path) -> None:
     capsule = b.capsule()
     capsule["claims"][0]["evidence"] = [{"kind": "forged"}]
     assert not is_intact(capsule)
-    proc = strato(
-        "receipt",
-        _capsule_file(tmp_path, capsule),
-        "--check",
-        "tropo-check=passed",
-        "--actor",
-        "a",
-        "--harness",
-        "h",
-    )
+    proc = receipt_cli(tmp_path, capsule, *PASSED)
     assert proc.returncode == 2 and "not an intact" in proc.stderr
 
 

@@ -4,8 +4,6 @@ our integrity check and vivary_core's."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 from strato.decide import compile_capsule, graph_fingerprint
 from strato.decide.capsule import is_intact
 from tests.strato.decide import builders as b
+from tests.strato.decide.oracle import run_upstream
 
 UPSTREAM_VERIFY = """
 import json, sys
@@ -74,14 +73,8 @@ def test_capsules_and_receipts_pass_upstream_integrity(upstream: Callable[[str],
     for make in VARIANTS.values():
         capsule = make()
         pairs.append([capsule, b.receipt(capsule) if capsule["required_checks"] else None])
-    proc = subprocess.run(
-        [str(upstream("python")), "-c", UPSTREAM_VERIFY],
-        input=json.dumps(pairs),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert json.loads(proc.stdout) == [[True, "verified"]] * len(pairs)
+    upstream_result = run_upstream(upstream("python"), UPSTREAM_VERIFY, pairs)
+    assert upstream_result == [[True, "verified"]] * len(pairs)
 
 
 def test_budget_cut_is_ranked_and_listed() -> None:

@@ -171,19 +171,20 @@ def test_act_echoes_the_request_identity() -> None:
     doc = b.request()
     result = _decided(doc)
     assert (result.decision, result.reason_codes) == ("act", ())
-    document = result.document()
-    for field in (
-        "policy_version",
-        "actor",
-        "authority_class",
-        "workspace",
-        "scope",
-        "requested_at",
-        "decision_at",
-    ):
-        assert document[field] == doc[field]
-    assert document["budget"] == {"decision": "within_budget", "reason_codes": [], "details": {}}
-    assert document["gate"] == {"decision": "clear", "reason_codes": [], "gate_requests": []}
+    assert result.document() == {
+        "schema": "vivary.strato-decision/v0",
+        "policy_version": doc["policy_version"],
+        "actor": doc["actor"],
+        "authority_class": doc["authority_class"],
+        "workspace": doc["workspace"],
+        "scope": doc["scope"],
+        "requested_at": doc["requested_at"],
+        "decision_at": doc["decision_at"],
+        "decision": "act",
+        "reason_codes": [],
+        "budget": {"decision": "within_budget", "reason_codes": [], "details": {}},
+        "gate": {"decision": "clear", "reason_codes": [], "gate_requests": []},
+    }
     assert result.exit_code(strict=True) == 0
 
 
