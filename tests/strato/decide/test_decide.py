@@ -24,6 +24,16 @@ def _deep(depth: int) -> Doc:
     return nested
 
 
+def _sealed_evidence(doc: Doc, value: Any, key: Any = "x") -> Doc:
+    """A capsule carrying `value` in a claim's evidence, id and fingerprint recomputed
+    as a compiler would, so only the lossless-value rule can refuse it."""
+    capsule = copy.deepcopy(doc["capsule"])
+    capsule["claims"][0]["evidence"] = [{str(key): value}]
+    capsule = b.seal(capsule)
+    capsule["claims"][0]["evidence"] = [{key: value}]
+    return {**doc, "capsule": capsule}
+
+
 REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ("not a mapping", lambda d: [d], ["unknown_request_shape"]),
     ("non-string key", lambda d: {**d, 1: "x"}, ["invalid_field_name"]),
@@ -57,6 +67,10 @@ REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ("capsule shape", MUTATIONS["capsule_no_budget"], ["invalid_capsule"]),
     ("capsule forged id", MUTATIONS["capsule_forged_id"], ["capsule_fingerprint_mismatch"]),
     ("capsule edited", MUTATIONS["capsule_evidence_edit"], ["capsule_fingerprint_mismatch"]),
+    ("NaN", lambda d: _sealed_evidence(d, float("nan")), ["capsule_fingerprint_mismatch"]),
+    ("Infinity", lambda d: _sealed_evidence(d, float("inf")), ["capsule_fingerprint_mismatch"]),
+    ("2^53", lambda d: _sealed_evidence(d, 2**53), ["capsule_fingerprint_mismatch"]),
+    ("non-string capsule key", lambda d: _sealed_evidence(d, "x", key=1), ["capsule_fingerprint_mismatch"]),
     ("capsule claim rewritten", MUTATIONS["capsule_claim_edit"], ["invalid_capsule"]),
     ("scope with ..", MUTATIONS["scope_dotdot"], ["scope_mismatch"]),
     ("capsule budget 2^53", MUTATIONS["capsule_budget_2p53"], ["invalid_capsule"]),
@@ -129,6 +143,10 @@ def test_each_refusal_code(mutate: Callable[[Doc], Any], codes: list[str]) -> No
         "budget": None,
         "gate": None,
     }
+
+
+def test_sealed_lossless_values_verify() -> None:
+    assert isinstance(decide(_sealed_evidence(b.request(), 2**53 - 1)), Decision)
 
 
 def test_errors_accumulate_in_upstream_order() -> None:
