@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from strato.decide.canonical import MAX_SAFE_INTEGER, deterministic_id, fingerprint, is_lossless
-from strato.decide.paths import is_canonical_absolute, is_within
+from strato.decide.paths import is_canonical_absolute
 
 SCHEMA = "vivary.task-capsule/v0"
 FIELDS = frozenset(
@@ -579,8 +579,3 @@ def is_intact(capsule: Any) -> bool:
         and capsule["capsule_id"] == capsule_id(capsule["task"], capsule["workspace"]["fingerprint"])
         and capsule["fingerprint"] == fingerprint(rest)
     )
-
-
-def in_scope(path: str, scope: list[str]) -> bool:
-    """A path belongs to a task whose scope contains it."""
-    return any(is_within(root, path) for root in scope)
