@@ -164,3 +164,17 @@ def test_graph_json_shape(repo_dir: Path) -> None:
     assert [n["id"] for n in g["nodes"]] == sorted(n["id"] for n in g["nodes"])
     assert {"from": "broken", "field": "attendees", "to": "ghost", "broken": True} in g["edges"]
     assert json.dumps(g["edges"]) == json.dumps(sorted(g["edges"], key=lambda e: (e["from"], e["field"], e["to"])))
+
+
+def test_symlinks_give_the_same_finding_from_every_source(repo_dir: Path, tmp_path: Path) -> None:
+    import os
+
+    make_vault(repo_dir)
+    os.symlink("/etc/hostname", repo_dir / "people" / "abs.md")
+    os.symlink("../../outside.md", repo_dir / "people" / "rel.md")
+    os.symlink("jeff.md", repo_dir / "people" / "alias.md")
+    commit_all(repo_dir)
+    expected = [("people/abs.md", 0, "W230"), ("people/rel.md", 0, "W230")]
+    for flags in ([], ["--staged"], ["--rev", "HEAD"]):
+        code, out = tropo_json("check", *flags, cwd=repo_dir)
+        assert (code, sorted(codes(out)), out["checked"]) == (1, expected, 4), flags
