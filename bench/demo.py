@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import demo_decide
+from bench import demo_decide, demo_exo
 
 BIN = Path(sys.executable).parent
 
@@ -99,6 +99,7 @@ def main() -> None:
         tour_tropo(ws, run)
         say("a governed decision: may the agent act? (capsule from the graph, then a receipt)")
         demo_decide.tour(ws, run)
+        demo_exo.tour(ws, run)
         say("demo done")
 
 
