@@ -9,3 +9,12 @@ import click
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
+
+
+def _register_subsystems() -> None:
+    from strato.guard.cli import guard
+
+    main.add_command(guard)
+
+
+_register_subsystems()
