@@ -18,7 +18,7 @@ POLICY: dict[str, Any] = {
     "initial": "draft",
     "terminal": ["released"],
     "edge_predicates": {
-        "draft->review": [{"id": "notes", "type": "deterministic", "statement": 'server_file_exists("NOTES.md")'}],
+        "draft->review": [{"id": "notes", "statement": 'server_file_exists("NOTES.md")'}],
         "review->released": [
             {"id": "tests", "type": "deterministic", "statement": 'server_file_exists("PASSED")'}
         ],
@@ -46,7 +46,9 @@ def make_key(directory: Path, kind: str = "ed25519", name: str = "id") -> Key:
     return Key(path, public)
 
 
-def ssh_sign(key: Key, namespace: str, message: bytes, tmp: Path, hashalg: str | None = None) -> str:
+def ssh_sign(
+    key: Key, namespace: str, message: bytes, tmp: Path, hashalg: str | None = None
+) -> str:
     """Sign with the real ssh-keygen and return the armored signature."""
     msg = tmp / "message"
     msg.write_bytes(message)

@@ -18,9 +18,8 @@ def test_plain_and_comments(key: Key) -> None:
 
 
 def test_namespaces_and_validity(key: Key) -> None:
-    line = key.signers_line(
-        "alice", 'namespaces="stratum-guard-override,x-*",valid-after="20200101",valid-before="20300101Z"'
-    )
+    options = 'namespaces="stratum-guard-override,x-*",valid-after="20200101",'
+    line = key.signers_line("alice", options + 'valid-before="20300101Z"')
     (s,) = signers.parse(line)
     assert s.allows("stratum-guard-override", JAN_2030 - 1)
     assert s.allows("x-anything", JAN_2030 - 1)

@@ -20,8 +20,19 @@ def keygen_verifies(key: Key, namespace: str, message: bytes, armor: str, tmp: P
     sig = tmp / "verify.sig"
     sig.write_text(armor)
     proc = subprocess.run(
-        ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "alice@example.com",
-         "-n", namespace, "-s", str(sig)],
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(allowed),
+            "-I",
+            "alice@example.com",
+            "-n",
+            namespace,
+            "-s",
+            str(sig),
+        ],
         input=message,
         capture_output=True,
         check=False,
@@ -49,7 +60,8 @@ def test_real_signatures_verify_like_ssh_keygen(tmp_path: Path, kind: str, hasha
     armor = ssh_sign(key, "stratum-guard-override", message, tmp_path, hashalg)
     sig = sshsig.parse_armor(armor)
     assert sig.hash_alg == hashalg
-    assert sig.key.key_type.startswith({"ed25519": "ssh-ed25519", "ecdsa": "ecdsa", "rsa": "ssh-rsa"}[kind])
+    prefix = {"ed25519": "ssh-ed25519", "ecdsa": "ecdsa", "rsa": "ssh-rsa"}[kind]
+    assert sig.key.key_type.startswith(prefix)
     cases = [
         ("stratum-guard-override", message, True),
         ("stratum-guard-override", message + b" ", False),  # another payload
@@ -63,7 +75,9 @@ def test_real_signatures_verify_like_ssh_keygen(tmp_path: Path, kind: str, hasha
 def test_fingerprint_matches_ssh_keygen(tmp_path: Path, key: Key) -> None:
     shown = subprocess.run(
         ["ssh-keygen", "-l", "-E", "sha256", "-f", str(key.path) + ".pub"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()[1]
     armor = ssh_sign(key, "n", b"m", tmp_path)
     assert sshsig.parse_armor(armor).key.fingerprint == shown
