@@ -67,12 +67,17 @@ def _check_move(state: State, src: object, dst: object) -> tuple[str, str]:
 
 
 def _new_policy(f: Mapping[str, Any], state: State, cfg: config.GuardConfig) -> policy_mod.Policy:
+    """The requested policy; the initial state carries over while it is still a state."""
+    graph, terminal = f["new_graph"], f["new_terminal"]
+    keeps_initial = isinstance(graph, dict) and isinstance(terminal, list) and (
+        state.policy.initial in graph or state.policy.initial in terminal
+    )
     new = policy_mod.parse(
         {
-            "graph": f["new_graph"],
+            "graph": graph,
             "edge_predicates": f["new_edge_predicates"],
-            "initial": state.policy.initial,
-            "terminal": f["new_terminal"],
+            "initial": state.policy.initial if keeps_initial else state.current_state,
+            "terminal": terminal,
             "stakes": f["new_stakes"],
         }
     )
