@@ -69,8 +69,10 @@ def _check_move(state: State, src: object, dst: object) -> tuple[str, str]:
 def _new_policy(f: Mapping[str, Any], state: State, cfg: config.GuardConfig) -> policy_mod.Policy:
     """The requested policy; the initial state carries over while it is still a state."""
     graph, terminal = f["new_graph"], f["new_terminal"]
-    keeps_initial = isinstance(graph, dict) and isinstance(terminal, list) and (
-        state.policy.initial in graph or state.policy.initial in terminal
+    keeps_initial = (
+        isinstance(graph, dict)
+        and isinstance(terminal, list)
+        and (state.policy.initial in graph or state.policy.initial in terminal)
     )
     new = policy_mod.parse(
         {

@@ -25,6 +25,7 @@ from tropo import repo as gitrepo
 REF = "refs/notes/vivary/guard"
 ANCHOR_PREFIX = b"vivary-guard-anchor\n"
 MAX_ATTEMPTS = 50
+MAX_LOCK_WAITS = 20  # about two seconds in all
 
 
 def anchor_content(resource_id: str) -> bytes:
@@ -79,7 +80,8 @@ def commit(repo: pygit2.Repository, resource_id: str, step: Step) -> dict[str, A
     idempotency, policy) holds at the moment of the write.
     """
     target = notes.anchor(repo, anchor_content(resource_id))
-    for attempt in range(MAX_ATTEMPTS):
+    waits = 0
+    for _ in range(MAX_ATTEMPTS):
         snap = load(repo, resource_id)
         decided = step(snap)
         if isinstance(decided, dict):
@@ -100,7 +102,10 @@ def commit(repo: pygit2.Repository, resource_id: str, step: Step) -> dict[str, A
             notes.write(repo, REF, snap.tip, target, snap.raw + line.encode("utf-8"), message)
         except gitrepo.RefRaceError as exc:
             if exc.actual == snap.tip:  # not moved, only locked: give the holder a moment
-                time.sleep(0.01 * (attempt + 1))
+                waits += 1
+                if waits > MAX_LOCK_WAITS:
+                    break
+                time.sleep(0.01 * waits)
             continue
         except pygit2.GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc

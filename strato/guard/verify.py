@@ -124,7 +124,12 @@ OnEntry = Callable[[str, int, dict[str, Any], authz.Signer | None, str | None], 
 def check_ledger(
     text: str, resource_id: str, trust: TrustAt, on_entry: OnEntry | None = None
 ) -> ledger.State:
-    """Fold a ledger, checking every signature; raises :class:`ledger.LedgerBreak`."""
+    """Fold a ledger, checking every signature; raises :class:`ledger.LedgerBreak`.
+
+    ``on_entry`` then sees every entry up to the first break, in ledger order.
+    """
+    entries = ledger.parse(text)
+    seen: list[tuple[int, dict[str, Any], authz.Signer | None, str | None]] = []
 
     def hook(line: int, entry: dict[str, Any], state: ledger.State) -> None:
         signer, problem = None, None
@@ -134,12 +139,23 @@ def check_ledger(
             problem = exc.message
         except (ValueError, KeyError, TypeError) as exc:
             problem = str(exc)
-        if on_entry is not None:
-            on_entry(resource_id, line, entry, signer, problem)
+        seen.append((line, entry, signer, problem))
         if problem is not None:
             raise ledger.LedgerBreak(line, problem)
 
-    return ledger.fold(ledger.parse(text), resource_id, hook)
+    broken: ledger.LedgerBreak | None = None
+    try:
+        return ledger.fold(entries, resource_id, hook)
+    except ledger.LedgerBreak as exc:
+        broken = exc
+        raise
+    finally:
+        if on_entry is not None and entries:
+            rows = [(1, entries[0], None, None), *seen]
+            for line, entry, signer, problem in rows:
+                if problem is None and broken is not None and broken.line == line:
+                    problem = broken.message
+                on_entry(resource_id, line, entry, signer, problem)
 
 
 def _resource_id(text: str) -> str | None:
@@ -212,10 +228,10 @@ def verify_repository(
     tips are always checked."""
     tip = gitrepo.read_ref(repo, store.REF)
     report = Report(store.REF, tip)
-    report.breaks += _rewind_breaks(repo, tip, [*(since or []), *_reflog_tips(repo)])
+    rewinds = _rewind_breaks(repo, tip, [*(since or []), *_reflog_tips(repo)])
     if tip is None:
+        report.breaks += rewinds
         return report
-    report.breaks += _history_breaks(repo, tip)
     trust = trust or trust_at_entry_head(repo)
     for anchor, blob in sorted(notes.blobs(repo, tip).items()):
         report.resources += 1
@@ -237,4 +253,6 @@ def verify_repository(
             continue
         report.entries += len(state.entries)
         report.ledgers[rid] = state
+    # line-precise breaks first: they say the most about what was done
+    report.breaks += _history_breaks(repo, tip) + rewinds
     return report
