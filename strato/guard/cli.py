@@ -89,10 +89,18 @@ def _stdin_command(
     @guard.command(name, help=f"{(operation.__doc__ or '').strip()}\n\n\b\nExample:\n  {example}")
     @root_option
     @json_option
-    def command(root: Path, as_json: bool) -> None:
+    @click.option(
+        "--signature",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Read `authorization` from this file (ssh-keygen's .sig) instead of the JSON.",
+    )
+    def command(root: Path, as_json: bool, signature: Path | None) -> None:
         # Output is always one JSON object; --json is accepted for uniformity.
         try:
-            result = operation(_repo(root), _request())
+            req = _request()
+            if signature is not None:
+                req.setdefault("authorization", signature.read_text(errors="replace"))
+            result = operation(_repo(root), req)
         except GuardError as exc:
             _fail(exc)
         _emit(result)
@@ -106,12 +114,10 @@ _EXAMPLES = {
         [{{"id":"ok","statement":"server_file_exists(\\"OK\\")"}}]}}}}' | strato guard register""",
     "transition": f"""echo '{{{_RID},"from_state":"draft","to_state":"done"}}'
         | strato guard transition""",
-    "override": """jq -n --rawfile sig payload.json.sig '{resource_id:"feat:1",
-        from_state:"draft",to_state:"done",rationale:"hotfix",authorization:$sig}'
-        | strato guard override""",
-    "migrate": """jq -n --rawfile sig payload.json.sig '{resource_id:"feat:1",
-        new_graph:{draft:["done"]},new_terminal:["done"],rationale:"reset",authorization:$sig}'
-        | strato guard migrate""",
+    "override": f"""echo '{{{_RID},"from_state":"draft","to_state":"done",
+        "rationale":"hotfix"}}' | strato guard override --signature payload.json.sig""",
+    "migrate": f"""echo '{{{_RID},"new_graph":{{"draft":["done"]}},"new_terminal":["done"],
+        "rationale":"reset"}}' | strato guard migrate --signature payload.json.sig""",
     "upgrade": f"""echo '{{{_RID},"new_graph":{{"draft":["done","parked"]}},
         "new_terminal":["done"],"rationale":"add parking"}}' | strato guard upgrade""",
     "apply-upgrade": f"""echo '{{{_RID},"descriptor_id":"allow-parking"}}'

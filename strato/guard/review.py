@@ -67,11 +67,11 @@ class ReviewReport:
         ]
         if self.rows:
             lines += [
-                "| resource | line | kind | transition | signer | rationale | status |",
-                "|---|---|---|---|---|---|---|",
+                "| resource | line | kind | outcome | transition | signer | rationale | status |",
+                "|---|---|---|---|---|---|---|---|",
             ]
             lines += [
-                f"| {_cell(r.resource_id)} | {r.line} | {r.kind} "
+                f"| {_cell(r.resource_id)} | {r.line} | {r.kind} | {r.outcome} "
                 f"| {_cell(r.from_state)} → {_cell(r.to_state)} | {_cell(r.signer)} "
                 f"| {_cell(r.rationale)} | {_cell(r.status)} |"
                 for r in self.rows
