@@ -37,6 +37,22 @@ ENTRY_KEYS = frozenset(
 # starts with {"entry_digest":" as Stratum's lines do.
 OPTIONAL_KEYS = frozenset({"git_head"})
 MOVES = frozenset({"applied", "deviation"})
+_STR, _OPT = (str,), (str, type(None))
+_TYPES: dict[str, tuple[type, ...]] = {
+    "ts_ms": (int,),
+    "from_state": _OPT,
+    "to_state": _STR,
+    "outcome": _STR,
+    "kind": _STR,
+    "resolved_by": _STR,
+    "idempotency_key": _OPT,
+    "payload_digest": _STR,
+    "rationale": _OPT,
+    "verdict": (dict, type(None)),
+    "prev_digest": _STR,
+    "entry_digest": _STR,
+    "git_head": _OPT,
+}
 
 
 class LedgerBreak(Exception):
@@ -58,13 +74,16 @@ def parse(text: str) -> list[dict[str, Any]]:
     for n, line in enumerate(text.splitlines(), 1):
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise LedgerBreak(n, "not JSON") from exc
         if (
             not isinstance(entry, dict)
             or not ENTRY_KEYS <= set(entry) <= ENTRY_KEYS | OPTIONAL_KEYS
         ):
             raise LedgerBreak(n, "not a ledger entry (wrong keys)")
+        for key, value in entry.items():
+            if not isinstance(value, _TYPES[key]) or (key == "ts_ms" and isinstance(value, bool)):
+                raise LedgerBreak(n, f"{key} has the wrong type")
         if entry["prev_digest"] != prev:
             raise LedgerBreak(
                 n, "prev_digest does not link to the line before (dropped or reordered)"
@@ -81,7 +100,7 @@ def first_entry(text: str) -> dict[str, Any] | None:
     """The first line as JSON, unchecked: only to learn which resource a note claims."""
     try:
         first = json.loads(text.split("\n", 1)[0])
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return None
     return first if isinstance(first, dict) else None
 

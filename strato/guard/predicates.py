@@ -108,7 +108,7 @@ class Evidence:
 
 def _file_exists(ev: Evidence, rel: str) -> tuple[bool, str]:
     root = ev.root.resolve()
-    target = (root / rel).resolve()
+    target = (root / rel.replace("\0", "")).resolve()  # NUL: never met, never a crash
     inside = target == root or root in target.parents
     met = inside and "\0" not in rel and target.is_file()
     return met, f"{rel} {'exists' if met else 'missing'}"
@@ -124,15 +124,13 @@ def _commit_exists(ev: Evidence, sha: str) -> tuple[bool, str]:
     return met, f"commit {sha[:12]} {'present' if met else 'absent'}"
 
 
-def run_group(
-    argv: list[str], cwd: Path, timeout: float, stdin: str | None = None
-) -> tuple[int | None, str]:
+def run_group(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
     """Run ``argv`` in its own process group; on timeout kill the whole group."""
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -141,7 +139,7 @@ def run_group(
     except OSError as exc:
         return None, f"cannot run {argv[0]}: {exc.strerror}"
     try:
-        out, _ = proc.communicate(stdin, timeout=timeout)
+        out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()

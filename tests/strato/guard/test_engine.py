@@ -208,7 +208,7 @@ def test_server_file_exists_is_jailed(ws: Workspace, tmp_path: Path) -> None:
     outside.write_text("x")
     (ws.root / "link").symlink_to(outside)
     (ws.root / "dir").mkdir()
-    for rel in ("../outside.txt", str(outside), "link", "dir"):
+    for rel in ("../outside.txt", str(outside), "link", "dir", "README.md\\x00"):
         two_state(ws, f"jail:{rel}", f'server_file_exists("{rel}")')
         assert step(ws, f"jail:{rel}", "a", "b") == "refused", rel
 

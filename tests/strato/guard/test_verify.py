@@ -164,3 +164,12 @@ def test_operations_refuse_a_broken_ledger(busy: Workspace) -> None:
     with pytest.raises(GuardError) as info:
         engine.history(busy.repo, {"resource_id": RID})
     assert info.value.error_type == "ledger_corrupt" and "line 3" in info.value.message
+
+
+def test_wrong_types_and_deep_json_are_breaks_not_crashes(busy: Workspace) -> None:
+    entries = [json.loads(line) for line in lines(busy)]
+    entries[1]["from_state"] = ["draft"]
+    put(busy, reseal(entries))
+    assert first_break(busy)[1:] == (2, "from_state has the wrong type")
+    put(busy, lines(busy)[0] + "\n" + "[" * 50_000 + "]" * 50_000 + "\n")
+    assert first_break(busy)[1:] == (2, "not JSON")
