@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from strato.decide.cli import decide_command, receipt_command
+from strato.guard.cli import guard
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
@@ -11,10 +14,10 @@ def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
 
 
-def _register_subsystems() -> None:
-    from strato.guard.cli import guard
+main.add_command(decide_command)
+main.add_command(receipt_command)
+main.add_command(guard)
 
-    main.add_command(guard)
 
-
-_register_subsystems()
+if __name__ == "__main__":
+    main(prog_name="strato")

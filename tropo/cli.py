@@ -1,0 +1,369 @@
+"""The ``tropo`` command line: thin wrappers that render what :mod:`tropo.workspace` finds.
+
+Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from tropo import edit
+from tropo.atomic import write_atomic
+from tropo.config import CONFIG_NAME, ConfigError
+from tropo.document import W210, Doc
+from tropo.repo import NotARepository, RevisionError
+from tropo.snapshot import Source, SourceError
+from tropo.workspace import Workspace, open_workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"tropo: {message}", err=True)
+    sys.exit(code)
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def workspace_options(func: F) -> F:
+    """--root, --staged, --rev, --no-cache, --json: shared by every reading command."""
+    options = [
+        click.option("--root", type=click.Path(file_okay=False, path_type=Path),
+                     help="Workspace folder (default: walk up from the current one)."),
+        click.option("--staged", is_flag=True, help="Read the index: what a commit would record."),
+        click.option("--rev", metavar="REV", help="Read the workspace as commit REV has it."),
+        click.option("--no-cache", is_flag=True, help="Ignore the parse cache (same answer, slower)."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool) -> Workspace:
+    if staged and rev:
+        fail("--staged and --rev exclude each other")
+    source = Source.index() if staged else Source.at(rev) if rev else Source.worktree()
+    try:
+        ws = open_workspace(root, source, use_cache=not no_cache)
+        ws.schema  # noqa: B018 - surface config errors here, as one line
+    except ConfigError as exc:
+        fail(f"config error: {exc}")
+    except (SourceError, RevisionError, NotARepository) as exc:
+        fail(str(exc))
+    return ws
+
+
+def guarded(func: F) -> F:
+    """Turn expected errors raised late (while reading) into one line and exit 2."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            fail(f"config error: {exc}")
+        except (SourceError, RevisionError, NotARepository) as exc:
+            fail(str(exc))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
+    """PATHS as workspace-relative selectors; a path outside the root is a usage error."""
+    if not paths:
+        return None
+    out = []
+    for p in paths:
+        full = Path(p).absolute()
+        try:
+            rel = full.resolve().relative_to(ws.root) if not full.is_symlink() else \
+                full.relative_to(ws.root)
+        except ValueError:
+            fail(f"{p}: outside the workspace {ws.root}")
+        out.append(rel.as_posix())
+    return out
+
+
+@click.group(invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vivary-git")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """The typed knowledge graph of a Vivary workspace.
+
+    \b
+    Examples:
+      tropo check                 # strict check of the working tree
+      tropo check --staged        # what the next commit would record
+      tropo graph --json --rev HEAD~3
+      tropo blast my-module --depth 2
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(check)
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@click.option("--strict", is_flag=True, help="Warnings fail the check (the default).")
+@click.option("--lenient", is_flag=True, help="Warnings do not fail the check.")
+@click.option("--quiet", is_flag=True, help="Hide warning codes (W...) in text output.")
+@guarded
+def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool) -> None:
+    """Check documents against the schema; refs resolve against the whole workspace.
+
+    \b
+    Examples:
+      tropo check
+      tropo check modules/ --json
+      tropo check --staged --quiet
+    """
+    ws = load(root, staged, rev, no_cache)
+    report = ws.check(relative_paths(ws, paths))
+    findings = report.findings
+    is_strict = (ws.config.strict or strict) and not lenient
+    rows = [f.as_dict() for f in findings]
+    if is_strict:
+        for row in rows:
+            row["level"] = "error"
+    errors = sum(1 for r in rows if r["level"] == "error")
+    warnings = len(rows) - errors
+    if as_json:
+        emit({"checked": len(report.docs),
+              "clean": sum(1 for d in report.docs if not d.findings),
+              "errors": errors, "warnings": warnings, "findings": rows})
+    else:
+        for r in sorted(rows, key=lambda r: (r["path"], r["line"])):
+            if quiet and r["code"].startswith("W"):
+                continue
+            loc = f"{r['path']}:{r['line']}" if r["line"] else r["path"]
+            click.echo(f"{loc}: {r['level']} {r['code']}: {r['message']}")
+        click.echo(f"\ntropo: {len(report.docs)} document(s), "
+                   f"{errors} error(s), {warnings} warning(s)")
+        if any(f.code == W210 for f in findings):
+            click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
+    sys.exit(1 if errors else 0)
+
+
+@main.command()
+@workspace_options
+@guarded
+def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+          as_json: bool) -> None:
+    """List the types of the schema with their folders and fields."""
+    ws = load(root, staged, rev, no_cache)
+    cfg = ws.config
+    if as_json:
+        emit({"root": str(ws.root), "derive": cfg.derive, "base_optional": cfg.base_optional,
+              "types": {n: {"folders": t.folders, "required": t.required,
+                            "optional": t.optional} for n, t in cfg.types.items()}})
+        return
+    click.echo(f"Config root: {ws.root}\n")
+    click.echo("Derived (never declared): " + ", ".join(cfg.derive))
+    click.echo("Base optional: " + (", ".join(cfg.base_optional) or "-"))
+    click.echo()
+    for name in sorted(cfg.types):
+        t = cfg.types[name]
+        click.echo(f"  {name}  (folder: {'/'.join(t.folders) or name})\n"
+                   f"    required: {', '.join(t.required) or '-'}\n"
+                   f"    optional: {', '.join(t.optional) or '-'}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@guarded
+def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool) -> None:
+    """Count documents by type and by outcome."""
+    ws = load(root, staged, rev, no_cache)
+    docs = ws.check(relative_paths(ws, paths)).docs
+    by_type = Counter(d.type or "untyped" for d in docs)
+    clean = sum(1 for d in docs if not d.findings)
+    errored = sum(1 for d in docs if any(f.level == "error" for f in d.findings))
+    if as_json:
+        emit({"total": len(docs), "by_type": dict(by_type), "clean": clean,
+              "with_errors": errored, "warnings_only": len(docs) - clean - errored})
+        return
+    click.echo(f"{len(docs)} document(s) in the knowledge layer\n")
+    width = max((len(t) for t in by_type), default=4)
+    for t, c in by_type.most_common():
+        mark = "" if t in ws.config.types or t == "untyped" else "   (not in config)"
+        click.echo(f"  {t:<{width}}  {c}{mark}")
+    click.echo(f"\n  clean: {clean}   with errors: {errored}   "
+               f"warnings only: {len(docs) - clean - errored}")
+
+
+@main.command()
+@workspace_options
+@guarded
+def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+          as_json: bool) -> None:
+    """Print the typed graph: documents as nodes, ref fields as edges."""
+    ws = load(root, staged, rev, no_cache)
+    g = ws.graph()
+    if as_json:
+        emit({"root": str(ws.root),
+              "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
+              "edges": [e.as_dict() for e in g.edges],
+              "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}})
+        return
+    click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
+               + (f", {g.broken} broken" if g.broken else ""))
+    for nid in sorted(g.nodes):
+        click.echo(f"\n  {nid}  [{g.nodes[nid].type or 'untyped'}]")
+        for e in g.outbound(nid):
+            click.echo(f"    --{e.field}--> {e.dst}" + ("  (broken)" if e.broken else ""))
+
+
+@main.command()
+@click.argument("node_id", metavar="ID")
+@click.option("--depth", type=click.IntRange(min=1), help="Stop after this many hops.")
+@workspace_options
+@guarded
+def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool) -> None:
+    """What a change to ID could touch: everything that transitively refs it.
+
+    \b
+    Example:
+      tropo blast agent-workspace --depth 2 --json
+    """
+    ws = load(root, staged, rev, no_cache)
+    g = ws.graph()
+    if node_id not in g.nodes:
+        fail(f"no document with id {node_id!r} (run `tropo graph` to list ids)", 1)
+    rows = sorted(g.blast(node_id, depth).items(), key=lambda kv: (kv[1][0], kv[0]))
+    if as_json:
+        emit({"root": str(ws.root), "target": node_id, "depth": depth,
+              "impacted": [{"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
+                            "distance": dist, "via": via} for nid, (dist, via) in rows],
+              "counts": {"impacted": len(rows)}})
+        return
+    target = g.nodes[node_id]
+    click.echo(f"tropo blast: {node_id} [{target.type or 'untyped'}] — "
+               f"{len(rows)} document(s) depend on it"
+               + (f" (depth ≤ {depth})" if depth is not None else ""))
+    for nid, (dist, via) in rows:
+        kind = g.nodes[nid].type if nid in g.nodes else None
+        click.echo(f"  {nid}  [{kind or 'untyped'}]   (distance {dist}, via {via})")
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@guarded
+def signal(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+           no_cache: bool, as_json: bool) -> None:
+    """Show what each document declares beyond what is derived."""
+    ws = load(root, staged, rev, no_cache)
+    docs = ws.check(relative_paths(ws, paths)).docs
+    if as_json:
+        emit([{"path": d.rel, "type": d.type, "signal": d.declared} for d in docs])
+        return
+    for d in sorted(docs, key=lambda d: d.rel):
+        head = f"{d.rel}  [{d.type or 'untyped'}]"
+        if not d.declared:
+            click.echo(f"{head}  (no signal — fully derived)")
+            continue
+        click.echo(head)
+        for k, v in d.declared.items():
+            click.echo(f"    {k}: {v}")
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--packs", default="", help="Comma-separated packs, e.g. repo-graph,coordination.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def init(directory: Path | None, packs: str, as_json: bool) -> None:
+    """Write a starter tropo.toml (never over an existing one).
+
+    \b
+    Example:
+      tropo init . --packs dev-project,coordination
+    """
+    from tropo.config import BUNDLED_PACKS
+
+    target = (directory or Path.cwd()).absolute()
+    dst = target / CONFIG_NAME
+    names = [p.strip() for p in packs.split(",") if p.strip()]
+    unknown = [p for p in names if p not in BUNDLED_PACKS and
+               not (target / ".tropo" / "packs" / f"{p}.toml").is_file()]
+    if unknown:
+        fail(f"unknown pack {unknown[0]!r} (bundled: {', '.join(BUNDLED_PACKS)})")
+    if dst.exists() or dst.is_symlink():
+        fail(f"{dst} already exists — not overwriting", 1)
+    lines = ["version = 1", ""]
+    if names:
+        lines += ["packs = [" + ", ".join(f'"{p}"' for p in names) + "]", ""]
+    lines += ["[base]", 'derive        = ["id", "title", "created", "updated"]',
+              'optional      = { tags = "string-list" }', "allow_untyped = true", ""]
+    if not names:
+        lines += ["# Declare types below: the table key is the type name,",
+                  "# `folder` is the directory name that roots it.",
+                  "# [types.note]", '# folder   = "notes"',
+                  '# optional = { tags = "string-list" }', ""]
+    write_atomic(dst, "\n".join(lines).encode())
+    if as_json:
+        emit({"wrote": str(dst), "packs": names})
+    else:
+        click.echo(f"tropo: wrote {dst}" + (f"  (packs: {', '.join(names)})" if names else ""))
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@guarded
+def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool) -> None:
+    """Remove frontmatter fields that merely repeat a derived value (W210).
+
+    Only those lines go; every other byte of each file stays as it was.
+    """
+    ws = load(root, False, None, False)
+    changes: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
+    for d in ws.check(relative_paths(ws, paths)).docs:
+        if d.noise:
+            if _fix_one(ws, d, dry_run):
+                changes.append((d.rel, list(d.noise)))
+            else:
+                refused.append(d.rel)
+    for rel in refused:
+        click.echo(f"tropo: {rel}: left alone (its frontmatter cannot be edited safely)", err=True)
+    if as_json:
+        emit({"fixed": len(changes), "dry_run": dry_run,
+              "changes": [{"path": r, "removed": k} for r, k in sorted(changes)]})
+        return
+    verb = "would remove" if dry_run else "removed"
+    for rel, keys in sorted(changes):
+        click.echo(f"{rel}: {verb} derived noise: {', '.join(keys)}")
+    click.echo(f"\ntropo fix: {verb} noise from {len(changes)} file(s)"
+               + (" (dry run)" if dry_run else ""))
+
+
+def _fix_one(ws: Workspace, doc: Doc, dry_run: bool) -> bool:
+    path = ws.root / doc.rel
+    if path.is_symlink():
+        return False
+    raw = path.read_bytes()
+    try:
+        new = edit.remove_keys(raw.decode("utf-8"), doc.noise)
+    except (UnicodeDecodeError, edit.EditError):
+        return False
+    if not dry_run:
+        write_atomic(path, new.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
+    return True

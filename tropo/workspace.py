@@ -1,0 +1,307 @@
+"""A workspace read from one source: its schema, documents, graph and check.
+
+This is the I/O edge of tropo: it finds the root, lists files through a snapshot,
+reads only the blobs the parse cache does not know, and hands pure functions the rest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pygit2
+
+from tropo import document as docmod
+from tropo import frontmatter, history
+from tropo import repo as gitrepo
+from tropo.cache import NOT_UTF8, TOO_LARGE, ParseCache, from_record, to_record
+from tropo.config import (
+    CONFIG_NAME,
+    DEFAULT_EXCLUDE,
+    THIN_CONFIG,
+    Config,
+    ConfigError,
+    Schema,
+    is_excluded,
+)
+from tropo.document import Doc, Finding
+from tropo.graph import Graph, build_graph
+from tropo.snapshot import (
+    LINK,
+    MAX_BLOB,
+    Entry,
+    Snapshot,
+    Source,
+    SourceError,
+    open_snapshot,
+)
+
+__all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"]
+
+
+def _find_root_fs(start: Path) -> Path | None:
+    """Nearest ancestor holding a config; a thin root wins, two thin roots conflict."""
+    d = start if start.is_dir() else start.parent
+    thin: list[Path] = []
+    legacy: Path | None = None
+    for here in [d, *d.parents]:
+        if (here / THIN_CONFIG).is_file():
+            thin.append(here)
+        if legacy is None and (here / CONFIG_NAME).is_file():
+            legacy = here
+    if len(thin) > 1:
+        raise ConfigError("competing thin-v0.3 roots: " + ", ".join(map(str, thin)))
+    return thin[0] if thin else legacy
+
+
+def _find_root_snapshot(snap: Snapshot, start: Path) -> Path | None:
+    try:
+        rel = start.resolve().relative_to(snap.top)
+    except ValueError:
+        return None
+    parts = rel.parts
+    for depth in range(len(parts), -1, -1):
+        here = "/".join(parts[:depth])
+        prefix = f"{here}/" if here else ""
+        if snap.read_path(prefix + THIN_CONFIG) is not None or \
+                snap.read_path(prefix + CONFIG_NAME) is not None:
+            return snap.top.joinpath(*parts[:depth])
+    return None
+
+
+@dataclass
+class Report:
+    """The outcome of ``check``: documents and findings in walk order."""
+
+    docs: list[Doc]
+    extra: list[Finding] = field(default_factory=list)  # findings that belong to no document
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for d in self.docs for f in d.findings] + self.extra
+
+
+class Workspace:
+    def __init__(self, root: Path, snapshot: Snapshot, *, use_cache: bool = True) -> None:
+        self.root = root
+        self.snapshot = snapshot
+        self.use_cache = use_cache
+        prefix = root.relative_to(snapshot.top).as_posix() if root != snapshot.top else ""
+        self._prefix = f"{prefix}/" if prefix else ""
+        self.root_name = root.name
+        self._dates: history.Dates | None = None
+
+    def _read_rel(self, rel: str) -> bytes | None:
+        return self.snapshot.read_path(self._prefix + rel)
+
+    @cached_property
+    def _entries(self) -> list[Entry]:
+        """Every file of the workspace (relative to its root), default excludes pruned."""
+        plen = len(self._prefix)
+
+        def prune(rel: str) -> bool:
+            return not rel.startswith(self._prefix) or is_excluded(rel[plen:], DEFAULT_EXCLUDE)
+
+        return [Entry(e.rel[plen:], e.oid, e.mode) for e in self.snapshot.entries(prune)]
+
+    @cached_property
+    def schema(self) -> Schema:
+        overlay_dirs: list[str] = []
+        for rel in self._config_paths():
+            if rel.endswith("/" + THIN_CONFIG):
+                raise ConfigError(f"competing nested thin-v0.3 root: {posixpath.dirname(rel)}")
+            overlay_dirs.append(posixpath.dirname(rel))
+        return Schema(self._read_rel, overlay_dirs)
+
+    def _config_paths(self) -> list[str]:
+        """Nested ``tropo.toml`` (and thin configs) below the root."""
+        return [
+            e.rel for e in self._entries
+            if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
+        ]
+
+    @property
+    def config(self) -> Config:
+        return self.schema.root
+
+    def dates(self) -> history.Dates:
+        if self._dates is None:
+            repository = self.snapshot.repo()
+            commit = self.snapshot.commit()
+            self._dates = (
+                history.file_dates(repository, commit, use_cache=self.use_cache)
+                if repository is not None and commit is not None else {}
+            )
+        return self._dates
+
+    def _dates_for(self, rel: str) -> tuple[str | None, str | None]:
+        found = self.dates().get(self._prefix + rel)
+        if found:
+            return found
+        # Not committed yet: the file's own times, as vivary-tropo falls back to.
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return None, None
+        day = datetime.date.fromtimestamp
+        return day(min(st.st_mtime, st.st_ctime)).isoformat(), day(st.st_mtime).isoformat()
+
+    @cached_property
+    def documents(self) -> tuple[list[Doc], list[Finding]]:
+        """All documents in walk order, cross-file checks done; plus orphan findings."""
+        schema = self.schema
+        root_exclude = schema.root.exclude
+        cache = ParseCache(self._cache_dir())
+        entries = sorted(
+            (e for e in self._entries
+             if docmod.is_markdown(e.rel) and not is_excluded(e.rel, root_exclude)),
+            key=_walk_key,
+        )
+        docs: list[Doc] = []
+        extra: list[Finding] = []
+        conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
+                      if c.startswith(self._prefix)}
+        for entry in entries:
+            rel_dir = posixpath.dirname(entry.rel)
+            cfg = schema.for_dir(rel_dir)
+            if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                continue
+            type_name = cfg.type_for(rel_dir, self.root_name)
+            if entry.mode == LINK:
+                finding = self._link_finding(entry)
+                if finding is not None:
+                    extra.append(finding)
+                continue
+            if entry.rel in conflicted:
+                docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                              "unmerged: the index holds a conflict"))
+                continue
+            doc = self._analyze(entry, cfg, type_name, cache)
+            docs.append(doc)
+        cache.save()
+        _cross_check(docs)
+        return docs, extra
+
+    def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
+                 cache: ParseCache) -> Doc:
+        rec = cache.get(entry.oid) if entry.oid is not None else None
+        if rec is None:
+            try:
+                data = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
+            except OSError as exc:
+                return docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                         f"cannot read file: {exc.strerror or exc}")
+            rec = _parse_bytes(data)
+            oid = entry.oid or str(pygit2.hash(data))
+            cache.put(oid, rec)
+        parsed, flags = from_record(rec)
+        if flags & TOO_LARGE:
+            return docmod.unreadable(entry.rel, type_name, docmod.E003,
+                                     f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed")
+        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name,
+                             lambda: self._dates_for(entry.rel))
+        if flags & NOT_UTF8:
+            doc.findings.insert(0, Finding(entry.rel, 0, "error", docmod.E002,
+                                           "not UTF-8 text (binary or another encoding)"))
+        return doc
+
+    def _link_finding(self, entry: Entry) -> Finding | None:
+        """Symlinks are never followed; one that leaves the root is reported."""
+        try:
+            target = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
+        except OSError:
+            return None
+        text = target.decode("utf-8", "replace")
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry.rel), text))
+        if text.startswith("/") or joined == ".." or joined.startswith("../"):
+            return Finding(entry.rel, 0, "warning", docmod.W230,
+                           f"symlink to {text!r} leaves the workspace: skipped")
+        return None
+
+    def _cache_dir(self) -> Path | None:
+        if not self.use_cache:
+            return None
+        repository = self.snapshot.repo()
+        return gitrepo.private_dir(repository) if repository is not None else None
+
+    def check(self, paths: Iterable[str] | None = None) -> Report:
+        docs, extra = self.documents
+        selected = list(paths) if paths is not None else None
+        if selected is None:
+            return Report(docs, extra)
+        return Report([d for d in docs if _under(d.rel, selected)],
+                      [f for f in extra if _under(f.path, selected)])
+
+    def graph(self) -> Graph:
+        return build_graph(self.documents[0])
+
+
+def _under(rel: str, selected: list[str]) -> bool:
+    return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
+
+
+def _walk_key(entry: Entry) -> list[tuple[int, str]]:
+    """os.walk order with sorted names: a folder's files before its subfolders."""
+    parts = entry.rel.split("/")
+    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+
+
+def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
+    flags = 0
+    if len(data) > MAX_BLOB:
+        return to_record(frontmatter.Parsed({}, {}, None, None), TOO_LARGE)
+    try:
+        text = data.decode("utf-8")
+        if "\x00" in text:
+            flags |= NOT_UTF8
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        flags |= NOT_UTF8
+    return to_record(frontmatter.parse(text), flags)
+
+
+def _cross_check(docs: list[Doc]) -> None:
+    """Findings that need the whole workspace: broken refs, duplicate ids."""
+    ids = {d.id for d in docs if d.id is not None}
+    first: dict[str, str] = {}
+    for d in docs:
+        for key, target, line in d.refs:
+            if isinstance(target, str) and target not in ids:
+                d.findings.append(Finding(d.rel, line, "warning", docmod.W220,
+                                          f"field {key!r}: ref {target!r} matches no document id"))
+    for d in docs:
+        if d.id is None:
+            continue
+        if d.id in first:
+            d.findings.append(Finding(d.rel, 1, "error", docmod.E130,
+                                      f"duplicate id {d.id!r}: {first[d.id]} has it already"))
+        else:
+            first[d.id] = d.rel
+
+
+def open_workspace(
+    root: Path | None = None, source: Source | None = None, *, use_cache: bool = True
+) -> Workspace:
+    """The workspace containing ``root`` (default: the current directory) read from
+    ``source``. Raises ConfigError or SourceError with a one-line message."""
+    source = source or Source.worktree()
+    start = (root or Path.cwd()).resolve()
+    if not start.exists():
+        raise ConfigError(f"no such directory: {start}")
+    if source.kind == "worktree":
+        found = _find_root_fs(start)
+        if found is None:
+            raise ConfigError(f"no {CONFIG_NAME} found walking up from {start}")
+        snapshot = open_snapshot(found, source)
+    else:
+        snapshot = open_snapshot(start, source)
+        found = _find_root_snapshot(snapshot, start)
+        if found is None:
+            raise ConfigError(
+                f"no {CONFIG_NAME} in {source.describe()} walking up from {start}")
+    return Workspace(found, snapshot, use_cache=use_cache)
