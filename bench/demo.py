@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import demo_decide
+from bench import demo_decide, demo_guard
 
 BIN = Path(sys.executable).parent
 
@@ -99,6 +99,8 @@ def main() -> None:
         tour_tropo(ws, run)
         say("a governed decision: may the agent act? (capsule from the graph, then a receipt)")
         demo_decide.tour(ws, run)
+        say("a guarded release: refused without evidence, a signed override, its PR review")
+        demo_guard.tour(ws, run)
         say("demo done")
 
 
