@@ -49,7 +49,6 @@ class Report:
     resources: int = 0
     entries: int = 0
     breaks: list[Break] = field(default_factory=list)
-    ledgers: dict[str, ledger.State] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -252,7 +251,6 @@ def verify_repository(
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
             continue
         report.entries += len(state.entries)
-        report.ledgers[rid] = state
     # line-precise breaks first: they say the most about what was done
     report.breaks += _history_breaks(repo, tip) + rewinds
     return report
