@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import demo_decide, demo_exo
+from bench import demo_decide, demo_exo, demo_guard
 
 BIN = Path(sys.executable).parent
 
@@ -100,6 +100,8 @@ def main() -> None:
         say("a governed decision: may the agent act? (capsule from the graph, then a receipt)")
         demo_decide.tour(ws, run)
         demo_exo.tour(ws, run)
+        say("a guarded release: refused without evidence, a signed override, its PR review")
+        demo_guard.tour(ws, run)
         say("demo done")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from strato.decide.cli import decide_command, receipt_command
+from strato.guard.cli import guard
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -15,6 +16,7 @@ def main() -> None:
 
 main.add_command(decide_command)
 main.add_command(receipt_command)
+main.add_command(guard)
 
 
 if __name__ == "__main__":
