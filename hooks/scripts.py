@@ -14,13 +14,14 @@ def render(name: str, python: str) -> str:
     """The script for hook ``name`` that runs our code through ``python``.
 
     It passes its own path so the runner finds the chained hook next to it, whatever
-    directory git took it from.
+    directory git took it from. ``-I`` keeps the repository's own files (a ``hooks/``
+    or ``tropo/`` folder, a ``bisect.py``) off ``sys.path``: hooks run in the work tree.
     """
     return (
         "#!/bin/sh\n"
         f"{MARKER}: installed by `vivary hooks install`; "
         "`vivary hooks uninstall` restores any hook it replaced\n"
-        f'exec {shlex.quote(python)} -m hooks.run {name} "$0" "$@"\n'
+        f'exec {shlex.quote(python)} -I -m hooks.run {name} "$0" "$@"\n'
     )
 
 
