@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.hooks.cli import run_cli
-
-CHANGE = "changes/local-ci-baseline.md"
+from tests.hooks.cli import CHANGE, break_ref, run_cli
 
 
 @pytest.fixture
@@ -20,14 +18,6 @@ def ws(tmp_path: Path) -> Path:
     proc = run_cli("create-vivary", "init", str(root), "--auto", "--yes", "--commit")
     assert proc.returncode == 0, proc.stderr
     return root
-
-
-def break_ref(root: Path) -> None:
-    """Point the starter change at a module that does not exist (line 5)."""
-    path = root / CHANGE
-    text = path.read_text()
-    assert "related_modules: [codebase, agent-workspace]" in text
-    path.write_text(text.replace("[codebase, agent-workspace]", "[codebase, no-such-module]"))
 
 
 def commit(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
