@@ -13,6 +13,8 @@ from hooks.scripts import DEFAULT_HOOKS
 from tropo import gitcli
 
 COMMIT_MESSAGE = "Vivary workspace ({preset} preset, create-vivary)"
+# Who makes the first commit on a machine with no git identity (as tropo.repo.signature).
+FALLBACK_IDENTITY = ("-c", "user.name=vivary", "-c", "user.email=vivary@localhost")
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,10 @@ def apply(p: InitPlan) -> dict[str, object]:
         paths = [f.path for f in p.files]
         to_add = sorted(set(paths) - gitcli.ignored(p.root, paths))
         gitcli.run(p.root, "add", "--", *to_add)
+        who = () if gitcli.has_identity(p.root) else FALLBACK_IDENTITY
         try:
-            gitcli.run(p.root, "commit", "-q", "-m", COMMIT_MESSAGE.format(preset=p.preset))
+            message = COMMIT_MESSAGE.format(preset=p.preset)
+            gitcli.run(p.root, *who, "commit", "-q", "-m", message)
         except gitcli.GitError as exc:
             raise Refused(f"workspace written, but the first commit failed: {exc}") from exc
         sha = gitcli.run(p.root, "rev-parse", "HEAD").strip()

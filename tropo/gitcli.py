@@ -61,6 +61,11 @@ def tracked(root: Path, paths: Iterable[str]) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
+def has_identity(root: Path) -> bool:
+    """Whether git can name an author here without guessing."""
+    return bool(run(root, "config", "user.email", check=False).strip())
+
+
 def init(root: Path) -> None:
     """``git init`` (the user's init.defaultBranch and templates apply)."""
     run(root, "init", "-q")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from create_vivary.presets import PRESETS
 from tests.conftest import git
-from tests.hooks.cli import run_cli, run_json
+from tests.hooks.cli import BIN, run_cli, run_json
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -105,15 +107,32 @@ def test_bad_input_is_a_usage_error(tmp_path: Path, args: list[str], needle: str
     assert not (tmp_path / "ws").exists()
 
 
-def test_scaffold_passes_the_upstream_checker(tmp_path: Path, upstream: object) -> None:
-    tropo = upstream("tropo")  # type: ignore[operator]
-    import subprocess
-
+def test_scaffold_passes_the_upstream_checker(
+    tmp_path: Path, upstream: Callable[[str], Path]
+) -> None:
+    tropo = upstream("tropo")
     for preset in sorted(PRESETS):
         target = tmp_path / preset
-        assert run_cli("create-vivary", "init", str(target), "--yes", "--preset", preset).returncode == 0
+        proc = run_cli("create-vivary", "init", str(target), "--yes", "--preset", preset)
+        assert proc.returncode == 0, proc.stderr
         proc = subprocess.run(
             [str(tropo), "check", "--root", str(target), "--json"], capture_output=True, text=True
         )
         assert proc.returncode == 0, proc.stdout
         assert '"findings": []' in proc.stdout
+        ours = run_cli("tropo", "check", "--root", str(target), "--json")
+        assert ours.returncode == 0 and '"findings": []' in ours.stdout
+
+
+def test_first_commit_works_without_a_git_identity(tmp_path: Path) -> None:
+    (Path(os.environ["HOME"]) / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER"))}
+    target = tmp_path / "ws"
+    proc = subprocess.run(
+        [str(BIN / "create-vivary"), "init", str(target), "--yes", "--commit"],
+        env={**env, "EMAIL": ""},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert git(target, "log", "--format=%an <%ae>").strip() == "vivary <vivary@localhost>"
