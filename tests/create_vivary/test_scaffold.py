@@ -92,3 +92,11 @@ def test_a_template_path_escaping_the_target_is_refused(templates_copy: Path) ->
     (templates_copy / "base/{{project}}/x.md").write_text("x")
     with pytest.raises(ValueError, match="escapes"):
         render("coding", "..", source=templates_copy)
+
+
+def test_presets_come_from_their_data_files() -> None:
+    assert sorted(PRESETS) == ["coding", "knowledge-work", "second-brain", "writing"]
+    values = PRESETS["writing"].values()
+    assert values["module"] == "manuscript-system"
+    assert values["module_title"] == "Manuscript system"
+    assert all(v for v in values.values())
