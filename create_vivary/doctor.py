@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from create_vivary.plan import Refused
+from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import PRIVATE_DIR, PRIVATE_FILES, is_shell, render
 from hooks import install as hooks_install
@@ -118,14 +118,15 @@ def _check_graph(report: Report) -> None:
 def _check_privacy(report: Report) -> None:
     root = report.root
     probes = [*PRIVATE_FILES, PRIVATE_DIR + "probe.md"]
-    ignored = gitcli.ignored(root, probes)
+    ruled = gitcli.ignored(root, probes, rules_only=True)
     tracked = gitcli.tracked(root, probes)
     rules = []
     for probe in probes:
         shown = PRIVATE_DIR if probe.startswith(PRIVATE_DIR) else probe
-        if probe in ignored:
+        if probe in ruled and probe not in tracked:
             continue
-        rules.append(shown)
+        if probe not in ruled:
+            rules.append(shown)
         if probe in tracked:
             report.errors.append(f"private file is tracked by git: {probe}")
             report.repairs.append(
@@ -149,7 +150,7 @@ def _check_privacy(report: Report) -> None:
 
 def _check_baseline(report: Report) -> None:
     root = report.root
-    files = render(_preset_of(root), root.name)
+    files = render(_preset_of(root), project_name(root, None))
     for rel, data in files.items():
         if not is_shell(rel) or rel == ".gitignore" or (root / rel).exists():
             continue

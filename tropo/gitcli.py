@@ -43,12 +43,15 @@ def hooks_dir(root: Path) -> Path:
     return (root / run(root, "rev-parse", "--git-path", "hooks").strip()).resolve()
 
 
-def ignored(root: Path, paths: Iterable[str]) -> set[str]:
-    """Which of ``paths`` (relative, posix) git would ignore; a tracked path never is."""
+def ignored(root: Path, paths: Iterable[str], *, rules_only: bool = False) -> set[str]:
+    """Which of ``paths`` (relative, posix) git would ignore; a tracked path never is,
+    unless ``rules_only`` asks only whether an ignore rule matches."""
     wanted = list(paths)
     if not wanted:
         return set()
-    out = run(root, "check-ignore", "--stdin", "-z", stdin="\0".join(wanted) + "\0", check=False)
+    flags = ["--no-index"] if rules_only else []
+    stdin = "\0".join(wanted) + "\0"
+    out = run(root, "check-ignore", *flags, "--stdin", "-z", stdin=stdin, check=False)
     return {p for p in out.split("\0") if p}
 
 

@@ -136,3 +136,13 @@ def test_upstream_0_4_thin_workspace_is_compatible(
     )
     shutil.rmtree(root / ".git", ignore_errors=True)
     _assert_compatible(_committed(root), "thin-v0.3")
+
+
+def test_a_tracked_private_file_with_its_rule_in_place_adds_no_duplicate_rule(ws: Path) -> None:
+    git(ws, "add", "-f", "USER.md")
+    before = (ws / ".gitignore").read_text()
+    code, out = doctor(ws, "--repair", "--yes")
+    assert code == 1 and out["errors"] == ["private file is tracked by git: USER.md"]
+    assert (ws / ".gitignore").read_text() == before
+    git(ws, "rm", "-q", "--cached", "USER.md")
+    assert doctor(ws)[0] == 0
