@@ -92,7 +92,7 @@ def uninstall(root: Path, names: tuple[str, ...]) -> list[str]:
         st = state_of(hooks, name)
         path = hooks / name
         chained = hooks / (name + CHAINED_SUFFIX)
-        if st.state in ("absent", "foreign"):
+        if st.state == "foreign" or (st.state == "absent" and not st.chained):
             actions.append("kept" if st.state == "foreign" else "absent")
             continue
         if st.chained:

@@ -120,3 +120,11 @@ def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cmd", ["install", "uninstall", "status"])
 def test_help_has_an_example(cmd: str) -> None:
     assert "Example:" in run_cli("vivary", "hooks", cmd, "--help").stdout
+
+
+def test_uninstall_restores_a_chained_hook_even_if_ours_was_deleted(repo_dir: Path) -> None:
+    _hook(repo_dir, "pre-commit", MARK_HOOK)
+    installer.install(repo_dir, ("pre-commit",))
+    (repo_dir / ".git/hooks/pre-commit").unlink()
+    assert installer.uninstall(repo_dir, ("pre-commit",)) == ["restored"]
+    assert (repo_dir / ".git/hooks/pre-commit").read_text() == MARK_HOOK
