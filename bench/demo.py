@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import demo_decide
+
 BIN = Path(sys.executable).parent
 
 CONFIG = """\
@@ -95,6 +97,8 @@ def main() -> None:
         run(["git", "config", "user.name", "Demo"], check=True)
         run(["git", "config", "user.email", "demo@example.invalid"], check=True)
         tour_tropo(ws, run)
+        say("a governed decision: may the agent act? (capsule from the graph, then a receipt)")
+        demo_decide.tour(ws, run)
         say("demo done")
 
 

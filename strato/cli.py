@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import click
 
+from strato.decide.cli import decide_command, receipt_command
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
+
+
+main.add_command(decide_command)
+main.add_command(receipt_command)
+
+
+if __name__ == "__main__":
+    main(prog_name="strato")
