@@ -20,6 +20,8 @@ def tour(tmp: Path, run: Callable[[list[str]], None]) -> Path:
     ws = tmp / "lifecycle-demo"
     run([str(BIN / "create-vivary"), "init", str(ws), "--preset", "coding", "--commit", "--yes"])
     run(["git", "-C", str(ws), "log", "--oneline"])
+    for key, value in (("user.name", "Demo"), ("user.email", "demo@example.invalid")):
+        run(["git", "-C", str(ws), "config", key, value])  # later commits need an author
     change = ws / CHANGE
     good = change.read_text()
     change.write_text(good.replace("[codebase, agent-workspace]", "[codebase, no-such-module]"))
