@@ -1,0 +1,26 @@
+"""pre-commit: the strict check of the staged snapshot (what the commit would record)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tropo.workspace import ConfigError, Source, SourceError, open_workspace
+
+
+def main(root: Path) -> int:
+    try:
+        report = open_workspace(root, Source.index()).check()
+    except (ConfigError, SourceError) as exc:
+        print(f"vivary: commit refused: {exc}", file=sys.stderr)
+        return 1
+    if not report.findings:
+        return 0
+    for f in report.findings:
+        print(f"{f.path}:{f.line}: {f.level} {f.code} {f.message}", file=sys.stderr)
+    print(
+        f"vivary: commit refused: {len(report.findings)} finding(s) in the staged snapshot; "
+        "fix and `git add` them (or bypass once with --no-verify)",
+        file=sys.stderr,
+    )
+    return 1
