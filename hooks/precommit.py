@@ -14,12 +14,13 @@ def main(root: Path) -> int:
     except (ConfigError, SourceError) as exc:
         print(f"vivary: commit refused: {exc}", file=sys.stderr)
         return 1
-    if not report.findings:
+    findings = report.graded(strict=True)
+    if not findings:
         return 0
-    for f in report.findings:
-        print(f"{f.path}:{f.line}: {f.level} {f.code} {f.message}", file=sys.stderr)
+    for f in findings:
+        print(f.render(), file=sys.stderr)
     print(
-        f"vivary: commit refused: {len(report.findings)} finding(s) in the staged snapshot; "
+        f"vivary: commit refused: {len(findings)} finding(s) in the staged snapshot; "
         "fix and `git add` them (or bypass once with --no-verify)",
         file=sys.stderr,
     )
