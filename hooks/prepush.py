@@ -1,4 +1,4 @@
-"""pre-push: run the registered checks, then push claim branches along.
+"""pre-push: run the registered checks, then push claim branches and guard ledgers along.
 
 git hands the hook the remote and, on stdin, one line per ref being pushed. A failing
 check refuses the push. Claim branches (``claim/*``) travel with any push to the same
@@ -16,6 +16,8 @@ from hooks import registry
 from tropo import gitcli
 
 CLAIMS = "refs/heads/claim/"
+# Refs that travel with any push: who holds which item, and the guard ledgers.
+ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"))
 
 
 @dataclass(frozen=True)
@@ -53,17 +55,19 @@ def run_checks(push: Push, checks: Mapping[str, str]) -> list[str]:
     return problems
 
 
-def push_claims(push: Push) -> str | None:
-    """Push local claim branches to the same remote; a warning line, or None."""
-    if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", CLAIMS).strip():
-        return None
-    if push.updates and all(u.local_ref.startswith(CLAIMS) for u in push.updates):
-        return None  # the user is pushing claims already
-    try:
-        gitcli.run(push.root, "push", "--no-verify", "-q", push.remote, f"{CLAIMS}*:{CLAIMS}*")
-    except gitcli.GitError as exc:
-        return f"claim branches not pushed: {exc}"
-    return None
+def push_along(push: Push) -> list[str]:
+    """Push local claim branches and guard ledgers to the same remote; warning lines."""
+    warnings = []
+    for prefix, what in ALONG:
+        if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", prefix).strip():
+            continue
+        if push.updates and all(u.local_ref.startswith(prefix) for u in push.updates):
+            continue  # the user is pushing these already
+        try:
+            gitcli.run(push.root, "push", "--no-verify", "-q", push.remote, f"{prefix}*:{prefix}*")
+        except gitcli.GitError as exc:
+            warnings.append(f"{what} not pushed: {exc}")
+    return warnings
 
 
 def main(root: Path, args: list[str], stdin: str) -> int:
@@ -75,7 +79,6 @@ def main(root: Path, args: list[str], stdin: str) -> int:
             print(p, file=sys.stderr)
         print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    warning = push_claims(push)
-    if warning:
+    for warning in push_along(push):
         print(f"vivary: {warning}", file=sys.stderr)
     return 0

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-PRE_PUSH: dict[str, str] = {}
+PRE_PUSH: dict[str, str] = {"guard": "strato.guard.prepush:check"}
 POST_COMMIT: dict[str, str] = {}
 
 
