@@ -7,10 +7,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.demo import FILES
 from bench.demo_decide import tour
 from strato.decide.capsule import is_intact
 from tests.conftest import git, write_files
+
+
+FILES = {
+    "tropo.toml": """\
+[base]
+derive = ["id", "title"]
+[types.module]
+folder = "modules"
+optional = { related_changes = "ref-list" }
+[types.change]
+folder = "changes"
+optional = { related_modules = "ref-list", verification = "ref-list" }
+[types.verification]
+folder = "verification"
+""",
+    "modules/graph/index.md": "# Graph\n",
+    "modules/hooks/index.md": "---\nrelated_changes: [add-hooks]\n---\n# Hooks\n",
+    "changes/add-hooks.md": "---\nrelated_modules: [hooks, graph]\nverification: [hooks-smoke]\n---\n# Add hooks\n",
+    "verification/hooks-smoke.md": "# Hooks smoke test\n",
+}
 
 
 def test_tour_acts_then_stops(tmp_path: Path) -> None:
