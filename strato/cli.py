@@ -9,3 +9,12 @@ import click
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
+
+
+def _register() -> None:
+    from strato.flow.cli import flow
+
+    main.add_command(flow)
+
+
+_register()

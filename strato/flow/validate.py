@@ -42,9 +42,9 @@ def validate_data(data: Any) -> tuple[Spec | None, list[SpecError]]:
 def _read(path: Path) -> str | SpecError:
     try:
         if path.stat().st_size > MAX_BYTES:
-            return SpecError("SPEC_UNREADABLE", "", f"{path}: larger than 16 MiB")
+            return SpecError("SPEC_UNREADABLE", "", "larger than 16 MiB")
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        return SpecError("SPEC_UNREADABLE", "", f"{path}: not UTF-8 text")
+        return SpecError("SPEC_UNREADABLE", "", "not UTF-8 text")
     except OSError as exc:
-        return SpecError("SPEC_UNREADABLE", "", f"{path}: {exc.strerror or exc}")
+        return SpecError("SPEC_UNREADABLE", "", f"cannot read: {exc.strerror or exc}")
