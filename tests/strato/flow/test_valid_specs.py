@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.flow import load_spec
+from strato.flow import check_entry_input, load_spec
 from strato.flow.spec import DoStep, FanoutStep, GateStep
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -140,3 +140,29 @@ def test_yaml_reads_like_yaml_1_2() -> None:
     assert errors == [] and spec is not None
     step = spec.flow_map["classify"].typed_steps[0]
     assert isinstance(step, DoStep) and step.do == "on"
+
+
+def test_entry_input_is_checked_against_the_strict_contract() -> None:
+    spec, _ = load_spec(FIXTURES / "carry_waves.stratum.yaml")
+    assert spec is not None
+    assert check_entry_input(spec, {"goal": "ship it"}) == []
+    assert check_entry_input(spec, {"goal": "ship it", "strict": None}) == []
+    errors = check_entry_input(spec, {"strict": "yes", "extra": 1})
+    assert sorted((e.code, e.path) for e in errors) == [
+        ("INPUT_CONTRACT_INVALID", "input.extra"),
+        ("INPUT_CONTRACT_INVALID", "input.goal"),
+        ("INPUT_CONTRACT_INVALID", "input.strict"),
+    ]
+    assert [e.path for e in check_entry_input(spec, ["goal"])] == ["input"]
+
+
+def test_megabyte_strings_in_a_spec() -> None:
+    big = "x" * (1 << 20)
+    doc = json.loads(_chain(2))
+    doc["flows"]["main"]["steps"][0]["do"] = big + " ${input.topic}"
+    spec, errors = load_spec(json.dumps(doc))
+    assert errors == [] and spec is not None
+    doc["flows"]["main"]["steps"][0]["when"] = "'" + big + "' != ''"
+    _, errors = load_spec(json.dumps(doc))
+    assert [e.code for e in errors] == ["EXPR_INVALID"]
+    assert "resource_limit" in errors[0].message
