@@ -68,9 +68,15 @@ def _utf16_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
-def _bounded(text: str) -> str:
-    if len(text) > MAX_STRING:
+def _bounded(length: int) -> None:
+    """Refuse a string result over 1 MiB before it is built."""
+    if length > MAX_STRING:
         raise ExprError("resource_limit", "string result longer than 1 MiB")
+
+
+def _str(_: _Eval, value: Any) -> str:
+    text = display(value, MAX_STRING)
+    _bounded(len(text))
     return text
 
 
@@ -132,7 +138,8 @@ class _Eval:
         if op in ("<", "<=", ">", ">="):
             return _order(op, left, right)
         if op == "+" and isinstance(left, str) and isinstance(right, str):
-            return _bounded(left + right)
+            _bounded(len(left) + len(right))
+            return left + right
         if not (is_number(left) and is_number(right)):
             raise ExprError(
                 "type_error",
@@ -249,7 +256,7 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "all": lambda _, v: all(truthy(x) for x in _array("all", v)),
     "max": _extreme("max"),
     "min": _extreme("min"),
-    "str": lambda _, v: _bounded(display(v)),
+    "str": _str,
     "int": _int,
     "bool": lambda _, v: truthy(v),
     "matches": _matches,

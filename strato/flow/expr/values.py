@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from strato.flow.expr.errors import ExprError
 
 SAFE_INT = 2**53
 MAX_BINDING_DEPTH = 128
+MAX_BINDING_NODES = 1_000_000
 
 
 def is_number(value: Any) -> bool:
@@ -67,52 +69,95 @@ def number_text(value: int | float) -> str:
     return text
 
 
-def to_json(value: Any) -> str:
-    """Compact JSON text as JSON.stringify writes it."""
+def to_json(value: Any, limit: int | None = None) -> str:
+    """Compact JSON text as JSON.stringify writes it; with `limit`, refuse (resource_limit)
+    to build more characters than that."""
+    parts: list[str] = []
+    budget = [limit if limit is not None else -1]
+
+    def put(text: str) -> None:
+        parts.append(text)
+        if budget[0] >= 0:
+            budget[0] -= len(text)
+            if budget[0] < 0:
+                raise ExprError("resource_limit", f"text longer than {limit} characters")
+
+    _write(value, put)
+    return "".join(parts)
+
+
+def _write(value: Any, put: Callable[[str], None]) -> None:
     if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if is_number(value):
-        return number_text(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ",".join(to_json(v) for v in value) + "]"
-    if isinstance(value, dict):
-        items = (
-            json.dumps(str(k), ensure_ascii=False) + ":" + to_json(v) for k, v in value.items()
-        )
-        return "{" + ",".join(items) + "}"
-    raise ExprError("type_error", f"not a JSON value: {type(value).__name__}")
+        put(json.dumps(value))
+    elif is_number(value):
+        put(number_text(value))
+    elif isinstance(value, str):
+        put(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, list):
+        put("[")
+        for i, item in enumerate(value):
+            if i:
+                put(",")
+            _write(item, put)
+        put("]")
+    elif isinstance(value, dict):
+        put("{")
+        for i, (key, item) in enumerate(value.items()):
+            put(("," if i else "") + json.dumps(str(key), ensure_ascii=False) + ":")
+            _write(item, put)
+        put("}")
+    else:
+        raise ExprError("type_error", f"not a JSON value: {type(value).__name__}")
 
 
-def display(value: Any) -> str:
+def display(value: Any, limit: int | None = None) -> str:
     """String(x): scalars as text, arrays and objects as JSON."""
     if isinstance(value, str):
         return value
-    return to_json(value)
+    return to_json(value, limit)
 
 
 def check_binding(value: Any, name: str) -> None:
-    """Refuse bindings that are not plain JSON, nest deeper than 128 or contain cycles."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    active: set[int] = set()
+    """Refuse bindings that are not plain JSON, nest deeper than 128 or contain cycles.
+
+    Shared sub-objects are fine (a DAG is still JSON) as long as the expanded tree stays
+    under 1,000,000 values, which bounds every later walk (equality, `in`, `str`); each
+    container is measured once, so this check is linear in the distinct nodes."""
+    heights: dict[int, int] = {}
+    sizes: dict[int, int] = {}  # values in the fully expanded tree
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
-        node, depth = stack.pop()
-        if depth > MAX_BINDING_DEPTH:
-            raise ExprError("resource_limit", f"binding {name!r} nests deeper than 128")
-        if isinstance(node, list | dict):
-            if id(node) in active:
+        node, leaving = stack.pop()
+        if not isinstance(node, list | dict):
+            _check_scalar(node, name)
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if leaving:
+            on_path.discard(id(node))
+            height = 1 + max((heights.get(id(c), 0) for c in children), default=0)
+            if height > MAX_BINDING_DEPTH:
+                raise ExprError("resource_limit", f"binding {name!r} nests deeper than 128")
+            size = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if size > MAX_BINDING_NODES:
                 raise ExprError(
-                    "resource_limit", f"binding {name!r} contains a cycle or shared node"
+                    "resource_limit", f"binding {name!r} expands to more than 1,000,000 values"
                 )
-            active.add(id(node))
-            children = node.values() if isinstance(node, dict) else node
-            if isinstance(node, dict) and not all(isinstance(k, str) for k in node):
-                raise ExprError("validation_error", f"binding {name!r} has a non-string key")
-            stack.extend((c, depth + 1) for c in children)
-        elif not (node is None or isinstance(node, bool | str) or is_number(node)):
-            raise ExprError(
-                "validation_error", f"binding {name!r} is not JSON ({type(node).__name__})"
-            )
-        elif isinstance(node, float) and not math.isfinite(node):
-            raise ExprError("validation_error", f"binding {name!r} holds a non-finite number")
+            heights[id(node)], sizes[id(node)] = height, size
+            continue
+        if id(node) in heights:
+            continue
+        if id(node) in on_path:
+            raise ExprError("resource_limit", f"binding {name!r} contains a cycle")
+        if isinstance(node, dict) and not all(isinstance(k, str) for k in node):
+            raise ExprError("validation_error", f"binding {name!r} has a non-string key")
+        on_path.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children)
+
+
+def _check_scalar(node: Any, name: str) -> None:
+    if not (node is None or isinstance(node, bool | str) or is_number(node)):
+        raise ExprError("validation_error", f"binding {name!r} is not JSON ({type(node).__name__})")
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ExprError("validation_error", f"binding {name!r} holds a non-finite number")

@@ -201,6 +201,15 @@ def test_binding_limits() -> None:
     with pytest.raises(ExprError) as info:
         evaluate("1", {"result": cyclic})
     assert info.value.kind == "resource_limit"
+    shared: list[Any] = [1]
+    for _ in range(10):  # shared sub-objects are still JSON
+        shared = [shared, shared]
+    assert evaluate("str(result) == str(input)", {"result": shared, "input": shared}) is True
+    for _ in range(50):  # 2**60 leaves once expanded: refused before any walk
+        shared = [shared, shared]
+    with pytest.raises(ExprError) as info:
+        evaluate("result == input", {"result": shared, "input": shared})
+    assert info.value.kind == "resource_limit"
     with pytest.raises(ExprError) as info:
         evaluate("1", {"result": object()})
     assert info.value.kind == "validation_error"
@@ -211,6 +220,9 @@ def test_binding_limits() -> None:
 
 def test_huge_strings_are_bounded() -> None:
     big = "x" * (1 << 20)
+    with pytest.raises(ExprError) as info:
+        evaluate("str(result)", {"result": [big] * 500})  # would be 500 MiB of JSON
+    assert info.value.kind == "resource_limit"
     assert evaluate("len(result)", {"result": big}) == 1 << 20
     with pytest.raises(ExprError) as info:
         evaluate("result + result", {"result": big})
