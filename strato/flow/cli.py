@@ -16,7 +16,7 @@ from strato.flow.errors import UNREADABLE_CODES
 from strato.flow.migrate import check, render_text
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
-from strato.flow.yamlload import MAX_BYTES
+from strato.flow.yamlload import SpecReadError, read_spec_file
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
@@ -80,11 +80,9 @@ def migrate_cmd(file: Path, check_only: bool, as_json: bool) -> None:
     if not check_only:
         _die("migrate is report-only: pass --check (no YAML is ever emitted)")
     try:
-        if file.stat().st_size > MAX_BYTES:
-            _die(f"{file}: larger than 16 MiB")
-        text = file.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        _die(f"{file}: cannot read ({getattr(exc, 'strerror', None) or exc})")
+        text = read_spec_file(file)
+    except SpecReadError as exc:
+        _die(f"{file}: {exc}")
     report = check(text)
     _emit(as_json, report.to_json(), render_text(report, str(file)))
     sys.exit(1 if report.has_unsupported else 0)

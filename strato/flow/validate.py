@@ -13,15 +13,16 @@ from strato.flow.semantics import semantic_error
 from strato.flow.spec import Spec
 from strato.flow.structure import structural_errors
 from strato.flow.types import check_object
-from strato.flow.yamlload import MAX_BYTES, SpecYAMLError, load_yaml
+from strato.flow.yamlload import SpecReadError, SpecYAMLError, load_yaml, read_spec_file
 
 
 def load_spec(source: str | os.PathLike[str]) -> tuple[Spec | None, list[SpecError]]:
     """Validate a spec given as YAML text (a `str`) or a file path (a `Path`)."""
     if isinstance(source, os.PathLike):
-        text = _read(Path(source))
-        if isinstance(text, SpecError):
-            return None, [text]
+        try:
+            text = read_spec_file(Path(source))
+        except SpecReadError as exc:
+            return None, [SpecError("SPEC_UNREADABLE", "", str(exc))]
     else:
         text = source
     try:
@@ -38,17 +39,6 @@ def validate_data(data: Any) -> tuple[Spec | None, list[SpecError]]:
         return None, errors
     error = semantic_error(spec)
     return (None, [error]) if error else (spec, [])
-
-
-def _read(path: Path) -> str | SpecError:
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return SpecError("SPEC_UNREADABLE", "", "larger than 16 MiB")
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return SpecError("SPEC_UNREADABLE", "", "not UTF-8 text")
-    except OSError as exc:
-        return SpecError("SPEC_UNREADABLE", "", f"cannot read: {exc.strerror or exc}")
 
 
 def check_entry_input(spec: Spec, value: Any) -> list[SpecError]:

@@ -6,7 +6,10 @@ refused instead of expanded."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -18,6 +21,30 @@ MAX_BYTES = 16 * 1024 * 1024
 
 class SpecYAMLError(ValueError):
     """The text is not a readable YAML document (one-line message)."""
+
+
+class SpecReadError(OSError):
+    """The file cannot be read as a spec: missing, not a regular file, too big, not UTF-8."""
+
+
+def read_spec_file(path: Path) -> str:
+    """A spec file's text: a regular file, at most 16 MiB, UTF-8 (never blocks on a FIFO
+    or reads a device without end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise SpecReadError(f"cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SpecReadError("not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise SpecReadError("larger than 16 MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecReadError("not UTF-8 text") from None
 
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -4,6 +4,7 @@ one error instead of being expanded or crashing the validator."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,9 @@ def test_unreadable_files(tmp_path: Path) -> None:
     binary = tmp_path / "spec.yaml"
     binary.write_bytes(b"version: 1\n\xff\xfe")
     missing = tmp_path / "missing.yaml"
-    for path in (binary, missing, tmp_path):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # must not block waiting for a writer
+    for path in (binary, missing, tmp_path, fifo, Path("/dev/zero")):
         spec, errors = load_spec(path)
         assert spec is None and [e.code for e in errors] == ["SPEC_UNREADABLE"]
 
