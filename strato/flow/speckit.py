@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from strato.flow.validate import load_spec
+from strato.flow.yamlload import SpecReadError, read_spec_file
 
 CONTRACT = "TaskResult"
 _PARALLEL = re.compile(r"\[p\]", re.IGNORECASE)
@@ -108,7 +109,7 @@ def criterion(text: str) -> dict[str, Any] | None:
 
 
 def parse_task(path: Path) -> Task:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_spec_file(path).splitlines()
     title_at = next((i for i, ln in enumerate(lines) if ln.startswith("#")), None)
     title = lines[title_at].lstrip("#").strip() if title_at is not None else path.stem
     title = re.sub(r"^task:\s*", "", title, flags=re.IGNORECASE)
@@ -170,7 +171,7 @@ def compile_tasks(tasks_dir: Path, flow_name: str = "tasks") -> Compiled:
         raise SpeckitError("directory_not_found", f"{tasks_dir}: not a directory")
     try:
         tasks = [parse_task(p) for p in sorted(tasks_dir.glob("*.md"), key=lambda p: p.name)]
-    except (OSError, UnicodeDecodeError) as exc:
+    except SpecReadError as exc:
         raise SpeckitError("compile_error", f"cannot read a task file: {exc}") from None
     if not tasks:
         raise SpeckitError("no_tasks", f"{tasks_dir}: no *.md task files")

@@ -3,6 +3,7 @@ the documented criterion mapping; bad task directories fail with typed errors.""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -112,6 +113,15 @@ def test_refusals(tmp_path: Path, name: str, text: str, error_type: str) -> None
     with pytest.raises(SpeckitError) as info:
         compile_tasks(tasks)
     assert info.value.error_type == error_type
+
+
+def test_unreadable_task_file_is_a_compile_error(tmp_path: Path) -> None:
+    tasks = _copy(tmp_path)
+    os.mkfifo(tasks / "07-pipe.md")  # must not block
+    (tasks / "08-bin.md").write_bytes(b"# \xff")
+    with pytest.raises(SpeckitError) as info:
+        compile_tasks(tasks)
+    assert info.value.error_type == "compile_error"
 
 
 def test_directory_errors(tmp_path: Path) -> None:
