@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from strato.flow.cli import flow
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
@@ -11,10 +13,4 @@ def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
 
 
-def _register() -> None:
-    from strato.flow.cli import flow
-
-    main.add_command(flow)
-
-
-_register()
+main.add_command(flow)
