@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from strato.decide.cli import decide_command, receipt_command
+from strato.flow.cli import flow
 from strato.guard.cli import guard
 
 
@@ -17,6 +18,7 @@ def main() -> None:
 main.add_command(decide_command)
 main.add_command(receipt_command)
 main.add_command(guard)
+main.add_command(flow)
 
 
 if __name__ == "__main__":
