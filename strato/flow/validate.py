@@ -1,0 +1,50 @@
+"""`load_spec`: YAML text or a file in, a validated `Spec` or Stratum-coded errors out.
+
+Stage 1 (structure) reports every issue; stages 2-12 report the first semantic error."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from strato.flow.errors import SpecError
+from strato.flow.semantics import semantic_error
+from strato.flow.spec import Spec
+from strato.flow.structure import structural_errors
+from strato.flow.yamlload import MAX_BYTES, SpecYAMLError, load_yaml
+
+
+def load_spec(source: str | os.PathLike[str]) -> tuple[Spec | None, list[SpecError]]:
+    """Validate a spec given as YAML text (a `str`) or a file path (a `Path`)."""
+    if isinstance(source, os.PathLike):
+        text = _read(Path(source))
+        if isinstance(text, SpecError):
+            return None, [text]
+    else:
+        text = source
+    try:
+        data = load_yaml(text)
+    except SpecYAMLError as exc:
+        return None, [SpecError("YAML_INVALID", "", str(exc))]
+    return validate_data(data)
+
+
+def validate_data(data: Any) -> tuple[Spec | None, list[SpecError]]:
+    """Validate an already-parsed document (e.g. a spec object sent over MCP)."""
+    spec, errors = structural_errors(data)
+    if spec is None:
+        return None, errors
+    error = semantic_error(spec)
+    return (None, [error]) if error else (spec, [])
+
+
+def _read(path: Path) -> str | SpecError:
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return SpecError("SPEC_UNREADABLE", "", f"{path}: larger than 16 MiB")
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return SpecError("SPEC_UNREADABLE", "", f"{path}: not UTF-8 text")
+    except OSError as exc:
+        return SpecError("SPEC_UNREADABLE", "", f"{path}: {exc.strerror or exc}")
