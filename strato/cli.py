@@ -9,3 +9,13 @@ import click
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
+
+
+def _register() -> None:
+    from strato.runs.cli import flow, run_cmd
+
+    main.add_command(flow)
+    main.add_command(run_cmd)
+
+
+_register()
