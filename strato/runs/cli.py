@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from strato.runs.agents import AgentConfigError
-from strato.runs.engine import RUN_TERMINAL, Engine, Refused
+from strato.runs.engine import RUN_TERMINAL, USAGE_CODES, Engine, Refused
 from strato.runs.service import Outcome, Runs, SpecInvalid
 from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
 from tropo.repo import NotARepository
@@ -49,7 +49,7 @@ def handled(fn: F) -> F:
         except Exit as exc:
             code, message, payload = exc.code, str(exc), exc.payload
         except Refused as exc:
-            code, message, payload = 1, str(exc), {"code": exc.code}
+            code, message, payload = 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
         except CheckpointNotFound as exc:
             code, message, payload = 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
         except RunNotFound as exc:
