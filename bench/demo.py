@@ -12,6 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.demo_flows import tour as tour_flows
+
 BIN = Path(sys.executable).parent
 
 CONFIG = """\
@@ -95,6 +97,7 @@ def main() -> None:
         run(["git", "config", "user.name", "Demo"], check=True)
         run(["git", "config", "user.email", "demo@example.invalid"], check=True)
         tour_tropo(ws, run)
+        tour_flows(ws, run)
         say("demo done")
 
 

@@ -191,16 +191,19 @@ def flow() -> None:
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Input field (JSON or text).")
 @click.option("--input-json", help="All inputs as one JSON object (or @file).")
+@click.option("--id", "run_id", help="Name the run (letters, digits, dashes); default a random uuid.")
 @root_option
 @json_option
 @handled
-def plan_cmd(spec: Path, inputs: tuple[str, ...], input_json: str | None, root: Path, as_json: bool) -> None:
+def plan_cmd(
+    spec: Path, inputs: tuple[str, ...], input_json: str | None, run_id: str | None, root: Path, as_json: bool
+) -> None:
     """Start a run of SPEC's entry flow and show its first ready steps.
 
     Example: strato flow plan review.yaml --input text=hello --json
     """
     runs = _runs(root)
-    outcome = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json))
+    outcome = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id)
     _finish(runs, outcome, as_json)
 
 
@@ -448,20 +451,41 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
 
 
 @click.command("run")
-@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Input field (JSON or text).")
 @click.option("--input-json", help="All inputs as one JSON object (or @file).")
+@click.option("--id", "run_id", help="Name the run (letters, digits, dashes); default a random uuid.")
+@click.option("--resume", metavar="RUN", help="Drive an existing run (e.g. after a gate decision).")
 @root_option
 @json_option
 @handled
-def run_cmd(spec: Path, inputs: tuple[str, ...], input_json: str | None, root: Path, as_json: bool) -> None:
+def run_cmd(
+    spec: Path | None,
+    inputs: tuple[str, ...],
+    input_json: str | None,
+    run_id: str | None,
+    resume: str | None,
+    root: Path,
+    as_json: bool,
+) -> None:
     """Run SPEC in engine mode: agents from .vivary/agents.toml do the steps; stops when
     the run ends or waits at a gate (exit 0), exit 1 if it failed.
 
-    Example: strato run review.yaml --input text=hello
+    \b
+    Example:
+      strato run review.yaml --input text=hello --id review-1
+      strato flow gate revise review-1 review --note "more detail"
+      strato run --resume review-1
     """
+    if (spec is None) == (resume is None):
+        _fail(2, "give either SPEC or --resume RUN")
     runs = _runs(root)
-    run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json)).snap.run_id
+    if resume is None:
+        assert spec is not None
+        run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
+    else:
+        run_id = resume
+        runs.load(run_id)
     if not as_json:
         click.echo(f"run {run_id}", err=True)
     snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))

@@ -43,7 +43,7 @@ ACTIVE = frozenset({"ready", "running", "waiting_gate"})
 RUN_TERMINAL = frozenset({"completed", "failed", "budget_exhausted", "cancelled"})
 DEFAULT_ATTEMPTS = 2
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
-USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "UNSUPPORTED_CONSTRUCT"})
+USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "UNSUPPORTED_CONSTRUCT", "invalid_run_id"})
 
 
 class Refused(Exception):

@@ -5,7 +5,6 @@ the new one (and usually refused as stale)."""
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,8 +18,7 @@ from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
-from strato.runs.store import LABEL, RunStore, Snapshot
-from tropo.objects import entry_oid
+from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot
 from tropo.repo import RefRaceError, private_dir, require, workdir
 
 MAX_RACE_RETRIES = 50
@@ -68,8 +66,7 @@ class Runs:
         return self._judge
 
     def spec_of(self, snap: Snapshot) -> Spec:
-        oid = entry_oid(self.repo, snap.head, "spec.yaml")
-        key = str(oid)
+        key = self.store.spec_key(snap)
         if key not in self._specs:
             spec, errors = load_spec(self.store.spec_text(snap))
             if spec is None:
@@ -80,7 +77,9 @@ class Runs:
     def engine(self, snap: Snapshot, judge: bool = True) -> Engine:
         spec = self.spec_of(snap)
         info = self._infos.setdefault(snap.state["revisionDigest"], {})
-        eng = Engine(spec, copy.deepcopy(snap.state), self.root, self.judge() if judge else None)
+        # a snapshot is parsed afresh from its commit on every load, so the engine may
+        # work on it in place
+        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None)
         eng._info = info
         return eng
 
@@ -90,6 +89,8 @@ class Runs:
     # --- operations
 
     def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
+        if run_id is not None and not RUN_ID.match(run_id):
+            raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
         spec, errors = load_spec(spec_text)
         if spec is None:
             raise SpecInvalid(errors)
@@ -98,9 +99,13 @@ class Runs:
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
-        head = self.store.create(state["id"], eng.run, spec_text, message)
-        self._specs[str(entry_oid(self.repo, head, "spec.yaml"))] = spec
-        return Outcome(Snapshot(state["id"], head, eng.run), eng.events)
+        try:
+            head = self.store.create(state["id"], eng.run, spec_text, message)
+        except RefRaceError:
+            raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
+        snap = Snapshot(state["id"], head, eng.run)
+        self._specs[self.store.spec_key(snap)] = spec
+        return Outcome(snap, eng.events)
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
         """Load, act, commit with CAS; on a lost race start over from the new head."""

@@ -86,6 +86,10 @@ class RunStore:
         data = blob_at(self.repo, snap.head, "spec.yaml")
         return "" if data is None else data.decode()
 
+    def spec_key(self, snap: Snapshot) -> str:
+        """The frozen spec's blob id: parsed specs are cached by it."""
+        return str(entry_oid(self.repo, snap.head, "spec.yaml"))
+
     def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
@@ -104,7 +108,7 @@ class RunStore:
         chain: list[tuple[str, dict[str, Any]]] = []
         walker = self.repo.walk(pygit2.Oid(hex=snap.head), pygit2.enums.SortMode.TOPOLOGICAL)
         for commit in walker:
-            chain.append((str(commit.id), json.loads(commit.message)))
+            chain.append((str(commit.id), parse_message(commit.message)))
         return iter(chain[::-1])
 
     def run_ids(self) -> list[str]:
@@ -133,4 +137,12 @@ class RunStore:
 
 
 def _message(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, separators=(",", ":")) + "\n"
+    """A readable subject for `git log --oneline`, then the transition as JSON."""
+    subject = " ".join(str(message[k]) for k in ("op", "stepId", "decision", "label") if k in message)
+    return f"run: {subject}\n\n{json.dumps(message, sort_keys=True, separators=(',', ':'))}\n"
+
+
+def parse_message(text: str) -> dict[str, Any]:
+    body = text.split("\n\n", 1)[1] if "\n\n" in text else text
+    parsed: dict[str, Any] = json.loads(body)
+    return parsed

@@ -3,6 +3,7 @@ process-group kill, bounded output, pacing that holds across processes, bad conf
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -94,7 +95,7 @@ def test_pacing_holds_across_processes(tmp_path: Path) -> None:
     assert [p.wait() for p in procs] == [0, 0, 0]
     times = sorted(float(t) for t in stamps.read_text().split())
     assert len(times) == 6
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) >= 0.45  # calls from three processes are spaced by the interval
 
 
