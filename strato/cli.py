@@ -12,8 +12,11 @@ def main() -> None:
 
 
 def _register() -> None:
-    from strato.runs.cli import flow, run_cmd
+    from strato.flow.cli import flow
+    from strato.runs.cli import run_cmd, runs_group
 
+    for command in runs_group.commands.values():
+        flow.add_command(command)
     main.add_command(flow)
     main.add_command(run_cmd)
 

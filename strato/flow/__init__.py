@@ -14,7 +14,7 @@ from strato.flow.refs import (
     render,
 )
 from strato.flow.spec import Spec
-from strato.flow.validate import load_spec, validate_data
+from strato.flow.validate import check_entry_input, load_spec, validate_data
 
 __all__ = [
     "ExprError",
@@ -25,6 +25,7 @@ __all__ = [
     "SpecError",
     "Template",
     "Unresolved",
+    "check_entry_input",
     "evaluate",
     "evaluate_predicate",
     "load_spec",

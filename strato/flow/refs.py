@@ -168,6 +168,14 @@ def render(text: str, scope: Scope) -> Any:
     return "".join(out)
 
 
+def render_task(text: str, scope: Scope) -> str:
+    """Render a `do` task: like `render`, but a full-value reference must be a string."""
+    value = render(text, scope)
+    if not isinstance(value, str):
+        raise Unresolved(f"{text}: a task that is one reference must resolve to a string")
+    return value
+
+
 def render_value(value: Any, scope: Scope) -> Any:
     """Render every string inside a JSON value (`with` blocks, `evaluate.in`)."""
     if isinstance(value, str):

@@ -99,7 +99,7 @@ def _contract_reaches(
     return False
 
 
-def _type_error(code_path: str, text: str, spec: Spec) -> None:
+def _check_field_type(code_path: str, text: str, spec: Spec) -> None:
     """Input field types: parse, then named references must exist."""
     t = ty.parse_type(text)
     if t is None:
@@ -230,7 +230,7 @@ class _FlowCheck:
                 f"unknown contract {self.flow.output.contract!r}",
             )
         for field, text in self.flow.input.items():
-            _type_error(f"{base}.input.{field}", text, self.spec)
+            _check_field_type(f"{base}.input.{field}", text, self.spec)
         seen: set[str] = set()
         for i, step in enumerate(self.steps):
             if step.id in seen:

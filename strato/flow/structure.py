@@ -83,6 +83,8 @@ def _map(data: Any, err: ErrorDetails) -> SpecError:
             )
         return SpecError("E2_UNKNOWN_FIELD", path, f"unknown field {key!r}")
     message = _MESSAGES.get(kind, err["msg"])
+    if parts == ["version"]:
+        message = "version must be the number 1 (not a string, not a v0.x version)"
     if kind == "missing" and parts[-1:] in (["out"], ["with"]) and len(loc) > 4:
         message = f"{parts[-1]} is required for {loc[4]}"
     return SpecError("SCHEMA_INVALID", path, message)

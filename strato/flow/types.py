@@ -66,7 +66,7 @@ def _parse_required(text: str) -> TypeExpr | None:
         if head.startswith("(") and head.endswith(")"):
             values = _enum_values(head[1:-1])
             return None if values is None else ArrayOf(Enum(values))
-        item = _parse_required(head)
+        item = None if "|" in head else _parse_required(head)  # enum arrays need (a|b)[]
         return None if item is None else ArrayOf(item)
     if text in SCALARS:
         return Scalar(text)

@@ -12,6 +12,7 @@ from strato.flow.errors import SpecError
 from strato.flow.semantics import semantic_error
 from strato.flow.spec import Spec
 from strato.flow.structure import structural_errors
+from strato.flow.types import check_object
 from strato.flow.yamlload import MAX_BYTES, SpecYAMLError, load_yaml
 
 
@@ -42,9 +43,17 @@ def validate_data(data: Any) -> tuple[Spec | None, list[SpecError]]:
 def _read(path: Path) -> str | SpecError:
     try:
         if path.stat().st_size > MAX_BYTES:
-            return SpecError("SPEC_UNREADABLE", "", f"{path}: larger than 16 MiB")
+            return SpecError("SPEC_UNREADABLE", "", "larger than 16 MiB")
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        return SpecError("SPEC_UNREADABLE", "", f"{path}: not UTF-8 text")
+        return SpecError("SPEC_UNREADABLE", "", "not UTF-8 text")
     except OSError as exc:
-        return SpecError("SPEC_UNREADABLE", "", f"{path}: {exc.strerror or exc}")
+        return SpecError("SPEC_UNREADABLE", "", f"cannot read: {exc.strerror or exc}")
+
+
+def check_entry_input(spec: Spec, value: Any) -> list[SpecError]:
+    """Plan-time check of a run's input against the entry flow's strict input contract
+    (`INPUT_CONTRACT_INVALID`, path `input.<field>`)."""
+    entry = spec.flow_map[spec.entry]
+    problems = check_object(value, entry.input, spec.contracts, path="input")
+    return [SpecError("INPUT_CONTRACT_INVALID", *p.split(": ", 1)) for p in problems]

@@ -176,8 +176,9 @@ def _finish(runs: Runs, outcome: Outcome, as_json: bool) -> None:
 
 
 @click.group("flow")
-def flow() -> None:
-    """Flow runs stored in the repository under refs/vivary/runs/.
+def runs_group() -> None:
+    """Flow runs stored in the repository under refs/vivary/runs/ (these commands are
+    added to `strato flow`, next to the spec commands).
 
     \b
     Example:
@@ -187,7 +188,7 @@ def flow() -> None:
     """
 
 
-@flow.command("plan")
+@runs_group.command("plan")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Input field (JSON or text).")
 @click.option("--input-json", help="All inputs as one JSON object (or @file).")
@@ -216,7 +217,7 @@ def _read_spec(path: Path) -> str:
         _fail(2, f"cannot read spec {path}: {exc}")
 
 
-@flow.command("next")
+@runs_group.command("next")
 @click.argument("run_id", metavar="RUN")
 @root_option
 @json_option
@@ -240,7 +241,7 @@ def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
     _exit_for(view)
 
 
-@flow.command("done")
+@runs_group.command("done")
 @click.argument("run_id", metavar="RUN")
 @click.argument("step")
 @click.option("--token", required=True, help="The dispatch token from `next`.")
@@ -258,7 +259,7 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
     _finish(runs, runs.done(run_id, step, token, result), as_json)
 
 
-@flow.command("gate")
+@runs_group.command("gate")
 @click.argument("decision", type=click.Choice(["approve", "revise", "reject"]))
 @click.argument("run_id", metavar="RUN")
 @click.argument("step")
@@ -279,7 +280,7 @@ def gate_cmd(
     _finish(runs, runs.gate(run_id, step, engine_decision, token, note), as_json)
 
 
-@flow.command("gates")
+@runs_group.command("gates")
 @root_option
 @json_option
 @handled
@@ -298,7 +299,7 @@ def gates_cmd(root: Path, as_json: bool) -> None:
         click.echo("no gates waiting")
 
 
-@flow.command("commit")
+@runs_group.command("commit")
 @click.argument("run_id", metavar="RUN")
 @click.argument("label")
 @root_option
@@ -323,7 +324,7 @@ def commit_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
     )
 
 
-@flow.command("revert")
+@runs_group.command("revert")
 @click.argument("run_id", metavar="RUN")
 @click.argument("label")
 @root_option
@@ -338,7 +339,7 @@ def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
     _finish(runs, runs.revert(run_id, label), as_json)
 
 
-@flow.command("cancel")
+@runs_group.command("cancel")
 @click.argument("run_id", metavar="RUN")
 @click.option("--reason", help="Recorded in the run's history.")
 @root_option
@@ -355,7 +356,7 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
     _print_summary(view, as_json, outcome.events)
 
 
-@flow.command("audit")
+@runs_group.command("audit")
 @click.argument("run_id", metavar="RUN")
 @root_option
 @json_option
@@ -379,7 +380,7 @@ def _event_line(ev: dict[str, Any]) -> str:
     return f"{ev['at']}  {ev['type']:<16} {ev.get('stepId', '-'):<16} {detail}"
 
 
-@flow.command("list")
+@runs_group.command("list")
 @root_option
 @json_option
 @handled
@@ -407,7 +408,7 @@ def list_cmd(root: Path, as_json: bool) -> None:
         click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
 
 
-@flow.command("show")
+@runs_group.command("show")
 @click.argument("run_id", metavar="RUN")
 @root_option
 @json_option
@@ -424,7 +425,7 @@ def show_cmd(run_id: str, root: Path, as_json: bool) -> None:
     _print_summary(view, as_json)
 
 
-@flow.command("watch")
+@runs_group.command("watch")
 @click.argument("run_id", metavar="RUN")
 @click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls.")
 @root_option

@@ -24,7 +24,15 @@ from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.graph import StepGraph
 from strato.flow.leaves import step_leaves
-from strato.flow.refs import RefSyntaxError, Scope, Unresolved, parse_template, render, render_value
+from strato.flow.refs import (
+    RefSyntaxError,
+    Scope,
+    Unresolved,
+    parse_template,
+    render,
+    render_task,
+    render_value,
+)
 from strato.flow.spec import (
     AnyStep,
     DoStep,
@@ -35,6 +43,7 @@ from strato.flow.spec import (
     SetStep,
     Spec,
 )
+from strato.flow.validate import check_entry_input
 from strato.runs.checks import Judge, check, contract_errors, until_holds
 from strato.runs.ledger import Ledger, usage_errors
 
@@ -85,9 +94,9 @@ def plan(spec: Spec, inputs: dict[str, Any], run_id: str | None = None) -> dict[
     """A new run of the entry flow; `Refused("INPUT_CONTRACT_INVALID")` on bad input."""
     flow = spec.flow(spec.entry)
     assert flow is not None  # validation guarantees the entry exists
-    errors = ty.check_object(inputs, flow.input, spec.contracts)
+    errors = check_entry_input(spec, inputs)
     if errors:
-        raise Refused("INPUT_CONTRACT_INVALID", f"input.{errors[0]}")
+        raise Refused("INPUT_CONTRACT_INVALID", f"{errors[0].path}: {errors[0].message}")
     unsupported = _unsupported(spec)
     if unsupported:
         raise Refused("UNSUPPORTED_CONSTRUCT", unsupported)
@@ -284,6 +293,9 @@ class Engine:
     def _try_start(self, frame: Frame, step: AnyStep, st: dict[str, Any]) -> bool:
         info = self.info(frame.name)
         sid, path = step.id, frame.prefix + step.id
+        steps = frame.steps
+        if sid not in info.routers and any(steps[d]["status"] not in TERMINAL for d in info.deps[sid]):
+            return False  # the common case, decided cheaply: still waiting on a dependency
         if sid in info.routers and "routed" not in st:
             if sid in info.on_fail_targets and all(
                 frame.steps[r]["status"] in TERMINAL for r in info.routers[sid]
@@ -342,9 +354,7 @@ class Engine:
     def _make_ready(self, frame: Frame, step: DoStep, st: dict[str, Any], scope: Scope) -> None:
         path = frame.prefix + step.id
         try:
-            prompt = render(step.do, scope)
-            if not isinstance(prompt, str):
-                raise Unresolved(f"do must render to a string, not {type(prompt).__name__}")
+            prompt = render_task(step.do, scope)
         except (Unresolved, RefSyntaxError) as exc:
             self._fail_step(frame, step, st, f"render failed: {exc}", None)
             return

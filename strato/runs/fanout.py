@@ -16,7 +16,7 @@ import pygit2
 
 from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
-from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render
+from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
 from strato.runs.agents import agent_prompt, call
 from strato.runs.checks import Judge, check
@@ -173,7 +173,7 @@ class _ItemRunner:
         last: Any = None
         for n in range(1, limit + 1):
             try:
-                task = render(stage.do, scope)
+                task = render_task(stage.do, scope)
             except (Unresolved, RefSyntaxError) as exc:
                 return False, f"stage {i}: render failed: {exc}"
             if not self.allowance.take():

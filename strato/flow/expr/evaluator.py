@@ -12,7 +12,7 @@ from typing import Any
 from strato.flow.expr import files
 from strato.flow.expr.ast import Binary, Call, Ident, Index, Lit, Member, Node, Unary, parse
 from strato.flow.expr.errors import ExprError
-from strato.flow.expr.regex import compile_safe
+from strato.flow.expr.regex import search
 from strato.flow.expr.values import check_binding, deep_equal, display, is_number, number, truthy
 
 BINDINGS = frozenset({"result", "input", "item", "prev"})
@@ -224,7 +224,7 @@ def _matches(_: _Eval, text: Any, pattern: Any) -> bool:
         raise ExprError("type_error", "matches() needs a string text and a string pattern")
     if len(text) > MAX_REGEX_INPUT:
         raise ExprError("resource_limit", f"matches() input longer than {MAX_REGEX_INPUT}")
-    return compile_safe(pattern).search(text) is not None
+    return search(pattern, text)
 
 
 def _path_arg(fn: str, value: Any) -> str:

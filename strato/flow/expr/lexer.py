@@ -69,7 +69,7 @@ def tokenize(source: str) -> list[Token]:
         elif ch in "'\"":
             text, i = _string(source, i)
             out.append(Token("str", ch, text, i))
-        elif ch.isdigit():
+        elif ch in "0123456789":
             m = _NUMBER.match(source, i)
             assert m is not None  # a digit always starts a number
             if m.end() < len(source) and (source[m.end()].isalnum() or source[m.end()] in "._"):

@@ -70,6 +70,14 @@ def fan(
 
 
 LIST_INPUT = {"topic": "string", "list": "string[]"}
+
+
+def consumer(*after: dict[str, Any], stages: list[Any] | None = None) -> str:
+    """A spec whose step f is a consumer-dispatched worktree fanout, then `after`."""
+    fanout = fan("f", stages=stages, dispatch="consumer", isolation="worktree")
+    return make(steps=[A, fanout, *after], flow={"input": LIST_INPUT})
+
+
 SUB = {
     "input": {"topic": "string"},
     "output": {"from": "${s.output}", "contract": "R"},
@@ -445,61 +453,25 @@ CASES: list[tuple[str, str, str, str]] = [
     # --- stage 7: consumer worktree fanout
     (
         "consumer fanout file ensure",
-        make(
-            steps=[
-                A,
-                fan(
-                    "f",
-                    stages=[
-                        {"do": "x ${item}", "out": "R", "ensure": [{"file_exists": "out.txt"}]}
-                    ],
-                    dispatch="consumer",
-                    isolation="worktree",
-                ),
-                gate("g", ["f"]),
-            ],
-            flow={"input": LIST_INPUT},
-        ),
+        consumer(gate("g", ["f"]), stages=[{"do": "x", "ensure": [{"file_exists": "out.txt"}]}]),
         "CONSUMER_WORKTREE_FILESYSTEM_UNSUPPORTED",
         "flows.main.steps[1].fanout.steps[0].ensure[0]",
     ),
     (
         "consumer fanout file when",
-        make(
-            steps=[
-                A,
-                fan(
-                    "f",
-                    stages=[{"do": "x ${item}", "when": "file_exists('a')"}],
-                    dispatch="consumer",
-                    isolation="worktree",
-                ),
-                gate("g", ["f"]),
-            ],
-            flow={"input": LIST_INPUT},
-        ),
+        consumer(gate("g", ["f"]), stages=[{"do": "x", "when": "file_exists('a')"}]),
         "CONSUMER_WORKTREE_FILESYSTEM_UNSUPPORTED",
         "flows.main.steps[1].fanout.steps[0].when",
     ),
     (
         "consumer fanout without gate",
-        make(
-            steps=[A, fan("f", dispatch="consumer", isolation="worktree")],
-            flow={"input": LIST_INPUT},
-        ),
+        consumer(),
         "CONSUMER_WORKTREE_GATE_REQUIRED",
         "flows.main.steps[1].fanout",
     ),
     (
         "consumer fanout conditional gate",
-        make(
-            steps=[
-                A,
-                fan("f", dispatch="consumer", isolation="worktree"),
-                gate("g", ["f"], when="true"),
-            ],
-            flow={"input": LIST_INPUT},
-        ),
+        consumer(gate("g", ["f"], when="true")),
         "CONSUMER_WORKTREE_GATE_REQUIRED",
         "flows.main.steps[1].fanout",
     ),
