@@ -18,6 +18,7 @@ import click
 
 from strato.runs.agents import AgentConfigError
 from strato.runs.engine import RUN_TERMINAL, USAGE_CODES, Engine, Refused
+from strato.runs.fanout import run_fanout
 from strato.runs.service import Outcome, Runs, SpecInvalid
 from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
 from tropo.repo import NotARepository
@@ -231,8 +232,6 @@ def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
     runs = _runs(root)
     snap = runs.load(run_id)
     if runs.engine(snap, judge=False).running_fanouts():
-        from strato.runs.fanout import run_fanout
-
         for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
             run_fanout(runs, run_id, frame.prefix + step.id)
         snap = runs.load(run_id)

@@ -18,6 +18,7 @@ from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
+from strato.runs.fanout import run_fanout
 from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot
 from tropo.repo import RefRaceError, private_dir, require, workdir
 
@@ -199,8 +200,6 @@ class Runs:
     def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
         are left waiting."""
-        from strato.runs.fanout import run_fanout
-
         while True:
             snap = self.store.load(run_id)
             if snap.state["status"] in RUN_TERMINAL:
