@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import demo_decide, demo_exo, demo_guard, demo_lifecycle
+from bench import demo_decide, demo_exo, demo_flows, demo_flowspec, demo_guard, demo_lifecycle
 
 BIN = Path(sys.executable).parent
 
@@ -53,6 +53,9 @@ def main() -> None:
         demo_exo.tour(ws, run)
         say("a guarded release: refused without evidence, a signed override, its PR review")
         demo_guard.tour(ws, run)
+        say("a typed flow: validate the spec, then run it through a human gate")
+        demo_flowspec.tour(ws, run)
+        demo_flows.tour(ws, run)
         say("demo done")
 
 
