@@ -11,7 +11,6 @@ from bench.demo_decide import tour
 from strato.decide.capsule import is_intact
 from tests.conftest import git, write_files
 
-
 FILES = {
     "tropo.toml": """\
 [base]
