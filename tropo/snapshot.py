@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,38 +131,72 @@ def _read_file(path: Path) -> bytes:
     return data
 
 
+def _git_records(top: Path, *args: str) -> list[str]:
+    """The NUL-separated records of a git plumbing command. Listing through git itself
+    costs C speed; pygit2's index and tree iterators cost microseconds per entry."""
+    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=top, capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"]
+        raise SourceError(f"git {args[0]}: {lines[-1]}")
+    return [r for r in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+
+
+Listing = tuple[dict[str, Entry], list[str]]  # stage-0 entries by path, conflicted paths
+
+
+def _ls_files(top: Path) -> Listing:
+    """The index (``GIT_INDEX_FILE`` when git sets it, as for ``commit -a`` in a hook)."""
+    entries: dict[str, Entry] = {}
+    conflicts: set[str] = set()
+    for rec in _git_records(top, "ls-files", "--stage", "-z"):
+        meta, _, path = rec.partition("\t")
+        mode, oid, stage = meta.split(" ")
+        if stage != "0":
+            conflicts.add(path)  # listed, so the check can say it is unmerged
+            entries.setdefault(path, Entry(path, oid, int(mode, 8)))
+        elif mode != "160000":  # a submodule is not a file
+            entries[path] = Entry(path, oid, int(mode, 8))
+    return entries, sorted(conflicts)
+
+
+def _ls_tree(top: Path, commit: str) -> Listing:
+    entries: dict[str, Entry] = {}
+    for rec in _git_records(top, "ls-tree", "-r", "-z", "--full-tree", commit):
+        meta, _, path = rec.partition("\t")
+        mode, kind, oid = meta.split(" ")
+        if kind == "blob":
+            entries[path] = Entry(path, oid, int(mode, 8))
+    return entries, []
+
+
 class WorktreeSnapshot(DirSnapshot):
-    """A git work tree: tracked files from the index, corrected by status."""
+    """A git work tree: the index's blob oids for clean files, corrected by status, so
+    only what changed is ever read."""
 
     def __init__(self, repository: pygit2.Repository) -> None:
         super().__init__(gitrepo.workdir(repository))
         self._repo = repository
+        self._conflicts: list[str] = []
 
     def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        index = self._repo.index
-        status = self._repo.status(untracked_files="all", ignored=False)
-        changed = pygit2.enums.FileStatus.WT_MODIFIED | pygit2.enums.FileStatus.WT_TYPECHANGE
-        out: list[Entry] = []
-        for e in index:
-            flags = status.get(e.path)
-            if flags is not None and flags & pygit2.enums.FileStatus.WT_DELETED:
-                continue
-            if flags is not None and flags & changed:
-                mode = LINK if os.path.islink(self.top / e.path) else e.mode
-                out.append(Entry(e.path, None, mode))
-            else:
-                out.append(Entry(e.path, str(e.id), e.mode))
-        for path, flags in status.items():
-            if flags & pygit2.enums.FileStatus.WT_NEW:
+        index, self._conflicts = _ls_files(self.top)
+        out = dict(index)
+        for rec in _git_records(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
+                                "--no-renames", "--ignore-submodules=all"):
+            code, path = rec[:2], rec[3:]
+            if code == "??":
                 mode = LINK if os.path.islink(self.top / path) else 0o100644
-                out.append(Entry(path, None, mode))
-        return [e for e in out if not prune(e.rel)]
+                out[path] = Entry(path, None, mode)
+            elif code[1] == "D":
+                out.pop(path, None)
+            elif code[1] in "MT" and path in out:
+                mode = LINK if os.path.islink(self.top / path) else out[path].mode
+                out[path] = Entry(path, None, mode)
+        return [e for e in out.values() if not prune(e.rel)]
 
     def conflicts(self) -> list[str]:
-        c = self._repo.index.conflicts
-        if c is None:
-            return []
-        return sorted({(a or b or t).path for a, b, t in c if (a or b or t) is not None})
+        return self._conflicts
 
     def commit(self) -> pygit2.Commit | None:
         return gitrepo.head_commit(self._repo)
@@ -171,26 +206,25 @@ class WorktreeSnapshot(DirSnapshot):
 
 
 class IndexSnapshot(Snapshot):
-    """What a commit would record: the blobs in the index (or a commit's tree)."""
+    """What a commit would record: the blobs in the index, or a commit's tree."""
 
     kind = "index"
 
-    def __init__(self, repository: pygit2.Repository, index: pygit2.Index,
+    def __init__(self, repository: pygit2.Repository, listing: Callable[[], Listing],
                  commit: pygit2.Commit | None) -> None:
-        super().__init__(gitrepo.workdir(repository) if not repository.is_bare
-                         else Path(repository.path))
+        super().__init__(gitrepo.workdir(repository))
         self._repo = repository
-        self._index = index
+        self._listing = listing
         self._commit = commit
-        self._paths: dict[str, Entry] | None = None
+        self._loaded: Listing | None = None
+
+    def _all(self) -> Listing:
+        if self._loaded is None:
+            self._loaded = self._listing()
+        return self._loaded
 
     def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        return [e for e in self._all().values() if not prune(e.rel)]
-
-    def _all(self) -> dict[str, Entry]:
-        if self._paths is None:
-            self._paths = {e.path: Entry(e.path, str(e.id), e.mode) for e in self._index}
-        return self._paths
+        return [e for e in self._all()[0].values() if not prune(e.rel)]
 
     def read(self, entry: Entry) -> bytes:
         assert entry.oid is not None
@@ -199,16 +233,13 @@ class IndexSnapshot(Snapshot):
         return blob.data if blob.size <= MAX_BLOB else blob.data[: MAX_BLOB + 1]
 
     def read_path(self, rel: str) -> bytes | None:
-        entry = self._all().get(rel)
+        entry = self._all()[0].get(rel)
         if entry is None or entry.mode == LINK:
             return None
         return self.read(entry)
 
     def conflicts(self) -> list[str]:
-        c = self._index.conflicts
-        if c is None:
-            return []
-        return sorted({(a or b or t).path for a, b, t in c if (a or b or t) is not None})
+        return self._all()[1]
 
     def commit(self) -> pygit2.Commit | None:
         return self._commit
@@ -224,29 +255,18 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
         if repository is None or repository.is_bare:
             return DirSnapshot(start)
         return WorktreeSnapshot(repository)
-    if repository is None:
+    if repository is None or repository.is_bare:
         what = "--staged" if source.kind == "index" else "--rev"
-        raise SourceError(f"{what} needs a git repository, and {start} is not inside one")
+        raise SourceError(f"{what} needs a git work tree, and {start} is not inside one")
+    top = gitrepo.workdir(repository)
     if source.kind == "index":
-        return IndexSnapshot(repository, _commit_index(repository), gitrepo.head_commit(repository))
+        return IndexSnapshot(repository, lambda: _ls_files(top), gitrepo.head_commit(repository))
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
     except gitrepo.RevisionError as exc:
         raise SourceError(str(exc)) from exc
-    index = pygit2.Index()
-    index.read_tree(commit.tree)
-    return IndexSnapshot(repository, index, commit)
-
-
-def _commit_index(repository: pygit2.Repository) -> pygit2.Index:
-    """The index the commit will record: git points hooks at a temporary one with
-    ``GIT_INDEX_FILE`` for ``commit -a`` and ``commit PATHS``."""
-    path = os.environ.get("GIT_INDEX_FILE")
-    if path and os.path.isfile(path):
-        return pygit2.Index(os.path.abspath(path))
-    index: pygit2.Index = repository.index
-    return index
+    return IndexSnapshot(repository, lambda: _ls_tree(top, str(commit.id)), commit)
 
 
 def ancestors(rel: str) -> Iterator[str]:

@@ -74,9 +74,9 @@ def test_errors_of_sources(tmp_path: Path, repo_dir: Path) -> None:
     make_vault(tmp_path / "plain")
     assert tropo_json("check", cwd=tmp_path / "plain")[0] == 0  # no git: still works
     code, _, err = tropo("check", "--staged", cwd=tmp_path / "plain")
-    assert code == 2 and "needs a git repository" in err
+    assert code == 2 and "needs a git work tree" in err
     code, _, err = tropo("check", "--rev", "HEAD", cwd=tmp_path / "plain")
-    assert code == 2 and "needs a git repository" in err
+    assert code == 2 and "needs a git work tree" in err
     make_vault(repo_dir)
     code, _, err = tropo("check", "--rev", "HEAD", cwd=repo_dir)
     assert code == 2 and "no commits yet" in err
