@@ -23,8 +23,7 @@ def ledgers(root: Path) -> dict[str, str]:
     }
 
 
-def anchors_of(root: Path) -> set[str]:
-    return {notes.anchor_id(store.anchor_content(rid)) for rid in RIDS}
+ANCHORS = {notes.anchor_id(store.anchor_content(rid)) for rid in RIDS}
 
 
 def build(ws: Workspace) -> dict[str, str]:
@@ -41,12 +40,12 @@ def build(ws: Workspace) -> dict[str, str]:
 def test_gc_prune_and_notes_prune_keep_every_ledger(ws: Workspace) -> None:
     before = build(ws)
     tip = gitrepo.read_ref(ws.repo, store.REF)
-    assert notes.kept_anchors(ws.repo, tip) == anchors_of(ws.root)
+    assert notes.kept_anchors(ws.repo, tip) == ANCHORS
     git(ws.root, "reflog", "expire", "--expire=now", "--all")
     git(ws.root, "gc", "-q", "--prune=now")
     git(ws.root, "notes", "--ref=vivary/guard", "prune")
     assert gitrepo.read_ref(ws.repo, store.REF) == tip  # prune found nothing to drop
-    for anchor in anchors_of(ws.root):
+    for anchor in ANCHORS:
         git(ws.root, "cat-file", "-e", anchor)
     assert verify_repository(ws.repo).ok
     assert ledgers(ws.root) == before == {
@@ -65,7 +64,7 @@ def test_a_fresh_clone_of_the_notes_ref_verifies(ws: Workspace, tmp_path: Path) 
     git(clone, "fetch", "-q", "origin", f"+{store.REF}:{store.REF}")
     git(clone, "gc", "-q", "--prune=now")
     git(clone, "notes", "--ref=vivary/guard", "prune")
-    for anchor in anchors_of(clone):
+    for anchor in ANCHORS:
         git(clone, "cat-file", "-e", anchor)
     assert verify_repository(gitrepo.require(clone)).ok
     assert ledgers(clone) == before
@@ -81,7 +80,7 @@ def test_git_notes_own_writes_keep_the_anchors(ws: Workspace) -> None:
     head = git(ws.root, "rev-parse", "HEAD").strip()
     git(ws.root, "notes", "--ref=vivary/guard", "add", "-m", "a person's note", head)
     tip = gitrepo.read_ref(ws.repo, store.REF)
-    assert notes.kept_anchors(ws.repo, tip) == anchors_of(ws.root)
+    assert notes.kept_anchors(ws.repo, tip) == ANCHORS
     assert verify_repository(ws.repo).ok is False  # a note that is no ledger is reported
     git(ws.root, "notes", "--ref=vivary/guard", "remove", head)
     git(ws.root, "gc", "-q", "--prune=now")
