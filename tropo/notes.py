@@ -8,6 +8,12 @@ overwritten, and a crash leaves the ref at the last good commit.
 
 Readers accept git's fan-out layout (``ab/cdef...``) as well as the flat one, so notes
 that ``git notes`` itself rewrote stay readable.
+
+Anchors are kept reachable: every write also records each annotated anchor blob under
+``anchors/<oid>`` in the notes tree. ``anchors`` is not a hex name, so git treats it as
+a non-note entry and keeps it through its own rewrites; being in the notes commit's tree,
+the anchors survive ``git gc --prune=now`` and ``git notes prune`` and travel with every
+push, fetch and clone of the notes ref, in the same atomic update as the note itself.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import pygit2
 from tropo import repo as gitrepo
 
 _HEX = frozenset(string.hexdigits.lower())
+ANCHORS = "anchors"
 
 
 def anchor(repo: pygit2.Repository, content: bytes) -> str:
@@ -67,8 +74,8 @@ def _child(tree: pygit2.Tree, name: str) -> pygit2.Object:
     return entry
 
 
-def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
-    """The note on ``target`` in the notes commit ``tip``, or None."""
+def note_blob(repo: pygit2.Repository, tip: str | None, target: str) -> str | None:
+    """The oid of the note blob on ``target`` in the notes commit ``tip``, or None."""
     tree = _tree(repo, tip)
     if tree is None:
         return None
@@ -79,7 +86,13 @@ def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
     for part in path:
         assert isinstance(obj, pygit2.Tree)
         obj = _child(obj, part)
-    return obj.data if isinstance(obj, pygit2.Blob) else None
+    return str(obj.id) if isinstance(obj, pygit2.Blob) else None
+
+
+def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
+    """The note on ``target`` in the notes commit ``tip``, or None."""
+    oid = note_blob(repo, tip, target)
+    return None if oid is None else blob_data(repo, oid)
 
 
 def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
@@ -97,6 +110,36 @@ def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:
     """Every note in ``tip``: annotated object hex -> note blob hex."""
     tree = _tree(repo, tip)
     return {} if tree is None else {target: str(oid) for target, oid in _walk(tree, "")}
+
+
+def kept_anchors(repo: pygit2.Repository, tip: str | None) -> set[str]:
+    """The anchors ``tip``'s tree keeps reachable."""
+    tree = _tree(repo, tip)
+    if tree is None or ANCHORS not in tree:
+        return set()
+    sub = _child(tree, ANCHORS)
+    return {e.name for e in sub if e.name} if isinstance(sub, pygit2.Tree) else set()
+
+
+def _keep_anchors(
+    repo: pygit2.Repository, tree: pygit2.Oid, tip: str | None, target: str
+) -> pygit2.Oid:
+    """``tree`` with ``anchors/`` holding every annotated blob (older ledgers included)."""
+    kept = kept_anchors(repo, tip)
+    missing = ({target} | set(blobs(repo, tip))) - kept
+    missing = {m for m in missing if isinstance(repo.get(m), pygit2.Blob)}
+    if not missing:
+        return tree
+    root = repo[tree]
+    assert isinstance(root, pygit2.Tree)
+    old = _child(root, ANCHORS) if ANCHORS in root else None
+    builder = repo.TreeBuilder(old) if isinstance(old, pygit2.Tree) else repo.TreeBuilder()
+    for oid in sorted(missing):
+        builder.insert(oid, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+    top = repo.TreeBuilder(root)
+    top.insert(ANCHORS, builder.write(), pygit2.GIT_FILEMODE_TREE)
+    new: pygit2.Oid = top.write()
+    return new
 
 
 def _replace(
@@ -124,12 +167,15 @@ def write(
 ) -> str:
     """Set the note on ``target`` to ``content`` on top of ``tip`` and move ``ref``.
 
+    The tree also keeps every annotated anchor blob reachable (see the module doc).
+
     Raises :class:`tropo.repo.RefRaceError` when ``ref`` no longer points at ``tip``.
     Returns the new notes commit.
     """
     tree = _tree(repo, tip)
     path = (_locate(tree, target) if tree is not None else None) or [target]
     new_tree = _replace(repo, tree, path, repo.create_blob(content))
+    new_tree = _keep_anchors(repo, new_tree, tip, target)
     sig = gitrepo.signature(repo)
     parents = [] if tip is None else [pygit2.Oid(hex=tip)]
     commit = repo.create_commit(None, sig, sig, message, new_tree, parents)

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 import pygit2
 
-from strato.guard import authz, engine
+from strato.guard import authz, engine, lock
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
@@ -295,3 +295,37 @@ def review_command(
         for brk in report.verify.breaks:
             click.echo(f"break: {brk}", err=True)
     sys.exit(0 if report.ok else 1)
+
+
+@guard.command("unlock")
+@root_option
+@json_option
+@click.option(
+    "--min-age",
+    type=click.FloatRange(min=0),
+    default=lock.DEFAULT_MIN_AGE_S,
+    show_default=True,
+    help="Only a lock at least this many seconds old counts as left by a dead writer.",
+)
+def unlock_command(root: Path, as_json: bool, min_age: float) -> None:
+    """Remove a notes-ref lock a killed writer left, if it is stale and every ledger verifies.
+
+    Exit 0 when removed (or there was none), 1 when refused. Every decision is logged
+    to .git/vivary/guard/unlock.log.
+
+    \b
+    Example:
+      strato guard unlock --json
+    """
+    try:
+        answer = lock.unlock(_repo(root), min_age)
+    except GuardError as exc:
+        _fail(exc)
+    refused = answer["status"] == "refused"
+    if as_json:
+        _emit(answer)
+    elif not refused:
+        click.echo(f"{answer['status']}: {answer['lock']}")
+    if refused:
+        click.echo(f"strato guard: lock kept: {answer['reason']}", err=True)
+    sys.exit(1 if refused else 0)

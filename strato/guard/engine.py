@@ -292,7 +292,7 @@ def transition(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any
             payload_digest=sealed["payload_digest"],
         )
 
-    return store.commit(repo, rid, step)
+    return store.commit(repo, rid, step, first)
 
 
 # -- signed operations ------------------------------------------------------------------

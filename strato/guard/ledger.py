@@ -65,13 +65,18 @@ class LedgerBreak(Exception):
         return GuardError("ledger_corrupt", f"ledger of {resource_id!r} is broken at {self}")
 
 
-def parse(text: str) -> list[dict[str, Any]]:
-    """Entries of a ledger note, each digest and link checked."""
-    entries: list[dict[str, Any]] = []
-    prev = ""
+def parse(text: str, known: int = 0) -> list[dict[str, Any]]:
+    """Entries of a ledger note, each digest and link checked.
+
+    The first ``known`` lines were checked before (the same bytes, per the cache), so
+    they are only decoded; every later line is checked and must link to them.
+    """
     if text and not text.endswith("\n"):
         raise LedgerBreak(text.count("\n") + 1, "last line is not terminated")
-    for n, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    entries = _decode_known(lines[:known]) if known else []
+    prev = entries[-1]["entry_digest"] if entries else ""
+    for n, line in enumerate(lines[len(entries) :], len(entries) + 1):
         try:
             entry = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
@@ -94,6 +99,19 @@ def parse(text: str) -> list[dict[str, Any]]:
         entries.append(entry)
         prev = stated
     return entries
+
+
+def _decode_known(lines: list[str]) -> list[dict[str, Any]]:
+    """Lines already checked, decoded in one pass; anything odd means check them again."""
+    try:
+        found = json.loads("[" + ",".join(lines) + "]")
+    except (json.JSONDecodeError, RecursionError):
+        return []
+    if len(found) != len(lines) or not all(
+        isinstance(e, dict) and isinstance(e.get("entry_digest"), str) for e in found
+    ):
+        return []
+    return list(found)
 
 
 def first_entry(text: str) -> dict[str, Any] | None:
@@ -207,5 +225,5 @@ def fold(entries: list[dict[str, Any]], resource_id: str, before_each: Hook | No
     return state
 
 
-def load(text: str, resource_id: str) -> State:
-    return fold(parse(text), resource_id)
+def load(text: str, resource_id: str, known: int = 0) -> State:
+    return fold(parse(text, known), resource_id)

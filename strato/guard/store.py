@@ -16,7 +16,7 @@ from typing import Any
 
 import pygit2
 
-from strato.guard import ledger
+from strato.guard import cache, ledger
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tropo import notes
@@ -47,15 +47,30 @@ class Snapshot:
     raw: bytes = b""
 
 
+def parse_ledger(
+    anchor: str, blob: str, data: bytes, verified: cache.GuardCache
+) -> list[dict[str, Any]]:
+    """The entries of the ledger blob ``blob`` (``data``), digests and links checked for
+    every line the cache has not seen for this anchor; raises :class:`ledger.LedgerBreak`."""
+    known = cache.known_lines(verified.chain(anchor), blob, data)
+    try:
+        found = ledger.parse(data.decode("utf-8"), known)
+    except UnicodeDecodeError:
+        raise ledger.LedgerBreak(1, "ledger is not UTF-8") from None
+    if known < len(found):
+        verified.save_chain(anchor, cache.Chain(blob, len(data), len(found)))
+    return found
+
+
 def load(repo: pygit2.Repository, resource_id: str, tip: str | None = None) -> Snapshot:
     tip = gitrepo.read_ref(repo, REF) if tip is None else tip
-    data = notes.read(repo, tip, notes.anchor_id(anchor_content(resource_id)))
-    if data is None:
+    anchor = notes.anchor_id(anchor_content(resource_id))
+    blob = notes.note_blob(repo, tip, anchor)
+    if blob is None:
         return Snapshot(tip, resource_id, None)
+    data = notes.blob_data(repo, blob)
     try:
-        state = ledger.load(data.decode("utf-8"), resource_id)
-    except UnicodeDecodeError:
-        raise GuardError("ledger_corrupt", f"ledger of {resource_id!r} is not UTF-8") from None
+        state = ledger.fold(parse_ledger(anchor, blob, data, cache.GuardCache(repo)), resource_id)
     except ledger.LedgerBreak as exc:
         raise exc.as_guard_error(resource_id) from None
     return Snapshot(tip, resource_id, state, data)
@@ -73,16 +88,21 @@ Respond = Callable[[dict[str, Any]], dict[str, Any]]
 Step = Callable[[Snapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
 
 
-def commit(repo: pygit2.Repository, resource_id: str, step: Step) -> dict[str, Any]:
+def commit(
+    repo: pygit2.Repository, resource_id: str, step: Step, read: Snapshot | None = None
+) -> dict[str, Any]:
     """Run ``step`` against the newest ledger and append its entry atomically.
 
     A lost race re-runs ``step`` on the winner's ledger, so every check it makes (state,
-    idempotency, policy) holds at the moment of the write.
+    idempotency, policy) holds at the moment of the write. ``read`` is a snapshot the
+    caller already loaded; it is used while the notes ref has not moved since.
     """
     target = notes.anchor(repo, anchor_content(resource_id))
     waits = 0
     for _ in range(MAX_ATTEMPTS):
-        snap = load(repo, resource_id)
+        tip = gitrepo.read_ref(repo, REF)
+        snap = read if read is not None and read.tip == tip else load(repo, resource_id, tip)
+        read = None
         decided = step(snap)
         if isinstance(decided, dict):
             return decided
@@ -98,8 +118,9 @@ def commit(repo: pygit2.Repository, resource_id: str, step: Step) -> dict[str, A
             }
         )
         message = f"guard: {resource_id[:80]} {entry['kind']} {entry['outcome']}\n"
+        data = snap.raw + line.encode("utf-8")
         try:
-            notes.write(repo, REF, snap.tip, target, snap.raw + line.encode("utf-8"), message)
+            notes.write(repo, REF, snap.tip, target, data, message)
         except gitrepo.RefRaceError as exc:
             if exc.actual == snap.tip:  # not moved, only locked: give the holder a moment
                 waits += 1
@@ -109,13 +130,17 @@ def commit(repo: pygit2.Repository, resource_id: str, step: Step) -> dict[str, A
             continue
         except pygit2.GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
+        # we sealed the new line on a checked chain: the whole new blob chains correctly
+        lines = len(snap.state.entries) + 1 if snap.state is not None else 1
+        chain = cache.Chain(str(pygit2.hash(data)), len(data), lines)
+        cache.GuardCache(repo).save_chain(target, chain)
         return respond(entry)
     lock = Path(repo.path) / (REF + ".lock")
     if lock.exists():
         raise GuardError(
             "ledger_busy",
             f"{lock} exists: another writer holds it, or one was killed; "
-            "remove it if no git process is running",
+            "run `strato guard unlock` (it checks the lock is stale and the ledger sound)",
         )
     raise GuardError("ledger_busy", f"{REF} kept moving; try again")
 

@@ -6,18 +6,18 @@ The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` print
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, entries, ledger, store
+from strato.guard import authz, cache, entries, ledger, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import notes
 from tropo import repo as gitrepo
-from tropo.revision import is_ancestor
 
 
 @dataclass(frozen=True)
@@ -69,27 +69,43 @@ class Report:
 TrustAt = Callable[[dict[str, Any]], list[AllowedSigner]]
 
 
-def trust_at_entry_head(repo: pygit2.Repository) -> TrustAt:
+class EntryHeadTrust:
     """The allowed signers as of the commit each entry was made at (HEAD if unknown)."""
-    cache: dict[str | None, list[AllowedSigner]] = {}
 
-    def at(entry: dict[str, Any]) -> list[AllowedSigner]:
-        sha = entry.get("git_head")
-        commit: pygit2.Commit | None
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self._signers: dict[str | None, list[AllowedSigner]] = {}
+
+    def _commit(self, sha: object) -> pygit2.Commit | None:
         try:
-            commit = (
-                gitrepo.resolve_commit(repo, sha)
-                if isinstance(sha, str)
-                else gitrepo.head_commit(repo)
-            )
+            if isinstance(sha, str):
+                return gitrepo.resolve_commit(self.repo, sha)
         except gitrepo.RevisionError:
-            commit = gitrepo.head_commit(repo)
-        key = str(commit.id) if commit is not None else None
-        if key not in cache:
-            cache[key] = authz.trusted_signers(commit)
-        return cache[key]
+            pass
+        return gitrepo.head_commit(self.repo)
 
-    return at
+    def __call__(self, entry: dict[str, Any]) -> list[AllowedSigner]:
+        commit = self._commit(entry.get("git_head"))
+        key = str(commit.id) if commit is not None else None
+        if key not in self._signers:
+            self._signers[key] = authz.trusted_signers(commit)
+        return self._signers[key]
+
+    def key(self, git_head: str | None) -> str:
+        """What this trust root is made of for an entry naming ``git_head``: the commit
+        it resolves to and that commit's allowed_signers blob (the cache's trust key)."""
+        commit = self._commit(git_head)
+        if commit is None:
+            return "-"
+        try:
+            signers = str(commit.tree[authz.SIGNERS_PATH].id)
+        except KeyError:
+            signers = "-"
+        return f"{commit.id}:{signers}"
+
+
+def trust_at_entry_head(repo: pygit2.Repository) -> TrustAt:
+    return EntryHeadTrust(repo)
 
 
 def signed_by(
@@ -121,13 +137,12 @@ OnEntry = Callable[[str, int, dict[str, Any], authz.Signer | None, str | None], 
 
 
 def check_ledger(
-    text: str, resource_id: str, trust: TrustAt, on_entry: OnEntry | None = None
+    found: list[dict[str, Any]], resource_id: str, trust: TrustAt, on_entry: OnEntry | None = None
 ) -> ledger.State:
-    """Fold a ledger, checking every signature; raises :class:`ledger.LedgerBreak`.
+    """Fold parsed entries, checking every signature; raises :class:`ledger.LedgerBreak`.
 
     ``on_entry`` then sees every entry up to the first break, in ledger order.
     """
-    entries = ledger.parse(text)
     seen: list[tuple[int, dict[str, Any], authz.Signer | None, str | None]] = []
 
     def hook(line: int, entry: dict[str, Any], state: ledger.State) -> None:
@@ -144,13 +159,13 @@ def check_ledger(
 
     broken: ledger.LedgerBreak | None = None
     try:
-        return ledger.fold(entries, resource_id, hook)
+        return ledger.fold(found, resource_id, hook)
     except ledger.LedgerBreak as exc:
         broken = exc
         raise
     finally:
-        if on_entry is not None and entries:
-            rows = [(1, entries[0], None, None), *seen]
+        if on_entry is not None and found:
+            rows = [(1, found[0], None, None), *seen]
             for line, entry, signer, problem in rows:
                 if problem is None and broken is not None and broken.line == line:
                     problem = broken.message
@@ -165,45 +180,56 @@ def _resource_id(text: str) -> str | None:
     return rid if isinstance(rid, str) else None
 
 
-def _history_breaks(repo: pygit2.Repository, tip: str) -> list[Break]:
-    """Each notes commit may only append to the ledgers its parents had."""
+def _history_breaks(
+    repo: pygit2.Repository, tip: str, known: cache.GuardCache
+) -> tuple[set[str], list[Break]]:
+    """Every notes commit reachable from ``tip``, and the breaks where one did more than
+    append to the ledgers its parents had. Commits whose history was checked before are
+    not compared again."""
+    checked = known.checked_history()
+    ancestors: set[str] = set()
+    fresh: list[str] = []
     found: list[Break] = []
-    cache: dict[str, dict[str, str]] = {}
+    blobs: dict[str, dict[str, str]] = {}
 
     def blobs_of(commit: pygit2.Commit) -> dict[str, str]:
         key = str(commit.id)
-        if key not in cache:
-            cache[key] = notes.blobs(repo, key)
-        return cache[key]
+        if key not in blobs:
+            blobs[key] = notes.blobs(repo, key)
+        return blobs[key]
 
+    # newest first, so a commit's old blob is usually the next commit's new one
+    read = functools.lru_cache(maxsize=8)(functools.partial(notes.blob_data, repo))
     for commit in notes.commits(repo, tip):
+        sha = str(commit.id)
+        ancestors.add(sha)
+        if sha in checked:
+            continue
+        fresh.append(sha)
         after = blobs_of(commit)
         for parent in commit.parents:
             for anchor, old in blobs_of(parent).items():
                 new = after.get(anchor)
                 if new == old:
                     continue
-                old_text = notes.blob_data(repo, old)
-                if new is None or not notes.blob_data(repo, new).startswith(old_text):
+                old_text = read(old)
+                if new is None or not read(new).startswith(old_text):
                     what = "deleted" if new is None else "rewritten, not appended to"
                     rid = _resource_id(old_text.decode("utf-8", "replace"))
                     found.append(
-                        Break(
-                            rid,
-                            None,
-                            f"ledger {what} in notes commit {str(commit.id)[:12]}",
-                            anchor,
-                        )
+                        Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor)
                     )
-    return found
+    if not found:
+        known.add_history(fresh)
+    return ancestors, found
 
 
-def _rewind_breaks(repo: pygit2.Repository, tip: str | None, since: list[str]) -> list[Break]:
+def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
         Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
         for old in since
-        if tip is None or not is_ancestor(repo, old, tip)
+        if old not in ancestors
     ]
 
 
@@ -224,33 +250,63 @@ def verify_repository(
 ) -> Report:
     """Check every ledger on the notes ref, its history, and (optionally) that it
     descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
-    tips are always checked."""
+    tips are always checked.
+
+    With the default trust (each entry's own commit) and no ``on_entry``, a ledger blob
+    that verified before under the same signers blobs is not checked again.
+    """
     tip = gitrepo.read_ref(repo, store.REF)
     report = Report(store.REF, tip)
-    rewinds = _rewind_breaks(repo, tip, [*(since or []), *_reflog_tips(repo)])
+    olds = [*(since or []), *_reflog_tips(repo)]
     if tip is None:
-        report.breaks += rewinds
+        report.breaks += _rewind_breaks(set(), olds)
         return report
-    trust = trust or trust_at_entry_head(repo)
+    known = cache.GuardCache(repo)
+    ancestors, history = _history_breaks(repo, tip, known)
+    at_head = EntryHeadTrust(repo)
+    own_trust = trust is None  # only the default trust is what the cache records
+    signed: list[str | None] = []  # git_head of each signed entry of the ledger at hand
+
+    def note_signed(
+        rid: str, line: int, entry: dict[str, Any], signer: authz.Signer | None, why: str | None
+    ) -> None:
+        if signer is not None:
+            head = entry.get("git_head")
+            signed.append(head if isinstance(head, str) else None)
+        if on_entry is not None:
+            on_entry(rid, line, entry, signer, why)
+
     for anchor, blob in sorted(notes.blobs(repo, tip).items()):
         report.resources += 1
-        try:
-            text = notes.blob_data(repo, blob).decode("utf-8")
-        except UnicodeDecodeError:
-            report.breaks.append(Break(None, None, "ledger is not UTF-8", anchor))
-            continue
-        rid = _resource_id(text)
+        data = notes.blob_data(repo, blob)
+        rid = _resource_id(data.decode("utf-8", "replace"))
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
             report.breaks.append(
                 Break(rid, 1, "note does not belong to the resource it registers", anchor)
             )
             continue
+        chain = known.chain(anchor)
+        if (
+            own_trust
+            and on_entry is None
+            and chain is not None
+            and chain.blob == blob
+            and chain.verified is not None
+            and all(at_head.key(head) == key for head, key in chain.verified)
+        ):
+            report.entries += chain.lines
+            continue
+        signed.clear()
         try:
-            state = check_ledger(text, rid, trust, on_entry)
+            found = store.parse_ledger(anchor, blob, data, known)
+            state = check_ledger(found, rid, trust or at_head, note_signed)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
             continue
         report.entries += len(state.entries)
+        if own_trust:
+            keys = tuple((head, at_head.key(head)) for head in signed)
+            known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
-    report.breaks += _history_breaks(repo, tip) + rewinds
+    report.breaks += history + _rewind_breaks(ancestors, olds)
     return report

@@ -71,3 +71,19 @@ def test_fanned_out_notes_are_read_and_updated_in_place(repo_dir: Path) -> None:
     new_tip = notes.write(repo, REF, tip, targets[7], b"7 and more\n", "append")
     assert git(repo_dir, "notes", "--ref=test", "show", targets[7]) == "7 and more\n"
     assert len(notes.blobs(repo, new_tip)) == 300  # updated in place, not duplicated
+
+
+def test_write_keeps_every_annotated_blob_reachable(repo_dir: Path) -> None:
+    """A note git wrote on a loose blob before is backfilled by our next write."""
+    repo = gitrepo.require(repo_dir)
+    (repo_dir / "k").write_bytes(b"older anchor")
+    older = git(repo_dir, "hash-object", "-w", "k").strip()
+    git(repo_dir, "notes", "--ref=test", "add", "-m", "old", older)
+    assert notes.kept_anchors(repo, gitrepo.read_ref(repo, REF)) == set()
+    target = notes.anchor(repo, b"new anchor")
+    tip = notes.write(repo, REF, gitrepo.read_ref(repo, REF), target, b"x\n", "ours")
+    assert notes.kept_anchors(repo, tip) == {older, target}
+    git(repo_dir, "gc", "-q", "--prune=now")
+    git(repo_dir, "notes", "--ref=test", "prune")
+    assert git(repo_dir, "notes", "--ref=test", "show", older) == "old\n"
+    assert notes.read(repo, gitrepo.read_ref(repo, REF), target) == b"x\n"
