@@ -7,13 +7,14 @@ import click
 from strato.decide.cli import decide_command, receipt_command
 from strato.flow.cli import flow
 from strato.guard.cli import guard
+from strato.mcp.cli import mcp_command
 from strato.runs.cli import run_cmd, runs_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
-    """The agent OS: governed decisions, flows, guard."""
+    """The agent OS: governed decisions, flows, guard, MCP server."""
 
 
 for _command in runs_group.commands.values():  # run commands live beside validate in `flow`
@@ -23,6 +24,7 @@ main.add_command(receipt_command)
 main.add_command(guard)
 main.add_command(flow)
 main.add_command(run_cmd)
+main.add_command(mcp_command)
 
 
 if __name__ == "__main__":

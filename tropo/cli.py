@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from tropo import edit
+from tropo import edit, reports
 from tropo.atomic import write_atomic
 from tropo.config import CONFIG_NAME, ConfigError
 from tropo.document import W210, Doc
@@ -131,20 +131,16 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
       tropo check --staged --quiet
     """
     ws = load(root, staged, rev, no_cache)
-    report = ws.check(relative_paths(ws, paths))
-    findings = report.graded((ws.config.strict or strict) and not lenient)
-    errors = sum(1 for f in findings if f.level == "error")
-    warnings = len(findings) - errors
+    result = reports.check(ws, relative_paths(ws, paths), strict=strict, lenient=lenient)
+    findings, errors = result.findings, result.errors
     if as_json:
-        emit({"checked": len(report.docs),
-              "clean": sum(1 for d in report.docs if not d.findings),
-              "errors": errors, "warnings": warnings, "findings": [f.as_dict() for f in findings]})
+        emit(result.as_dict())
     else:
         for f in sorted(findings, key=lambda f: (f.path, f.line)):
             if not (quiet and f.code.startswith("W")):
                 click.echo(f.render())
-        click.echo(f"\ntropo: {len(report.docs)} document(s), "
-                   f"{errors} error(s), {warnings} warning(s)")
+        click.echo(f"\ntropo: {len(result.docs)} document(s), "
+                   f"{errors} error(s), {len(findings) - errors} warning(s)")
         if any(f.code == W210 for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
     sys.exit(1 if errors else 0)
@@ -208,10 +204,7 @@ def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
     ws = load(root, staged, rev, no_cache)
     g = ws.graph()
     if as_json:
-        emit({"root": str(ws.root),
-              "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
-              "edges": [e.as_dict() for e in g.edges],
-              "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}})
+        emit(reports.graph(ws, g))
         return
     click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
                + (f", {g.broken} broken" if g.broken else ""))
@@ -236,15 +229,13 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
     """
     ws = load(root, staged, rev, no_cache)
     g = ws.graph()
-    if node_id not in g.nodes:
-        fail(f"no document with id {node_id!r} (run `tropo graph` to list ids)", 1)
-    rows = sorted(g.blast(node_id, depth).items(), key=lambda kv: (kv[1][0], kv[0]))
-    if as_json:
-        emit({"root": str(ws.root), "target": node_id, "depth": depth,
-              "impacted": [{"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
-                            "distance": dist, "via": via} for nid, (dist, via) in rows],
-              "counts": {"impacted": len(rows)}})
-        return
+    try:
+        if as_json:
+            emit(reports.blast(ws, g, node_id, depth))
+            return
+        rows = reports.blast_rows(g, node_id, depth)
+    except reports.UnknownNode as exc:
+        fail(str(exc), 1)
     target = g.nodes[node_id]
     click.echo(f"tropo blast: {node_id} [{target.type or 'untyped'}] — "
                f"{len(rows)} document(s) depend on it"

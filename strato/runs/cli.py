@@ -16,12 +16,19 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs.agents import AgentConfigError
-from strato.runs.engine import RUN_TERMINAL, USAGE_CODES, Engine, Refused
-from strato.runs.fanout import run_fanout
-from strato.runs.service import Outcome, Runs, SpecInvalid
-from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
-from tropo.repo import NotARepository
+from strato.runs.engine import RUN_TERMINAL
+from strato.runs.service import Outcome, Runs
+from strato.runs.views import (
+    EXPECTED_ERRORS,
+    commit_view,
+    describe_error,
+    failed,
+    list_view,
+    next_view,
+    outcome_view,
+    show_view,
+    summary,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,17 +56,8 @@ def handled(fn: F) -> F:
             return fn(*args, **kwargs)
         except Exit as exc:
             code, message, payload = exc.code, str(exc), exc.payload
-        except Refused as exc:
-            code, message, payload = 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
-        except CheckpointNotFound as exc:
-            code, message, payload = 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
-        except RunNotFound as exc:
-            code, message, payload = 1, str(exc), {"code": "run_not_found"}
-        except SpecInvalid as exc:
-            errors = [e.to_json() for e in exc.errors]
-            code, message, payload = 2, f"invalid spec: {exc}", {"code": "spec_invalid", "errors": errors}
-        except (AgentConfigError, NotARepository) as exc:
-            code, message, payload = 2, str(exc), {"code": "config_error"}
+        except EXPECTED_ERRORS as exc:
+            code, message, payload = describe_error(exc)
         if as_json:
             click.echo(json.dumps({"ok": False, "error": message, **payload}, sort_keys=True))
         click.echo(f"error: {message}", err=True)
@@ -119,38 +117,8 @@ def _json_arg(text: str, what: str) -> Any:
         _fail(2, f"{what}: not JSON: {exc}")
 
 
-def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
-    """The stable view of a run: status, what is ready, which gates wait."""
-    eng = runs.engine(snap, judge=False)
-    state = snap.state
-    out: dict[str, Any] = {
-        "runId": snap.run_id,
-        "flow": state["flow"],
-        "status": state["status"],
-        "head": snap.head,
-        "ready": eng.ready(),
-        "gates": _waiting_gates(eng),
-        "flowSpent": state["flowSpent"],
-    }
-    for key in ("output", "failure"):
-        if key in state:
-            out[key] = state[key]
-    return out
-
-
-def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
-    return [
-        {"stepId": frame.prefix + sid, "gateToken": st["gateToken"], "round": frame.scope["rounds"]}
-        for frame in eng.frames()
-        for sid, st in frame.steps.items()
-        if st["status"] == "waiting_gate"
-    ]
-
-
-def _print_summary(view: dict[str, Any], as_json: bool, events: list[dict[str, Any]] | None = None) -> None:
+def _print_summary(view: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        if events is not None:
-            view = {**view, "events": events}
         click.echo(json.dumps(view, sort_keys=True))
         return
     click.echo(f"run {view['runId']} ({view['flow']}): {view['status']}")
@@ -166,13 +134,13 @@ def _print_summary(view: dict[str, Any], as_json: bool, events: list[dict[str, A
 
 
 def _exit_for(view: dict[str, Any]) -> None:
-    if view["status"] in ("failed", "budget_exhausted", "cancelled"):
+    if failed(view):
         sys.exit(1)
 
 
 def _finish(runs: Runs, outcome: Outcome, as_json: bool) -> None:
-    view = summary(runs, outcome.snap)
-    _print_summary(view, as_json, outcome.events)
+    view = outcome_view(runs, outcome)
+    _print_summary(view, as_json)
     _exit_for(view)
 
 
@@ -229,13 +197,7 @@ def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
 
     Example: strato flow next 3f2c... --json
     """
-    runs = _runs(root)
-    snap = runs.load(run_id)
-    if runs.engine(snap, judge=False).running_fanouts():
-        for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
-            run_fanout(runs, run_id, frame.prefix + step.id)
-        snap = runs.load(run_id)
-    view = summary(runs, snap)
+    view = next_view(_runs(root), run_id)
     _print_summary(view, as_json)
     _exit_for(view)
 
@@ -309,17 +271,9 @@ def commit_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
 
     Example: strato flow commit <run> before-review
     """
-    runs = _runs(root)
-    snap = runs.commit(run_id, label)
-    view = {
-        "status": "committed",
-        "runId": run_id,
-        "label": label.strip(),
-        "head": snap.head,
-        "checkpoints": runs.store.checkpoints(run_id),
-    }
+    view = commit_view(_runs(root), run_id, label)
     click.echo(
-        json.dumps(view, sort_keys=True) if as_json else f"checkpoint {label.strip()} -> {snap.head[:12]}"
+        json.dumps(view, sort_keys=True) if as_json else f"checkpoint {view['label']} -> {view['head'][:12]}"
     )
 
 
@@ -350,9 +304,7 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
     Example: strato flow cancel <run> --reason "superseded"
     """
     runs = _runs(root)
-    outcome = runs.cancel(run_id, reason)
-    view = summary(runs, outcome.snap)
-    _print_summary(view, as_json, outcome.events)
+    _print_summary(outcome_view(runs, runs.cancel(run_id, reason)), as_json)
 
 
 @runs_group.command("audit")
@@ -388,22 +340,11 @@ def list_cmd(root: Path, as_json: bool) -> None:
 
     Example: strato flow list --json
     """
-    runs = _runs(root)
-    rows = []
-    for run_id in runs.store.run_ids():
-        state = runs.load(run_id).state
-        rows.append(
-            {
-                "runId": run_id,
-                "flow": state["flow"],
-                "status": state["status"],
-                "createdAt": state.get("createdAt"),
-            }
-        )
+    view = list_view(_runs(root))
     if as_json:
-        click.echo(json.dumps({"runs": rows}, sort_keys=True))
+        click.echo(json.dumps(view, sort_keys=True))
         return
-    for row in rows:
+    for row in view["runs"]:
         click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
 
 
@@ -417,11 +358,7 @@ def show_cmd(run_id: str, root: Path, as_json: bool) -> None:
 
     Example: strato flow show <run>
     """
-    runs = _runs(root)
-    view = summary(runs, runs.load(run_id))
-    view["steps"] = {k: v["status"] for k, v in runs.load(run_id).state["scope"]["steps"].items()}
-    view["checkpoints"] = runs.store.checkpoints(run_id)
-    _print_summary(view, as_json)
+    _print_summary(show_view(_runs(root), run_id), as_json)
 
 
 @runs_group.command("watch")

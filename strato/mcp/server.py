@@ -1,0 +1,64 @@
+"""The stdio transport: the MCP SDK around :mod:`strato.mcp.tools`. Importing this module
+needs the optional ``mcp`` package; nothing else in strato does."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+from strato.mcp.tools import TOOLS, Context, ToolError, call
+
+INSTRUCTIONS = (
+    "Flows, gates, guard ledgers, governed decisions and the typed graph of one git "
+    "workspace. Consumer mode: stratum_plan (or stratum_resume) lists ready steps, each "
+    "with a dispatchToken; do the step's work, then report it with stratum_step_done "
+    "and that token. Decide gates with stratum_gate_resolve and the gateToken."
+)
+
+
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
+def build(ctx: Context) -> Server[Any]:
+    """A server whose tools act on the workspace at ``ctx.root`` only."""
+    listing = [
+        types.Tool(name=t.name, description=t.description, input_schema=t.input_schema())
+        for t in TOOLS.values()
+    ]
+
+    async def list_tools(_: Any, __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listing)
+
+    async def call_tool(_: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:  # in a worker thread, so the connection stays responsive during git work
+            doc = await anyio.to_thread.run_sync(call, ctx, params.name, params.arguments)
+        except ToolError as exc:
+            return types.CallToolResult(
+                content=_text(str(exc)), structured_content=exc.document, is_error=True
+            )
+        except Exception as exc:  # a bug: the host gets one line, stderr the traceback
+            traceback.print_exc(file=sys.stderr)
+            message = f"internal error in {params.name}: {type(exc).__name__}: {exc}"
+            return types.CallToolResult(content=_text(message), is_error=True)
+        return types.CallToolResult(content=_text(json.dumps(doc, sort_keys=True)), structured_content=doc)
+
+    return Server("strato", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def serve(ctx: Context) -> None:
+    """Serve on stdin/stdout until the client closes the connection."""
+    server = build(ctx)
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main)

@@ -1,0 +1,108 @@
+"""The JSON documents the run operations answer with, shared by the CLI's `--json` and
+the MCP server: one place decides what a run looks like from outside."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strato.runs.agents import AgentConfigError
+from strato.runs.engine import USAGE_CODES, Engine, Refused
+from strato.runs.fanout import run_fanout
+from strato.runs.service import Outcome, Runs, SpecInvalid
+from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
+from tropo.repo import NotARepository
+
+EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)
+
+
+def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
+    """An expected run error as (exit code, one-line message, JSON payload)."""
+    if isinstance(exc, Refused):
+        return 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
+    if isinstance(exc, CheckpointNotFound):
+        return 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
+    if isinstance(exc, RunNotFound):
+        return 1, str(exc), {"code": "run_not_found"}
+    if isinstance(exc, SpecInvalid):
+        errors = [e.to_json() for e in exc.errors]
+        return 2, f"invalid spec: {exc}", {"code": "spec_invalid", "errors": errors}
+    if isinstance(exc, AgentConfigError | NotARepository):
+        return 2, str(exc), {"code": "config_error"}
+    raise TypeError(f"not an expected run error: {exc!r}") from exc
+
+
+def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+    """The stable view of a run: status, what is ready, which gates wait."""
+    eng = runs.engine(snap, judge=False)
+    state = snap.state
+    out: dict[str, Any] = {
+        "runId": snap.run_id,
+        "flow": state["flow"],
+        "status": state["status"],
+        "head": snap.head,
+        "ready": eng.ready(),
+        "gates": _waiting_gates(eng),
+        "flowSpent": state["flowSpent"],
+    }
+    for key in ("output", "failure"):
+        if key in state:
+            out[key] = state[key]
+    return out
+
+
+def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
+    """Gates a decision can still be given to: cancelling a run takes their tokens."""
+    return [
+        {"stepId": frame.prefix + sid, "gateToken": st["gateToken"], "round": frame.scope["rounds"]}
+        for frame in eng.frames()
+        for sid, st in frame.steps.items()
+        if st["status"] == "waiting_gate" and "gateToken" in st
+    ]
+
+
+def outcome_view(runs: Runs, outcome: Outcome) -> dict[str, Any]:
+    """A run after one operation, with the events that operation produced."""
+    return {**summary(runs, outcome.snap), "events": outcome.events}
+
+
+def next_view(runs: Runs, run_id: str) -> dict[str, Any]:
+    """Run the engine-dispatched fanouts that are due, then show what is ready."""
+    snap = runs.load(run_id)
+    if runs.engine(snap, judge=False).running_fanouts():
+        for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
+            run_fanout(runs, run_id, frame.prefix + step.id)
+        snap = runs.load(run_id)
+    return summary(runs, snap)
+
+
+def commit_view(runs: Runs, run_id: str, label: str) -> dict[str, Any]:
+    snap = runs.commit(run_id, label)
+    return {
+        "status": "committed",
+        "runId": run_id,
+        "label": label.strip(),
+        "head": snap.head,
+        "checkpoints": runs.store.checkpoints(run_id),
+    }
+
+
+def list_view(runs: Runs) -> dict[str, Any]:
+    rows = []
+    for run_id in runs.store.run_ids():
+        state = runs.load(run_id).state
+        row = {"runId": run_id, "flow": state["flow"], "status": state["status"]}
+        rows.append({**row, "createdAt": state.get("createdAt")})
+    return {"runs": rows}
+
+
+def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
+    snap = runs.load(run_id)
+    view = summary(runs, snap)
+    view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
+    view["checkpoints"] = runs.store.checkpoints(run_id)
+    return view
+
+
+def failed(view: dict[str, Any]) -> bool:
+    """A run that ended without its output: the CLI exits 1 for it."""
+    return view["status"] in ("failed", "budget_exhausted", "cancelled")

@@ -1,0 +1,39 @@
+"""`strato mcp` as a command: where it refuses to start, and strato without the SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+WITHOUT_SDK = "import sys; sys.modules['mcp'] = None; from strato.cli import main; main(sys.argv[1:])"
+
+
+def strato(*args: str, block_sdk: bool = False) -> subprocess.CompletedProcess[str]:
+    prefix = ["-c", WITHOUT_SDK] if block_sdk else ["-m", "strato.cli"]
+    return subprocess.run([sys.executable, *prefix, *args], capture_output=True, text=True, check=False)
+
+
+def test_without_the_sdk_strato_works_and_mcp_says_how_to_install(repo_dir: Path) -> None:
+    assert strato("flow", "list", "--root", str(repo_dir), "--json", block_sdk=True).returncode == 0
+    proc = strato("mcp", "--root", str(repo_dir), block_sdk=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"
+    assert proc.stdout == ""
+
+
+def test_importing_strato_does_not_import_the_sdk() -> None:
+    code = "import sys, strato.cli; print('mcp' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_outside_a_repository_it_refuses_with_one_line(tmp_path: Path) -> None:
+    proc = strato("mcp", "--root", str(tmp_path), "--json")
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--root" in proc.stderr
+    assert '"code": "not_a_repository"' in proc.stdout
+
+
+def test_help_has_an_example() -> None:
+    proc = strato("mcp", "--help")
+    assert proc.returncode == 0 and "mcpServers" in proc.stdout
