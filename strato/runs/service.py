@@ -5,6 +5,7 @@ the new one (and usually refused as stale)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,10 +20,10 @@ from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, l
 from strato.runs.checks import Judge
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
-from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot
-from tropo.repo import RefRaceError, private_dir, require, workdir
+from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot, head_ref
+from tropo.repo import RefRaceError, clear_stale_lock, private_dir, require, workdir
 
-MAX_RACE_RETRIES = 50
+RACE_DEADLINE_S = 20.0  # then give up: the run is busy
 
 
 class SpecInvalid(Exception):
@@ -109,14 +110,19 @@ class Runs:
         return Outcome(snap, eng.events)
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
-        """Load, act, commit with CAS; on a lost race start over from the new head."""
-        for _ in range(MAX_RACE_RETRIES):
+        """Load, act, commit with CAS; on a lost race start over from the new head. A ref
+        that did not move but stays locked was left by a writer killed mid-update: its lock
+        is cleared once stale, so a crashed run always resumes."""
+        deadline = time.monotonic() + RACE_DEADLINE_S
+        while time.monotonic() < deadline:
             snap = self.store.load(run_id)
             eng = self.engine(snap)
             action(eng)
             try:
                 new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
-            except RefRaceError:
+            except RefRaceError as exc:
+                if exc.actual == snap.head and not clear_stale_lock(self.store.repo, head_ref(run_id)):
+                    time.sleep(0.05)  # locked by a live writer (or a lock not yet stale)
                 continue
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")

@@ -142,3 +142,17 @@ def test_runs_travel_with_push_and_fetch(tmp_path: Path) -> None:
     runs = Runs(other)
     assert runs.store.run_ids() == [run_id]
     assert len(runs.audit(run_id)["events"]) == 2
+
+
+def test_a_lock_left_by_a_killed_writer_does_not_wedge_the_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    runs = ws.runs()
+    snap = runs.plan(CHAIN, {}).snap
+    lock = Path(runs.store.repo.path) / f"{head_ref(snap.run_id)}.lock"
+    lock.write_text(snap.head + "\n")  # kill -9 between taking the ref lock and renaming it
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    entry = runs.engine(snap).ready()[0]
+    after = runs.done(snap.run_id, entry["id"], entry["dispatchToken"], {"output": {"n": 1}}).snap
+    assert after.head != snap.head and not lock.exists()
+    assert list(runs.store.history(snap.run_id))[-1][0] == after.head
