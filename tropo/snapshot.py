@@ -7,6 +7,8 @@ read, so a warm check reads only what changed. Outside git, the working tree is 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -74,6 +76,11 @@ class Snapshot:
 
     def conflicts(self) -> list[str]:
         return []
+
+    def fingerprint(self) -> str | None:
+        """A digest that changes whenever any entry's path, blob or mode may have changed,
+        cheaper than listing the entries; None when there is no cheap one."""
+        return None
 
     def commit(self) -> pygit2.Commit | None:
         """The commit whose history dates this snapshot's files."""
@@ -157,6 +164,20 @@ class WorktreeSnapshot(DirSnapshot):
                 out.append(Entry(path, None, mode))
         return [e for e in out if not prune(e.rel)]
 
+    def fingerprint(self) -> str | None:
+        """The index file's checksum plus what status says differs from it, with the
+        content of each differing file."""
+        trailer = _index_trailer(self._repo)
+        if trailer is None:
+            return None
+        h = hashlib.sha256(b"worktree\0" + trailer)
+        for path, flags in sorted(self._repo.status(untracked_files="all", ignored=False).items()):
+            h.update(f"\0{path}\0{flags}\0".encode())
+            full = self.top / path
+            with contextlib.suppress(OSError):
+                h.update(os.readlink(full).encode() if full.is_symlink() else _read_file(full))
+        return h.hexdigest()
+
     def conflicts(self) -> list[str]:
         c = self._repo.index.conflicts
         if c is None:
@@ -176,13 +197,17 @@ class IndexSnapshot(Snapshot):
     kind = "index"
 
     def __init__(self, repository: pygit2.Repository, index: pygit2.Index,
-                 commit: pygit2.Commit | None) -> None:
+                 commit: pygit2.Commit | None, fingerprint: str | None = None) -> None:
         super().__init__(gitrepo.workdir(repository) if not repository.is_bare
                          else Path(repository.path))
         self._repo = repository
         self._index = index
         self._commit = commit
         self._paths: dict[str, Entry] | None = None
+        self._fingerprint = fingerprint
+
+    def fingerprint(self) -> str | None:
+        return self._fingerprint
 
     def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
         return [e for e in self._all().values() if not prune(e.rel)]
@@ -228,7 +253,9 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
         what = "--staged" if source.kind == "index" else "--rev"
         raise SourceError(f"{what} needs a git repository, and {start} is not inside one")
     if source.kind == "index":
-        return IndexSnapshot(repository, repository.index, gitrepo.head_commit(repository))
+        trailer = _index_trailer(repository)
+        return IndexSnapshot(repository, repository.index, gitrepo.head_commit(repository),
+                             "index:" + trailer.hex() if trailer is not None else None)
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
@@ -236,7 +263,17 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
         raise SourceError(str(exc)) from exc
     index = pygit2.Index()
     index.read_tree(commit.tree)
-    return IndexSnapshot(repository, index, commit)
+    return IndexSnapshot(repository, index, commit, f"tree:{commit.tree_id}")
+
+
+def _index_trailer(repository: pygit2.Repository) -> bytes | None:
+    """The checksum git writes at the end of the index file (None: no index yet)."""
+    try:
+        with open(Path(repository.path) / "index", "rb") as fh:
+            fh.seek(-32, os.SEEK_END)
+            return fh.read()
+    except OSError:
+        return None
 
 
 def ancestors(rel: str) -> Iterator[str]:
