@@ -1,7 +1,9 @@
-"""``tropo diff``, ``tropo plan`` and ``tropo log``: what a change does to the graph."""
+"""``tropo diff``, ``plan``, ``log`` and ``view`` (what a change does to the graph, drawn)
+and ``map`` (what a folder holds before it has a graph)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tomllib
 from pathlib import Path
@@ -9,8 +11,9 @@ from typing import Any
 
 import click
 
-from tropo import graphdiff, node_history
-from tropo.cli import emit, fail, guarded, main
+from tropo import fsmap, graphdiff, node_history, view
+from tropo.atomic import write_atomic
+from tropo.cli import emit, fail, guarded, load, main, workspace_options
 from tropo.graph import Graph
 from tropo.graph_cache import graph_of
 from tropo.snapshot import Source
@@ -260,3 +263,100 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
                    f"  — {e['summary']}")
         for ch in e["changes"]:
             click.echo(f"      {ch['field']}: {ch['from']!r} -> {ch['to']!r}")
+
+
+@main.command("map")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), help="Same as PATH.")
+@click.option("--depth", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Deepest directory level listed (counts always cover the whole tree).")
+@click.option("--max-entries", type=click.IntRange(min=0), help="List at most this many directories.")
+@_JSON
+def map_cmd(path: Path | None, root: Path | None, depth: int, max_entries: int | None,
+            as_json: bool) -> None:
+    """Inventory any folder (no tropo.toml needed): directories, dominant extensions,
+    largest files, index files, and likely modules that lack an index.md/README.md.
+
+    \b
+    Examples:
+      tropo map
+      tropo map src --depth 2 --json
+    """
+    if path is not None and root is not None:
+        fail("map: give either PATH or --root, not both")
+    top = (path or root or Path.cwd()).absolute()
+    if not top.is_dir():
+        fail(f"map: not a directory: {top}")
+    skip = fsmap.skip_patterns(top)
+    inv = fsmap.inventory(top.name or "/", fsmap.walk(top, skip), depth=depth,
+                          max_entries=max_entries, skip=skip)
+    if as_json:
+        click.echo(json.dumps(inv, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    s = inv["summary"]
+    click.echo(f"tropo map: {inv['root']} — {s['total_files']} file(s) in {s['total_dirs']} folder(s)")
+    click.echo("  extensions: " + ", ".join(f"{e['extension']} {e['count']}" for e in s["extensions_top"]))
+    for d in inv["directories"]:
+        exts = ", ".join(e["extension"] for e in d["dominant_extensions"])
+        click.echo(f"  {'  ' * d['depth']}{d['path']}  {d['files']} file(s), {d['size']} B  [{exts}]"
+                   + ("  index" if d["has_index"] else ""))
+    if s["likely_modules_without_index"]:
+        click.echo("  likely modules without an index: " + ", ".join(s["likely_modules_without_index"]))
+    click.echo("  largest: " + ", ".join(f"{f['path']} ({f['size']} B)" for f in s["largest_files"][:5]))
+
+
+def _output_path(root: Path, out: Path) -> Path:
+    """``out`` made absolute, refused unless it is (or will be) a regular file inside root."""
+    target = out.absolute()
+    top = root.resolve()
+    if not target.parent.resolve().is_relative_to(top):
+        fail(f"view: --out {out} is outside the workspace {top}", 1)
+    if target.is_symlink():
+        fail(f"view: --out {out} is a symlink; refusing to write through it", 1)
+    if target.exists() and not target.is_file():
+        fail(f"view: --out {out} exists and is not a regular file", 1)
+    return target
+
+
+@main.command("view")
+@click.argument("subject", required=False, type=click.Choice(["graph", "blast"]), default="graph")
+@click.argument("node_id", required=False, metavar="[ID]")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the page here (inside the workspace); default: print it.")
+@click.option("--depth", type=click.IntRange(min=1), help="With blast: stop after this many hops.")
+@workspace_options
+@guarded
+def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | None,
+             root: Path | None, staged: bool, rev: str | None, no_cache: bool, as_json: bool) -> None:
+    """Draw the graph, or the blast radius of ID, as one self-contained HTML page: types
+    coloured, broken refs marked, pan and zoom, click a node for its fields and neighbours.
+
+    \b
+    Examples:
+      tropo view --out graph.html
+      tropo view blast agent-workspace --out blast.html
+    """
+    ws = load(root, staged, rev, no_cache)
+    g = graph_of(ws)
+    if subject == "blast":
+        if node_id is None:
+            fail("view blast needs an id, e.g. tropo view blast my-module --out blast.html")
+        if node_id not in g.nodes:
+            fail(f"no document with id {node_id!r} (run `tropo graph` to list ids)", 1)
+        ranks = {node_id: 0, **{n: d for n, (d, _) in g.blast(node_id, depth).items()}}
+        data = view.page_data(f"blast · {node_id}", g, set(ranks), ranks)
+    elif node_id is not None:
+        fail(f"view graph takes no id (did you mean `tropo view blast {node_id}`?)")
+    else:
+        data = view.page_data("graph", g)
+    html = view.render(data)
+    drawn = sum(1 for n in data["nodes"] if not n.get("ghost"))
+    if out is None:
+        click.echo(html)
+        return
+    target = _output_path(ws.root, out)
+    write_atomic(target, html.encode("utf-8"), mode=0o644)
+    if as_json:
+        emit({"wrote": str(target), "nodes": drawn, "edges": len(data["edges"])})
+    else:
+        click.echo(f"tropo: wrote {out}  ({drawn} node(s), {len(data['edges'])} edge(s))")
