@@ -55,12 +55,14 @@ def _label(source: Source, name: str) -> str:
 @click.option("--staged", is_flag=True, help="Compare HEAD with the index (what the commit adds).")
 @click.option("--markdown", is_flag=True, help="A summary shaped for a pull-request comment.")
 @click.option("--fail-on", type=click.Choice(["broken"]), help="Exit 1 when the change breaks refs.")
+@click.option("--blast-limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Dependents listed per changed node (all are counted).")
 @_ROOT
 @_NO_CACHE
 @_JSON
 @guarded
 def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None,
-             root: Path | None, no_cache: bool, as_json: bool) -> None:
+             blast_limit: int, root: Path | None, no_cache: bool, as_json: bool) -> None:
     """How the graph changed from A to B: nodes added, removed, retyped, moved and edited;
     edges added and removed; refs newly broken; and every changed node's blast radius.
     A alone compares A with the working tree.
@@ -77,7 +79,7 @@ def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None
     broken_added = [e for e in d["edges_added"] if e["broken"]]
     changed = graphdiff.changed_ids(d)
     report = {"base": base, "head": head, "delta": d, "broken_added": broken_added,
-              "blast": graphdiff.blast_of(changed, old, new),
+              "blast": graphdiff.blast_of(changed, old, new, limit=blast_limit),
               "counts": {**{k: len(v) for k, v in d.items()},
                          "broken_added": len(broken_added), "changed": len(changed)}}
     breaks = bool(d["edges_newly_broken"] or broken_added)
@@ -111,7 +113,7 @@ def delta_lines(d: dict[str, Any]) -> list[str]:
 
 def render_text(r: dict[str, Any]) -> str:
     lines = [f"tropo diff {r['base']}..{r['head']}", *delta_lines(r["delta"])]
-    reach = {n: len(v) for n, v in r["blast"].items() if v}
+    reach = {n: v["count"] for n, v in r["blast"].items() if v["count"]}
     if reach:
         lines.append("  blast radius: " + ", ".join(f"{n} ({c})" for n, c in sorted(reach.items())))
     c = r["counts"]
@@ -154,9 +156,10 @@ def render_markdown(r: dict[str, Any], old: Graph, new: Graph) -> str:
                      for x in d["nodes_retyped"]]),
         ("Fields changed", [f"`{x['id']}` `{x['field']}`: `{x['from']}` → `{x['to']}`"
                             for x in d["fields_changed"]]),
-        ("Blast radius", [f"`{n}` → {len(v)} dependent(s): "
-                          + ", ".join(f"`{x['id']}`" for x in v[:10]) + (" …" if len(v) > 10 else "")
-                          for n, v in r["blast"].items() if v]),
+        ("Blast radius", [f"`{n}` → {v['count']} dependent(s): "
+                          + ", ".join(f"`{x['id']}`" for x in v["nearest"][:10])
+                          + (" …" if v["count"] > 10 else "")
+                          for n, v in r["blast"].items() if v["count"]]),
     ]
     for title, items in sections:
         if items:

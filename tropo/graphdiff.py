@@ -73,14 +73,15 @@ def changed_ids(d: Mapping[str, Any]) -> list[str]:
     return sorted(ids)
 
 
-def blast_of(ids: Iterable[str], old: Graph, new: Graph) -> dict[str, list[dict[str, Any]]]:
-    """Each id's dependents (reverse refs, any depth): in the new graph, or in the old
-    one for a node the change removed."""
+def blast_of(ids: Iterable[str], old: Graph, new: Graph, *, limit: int) -> dict[str, dict[str, Any]]:
+    """Each id's dependents (reverse refs, any depth) in the new graph, or in the old one
+    for a node the change removed: how many, and the ``limit`` nearest."""
     out = {}
     for nid in ids:
         g = new if nid in new.nodes else old
         hits = sorted(g.blast(nid).items(), key=lambda kv: (kv[1][0], kv[0]))
-        out[nid] = [{"id": d, "distance": dist, "via": via} for d, (dist, via) in hits]
+        out[nid] = {"count": len(hits),
+                    "nearest": [{"id": d, "distance": dist, "via": via} for d, (dist, via) in hits[:limit]]}
     return out
 
 

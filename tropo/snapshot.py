@@ -224,7 +224,14 @@ class IndexSnapshot(Snapshot):
         return blob.data if blob.size <= MAX_BLOB else blob.data[: MAX_BLOB + 1]
 
     def read_path(self, rel: str) -> bytes | None:
-        entry = self._all().get(rel)
+        if self._paths is not None:
+            entry = self._paths.get(rel)
+        else:  # one lookup in the index, without listing every entry
+            try:
+                found = self._index[rel]
+            except KeyError:
+                return None
+            entry = Entry(rel, str(found.id), found.mode)
         if entry is None or entry.mode == LINK:
             return None
         return self.read(entry)

@@ -48,7 +48,10 @@ def test_diff_between_commits(vault: Path) -> None:
         {"from": "0001-folder-as-type", "field": "related", "to": "nobody", "broken": True}]
     assert d["edges_removed"] == [{"from": "tropo", "field": "owner", "to": "jeff", "broken": False}]
     # The removed project's dependents are read from the old graph.
-    assert out["blast"]["tropo"] == [{"id": "2026-06-12-kickoff", "distance": 1, "via": "project"}]
+    assert out["blast"]["tropo"] == {
+        "count": 1, "nearest": [{"id": "2026-06-12-kickoff", "distance": 1, "via": "project"}]}
+    _, limited = tropo_json("diff", "HEAD~1..HEAD", "--blast-limit", "0", cwd=vault)
+    assert limited["blast"]["tropo"] == {"count": 1, "nearest": []}
     assert out["counts"]["edges_newly_broken"] == 1 and out["counts"]["broken_added"] == 1
     proc = tropo_process("diff", "HEAD~1..HEAD", "--fail-on", "broken", cwd=vault)
     assert proc.returncode == 1 and "BROKEN 2026-06-12-kickoff --project--> tropo" in proc.stdout
