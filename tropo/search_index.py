@@ -47,9 +47,19 @@ class BodyIndex:
         self._db.close()
 
     def sync(self, live: Iterable[str], read: Callable[[str], bytes]) -> int:
-        """Make every oid in ``live`` searchable, reading only unknown ones; the count read."""
-        known = dict(self._db.execute("SELECT oid, id FROM blobs"))
+        """Make every oid in ``live`` searchable, reading only unknown ones; the count read.
+        An index that cannot be written (read-only, locked too long) is replaced by one in
+        memory for this run."""
         wanted = set(live)
+        try:
+            return self._sync(wanted, read)
+        except sqlite3.Error:
+            self._db.close()
+            self._db = _connect(None)
+            return self._sync(wanted, read)
+
+    def _sync(self, wanted: set[str], read: Callable[[str], bytes]) -> int:
+        known = dict(self._db.execute("SELECT oid, id FROM blobs"))
         missing = sorted(wanted - known.keys())
         with self._db:
             for oid in missing:

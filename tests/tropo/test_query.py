@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -214,3 +215,17 @@ def test_query_outside_git(tmp_path: Path) -> None:
     code, out = tropo_json("find", "release", "truth", cwd=tmp_path)
     assert code == 0 and out["results"][0]["id"] == "release-workflow"
     assert not (tmp_path / ".git").exists()
+
+
+def test_locked_index_falls_back_to_memory(search_ws: Path) -> None:
+    _, before = tropo_json("query", "release", cwd=search_ws)
+    write_files(search_ws, {"notes/new.md": "# New release note\n"})  # needs an index write
+    holder = sqlite3.connect(search_ws / ".git" / "vivary" / "search.v1.sqlite")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        _, during = tropo_json("query", "release", cwd=search_ws)
+    finally:
+        holder.rollback()
+        holder.close()
+    _, after = tropo_json("query", "release", cwd=search_ws)
+    assert during == after and len(after["results"]) == len(before["results"]) + 1
