@@ -14,8 +14,7 @@ import click
 from tropo import fsmap, graphdiff, node_history, view
 from tropo.atomic import write_atomic
 from tropo.cli import emit, fail, guarded, load, main, workspace_options
-from tropo.graph import Graph
-from tropo.graph_cache import graph_of
+from tropo.graph_cache import graph_of, shape_of
 from tropo.snapshot import Source
 from tropo.workspace import open_workspace
 
@@ -25,8 +24,8 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable o
 _NO_CACHE = click.option("--no-cache", is_flag=True, help="Ignore the caches (same answer, slower).")
 
 
-def _graph(root: Path | None, source: Source, no_cache: bool) -> Graph:
-    return graph_of(open_workspace(root, source, use_cache=not no_cache))
+def _shape(root: Path | None, source: Source, no_cache: bool) -> graphdiff.Shape:
+    return shape_of(open_workspace(root, source, use_cache=not no_cache))
 
 
 def _sides(revs: str | None, staged: bool) -> tuple[Source, Source, str, str]:
@@ -74,7 +73,7 @@ def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None
       tropo diff v1.0..v1.1 --json
     """
     old_src, new_src, base, head = _sides(revs, staged)
-    old, new = _graph(root, old_src, no_cache), _graph(root, new_src, no_cache)
+    old, new = _shape(root, old_src, no_cache), _shape(root, new_src, no_cache)
     d = graphdiff.delta(old, new, fields=True)
     broken_added = [e for e in d["edges_added"] if e["broken"]]
     changed = graphdiff.changed_ids(d)
@@ -130,13 +129,13 @@ def _md_items(items: list[str]) -> str:
     return "\n".join(f"- {i}" for i in items[:_MD_LIST]) + (f"\n- …and {more} more" if more > 0 else "")
 
 
-def render_markdown(r: dict[str, Any], old: Graph, new: Graph) -> str:
+def render_markdown(r: dict[str, Any], old: graphdiff.Shape, new: graphdiff.Shape) -> str:
     """A pull-request comment: a count table, then the details that need a reviewer."""
     d, c = r["delta"], r["counts"]
 
     def node(n: str) -> str:
-        g = new if n in new.nodes else old
-        return f"`{n}` ({g.nodes[n].type or 'untyped'}, `{g.nodes[n].path}`)"
+        kind, path, _ = new.nodes[n] if n in new.nodes else old.nodes[n]
+        return f"`{n}` ({kind or 'untyped'}, `{path}`)"
 
     broken = d["edges_newly_broken"] + r["broken_added"]
     out = [f"### Graph diff `{r['base']}..{r['head']}`", "",
@@ -203,7 +202,7 @@ def plan_cmd(spec_file: Path, root: Path | None, staged: bool, rev: str | None, 
     ws = open_workspace(root, source, use_cache=not no_cache)
     g = graph_of(ws)
     after = graphdiff.apply_change(g, spec)
-    d = graphdiff.delta(g, after)
+    d = graphdiff.delta(graphdiff.Shape.of(g), graphdiff.Shape.of(after))
     unknown = sorted(t for t in set(spec.get("remove", [])) | set(spec.get("retype", {}))
                      if t not in g.nodes)
     gone = set(d["nodes_removed"])

@@ -8,7 +8,9 @@ retype, break, add) producing the graph the change would leave.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from tropo.graph import Edge, Graph
@@ -20,33 +22,65 @@ class SpecError(ValueError):
     """A change spec that does not have the documented shape."""
 
 
-def _key(e: Edge) -> tuple[str, str, str]:
-    return (e.src, e.field, e.dst)
+EdgeRow = tuple[str, str, str, bool]  # (from, field, to, broken)
 
 
-def delta(old: Graph, new: Graph, *, fields: bool = False) -> dict[str, Any]:
+@dataclass
+class Shape:
+    """A graph as ``delta`` compares it: per node (type, path, a token equal whenever the
+    fields are), edges as rows, the fields on demand, and the Graph only when asked.
+    Built from a Graph, or from the graph cache without decoding every node's fields."""
+
+    nodes: Mapping[str, tuple[str | None, str, Any]]
+    edges: list[EdgeRow]
+    fields: Callable[[str], Mapping[str, Any]]
+    build: Callable[[], Graph]
+
+    @classmethod
+    def of(cls, g: Graph) -> Shape:
+        return cls({n.id: (n.type, n.path, n.fields) for n in g.nodes.values()},
+                   [(e.src, e.field, e.dst, e.broken) for e in g.edges],
+                   lambda nid: g.nodes[nid].fields, lambda: g)
+
+    @cached_property
+    def graph(self) -> Graph:
+        return self.build()
+
+    @cached_property
+    def links(self) -> Graph:
+        """Just the edges, enough for blast radii: no node's fields are decoded."""
+        if "graph" in self.__dict__:
+            return self.graph
+        return Graph({}, [Edge(*e) for e in self.edges])
+
+
+def _edge(row: EdgeRow) -> dict[str, Any]:
+    return {"from": row[0], "field": row[1], "to": row[2], "broken": row[3]}
+
+
+def delta(old: Shape, new: Shape, *, fields: bool = False) -> dict[str, Any]:
     """Nodes added, removed, retyped (and with ``fields``: moved and fields changed);
     edges added, removed and newly broken (present on both sides, broken only now)."""
-    old_e = {_key(e): e for e in old.edges}
-    new_e = {_key(e): e for e in new.edges}
-    both = [n for n in new.nodes if n in old.nodes]
+    old_e = {r[:3]: r for r in old.edges}
+    new_e = {r[:3]: r for r in new.edges}
+    both = sorted(n for n in new.nodes if n in old.nodes)
     out: dict[str, Any] = {
         "nodes_added": sorted(set(new.nodes) - set(old.nodes)),
         "nodes_removed": sorted(set(old.nodes) - set(new.nodes)),
-        "nodes_retyped": [{"id": n, "from": old.nodes[n].type, "to": new.nodes[n].type}
-                          for n in sorted(both) if old.nodes[n].type != new.nodes[n].type],
-        "edges_added": [e.as_dict() for k, e in sorted(new_e.items()) if k not in old_e],
-        "edges_removed": [e.as_dict() for k, e in sorted(old_e.items()) if k not in new_e],
-        "edges_newly_broken": [e.as_dict() for k, e in sorted(new_e.items())
-                               if k in old_e and e.broken and not old_e[k].broken],
+        "nodes_retyped": [{"id": n, "from": old.nodes[n][0], "to": new.nodes[n][0]}
+                          for n in both if old.nodes[n][0] != new.nodes[n][0]],
+        "edges_added": [_edge(r) for k, r in sorted(new_e.items()) if k not in old_e],
+        "edges_removed": [_edge(r) for k, r in sorted(old_e.items()) if k not in new_e],
+        "edges_newly_broken": [_edge(r) for k, r in sorted(new_e.items())
+                               if k in old_e and r[3] and not old_e[k][3]],
     }
     if fields:
-        out["nodes_moved"] = [{"id": n, "from": old.nodes[n].path, "to": new.nodes[n].path}
-                              for n in sorted(both) if old.nodes[n].path != new.nodes[n].path]
+        out["nodes_moved"] = [{"id": n, "from": old.nodes[n][1], "to": new.nodes[n][1]}
+                              for n in both if old.nodes[n][1] != new.nodes[n][1]]
         out["fields_changed"] = [
             {"id": n, "field": f, "from": _show(a), "to": _show(b)}
-            for n in sorted(both)
-            for f, a, b in field_changes(old.nodes[n].fields, new.nodes[n].fields)
+            for n in both if old.nodes[n][2] != new.nodes[n][2]
+            for f, a, b in field_changes(old.fields(n), new.fields(n))
         ]
     return out
 
@@ -73,12 +107,12 @@ def changed_ids(d: Mapping[str, Any]) -> list[str]:
     return sorted(ids)
 
 
-def blast_of(ids: Iterable[str], old: Graph, new: Graph, *, limit: int) -> dict[str, dict[str, Any]]:
+def blast_of(ids: Iterable[str], old: Shape, new: Shape, *, limit: int) -> dict[str, dict[str, Any]]:
     """Each id's dependents (reverse refs, any depth) in the new graph, or in the old one
     for a node the change removed: how many, and the ``limit`` nearest."""
     out = {}
     for nid in ids:
-        g = new if nid in new.nodes else old
+        g = (new if nid in new.nodes else old).links
         hits = sorted(g.blast(nid).items(), key=lambda kv: (kv[1][0], kv[0]))
         out[nid] = {"count": len(hits),
                     "nearest": [{"id": d, "distance": dist, "via": via} for d, (dist, via) in hits[:limit]]}
@@ -123,7 +157,7 @@ def apply_change(g: Graph, spec: Mapping[str, Any]) -> Graph:
     for nid, t in spec.get("retype", {}).items():
         if nid in nodes:
             nodes[nid] = dataclasses.replace(nodes[nid], type=t)
-    edges = [_key(e) for e in g.edges if e.src not in removed]
+    edges = [(e.src, e.field, e.dst) for e in g.edges if e.src not in removed]
     for b in spec.get("break", []):
         edges = [k for k in edges if not (k[0] == b["from"] and k[2] == b["to"]
                                           and ("field" not in b or k[1] == b["field"]))]
