@@ -50,13 +50,16 @@ def workspace_options(func: F) -> F:
     return func
 
 
-def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool) -> Workspace:
+def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+         *, eager: bool = True) -> Workspace:
+    """The workspace to read; ``eager=False`` leaves config errors to ``guarded``."""
     if staged and rev:
         fail("--staged and --rev exclude each other")
     source = Source.index() if staged else Source.at(rev) if rev else Source.worktree()
     try:
         ws = open_workspace(root, source, use_cache=not no_cache)
-        ws.schema  # noqa: B018 - surface config errors here, as one line
+        if eager:
+            ws.schema  # noqa: B018 - surface config errors here, as one line
     except ConfigError as exc:
         fail(f"config error: {exc}")
     except (SourceError, RevisionError, NotARepository) as exc:
@@ -351,3 +354,7 @@ def _fix_one(ws: Workspace, doc: Doc, dry_run: bool) -> bool:
     if not dry_run:
         write_atomic(path, new.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
     return True
+
+
+# Commands that live in their own modules register themselves on ``main``.
+from tropo import cli_retrieval, cli_review  # noqa: E402, F401

@@ -7,6 +7,8 @@ read, so a warm check reads only what changed. Outside git, the working tree is 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import stat
 import subprocess
@@ -75,6 +77,11 @@ class Snapshot:
 
     def conflicts(self) -> list[str]:
         return []
+
+    def fingerprint(self) -> str | None:
+        """A digest that changes whenever any entry's path, blob or mode may have changed,
+        cheaper than listing the entries; None when there is no cheap one."""
+        return None
 
     def commit(self) -> pygit2.Commit | None:
         """The commit whose history dates this snapshot's files."""
@@ -195,6 +202,20 @@ class WorktreeSnapshot(DirSnapshot):
                 out[path] = Entry(path, None, mode)
         return [e for e in out.values() if not prune(e.rel)]
 
+    def fingerprint(self) -> str | None:
+        """The index file's checksum plus what status says differs from it, with the
+        content of each differing file."""
+        trailer = _index_trailer(self._repo)
+        if trailer is None:
+            return None
+        h = hashlib.sha256(b"worktree\0" + trailer)
+        for path, flags in sorted(self._repo.status(untracked_files="all", ignored=False).items()):
+            h.update(f"\0{path}\0{flags}\0".encode())
+            full = self.top / path
+            with contextlib.suppress(OSError):
+                h.update(os.readlink(full).encode() if full.is_symlink() else _read_file(full))
+        return h.hexdigest()
+
     def conflicts(self) -> list[str]:
         return self._conflicts
 
@@ -211,17 +232,21 @@ class IndexSnapshot(Snapshot):
     kind = "index"
 
     def __init__(self, repository: pygit2.Repository, listing: Callable[[], Listing],
-                 commit: pygit2.Commit | None) -> None:
+                 commit: pygit2.Commit | None, fingerprint: str | None = None) -> None:
         super().__init__(gitrepo.workdir(repository))
         self._repo = repository
         self._listing = listing
         self._commit = commit
         self._loaded: Listing | None = None
+        self._fingerprint = fingerprint
 
     def _all(self) -> Listing:
         if self._loaded is None:
             self._loaded = self._listing()
         return self._loaded
+
+    def fingerprint(self) -> str | None:
+        return self._fingerprint
 
     def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
         return [e for e in self._all()[0].values() if not prune(e.rel)]
@@ -260,13 +285,28 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
         raise SourceError(f"{what} needs a git work tree, and {start} is not inside one")
     top = gitrepo.workdir(repository)
     if source.kind == "index":
-        return IndexSnapshot(repository, lambda: _ls_files(top), gitrepo.head_commit(repository))
+        trailer = _index_trailer(repository)
+        return IndexSnapshot(repository, lambda: _ls_files(top), gitrepo.head_commit(repository),
+                             "index:" + trailer.hex() if trailer is not None else None)
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
     except gitrepo.RevisionError as exc:
         raise SourceError(str(exc)) from exc
-    return IndexSnapshot(repository, lambda: _ls_tree(top, str(commit.id)), commit)
+    return IndexSnapshot(repository, lambda: _ls_tree(top, str(commit.id)), commit,
+                         f"tree:{commit.tree_id}")
+
+
+def _index_trailer(repository: pygit2.Repository) -> bytes | None:
+    """The checksum git writes at the end of the index file the commit would use
+    (``GIT_INDEX_FILE`` in a hook); None when there is no index yet."""
+    path = os.environ.get("GIT_INDEX_FILE") or str(Path(repository.path) / "index")
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-32, os.SEEK_END)
+            return fh.read()
+    except OSError:
+        return None
 
 
 def ancestors(rel: str) -> Iterator[str]:

@@ -234,6 +234,16 @@ class Workspace:
         repository = self.snapshot.repo()
         return gitrepo.private_dir(repository) if repository is not None else None
 
+    @cached_property
+    def entries(self) -> dict[str, Entry]:
+        """Workspace-relative path -> entry (blob oid None where only reading tells)."""
+        return {e.rel: e for e in self._entries}
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The bytes of one file of this source (KeyError for an unknown path)."""
+        entry = self.entries[rel]
+        return self.snapshot.read(Entry(self._prefix + rel, entry.oid, entry.mode))
+
     def check(self, paths: Iterable[str] | None = None) -> Report:
         docs, extra = self.documents
         selected = list(paths) if paths is not None else None

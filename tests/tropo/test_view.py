@@ -1,0 +1,157 @@
+"""tropo view: the page in headless Chromium (driven over the DevTools protocol) and the
+refusals of --out; tropo map against vivary-tropo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit_all, write_files
+from tests.tropo.cdp import Page, find_chromium
+from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+
+
+@pytest.fixture
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    exe = find_chromium()
+    if exe is None:
+        pytest.skip("NO BROWSER: install Debian's `chromium` (.ci/run does) to run the view tests")
+    p = Page(exe, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def _open(page: Page, html: Path) -> None:
+    page.call("Page.navigate", url=html.as_uri())
+    page.wait_for("Page.loadEventFired")
+
+
+def _big_workspace(root: Path, nodes: int, hub_refs: int) -> None:
+    """``nodes`` notes in three types; ``hub_refs`` of them ref one hub (plus one broken ref)."""
+    config = ('version = 1\n[base]\nderive = ["id", "title"]\n'
+              '[types.hub]\nfolder = "hubs"\n'
+              '[types.note]\nfolder = "notes"\noptional = { about = "ref-list" }\n'
+              '[types.task]\nfolder = "tasks"\noptional = { about = "ref-list" }\n')
+    files = {"tropo.toml": config, "hubs/the-hub.md": "# The hub\n"}
+    for i in range(nodes - 1):
+        folder = "notes" if i % 2 else "tasks"
+        refs = ["the-hub"] if i < hub_refs else []
+        if i == 0:
+            refs.append("missing-target")
+        files[f"{folder}/n{i:05d}-a-rather-long-note-name.md"] = \
+            f"---\nabout: [{', '.join(refs)}]\n---\n# Note {i}\n"
+    write_files(root, files)
+
+
+def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
+    _big_workspace(repo_dir, 500, 120)
+    commit_all(repo_dir)
+    code, out = tropo_json("graph", cwd=repo_dir)
+    assert out["counts"]["nodes"] == 500
+    code, _, err = tropo("view", "--out", str(repo_dir / "graph.html"), cwd=repo_dir)
+    assert code == 0, err
+    html = (repo_dir / "graph.html").read_text()
+    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
+    _open(page, repo_dir / "graph.html")
+    assert page.evaluate("document.querySelectorAll('g.node:not(.ghost)').length") == 500
+    assert page.evaluate("document.querySelectorAll('g.node.ghost').length") == 1  # missing-target
+    assert "note" in page.evaluate("document.getElementById('legend').textContent")
+    assert page.evaluate("document.querySelector('path.broken').getAttribute('d').length") > 0
+    # Labels stay readable: rendered at least 6px high, and no two labels overlap.
+    assert page.evaluate("Math.min(...[...document.querySelectorAll('g.node text')]"
+                         ".map(t => t.getBoundingClientRect().height))") >= 6
+    overlaps = page.evaluate("""(() => { const r = [...document.querySelectorAll('g.node text')]
+        .map(t => t.getBoundingClientRect()); let n = 0;
+        for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) {
+          const a = r[i], b = r[j];
+          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) n++; }
+        return n; })()""")
+    assert overlaps == 0
+    # A real mouse click on the hub shows its id, fields and its 120 inbound neighbours.
+    box = page.evaluate("(() => { const r = document.querySelector('g.node[data-id=\"the-hub\"] circle')"
+                        ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+    page.click(*box)
+    assert page.evaluate("document.getElementById('selected-id').textContent") == "the-hub"
+    assert "inbound (120)" in page.evaluate("document.getElementById('panel').textContent")
+    # Wheel zoom and drag pan change the view transform.
+    before = page.evaluate("document.getElementById('viewport').getAttribute('transform')")
+    page.call("Input.dispatchMouseEvent", type="mouseWheel", x=400, y=300, deltaX=0, deltaY=-120)
+    page.evaluate("new Promise(r => setTimeout(r, 50))")
+    assert page.evaluate("document.getElementById('viewport').getAttribute('transform')") != before
+    assert page.errors() == []
+
+
+def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> None:
+    _big_workspace(repo_dir, 10_001, 10_000)
+    commit_all(repo_dir)
+    code, _, err = tropo("view", "blast", "the-hub", "--out", str(repo_dir / "hub.html"), cwd=repo_dir)
+    assert code == 0, err
+    _open(page, repo_dir / "hub.html")
+    assert page.evaluate("document.querySelectorAll('g.node:not(.ghost)').length") == 10_001
+    # Edges are drawn as one path, not 10k elements; the panel lists a bounded number.
+    assert page.evaluate("document.querySelectorAll('path').length") <= 3
+    page.evaluate("document.querySelector('g.node[data-id=\"the-hub\"]').dispatchEvent("
+                  "new MouseEvent('click', {bubbles: true}))")
+    assert page.evaluate("document.getElementById('selected-id').textContent") == "the-hub"
+    assert page.evaluate("document.querySelectorAll('#panel li').length") <= 202
+    assert "inbound (10000)" in page.evaluate("document.getElementById('panel').textContent")
+    assert page.errors() == []
+
+
+def test_view_out_refusals(repo_dir: Path, tmp_path: Path) -> None:
+    make_vault(repo_dir)
+    commit_all(repo_dir)
+    outside = tmp_path / "outside.html"
+    outside.write_text("keep")
+    (repo_dir / "link.html").symlink_to(outside)
+    (repo_dir / "adir.html").mkdir()
+    for out, code in ((str(outside), 1), ("link.html", 1), ("../outside.html", 1), ("adir.html", 2)):
+        proc = tropo_process("view", "--out", out, cwd=repo_dir)
+        assert proc.returncode == code and "Traceback" not in proc.stderr, (out, proc.stderr)
+    assert outside.read_text() == "keep"
+    for args in (["blast"], ["blast", "nope"], ["graph", "jeff"], ["other"]):
+        proc = tropo_process("view", *args, cwd=repo_dir)
+        assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+    proc = tropo_process("view", "blast", "tropo", cwd=repo_dir)
+    assert proc.returncode == 0 and proc.stdout.startswith("<!doctype html>")
+    assert '"id": "2026-06-12-kickoff"' in proc.stdout and '"id": "jeff"' not in proc.stdout
+
+
+def test_view_escapes_content(repo_dir: Path) -> None:
+    make_vault(repo_dir, {"people/evil.md": "---\nrelationship: \"</script><script>alert(1)</script>\"\n---\n"})
+    proc = tropo_process("view", cwd=repo_dir)
+    assert proc.returncode == 0
+    assert "<script>alert(1)" not in proc.stdout and proc.stdout.count("</script>") == 2
+
+
+def test_map_matches_upstream(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
+    exe = upstream("tropo")
+    files = {f"src/a/f{i}.py": f"print({i})\n" for i in range(6)}
+    files |= {f"docs/d{i}.txt": "x\n" for i in range(5)} | {"docs/README.md": "# Docs\n"}
+    files |= {f"node_modules/x/{i}.js": "y\n" for i in range(5)}
+    files |= {"lib/deep/er/big.bin": "b" * 100, "tropo.toml": 'version = 1\nexclude = ["lib/deep"]\n'}
+    write_files(tmp_path, files)
+    (tmp_path / "lib" / "link").symlink_to("/etc")
+    for args in ([], ["--depth", "1"], ["--max-entries", "2"]):
+        code, ours = tropo_json("map", *args, cwd=tmp_path)
+        assert code == 0
+        coverage = ours["summary"].pop("index_coverage")
+        proc = subprocess.run([str(exe), "map", *args, "--json"], cwd=tmp_path, capture_output=True,
+                              text=True, check=False)
+        assert ours == json.loads(proc.stdout)
+    assert coverage == {"module_dirs": 3, "with_index": 1}
+    assert ours["summary"]["likely_modules_without_index"] == ["src", "src/a"]
+
+
+def test_map_needs_no_config_and_rejects_bad_paths(tmp_path: Path) -> None:
+    write_files(tmp_path, {"a/one.md": "x", "a/two.md": "y"})
+    code, out = tropo_json("map", cwd=tmp_path)
+    assert code == 0 and out["summary"]["total_files"] == 2
+    assert tropo_process("map", "no-such-dir", cwd=tmp_path).returncode == 2
+    assert tropo_process("map", "a", "--root", "a", cwd=tmp_path).returncode == 2

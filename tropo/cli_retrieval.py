@@ -1,0 +1,125 @@
+"""``tropo query`` and ``tropo find``: ranked search and budgeted context packets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from tropo.cli import emit, fail, guarded, load, main, workspace_options
+from tropo.retrieval import FIND_BUDGET, FIND_K, open_search, packets, query, trim
+from tropo.search import DEFAULT_SNIPPET, Filters
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def search_options(func: F) -> F:
+    """TEXT and the filters shared by query and find."""
+    options = [
+        click.argument("words", nargs=-1, metavar="TEXT..."),
+        click.option("--type", "types", multiple=True, metavar="TYPE",
+                     help="Only this type (repeat: any of them; '' = untyped)."),
+        click.option("--path", "paths", multiple=True, metavar="GLOB",
+                     help="Only paths matching GLOB (repeat: any of them)."),
+        click.option("--edge", "edges", multiple=True, metavar="FIELD[:TARGET]",
+                     help="Only nodes with such an outbound edge (repeat: all of them)."),
+        click.option("--snippet", type=click.IntRange(min=0), default=DEFAULT_SNIPPET,
+                     show_default=True, help="Snippet length in characters (0: none)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _text(words: tuple[str, ...], command: str) -> str:
+    text = " ".join(words).strip()
+    if not text:
+        fail(f"{command}: give the text to search for, e.g. tropo {command} \"release workflow\"")
+    return text
+
+
+@main.command("query")
+@search_options
+@click.option("--k", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many results at most.")
+@click.option("--explain", is_flag=True, help="Say why each result matched, with its edges.")
+@workspace_options
+@guarded
+def query_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, ...],
+              edges: tuple[str, ...], snippet: int, k: int, explain: bool, root: Path | None,
+              staged: bool, rev: str | None, no_cache: bool, as_json: bool) -> None:
+    """Rank the graph's nodes for TEXT over id, title, frontmatter, path, body and edges.
+
+    A warm query reads no unchanged file: bodies come from an index in .git/vivary/.
+
+    \b
+    Examples:
+      tropo query release truth
+      tropo query auth --type module --edge related_changes --explain --json
+    """
+    text = _text(words, "query")
+    filters = Filters(types, paths, edges)
+    ws = load(root, staged, rev, no_cache, eager=False)
+    results = query(open_search(ws), text, filters, k=k, snippet_chars=snippet, explain=explain)
+    if as_json:
+        emit({"query": text, "k": k, "mode": "text", "filters": filters.as_dict(),
+              "results": results})
+        return
+    if not results:
+        click.echo(f"tropo query: no results for {text!r}")
+        return
+    click.echo(f"tropo query: {len(results)} result(s) for {text!r}")
+    for i, r in enumerate(results, 1):
+        _line(i, r)
+        if r.get("reasons"):
+            click.echo(f"    why: {', '.join(r['reasons'])}")
+        if r.get("snippet"):
+            click.echo(f"    {r['snippet']}")
+
+
+def _line(i: int, r: dict[str, Any]) -> None:
+    kind = f"[{r['type']}] " if r.get("type") else ""
+    click.echo(f"{i:2}. {kind}{r['id']} - {r['path']}")
+
+
+@main.command("find")
+@search_options
+@click.option("--k", type=click.IntRange(min=0), default=FIND_K, show_default=True,
+              help="How many packets at most (0: the default).")
+@click.option("--budget", type=click.IntRange(min=0), default=FIND_BUDGET, show_default=True,
+              help="Token budget the packets are trimmed to fit (0: the default).")
+@workspace_options
+@guarded
+def find_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, ...],
+             edges: tuple[str, ...], snippet: int, k: int, budget: int, root: Path | None,
+             staged: bool, rev: str | None, no_cache: bool, as_json: bool) -> None:
+    """The smallest useful context for TEXT: packets {id, type, path, reason, snippet, edges}
+    trimmed to a token budget (snippets, then edges, then trailing packets).
+
+    \b
+    Examples:
+      tropo find "where is release truth owned"
+      tropo find auth flow --budget 300 --json
+    """
+    text = _text(words, "find")
+    k, budget = k or FIND_K, budget or FIND_BUDGET
+    filters = Filters(types, paths, edges)
+    ws = load(root, staged, rev, no_cache, eager=False)
+    hits = query(open_search(ws), text, filters, k=k, snippet_chars=snippet, explain=True)
+    items, tokens = trim(packets(hits), budget)
+    if as_json:
+        emit({"query": text, "k": k, "budget": budget, "estimated_tokens": tokens,
+              "filters": filters.as_dict(), "results": items})
+        return
+    if not items:
+        click.echo(f"tropo find: no context for {text!r}")
+        return
+    click.echo(f"tropo find: {len(items)} context result(s) for {text!r} "
+               f"(~{tokens} token(s), budget {budget})")
+    for i, r in enumerate(items, 1):
+        _line(i, r)
+        click.echo(f"    why: {r['reason']}")
+        if r.get("snippet"):
+            click.echo(f"    {r['snippet']}")
