@@ -1,8 +1,10 @@
-"""``tropo query`` and ``tropo find``: ranked search and budgeted context packets."""
+"""``tropo query`` and ``tropo find``: ranked search, budgeted context packets, capsules."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,6 +13,7 @@ import click
 from tropo.cli import emit, fail, guarded, load, main, workspace_options
 from tropo.retrieval import FIND_BUDGET, FIND_K, open_search, packets, query, trim
 from tropo.search import DEFAULT_SNIPPET, Filters
+from tropo.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -90,11 +93,17 @@ def _line(i: int, r: dict[str, Any]) -> None:
               help="How many packets at most (0: the default).")
 @click.option("--budget", type=click.IntRange(min=0), default=FIND_BUDGET, show_default=True,
               help="Token budget the packets are trimmed to fit (0: the default).")
+@click.option("--governed", is_flag=True,
+              help="Compile a Task Capsule (vivary.task-capsule/v0) for `strato decide --governed`.")
+@click.option("--max-claims", type=click.IntRange(min=0), default=None,
+              help="With --governed: the most claims the capsule carries (default 24).")
 @workspace_options
 @guarded
-def find_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, ...],
-             edges: tuple[str, ...], snippet: int, k: int, budget: int, root: Path | None,
-             staged: bool, rev: str | None, no_cache: bool, as_json: bool) -> None:
+@click.pass_context
+def find_cmd(ctx: click.Context, words: tuple[str, ...], types: tuple[str, ...],
+             paths: tuple[str, ...], edges: tuple[str, ...], snippet: int, k: int, budget: int,
+             governed: bool, max_claims: int | None, root: Path | None, staged: bool,
+             rev: str | None, no_cache: bool, as_json: bool) -> None:
     """The smallest useful context for TEXT: packets {id, type, path, reason, snippet, edges}
     trimmed to a token budget (snippets, then edges, then trailing packets).
 
@@ -102,8 +111,14 @@ def find_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, .
     Examples:
       tropo find "where is release truth owned"
       tropo find auth flow --budget 300 --json
+      tropo find --governed "what should the hooks change do next" --max-claims 40
     """
     text = _text(words, "find")
+    if governed:
+        _governed(ctx, text, max_claims, load(root, staged, rev, no_cache))
+        return
+    if max_claims is not None:
+        fail("--max-claims goes with --governed")
     k, budget = k or FIND_K, budget or FIND_BUDGET
     filters = Filters(types, paths, edges)
     ws = load(root, staged, rev, no_cache, eager=False)
@@ -123,3 +138,28 @@ def find_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, .
         click.echo(f"    why: {r['reason']}")
         if r.get("snippet"):
             click.echo(f"    {r['snippet']}")
+
+
+def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Workspace) -> None:
+    """Print a Task Capsule over the graph; the capsule format is strato's (imported late,
+    as vivary-tropo imports vivary-core), the fingerprint is the snapshot's."""
+    from click.core import ParameterSource
+
+    from strato.decide.compile import DEFAULT_MAX_CLAIMS, compile_capsule, records_from_graph
+
+    ranked = ("types", "paths", "edges", "snippet", "k", "budget")
+    given = [name for name in ranked if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    if given:
+        fail(f"--governed compiles a capsule: --{given[0].rstrip('s')} does not apply")
+    source = ws.snapshot.fingerprint()
+    fingerprint = "sha256:" + hashlib.sha256(source.encode()).hexdigest() if source else None
+    try:
+        capsule = compile_capsule(
+            records_from_graph(ws.graph()), question=question, root=str(ws.root),
+            observed_at=datetime.now(UTC),
+            max_claims=DEFAULT_MAX_CLAIMS if max_claims is None else max_claims,
+            workspace_fingerprint=fingerprint,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    emit(capsule)
