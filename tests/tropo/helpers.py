@@ -1,0 +1,82 @@
+"""Workspace builders and a CLI runner shared by the tropo tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from tests.conftest import write_files
+from tropo.cli import main
+
+VAULT_CONFIG = """\
+version = 1
+[base]
+derive = ["id", "title", "created", "updated"]
+optional = { tags = "string-list" }
+allow_untyped = true
+
+[types.person]
+folder = ["people", "contacts"]
+required = { relationship = "string" }
+
+[types.project]
+folder = "projects"
+required = { status = "enum:active|paused|done" }
+optional = { owner = "ref" }
+
+[types.decision]
+folder = "decisions"
+required = { status = "enum:proposed|accepted|superseded", date = "date" }
+optional = { supersedes = "ref", related = "ref-list" }
+
+[types.meeting]
+folder = "meetings"
+required = { date = "date" }
+optional = { project = "ref", attendees = "ref-list", url = "url", minutes = "number" }
+"""
+
+VAULT = {
+    "tropo.toml": VAULT_CONFIG,
+    "people/jeff.md": "---\nrelationship: self\n---\n# Jeff\n",
+    "projects/tropo/README.md": "---\nstatus: active\nowner: jeff\n---\n# Tropo\n",
+    "projects/tropo/decisions/0001-folder-as-type.md":
+        "---\nstatus: accepted\ndate: 2026-06-12\n---\n# Folder as type\n",
+    "meetings/2026-06-12-kickoff.md":
+        "---\ndate: 2026-06-12\nproject: tropo\nattendees: [jeff]\n---\n# Kickoff\n",
+}
+
+
+def make_vault(root: Path, extra: dict[str, str] | None = None) -> Path:
+    write_files(root, {**VAULT, **(extra or {})})
+    return root
+
+
+def tropo(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    """Run the CLI in-process (real code, real files); (exit code, stdout, stderr)."""
+    runner = CliRunner()
+    argv = list(args)
+    if cwd is not None and "--root" not in argv and args and args[0] not in ("init",):
+        argv += ["--root", str(cwd)]
+    result = runner.invoke(main, argv, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def tropo_json(*args: str, cwd: Path) -> tuple[int, Any]:
+    code, out, err = tropo(*args, "--json", cwd=cwd)
+    assert out.strip(), err
+    return code, json.loads(out)
+
+
+def tropo_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a real process, for exit codes and stderr as a shell sees them."""
+    return subprocess.run([sys.executable, "-m", "tropo", *args], cwd=cwd,
+                          capture_output=True, text=True, check=False)
+
+
+def codes(payload: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(f["path"], f["line"], f["code"]) for f in payload["findings"]]

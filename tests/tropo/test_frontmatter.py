@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tropo import frontmatter as fm
+
+
+def test_split_requires_a_closed_block_at_byte_zero() -> None:
+    assert fm.split("---\na: 1\n---\nbody") == ("a: 1", "body")
+    assert fm.split("\ufeff---\na: 1\n---\n") == ("a: 1", "")
+    assert fm.split("---\na: 1\nno close\n")[0] is None
+    assert fm.split(" ---\na: 1\n---\n")[0] is None
+    assert fm.split("---\r\na: 1\r\n---\r\nbody") == ("a: 1", "body")
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [("", None), ("~", None), ("null", None), ("true", True), ("FALSE", False), ("yes", "yes"),
+     ("on", "on"), ("12", 12), ("1_000", 1000), ("1.5", 1.5), ("1e3", 1000.0),
+     ("2026-01-02", "2026-01-02"), ("0x10", "0x10"), ("v1.2", "v1.2")],
+)
+def test_plain_scalars_read_as_vivary_tropo_reads_them(raw: str, value: object) -> None:
+    assert fm.plain_scalar(raw) == value
+    assert type(fm.plain_scalar(raw)) is type(value)
+
+
+def test_parse_records_fields_lines_and_title() -> None:
+    p = fm.parse("---\na: 1\nb: [x, y]\nc:\n  - d\n  - 2026-01-01\ne:\n---\n\n# The Title\n")
+    assert p.error is None
+    assert p.fields == {"a": 1, "b": ["x", "y"], "c": ["d", "2026-01-01"], "e": None}
+    assert p.key_lines == {"a": 2, "b": 3, "c": 4, "e": 7}
+    assert p.title == "The Title"
+
+
+def test_quoted_values_stay_strings_and_keys_stay_names() -> None:
+    p = fm.parse('---\ntrue: "12"\n\'n\': \'yes\'\nnested:\n  k: v\n---\n')
+    assert p.fields == {"true": "12", "n": "yes", "nested": {"k": "v"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "needle"),
+    [
+        ("---\n- a\n- b\n---\n", 2, "mapping"),
+        ("---\njust text\n---\n", 2, "mapping"),
+        ("---\na: 1\na: 2\n---\n", 3, "duplicate key 'a'"),
+        ("---\na: [1, 2\n---\n", 3, "not valid YAML"),
+        ("---\na: &x [1]\nb: *x\n---\n", 2, "anchors"),
+        ("---\nbase: &b {k: 1}\nc:\n  <<: *b\n---\n", 2, "anchors"),
+        ("---\na: !!python/object:os.system echo\n---\n", 2, "tag"),
+        ("---\na: !!binary aGk=\n---\n", 2, "tag"),
+        ("---\n? [a, b]\n: c\n---\n", 2, "scalars"),
+    ],
+)
+def test_bad_frontmatter_is_an_error_with_a_line(text: str, line: int, needle: str) -> None:
+    p = fm.parse(text)
+    assert p.error is not None
+    assert needle in p.error[0]
+    assert p.error[1] == line
+    assert p.fields == {}
+
+
+def test_yaml_bomb_is_refused_without_expanding() -> None:
+    bomb = "---\n" + "a0: &a0 [x, x]\n" + "".join(
+        f"a{i}: &a{i} [*a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}]\n" for i in range(1, 30)) + "---\n"
+    p = fm.parse(bomb)
+    assert p.error is not None and "anchors" in p.error[0]
+
+
+def test_huge_frontmatter_is_refused() -> None:
+    big = "---\n" + "".join(f"k{i}: {'v' * 80}\n" for i in range(5000)) + "---\n"
+    p = fm.parse(big)
+    assert p.error is not None and "larger than" in p.error[0]
+
+
+def test_deep_nesting_is_refused() -> None:
+    p = fm.parse("---\na: " + "[" * 200 + "]" * 200 + "\n---\n")
+    assert p.error is not None
+
+
+# The fast path must read exactly what PyYAML reads, for every input it accepts.
+_word = st.text(string.ascii_letters + string.digits + "_-./ ", min_size=1, max_size=12)
+_key = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+_line = st.one_of(
+    st.tuples(_key, _word).map(lambda kv: f"{kv[0]}: {kv[1]}"),
+    st.tuples(_key, st.lists(_word, max_size=4)).map(
+        lambda kv: f"{kv[0]}: [{', '.join(kv[1])}]"),
+    st.tuples(_key, st.lists(_word, min_size=1, max_size=3)).map(
+        lambda kv: kv[0] + ":\n" + "".join(f"  - {w}\n" for w in kv[1]).rstrip("\n")),
+    st.tuples(_key, st.sampled_from(["", "~", "true", "12", "1.5", "2026-01-01", "null"])).map(
+        lambda kv: f"{kv[0]}: {kv[1]}".rstrip()),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_line, max_size=8))
+def test_fast_path_agrees_with_pyyaml(lines: list[str]) -> None:
+    block = "\n".join(lines)
+    fast = fm._fast(block)
+    try:
+        slow = fm._slow(block)
+    except fm.FrontmatterError:
+        slow = None
+    if fast is not None:
+        assert slow is not None, block
+        assert fast == slow, block
+
+
+def test_fast_path_declines_what_it_cannot_read_exactly() -> None:
+    for block in ["a: 'quoted'", "a: x # c", "a: {b: 1}", "a: -1", "a: b: c", "a:\n    - deep",
+                  "a: @x", "a: |\n  text"]:
+        assert fm._fast(block) is None, block

@@ -1,0 +1,142 @@
+"""Side by side with vivary-tropo 0.5.4: same verdict, same (path, line, code) per finding,
+same graph, except for the findings we add on purpose (docs/findings.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit_all, git, write_files
+from tests.tropo.helpers import VAULT, tropo_json
+
+OURS_ONLY = {"E002", "E003", "E130", "W230"}
+
+CODING_TOML = """\
+version = 1
+packs = ["coordination"]
+exclude = ["AGENTS.md", "STATE.md", "README.md", "SOUL.md", "STRATO.md", "USER.md", "MEMORY.md",
+           "bug-risk-playbook.md", "docs", "memory", ".agents"]
+
+[base]
+derive = ["id", "title"]
+optional = { tags = "string-list", created = "date", updated = "date" }
+
+[types.module]
+folder = "modules"
+required = { project = "string", status = "enum:active|draft|blocked|archived", module_area = "string" }
+optional = { related_modules = "ref-list", related_changes = "ref-list", verification = "ref-list", gates = "ref-list" }
+
+[types.change]
+folder = "changes"
+required = { project = "string", status = "enum:planned|active|done|blocked|deferred" }
+optional = { related_modules = "ref-list", verification = "ref-list", gates = "ref-list", supersedes = "ref" }
+
+[types.decision]
+folder = "decisions"
+required = { project = "string", status = "enum:proposed|accepted|superseded|deferred", date = "date" }
+optional = { related_modules = "ref-list", related_changes = "ref-list", supersedes = "ref", superseded_by = "ref" }
+
+[types.verification]
+folder = "verification"
+required = { project = "string", status = "enum:planned|passed|failed|blocked|deferred", target = "string" }
+optional = { related_modules = "ref-list", related_changes = "ref-list", command = "string" }
+
+[types.gate]
+folder = "gates"
+required = { project = "string", status = "enum:open|approved|rejected|deferred", gate = "string" }
+optional = { approver = "string", approved_at = "datetime", related_changes = "ref-list" }
+"""
+
+CODING = {
+    "tropo.toml": CODING_TOML,
+    "AGENTS.md": "# Agents\nread modules/index.md first\n",
+    "STATE.md": "---\nnot: [valid\n---\n",
+    "modules/index.md": "---\nproject: demo\nstatus: active\nmodule_area: progressive disclosure router\n"
+                        "related_modules: [agent-workspace, tropo-core]\n---\n# Modules\n\n"
+                        "- `agent-workspace` -> `modules/agent-workspace/index.md`\n",
+    "modules/agent-workspace/index.md": "---\nproject: demo\nstatus: active\nmodule_area: workspace\n"
+                                        "related_changes: [first-slice]\nverification: [smoke]\ngates: [release]\n---\n"
+                                        "# Agent workspace\n\n## Purpose\nx\n",
+    "modules/tropo-core/index.md": "---\nproject: demo\nstatus: draft\nmodule_area: graph\n---\n# Tropo core\n",
+    "changes/first-slice.md": "---\nproject: demo\nstatus: active\nrelated_modules: [agent-workspace]\n"
+                              "verification: [smoke]\nassignee: agent-1\n---\n# First slice\n",
+    "changes/broken-slice.md": "---\nproject: demo\nstatus: started\nrelated_modules: [nowhere, Bad_Ref]\n"
+                               "owner: me\n---\n# Broken\n",
+    "decisions/0001-graph.md": "---\nproject: demo\nstatus: accepted\ndate: 2026-01-02\n"
+                               "related_changes: [first-slice]\nid: 0001-graph\n---\n# Graph first\n",
+    "verification/smoke.md": "---\nproject: demo\nstatus: passed\ntarget: first-slice\ncommand: make test\n---\n",
+    "gates/release.md": "---\nproject: demo\nstatus: open\ngate: release\napproved_at: yesterday\n---\n",
+    "gates/empty.md": "---\nproject: ''\nstatus: open\n---\n",
+    "notes/loose.md": "---\nanything: goes\n---\n# untyped\n",
+    "notes/bad.md": "---\n- a list\n---\n",
+}
+
+BAD_VAULT = {
+    **VAULT,
+    "meetings/broken.md": "---\ndate: 2026-01-01\nattendees: [jeff, ghost]\nwho: x\n---\n",
+    "people/x.md": "---\nrelationship: [a, b]\n---\n",
+    "people/dup.md": "---\nrelationship: a\nrelationship: b\n---\n",
+    "projects/p/README.md": "---\nstatus: active\ntitle: P\n---\n# P\n",
+}
+
+
+def _run_upstream(exe: Path, root: Path, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    proc = subprocess.run([str(exe), *args, "--json", "--root", str(root)], capture_output=True,
+                          text=True, check=False, timeout=300)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _key(payload: dict) -> tuple[bool, list[tuple[str, int, str]]]:  # type: ignore[type-arg]
+    rows = sorted((f["path"], f["line"], f["code"]) for f in payload["findings"]
+                  if f["code"] not in OURS_ONLY)
+    return payload["errors"] == 0, rows
+
+
+@pytest.mark.parametrize("files", [VAULT, BAD_VAULT, CODING], ids=["vault", "bad-vault", "coding"])
+@pytest.mark.parametrize("flags", [[], ["--lenient"]], ids=["strict", "lenient"])
+def test_check_agrees_with_upstream(
+    upstream: Callable[[str], Path], repo_dir: Path, files: dict[str, str], flags: list[str]
+) -> None:
+    write_files(repo_dir, files)
+    commit_all(repo_dir)
+    up_code, up = _run_upstream(upstream("tropo"), repo_dir, "check", *flags)
+    code, ours = tropo_json("check", *flags, cwd=repo_dir)
+    assert (code, _key(ours)) == (up_code, _key(up))
+    assert ours["checked"] == up["checked"]
+
+
+@pytest.mark.parametrize("files", [VAULT, BAD_VAULT, CODING], ids=["vault", "bad-vault", "coding"])
+def test_graph_agrees_with_upstream(upstream: Callable[[str], Path], repo_dir: Path,
+                                    files: dict[str, str]) -> None:
+    write_files(repo_dir, files)
+    commit_all(repo_dir)
+    _, up = _run_upstream(upstream("tropo"), repo_dir, "graph")
+    _, ours = tropo_json("graph", cwd=repo_dir)
+    assert ours == up
+    node = "agent-workspace" if "modules/index.md" in files else "jeff"
+    _, up_blast = _run_upstream(upstream("tropo"), repo_dir, "blast", node)
+    _, our_blast = tropo_json("blast", node, cwd=repo_dir)
+    assert our_blast == up_blast
+
+
+def test_upstream_thin_scaffold_checks_the_same(upstream: Callable[[str], Path], tmp_path: Path) -> None:
+    ws = tmp_path / "thin"
+    subprocess.run([str(upstream("create-vivary")), "init", str(ws), "--preset", "coding", "--yes"],
+                   check=True, capture_output=True)
+    write_files(ws, {".vivary/records/note/x.md": "# x\n"})
+    git(ws, "init", "-q")
+    commit_all(ws)
+    for args in (["check"], ["graph"], ["types"]):
+        up_code, up = _run_upstream(upstream("tropo"), ws, *args)
+        code, ours = tropo_json(*args, cwd=ws)
+        assert code == up_code
+        if args == ["check"]:
+            assert _key(ours) == _key(up)
+        elif args == ["graph"]:
+            assert ours == up
+        else:
+            assert ours["types"] == up["types"]

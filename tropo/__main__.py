@@ -1,0 +1,3 @@
+from tropo.cli import main
+
+main()
