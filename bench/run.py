@@ -156,8 +156,8 @@ def workspace(cache: Path, nodes: int, seed: int) -> Path:
     return ws
 
 
-def bench_size(ws: Path, nodes: int, repeat: int, upstream: Path | None, upstream_repeat: int,
-               upstream_full_max: int) -> SizeResult:
+def bench_size(ws: Path, nodes: int, repeat: int, cold_repeat: int, upstream: Path | None,
+               upstream_repeat: int, upstream_full_max: int) -> SizeResult:
     ours = str(ours_tropo())
     tmp = Path(tempfile.mkdtemp(prefix="tropo-bench-"))
     private = ws / ".git" / "vivary"
@@ -175,8 +175,8 @@ def bench_size(ws: Path, nodes: int, repeat: int, upstream: Path | None, upstrea
     rows: list[Row] = []
     check = [ours, "check", "--json"]
     floor = measure(["git", "status", "--porcelain"], ws, repeat)
-    rows.append(Row("check, cold (`--no-cache`)", measure([*check, "--no-cache"], ws, repeat)))
-    rows.append(Row("check, cold (`.git/vivary` deleted)", measure(check, ws, repeat, drop_cache)))
+    rows.append(Row("check, cold (`--no-cache`)", measure([*check, "--no-cache"], ws, cold_repeat)))
+    rows.append(Row("check, cold (`.git/vivary` deleted)", measure(check, ws, cold_repeat, drop_cache)))
     run_once(check, ws)
     rows.append(Row("check, warm", measure(check, ws, repeat, out=tmp / "ours.json")))
     try:
@@ -280,7 +280,8 @@ def markdown(results: list[SizeResult], repeat: int, command: str) -> str:
     return "\n".join([
         "# Benchmarks", "",
         "Whole processes, as a person or a hook runs them: each cell is the median of the",
-        f"repeats ({repeat} for ours and `git status`; vivary-tropo fewer, see the notes), with",
+        f"repeats ({repeat} for ours and `git status`; cold checks and vivary-tropo may use",
+        "fewer, see the command under Reproduce and the notes), with",
         "the process's own CPU time (user + sys) and peak resident memory from `wait4`.",
         "`git status --porcelain` on the same repository is the floor: no tool that looks at",
         "the working tree can beat it by much. Workspaces come from `bench/generate.py`: the",
@@ -305,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,20000,100000",
                         help="comma-separated node counts (default 1000,20000,100000)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per command; medians reported")
+    parser.add_argument("--cold-repeat", type=int, help="runs per cold check (default: --repeat)")
+    parser.add_argument("--upstream-max", type=int, default=10**9,
+                        help="above this size, do not run vivary-tropo at all (noted in the table)")
     parser.add_argument("--upstream-repeat", type=int, default=3,
                         help="runs per vivary-tropo command (it takes about a minute at 20k)")
     parser.add_argument("--upstream-full-max", type=int, default=20000,
@@ -321,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"bench.run: --sizes: {exc}", file=sys.stderr)
         return 2
-    if args.repeat < 1 or args.upstream_repeat < 1:
-        print("bench.run: --repeat and --upstream-repeat must be at least 1", file=sys.stderr)
+    if min(args.repeat, args.upstream_repeat, args.cold_repeat or 1) < 1:
+        print("bench.run: --repeat, --cold-repeat and --upstream-repeat must be at least 1",
+              file=sys.stderr)
         return 2
     upstream = upstream_tropo()
     if upstream is None:
@@ -332,8 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         print(f"{n} nodes:", flush=True)
         ws = workspace(args.workdir, n, args.seed)
-        results.append(bench_size(ws, n, args.repeat, upstream, args.upstream_repeat,
-                                  args.upstream_full_max))
+        skip = upstream is not None and n > args.upstream_max
+        result = bench_size(ws, n, args.repeat, args.cold_repeat or args.repeat,
+                            None if skip else upstream, args.upstream_repeat, args.upstream_full_max)
+        if skip:
+            for row in result.rows:
+                row.note = f"vivary-tropo skipped above {args.upstream_max} nodes (--upstream-max)"
+        results.append(result)
     print(table(results))
     for line in verdicts(results):
         print(line)

@@ -7,6 +7,7 @@ reads only the blobs the parse cache does not know, and hands pure functions the
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import os
 import posixpath
@@ -169,7 +170,8 @@ class Workspace:
         root_excluded = excluder(schema.root.exclude)
         cache = ParseCache(self._cache_dir())
         memo = ParseCache(self._cache_dir(), "docs")
-        schema_keys: dict[int, str] = {}
+        per_dir: dict[str, tuple[Config, str | None, str]] = {}
+        keys: dict[int, str] = {}
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=_walk_key,
@@ -179,11 +181,16 @@ class Workspace:
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         for entry in entries:
-            rel_dir = posixpath.dirname(entry.rel)
-            cfg = schema.for_dir(rel_dir)
+            rel_dir = entry.rel.rpartition("/")[0]
+            known = per_dir.get(rel_dir)
+            if known is None:  # schema, type and memo key are the same for a whole folder
+                cfg = schema.for_dir(rel_dir)
+                if id(cfg) not in keys:
+                    keys[id(cfg)] = _analysis_key(cfg, self.root_name)
+                known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
+            cfg, type_name, key = known
             if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
                 continue
-            type_name = cfg.type_for(rel_dir, self.root_name)
             if entry.mode == LINK:
                 finding = self._link_finding(entry)
                 if finding is not None:
@@ -193,9 +200,6 @@ class Workspace:
                 docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
                                               "unmerged: the index holds a conflict"))
                 continue
-            key = schema_keys.get(id(cfg))
-            if key is None:
-                key = schema_keys[id(cfg)] = _analysis_key(cfg, self.root_name)
             docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
         cache.save()
         memo.save()
@@ -284,6 +288,7 @@ def _analysis_key(cfg: Config, root_name: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
+@functools.cache
 def _code_stamp() -> str:
     """The modules an analysis runs, by size and mtime: editing tropo drops the memo."""
     here = Path(__file__).parent
@@ -301,10 +306,12 @@ def _under(rel: str, selected: list[str]) -> bool:
     return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
 
 
-def _walk_key(entry: Entry) -> list[tuple[int, str]]:
-    """os.walk order with sorted names: a folder's files before its subfolders."""
-    parts = entry.rel.split("/")
-    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+def _walk_key(entry: Entry) -> str:
+    """os.walk order with sorted names: a folder's files before its subfolders. Each
+    folder name is led by \\x01 and the file name by \\x00, so one string compares as
+    the list ``[(1, folder), ..., (0, file)]`` would (names never hold those bytes)."""
+    folder, _, name = entry.rel.rpartition("/")
+    return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
 
 
 def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]

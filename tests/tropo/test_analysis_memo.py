@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import codes, make_vault, tropo_json
 from tropo.config import excluder, is_excluded
+from tropo.snapshot import Entry
+from tropo.workspace import _walk_key
 
 
 def _memo(repo: Path) -> Path:
@@ -86,3 +88,14 @@ def test_excluder_decides_like_is_excluded(patterns: list[str], paths: list[str]
     test = excluder(patterns)
     for rel in paths:
         assert test(rel) == is_excluded(rel, patterns), rel
+
+
+@given(st.lists(_rel, max_size=20, unique=True))
+def test_walk_key_sorts_as_os_walk_does(paths: list[str]) -> None:
+    """A folder's files (sorted) before its subfolders (sorted), recursively."""
+    def reference(rel: str) -> list[tuple[int, str]]:
+        parts = rel.split("/")
+        return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+
+    entries = [Entry(p, None, 0o100644) for p in paths]
+    assert sorted(entries, key=_walk_key) == sorted(entries, key=lambda e: reference(e.rel))
