@@ -31,6 +31,7 @@ from bench import generate
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "benchmarks.md"
 UPSTREAM_VERSION = "0.5.4"
+NOTES = "<!-- notes below are written by hand and kept by bench.run -->"
 TARGETS = """\
 Targets (issue 2), whole process: at 20k nodes, cold check >= 30x faster than
 vivary-tropo, warm check >= 150x faster and < 0.4 s, `--staged` after a one-file
@@ -353,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.run " + " ".join(
         a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--out"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(markdown(results, args.repeat, command.strip()))
+    old = args.out.read_text() if args.out.is_file() else ""
+    notes = old[old.index(NOTES):] if NOTES in old else ""
+    args.out.write_text(markdown(results, args.repeat, command.strip()) + notes)
     print(f"wrote {args.out}")
     return 0
 
