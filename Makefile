@@ -29,8 +29,11 @@ bench: $(STAMP)
 upstream: .upstream/.installed
 .upstream/.installed:
 	$(PYTHON) -m venv .upstream
-	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-exo vivary-strato==0.1.3 create-vivary
+	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-strato==0.1.3 vivary-core==0.2.7 vivary-exo==0.3.1 create-vivary==0.4.3
 	touch .upstream/.installed
+	# create-vivary 0.3.x (full scaffolds) for doctor's compatibility test; optional.
+	$(PYTHON) -m venv .upstream03 && .upstream03/bin/pip install -q 'create-vivary==0.3.*' \
+		|| echo "warning: create-vivary 0.3.x not installable; its compatibility test will skip"
 
 clean:
-	rm -rf $(VENV) .upstream build *.egg-info
+	rm -rf $(VENV) .upstream .upstream03 build *.egg-info

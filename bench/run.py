@@ -280,6 +280,9 @@ def markdown(results: list[SizeResult], repeat: int, command: str) -> str:
     agreement = [f"- {r.nodes} nodes: {r.agreement}" for r in results if r.agreement]
     return "\n".join([
         "# Benchmarks", "",
+        "Each benchmark prints ratios against a baseline (vivary-tropo and `git status` for tropo;",
+        "the replaced store for flow runs). Tests never assert times.", "",
+        "## tropo: check, graph and blast (`python -m bench.run`)", "",
         "Whole processes, as a person or a hook runs them: each cell is the median of the",
         f"repeats ({repeat} for ours and `git status`; cold checks and vivary-tropo may use",
         "fewer, see the command under Reproduce and the notes), with",
@@ -288,12 +291,12 @@ def markdown(results: list[SizeResult], repeat: int, command: str) -> str:
         "the working tree can beat it by much. Workspaces come from `bench/generate.py`: the",
         "shape of `create-vivary init --preset coding` grown to N nodes (see its docstring).",
         "", TARGETS, "",
-        "## Machine", "", *[f"- {m}" for m in machine()], "",
-        "## Results", "", table(results),
-        "## Against the targets", "", *[f"- {v}" for v in verdicts(results)], "",
-        "## Same findings as vivary-tropo", "",
+        "### Machine", "", *[f"- {m}" for m in machine()], "",
+        "### Results", "", table(results),
+        "### Against the targets", "", *[f"- {v}" for v in verdicts(results)], "",
+        "### Same findings as vivary-tropo", "",
         *(agreement or ["- not compared (vivary-tropo not installed)"]), "",
-        "## Reproduce", "",
+        "### Reproduce", "",
         "```sh", "make upstream   # vivary-tropo 0.5.4 in .upstream (or set VIVARY_UPSTREAM)",
         command, "```", "",
     ])

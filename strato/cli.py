@@ -4,8 +4,26 @@ from __future__ import annotations
 
 import click
 
+from strato.decide.cli import decide_command, receipt_command
+from strato.flow.cli import flow
+from strato.guard.cli import guard
+from strato.runs.cli import run_cmd, runs_group
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard."""
+
+
+for _command in runs_group.commands.values():  # run commands live beside validate in `flow`
+    flow.add_command(_command)
+main.add_command(decide_command)
+main.add_command(receipt_command)
+main.add_command(guard)
+main.add_command(flow)
+main.add_command(run_cmd)
+
+
+if __name__ == "__main__":
+    main(prog_name="strato")

@@ -132,24 +132,17 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     """
     ws = load(root, staged, rev, no_cache)
     report = ws.check(relative_paths(ws, paths))
-    findings = report.findings
-    is_strict = (ws.config.strict or strict) and not lenient
-    rows = [f.as_dict() for f in findings]
-    if is_strict:
-        for row in rows:
-            row["level"] = "error"
-    errors = sum(1 for r in rows if r["level"] == "error")
-    warnings = len(rows) - errors
+    findings = report.graded((ws.config.strict or strict) and not lenient)
+    errors = sum(1 for f in findings if f.level == "error")
+    warnings = len(findings) - errors
     if as_json:
         emit({"checked": len(report.docs),
               "clean": sum(1 for d in report.docs if not d.findings),
-              "errors": errors, "warnings": warnings, "findings": rows})
+              "errors": errors, "warnings": warnings, "findings": [f.as_dict() for f in findings]})
     else:
-        for r in sorted(rows, key=lambda r: (r["path"], r["line"])):
-            if quiet and r["code"].startswith("W"):
-                continue
-            loc = f"{r['path']}:{r['line']}" if r["line"] else r["path"]
-            click.echo(f"{loc}: {r['level']} {r['code']}: {r['message']}")
+        for f in sorted(findings, key=lambda f: (f.path, f.line)):
+            if not (quiet and f.code.startswith("W")):
+                click.echo(f.render())
         click.echo(f"\ntropo: {len(report.docs)} document(s), "
                    f"{errors} error(s), {warnings} warning(s)")
         if any(f.code == W210 for f in findings):

@@ -228,7 +228,7 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
         what = "--staged" if source.kind == "index" else "--rev"
         raise SourceError(f"{what} needs a git repository, and {start} is not inside one")
     if source.kind == "index":
-        return IndexSnapshot(repository, repository.index, gitrepo.head_commit(repository))
+        return IndexSnapshot(repository, _commit_index(repository), gitrepo.head_commit(repository))
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
@@ -237,6 +237,16 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
     index = pygit2.Index()
     index.read_tree(commit.tree)
     return IndexSnapshot(repository, index, commit)
+
+
+def _commit_index(repository: pygit2.Repository) -> pygit2.Index:
+    """The index the commit will record: git points hooks at a temporary one with
+    ``GIT_INDEX_FILE`` for ``commit -a`` and ``commit PATHS``."""
+    path = os.environ.get("GIT_INDEX_FILE")
+    if path and os.path.isfile(path):
+        return pygit2.Index(os.path.abspath(path))
+    index: pygit2.Index = repository.index
+    return index
 
 
 def ancestors(rel: str) -> Iterator[str]:

@@ -12,7 +12,7 @@ import hashlib
 import os
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -95,6 +95,11 @@ class Report:
     @property
     def findings(self) -> list[Finding]:
         return [f for d in self.docs for f in d.findings] + self.extra
+
+    def graded(self, strict: bool) -> list[Finding]:
+        """The findings as reported: in strict mode every warning fails, so it is an error."""
+        return [replace(f, level="error") if strict and f.level == "warning" else f
+                for f in self.findings]
 
 
 class Workspace:

@@ -61,7 +61,7 @@ def test_a_whole_size_end_to_end(tmp_path: Path) -> None:
     assert run.run_once(["git", "status", "--porcelain"], ws, tmp_path / "st").rc == 0
     assert (tmp_path / "st").read_text() == ""  # the staged edit was undone
     md = run.markdown([result], 1, "python -m bench.run --sizes 60")
-    assert "## Results" in md and "| 60 | check, warm |" in md and "python -m bench.run --sizes 60" in md
+    assert "### Results" in md and "| 60 | check, warm |" in md and "python -m bench.run --sizes 60" in md
 
 
 def test_bad_sizes_are_a_usage_error(tmp_path: Path) -> None:

@@ -1,0 +1,1 @@
+"""create-vivary: lay down, adopt and check Vivary workspaces."""

@@ -1,0 +1,137 @@
+"""``create-vivary adopt``: bring an existing folder or repository into Vivary.
+
+It only adds files. What was there before stays byte-for-byte, and the schema it
+writes excludes that content from the graph, so the first check is clean and a person
+opts folders in later.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from create_vivary.plan import FileAction, Refused, actions_hash, file_actions, write
+from create_vivary.scaffold import (
+    ALWAYS_EXCLUDED,
+    GRAPH_DIRS,
+    PRIVATE_DIR,
+    PRIVATE_FILES,
+    SCHEMA,
+    is_shell,
+    render,
+)
+from tropo import gitcli
+
+CODE_SUFFIXES = frozenset(
+    {".py", ".js", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".kt", ".scala", ".c", ".h"}
+    | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
+)
+MD_SUFFIXES = frozenset({".md", ".markdown"})
+
+
+@dataclass(frozen=True)
+class AdoptPlan:
+    root: Path
+    preset: str
+    preset_reason: str
+    files: list[FileAction]
+    excluded: list[str]
+    followups: list[str]
+    git_init: bool
+
+    @property
+    def hash(self) -> str:
+        return actions_hash(self.files, excluded=self.excluded, git_init=self.git_init)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "root": str(self.root),
+            "preset": self.preset,
+            "preset_reason": self.preset_reason,
+            "plan_hash": self.hash,
+            "would_create": [f.path for f in self.files if f.action == "create"],
+            "kept": [f.path for f in self.files if f.action != "create"],
+            "excluded_pre_existing": self.excluded,
+            "followups": self.followups,
+            "git_init": self.git_init,
+        }
+
+
+def _files(root: Path) -> list[str]:
+    """Every regular file below ``root`` (posix, relative), skipping .git and symlinks."""
+    out: list[str] = []
+    for here, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(here, d)))
+        rel = Path(here).relative_to(root)
+        out.extend((rel / n).as_posix() for n in sorted(names) if not os.path.islink(os.path.join(here, n)))
+    return out
+
+
+def guess_preset(files: list[str]) -> tuple[str, str]:
+    """coding unless Markdown outnumbers code; the reason says what was counted."""
+    if not files:
+        return "coding", "empty folder"
+    md = sum(Path(f).suffix.lower() in MD_SUFFIXES for f in files)
+    code = sum(Path(f).suffix.lower() in CODE_SUFFIXES for f in files)
+    preset = "second-brain" if md > code else "coding"
+    return preset, f"{md} Markdown file(s) vs {code} code file(s)"
+
+
+def exclusions(files: list[str], scaffold: set[str]) -> list[str]:
+    """Schema excludes that keep pre-existing Markdown out of the graph.
+
+    Inside the graph folders each file is excluded by path; elsewhere each top-level
+    child holding Markdown, as ``dir/child`` so the pattern matches only that path.
+    """
+    out: set[str] = set()
+    for f in files:
+        parts = f.split("/")
+        md = Path(f).suffix.lower() in MD_SUFFIXES
+        if not md or parts[0] in ALWAYS_EXCLUDED or (f in scaffold and is_shell(f)):
+            continue
+        if len(parts) == 1 or parts[0] in GRAPH_DIRS:
+            out.add(f)
+        else:
+            out.add("/".join(parts[:2]))
+    return sorted(out)
+
+
+def plan(target: Path, preset: str | None, project: str) -> AdoptPlan:
+    root = target.absolute()
+    if not root.is_dir() or root.is_symlink():
+        raise Refused(f"not an existing directory: {root}")
+    existing = _files(root)
+    preset, reason = (preset, "given with --preset") if preset else guess_preset(existing)
+    git_init = gitcli.toplevel(root) != root.resolve()
+    has_schema = (root / SCHEMA).exists() or (root / ".vivary/workspace.toml").exists()
+    followups = []
+    excluded: list[str] = []
+    if has_schema:
+        followups.append("a schema exists and is kept: only baseline files are added")
+    else:
+        excluded = exclusions(existing, set(render(preset, project)))
+    files = render(preset, project, extra_excludes=tuple(excluded))
+    if has_schema:
+        files = {p: d for p, d in files.items() if is_shell(p)}
+    if (root / ".gitignore").exists():
+        safe = not git_init and gitcli.ignored(root, PRIVATE_FILES) == set(PRIVATE_FILES)
+        if not safe:
+            files = {p: d for p, d in files.items() if p not in PRIVATE_FILES}
+            followups.append(
+                f"add {' '.join(PRIVATE_FILES)} {PRIVATE_DIR} to .gitignore, then run "
+                f"`create-vivary doctor {root} --repair --yes`"
+            )
+    actions = [
+        a if a.action == "create" else FileAction(a.path, "keep", a.data)
+        for a in file_actions(root, files, overwrite=False)
+    ]
+    followups.append(f"install the hooks: `vivary hooks install --root {root}`")
+    return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init)
+
+
+def apply(p: AdoptPlan) -> dict[str, object]:
+    created = write(p.root, p.files)
+    if p.git_init:
+        gitcli.init(p.root)
+    return {**p.as_json(), "created": created}

@@ -1,0 +1,289 @@
+"""Claims: a work item is owned by whoever created its branch ``claim/<id>`` first.
+
+Creating a ref that must not exist yet is git's mutex (``tropo.repo.cas_ref``); with a
+remote, a push that must create the branch there is the distributed one, and a
+rejected push means the claim is lost. The claim commit is built from HEAD in the
+object database, so the person's working tree and index are never touched; its only
+change is the ``assignee`` line of the item. The branch is also where the work goes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from exo.assignee import FrontmatterError, read_fields, set_assignee
+from tropo import push, trees
+from tropo.repo import RefRaceError, cas_ref, read_ref, signature, workdir
+from tropo.worktree import WorktreeError, add_worktree, checked_out_at
+
+BRANCHES = "refs/heads/claim/"
+TRAILER = "Exo-Claim"
+PUSH_ATTEMPTS = 8  # a ref update can fail on a lock while the winner is still writing
+
+
+class ClaimRefused(Exception):
+    """The claim or release was refused (exit 1); ``holder`` names who holds it."""
+
+    def __init__(self, message: str, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class ClaimError(Exception):
+    """The repository or the request is unusable for a claim (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    path: str
+    branch: str
+    assignee: str
+    previous_assignee: Any
+    changed: bool
+    commit: str
+    remote: str | None
+    worktree: str | None
+
+
+@dataclass(frozen=True)
+class Release:
+    id: str
+    branch: str
+    local: str | None
+    remote: str | None
+    forced: bool
+
+
+def branch_ref(item_id: str) -> str:
+    ref = BRANCHES + item_id
+    if not pygit2.reference_is_valid_name(ref):
+        raise ClaimError(f"{item_id!r} cannot name a git branch; rename the item")
+    return ref
+
+
+def tracking_ref(remote: str, item_id: str) -> str:
+    return f"refs/remotes/{remote}/claim/{item_id}"
+
+
+def default_remote(repo: pygit2.Repository) -> str | None:
+    """The remote claims go to when ``--remote`` is not given (git config exo.remote)."""
+    try:
+        value = repo.config["exo.remote"]
+    except KeyError:
+        return None
+    return str(value) or None
+
+
+def holder_at(repo: pygit2.Repository, oid: str, path: str) -> str | None:
+    """The assignee that the commit ``oid`` records for the item at ``path``."""
+    try:
+        commit = repo[oid].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    found = trees.read_file(repo, commit.tree, path)
+    if found is None or found.filemode == trees.LINK:
+        return None
+    try:
+        value = read_fields(found.data.decode("utf-8")).get("assignee")
+    except (UnicodeDecodeError, FrontmatterError):
+        return None
+    return None if value is None else str(value)
+
+
+def claim_refs(repo: pygit2.Repository) -> dict[str, list[str]]:
+    """Item id -> its claim refs, local branch first, then remote-tracking ones."""
+    found: dict[str, list[str]] = {}
+    for name in sorted(repo.references):
+        if name.startswith(BRANCHES):
+            found.setdefault(name[len(BRANCHES) :], []).insert(0, name)
+        elif name.startswith("refs/remotes/") and "/claim/" in name:
+            found.setdefault(name.split("/claim/", 1)[1], []).append(name)
+    return found
+
+
+def holders(repo: pygit2.Repository, paths: Mapping[str, str]) -> dict[str, str]:
+    """Item id -> holder named by its claim branches, for the items in ``paths``
+    (id -> repo-relative path)."""
+    result: dict[str, str] = {}
+    for item_id, refs in claim_refs(repo).items():
+        if item_id not in paths:
+            continue
+        for ref in refs:
+            oid = read_ref(repo, ref)
+            who = holder_at(repo, oid, paths[item_id]) if oid else None
+            if who:
+                result[item_id] = who
+                break
+    return result
+
+
+def _head(repo: pygit2.Repository) -> pygit2.Commit:
+    if repo.head_is_unborn:
+        raise ClaimError("the repository has no commits yet; commit the workspace first")
+    if repo.head_is_detached:
+        raise ClaimError("HEAD is detached; check out the branch the claim should start from")
+    commit = repo.head.peel(pygit2.Commit)
+    assert isinstance(commit, pygit2.Commit)
+    return commit
+
+
+def _held(repo: pygit2.Repository, ref: str, oid: str, item_id: str, path: str) -> ClaimRefused:
+    who = holder_at(repo, oid, path)
+    named = f"@{who}" if who else "another agent"
+    short = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    return ClaimRefused(f"{item_id} is already claimed by {named} ({short})", who)
+
+
+def _claim_commit(
+    repo: pygit2.Repository, head: pygit2.Commit, item_id: str, path: str, handle: str
+) -> tuple[pygit2.Oid, Any, bool]:
+    found = trees.read_file(repo, head.tree, path)
+    if found is None:
+        raise ClaimRefused(f"{path}: not in HEAD; commit the item before claiming it")
+    if found.filemode == trees.LINK:
+        raise ClaimRefused(f"{path}: refusing to claim symlinked or out-of-workspace file")
+    try:
+        edit = set_assignee(found.data.decode("utf-8"), handle)
+    except UnicodeDecodeError as exc:
+        raise ClaimRefused(f"{path}: not UTF-8 text") from exc
+    except FrontmatterError as exc:
+        raise ClaimRefused(f"{path}: {exc}") from exc
+    tree = trees.replace_file(repo, head.tree, path, edit.text.encode("utf-8"))
+    sig = signature(repo)
+    message = f"exo: claim {item_id} for @{handle}\n\n{TRAILER}: {item_id}\n"
+    oid = repo.create_commit(None, sig, sig, message, tree, [head.id])
+    return oid, edit.previous, edit.changed
+
+
+def _push(repo: pygit2.Repository, remote: str, ref: str, item_id: str, path: str) -> None:
+    """Push the new claim branch so that it must be created on ``remote``; a rejection
+    with the branch present there is a lost claim, named after the winner."""
+    cwd = workdir(repo)
+    try:
+        for attempt in range(PUSH_ATTEMPTS):
+            pushed = push.push_ref(cwd, remote, ref, ref, None)
+            if pushed.ok:
+                return
+            if not pushed.rejected:
+                raise ClaimRefused(f"{remote}: push of {ref} failed ({pushed.detail})")
+            winner = push.fetch_ref(cwd, remote, ref, tracking_ref(remote, item_id))
+            if winner is not None:
+                raise _held(repo, tracking_ref(remote, item_id), winner, item_id, path)
+            time.sleep(0.05 * (attempt + 1))  # the winner still held the remote lock
+    except push.RemoteError as exc:
+        raise ClaimRefused(f"{exc}; nothing claimed") from exc
+    raise ClaimRefused(f"{remote} rejected {ref} ({pushed.detail}); nothing claimed")
+
+
+def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, item_id: str,
+            path: str) -> None:
+    """Create the claim branch; losing to a writer that still holds the ref lock means
+    waiting to see who it was (or retrying, when that writer gave up)."""
+    for attempt in range(PUSH_ATTEMPTS):
+        try:
+            cas_ref(repo, ref, oid, None, message)
+            return
+        except RefRaceError as race:
+            held = race.actual or read_ref(repo, ref)
+            if held is not None:
+                raise _held(repo, ref, held, item_id, path) from race
+        time.sleep(0.01 * (attempt + 1))
+    raise ClaimRefused(f"{ref} stayed locked by another process; nothing claimed")
+
+
+def claim(
+    repo: pygit2.Repository,
+    item_id: str,
+    path: str,
+    handle: str,
+    remote: str | None = None,
+    worktree: Path | None = None,
+) -> Claim:
+    """Claim the item at ``path`` (repo-relative) for ``handle`` (already normalized)."""
+    ref = branch_ref(item_id)
+    head = _head(repo)
+    if worktree is not None and (worktree.exists() or worktree.is_symlink()):
+        raise ClaimError(f"{worktree}: already exists; choose a new directory")
+    refs = [ref] if remote else claim_refs(repo).get(item_id, [ref])
+    for existing in refs:
+        held = read_ref(repo, existing)
+        if held is not None:
+            raise _held(repo, existing, held, item_id, path)
+    oid, previous, changed = _claim_commit(repo, head, item_id, path, handle)
+    _create(repo, ref, oid, f"exo: claim {item_id} for @{handle}", item_id, path)
+    if remote:
+        try:
+            _push(repo, remote, ref, item_id, path)
+        except ClaimRefused:
+            cas_ref(repo, ref, None, str(oid), f"exo: claim on {item_id} lost or unpublished")
+            raise
+    where = None
+    if worktree is not None:
+        try:
+            where = str(add_worktree(repo, worktree, ref))
+        except WorktreeError as exc:
+            raise ClaimError(f"claimed {item_id}, but {exc}") from exc
+    return Claim(item_id, path, ref.removeprefix("refs/heads/"), handle, previous, changed,
+                 str(oid), remote, where)
+
+
+def _unmerged(repo: pygit2.Repository, tip: str, base: pygit2.Oid, item_id: str) -> int:
+    """Commits on ``tip`` that ``base`` lacks, not counting the claim commit itself."""
+    walker = repo.walk(pygit2.Oid(hex=tip))
+    walker.hide(base)
+    marker = f"{TRAILER}: {item_id}"
+    return sum(1 for c in walker if marker not in c.message.splitlines())
+
+
+def release(
+    repo: pygit2.Repository, item_id: str, force: bool = False, remote: str | None = None
+) -> Release:
+    """Delete the claim on ``item_id`` (on ``remote`` too), refusing while the branch
+    carries work that HEAD has not merged unless ``force``."""
+    ref = branch_ref(item_id)
+    if repo.head_is_unborn:
+        raise ClaimError("the repository has no commits yet; nothing to release")
+    head = repo.head.peel(pygit2.Commit).id
+    local = read_ref(repo, ref)
+    remote_tip = None
+    if remote:
+        try:
+            remote_tip = push.fetch_ref(workdir(repo), remote, ref, tracking_ref(remote, item_id))
+        except push.RemoteError as exc:
+            raise ClaimRefused(f"{exc}; nothing released") from exc
+    if local is None and remote_tip is None:
+        where = f" here or on {remote}" if remote else ""
+        raise ClaimRefused(f"{item_id} is not claimed{where}")
+    if local is not None:
+        busy = checked_out_at(repo, ref)
+        if busy is not None:
+            raise ClaimRefused(
+                f"claim/{item_id} is checked out in {busy}; run `git worktree remove {busy}` first"
+            )
+    for tip in dict.fromkeys(t for t in (local, remote_tip) if t):
+        count = _unmerged(repo, tip, head, item_id)
+        if count and not force:
+            raise ClaimRefused(
+                f"claim/{item_id} has {count} unmerged commit(s); merge them or pass --force"
+            )
+    if remote and remote_tip:
+        try:
+            outcome = push.push_ref(workdir(repo), remote, None, ref, remote_tip)
+        except push.RemoteError as exc:
+            raise ClaimRefused(f"{exc}; nothing released") from exc
+        if not outcome.ok:
+            raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); "
+                               "fetch and retry")
+        tracked = read_ref(repo, tracking_ref(remote, item_id))
+        if tracked is not None:
+            cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")
+    if local is not None:
+        cas_ref(repo, ref, None, local, f"exo: release {item_id}")
+    return Release(item_id, ref.removeprefix("refs/heads/"), local, remote, force)

@@ -1,0 +1,201 @@
+"""The ``exo`` command: board, conflicts, roles, claim and release.
+
+Text and ``--json`` output of board, conflicts and roles match vivary-exo 0.3 on the
+same workspace (conflicts exits 0 unless ``--strict``, as there). Exit codes: 0 done,
+1 refused (claim held or lost, unknown item, unmerged work), 2 usage or configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from exo import board, conflicts, roles
+from exo.assignee import HandleError, normalize_handle
+from exo.claims import ClaimError, ClaimRefused, default_remote
+from exo.claims import claim as make_claim
+from exo.claims import holders as claim_holders
+from exo.claims import release as drop_claim
+from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"exo: {message}", err=True)
+    sys.exit(code)
+
+
+def _emit(as_json: bool, document: object, lines: list[str]) -> None:
+    click.echo(json.dumps(document, indent=2) if as_json else "\n".join(lines))
+
+
+def _root_option(func: F) -> F:
+    return click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Workspace root (default: found from the current directory).",
+    )(func)
+
+
+def _json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(
+        func
+    )
+
+
+def _remote_option(func: F) -> F:
+    return click.option(
+        "--remote",
+        default=None,
+        metavar="NAME",
+        help="Also push/delete the claim branch on this remote (default: git config "
+        "exo.remote).",
+    )(func)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vivary-git", prog_name="exo")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Coordinate many agents over the workspace graph. With no command: conflicts.
+
+    \b
+    Example:
+      exo claim local-ci-baseline --agent connie --remote origin
+      exo board
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(conflicts_command)
+
+
+@main.command("conflicts")
+@_root_option
+@_json_option
+@click.option("--strict", is_flag=True, help="Exit 1 when any conflict is found.")
+def conflicts_command(root: Path | None, as_json: bool, strict: bool) -> None:
+    """Active work items whose outbound edges share a target.
+
+    \b
+    Example:
+      exo conflicts --root . --json
+    """
+    view = _load(lambda: load_worktree(root))
+    active = conflicts.active_ids(_load(lambda: view.items))
+    found = conflicts.find_conflicts(active, view.edges)
+    _emit(as_json, conflicts.as_json(active, found), conflicts.as_text(active, found))
+    sys.exit(1 if strict and found else 0)
+
+
+@main.command("board")
+@_root_option
+@_json_option
+def board_command(root: Path | None, as_json: bool) -> None:
+    """Every work item with its status and holder (claim branches, then the tree).
+
+    \b
+    Example:
+      exo board --json
+    """
+    view = _load(lambda: load_worktree(root))
+    items = _load(lambda: view.items)
+    paths = {item.id: view.prefix + item.path for item in items}
+    rows = board.rows(items, claim_holders(view.repo, paths))
+    _emit(as_json, board.as_json(rows), board.as_text(rows))
+
+
+@main.command("roles")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              hidden=True)  # accepted as vivary-exo accepts it; roles read no workspace
+@_json_option
+def roles_command(root: Path | None, as_json: bool) -> None:
+    """The seven bounded role contracts workers are given.
+
+    \b
+    Example:
+      exo roles
+    """
+    _emit(as_json, roles.as_json(), roles.as_text())
+
+
+@main.command("claim")
+@click.argument("item_id", metavar="ID")
+@click.option("--agent", required=True, metavar="HANDLE", help="Who claims: [@]letters, "
+              "digits, '.', '_', '-'.")
+@_remote_option
+@click.option("--worktree", type=click.Path(path_type=Path), default=None,
+              help="Also check the claim branch out in a new worktree at PATH.")
+@_root_option
+@_json_option
+def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path | None,
+                  root: Path | None, as_json: bool) -> None:
+    """Claim work item ID by creating branch claim/ID (refused if it exists).
+
+    The branch's commit sets `assignee` on the item, made from HEAD without touching
+    the working tree or the index. With a remote, the first push to create the
+    branch there wins; a loser's local branch is removed and the winner named.
+
+    \b
+    Example:
+      exo claim local-ci-baseline --agent @connie --remote origin
+    """
+    try:
+        handle = normalize_handle(agent)
+    except HandleError as exc:
+        _fail(str(exc), 2)
+    view = _load(lambda: load_at_head(root))
+    try:
+        target = view.claim_target(item_id)
+        result = make_claim(view.repo, item_id, target, handle,
+                            remote or default_remote(view.repo), worktree)
+    except ClaimRefused as refused:
+        if as_json:
+            _emit(True, {"id": item_id, "claimed": False, "holder": refused.holder,
+                         "error": str(refused)}, [])
+        _fail(str(refused), 1)
+    except (ClaimError, WorkspaceError) as exc:
+        _fail(str(exc), 2)
+    document = {"claimed": True, **vars(result)}
+    verb = "claimed" if result.remote is None else f"claimed (pushed to {result.remote})"
+    _emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"])
+
+
+@main.command("release")
+@click.argument("item_id", metavar="ID")
+@click.option("--force", is_flag=True, help="Release even if the branch has unmerged work.")
+@_remote_option
+@_root_option
+@_json_option
+def release_command(item_id: str, force: bool, remote: str | None, root: Path | None,
+                    as_json: bool) -> None:
+    """Delete the claim on ID (branch claim/ID, and on the remote).
+
+    \b
+    Example:
+      exo release local-ci-baseline --remote origin
+    """
+    repo = _load(lambda: open_repo(root))
+    try:
+        result = drop_claim(repo, item_id, force, remote or default_remote(repo))
+    except ClaimRefused as refused:
+        _fail(str(refused), 1)
+    except ClaimError as exc:
+        _fail(str(exc), 2)
+    _emit(as_json, {"released": True, **vars(result)},
+          [f"exo: released {item_id} ({result.branch})"])
+
+
+V = TypeVar("V")
+
+
+def _load(loader: Callable[[], V]) -> V:
+    try:
+        return loader()
+    except WorkspaceError as exc:
+        _fail(str(exc), 2)

@@ -1,0 +1,1 @@
+"""Git hooks that enforce the workspace graph, and their installer."""

@@ -1,0 +1,104 @@
+"""Install, remove and inspect our hooks in a repository, keeping the user's own.
+
+A hook that is already there and not ours is moved aside to ``<name>.vivary-chained``;
+our runner calls it first, and ``uninstall`` moves it back.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hooks.scripts import CHAINED_SUFFIX, is_ours, render
+from tropo import gitcli
+from tropo.rooted import write_within
+
+
+class HookConflict(Exception):
+    """Installing would lose a hook: both the slot and the chain slot hold foreign ones."""
+
+
+@dataclass(frozen=True)
+class HookState:
+    name: str
+    state: str  # installed | stale | foreign | absent
+    chained: bool
+    path: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"hook": self.name, "state": self.state, "chained": self.chained, "path": self.path}
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+
+
+def state_of(hooks: Path, name: str, python: str = sys.executable) -> HookState:
+    path = hooks / name
+    text = _read(path)
+    if text is None:
+        state = "absent"
+    elif not is_ours(text):
+        state = "foreign"
+    elif text == render(name, python) and os.access(path, os.X_OK):
+        state = "installed"
+    else:
+        state = "stale"
+    chained = (hooks / (name + CHAINED_SUFFIX)).exists()
+    return HookState(name, state, chained, str(path))
+
+
+def status(root: Path, names: tuple[str, ...]) -> list[HookState]:
+    hooks = gitcli.hooks_dir(root)
+    return [state_of(hooks, name) for name in names]
+
+
+def install(root: Path, names: tuple[str, ...], python: str = sys.executable) -> list[str]:
+    """Install each hook; returns one action per hook (written, unchanged, chained)."""
+    hooks = gitcli.hooks_dir(root)
+    before = [state_of(hooks, name, python) for name in names]
+    for st in before:
+        if st.state == "foreign" and st.chained:
+            raise HookConflict(
+                f"{st.path} and {st.path}{CHAINED_SUFFIX} both hold hooks that are not ours; "
+                "merge them by hand, then rerun"
+            )
+    hooks.mkdir(parents=True, exist_ok=True)
+    actions = []
+    for st in before:
+        path = hooks / st.name
+        if st.state == "installed":
+            actions.append("unchanged")
+            continue
+        action = "written"
+        if st.state == "foreign":
+            path.replace(hooks / (st.name + CHAINED_SUFFIX))
+            action = "chained"
+        write_within(hooks, st.name, render(st.name, python).encode(), mode=0o755)
+        actions.append(action)
+    return actions
+
+
+def uninstall(root: Path, names: tuple[str, ...]) -> list[str]:
+    """Remove our hooks and put back any hook they chained; a foreign hook stays."""
+    hooks = gitcli.hooks_dir(root)
+    actions = []
+    for name in names:
+        st = state_of(hooks, name)
+        path = hooks / name
+        chained = hooks / (name + CHAINED_SUFFIX)
+        if st.state == "foreign" or (st.state == "absent" and not st.chained):
+            actions.append("kept" if st.state == "foreign" else "absent")
+            continue
+        if st.chained:
+            chained.replace(path)
+            actions.append("restored")
+        else:
+            path.unlink()
+            actions.append("removed")
+    return actions

@@ -1,0 +1,27 @@
+"""pre-commit: the strict check of the staged snapshot (what the commit would record)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tropo.workspace import ConfigError, Source, SourceError, open_workspace
+
+
+def main(root: Path) -> int:
+    try:
+        report = open_workspace(root, Source.index()).check()
+    except (ConfigError, SourceError) as exc:
+        print(f"vivary: commit refused: {exc}", file=sys.stderr)
+        return 1
+    findings = report.graded(strict=True)
+    if not findings:
+        return 0
+    for f in findings:
+        print(f.render(), file=sys.stderr)
+    print(
+        f"vivary: commit refused: {len(findings)} finding(s) in the staged snapshot; "
+        "fix and `git add` them (or bypass once with --no-verify)",
+        file=sys.stderr,
+    )
+    return 1

@@ -1,0 +1,84 @@
+"""pre-push: run the registered checks, then push claim branches and guard ledgers along.
+
+git hands the hook the remote and, on stdin, one line per ref being pushed. A failing
+check refuses the push. Claim branches (``claim/*``) travel with any push to the same
+remote so other clones see who holds what; git itself skips those already there.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from hooks import registry
+from tropo import gitcli
+
+CLAIMS = "refs/heads/claim/"
+# Refs that travel with any push: who holds which item, and the guard ledgers.
+ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"))
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    local_ref: str
+    local_sha: str
+    remote_ref: str
+    remote_sha: str
+
+
+@dataclass(frozen=True)
+class Push:
+    root: Path
+    remote: str
+    url: str
+    updates: tuple[RefUpdate, ...]
+
+
+def parse_updates(text: str) -> tuple[RefUpdate, ...]:
+    """The ``<local ref> <local sha> <remote ref> <remote sha>`` lines git sends."""
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 4:
+            out.append(RefUpdate(*parts))
+    return tuple(out)
+
+
+def run_checks(push: Push, checks: Mapping[str, str]) -> list[str]:
+    """Every problem the checks report, each prefixed with the check's name."""
+    problems: list[str] = []
+    for name, target in sorted(checks.items()):
+        check: Callable[[Push], list[str]] = registry.resolve(target)
+        problems.extend(f"{name}: {p}" for p in check(push))
+    return problems
+
+
+def push_along(push: Push) -> list[str]:
+    """Push local claim branches and guard ledgers to the same remote; warning lines."""
+    warnings = []
+    for prefix, what in ALONG:
+        if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", prefix).strip():
+            continue
+        if push.updates and all(u.local_ref.startswith(prefix) for u in push.updates):
+            continue  # the user is pushing these already
+        try:
+            gitcli.run(push.root, "push", "--no-verify", "-q", push.remote, f"{prefix}*:{prefix}*")
+        except gitcli.GitError as exc:
+            warnings.append(f"{what} not pushed: {exc}")
+    return warnings
+
+
+def main(root: Path, args: list[str], stdin: str) -> int:
+    remote, url = [*args, "", ""][:2]
+    push = Push(root, remote, url, parse_updates(stdin))
+    problems = run_checks(push, registry.PRE_PUSH)
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    for warning in push_along(push):
+        print(f"vivary: {warning}", file=sys.stderr)
+    return 0

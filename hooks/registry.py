@@ -1,0 +1,25 @@
+"""Checks other parts hang on the pre-push and post-commit hooks.
+
+Each entry is a ``"module:function"`` path resolved only when the hook runs, so a
+hook stays cheap and this module imports nothing it does not need. A pre-push check
+takes a :class:`hooks.prepush.Push` and returns problems (empty = pass); a
+post-commit action takes the work tree root and must never fail the commit.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+PRE_PUSH: dict[str, str] = {"guard": "strato.guard.prepush:check"}
+POST_COMMIT: dict[str, str] = {}
+
+
+def resolve(target: str) -> Callable[..., Any]:
+    """Import ``"package.module:function"``."""
+    module, _, attr = target.partition(":")
+    fn = getattr(importlib.import_module(module), attr)
+    if not callable(fn):
+        raise TypeError(f"{target} is not callable")
+    return fn  # type: ignore[no-any-return]

@@ -1,0 +1,31 @@
+"""The hook scripts we write: pure text, so "current" is a byte comparison."""
+
+from __future__ import annotations
+
+import shlex
+
+MARKER = "# vivary-hook 1"
+DEFAULT_HOOKS = ("pre-commit", "pre-push")
+KNOWN_HOOKS = (*DEFAULT_HOOKS, "post-commit")
+CHAINED_SUFFIX = ".vivary-chained"
+
+
+def render(name: str, python: str) -> str:
+    """The script for hook ``name`` that runs our code through ``python``.
+
+    It passes its own path so the runner finds the chained hook next to it, whatever
+    directory git took it from. ``-I`` keeps the repository's own files (a ``hooks/``
+    or ``tropo/`` folder, a ``bisect.py``) off ``sys.path``: hooks run in the work tree.
+    """
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}: installed by `vivary hooks install`; "
+        "`vivary hooks uninstall` restores any hook it replaced\n"
+        f'exec {shlex.quote(python)} -I -m hooks.run {name} "$0" "$@"\n'
+    )
+
+
+def is_ours(text: str) -> bool:
+    """Whether a hook file was written by some version of our installer."""
+    lines = text.splitlines()
+    return len(lines) > 1 and lines[1].startswith("# vivary-hook ")

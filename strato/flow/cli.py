@@ -1,0 +1,114 @@
+"""`strato flow ...`: validate a spec, classify a legacy spec, compile spec-kit tasks.
+
+Exit codes: 0 success, 1 findings (invalid spec, unsupported constructs, a refused
+compile), 2 usage or unreadable input. Errors are one line on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from strato.flow.errors import UNREADABLE_CODES
+from strato.flow.migrate import check, render_text
+from strato.flow.speckit import SpeckitError, compile_tasks
+from strato.flow.validate import load_spec
+from strato.flow.yamlload import SpecReadError, read_spec_file
+
+_JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+def _emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
+    click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if as_json else text)
+
+
+def _die(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group("flow")
+def flow() -> None:
+    """Flow specs (Stratum v1): validate, migrate --check, compile-speckit."""
+
+
+@flow.command("validate")
+@click.argument("file", type=click.Path(path_type=Path))
+@_JSON
+def validate_cmd(file: Path, as_json: bool) -> None:
+    """Validate a `.stratum.yaml` spec (version: 1).
+
+    Prints `{"valid": true}` or every structural error / the first semantic error as
+    `{code, path, message}`. Exit 0 valid, 1 invalid, 2 unreadable.
+
+    Example: strato flow validate plan.stratum.yaml --json
+    """
+    spec, errors = load_spec(file)
+    if spec is not None:
+        _emit(as_json, {"valid": True}, f"{file}: valid")
+        return
+    payload = {"valid": False, "errors": [e.to_json() for e in errors]}
+    unreadable = any(e.code in UNREADABLE_CODES for e in errors)
+    if unreadable:
+        if as_json:
+            _emit(True, payload, "")
+        _die(f"{file}: {errors[0].message}")
+    _emit(as_json, payload, "\n".join(f"{file}: {e}" for e in errors))
+    sys.exit(1)
+
+
+@flow.command("migrate")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Report how v0.x constructs map to v1 (the only mode).",
+)
+@_JSON
+def migrate_cmd(file: Path, check_only: bool, as_json: bool) -> None:
+    """Classify a legacy v0.x spec against v1; report only, never writes YAML.
+
+    Exit 0 when everything has a v1 form, 1 when something is unsupported or the file
+    is not a v0.x spec, 2 on usage errors.
+
+    Example: strato flow migrate --check old.stratum.yaml
+    """
+    if not check_only:
+        _die("migrate is report-only: pass --check (no YAML is ever emitted)")
+    try:
+        text = read_spec_file(file)
+    except SpecReadError as exc:
+        _die(f"{file}: {exc}")
+    report = check(text)
+    _emit(as_json, report.to_json(), render_text(report, str(file)))
+    sys.exit(1 if report.has_unsupported else 0)
+
+
+@flow.command("compile-speckit")
+@click.argument("tasks_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--flow", "flow_name", default="tasks", show_default=True, help="Name of the compiled flow."
+)
+@_JSON
+def compile_speckit_cmd(tasks_dir: Path, flow_name: str, as_json: bool) -> None:
+    """Compile a spec-kit tasks directory (tasks/*.md) into a v1 spec on stdout.
+
+    `[P]` in a title marks a parallel task; acceptance criteria become ensures
+    (file exists / file contains / tests pass / no lint errors) or "Also verify" text.
+
+    Example: strato flow compile-speckit specs/001/tasks --flow build > build.stratum.yaml
+    """
+    try:
+        compiled = compile_tasks(tasks_dir, flow_name)
+    except SpeckitError as exc:
+        if as_json:
+            _emit(
+                True, {"status": "error", "error_type": exc.error_type, "message": exc.message}, ""
+            )
+        usage = exc.error_type == "directory_not_found" or flow_name == "entry"
+        _die(f"{exc.error_type}: {exc.message}", 2 if usage else 1)
+    _emit(as_json, compiled.to_json(), compiled.yaml.rstrip("\n"))

@@ -1,0 +1,297 @@
+"""``strato guard``: the guard operations, shaped like Stratum's ``stratum guard``.
+
+Ledger operations read one JSON object on stdin and print one JSON object; exit 0
+applied, 1 refused or error, 2 usage. ``verify`` and ``review`` print reports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import pygit2
+
+from strato.guard import authz, engine
+from strato.guard.errors import GuardError
+from strato.guard.review import review as run_review
+from strato.guard.verify import verify_repository
+from tropo import repo as gitrepo
+
+USAGE_ERRORS = frozenset(
+    {"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"}
+)
+MAX_STDIN = 4 * 1024 * 1024
+
+root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Any directory inside the workspace's git repository.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (stable keys).")
+
+
+def _emit(obj: dict[str, Any]) -> None:
+    click.echo(json.dumps(obj, sort_keys=True, separators=(",", ":")))
+
+
+def _fail(exc: GuardError) -> NoReturn:
+    _emit(exc.envelope())
+    click.echo(f"strato guard: {exc.error_type}: {exc.message}", err=True)
+    sys.exit(2 if exc.error_type in USAGE_ERRORS else 1)
+
+
+def _repo(root: Path) -> pygit2.Repository:
+    try:
+        return gitrepo.require(root)
+    except gitrepo.NotARepository as exc:
+        raise GuardError("not_a_repository", f"{exc}; pass --root inside the workspace") from exc
+
+
+def _request() -> dict[str, Any]:
+    if sys.stdin.isatty():
+        raise GuardError("invalid_request", "pipe one JSON object on stdin (see --help)")
+    text = sys.stdin.read(MAX_STDIN + 1)
+    if len(text) > MAX_STDIN:
+        raise GuardError("invalid_request", "the request on stdin is larger than 4 MiB")
+    try:
+        req = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise GuardError("invalid_request", f"stdin is not one JSON object: {exc}") from exc
+    if not isinstance(req, dict):
+        raise GuardError("invalid_request", "stdin must hold one JSON object")
+    return req
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def guard() -> None:
+    """Guarded state machines with ledgers in git notes and signed overrides.
+
+    \b
+    Example:
+      echo '{"resource_id":"feat:1","graph":{"draft":["done"]},"initial":"draft",
+             "terminal":["done"]}' | strato guard register
+    """
+
+
+def _stdin_command(
+    name: str,
+    operation: Callable[[pygit2.Repository, dict[str, Any]], dict[str, Any]],
+    example: str,
+) -> None:
+    @guard.command(name, help=f"{(operation.__doc__ or '').strip()}\n\n\b\nExample:\n  {example}")
+    @root_option
+    @json_option
+    @click.option(
+        "--signature",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="Read `authorization` from this file (ssh-keygen's .sig) instead of the JSON.",
+    )
+    def command(root: Path, as_json: bool, signature: Path | None) -> None:
+        # Output is always one JSON object; --json is accepted for uniformity.
+        try:
+            req = _request()
+            if signature is not None:
+                req.setdefault("authorization", signature.read_text(errors="replace"))
+            result = operation(_repo(root), req)
+        except GuardError as exc:
+            _fail(exc)
+        _emit(result)
+        sys.exit(1 if result.get("status") == "refused" else 0)
+
+
+_RID = '"resource_id":"feat:1"'
+_EXAMPLES = {
+    "register": f"""echo '{{{_RID},"graph":{{"draft":["done"]}},"initial":"draft",
+        "terminal":["done"],"edge_predicates":{{"draft->done":
+        [{{"id":"ok","statement":"server_file_exists(\\"OK\\")"}}]}}}}' | strato guard register""",
+    "transition": f"""echo '{{{_RID},"from_state":"draft","to_state":"done"}}'
+        | strato guard transition""",
+    "override": f"""echo '{{{_RID},"from_state":"draft","to_state":"done",
+        "rationale":"hotfix"}}' | strato guard override --signature payload.json.sig""",
+    "migrate": f"""echo '{{{_RID},"new_graph":{{"draft":["done"]}},"new_terminal":["done"],
+        "rationale":"reset"}}' | strato guard migrate --signature payload.json.sig""",
+    "upgrade": f"""echo '{{{_RID},"new_graph":{{"draft":["done","parked"]}},
+        "new_terminal":["done"],"rationale":"add parking"}}' | strato guard upgrade""",
+    "apply-upgrade": f"""echo '{{{_RID},"descriptor_id":"allow-parking"}}'
+        | strato guard apply-upgrade""",
+    "history": f"""echo '{{{_RID}}}' | strato guard history""",
+}
+
+for _name, _op in engine.OPERATIONS.items():
+    _stdin_command(_name, _op, _EXAMPLES[_name])
+
+
+@guard.command()
+@root_option
+@json_option
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the payload, byte for byte, to this file (for ssh-keygen).",
+)
+def authorize(root: Path, as_json: bool, out: Path | None) -> None:
+    """Print the exact payload to sign for an override or migrate, and how to sign it.
+
+    The payload binds the ledger head, so it is valid for one step only.
+
+    \b
+    Example:
+      echo '{"kind":"override","resource_id":"feat:1","from_state":"draft",
+             "to_state":"done","rationale":"hotfix"}' | strato guard authorize --out payload.json
+      ssh-keygen -Y sign -f ~/.ssh/id_ed25519 -n stratum-guard-override payload.json
+    """
+    try:
+        payload, namespace = engine.authorization_request(_repo(root), _request())
+    except GuardError as exc:
+        _fail(exc)
+    target = str(out) if out else "payload.json"
+    command = authz.sign_command(namespace, target)
+    if out is not None:
+        out.write_bytes(payload.encode("utf-8"))
+    if as_json:
+        _emit({"payload": payload, "namespace": namespace, "command": command})
+        return
+    click.echo(payload)
+    click.echo(f"namespace: {namespace}", err=True)
+    click.echo(f"sign the payload (no trailing newline) with: {command}", err=True)
+
+
+@guard.command()
+@root_option
+@json_option
+@click.option(
+    "--key",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Your private SSH key (ssh-keygen asks for its passphrase).",
+)
+def sign(root: Path, as_json: bool, key: Path) -> None:
+    """Build the payload like `authorize` and sign it with ssh-keygen; print the signature.
+
+    \b
+    Example:
+      echo '{"kind":"override","resource_id":"feat:1","from_state":"draft",
+             "to_state":"done","rationale":"hotfix"}' | strato guard sign --key ~/.ssh/id_ed25519
+    """
+    try:
+        payload, namespace = engine.authorization_request(_repo(root), _request())
+    except GuardError as exc:
+        _fail(exc)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "payload.json"
+        path.write_bytes(payload.encode("utf-8"))
+        proc = subprocess.run(
+            ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", namespace, str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        sig = Path(str(path) + ".sig")
+        if proc.returncode != 0 or not sig.exists():
+            _fail(GuardError("sign_failed", f"ssh-keygen -Y sign failed: {proc.stderr.strip()}"))
+        signature = sig.read_text()
+    if as_json:
+        _emit({"payload": payload, "namespace": namespace, "signature": signature})
+    else:
+        click.echo(signature, nl=False)
+
+
+since_option = click.option(
+    "--since",
+    "since",
+    multiple=True,
+    metavar="REV",
+    help="An earlier notes tip (e.g. the remote's) the ledger must still descend from.",
+)
+
+
+def _revs(repo: pygit2.Repository, revs: tuple[str, ...]) -> list[str]:
+    try:
+        return [str(gitrepo.resolve_commit(repo, r).id) for r in revs]
+    except gitrepo.RevisionError as exc:
+        raise GuardError("invalid_revision", str(exc)) from exc
+
+
+@guard.command("verify")
+@root_option
+@json_option
+@since_option
+def verify_command(root: Path, as_json: bool, since: tuple[str, ...]) -> None:
+    """Re-check every ledger chain, step and signature; exit 1 on the first break.
+
+    \b
+    Example:
+      strato guard verify --since refs/remotes/origin/notes/vivary/guard
+    """
+    try:
+        repo = _repo(root)
+        report = verify_repository(repo, since=_revs(repo, since))
+    except GuardError as exc:
+        _fail(exc)
+    if as_json:
+        _emit(report.to_json())
+    elif report.ok:
+        click.echo(f"guard ledgers ok: {report.resources} resources, {report.entries} entries")
+    else:
+        click.echo(f"guard ledger broken: {report.breaks[0]}", err=True)
+        for brk in report.breaks[1:]:
+            click.echo(f"  also: {brk}", err=True)
+    sys.exit(0 if report.ok else 1)
+
+
+@guard.command("review")
+@root_option
+@json_option
+@since_option
+@click.option(
+    "--base",
+    required=True,
+    metavar="REV",
+    help="The target branch: its allowed signers are trusted.",
+)
+@click.option(
+    "--head", default="HEAD", show_default=True, metavar="REV", help="The change under review."
+)
+@click.option("--markdown", is_flag=True, help="Print Markdown for a pull-request comment.")
+def review_command(
+    root: Path, as_json: bool, since: tuple[str, ...], base: str, head: str, markdown: bool
+) -> None:
+    """List ledger entries added since BASE with signer and status; exit 1 on any problem.
+
+    \b
+    Example:
+      git fetch origin refs/notes/vivary/guard:refs/notes/vivary/guard
+      strato guard review --base origin/main --markdown > comment.md
+    """
+    try:
+        repo = _repo(root)
+        report = run_review(repo, base, head, since=_revs(repo, since))
+    except gitrepo.RevisionError as exc:
+        _fail(GuardError("invalid_revision", str(exc)))
+    except GuardError as exc:
+        _fail(exc)
+    if as_json:
+        _emit(report.to_json())
+    elif markdown:
+        click.echo(report.markdown(), nl=False)
+    else:
+        for row in report.rows:
+            click.echo(
+                f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
+                f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
+            )
+        click.echo(
+            f"guard review {'ok' if report.ok else 'FAILED'}: {len(report.rows)} new entries"
+        )
+        for brk in report.verify.breaks:
+            click.echo(f"break: {brk}", err=True)
+    sys.exit(0 if report.ok else 1)

@@ -1,0 +1,254 @@
+"""Calling agents: argv templates from `.vivary/agents.toml` (committed, never from the
+environment), one subprocess per call with a timeout and a process-group kill, output
+read with a bound, the step result taken from the last JSON object printed, and a
+per-agent pacing interval that holds across processes (a lock under `.git/vivary`)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_KEPT = 1 << 20  # keep the last MiB of stdout: the result is at the end
+BUILTIN: dict[str, dict[str, Any]] = {
+    "claude": {"argv": ["claude", "-p", "{prompt}", "--output-format", "json"], "timeout_s": 900},
+    "codex": {"argv": ["codex", "exec", "-s", "read-only", "{prompt}"], "timeout_s": 900},
+}
+
+
+class AgentConfigError(Exception):
+    """`.vivary/agents.toml` is malformed (a configuration error: exit 2)."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    argv: tuple[str, ...]
+    timeout_s: float = 900
+    min_interval_s: float = 0
+
+
+@dataclass(frozen=True)
+class AgentsConfig:
+    agents: Mapping[str, AgentSpec]
+    judge: AgentSpec | None
+
+    def get(self, name: str) -> AgentSpec:
+        if name not in self.agents:
+            raise AgentConfigError(f"no agent {name!r} in .vivary/agents.toml")
+        return self.agents[name]
+
+
+def _spec(name: str, table: Any) -> AgentSpec:
+    if not isinstance(table, dict):
+        raise AgentConfigError(f"[agents.{name}] must be a table")
+    argv = table.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise AgentConfigError(f"{name}: argv must be a non-empty list of strings")
+    if sum(a.count("{prompt}") for a in argv) != 1 or "{prompt}" not in argv:
+        raise AgentConfigError(f"{name}: argv needs exactly one element that is exactly {{prompt}}")
+    unknown = set(table) - {"argv", "timeout_s", "min_interval_s"}
+    if unknown:
+        raise AgentConfigError(f"{name}: unknown keys {sorted(unknown)}")
+    numbers = {k: table.get(k, d) for k, d in (("timeout_s", 900), ("min_interval_s", 0))}
+    for k, v in numbers.items():
+        if type(v) not in (int, float) or v < 0 or (k == "timeout_s" and v == 0):
+            raise AgentConfigError(f"{name}: {k} must be a positive number")
+    return AgentSpec(name, tuple(argv), float(numbers["timeout_s"]), float(numbers["min_interval_s"]))
+
+
+def load_config(root: Path) -> AgentsConfig:
+    """Built-in templates overlaid by `.vivary/agents.toml` when it exists."""
+    path = root / ".vivary" / "agents.toml"
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise AgentConfigError(f"{path}: {exc}") from None
+    unknown = set(data) - {"agents", "judge"}
+    if unknown:
+        raise AgentConfigError(f"{path}: unknown tables {sorted(unknown)}")
+    tables = {**BUILTIN, **data.get("agents", {})}
+    agents = {name: _spec(name, t) for name, t in tables.items()}
+    judge = _spec("judge", data["judge"]) if "judge" in data else None
+    return AgentsConfig(agents, judge)
+
+
+@dataclass(frozen=True)
+class CallResult:
+    output: Any  # the last JSON object printed, or None
+    failure: str | None
+    usage: dict[str, float]
+    duration_ms: int
+
+
+def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None) -> CallResult:
+    """Run the agent once: paced, bounded in time and in output kept."""
+    if pacing_dir is not None and agent.min_interval_s > 0:
+        pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
+    argv = [prompt if a == "{prompt}" else a for a in agent.argv]
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CallResult(None, f"cannot start agent {agent.name}: {exc.strerror or exc}", {}, 0)
+    out, err = _Tail(), _Tail(4096)
+    readers = [
+        threading.Thread(target=t.drain, args=(s,), daemon=True)
+        for t, s in ((out, proc.stdout), (err, proc.stderr))
+    ]
+    for r in readers:
+        r.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=agent.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+    for r in readers:
+        r.join()
+    ms = int((time.monotonic() - started) * 1000)
+    if timed_out:
+        return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
+    text = out.text()
+    found = last_json_object(text)
+    if proc.returncode != 0 and found is None:
+        tail = err.text().strip().splitlines()[-1:] or [""]
+        return CallResult(None, f"agent {agent.name} exited {proc.returncode}: {tail[0][:200]}", {}, ms)
+    if found is None:
+        return CallResult(None, f"agent {agent.name} printed no JSON object", {}, ms)
+    output, usage = unwrap(found)
+    return CallResult(output, None, usage, ms)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+class _Tail:
+    """Keeps only the last `limit` bytes of a stream, so megabytes cannot pile up."""
+
+    def __init__(self, limit: int = MAX_KEPT) -> None:
+        self.limit = limit
+        self.buf = bytearray()
+        self.dropped = 0
+
+    def drain(self, stream: Any) -> None:
+        while chunk := stream.read(65536):
+            self.buf += chunk
+            if len(self.buf) > 2 * self.limit:
+                self.dropped += len(self.buf) - self.limit
+                del self.buf[: len(self.buf) - self.limit]
+        stream.close()
+
+    def text(self) -> str:
+        return bytes(self.buf[-self.limit :]).decode("utf-8", errors="replace")
+
+
+def last_json_object(text: str) -> dict[str, Any] | None:
+    """The last top-level JSON object in `text` (scanning left to right, so an object
+    nested inside a later one is never mistaken for it)."""
+    decoder = json.JSONDecoder()
+    found: dict[str, Any] | None = None
+    i = text.find("{")
+    while i != -1:
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except (json.JSONDecodeError, RecursionError):
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        i = text.find("{", end)
+    return found
+
+
+def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+    """The Claude CLI wraps the answer (`{"type": "result", "result": "<text>"}`); take
+    the JSON inside and its cost. Anything else is the output itself."""
+    if obj.get("type") == "result" and isinstance(obj.get("result"), str):
+        usage: dict[str, float] = {}
+        cost = obj.get("total_cost_usd")
+        if isinstance(cost, int | float) and cost >= 0:
+            usage["usd"] = float(cost)
+        tokens = obj.get("usage", {})
+        if isinstance(tokens, dict):
+            n = sum(v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
+            if n:
+                usage["tokens"] = n
+        return last_json_object(obj["result"]), usage
+    return obj, {}
+
+
+def agent_prompt(entry: dict[str, Any]) -> str:
+    """The task text handed to an agent: the rendered `do`, the contract to answer in,
+    and the previous failure when this is a retry."""
+    parts = [entry["do"]]
+    if entry.get("contract"):
+        fields = ", ".join(f"{k}: {v}" for k, v in entry["contract"].items())
+        parts.append(
+            f"Respond with ONLY a minified JSON object matching this contract (field: type): {fields}"
+        )
+    if entry.get("previousFailure"):
+        parts.append(
+            f"Your previous attempt failed: {entry['previousFailure']['reason']}\n"
+            "Correct the problem and try again."
+        )
+    return "\n\n".join(parts)
+
+
+def pace(lock_path: Path, interval: float) -> None:
+    """Wait until `interval` seconds have passed since the previous call to this agent
+    from any process; the lock file holds the last call's wall-clock start."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        try:
+            last = float(fh.read().strip() or 0)
+        except ValueError:
+            last = 0.0
+        wait = last + interval - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{time.time():.6f}")
+        fh.flush()
+
+
+def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None) -> Any:
+    """A judge for `judged` ensures: the judge agent answers `{holds, reason}`."""
+
+    def judge(statement: str, stakes: str, output: Any) -> dict[str, Any]:
+        prompt = (
+            f"Judge whether this statement holds ({stakes} stakes): {statement}\n"
+            f"Output under review: {json.dumps(output)}\n"
+            'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
+        )
+        res = call(spec, prompt, cwd, pacing_dir)
+        if res.failure is not None or not isinstance(res.output, dict):
+            return {"holds": False, "reason": res.failure or "judge gave no verdict"}
+        return {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}
+
+    return judge

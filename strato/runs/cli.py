@@ -1,0 +1,494 @@
+"""`strato flow ...` and `strato run`: the run operations at a terminal.
+
+Exit codes: 0 done (or waiting at a gate, as asked), 1 the run failed or the action was
+refused, 2 usage, configuration or spec errors. `--json` prints one object with stable
+keys; errors are one line on stderr."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from strato.runs.agents import AgentConfigError
+from strato.runs.engine import RUN_TERMINAL, USAGE_CODES, Engine, Refused
+from strato.runs.fanout import run_fanout
+from strato.runs.service import Outcome, Runs, SpecInvalid
+from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
+from tropo.repo import NotARepository
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+
+
+class Exit(Exception):
+    def __init__(self, code: int, message: str, payload: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.payload = payload or {}
+
+
+def _fail(code: int, message: str, **payload: Any) -> NoReturn:
+    raise Exit(code, message, payload)
+
+
+def handled(fn: F) -> F:
+    """Map expected errors to exit codes and a one-line message (JSON with --json)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = kwargs.get("as_json", False)
+        try:
+            return fn(*args, **kwargs)
+        except Exit as exc:
+            code, message, payload = exc.code, str(exc), exc.payload
+        except Refused as exc:
+            code, message, payload = 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
+        except CheckpointNotFound as exc:
+            code, message, payload = 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
+        except RunNotFound as exc:
+            code, message, payload = 1, str(exc), {"code": "run_not_found"}
+        except SpecInvalid as exc:
+            errors = [e.to_json() for e in exc.errors]
+            code, message, payload = 2, f"invalid spec: {exc}", {"code": "spec_invalid", "errors": errors}
+        except (AgentConfigError, NotARepository) as exc:
+            code, message, payload = 2, str(exc), {"code": "config_error"}
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": message, **payload}, sort_keys=True))
+        click.echo(f"error: {message}", err=True)
+        sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")(fn)
+
+
+def root_option(fn: F) -> F:
+    return click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        show_default=True,
+        help="Workspace (any folder inside the git repository).",
+    )(fn)
+
+
+def _runs(root: Path) -> Runs:
+    return Runs(root)
+
+
+def _parse_inputs(pairs: tuple[str, ...], input_json: str | None) -> dict[str, Any]:
+    inputs: dict[str, Any] = {}
+    if input_json is not None:
+        value = _json_arg(input_json, "--input-json")
+        if not isinstance(value, dict):
+            _fail(2, "--input-json must be a JSON object")
+        inputs.update(value)
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            _fail(2, f"--input expects key=value, got {pair!r}")
+        try:
+            inputs[key] = json.loads(text)
+        except json.JSONDecodeError:
+            inputs[key] = text
+    return inputs
+
+
+def _json_arg(text: str, what: str) -> Any:
+    if text.startswith("@"):
+        try:
+            path = Path(text[1:])
+            if path.stat().st_size > MAX_RESULT_BYTES:
+                _fail(2, f"{what}: {path} is larger than 16 MiB")
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(2, f"{what}: cannot read {text[1:]}: {exc}")
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        _fail(2, f"{what}: not JSON: {exc}")
+
+
+def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+    """The stable view of a run: status, what is ready, which gates wait."""
+    eng = runs.engine(snap, judge=False)
+    state = snap.state
+    out: dict[str, Any] = {
+        "runId": snap.run_id,
+        "flow": state["flow"],
+        "status": state["status"],
+        "head": snap.head,
+        "ready": eng.ready(),
+        "gates": _waiting_gates(eng),
+        "flowSpent": state["flowSpent"],
+    }
+    for key in ("output", "failure"):
+        if key in state:
+            out[key] = state[key]
+    return out
+
+
+def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
+    return [
+        {"stepId": frame.prefix + sid, "gateToken": st["gateToken"], "round": frame.scope["rounds"]}
+        for frame in eng.frames()
+        for sid, st in frame.steps.items()
+        if st["status"] == "waiting_gate"
+    ]
+
+
+def _print_summary(view: dict[str, Any], as_json: bool, events: list[dict[str, Any]] | None = None) -> None:
+    if as_json:
+        if events is not None:
+            view = {**view, "events": events}
+        click.echo(json.dumps(view, sort_keys=True))
+        return
+    click.echo(f"run {view['runId']} ({view['flow']}): {view['status']}")
+    for entry in view["ready"]:
+        click.echo(f"  ready  {entry['id']} (attempt {entry['attempt']}, token {entry['dispatchToken']})")
+        click.echo(f"         {entry['do'][:200]}")
+    for gate in view["gates"]:
+        click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
+    if "output" in view:
+        click.echo(f"  output {json.dumps(view['output'])}")
+    if "failure" in view:
+        click.echo(f"  failure {view['failure']['reason']}")
+
+
+def _exit_for(view: dict[str, Any]) -> None:
+    if view["status"] in ("failed", "budget_exhausted", "cancelled"):
+        sys.exit(1)
+
+
+def _finish(runs: Runs, outcome: Outcome, as_json: bool) -> None:
+    view = summary(runs, outcome.snap)
+    _print_summary(view, as_json, outcome.events)
+    _exit_for(view)
+
+
+@click.group("flow")
+def runs_group() -> None:
+    """Flow runs stored in the repository under refs/vivary/runs/ (these commands are
+    added to `strato flow`, next to the spec commands).
+
+    \b
+    Example:
+      strato flow plan review.yaml --input text=hello
+      strato flow next <run>
+      strato flow done <run> work --token <t> --result '{"output": {"summary": "ok"}}'
+    """
+
+
+@runs_group.command("plan")
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Input field (JSON or text).")
+@click.option("--input-json", help="All inputs as one JSON object (or @file).")
+@click.option("--id", "run_id", help="Name the run (letters, digits, dashes); default a random uuid.")
+@root_option
+@json_option
+@handled
+def plan_cmd(
+    spec: Path, inputs: tuple[str, ...], input_json: str | None, run_id: str | None, root: Path, as_json: bool
+) -> None:
+    """Start a run of SPEC's entry flow and show its first ready steps.
+
+    Example: strato flow plan review.yaml --input text=hello --json
+    """
+    runs = _runs(root)
+    outcome = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id)
+    _finish(runs, outcome, as_json)
+
+
+def _read_spec(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_RESULT_BYTES:
+            _fail(2, f"{path}: larger than 16 MiB")
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(2, f"cannot read spec {path}: {exc}")
+
+
+@runs_group.command("next")
+@click.argument("run_id", metavar="RUN")
+@root_option
+@json_option
+@handled
+def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
+    """Show RUN's ready steps (with dispatch tokens) and waiting gates. Engine-dispatched
+    fanouts that are due are run first.
+
+    Example: strato flow next 3f2c... --json
+    """
+    runs = _runs(root)
+    snap = runs.load(run_id)
+    if runs.engine(snap, judge=False).running_fanouts():
+        for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
+            run_fanout(runs, run_id, frame.prefix + step.id)
+        snap = runs.load(run_id)
+    view = summary(runs, snap)
+    _print_summary(view, as_json)
+    _exit_for(view)
+
+
+@runs_group.command("done")
+@click.argument("run_id", metavar="RUN")
+@click.argument("step")
+@click.option("--token", required=True, help="The dispatch token from `next`.")
+@click.option("--result", "result_text", required=True, help="JSON {output, failure?, usage?} or @file.")
+@root_option
+@json_option
+@handled
+def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, as_json: bool) -> None:
+    """Report STEP's result; the engine checks the contract and ensures.
+
+    Example: strato flow done <run> work --token <t> --result '{"output": {"summary": "ok"}}'
+    """
+    runs = _runs(root)
+    result = _json_arg(result_text, "--result")
+    _finish(runs, runs.done(run_id, step, token, result), as_json)
+
+
+@runs_group.command("gate")
+@click.argument("decision", type=click.Choice(["approve", "revise", "reject"]))
+@click.argument("run_id", metavar="RUN")
+@click.argument("step")
+@click.option("--note", help="Why (kept in the run's history).")
+@click.option("--token", help="Gate token from `gates` (refused if the gate moved on).")
+@root_option
+@json_option
+@handled
+def gate_cmd(
+    decision: str, run_id: str, step: str, note: str | None, token: str | None, root: Path, as_json: bool
+) -> None:
+    """Decide a waiting gate: approve, revise (re-run from its revise target) or reject.
+
+    Example: strato flow gate approve <run> review --note "looks right"
+    """
+    runs = _runs(root)
+    engine_decision = "kill" if decision == "reject" else decision
+    _finish(runs, runs.gate(run_id, step, engine_decision, token, note), as_json)
+
+
+@runs_group.command("gates")
+@root_option
+@json_option
+@handled
+def gates_cmd(root: Path, as_json: bool) -> None:
+    """List gates waiting for a decision in every running run.
+
+    Example: strato flow gates --json
+    """
+    gates = _runs(root).gates()
+    if as_json:
+        click.echo(json.dumps({"gates": gates}, sort_keys=True))
+        return
+    for g in gates:
+        click.echo(f"{g['runId']}  {g['stepId']}  round {g['round']}  token {g['gateToken']}")
+    if not gates:
+        click.echo("no gates waiting")
+
+
+@runs_group.command("commit")
+@click.argument("run_id", metavar="RUN")
+@click.argument("label")
+@root_option
+@json_option
+@handled
+def commit_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
+    """Checkpoint RUN's current state as LABEL (a ref; same label moves it).
+
+    Example: strato flow commit <run> before-review
+    """
+    runs = _runs(root)
+    snap = runs.commit(run_id, label)
+    view = {
+        "status": "committed",
+        "runId": run_id,
+        "label": label.strip(),
+        "head": snap.head,
+        "checkpoints": runs.store.checkpoints(run_id),
+    }
+    click.echo(
+        json.dumps(view, sort_keys=True) if as_json else f"checkpoint {label.strip()} -> {snap.head[:12]}"
+    )
+
+
+@runs_group.command("revert")
+@click.argument("run_id", metavar="RUN")
+@click.argument("label")
+@root_option
+@json_option
+@handled
+def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
+    """Return RUN to checkpoint LABEL (state only; spend never rolls back; tokens rotate).
+
+    Example: strato flow revert <run> before-review
+    """
+    runs = _runs(root)
+    _finish(runs, runs.revert(run_id, label), as_json)
+
+
+@runs_group.command("cancel")
+@click.argument("run_id", metavar="RUN")
+@click.option("--reason", help="Recorded in the run's history.")
+@root_option
+@json_option
+@handled
+def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> None:
+    """Cancel RUN: outstanding tokens become stale.
+
+    Example: strato flow cancel <run> --reason "superseded"
+    """
+    runs = _runs(root)
+    outcome = runs.cancel(run_id, reason)
+    view = summary(runs, outcome.snap)
+    _print_summary(view, as_json, outcome.events)
+
+
+@runs_group.command("audit")
+@click.argument("run_id", metavar="RUN")
+@root_option
+@json_option
+@handled
+def audit_cmd(run_id: str, root: Path, as_json: bool) -> None:
+    """Every event of RUN, read from the history of its ref.
+
+    Example: strato flow audit <run> --json
+    """
+    report = _runs(root).audit(run_id)
+    if as_json:
+        click.echo(json.dumps(report, sort_keys=True))
+        return
+    for ev in report["events"]:
+        click.echo(_event_line(ev))
+    click.echo(f"status: {report['status']}")
+
+
+def _event_line(ev: dict[str, Any]) -> str:
+    detail = json.dumps(ev.get("detail", {}), sort_keys=True)
+    return f"{ev['at']}  {ev['type']:<16} {ev.get('stepId', '-'):<16} {detail}"
+
+
+@runs_group.command("list")
+@root_option
+@json_option
+@handled
+def list_cmd(root: Path, as_json: bool) -> None:
+    """Every run in the repository with its status.
+
+    Example: strato flow list --json
+    """
+    runs = _runs(root)
+    rows = []
+    for run_id in runs.store.run_ids():
+        state = runs.load(run_id).state
+        rows.append(
+            {
+                "runId": run_id,
+                "flow": state["flow"],
+                "status": state["status"],
+                "createdAt": state.get("createdAt"),
+            }
+        )
+    if as_json:
+        click.echo(json.dumps({"runs": rows}, sort_keys=True))
+        return
+    for row in rows:
+        click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
+
+
+@runs_group.command("show")
+@click.argument("run_id", metavar="RUN")
+@root_option
+@json_option
+@handled
+def show_cmd(run_id: str, root: Path, as_json: bool) -> None:
+    """RUN's status, ready steps, waiting gates, output or failure.
+
+    Example: strato flow show <run>
+    """
+    runs = _runs(root)
+    view = summary(runs, runs.load(run_id))
+    view["steps"] = {k: v["status"] for k, v in runs.load(run_id).state["scope"]["steps"].items()}
+    view["checkpoints"] = runs.store.checkpoints(run_id)
+    _print_summary(view, as_json)
+
+
+@runs_group.command("watch")
+@click.argument("run_id", metavar="RUN")
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls.")
+@root_option
+@json_option
+@handled
+def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
+    """Follow RUN's events until it ends (exit 0 if it completed, else 1).
+
+    Example: strato flow watch <run> --json   # one event per line
+    """
+    runs = _runs(root)
+    seen: set[str] = set()
+    while True:
+        for commit, transition in runs.store.history(run_id):
+            if commit in seen:
+                continue
+            seen.add(commit)
+            for ev in transition.get("events", []):
+                click.echo(json.dumps(ev, sort_keys=True) if as_json else _event_line(ev), nl=True)
+        status = runs.load(run_id).state["status"]
+        if status in RUN_TERMINAL:
+            sys.exit(0 if status == "completed" else 1)
+        time.sleep(interval)
+
+
+@click.command("run")
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--input", "inputs", multiple=True, metavar="KEY=VALUE", help="Input field (JSON or text).")
+@click.option("--input-json", help="All inputs as one JSON object (or @file).")
+@click.option("--id", "run_id", help="Name the run (letters, digits, dashes); default a random uuid.")
+@click.option("--resume", metavar="RUN", help="Drive an existing run (e.g. after a gate decision).")
+@root_option
+@json_option
+@handled
+def run_cmd(
+    spec: Path | None,
+    inputs: tuple[str, ...],
+    input_json: str | None,
+    run_id: str | None,
+    resume: str | None,
+    root: Path,
+    as_json: bool,
+) -> None:
+    """Run SPEC in engine mode: agents from .vivary/agents.toml do the steps; stops when
+    the run ends or waits at a gate (exit 0), exit 1 if it failed.
+
+    \b
+    Example:
+      strato run review.yaml --input text=hello --id review-1
+      strato flow gate revise review-1 review --note "more detail"
+      strato run --resume review-1
+    """
+    if (spec is None) == (resume is None):
+        _fail(2, "give either SPEC or --resume RUN")
+    runs = _runs(root)
+    if resume is None:
+        assert spec is not None
+        run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
+    else:
+        run_id = resume
+        runs.load(run_id)
+    if not as_json:
+        click.echo(f"run {run_id}", err=True)
+    snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
+    view = summary(runs, snap)
+    _print_summary(view, as_json)
+    _exit_for(view)

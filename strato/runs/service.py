@@ -1,0 +1,235 @@
+"""Run operations against a workspace: load the run from its ref, apply one engine
+operation, commit the new state with compare-and-swap. A lost race reloads and decides
+again, so a result or decision that was valid for the old head is re-checked against
+the new one (and usually refused as stale)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from strato.flow import Spec, SpecError, load_spec
+from strato.flow.spec import GateStep
+from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.checks import Judge
+from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
+from strato.runs.fanout import run_fanout
+from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot
+from tropo.repo import RefRaceError, private_dir, require, workdir
+
+MAX_RACE_RETRIES = 50
+
+
+class SpecInvalid(Exception):
+    def __init__(self, errors: list[SpecError]) -> None:
+        super().__init__(str(errors[0]) if errors else "invalid spec")
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Outcome:
+    snap: Snapshot
+    events: list[dict[str, Any]]
+
+
+class Runs:
+    """All runs of one workspace."""
+
+    def __init__(self, root: Path | str, judge: Judge | None = None) -> None:
+        self.repo: pygit2.Repository = require(root)
+        self.root = workdir(self.repo)
+        self.store = RunStore(self.repo)
+        self._specs: dict[str, Spec] = {}
+        self._infos: dict[str, dict[str, FlowInfo]] = {}
+        self._judge = judge
+        self._config: AgentsConfig | None = None
+
+    # --- helpers
+
+    @property
+    def config(self) -> AgentsConfig:
+        if self._config is None:
+            self._config = load_config(self.root)
+        return self._config
+
+    @property
+    def pacing_dir(self) -> Path:
+        return private_dir(self.repo) / "pacing"
+
+    def judge(self) -> Judge | None:
+        if self._judge is None and self.config.judge is not None:
+            self._judge = judge_runner(self.config.judge, self.root, self.pacing_dir)
+        return self._judge
+
+    def spec_of(self, snap: Snapshot) -> Spec:
+        key = self.store.spec_key(snap)
+        if key not in self._specs:
+            spec, errors = load_spec(self.store.spec_text(snap))
+            if spec is None:
+                raise SpecInvalid(errors)
+            self._specs[key] = spec
+        return self._specs[key]
+
+    def engine(self, snap: Snapshot, judge: bool = True) -> Engine:
+        spec = self.spec_of(snap)
+        info = self._infos.setdefault(snap.state["revisionDigest"], {})
+        # a snapshot is parsed afresh from its commit on every load, so the engine may
+        # work on it in place
+        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None)
+        eng._info = info
+        return eng
+
+    def load(self, run_id: str) -> Snapshot:
+        return self.store.load(run_id)
+
+    # --- operations
+
+    def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
+        if run_id is not None and not RUN_ID.match(run_id):
+            raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
+        spec, errors = load_spec(spec_text)
+        if spec is None:
+            raise SpecInvalid(errors)
+        state = plan(spec, inputs, run_id or str(uuid.uuid4()))
+        eng = Engine(spec, state, self.root, self.judge())
+        eng.emit("planned", flow=spec.entry, input=inputs)
+        eng.advance()
+        message = {"op": "plan", "events": eng.events}
+        try:
+            head = self.store.create(state["id"], eng.run, spec_text, message)
+        except RefRaceError:
+            raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
+        snap = Snapshot(state["id"], head, eng.run)
+        self._specs[self.store.spec_key(snap)] = spec
+        return Outcome(snap, eng.events)
+
+    def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
+        """Load, act, commit with CAS; on a lost race start over from the new head."""
+        for _ in range(MAX_RACE_RETRIES):
+            snap = self.store.load(run_id)
+            eng = self.engine(snap)
+            action(eng)
+            try:
+                new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
+            except RefRaceError:
+                continue
+            return Outcome(new, eng.events)
+        raise Refused("race_lost", f"run {run_id} kept moving; try again")
+
+    def done(self, run_id: str, step: str, token: str | None, result: Any) -> Outcome:
+        return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
+
+    def gate(
+        self, run_id: str, step: str, decision: str, token: str | None = None, note: str | None = None
+    ) -> Outcome:
+        """Resolve a gate. Without a token the current one is used: a person at the CLI
+        decides on the gate as it is now (a stale token is refused like a stale result)."""
+
+        def act(e: Engine) -> None:
+            _, _, st = e.locate(step)
+            e.gate_resolve(step, decision, token or st.get("gateToken"), note)
+
+        return self.apply(run_id, "gate", act, stepId=step, decision=decision)
+
+    def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
+        return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
+
+    def commit(self, run_id: str, label: str) -> Snapshot:
+        if not LABEL.match(label.strip()):
+            raise Refused("invalid_label", f"invalid checkpoint label {label!r}")
+        snap = self.store.load(run_id)
+        if self.engine(snap).running_fanouts():
+            raise Refused("fanout_in_flight", "cannot checkpoint while a fanout is in flight")
+        self.store.save_checkpoint(snap, label.strip())
+        return snap
+
+    def revert(self, run_id: str, label: str) -> Outcome:
+        saved = self.store.checkpoint(run_id, label).state
+        return self.apply(run_id, "revert", lambda e: e.restore(label, saved), label=label)
+
+    def audit(self, run_id: str) -> dict[str, Any]:
+        snap = self.store.load(run_id)
+        events = [ev for _, t in self.store.history(run_id) for ev in t.get("events", [])]
+        out = {
+            "runId": run_id,
+            "status": snap.state["status"],
+            "events": events,
+            "steps": snap.state["scope"]["steps"],
+            "flowSpent": snap.state["flowSpent"],
+            "carry": snap.state.get("carry", {}),
+            "head": snap.head,
+        }
+        for key in ("output", "failure"):
+            if key in snap.state:
+                out[key] = snap.state[key]
+        return out
+
+    def gates(self) -> list[dict[str, Any]]:
+        out = []
+        for run_id in self.store.run_ids():
+            snap = self.store.load(run_id)
+            if snap.state["status"] != "running":
+                continue
+            eng = self.engine(snap, judge=False)
+            for frame in eng.frames():
+                for step in frame.flow.typed_steps:
+                    st = frame.steps[step.id]
+                    if st["status"] == "waiting_gate" and isinstance(step, GateStep):
+                        g = step.gate
+                        out.append(
+                            {
+                                "runId": run_id,
+                                "flow": frame.name,
+                                "stepId": frame.prefix + step.id,
+                                "gateToken": st["gateToken"],
+                                "round": frame.scope["rounds"],
+                                "on_approve": g.on_approve,
+                                "on_revise": g.on_revise,
+                                "on_kill": g.on_kill,
+                            }
+                        )
+        return out
+
+    # --- engine mode
+
+    def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
+        """Run agents for ready steps (and fanouts) until the run ends or only gates
+        are left waiting."""
+        while True:
+            snap = self.store.load(run_id)
+            if snap.state["status"] in RUN_TERMINAL:
+                return snap
+            eng = self.engine(snap)
+            fanouts = eng.running_fanouts()
+            if fanouts:
+                frame, step, _ = fanouts[0]
+                self._emit(on_event, run_fanout(self, run_id, frame.prefix + step.id).events)
+                continue
+            ready = eng.ready()
+            if not ready:
+                return snap
+            for entry in ready:
+                self._emit(on_event, self.dispatch(run_id, entry).events)
+
+    def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
+        res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
+        result: dict[str, Any] = {"output": res.output}
+        if res.failure is not None:
+            result = {"failure": res.failure}
+        usage = {**res.usage, "ms": res.duration_ms}
+        result["usage"] = usage
+        try:
+            return self.done(run_id, entry["id"], entry["dispatchToken"], result)
+        except Refused:  # cancelled or reverted while the agent ran: the result is stale
+            return Outcome(self.store.load(run_id), [])
+
+    @staticmethod
+    def _emit(on_event: Callable[[dict[str, Any]], None] | None, events: list[dict[str, Any]]) -> None:
+        for ev in events if on_event else []:
+            assert on_event is not None
+            on_event(ev)

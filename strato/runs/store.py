@@ -1,0 +1,148 @@
+"""Runs stored in the repository: `refs/vivary/runs/<id>/head` is a chain of commits,
+one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
+(the spec frozen at plan time); its message is the transition as JSON. The ref moves
+by compare-and-swap, so the ref is the lock: two writers starting from the same head
+can never both land. Checkpoints are refs to past heads."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from tropo.objects import blob_at, entry_oid, write_commit
+from tropo.repo import cas_ref, read_ref
+
+PREFIX = "refs/vivary/runs/"
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+
+
+class RunNotFound(LookupError):
+    """No run with that id in this repository."""
+
+
+class CheckpointNotFound(LookupError):
+    def __init__(self, label: str, available: list[str]) -> None:
+        super().__init__(f"no checkpoint {label!r} (available: {', '.join(available) or 'none'})")
+        self.available = available
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One run as of one commit."""
+
+    run_id: str
+    head: str
+    state: dict[str, Any]
+
+
+def head_ref(run_id: str) -> str:
+    return f"{PREFIX}{run_id}/head"
+
+
+def checkpoint_ref(run_id: str, label: str) -> str:
+    return f"{PREFIX}{run_id}/checkpoints/{label}"
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id):
+        raise RunNotFound(f"not a run id: {run_id!r}")
+    return run_id
+
+
+def dump_state(state: dict[str, Any]) -> bytes:
+    return json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
+
+
+class RunStore:
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+
+    def create(self, run_id: str, state: dict[str, Any], spec_yaml: str, message: dict[str, Any]) -> str:
+        """Write the first commit and create the head ref (it must not exist)."""
+        files = {"run.json": dump_state(state), "spec.yaml": spec_yaml.encode()}
+        oid = write_commit(self.repo, files, [], _message(message))
+        cas_ref(self.repo, head_ref(check_run_id(run_id)), oid, None, "vivary: plan")
+        return str(oid)
+
+    def load(self, run_id: str) -> Snapshot:
+        head = read_ref(self.repo, head_ref(check_run_id(run_id)))
+        if head is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return self.at(run_id, head)
+
+    def at(self, run_id: str, commit: str) -> Snapshot:
+        data = blob_at(self.repo, commit, "run.json")
+        if data is None:
+            raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
+        return Snapshot(run_id, commit, json.loads(data))
+
+    def spec_text(self, snap: Snapshot) -> str:
+        data = blob_at(self.repo, snap.head, "spec.yaml")
+        return "" if data is None else data.decode()
+
+    def spec_key(self, snap: Snapshot) -> str:
+        """The frozen spec's blob id: parsed specs are cached by it."""
+        return str(entry_oid(self.repo, snap.head, "spec.yaml"))
+
+    def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
+        """Commit `state` on top of `snap.head` and move the ref only if it still points
+        there (RefRaceError otherwise: the caller reloads and decides again)."""
+        parent = pygit2.Oid(hex=snap.head)
+        spec = entry_oid(self.repo, parent, "spec.yaml")
+        files: dict[str, bytes | pygit2.Oid] = {"run.json": dump_state(state)}
+        if spec is not None:
+            files["spec.yaml"] = spec
+        oid = write_commit(self.repo, files, [parent], _message(message))
+        cas_ref(self.repo, head_ref(snap.run_id), oid, snap.head, f"vivary: {message.get('op', '')}")
+        return Snapshot(snap.run_id, str(oid), state)
+
+    def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(commit, transition) from the first transition to the head."""
+        snap = self.load(run_id)
+        chain: list[tuple[str, dict[str, Any]]] = []
+        walker = self.repo.walk(pygit2.Oid(hex=snap.head), pygit2.enums.SortMode.TOPOLOGICAL)
+        for commit in walker:
+            chain.append((str(commit.id), parse_message(commit.message)))
+        return iter(chain[::-1])
+
+    def run_ids(self) -> list[str]:
+        ids = []
+        for name in self.repo.references:
+            if name.startswith(PREFIX) and name.endswith("/head"):
+                ids.append(name[len(PREFIX) : -len("/head")])
+        return sorted(ids)
+
+    # --- checkpoints
+
+    def checkpoints(self, run_id: str) -> list[str]:
+        prefix = f"{PREFIX}{run_id}/checkpoints/"
+        return sorted(n[len(prefix) :] for n in self.repo.references if n.startswith(prefix))
+
+    def save_checkpoint(self, snap: Snapshot, label: str) -> None:
+        name = checkpoint_ref(snap.run_id, label)
+        old = read_ref(self.repo, name)
+        cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
+
+    def checkpoint(self, run_id: str, label: str) -> Snapshot:
+        commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if LABEL.match(label) else None
+        if commit is None:
+            raise CheckpointNotFound(label, self.checkpoints(run_id))
+        return self.at(run_id, commit)
+
+
+def _message(message: dict[str, Any]) -> str:
+    """A readable subject for `git log --oneline`, then the transition as JSON."""
+    subject = " ".join(str(message[k]) for k in ("op", "stepId", "decision", "label") if k in message)
+    return f"run: {subject}\n\n{json.dumps(message, sort_keys=True, separators=(',', ':'))}\n"
+
+
+def parse_message(text: str) -> dict[str, Any]:
+    body = text.split("\n\n", 1)[1] if "\n\n" in text else text
+    parsed: dict[str, Any] = json.loads(body)
+    return parsed

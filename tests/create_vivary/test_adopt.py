@@ -1,0 +1,101 @@
+"""``create-vivary adopt``: plans by default, only adds files, first check clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from create_vivary.adopt import exclusions, guess_preset
+from tests.conftest import commit_all, git, write_files
+from tests.hooks.cli import run_cli, run_json
+
+BROWNFIELD = {
+    "README.md": "# My notes\n",
+    ".gitignore": "*.log\n",
+    "decisions/old.md": "---\nstatus: whatever\n---\n# Old decision without the fields\n",
+    "notes/2024/a.md": "---\nbroken: [\n---\n# unparsable frontmatter\n",
+    "notes/b.md": "# plain\n",
+    "journal.md": "# journal\n",
+    "src/app.py": "print('hi')\n",
+}
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {rel: (root / rel).read_bytes() for rel in BROWNFIELD}
+
+
+@pytest.fixture
+def brownfield(repo_dir: Path) -> Path:
+    write_files(repo_dir, BROWNFIELD)
+    commit_all(repo_dir, "existing work")
+    return repo_dir
+
+
+def test_the_default_is_a_plan_that_writes_nothing(brownfield: Path) -> None:
+    code, out = run_json("create-vivary", "adopt", str(brownfield))
+    assert code == 0 and out["mode"] == "dry-run"
+    assert out["preset"] == "second-brain"
+    assert out["preset_reason"] == "5 Markdown file(s) vs 1 code file(s)"
+    assert "README.md" in out["kept"] and "tropo.toml" in out["would_create"]
+    assert out["excluded_pre_existing"] == [
+        "decisions/old.md", "journal.md", "notes/2024", "notes/b.md"
+    ]
+    assert git(brownfield, "status", "--porcelain") == ""
+
+
+def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> None:
+    before = _snapshot(brownfield)
+    code, out = run_json("create-vivary", "adopt", str(brownfield), "--yes")
+    assert code == 0, out["doctor"]["errors"]
+    assert out["mode"] == "applied" and out["ok"]
+    assert _snapshot(brownfield) == before
+    assert git(brownfield, "status", "--porcelain", "--untracked-files=no") == ""
+    # the existing .gitignore does not hide private files, so they were not written
+    assert not (brownfield / "USER.md").exists()
+    assert any(".gitignore" in f for f in out["followups"])
+    proc = run_cli("tropo", "check", "--root", str(brownfield), "--json")
+    assert proc.returncode == 0 and '"findings": []' in proc.stdout
+
+
+def test_a_plain_folder_is_made_a_repository(tmp_path: Path) -> None:
+    (tmp_path / "code.py").write_text("x = 1\n")
+    code, out = run_json("create-vivary", "adopt", str(tmp_path), "--yes")
+    assert code == 0 and out["git_init"] is True and out["preset"] == "coding"
+    assert (tmp_path / ".git").is_dir() and (tmp_path / "USER.md").is_file()
+    assert git(tmp_path, "check-ignore", "USER.md").strip() == "USER.md"
+
+
+def test_an_existing_schema_is_kept(ws_with_schema: Path) -> None:
+    code, out = run_json("create-vivary", "adopt", str(ws_with_schema), "--preset", "writing")
+    assert code == 0
+    assert out["preset_reason"] == "given with --preset"
+    assert "tropo.toml" not in out["would_create"]
+    assert not any(p.startswith("changes/") for p in out["would_create"])
+    assert "AGENTS.md" in out["would_create"]
+
+
+@pytest.fixture
+def ws_with_schema(repo_dir: Path) -> Path:
+    write_files(repo_dir, {"tropo.toml": "version = 1\n", "n.md": "# n\n"})
+    return repo_dir
+
+
+def test_a_missing_folder_is_refused(tmp_path: Path) -> None:
+    proc = run_cli("create-vivary", "adopt", str(tmp_path / "nope"), "--yes")
+    assert proc.returncode == 1 and "not an existing directory" in proc.stderr
+    assert not (tmp_path / "nope").exists()
+
+
+def test_preset_guess() -> None:
+    assert guess_preset([]) == ("coding", "empty folder")
+    assert guess_preset(["a.md", "b.py"])[0] == "coding"
+    assert guess_preset(["a.md", "b.md", "c.go"])[0] == "second-brain"
+
+
+def test_exclusions_are_path_precise() -> None:
+    got = exclusions(
+        ["a/b/c/d.md", "a/e.md", "modules/x/index.md", "top.md", ".claude/s.md", "x.txt"],
+        scaffold={"README.md"},
+    )
+    assert got == ["a/b", "a/e.md", "modules/x/index.md", "top.md"]

@@ -1,0 +1,168 @@
+"""Claims on real repositories: branch creation, pushes to bare remotes, release."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from exo import claims
+from tests.conftest import commit_all, git, write_files
+from tests.exo.workspaces import clone, make_remote
+
+ITEM = "changes/item.md"
+TEXT = "---\nstatus: active\nproject: p\n---\n# Item\n\nbody\n"
+
+
+def _make(root: Path) -> str:
+    write_files(root, {ITEM: TEXT, "changes/other.md": "# Other\n"})
+    return commit_all(root)
+
+
+def _repo(root: Path) -> pygit2.Repository:
+    return pygit2.Repository(str(root))
+
+
+def _branches(root: Path) -> list[str]:
+    return git(root, "for-each-ref", "--format=%(refname)", "refs/heads/claim",
+               "refs/remotes").split()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    return make_remote(tmp_path)
+
+
+def test_claim_commit_changes_one_line_and_leaves_checkout_alone(repo_dir: Path) -> None:
+    head = _make(repo_dir)
+    (repo_dir / "changes/other.md").write_text("# Other, edited\n")  # a dirty tree
+    git(repo_dir, "add", "changes/other.md")
+    status = git(repo_dir, "status", "--porcelain")
+    index = (repo_dir / ".git/index").read_bytes()
+    made = claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    assert made.branch == "claim/item" and made.changed and made.previous_assignee is None
+    assert git(repo_dir, "rev-parse", "claim/item^").strip() == head
+    diff = git(repo_dir, "diff", "--unified=0", head, "claim/item")
+    assert [ln for ln in diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")] \
+        == ["+assignee: connie"]
+    assert git(repo_dir, "rev-parse", "HEAD").strip() == head
+    assert git(repo_dir, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(repo_dir, "status", "--porcelain") == status
+    assert (repo_dir / ".git/index").read_bytes() == index
+    assert (repo_dir / ITEM).read_text() == TEXT
+
+
+def test_second_claim_is_refused_naming_the_holder(repo_dir: Path) -> None:
+    _make(repo_dir)
+    first = claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    with pytest.raises(claims.ClaimRefused, match="@connie") as info:
+        claims.claim(_repo(repo_dir), "item", ITEM, "dave")
+    assert info.value.holder == "connie"
+    assert git(repo_dir, "rev-parse", "claim/item").strip() == first.commit
+    assert claims.holders(_repo(repo_dir), {"item": ITEM, "other": "changes/other.md"}) \
+        == {"item": "connie"}
+
+
+def test_repository_states_that_cannot_be_claimed_from(repo_dir: Path) -> None:
+    with pytest.raises(claims.ClaimError, match="no commits"):
+        claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    _make(repo_dir)
+    git(repo_dir, "checkout", "-q", "--detach")
+    with pytest.raises(claims.ClaimError, match="detached"):
+        claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    git(repo_dir, "checkout", "-q", "main")
+    with pytest.raises(claims.ClaimError, match="cannot name a git branch"):
+        claims.claim(_repo(repo_dir), "a..b", ITEM, "connie")
+    os.symlink("item.md", repo_dir / "changes/link.md")
+    commit_all(repo_dir)
+    with pytest.raises(claims.ClaimRefused, match="symlink"):
+        claims.claim(_repo(repo_dir), "link", "changes/link.md", "connie")
+    (repo_dir / "changes/bad.md").write_text("---\nstatus: [\n---\n")
+    commit_all(repo_dir)
+    with pytest.raises(claims.ClaimRefused, match="not valid YAML"):
+        claims.claim(_repo(repo_dir), "bad", "changes/bad.md", "connie")
+    assert _branches(repo_dir) == []
+
+
+def test_release_refuses_unmerged_work_unless_forced(repo_dir: Path) -> None:
+    _make(repo_dir)
+    claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    released = claims.release(_repo(repo_dir), "item")
+    assert released.local is not None and _branches(repo_dir) == []
+    with pytest.raises(claims.ClaimRefused, match="not claimed"):
+        claims.release(_repo(repo_dir), "item")
+    claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    git(repo_dir, "checkout", "-q", "claim/item")
+    write_files(repo_dir, {"work.md": "work\n"})
+    commit_all(repo_dir, "work")
+    git(repo_dir, "checkout", "-q", "main")
+    with pytest.raises(claims.ClaimRefused, match="1 unmerged commit"):
+        claims.release(_repo(repo_dir), "item")
+    assert _branches(repo_dir) == ["refs/heads/claim/item"]
+    git(repo_dir, "merge", "-q", "--no-edit", "claim/item")
+    claims.release(_repo(repo_dir), "item")  # merged now
+    claims.claim(_repo(repo_dir), "other", "changes/other.md", "dave")
+    git(repo_dir, "checkout", "-q", "claim/other")
+    write_files(repo_dir, {"more.md": "more\n"})
+    commit_all(repo_dir, "more")
+    git(repo_dir, "checkout", "-q", "main")
+    assert claims.release(_repo(repo_dir), "other", force=True).forced
+    assert _branches(repo_dir) == []
+
+
+def test_worktree_checkout_and_release_guard(repo_dir: Path, tmp_path: Path) -> None:
+    _make(repo_dir)
+    where = tmp_path / "connie-item"
+    made = claims.claim(_repo(repo_dir), "item", ITEM, "connie", worktree=where)
+    assert made.worktree == str(where.resolve())
+    assert "assignee: connie" in (where / ITEM).read_text()
+    assert git(where, "symbolic-ref", "HEAD").strip() == "refs/heads/claim/item"
+    with pytest.raises(claims.ClaimRefused, match="checked out in"):
+        claims.release(_repo(repo_dir), "item")
+    with pytest.raises(claims.ClaimError, match="already exists"):
+        claims.claim(_repo(repo_dir), "other", "changes/other.md", "dave", worktree=where)
+    assert _branches(repo_dir) == ["refs/heads/claim/item"]
+
+
+def test_remote_claim_first_push_wins(remote: Path) -> None:
+    one, two = clone(remote, "one"), clone(remote, "two")
+    won = claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    assert won.remote == "origin"
+    assert git(remote, "rev-parse", "claim/item").strip() == won.commit
+    with pytest.raises(claims.ClaimRefused, match="@connie") as info:
+        claims.claim(_repo(two), "item", ITEM, "dave", remote="origin")
+    assert info.value.holder == "connie"
+    # The loser keeps no branch of its own, only the remote-tracking view of the winner.
+    assert _branches(two) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/claim/item",
+                              "refs/remotes/origin/main"]
+    assert claims.holders(_repo(two), {"item": ITEM}) == {"item": "connie"}
+    # Without --remote a clone that has seen the remote claim still refuses.
+    with pytest.raises(claims.ClaimRefused, match="origin/claim/item"):
+        claims.claim(_repo(two), "item", ITEM, "dave")
+    # Release on the remote from the winner's clone.
+    claims.release(_repo(one), "item", remote="origin")
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+    assert claims.claim(_repo(two), "item", ITEM, "dave", remote="origin").remote == "origin"
+
+
+def test_unreachable_remote_leaves_nothing_behind(remote: Path, tmp_path: Path) -> None:
+    one = clone(remote, "one")
+    git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
+    with pytest.raises(claims.ClaimRefused, match="nothing claimed"):
+        claims.claim(_repo(one), "item", ITEM, "connie", remote="gone")
+    assert _branches(one) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/main"]
+    git(one, "config", "exo.remote", "gone")
+    assert claims.default_remote(_repo(one)) == "gone"
+
+
+def test_a_remote_that_declines_the_push_leaves_nothing_behind(remote: Path) -> None:
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho no claims here >&2\nexit 1\n")
+    hook.chmod(0o755)
+    one = clone(remote, "one")
+    with pytest.raises(claims.ClaimRefused, match="declined"):
+        claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    assert _branches(one) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/main"]
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""

@@ -1,0 +1,165 @@
+"""The exo command end to end, as a subprocess on real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit_all, git, write_files
+from tests.exo.workspaces import ITEM, clone, make_remote, write_workspace
+
+EXO = str(Path(sys.executable).parent / "exo")
+
+
+def exo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([EXO, *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def _refs(root: Path) -> str:
+    return git(root, "for-each-ref", "--format=%(refname)", "refs/heads/claim")
+
+
+@pytest.fixture
+def ws(repo_dir: Path) -> Path:
+    write_workspace(repo_dir)
+    commit_all(repo_dir)
+    return repo_dir
+
+
+def test_claim_then_board_shows_the_holder(ws: Path) -> None:
+    claimed = exo(ws, "claim", "item", "--agent", "@connie", "--json")
+    assert claimed.returncode == 0, claimed.stderr
+    doc = json.loads(claimed.stdout)
+    assert doc["claimed"] and doc["branch"] == "claim/item" and doc["assignee"] == "connie"
+    assert doc["path"] == ITEM and doc["previous_assignee"] is None
+    board = json.loads(exo(ws, "board", "--json").stdout)
+    assert {"id": "item", "status": "active", "assignee": "connie"} in board["items"]
+    assert "  [active]  item  @connie" in exo(ws, "board").stdout.splitlines()
+    again = exo(ws, "claim", "item", "--agent", "dave")
+    assert again.returncode == 1
+    assert again.stderr.strip() == "exo: item is already claimed by @connie (claim/item)"
+    assert git(ws, "status", "--porcelain") == ""
+    # The item's own file in the checkout still has no assignee: only the branch does.
+    assert "assignee" not in (ws / ITEM).read_text()
+
+
+def test_refusals_change_nothing(ws: Path, tmp_path: Path) -> None:
+    cases = [
+        (["claim", "nope", "--agent", "a"], 1, "no work item with id 'nope'"),
+        (["claim", "core", "--agent", "a"], 1, "'core' is not a work item under changes/"),
+        (["claim", "item", "--agent", "a/b"], 2, "invalid agent handle"),
+        (["claim", "item"], 2, "Missing option '--agent'"),
+        (["claim", "item", "--agent", "a", "--root", str(tmp_path / "none")], 2, "exo:"),
+        (["release", "item"], 1, "item is not claimed"),
+    ]
+    for args, code, message in cases:
+        proc = exo(ws, *args)
+        assert (proc.returncode, message in proc.stderr) == (code, True), (args, proc.stderr)
+    assert _refs(ws) == "" and git(ws, "status", "--porcelain") == ""
+
+
+def test_workspace_without_the_coordination_pack_names_the_line(repo_dir: Path) -> None:
+    write_workspace(repo_dir, coordination=False)
+    commit_all(repo_dir)
+    proc = exo(repo_dir, "claim", "item", "--agent", "a")
+    assert proc.returncode == 2
+    assert 'add packs = ["coordination"] to tropo.toml' in proc.stderr
+    assert _refs(repo_dir) == ""
+
+
+def test_repository_states(repo_dir: Path, tmp_path: Path) -> None:
+    write_workspace(repo_dir)
+    no_commits = exo(repo_dir, "claim", "item", "--agent", "a")
+    assert no_commits.returncode == 2 and "no commits" in no_commits.stderr
+    commit_all(repo_dir)
+    git(repo_dir, "checkout", "-q", "--detach")
+    detached = exo(repo_dir, "claim", "item", "--agent", "a")
+    assert detached.returncode == 2 and "detached" in detached.stderr
+    plain = tmp_path / "plain"
+    write_workspace(plain)
+    outside = exo(plain, "claim", "item", "--agent", "a")
+    assert outside.returncode == 2 and "not a git repository" in outside.stderr
+    assert _refs(repo_dir) == ""
+
+
+def test_symlinked_item_is_refused(ws: Path) -> None:
+    os.symlink("item.md", ws / "changes/alias.md")
+    commit_all(ws)
+    proc = exo(ws, "claim", "alias", "--agent", "a")
+    assert proc.returncode == 1 and "symlink" in proc.stderr
+    assert _refs(ws) == ""
+
+
+def test_claim_is_made_from_head_not_the_working_tree(ws: Path) -> None:
+    (ws / ITEM).write_text("---\nstatus: done\n---\n# uncommitted\n")
+    proc = exo(ws, "claim", "item", "--agent", "a")
+    assert proc.returncode == 0, proc.stderr
+    shown = git(ws, "show", f"claim/item:{ITEM}")
+    assert "status: active" in shown and "assignee: a" in shown
+    assert (ws / ITEM).read_text() == "---\nstatus: done\n---\n# uncommitted\n"
+
+
+def test_workspace_in_a_subdirectory(repo_dir: Path) -> None:
+    write_workspace(repo_dir / "team")
+    write_files(repo_dir, {"other.txt": "x\n"})
+    commit_all(repo_dir)
+    proc = exo(repo_dir, "claim", "item", "--agent", "a", "--root", "team", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "assignee: a" in git(repo_dir, "show", f"claim/item:team/{ITEM}")
+    board = json.loads(exo(repo_dir / "team", "board", "--json").stdout)
+    assert {"id": "item", "status": "active", "assignee": "a"} in board["items"]
+
+
+def test_worktree_and_release(ws: Path, tmp_path: Path) -> None:
+    where = tmp_path / "wt-item"
+    proc = exo(ws, "claim", "item", "--agent", "a", "--worktree", str(where), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["worktree"] == str(where.resolve())
+    write_files(where, {"changes/item-notes.md": "# notes\n"})
+    commit_all(where, "work on item")
+    busy = exo(ws, "release", "item")
+    assert busy.returncode == 1 and "checked out in" in busy.stderr
+    git(ws, "worktree", "remove", str(where))
+    unmerged = exo(ws, "release", "item")
+    assert unmerged.returncode == 1 and "1 unmerged commit(s)" in unmerged.stderr
+    forced = exo(ws, "release", "item", "--force", "--json")
+    assert forced.returncode == 0 and json.loads(forced.stdout)["forced"] is True
+    assert _refs(ws) == ""
+
+
+def test_remote_claims_and_board_from_another_clone(tmp_path: Path) -> None:
+    bare = make_remote(tmp_path)
+    one, two = clone(bare, "one"), clone(bare, "two")
+    git(two, "config", "exo.remote", "origin")  # the configured default remote
+    won = exo(two, "claim", "item", "--agent", "bea")
+    assert won.returncode == 0 and "pushed to origin" in won.stdout, won.stderr
+    lost = exo(one, "claim", "item", "--agent", "al", "--remote", "origin")
+    assert lost.returncode == 1 and "@bea" in lost.stderr
+    assert _refs(one) == ""
+    assert "  [active]  item  @bea" in exo(one, "board").stdout.splitlines()
+    git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
+    down = exo(one, "claim", "bravo", "--agent", "al", "--remote", "gone")
+    assert down.returncode == 1 and "nothing claimed" in down.stderr
+    assert _refs(one) == ""
+    assert exo(two, "release", "item").returncode == 0
+    assert git(bare, "for-each-ref", "refs/heads/claim") == ""
+
+
+def test_conflicts_strict_and_default_command(ws: Path) -> None:
+    plain = exo(ws)
+    assert plain.returncode == 0 and plain.stdout.startswith("exo: 5 conflict(s)")
+    assert exo(ws, "conflicts", "--strict").returncode == 1
+
+
+def test_help_has_examples() -> None:
+    for args in ([], ["board"], ["conflicts"], ["roles"], ["claim"], ["release"]):
+        proc = subprocess.run([EXO, *args, "--help"], capture_output=True, text=True,
+                              check=True)
+        assert "Example" in proc.stdout, args

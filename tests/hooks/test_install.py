@@ -1,0 +1,130 @@
+"""The installer against real repositories: chaining, core.hooksPath, idempotence."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hooks import install as installer
+from tests.conftest import commit_all, git, write_files
+from tests.hooks.cli import run_cli, run_json
+
+MARK_HOOK = '#!/bin/sh\necho "$0 ran" >> "$(git rev-parse --show-toplevel)/.git/marks"\n'
+
+
+def _hook(root: Path, name: str, text: str, hooks: str = ".git/hooks") -> Path:
+    path = root / hooks / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_install_writes_executable_hooks_and_is_idempotent(repo_dir: Path) -> None:
+    code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
+    assert code == 0
+    assert out["hooks"] == {"pre-commit": "written", "pre-push": "written"}
+    hook = repo_dir / ".git/hooks/pre-commit"
+    assert hook.stat().st_mode & stat.S_IXUSR
+    first = hook.read_bytes()
+    code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
+    assert out["hooks"] == {"pre-commit": "unchanged", "pre-push": "unchanged"}
+    assert hook.read_bytes() == first
+    code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
+    assert code == 0
+    assert [h["state"] for h in out["hooks"]] == ["installed", "installed"]
+
+
+def test_status_tells_absent_foreign_and_stale(repo_dir: Path) -> None:
+    code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
+    assert code == 1
+    assert [h["state"] for h in out["hooks"]] == ["absent", "absent"]
+    _hook(repo_dir, "pre-commit", "#!/bin/sh\nexit 0\n")
+    installer.install(repo_dir, ("pre-push",), python="/somewhere/else/python")
+    code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
+    assert code == 1
+    assert [h["state"] for h in out["hooks"]] == ["foreign", "stale"]
+    code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
+    assert out["hooks"] == {"pre-commit": "chained", "pre-push": "written"}
+    code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
+    assert code == 0
+    assert [(h["state"], h["chained"]) for h in out["hooks"]] == [
+        ("installed", True),
+        ("installed", False),
+    ]
+
+
+def test_existing_hook_keeps_running_and_uninstall_restores_it(repo_dir: Path) -> None:
+    original = _hook(repo_dir, "post-commit", MARK_HOOK)
+    assert run_cli("vivary", "hooks", "install", "--hook", "post-commit", cwd=repo_dir).returncode == 0
+    assert "vivary-hook" in original.read_text()
+    write_files(repo_dir, {"a.txt": "a\n"})
+    commit_all(repo_dir)
+    assert (repo_dir / ".git/marks").read_text().count("ran") == 1
+    proc = run_cli("vivary", "hooks", "uninstall", "--json", cwd=repo_dir)
+    assert '"post-commit": "restored"' in proc.stdout
+    assert original.read_text() == MARK_HOOK
+    assert not (repo_dir / ".git/hooks/post-commit.vivary-chained").exists()
+
+
+def test_a_failing_chained_hook_refuses_the_commit(repo_dir: Path) -> None:
+    _hook(repo_dir, "pre-push", "#!/bin/sh\necho nope >&2\nexit 3\n")
+    bare = repo_dir.parent / "remote.git"
+    git(repo_dir.parent, "init", "-q", "--bare", str(bare))
+    git(repo_dir, "remote", "add", "origin", str(bare))
+    installer.install(repo_dir, ("pre-push",))
+    write_files(repo_dir, {"a.txt": "a\n"})
+    commit_all(repo_dir)
+    proc = run_git_push(repo_dir)
+    assert proc.returncode != 0
+    assert "nope" in proc.stderr and "chained hook" in proc.stderr
+    assert git(bare, "branch", "--list") == ""
+
+
+def run_git_push(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "push", "-q", "origin", "main"], cwd=root, capture_output=True, text=True)
+
+
+def test_core_hooks_path_is_respected(repo_dir: Path) -> None:
+    git(repo_dir, "config", "core.hooksPath", ".githooks")
+    _hook(repo_dir, "pre-commit", "#!/bin/sh\nexit 0\n", hooks=".githooks")
+    _code, out = run_json("vivary", "hooks", "install", cwd=repo_dir)
+    assert out["hooks"]["pre-commit"] == "chained"
+    assert (repo_dir / ".githooks/pre-commit.vivary-chained").is_file()
+    assert "vivary-hook" in (repo_dir / ".githooks/pre-push").read_text()
+    assert not (repo_dir / ".git/hooks/pre-push").exists()
+    run_cli("vivary", "hooks", "uninstall", cwd=repo_dir)
+    assert sorted(os.listdir(repo_dir / ".githooks")) == ["pre-commit"]
+
+
+def test_conflicting_chain_slot_is_refused_and_nothing_changes(repo_dir: Path) -> None:
+    _hook(repo_dir, "pre-commit", "#!/bin/sh\nexit 0\n")
+    _hook(repo_dir, "pre-commit.vivary-chained", "#!/bin/sh\nexit 1\n")
+    before = sorted(os.listdir(repo_dir / ".git/hooks"))
+    proc = run_cli("vivary", "hooks", "install", cwd=repo_dir)
+    assert proc.returncode == 1
+    assert "merge them by hand" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(repo_dir / ".git/hooks")) == before
+
+
+def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("vivary", "hooks", "status", "--root", str(tmp_path))
+    assert proc.returncode == 2
+    assert "not a git work tree" in proc.stderr
+
+
+@pytest.mark.parametrize("cmd", ["install", "uninstall", "status"])
+def test_help_has_an_example(cmd: str) -> None:
+    assert "Example:" in run_cli("vivary", "hooks", cmd, "--help").stdout
+
+
+def test_uninstall_restores_a_chained_hook_even_if_ours_was_deleted(repo_dir: Path) -> None:
+    _hook(repo_dir, "pre-commit", MARK_HOOK)
+    installer.install(repo_dir, ("pre-commit",))
+    (repo_dir / ".git/hooks/pre-commit").unlink()
+    assert installer.uninstall(repo_dir, ("pre-commit",)) == ["restored"]
+    assert (repo_dir / ".git/hooks/pre-commit").read_text() == MARK_HOOK

@@ -1,0 +1,96 @@
+"""pre-push against a real bare remote: claim branches travel along, checks can refuse."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hooks import install as installer
+from hooks import prepush, registry
+from tests.conftest import commit_all, git, write_files
+
+
+@pytest.fixture
+def pushed(repo_dir: Path) -> tuple[Path, Path]:
+    """A repository with one commit and an empty bare remote named origin."""
+    bare = repo_dir.parent / "remote.git"
+    git(repo_dir.parent, "init", "-q", "--bare", str(bare))
+    git(repo_dir, "remote", "add", "origin", str(bare))
+    write_files(repo_dir, {"a.txt": "a\n"})
+    commit_all(repo_dir)
+    return repo_dir, bare
+
+
+def refuse_everything(push: prepush.Push) -> list[str]:
+    return [f"{len(push.updates)} ref(s) to {push.remote}"]
+
+
+def pass_everything(push: prepush.Push) -> list[str]:
+    return []
+
+
+def test_claim_branches_are_pushed_along(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    git(root, "branch", "claim/fix-login")
+    git(root, "branch", "unrelated")
+    git(root, "push", "-q", "origin", "main")
+    heads = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads").split()
+    assert heads == ["refs/heads/claim/fix-login", "refs/heads/main"]
+
+
+def test_no_claims_means_only_what_was_asked(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    git(root, "branch", "unrelated")
+    git(root, "push", "-q", "origin", "main")
+    assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
+
+
+def test_a_rejected_claim_push_warns_but_lets_the_push_through(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    other = root.parent / "other"
+    git(root.parent, "clone", "-q", str(bare), str(other))
+    write_files(other, {"b.txt": "b\n"})
+    commit_all(other)
+    git(other, "push", "-q", "--no-verify", "origin", "HEAD:refs/heads/claim/x")
+    write_files(root, {"c.txt": "c\n"})
+    commit_all(root)
+    git(root, "branch", "claim/x")
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "claim branches not pushed" in proc.stderr
+    assert git(bare, "rev-parse", "main").strip() == git(root, "rev-parse", "main").strip()
+    assert git(bare, "rev-parse", "claim/x").strip() == git(other, "rev-parse", "HEAD").strip()
+
+
+def test_registered_checks_refuse_the_push_and_nothing_moves(
+    pushed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, bare = pushed
+    git(root, "branch", "claim/a")
+    monkeypatch.setitem(registry.PRE_PUSH, "ok", f"{__name__}:pass_everything")
+    monkeypatch.setitem(registry.PRE_PUSH, "guard", f"{__name__}:refuse_everything")
+    head = git(root, "rev-parse", "HEAD").strip()
+    stdin = f"refs/heads/main {head} refs/heads/main {'0' * 40}\n"
+    assert prepush.main(root, ["origin", str(bare)], stdin) == 1
+    err = capsys.readouterr().err
+    assert "guard: 1 ref(s) to origin" in err and "push refused: 1 problem" in err
+    assert git(bare, "for-each-ref").strip() == ""
+
+
+def test_passing_checks_let_claims_travel(pushed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    root, bare = pushed
+    git(root, "branch", "claim/a")
+    monkeypatch.setitem(registry.PRE_PUSH, "ok", f"{__name__}:pass_everything")
+    assert prepush.main(root, ["origin", str(bare)], "") == 0
+    assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/claim/a"]
+
+
+def test_parse_updates_skips_malformed_lines() -> None:
+    text = "refs/heads/a 1 refs/heads/a 2\ngarbage\n\nrefs/tags/t 3 refs/tags/t 4\n"
+    got = prepush.parse_updates(text)
+    assert [u.local_ref for u in got] == ["refs/heads/a", "refs/tags/t"]

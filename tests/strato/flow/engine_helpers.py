@@ -1,0 +1,77 @@
+"""A workspace for engine tests: a real git repository with one commit and
+`.vivary/agents.toml` pointing `claude`, `codex` and the judge at a scripted stand-in
+agent (a real subprocess) that answers from a plan file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strato.runs.service import Runs
+from tests.conftest import commit_all, git, write_files
+
+HERE = Path(__file__).parent
+AGENT = HERE / "agent_scripts" / "scripted.py"
+FIXTURES = HERE / "fixtures"
+STRATO = Path(sys.executable).parent / "strato"
+
+
+@dataclass
+class Workspace:
+    root: Path
+    plan_file: Path
+
+    def agents(self, rules: list[dict[str, Any]], *, judge: bool = False, extra: str = "") -> None:
+        """Script the agents: each rule is {"match": text, "replies": [reply, ...]}."""
+        self.plan_file.write_text(json.dumps(rules))
+        for suffix in (".counts", ".log"):
+            Path(f"{self.plan_file}{suffix}").unlink(missing_ok=True)
+        argv = json.dumps([sys.executable, str(AGENT), str(self.plan_file), "{prompt}"])
+        text = "".join(f"[agents.{name}]\nargv = {argv}\ntimeout_s = 60\n{extra}\n" for name in ("claude", "codex"))
+        if judge:
+            text += f"[judge]\nargv = {argv}\n"
+        (self.root / ".vivary").mkdir(exist_ok=True)
+        (self.root / ".vivary" / "agents.toml").write_text(text)
+
+    def prompts(self) -> list[str]:
+        log = Path(f"{self.plan_file}.log")
+        if not log.exists():
+            return []
+        return [json.loads(line)["prompt"] for line in log.read_text().splitlines()]
+
+    def runs(self) -> Runs:
+        return Runs(self.root)
+
+    def spec(self, name: str) -> str:
+        return (FIXTURES / name).read_text()
+
+    def strato(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([str(STRATO), *args, "--root", str(self.root)], capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"strato {args} exited {proc.returncode}: {proc.stderr}")
+        return proc
+
+    def strato_json(self, *args: str) -> tuple[int, dict[str, Any]]:
+        proc = self.strato(*args, "--json")
+        return proc.returncode, json.loads(proc.stdout)
+
+
+def make_workspace(tmp_path: Path, files: dict[str, str] | None = None) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    git(root, "init", "-q")
+    write_files(root, {"README.md": "# ws\n", **(files or {})})
+    commit_all(root, "initial")
+    return Workspace(root, tmp_path / "agent-plan.json")
+
+
+def reply(obj: Any) -> dict[str, Any]:
+    return {"json": obj}
+
+
+def event_types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]

@@ -1,0 +1,136 @@
+"""Agent dispatch: argv templates, the last JSON object printed, timeouts with a
+process-group kill, bounded output, pacing that holds across processes, bad config."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from strato.runs.agents import AgentConfigError, AgentSpec, call, last_json_object, load_config, unwrap
+from tests.strato.flow.engine_helpers import make_workspace, reply
+
+MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
+
+
+def _agent(tmp_path: Path, body: str, timeout_s: float = 60, interval: float = 0) -> AgentSpec:
+    script = tmp_path / "agent.py"
+    script.write_text(textwrap.dedent(body))
+    return AgentSpec("test", (sys.executable, str(script), "{prompt}"), timeout_s, interval)
+
+
+def test_last_json_object_wins_and_nested_objects_are_not_mistaken() -> None:
+    text = 'thinking {"a": 1}\nmore text { broken\n{"b": {"c": 2}, "d": [ {"e": 3} ]} trailing'
+    assert last_json_object(text) == {"b": {"c": 2}, "d": [{"e": 3}]}
+    assert last_json_object("no json here [1, 2]") is None
+
+
+def test_claude_envelope_is_unwrapped_with_its_cost() -> None:
+    env = {"type": "result", "result": 'Here: {"label": "pos"}', "total_cost_usd": 0.01,
+           "usage": {"input_tokens": 10, "output_tokens": 5}}
+    assert unwrap(env) == ({"label": "pos"}, {"usd": 0.01, "tokens": 15})
+
+
+def test_prompt_is_one_argv_element_never_a_shell(tmp_path: Path) -> None:
+    agent = _agent(tmp_path, """
+        import json, sys
+        print(json.dumps({"argv": sys.argv[1:]}))
+    """)
+    prompt = "hello; rm -rf / $(whoami) 'quoted'"
+    assert call(agent, prompt, tmp_path).output == {"argv": [prompt]}
+
+
+def test_a_hanging_agent_and_its_children_are_killed(tmp_path: Path) -> None:
+    marker = tmp_path / "child-survived"
+    agent = _agent(tmp_path, f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3); open({str(marker)!r}, 'w')"])
+        time.sleep(600)
+    """, timeout_s=1)
+    res = call(agent, "x", tmp_path)
+    assert res.failure == "agent test timed out after 1s"
+    # the grandchild was in the same process group: it must not write the marker
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(4)"], check=True)
+    assert not marker.exists()
+
+
+def test_no_json_and_nonzero_exit_are_failures(tmp_path: Path) -> None:
+    assert call(_agent(tmp_path, "print('just prose')"), "x", tmp_path).failure == "agent test printed no JSON object"
+    res = call(_agent(tmp_path, "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"), "x", tmp_path)
+    assert res.failure == "agent test exited 3: boom"
+
+
+def test_megabytes_of_output_are_bounded_and_the_final_object_survives(tmp_path: Path) -> None:
+    agent = _agent(tmp_path, """
+        import json, sys
+        line = "y" * 1023 + "\\n"
+        for _ in range(40 * 1024):
+            sys.stdout.write(line)
+        print(json.dumps({"ok": True}))
+    """)
+    res = call(agent, "x", tmp_path)
+    assert res.output == {"ok": True}
+
+
+def test_pacing_holds_across_processes(tmp_path: Path) -> None:
+    stamps = tmp_path / "stamps"
+    caller = tmp_path / "caller.py"
+    caller.write_text(textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from strato.runs.agents import pace
+        for _ in range(2):
+            pace(Path({str(tmp_path / 'pacing' / 'paced.lock')!r}), 0.5)
+            with open({str(stamps)!r}, "a") as fh:
+                fh.write(f"{{time.time()}}\\n")
+    """))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    procs = [subprocess.Popen([sys.executable, str(caller)], env=env) for _ in range(3)]
+    assert [p.wait() for p in procs] == [0, 0, 0]
+    times = sorted(float(t) for t in stamps.read_text().split())
+    assert len(times) == 6
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.45  # calls from three processes are spaced by the interval
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[agents.x]\nargv = "claude"\n', "argv must be a non-empty list"),
+        ('[agents.x]\nargv = ["claude", "-p"]\n', "exactly one element"),
+        ('[agents.x]\nargv = ["claude", "--p={prompt}"]\n', "exactly one element"),
+        ('[agents.x]\nargv = ["a", "{prompt}"]\ntimeout_s = 0\n', "timeout_s"),
+        ('[agents.x]\nargv = ["a", "{prompt}"]\nshell = true\n', "unknown keys"),
+        ("[agents.x\n", "agents.toml"),
+        ("[other]\n", "unknown tables"),
+    ],
+)
+def test_bad_agent_config_is_a_configuration_error(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / ".vivary").mkdir()
+    (tmp_path / ".vivary" / "agents.toml").write_text(toml)
+    with pytest.raises(AgentConfigError, match=message):
+        load_config(tmp_path)
+
+
+def test_builtin_templates_exist_without_a_config(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config.get("claude").argv == ("claude", "-p", "{prompt}", "--output-format", "json")
+    assert "{prompt}" in config.get("codex").argv and config.judge is None
+
+
+def test_flooding_and_silent_agents_fail_the_attempt_in_a_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.agents([{"match": "Classify", "replies": [{"flood": 3}, {"say": "no idea"}]}])
+    runs = ws.runs()
+    snap = runs.drive(runs.plan(MINIMAL, {"text": "x"}).snap.run_id)
+    assert snap.state["status"] == "failed"
+    failures = [a["failure"] for a in snap.state["scope"]["steps"]["classify_text"]["attempts"]]
+    assert failures == ["agent reported failure: agent claude printed no JSON object"] * 2
+    ws.agents([{"match": "Classify", "replies": [reply({"label": "a", "confidence": 1})]}])
+    assert json.loads(json.dumps(ws.runs().drive(ws.runs().plan(MINIMAL, {"text": "x"}).snap.run_id).state))["status"] == "completed"

@@ -1,0 +1,94 @@
+"""Guard fixtures: a workspace with one commit, real ssh-keygen keys and signatures."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+
+from tests.conftest import commit_all, write_files
+from tropo import repo as gitrepo
+
+POLICY: dict[str, Any] = {
+    "graph": {"draft": ["review"], "review": ["released", "draft"]},
+    "initial": "draft",
+    "terminal": ["released"],
+    "edge_predicates": {
+        "draft->review": [{"id": "notes", "statement": 'server_file_exists("NOTES.md")'}],
+        "review->released": [
+            {"id": "tests", "type": "deterministic", "statement": 'server_file_exists("PASSED")'}
+        ],
+    },
+    "stakes": {"review->released": "paranoid"},
+}
+
+
+@dataclass
+class Key:
+    path: Path
+    public: str  # "<type> <base64>"
+
+    def signers_line(self, principal: str, options: str = "") -> str:
+        return f"{principal} {options + ' ' if options else ''}{self.public}\n"
+
+
+def make_key(directory: Path, kind: str = "ed25519", name: str = "id") -> Key:
+    path = directory / f"{name}_{kind}"
+    bits = {"ecdsa": ["-b", "256"], "rsa": ["-b", "2048"]}.get(kind, [])
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, *bits, "-N", "", "-C", name, "-f", str(path)], check=True
+    )
+    public = " ".join(Path(str(path) + ".pub").read_text().split()[:2])
+    return Key(path, public)
+
+
+def ssh_sign(
+    key: Key, namespace: str, message: bytes, tmp: Path, hashalg: str | None = None
+) -> str:
+    """Sign with the real ssh-keygen and return the armored signature."""
+    msg = tmp / "message"
+    msg.write_bytes(message)
+    sig = Path(str(msg) + ".sig")
+    sig.unlink(missing_ok=True)
+    extra = ["-O", f"hashalg={hashalg}"] if hashalg else []
+    subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key.path), "-n", namespace, *extra, str(msg)],
+        check=True,
+        capture_output=True,
+    )
+    return sig.read_text()
+
+
+@dataclass
+class Workspace:
+    root: Path
+    tmp: Path
+
+    @property
+    def repo(self) -> pygit2.Repository:
+        return gitrepo.require(self.root)
+
+    def commit(self, files: dict[str, str], message: str = "change") -> str:
+        write_files(self.root, files)
+        return commit_all(self.root, message)
+
+    def trust(self, *lines: str) -> str:
+        return self.commit({".vivary/guard/allowed_signers": "".join(lines)}, "trust signers")
+
+
+@pytest.fixture
+def ws(repo_dir: Path, tmp_path: Path) -> Workspace:
+    space = Workspace(repo_dir, tmp_path)
+    space.commit({"README.md": "# ws\n"}, "initial")
+    return space
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> Key:
+    keys = tmp_path / "keys"
+    keys.mkdir(exist_ok=True)
+    return make_key(keys)

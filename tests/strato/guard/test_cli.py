@@ -1,0 +1,170 @@
+"""``strato guard`` as a subprocess: JSON in and out, exit codes, stderr, no tracebacks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from strato.guard import store
+from tests.conftest import git
+from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
+
+STRATO = str(Path(sys.executable).parent / "strato")
+RID = "cli:1"
+
+
+def run(
+    ws: Workspace | Path, *args: str, stdin: str | dict[str, Any] = ""
+) -> subprocess.CompletedProcess[str]:
+    root = ws.root if isinstance(ws, Workspace) else ws
+    text = stdin if isinstance(stdin, str) else json.dumps(stdin)
+    proc = subprocess.run(
+        [STRATO, "guard", *args, "--root", str(root)],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def out(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout
+    return dict(json.loads(lines[0]))
+
+
+def registered(ws: Workspace) -> None:
+    proc = run(ws, "register", stdin={"resource_id": RID, **copy.deepcopy(POLICY)})
+    assert proc.returncode == 0 and out(proc)["status"] == "registered"
+
+
+def test_register_transition_history_exit_codes(ws: Workspace) -> None:
+    registered(ws)
+    again = run(ws, "register", stdin={"resource_id": RID, **copy.deepcopy(POLICY)})
+    assert again.returncode == 0 and out(again)["status"] == "exists"
+    move = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+    no = run(ws, "transition", "--json", stdin=move)
+    assert no.returncode == 1 and out(no)["status"] == "refused"
+    (ws.root / "NOTES.md").write_text("n\n")
+    yes = run(ws, "transition", stdin=move)
+    assert yes.returncode == 0 and out(yes)["current_state"] == "review"
+    stale = run(ws, "transition", stdin=move)
+    assert stale.returncode == 1
+    assert out(stale) == {
+        "status": "error",
+        "error_type": "stale_from_state",
+        "message": out(stale)["message"],
+    }
+    assert stale.stderr.count("\n") == 1 and "stale_from_state" in stale.stderr
+    hist = out(run(ws, "history", stdin={"resource_id": RID}))
+    assert [e["outcome"] for e in hist["ledger"]] == ["registered", "refused", "applied"]
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        "",
+        "not json",
+        "[1, 2]",
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({"resource_id": RID, "from_state": "a", "to_state": "b", "extra": 1}),
+    ],
+)
+def test_bad_input_is_usage_and_changes_nothing(ws: Workspace, stdin: str) -> None:
+    registered(ws)
+    tip = git(ws.root, "rev-parse", store.REF)
+    proc = run(ws, "transition", stdin=stdin)
+    assert proc.returncode == 2
+    assert out(proc)["error_type"] == "invalid_request"
+    assert git(ws.root, "rev-parse", store.REF) == tip
+
+
+def test_outside_a_repository_is_usage(tmp_path: Path) -> None:
+    proc = run(tmp_path, "history", stdin={"resource_id": "x"})
+    assert proc.returncode == 2 and "not a git repository" in proc.stderr
+    assert run(tmp_path, "verify").returncode == 2
+
+
+def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
+    ws.trust(key.signers_line("alice@example.com"))
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    ws.commit({"NOTES.md": "n\n"}, "work under review")
+    registered(ws)
+    run(ws, "transition", stdin={"resource_id": RID, "from_state": "draft", "to_state": "review"})
+    ask = {
+        "kind": "override",
+        "resource_id": RID,
+        "from_state": "review",
+        "to_state": "released",
+        "rationale": "ship it",
+    }
+    payload_file = ws.tmp / "payload.json"
+    auth = out(run(ws, "authorize", "--json", "--out", str(payload_file), stdin=ask))
+    assert auth["namespace"] == "stratum-guard-override"
+    assert payload_file.read_text() == auth["payload"]
+    assert (
+        auth["command"] == f"ssh-keygen -Y sign -f <key> -n stratum-guard-override {payload_file}"
+    )
+    # the printed payload is exactly what ssh-keygen signs for us, and what `sign` signs
+    by_hand = ssh_sign(key, auth["namespace"], payload_file.read_bytes(), ws.tmp)
+    signed = run(ws, "sign", "--key", str(key.path), stdin=ask)
+    assert signed.returncode == 0 and signed.stdout.startswith("-----BEGIN SSH SIGNATURE-----")
+    del ask["kind"]
+    ok = run(ws, "override", stdin={**ask, "authorization": signed.stdout})
+    assert ok.returncode == 0 and out(ok)["authorized_by"] == "alice@example.com"
+    replay = run(ws, "override", stdin={**ask, "from_state": "review", "authorization": by_hand})
+    assert replay.returncode == 1
+    verified = run(ws, "verify")
+    assert verified.returncode == 0 and "1 resources, 3 entries" in verified.stdout
+    rev = run(ws, "review", "--base", base, "--markdown")
+    assert (
+        rev.returncode == 0 and "| deviation |" in rev.stdout and "alice@example.com" in rev.stdout
+    )
+    as_json = out(run(ws, "review", "--base", base, "--json"))
+    kinds = [e["kind"] for e in as_json["entries"]]
+    assert as_json["ok"] and kinds == ["register", "transition", "deviation"]
+    assert run(ws, "review", "--base", "no-such-rev").returncode == 2
+
+
+def test_verify_reports_resource_and_line(ws: Workspace) -> None:
+    registered(ws)
+    run(ws, "transition", stdin={"resource_id": RID, "from_state": "draft", "to_state": "review"})
+    anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
+    lines = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor).splitlines()
+    edited = ws.tmp / "edited"
+    edited.write_text(lines[0] + "\n" + lines[1].replace('"agent"', '"human"') + "\n")
+    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(edited), anchor)
+    proc = run(ws, "verify")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"guard ledger broken: '{RID}' line 2: entry_digest")
+    report = out(run(ws, "verify", "--json"))
+    assert report["ok"] is False
+    assert report["first_break"]["resource_id"] == RID and report["first_break"]["line"] == 2
+
+
+def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
+    for command in (
+        "register",
+        "transition",
+        "override",
+        "migrate",
+        "upgrade",
+        "apply-upgrade",
+        "history",
+        "authorize",
+        "sign",
+        "verify",
+        "review",
+    ):
+        proc = subprocess.run(
+            [STRATO, "guard", command, "--help"], capture_output=True, text=True, check=True
+        )
+        assert "Example" in proc.stdout and "--root" in proc.stdout, command

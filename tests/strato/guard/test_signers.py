@@ -1,0 +1,50 @@
+"""allowed_signers parsing: the options we honour, and refusal of those we do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from strato.guard import signers
+from tests.strato.guard.conftest import Key
+
+JAN_2030 = 1893456000
+
+
+def test_plain_and_comments(key: Key) -> None:
+    text = "# people\n\n" + key.signers_line("alice@example.com,bob@example.com")
+    (only,) = signers.parse(text)
+    assert only.principals == ("alice@example.com", "bob@example.com")
+    assert only.allows("anything", 0)
+
+
+def test_namespaces_and_validity(key: Key) -> None:
+    options = 'namespaces="stratum-guard-override,x-*",valid-after="20200101",'
+    line = key.signers_line("alice", options + 'valid-before="20300101Z"')
+    (s,) = signers.parse(line)
+    assert s.allows("stratum-guard-override", JAN_2030 - 1)
+    assert s.allows("x-anything", JAN_2030 - 1)
+    assert not s.allows("stratum-guard-migrate", JAN_2030 - 1)
+    assert not s.allows("stratum-guard-override", JAN_2030)
+    assert not s.allows("stratum-guard-override", 1)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("cert-authority", "cert-authority is not supported"),
+        ('principals="x"', "unsupported option"),
+        ("no-touch-required", "unsupported option"),
+        ('valid-after="yesterday"', "bad time"),
+        ('namespaces="a', "unterminated quote"),
+    ],
+)
+def test_unsupported_options_make_the_file_unusable(key: Key, options: str, message: str) -> None:
+    with pytest.raises(signers.SignersError, match=message):
+        signers.parse(key.signers_line("alice", options))
+
+
+def test_bad_keys_are_refused(key: Key) -> None:
+    kind, b64 = key.public.split()
+    for line in (f"alice ssh-dss {b64}", f"alice {kind} {b64[:-8]}", f"alice {kind}", "alice"):
+        with pytest.raises(signers.SignersError):
+            signers.parse(line)

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import commit_all, git, write_files
+from tropo import push
+
+
+def _clone_pair(tmp_path: Path) -> tuple[Path, Path, str]:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    one = tmp_path / "one"
+    git(tmp_path, "clone", "-q", str(bare), str(one))
+    write_files(one, {"a.md": "a\n"})
+    head = commit_all(one)
+    git(one, "push", "-q", "origin", "HEAD:refs/heads/main")
+    two = tmp_path / "two"
+    git(tmp_path, "clone", "-q", str(bare), str(two))
+    return one, two, head
+
+
+def test_create_only_push_has_one_winner(tmp_path: Path) -> None:
+    one, two, head = _clone_pair(tmp_path)
+    write_files(two, {"b.md": "b\n"})
+    other = commit_all(two)
+    ref = "refs/heads/claim/x"
+    first = push.push_ref(one, "origin", head, ref, None)
+    assert first.ok and not first.rejected
+    second = push.push_ref(two, "origin", other, ref, None)
+    assert second.rejected and not second.ok
+    assert push.remote_oid(two, "origin", ref) == head
+    assert push.fetch_ref(two, "origin", ref, "refs/remotes/origin/claim/x") == head
+    # Deleting needs the value we expect there.
+    assert push.push_ref(two, "origin", None, ref, other).rejected
+    assert push.push_ref(two, "origin", None, ref, head).ok
+    assert push.remote_oid(one, "origin", ref) is None
+    assert push.fetch_ref(one, "origin", ref, "refs/remotes/origin/claim/x") is None
+
+
+def test_unreachable_remote_is_a_remote_error(tmp_path: Path) -> None:
+    one, _two, head = _clone_pair(tmp_path)
+    git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
+    with pytest.raises(push.RemoteError, match="gone"):
+        push.push_ref(one, "gone", head, "refs/heads/claim/x", None)
+    with pytest.raises(push.RemoteError):
+        push.remote_oid(one, "gone", "refs/heads/claim/x")
+    with pytest.raises(push.RemoteError):
+        push.push_ref(one, "no-such-remote", head, "refs/heads/claim/x", None)

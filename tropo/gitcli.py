@@ -1,0 +1,74 @@
+"""The git binary, for what must go through git itself.
+
+Some facts are only true as git computes them (ignore rules with every source of
+excludes, the hooks directory after ``core.hooksPath`` and worktrees) and some actions
+must run git's porcelain (a commit that fires the hooks, a push). Everything else
+goes through pygit2 in :mod:`tropo.repo`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class GitError(RuntimeError):
+    """git exited non-zero; the message is git's own last line."""
+
+
+def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    """Run ``git args`` in ``cwd`` and return stdout."""
+    proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
+    return proc.stdout
+
+
+def toplevel(cwd: Path) -> Path | None:
+    """The work tree root containing ``cwd``, or None outside a work tree."""
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return Path(proc.stdout.strip()) if proc.returncode == 0 else None
+
+
+def hooks_dir(root: Path) -> Path:
+    """Where git looks for hooks: honours ``core.hooksPath`` and linked worktrees."""
+    return (root / run(root, "rev-parse", "--git-path", "hooks").strip()).resolve()
+
+
+def ignored(root: Path, paths: Iterable[str], *, rules_only: bool = False) -> set[str]:
+    """Which of ``paths`` (relative, posix) git would ignore; a tracked path never is,
+    unless ``rules_only`` asks only whether an ignore rule matches."""
+    wanted = list(paths)
+    if not wanted:
+        return set()
+    flags = ["--no-index"] if rules_only else []
+    stdin = "\0".join(wanted) + "\0"
+    out = run(root, "check-ignore", *flags, "--stdin", "-z", stdin=stdin, check=False)
+    return {p for p in out.split("\0") if p}
+
+
+def tracked(root: Path, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` are in the index."""
+    wanted = list(paths)
+    if not wanted:
+        return set()
+    out = run(root, "ls-files", "-z", "--", *wanted)
+    return {p for p in out.split("\0") if p}
+
+
+def has_identity(root: Path) -> bool:
+    """Whether git can name an author here without guessing."""
+    return bool(run(root, "config", "user.email", check=False).strip())
+
+
+def init(root: Path) -> None:
+    """``git init`` (the user's init.defaultBranch and templates apply)."""
+    run(root, "init", "-q")

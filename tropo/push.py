@@ -1,0 +1,95 @@
+"""Pushing and fetching single refs with compare-and-swap semantics.
+
+A push that must create a ref (or move it from a known value) is git's distributed
+mutex: the remote locks the ref and checks the lease, so of many concurrent pushers
+exactly one wins. This runs the real ``git`` binary, so every transport git supports
+(local paths, ssh, https) and every credential set-up works unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class RemoteError(Exception):
+    """The remote could not be reached or talked to (not a lost race)."""
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """How the remote answered a one-ref push."""
+
+    ok: bool
+    rejected: bool  # the remote refused the update: the lease no longer holds
+    detail: str
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # Never prompt for credentials: a claim must fail fast, not hang on a tty.
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
+        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
+    )
+
+
+def _status_line(stdout: str, dst: str) -> tuple[str, str] | None:
+    """The porcelain (flag, summary) git printed for ``dst``, if any."""
+    for line in stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 3 and fields[1].endswith(f":{dst}"):
+            return fields[0], fields[2]
+    return None
+
+
+def push_ref(
+    cwd: Path, remote: str, src: str | None, dst: str, expect: str | None
+) -> PushResult:
+    """Push ``src`` (None deletes) to ``dst`` on ``remote`` only if the remote ref is
+    still ``expect`` (None: it must not exist yet).
+
+    Hooks are skipped (``--no-verify``): this is a single coordination ref, and a
+    pre-push hook that pushes such refs along must not recurse into itself.
+    """
+    lease = f"--force-with-lease={dst}:{expect or ''}"
+    spec = f"{src or ''}:{dst}"
+    proc = _git(cwd, "push", "--porcelain", "--no-verify", lease, remote, spec)
+    status = _status_line(proc.stdout, dst)
+    if status is None:
+        message = (proc.stderr.strip().splitlines() or ["push failed"])[-1]
+        raise RemoteError(f"cannot push to {remote!r}: {message}")
+    flag, summary = status
+    if flag == "!":
+        return PushResult(ok=False, rejected=True, detail=summary)
+    return PushResult(ok=proc.returncode == 0, rejected=False, detail=summary)
+
+
+def remote_oid(cwd: Path, remote: str, ref: str) -> str | None:
+    """What ``ref`` points at on ``remote`` right now, or None when it is absent."""
+    proc = _git(cwd, "ls-remote", "--refs", remote, ref)
+    if proc.returncode != 0:
+        message = (proc.stderr.strip().splitlines() or ["ls-remote failed"])[-1]
+        raise RemoteError(f"cannot read {remote!r}: {message}")
+    for line in proc.stdout.splitlines():
+        oid, _, name = line.partition("\t")
+        if name == ref:
+            return oid
+    return None
+
+
+def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
+    """Fetch ``ref`` from ``remote`` into the local ref ``into`` (forced: it mirrors the
+    remote). Returns the fetched oid, or None when the remote has no such ref."""
+    if remote_oid(cwd, remote, ref) is None:
+        return None
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", remote, f"+{ref}:{into}")
+    if proc.returncode != 0:
+        if remote_oid(cwd, remote, ref) is None:  # deleted in between
+            return None
+        message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
+        raise RemoteError(f"cannot fetch from {remote!r}: {message}")
+    out = _git(cwd, "rev-parse", "--verify", "--quiet", into)
+    return out.stdout.strip() or None
