@@ -2,6 +2,9 @@
 
 Content-addressed, so an entry is never stale; deleting or corrupting the file only
 costs a re-parse. It is never a second truth: ``--no-cache`` gives the same answer.
+A second file of the same kind memoizes whole per-document analyses, keyed by what
+they depend on (blob oid, path, effective schema), so a warm check re-checks only the
+documents that changed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tropo.atomic import write_atomic
+from tropo.document import Doc, Finding
 from tropo.frontmatter import Parsed
 
 _VERSION = 3  # bump when what a parse yields changes
@@ -31,32 +35,51 @@ def from_record(rec: Record) -> tuple[Parsed, int]:
     return Parsed(fields, lines, title, tuple(error) if error else None), flags  # type: ignore[arg-type]
 
 
+def doc_record(doc: Doc) -> tuple[Any, ...]:
+    """A checked document (before cross-file checks) in marshal-friendly form."""
+    return (doc.rel, doc.id, doc.type, doc.title, doc.fields,
+            [(f.path, f.line, f.level, f.code, f.message) for f in doc.findings],
+            doc.refs, doc.declared, doc.noise)
+
+
+def doc_from_record(rec: tuple[Any, ...]) -> Doc:
+    rel, doc_id, type_name, title, fields, findings, refs, declared, noise = rec
+    return Doc(rel, doc_id, type_name, title, fields, [Finding(*f) for f in findings],
+               refs, declared, noise)
+
+
 class ParseCache:
-    def __init__(self, directory: Path | None) -> None:
-        self._path = directory / f"parse.v{_VERSION}" if directory is not None else None
-        self._data: dict[str, Record] = {}
+    """One marshal file of records by key; loaded on first use, saved when it grew."""
+
+    def __init__(self, directory: Path | None, name: str = "parse") -> None:
+        self._path = directory / f"{name}.v{_VERSION}" if directory is not None else None
+        self._loaded: dict[str, Any] | None = None
         self._dirty = False
         self._used: set[str] = set()
-        if self._path is not None:
-            self._data = self._load(self._path)
+
+    @property
+    def _data(self) -> dict[str, Any]:
+        if self._loaded is None:
+            self._loaded = self._load(self._path) if self._path is not None else {}
+        return self._loaded
 
     @staticmethod
-    def _load(path: Path) -> dict[str, Record]:
+    def _load(path: Path) -> dict[str, Any]:
         try:
             data = marshal.loads(path.read_bytes())
         except (OSError, EOFError, ValueError, TypeError):
             return {}
         return data if isinstance(data, dict) else {}
 
-    def get(self, oid: str) -> Record | None:
-        rec = self._data.get(oid)
+    def get(self, key: str) -> Any:
+        rec = self._data.get(key)
         if rec is not None:
-            self._used.add(oid)
+            self._used.add(key)
         return rec
 
-    def put(self, oid: str, rec: Record) -> None:
-        self._data[oid] = rec
-        self._used.add(oid)
+    def put(self, key: str, rec: Any) -> None:
+        self._data[key] = rec
+        self._used.add(key)
         self._dirty = True
 
     def save(self) -> None:

@@ -7,6 +7,8 @@ reads only the blobs the parse cache does not know, and hands pure functions the
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import os
 import posixpath
 from collections.abc import Iterable
@@ -19,7 +21,15 @@ import pygit2
 from tropo import document as docmod
 from tropo import frontmatter, history
 from tropo import repo as gitrepo
-from tropo.cache import NOT_UTF8, TOO_LARGE, ParseCache, from_record, to_record
+from tropo.cache import (
+    NOT_UTF8,
+    TOO_LARGE,
+    ParseCache,
+    doc_from_record,
+    doc_record,
+    from_record,
+    to_record,
+)
 from tropo.config import (
     CONFIG_NAME,
     DEFAULT_EXCLUDE,
@@ -27,6 +37,7 @@ from tropo.config import (
     Config,
     ConfigError,
     Schema,
+    excluder,
     is_excluded,
 )
 from tropo.document import Doc, Finding
@@ -108,9 +119,10 @@ class Workspace:
     def _entries(self) -> list[Entry]:
         """Every file of the workspace (relative to its root), default excludes pruned."""
         plen = len(self._prefix)
+        default_excluded = excluder(DEFAULT_EXCLUDE)
 
         def prune(rel: str) -> bool:
-            return not rel.startswith(self._prefix) or is_excluded(rel[plen:], DEFAULT_EXCLUDE)
+            return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
 
         return [Entry(e.rel[plen:], e.oid, e.mode) for e in self.snapshot.entries(prune)]
 
@@ -160,11 +172,13 @@ class Workspace:
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
         schema = self.schema
-        root_exclude = schema.root.exclude
+        root_excluded = excluder(schema.root.exclude)
         cache = ParseCache(self._cache_dir())
+        memo = ParseCache(self._cache_dir(), "docs")
+        per_dir: dict[str, tuple[Config, str | None, str]] = {}
+        keys: dict[int, str] = {}
         entries = sorted(
-            (e for e in self._entries
-             if docmod.is_markdown(e.rel) and not is_excluded(e.rel, root_exclude)),
+            (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=_walk_key,
         )
         docs: list[Doc] = []
@@ -172,11 +186,16 @@ class Workspace:
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         for entry in entries:
-            rel_dir = posixpath.dirname(entry.rel)
-            cfg = schema.for_dir(rel_dir)
+            rel_dir = entry.rel.rpartition("/")[0]
+            known = per_dir.get(rel_dir)
+            if known is None:  # schema, type and memo key are the same for a whole folder
+                cfg = schema.for_dir(rel_dir)
+                if id(cfg) not in keys:
+                    keys[id(cfg)] = _analysis_key(cfg, self.root_name)
+                known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
+            cfg, type_name, key = known
             if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
                 continue
-            type_name = cfg.type_for(rel_dir, self.root_name)
             if entry.mode == LINK:
                 finding = self._link_finding(entry)
                 if finding is not None:
@@ -186,34 +205,55 @@ class Workspace:
                 docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
                                               "unmerged: the index holds a conflict"))
                 continue
-            doc = self._analyze(entry, cfg, type_name, cache)
-            docs.append(doc)
+            docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
         cache.save()
+        memo.save()
         _cross_check(docs)
         return docs, extra
 
     def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
-                 cache: ParseCache) -> Doc:
-        rec = cache.get(entry.oid) if entry.oid is not None else None
+                 cache: ParseCache, memo: ParseCache, schema_key: str) -> Doc:
+        """Check one document; a memoized analysis of the same blob, path and schema
+        is reused as is (it cannot differ)."""
+        oid = entry.oid
+        if oid is not None:
+            done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
+            if done is not None:
+                return doc_from_record(done)
+        rec = cache.get(oid) if oid is not None else None
         if rec is None:
             try:
-                data = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
+                data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
             except OSError as exc:
                 return docmod.unreadable(entry.rel, type_name, docmod.E000,
                                          f"cannot read file: {exc.strerror or exc}")
             rec = _parse_bytes(data)
-            oid = entry.oid or str(pygit2.hash(data))
+            oid = oid or str(pygit2.hash(data))
             cache.put(oid, rec)
+        doc, dated = self._check_parsed(entry, rec, cfg, type_name)
+        if not dated:  # file dates come from history, not from the blob: never memoized
+            memo.put(f"{schema_key}\0{entry.rel}\0{oid}", doc_record(doc))
+        return doc
+
+    def _check_parsed(self, entry: Entry, rec: tuple, cfg: Config,  # type: ignore[type-arg]
+                      type_name: str | None) -> tuple[Doc, bool]:
+        """The document's findings from its parse record; whether file dates were used."""
+        dated = False
+
+        def dates() -> tuple[str | None, str | None]:
+            nonlocal dated
+            dated = True
+            return self._dates_for(entry.rel)
+
         parsed, flags = from_record(rec)
         if flags & TOO_LARGE:
             return docmod.unreadable(entry.rel, type_name, docmod.E003,
-                                     f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed")
-        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name,
-                             lambda: self._dates_for(entry.rel))
+                                     f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
+        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name, dates)
         if flags & NOT_UTF8:
             doc.findings.insert(0, Finding(entry.rel, 0, "error", docmod.E002,
                                            "not UTF-8 text (binary or another encoding)"))
-        return doc
+        return doc, dated
 
     def _link_finding(self, entry: Entry) -> Finding | None:
         """Symlinks are never followed; one that leaves the root is reported."""
@@ -256,14 +296,37 @@ class Workspace:
         return build_graph(self.documents[0])
 
 
+def _analysis_key(cfg: Config, root_name: str) -> str:
+    """What a document's analysis depends on besides its path and bytes: the effective
+    schema, the root's name (index documents at the root take it) and tropo's own code."""
+    text = f"{_code_stamp()}\0{root_name}\0{cfg!r}"
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+@functools.cache
+def _code_stamp() -> str:
+    """The modules an analysis runs, by size and mtime: editing tropo drops the memo."""
+    here = Path(__file__).parent
+    stamps = []
+    for name in ("document.py", "fields.py", "frontmatter.py", "cache.py", "workspace.py"):
+        try:
+            st = os.stat(here / name)
+        except OSError:
+            return "unknown"
+        stamps.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    return ";".join(stamps)
+
+
 def _under(rel: str, selected: list[str]) -> bool:
     return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
 
 
-def _walk_key(entry: Entry) -> list[tuple[int, str]]:
-    """os.walk order with sorted names: a folder's files before its subfolders."""
-    parts = entry.rel.split("/")
-    return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
+def _walk_key(entry: Entry) -> str:
+    """os.walk order with sorted names: a folder's files before its subfolders. Each
+    folder name is led by \\x01 and the file name by \\x00, so one string compares as
+    the list ``[(1, folder), ..., (0, file)]`` would (names never hold those bytes)."""
+    folder, _, name = entry.rel.rpartition("/")
+    return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
 
 
 def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
