@@ -10,7 +10,7 @@ from tropo.workspace import ConfigError, Source, SourceError, open_workspace
 
 def main(root: Path) -> int:
     try:
-        report = open_workspace(root, Source.index()).check()
+        report = open_workspace(root, Source.index()).summary()
     except (ConfigError, SourceError) as exc:
         print(f"vivary: commit refused: {exc}", file=sys.stderr)
         return 1

@@ -142,7 +142,7 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
         for f in sorted(findings, key=lambda f: (f.path, f.line)):
             if not (quiet and f.code.startswith("W")):
                 click.echo(f.render())
-        click.echo(f"\ntropo: {len(result.docs)} document(s), "
+        click.echo(f"\ntropo: {result.checked} document(s), "
                    f"{errors} error(s), {len(findings) - errors} warning(s)")
         if any(f.code == W210 for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")

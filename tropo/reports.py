@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tropo.document import Doc, Finding
+from tropo.document import Finding
 from tropo.graph import Graph
 from tropo.workspace import Workspace
 
@@ -20,7 +20,8 @@ class UnknownNode(LookupError):
 
 @dataclass(frozen=True)
 class CheckResult:
-    docs: list[Doc]
+    checked: int
+    clean: int
     findings: list[Finding]
 
     @property
@@ -28,8 +29,7 @@ class CheckResult:
         return sum(1 for f in self.findings if f.level == "error")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"checked": len(self.docs),
-                "clean": sum(1 for d in self.docs if not d.findings),
+        return {"checked": self.checked, "clean": self.clean,
                 "errors": self.errors, "warnings": len(self.findings) - self.errors,
                 "findings": [f.as_dict() for f in self.findings]}
 
@@ -38,8 +38,9 @@ def check(ws: Workspace, selectors: list[str] | None, *, strict: bool = False,
           lenient: bool = False) -> CheckResult:
     """Check the selected documents. Warnings count as errors when the schema is strict
     (its default) or ``strict`` asks, unless ``lenient``."""
-    report = ws.check(selectors)
-    return CheckResult(report.docs, report.graded((ws.config.strict or strict) and not lenient))
+    report = ws.check(selectors) if selectors is not None else ws.summary()
+    return CheckResult(report.checked, report.clean,
+                       report.graded((ws.config.strict or strict) and not lenient))
 
 
 def graph(ws: Workspace, g: Graph) -> dict[str, Any]:

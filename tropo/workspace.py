@@ -12,7 +12,7 @@ import hashlib
 import os
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -85,6 +85,11 @@ def _find_root_snapshot(snap: Snapshot, start: Path) -> Path | None:
     return None
 
 
+def grade(findings: list[Finding], strict: bool) -> list[Finding]:
+    """The findings as reported: in strict mode every warning fails, so it is an error."""
+    return [replace(f, level="error") if strict and f.level == "warning" else f for f in findings]
+
+
 @dataclass
 class Report:
     """The outcome of ``check``: documents and findings in walk order."""
@@ -96,10 +101,28 @@ class Report:
     def findings(self) -> list[Finding]:
         return [f for d in self.docs for f in d.findings] + self.extra
 
+    @property
+    def checked(self) -> int:
+        return len(self.docs)
+
+    @property
+    def clean(self) -> int:
+        return sum(1 for d in self.docs if not d.findings)
+
     def graded(self, strict: bool) -> list[Finding]:
-        """The findings as reported: in strict mode every warning fails, so it is an error."""
-        return [replace(f, level="error") if strict and f.level == "warning" else f
-                for f in self.findings]
+        return grade(self.findings, strict)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``check`` of a whole workspace says, small enough to keep per snapshot."""
+
+    checked: int
+    clean: int
+    findings: list[Finding]
+
+    def graded(self, strict: bool) -> list[Finding]:
+        return grade(self.findings, strict)
 
 
 class Workspace:
@@ -111,6 +134,8 @@ class Workspace:
         self._prefix = f"{prefix}/" if prefix else ""
         self.root_name = root.name
         self._dates: history.Dates | None = None
+        self._dated = False  # some document's check used file dates (history or mtime)
+        self._read_oids: dict[str, str] = {}
 
     def _read_rel(self, rel: str) -> bytes | None:
         return self.snapshot.read_path(self._prefix + rel)
@@ -215,7 +240,7 @@ class Workspace:
                  cache: ParseCache, memo: ParseCache, schema_key: str) -> Doc:
         """Check one document; a memoized analysis of the same blob, path and schema
         is reused as is (it cannot differ)."""
-        oid = entry.oid
+        oid = entry.oid or self._read_oids.get(entry.rel)
         if oid is not None:
             done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
             if done is not None:
@@ -242,7 +267,7 @@ class Workspace:
 
         def dates() -> tuple[str | None, str | None]:
             nonlocal dated
-            dated = True
+            dated = self._dated = True
             return self._dates_for(entry.rel)
 
         parsed, flags = from_record(rec)
@@ -283,6 +308,58 @@ class Workspace:
         """The bytes of one file of this source (KeyError for an unknown path)."""
         entry = self.entries[rel]
         return self.snapshot.read(Entry(self._prefix + rel, entry.oid, entry.mode))
+
+    def summary(self) -> Summary:
+        """``check()`` of the whole workspace, answered from ``.git/vivary/results`` when
+        the same documents were checked under the same schema and code before: a warm
+        check decodes no document at all."""
+        key = self._result_key()
+        store = ParseCache(self._cache_dir(), "results")
+        hit = store.get(key) if key is not None else None
+        if hit is not None:
+            checked, clean, rows = hit
+            return Summary(checked, clean, [Finding(*row) for row in rows])
+        report = self.check()
+        result = Summary(report.checked, report.clean, report.findings)
+        if key is not None and not self._dated:  # dates can change with no blob changing
+            store.put(key, (result.checked, result.clean, [astuple(f) for f in result.findings]))
+            store.save()
+        return result
+
+    def _result_key(self) -> str | None:
+        """A digest of everything a whole-workspace check reads: each document's path,
+        blob and effective schema, symlinks, conflicts, the root's name and tropo's code."""
+        if self._cache_dir() is None:
+            return None
+        schema = self.schema
+        root_excluded = excluder(schema.root.exclude)
+        keys: dict[str, str] = {}
+        by_config: dict[int, str] = {}
+        h = hashlib.blake2b(f"{_code_stamp()}\0{self.root_name}".encode(), digest_size=20)
+        for entry in sorted(self._entries, key=lambda e: e.rel):
+            if entry.mode != LINK and not (docmod.is_markdown(entry.rel) and not root_excluded(entry.rel)):
+                continue
+            rel_dir = entry.rel.rpartition("/")[0]
+            if rel_dir not in keys:
+                cfg = schema.for_dir(rel_dir)
+                if id(cfg) not in by_config:
+                    by_config[id(cfg)] = _analysis_key(cfg, self.root_name)
+                keys[rel_dir] = by_config[id(cfg)]
+            try:
+                oid = entry.oid or self._oid_of(entry)
+            except OSError:
+                return None  # unreadable now: let the check say so
+            h.update(f"{entry.rel}\0{oid}\0{entry.mode}\0{keys[rel_dir]}\n".encode())
+        h.update("\0".join(self.snapshot.conflicts()).encode())
+        return h.hexdigest()
+
+    def _oid_of(self, entry: Entry) -> str:
+        """The blob oid of a file only reading tells (changed or untracked), remembered."""
+        oid = self._read_oids.get(entry.rel)
+        if oid is None:
+            data = self.snapshot.read(Entry(self._prefix + entry.rel, None, entry.mode))
+            oid = self._read_oids[entry.rel] = str(pygit2.hash(data))
+        return oid
 
     def check(self, paths: Iterable[str] | None = None) -> Report:
         docs, extra = self.documents

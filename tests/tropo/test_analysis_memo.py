@@ -34,6 +34,7 @@ def test_warm_check_reads_the_memo_and_no_cache_ignores_it(repo_dir: Path) -> No
     rec[5] = [("people/jeff.md", 1, "error", "E101", "planted")]
     memo[key] = tuple(rec)
     _memo(repo_dir).write_bytes(marshal.dumps(memo))
+    next((repo_dir / ".git" / "vivary").glob("results.v*")).unlink()  # else it answers first
     assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]
     assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
 
@@ -99,3 +100,34 @@ def test_walk_key_sorts_as_os_walk_does(paths: list[str]) -> None:
 
     entries = [Entry(p, None, 0o100644) for p in paths]
     assert sorted(entries, key=_walk_key) == sorted(entries, key=lambda e: reference(e.rel))
+
+
+def _results(repo: Path) -> Path:
+    return next((repo / ".git" / "vivary").glob("results.v*"))
+
+
+def test_whole_result_is_reused_only_for_the_same_snapshot(repo_dir: Path) -> None:
+    make_vault(repo_dir)
+    commit_all(repo_dir)
+    assert tropo_json("check", cwd=repo_dir)[0] == 0
+    store = marshal.loads(_results(repo_dir).read_bytes())
+    (key,) = store
+    checked, clean, _rows = store[key]
+    store[key] = (checked, clean - 1, [("people/jeff.md", 1, "error", "E101", "planted")])
+    _results(repo_dir).write_bytes(marshal.dumps(store))
+    assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]  # it is read
+    assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
+    (repo_dir / "people" / "jeff.md").write_text("---\nrelationship: friend\n---\n")
+    assert tropo_json("check", cwd=repo_dir)[0] == 0  # an edit is a new snapshot
+    (repo_dir / "people" / "jeff.md").write_text("---\nrelationship: self\n---\n# Jeff\n")
+    config = repo_dir / "tropo.toml"
+    assert tropo_json("check", cwd=repo_dir)[0] == 1  # the same snapshot again: the planted result
+    config.write_text(config.read_text().replace('["people", "contacts"]', '["people", "contacts", "folks"]'))
+    assert tropo_json("check", cwd=repo_dir)[0] == 0  # a schema change is a new snapshot
+
+
+def test_results_that_used_file_dates_are_not_kept(repo_dir: Path) -> None:
+    make_vault(repo_dir, {"people/dated.md": "---\nrelationship: x\ncreated: 2020-01-01\n---\n"})
+    commit_all(repo_dir)
+    tropo_json("check", cwd=repo_dir)
+    assert not list((repo_dir / ".git" / "vivary").glob("results.v*"))

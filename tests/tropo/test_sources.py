@@ -116,7 +116,7 @@ def test_parse_cache_is_keyed_by_blob_and_disposable(repo_dir: Path) -> None:
     cache = marshal.loads(_cache_file(repo_dir).read_bytes())
     blob = git(repo_dir, "rev-parse", "HEAD:meetings/broken.md").strip()
     assert blob in cache and len(cache) == 5
-    for name in ("parse", "docs"):  # the parse cache and the memo of analyses
+    for name in ("parse", "docs", "results"):  # parse cache, memo of analyses, whole results
         _cache_file(repo_dir, name).write_bytes(b"garbage \x00\xff")
     assert tropo_json("check", cwd=repo_dir)[1] == first
     assert blob in marshal.loads(_cache_file(repo_dir).read_bytes())  # rebuilt
@@ -138,7 +138,8 @@ def test_cache_entry_is_read_instead_of_the_blob(repo_dir: Path) -> None:
     _fields, _lines, title, error, flags = cache[blob]
     cache[blob] = ({}, {}, title, error, flags)  # as if jeff.md had no relationship
     path.write_bytes(marshal.dumps(cache))
-    _cache_file(repo_dir, "docs").unlink()  # else the memoized analysis answers first
+    for name in ("docs", "results"):  # else the memoized analysis or result answers first
+        _cache_file(repo_dir, name).unlink()
     assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]
     assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
 
