@@ -5,13 +5,14 @@ Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration 
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import click
 
@@ -98,7 +99,24 @@ def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
     return out
 
 
-@click.group(invoke_without_command=True,
+class LazyGroup(click.Group):
+    """Commands whose modules are imported only when named (or listed in --help): a
+    warm ``tropo check`` should not pay for the retrieval and review machinery."""
+
+    LAZY: ClassVar[dict[str, str]] = {"query": "tropo.cli_retrieval", "find": "tropo.cli_retrieval",
+            "diff": "tropo.cli_review", "plan": "tropo.cli_review", "log": "tropo.cli_review",
+            "map": "tropo.cli_review", "view": "tropo.cli_review"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.LAZY:
+            importlib.import_module(self.LAZY[cmd_name])  # registers its commands on main
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 @click.pass_context
@@ -355,6 +373,3 @@ def _fix_one(ws: Workspace, doc: Doc, dry_run: bool) -> bool:
         write_atomic(path, new.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
     return True
 
-
-# Commands that live in their own modules register themselves on ``main``.
-from tropo import cli_retrieval, cli_review  # noqa: E402, F401
