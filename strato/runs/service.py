@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +16,10 @@ from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
+from strato.runs.commands import command_evaluator
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
-from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot
+from strato.runs.store import LABEL, RUN_ID, Outcome, RunStore, Snapshot
 from tropo.repo import RefRaceError, private_dir, require, workdir
 
 MAX_RACE_RETRIES = 50
@@ -29,12 +29,6 @@ class SpecInvalid(Exception):
     def __init__(self, errors: list[SpecError]) -> None:
         super().__init__(str(errors[0]) if errors else "invalid spec")
         self.errors = errors
-
-
-@dataclass(frozen=True)
-class Outcome:
-    snap: Snapshot
-    events: list[dict[str, Any]]
 
 
 class Runs:
@@ -48,6 +42,7 @@ class Runs:
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
         self._config: AgentsConfig | None = None
+        self.evaluator = command_evaluator(self.root)
 
     # --- helpers
 
@@ -80,7 +75,7 @@ class Runs:
         info = self._infos.setdefault(snap.state["revisionDigest"], {})
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
-        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None)
+        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None, self.evaluator)
         eng._info = info
         return eng
 
@@ -96,7 +91,7 @@ class Runs:
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
-        eng = Engine(spec, state, self.root, self.judge())
+        eng = Engine(spec, state, self.root, self.judge(), self.evaluator)
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
@@ -125,16 +120,22 @@ class Runs:
         return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
 
     def gate(
-        self, run_id: str, step: str, decision: str, token: str | None = None, note: str | None = None
+        self,
+        run_id: str,
+        step: str,
+        decision: str,
+        token: str | None = None,
+        note: str | None = None,
+        resolved_by: str = "human",
     ) -> Outcome:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result)."""
 
         def act(e: Engine) -> None:
             _, _, st = e.locate(step)
-            e.gate_resolve(step, decision, token or st.get("gateToken"), note)
+            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by)
 
-        return self.apply(run_id, "gate", act, stepId=step, decision=decision)
+        return self.apply(run_id, "gate", act, stepId=step, decision=decision, resolvedBy=resolved_by)
 
     def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
@@ -213,7 +214,10 @@ class Runs:
             ready = eng.ready()
             if not ready:
                 return snap
-            for entry in ready:
+            mine = [entry for entry in ready if "itemIndex" not in entry]  # consumer items are not ours
+            if not mine:
+                return snap
+            for entry in mine:
                 self._emit(on_event, self.dispatch(run_id, entry).events)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:

@@ -41,6 +41,14 @@ class Snapshot:
     state: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What one operation did: the run after it and the events it emitted."""
+
+    snap: Snapshot
+    events: list[dict[str, Any]]
+
+
 def head_ref(run_id: str) -> str:
     return f"{PREFIX}{run_id}/head"
 
@@ -71,10 +79,7 @@ class RunStore:
         return str(oid)
 
     def load(self, run_id: str) -> Snapshot:
-        head = read_ref(self.repo, head_ref(check_run_id(run_id)))
-        if head is None:
-            raise RunNotFound(f"no run {run_id!r}")
-        return self.at(run_id, head)
+        return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> Snapshot:
         data = blob_at(self.repo, commit, "run.json")
@@ -104,12 +109,23 @@ class RunStore:
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""
-        snap = self.load(run_id)
-        chain: list[tuple[str, dict[str, Any]]] = []
-        walker = self.repo.walk(pygit2.Oid(hex=snap.head), pygit2.enums.SortMode.TOPOLOGICAL)
-        for commit in walker:
-            chain.append((str(commit.id), parse_message(commit.message)))
-        return iter(chain[::-1])
+        return iter(self.since(self.load(run_id).head, None))
+
+    def since(self, head: str, seen: str | None) -> list[tuple[str, dict[str, Any]]]:
+        """(commit, transition) after `seen` up to `head`, oldest first: what a follower
+        that has read up to `seen` has not read yet (only the new commits are walked)."""
+        walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
+        if seen is not None:
+            walker.hide(pygit2.Oid(hex=seen))
+        chain = [(str(c.id), parse_message(c.message)) for c in walker]
+        return chain[::-1]
+
+    def head(self, run_id: str) -> str:
+        """The run's head commit: one ref read, the cheap way to see if it moved."""
+        head = read_ref(self.repo, head_ref(check_run_id(run_id)))
+        if head is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return head
 
     def run_ids(self) -> list[str]:
         ids = []
