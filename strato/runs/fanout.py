@@ -93,8 +93,9 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = [*frame.ledgers, Ledger("task", getattr(step, "budget", None), st["spent"])]
+    usage = item.pop("usage", {})
     for ledger in ledgers:
-        ledger.debit(item.pop("usage", {}))
+        ledger.debit(usage)
     st["fanout"]["items"][item["index"]] = item
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")

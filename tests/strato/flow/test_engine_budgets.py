@@ -307,3 +307,26 @@ def _write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "spec.yaml"
     path.write_text(text)
     return path
+
+
+def test_an_engine_fanout_over_its_own_budget_fails_the_step_and_routes(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.agents([
+        {"match": "item", "replies": [costly({"n": 1}, tokens=60)]},
+        {"match": "plan b", "replies": [costly({"n": 9})]},
+    ])
+    spec = FANOUT.replace("    budget: {usd: 1.0}\n", "").replace(
+        "      - id: each\n", "      - id: each\n        budget: {tokens: 100}\n        on_fail: fallback\n"
+    ).replace('output: {from: "${each.output[0]}", contract: R}', 'output: {from: "${fallback.output}", contract: R}')
+    spec += '      - id: fallback\n        do: "plan b"\n        out: R\n'
+    runs = ws.runs()
+    run_id = runs.plan(spec, {"xs": [1, 2, 3, 4]}).snap.run_id
+    snap = runs.drive(run_id)
+    each = snap.state["scope"]["steps"]["each"]
+    assert each["status"] == "failed" and each["failure"]["reason"] == "task budget exhausted (tokens)"
+    # 60 + 60 > 100: the third item is refused before its agent call; every ledger
+    # (not only the flow's) was charged with the items' usage
+    assert sum(p.startswith("item") for p in ws.prompts()) == 2
+    assert each["spent"]["tokens"] == 120 and each["spent"]["dispatches"] == 2
+    assert snap.state["flowSpent"]["tokens"] == 120
+    assert snap.state["status"] == "completed" and snap.state["output"] == {"n": 9}

@@ -153,3 +153,35 @@ def test_consumer_items_over_the_cli_and_strato_run_leaves_them_alone(tmp_path: 
         )
         assert code == 0
     assert view["status"] == "completed" and view["output"] == {"n": 1}
+
+
+def test_revert_rotates_item_tokens_and_cancel_drops_them(tmp_path: Path) -> None:
+    runs = make_workspace(tmp_path).runs()
+    run_id = runs.plan(_spec(), {"topics": ["bees", "ants"]}).snap.run_id
+    runs.commit(run_id, "out")  # items are out: a consumer fanout may be checkpointed
+    old = _ready(runs, run_id)["each/0"]["dispatchToken"]
+    _done(runs, run_id, "each/0", {"text": "buzz"})
+    runs.revert(run_id, "out")
+    ready = _ready(runs, run_id)
+    assert ready["each/0"]["stage"] == 0 and ready["each/0"]["dispatchToken"] != old
+    with pytest.raises(Refused) as info:
+        runs.done(run_id, "each/0", old, {"output": {"text": "late"}})
+    assert info.value.code == "stale_token"
+    token = ready["each/1"]["dispatchToken"]
+    runs.cancel(run_id)
+    with pytest.raises(Refused) as info:
+        runs.done(run_id, "each/1", token, {"output": {"text": "late"}})
+    assert info.value.code == "run_not_running"
+
+
+def test_item_usage_settles_into_the_fanout_budget(tmp_path: Path) -> None:
+    runs = make_workspace(tmp_path).runs()
+    spec = _spec().replace("      - id: each\n", "      - id: each\n        budget: {tokens: 100}\n")
+    run_id = runs.plan(spec, {"topics": ["bees", "ants"]}).snap.run_id
+    entry = _ready(runs, run_id)["each/0"]
+    result = {"output": {"text": "buzz"}, "usage": {"tokens": 150}}
+    snap = runs.done(run_id, "each/0", entry["dispatchToken"], result).snap
+    each = snap.state["scope"]["steps"]["each"]
+    assert each["status"] == "failed" and each["failure"]["reason"] == "task budget exhausted (tokens)"
+    assert snap.state["status"] == "failed" and snap.state["flowSpent"]["tokens"] == 150
+    assert runs.engine(snap).ready() == []
