@@ -16,6 +16,6 @@ def test_make_demo_tour_runs_end_to_end() -> None:
     assert "commit refused" in out + err
     assert "tropo: 9 document(s), 0 error(s), 0 warning(s)" in out
     assert "strato decide: " in out  # act, or request_gate while the scaffold has an open gate
-    assert "is already claimed by @connie" in out + err
+    assert "is already claimed by @connie" in err  # a refusal: one line on stderr
     assert "Guard review passed" in out
     assert out.rstrip().endswith("== demo done")

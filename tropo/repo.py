@@ -7,9 +7,7 @@ raises :class:`RefRaceError` naming what won, never a silent overwrite.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,24 +138,6 @@ def cas_ref(
         if "lock" in str(exc).lower() or "exists" in str(exc).lower():
             raise RefRaceError(name, expected, read_ref(repo, name)) from exc
         raise
-
-
-STALE_LOCK_S = 5.0  # a live ref update holds its lock for milliseconds
-
-
-def clear_stale_lock(repo: pygit2.Repository, name: str, min_age: float = STALE_LOCK_S) -> bool:
-    """Remove ``<ref>.lock`` when a writer killed mid-update left it behind (older than
-    ``min_age``); True when one was removed and the write can be retried at once."""
-    lock = Path(repo.path) / f"{name}.lock"
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except OSError:
-        return False
-    if age < min_age:
-        return False
-    with contextlib.suppress(FileNotFoundError):
-        lock.unlink()
-    return True
 
 
 def signature(repo: pygit2.Repository) -> pygit2.Signature:

@@ -93,46 +93,79 @@ class CallResult:
     duration_ms: int
 
 
-def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None) -> CallResult:
-    """Run the agent once: paced, bounded in time and in output kept."""
-    if pacing_dir is not None and agent.min_interval_s > 0:
-        pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
-    argv = [prompt if a == "{prompt}" else a for a in agent.argv]
+@dataclass(frozen=True)
+class Finished:
+    """A subprocess that ran to the end or was killed at its timeout."""
+
+    returncode: int | None  # None: timed out and killed
+    stdout: str  # the last MiB
+    stderr_tail: str
+    duration_ms: int
+
+
+def run_process(
+    argv: list[str], cwd: Path, timeout_s: float, stdin: bytes | None = None
+) -> Finished | str:
+    """Run argv in its own process group, bounded in time (the group is killed) and in
+    output kept; a string when it cannot be started."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
     except OSError as exc:
-        return CallResult(None, f"cannot start agent {agent.name}: {exc.strerror or exc}", {}, 0)
+        return str(exc.strerror or exc)
     out, err = _Tail(), _Tail(4096)
     readers = [
         threading.Thread(target=t.drain, args=(s,), daemon=True)
         for t, s in ((out, proc.stdout), (err, proc.stderr))
     ]
+    if stdin is not None:  # written from a thread: a child that never reads cannot block us
+        readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for r in readers:
         r.start()
-    timed_out = False
+    code: int | None
     try:
-        proc.wait(timeout=agent.timeout_s)
+        code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        timed_out = True
+        code = None
         _kill_group(proc)
     for r in readers:
         r.join()
     ms = int((time.monotonic() - started) * 1000)
-    if timed_out:
+    return Finished(code, out.text(), err.text().strip(), ms)
+
+
+def _feed(stream: Any, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.write(data)
+        stream.close()
+
+
+def last_line(text: str) -> str:
+    return (text.strip().splitlines()[-1:] or [""])[0][:200]
+
+
+def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None) -> CallResult:
+    """Run the agent once: paced, bounded in time and in output kept."""
+    if pacing_dir is not None and agent.min_interval_s > 0:
+        pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
+    argv = [prompt if a == "{prompt}" else a for a in agent.argv]
+    done = run_process(argv, cwd, agent.timeout_s)
+    if isinstance(done, str):
+        return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
+    ms = done.duration_ms
+    if done.returncode is None:
         return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
-    text = out.text()
-    found = last_json_object(text)
-    if proc.returncode != 0 and found is None:
-        tail = err.text().strip().splitlines()[-1:] or [""]
-        return CallResult(None, f"agent {agent.name} exited {proc.returncode}: {tail[0][:200]}", {}, ms)
+    found = last_json_object(done.stdout)
+    if done.returncode != 0 and found is None:
+        tail = last_line(done.stderr_tail)
+        return CallResult(None, f"agent {agent.name} exited {done.returncode}: {tail}", {}, ms)
     if found is None:
         return CallResult(None, f"agent {agent.name} printed no JSON object", {}, ms)
     output, usage = unwrap(found)

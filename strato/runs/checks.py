@@ -22,6 +22,8 @@ from strato.flow.spec import (
     Spec,
 )
 
+DEFAULT_ATTEMPTS = 2  # tries per step or fanout stage when the spec gives no `attempts`
+
 # statement, stakes, output -> {"holds": bool, "reason": str, ...}
 Judge = Callable[[str, str, Any], Mapping[str, Any]]
 

@@ -16,8 +16,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs.engine import RUN_TERMINAL
-from strato.runs.service import Outcome, Runs
+from strato.runs.engine import RESOLVERS, RUN_TERMINAL
+from strato.runs.service import Runs
+from strato.runs.store import Outcome
 from strato.runs.views import (
     EXPECTED_ERRORS,
     commit_view,
@@ -226,19 +227,33 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
 @click.argument("step")
 @click.option("--note", help="Why (kept in the run's history).")
 @click.option("--token", help="Gate token from `gates` (refused if the gate moved on).")
+@click.option(
+    "--resolved-by",
+    type=click.Choice(RESOLVERS),
+    default="human",
+    show_default=True,
+    help="Who decided (kept in the gate's history).",
+)
 @root_option
 @json_option
 @handled
 def gate_cmd(
-    decision: str, run_id: str, step: str, note: str | None, token: str | None, root: Path, as_json: bool
+    decision: str,
+    run_id: str,
+    step: str,
+    note: str | None,
+    token: str | None,
+    resolved_by: str,
+    root: Path,
+    as_json: bool,
 ) -> None:
     """Decide a waiting gate: approve, revise (re-run from its revise target) or reject.
 
-    Example: strato flow gate approve <run> review --note "looks right"
+    Example: strato flow gate approve <run> review --note "looks right" --resolved-by agent
     """
     runs = _runs(root)
     engine_decision = "kill" if decision == "reject" else decision
-    _finish(runs, runs.gate(run_id, step, engine_decision, token, note), as_json)
+    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, resolved_by), as_json)
 
 
 @runs_group.command("gates")
@@ -363,7 +378,13 @@ def show_cmd(run_id: str, root: Path, as_json: bool) -> None:
 
 @runs_group.command("watch")
 @click.argument("run_id", metavar="RUN")
-@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between polls.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.01),
+    default=0.2,
+    show_default=True,
+    help="Seconds between reads of the run's ref.",
+)
 @root_option
 @json_option
 @handled
@@ -372,19 +393,20 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
 
     Example: strato flow watch <run> --json   # one event per line
     """
-    runs = _runs(root)
-    seen: set[str] = set()
+    store = _runs(root).store
+    seen: str | None = None
     while True:
-        for commit, transition in runs.store.history(run_id):
-            if commit in seen:
-                continue
-            seen.add(commit)
+        head = store.head(run_id)
+        if head == seen:  # nothing new: one ref read per poll
+            time.sleep(interval)
+            continue
+        for _commit, transition in store.since(head, seen):
             for ev in transition.get("events", []):
-                click.echo(json.dumps(ev, sort_keys=True) if as_json else _event_line(ev), nl=True)
-        status = runs.load(run_id).state["status"]
+                click.echo(json.dumps(ev, sort_keys=True) if as_json else _event_line(ev))
+        seen = head
+        status = store.at(run_id, head).state["status"]
         if status in RUN_TERMINAL:
             sys.exit(0 if status == "completed" else 1)
-        time.sleep(interval)
 
 
 @click.command("run")

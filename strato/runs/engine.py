@@ -36,6 +36,7 @@ from strato.flow.refs import (
 from strato.flow.spec import (
     AnyStep,
     DoStep,
+    EvaluateStep,
     FanoutStep,
     Flow,
     GateStep,
@@ -44,15 +45,17 @@ from strato.flow.spec import (
     Spec,
 )
 from strato.flow.validate import check_entry_input
-from strato.runs.checks import Judge, check, contract_errors, until_holds
+from strato.runs import consumer as consumer_fanout
+from strato.runs.checks import DEFAULT_ATTEMPTS, Judge, check, contract_errors, until_holds
+from strato.runs.commands import Evaluator
 from strato.runs.ledger import Ledger, usage_errors
 
 TERMINAL = frozenset({"succeeded", "failed", "skipped"})
 ACTIVE = frozenset({"ready", "running", "waiting_gate"})
 RUN_TERMINAL = frozenset({"completed", "failed", "budget_exhausted", "cancelled"})
-DEFAULT_ATTEMPTS = 2
+RESOLVERS = ("human", "agent", "system")  # who decided a gate (kept in its history)
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
-USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "UNSUPPORTED_CONSTRUCT", "invalid_run_id"})
+USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id"})
 
 
 class Refused(Exception):
@@ -97,9 +100,6 @@ def plan(spec: Spec, inputs: dict[str, Any], run_id: str | None = None) -> dict[
     errors = check_entry_input(spec, inputs)
     if errors:
         raise Refused("INPUT_CONTRACT_INVALID", f"{errors[0].path}: {errors[0].message}")
-    unsupported = _unsupported(spec)
-    if unsupported:
-        raise Refused("UNSUPPORTED_CONSTRUCT", unsupported)
     return {
         "id": run_id or str(uuid.uuid4()),
         "flow": spec.entry,
@@ -113,16 +113,6 @@ def plan(spec: Spec, inputs: dict[str, Any], run_id: str | None = None) -> dict[
     }
 
 
-def _unsupported(spec: Spec) -> str | None:
-    for name, flow in spec.flow_map.items():
-        for step in flow.typed_steps:
-            if step.kind == "evaluate":
-                return f"flows.{name}: step {step.id}: evaluate steps are not supported by this engine"
-            if isinstance(step, FanoutStep) and step.fanout.dispatch == "consumer":
-                return f"flows.{name}: step {step.id}: consumer fanout dispatch is not supported"
-    return None
-
-
 @dataclass
 class FlowInfo:
     """What the engine derives once per flow: dependencies and routing."""
@@ -131,6 +121,7 @@ class FlowInfo:
     routers: dict[str, list[str]]  # routing target -> steps that may route to it
     on_fail_targets: set[str]
     graph: StepGraph
+    output_sources: set[str]  # steps whose output `output.from` reads
 
 
 def flow_info(flow: Flow) -> FlowInfo:
@@ -158,7 +149,11 @@ def flow_info(flow: Flow) -> FlowInfo:
             if kind == "on_fail":
                 on_fail.add(target)
             graph.add(step.id, target, "route")
-    return FlowInfo(deps, routers, on_fail, graph)
+    try:
+        sources = {r.name for r in parse_template(flow.output.from_).refs if r.kind == "step"}
+    except RefSyntaxError:  # validation refuses this; no early check then
+        sources = set()
+    return FlowInfo(deps, routers, on_fail, graph, sources)
 
 
 def _routes(step: AnyStep) -> list[tuple[str, str]]:
@@ -197,6 +192,7 @@ class Engine:
     run: dict[str, Any]
     root: Path | None = None
     judge: Judge | None = None
+    evaluator: Evaluator | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
     clock: Callable[[], str] = now_iso
     _info: dict[str, FlowInfo] = field(default_factory=dict)
@@ -236,7 +232,7 @@ class Engine:
         yield frame
         for step in frame.flow.typed_steps:
             st = frame.steps[step.id]
-            if isinstance(step, RunStep) and "sub" in st:
+            if isinstance(step, RunStep) and st["status"] == "running":
                 yield from self.frames(self.child_frame(frame, step, st))
 
     def locate(self, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:
@@ -320,6 +316,8 @@ class Engine:
             self._start_fanout(frame, step, st, scope)
         elif isinstance(step, RunStep):
             self._start_subflow(frame, step, st, scope)
+        elif isinstance(step, EvaluateStep):
+            self._run_evaluate(frame, step, st, scope)
         else:
             assert isinstance(step, DoStep)
             self._make_ready(frame, step, st, scope)
@@ -351,6 +349,26 @@ class Engine:
             return
         self._succeed(frame, step, st, output, {})
 
+    def _run_evaluate(self, frame: Frame, step: EvaluateStep, st: dict[str, Any], scope: Scope) -> None:
+        """Run the command once; any failure is final for the step (no retry)."""
+        try:
+            value = render_value(step.evaluate.in_, scope)
+        except (Unresolved, RefSyntaxError) as exc:
+            self._fail_step(frame, step, st, f"render failed: {exc}", None, forced=True)
+            return
+        if self.evaluator is None:
+            self._fail_step(frame, step, st, "evaluate: no command runner configured", None, forced=True)
+            return
+        done = self.evaluator(step.evaluate.command, value, step.evaluate.timeout_ms)
+        extra = {"durationMs": done.duration_ms}
+        reason = done.failure
+        if reason is None:
+            reason = check(self.spec, step.out, None, done.output, {}, scope, self.root, None).reason
+        if reason is not None:
+            self._fail_step(frame, step, st, reason, done.output, forced=True, extra=extra)
+            return
+        self._succeed(frame, step, st, done.output, extra)
+
     def _make_ready(self, frame: Frame, step: DoStep, st: dict[str, Any], scope: Scope) -> None:
         path = frame.prefix + step.id
         try:
@@ -359,33 +377,50 @@ class Engine:
             self._fail_step(frame, step, st, f"render failed: {exc}", None)
             return
         ledgers = [*frame.ledgers, Ledger("task", step.budget, st["spent"])]
-        if not self._reserve(frame, step, st, ledgers, {"dispatches": 1}):
+        if not self.reserve(frame, step, st, ledgers, {"dispatches": 1}):
             return
         attempt = len(st["attempts"]) + 1
         st.update(status="ready", dispatchToken=new_token(), prompt=prompt)
         self.emit("ready", path, attempt=attempt)
 
-    def _reserve(
+    def reserve(
         self, frame: Frame, step: AnyStep, st: dict[str, Any], ledgers: list[Ledger], amount: dict[str, float]
     ) -> bool:
         """Debit `amount` from every ledger, or handle the first ledger that refuses."""
         for ledger in ledgers:
-            if not ledger.can_debit(amount):
-                self.breach(frame, step, st, ledger)
+            keys = ledger.blocking(amount)
+            if keys:
+                self.breach(frame, step, st, ledger, keys)
                 return False
         for ledger in ledgers:
             ledger.debit(amount)
         return True
 
-    def breach(self, frame: Frame, step: AnyStep, st: dict[str, Any], ledger: Ledger) -> None:
-        reason = f"{ledger.level} budget exhausted ({', '.join(ledger.over() or ['dispatches'])})"
+    def breach(
+        self, frame: Frame, step: AnyStep, st: dict[str, Any], ledger: Ledger, keys: list[str]
+    ) -> None:
+        """A ledger refused a reservation or was overspent by settled usage: the flow
+        ledger ends the run, a subflow ledger fails its `run` step, a task ledger the
+        step itself (no retry: the budget would refuse it again)."""
+        reason = f"{ledger.level} budget exhausted ({', '.join(keys)})"
         if ledger.level == "flow":
-            self.run.update(status="budget_exhausted", failure={"attempt": 0, "reason": reason})
-            self.emit("budget_exhausted", frame.prefix + step.id, reason=reason, spent=dict(ledger.spent))
+            failure = {"attempt": 0, "reason": reason}
+            if st["status"] in ACTIVE:  # dispatched, but its result cannot be accepted
+                st.update(status="failed", failure=failure)
+            self.run.update(status="budget_exhausted", failure=failure)
+            self.emit(
+                "budget_exhausted",
+                frame.prefix + step.id,
+                reason=reason,
+                spent=dict(ledger.spent),
+                limits=ledger.limits(),
+            )
         elif ledger.level == "subflow":
             assert frame.parent is not None
             parent, run_step = self._owner(frame, ledger)
-            self._fail_step(parent, run_step, parent.steps[run_step.id], reason, None, forced=True)
+            owner = parent.steps[run_step.id]
+            owner["sub"]["done"] = True  # its ready steps and gates are no longer handed out
+            self._fail_step(parent, run_step, owner, reason, None, forced=True)
         else:
             self._fail_step(frame, step, st, reason, None, forced=True)
 
@@ -408,6 +443,7 @@ class Engine:
         st.update(status="succeeded", output=output)
         st.pop("previousFailure", None)
         self.emit("result", frame.prefix + step.id, success=True, attempt=attempt)
+        self._check_output_early(frame, step.id)
 
     def _fail_step(
         self,
@@ -465,16 +501,32 @@ class Engine:
             forced=True,
         )
 
-    def _finish(self, frame: Frame) -> None:
-        """Every step is terminal: produce the flow output, checked against its contract."""
+    def _flow_output(self, frame: Frame) -> tuple[Any, str | None]:
+        """The flow's output as things stand and why it is not acceptable (None: it is)."""
         try:
             output = render(frame.flow.output.from_, self.scope_for(frame))
         except (Unresolved, RefSyntaxError) as exc:
-            self._fail_scope(frame, {"attempt": 0, "reason": f"flow output unavailable: {exc}"})
-            return
-        errors = contract_errors(self.spec, frame.flow.output.contract, output)
+            return None, f"flow output unavailable: {exc}"
+        contract = frame.flow.output.contract
+        errors = contract_errors(self.spec, contract, output)
         if errors:
-            reason = f"flow output breaks contract {frame.flow.output.contract}: {'; '.join(errors[:5])}"
+            return output, f"flow output breaks contract {contract}: {'; '.join(errors[:5])}"
+        return output, None
+
+    def _check_output_early(self, frame: Frame, step_id: str) -> None:
+        """A step that feeds `output.from` just succeeded: once every source is there,
+        check the flow output now rather than after the rest of the flow has run."""
+        sources = self.info(frame.name).output_sources
+        if step_id not in sources or any(frame.steps[s]["status"] != "succeeded" for s in sources):
+            return
+        _output, reason = self._flow_output(frame)
+        if reason is not None:
+            self._fail_scope(frame, {"attempt": 0, "reason": reason})
+
+    def _finish(self, frame: Frame) -> None:
+        """Every step is terminal: produce the flow output, checked against its contract."""
+        output, reason = self._flow_output(frame)
+        if reason is not None:
             self._fail_scope(frame, {"attempt": 0, "reason": reason})
             return
         frame.scope["done"] = True
@@ -511,21 +563,36 @@ class Engine:
         if not isinstance(items, list):
             self._fail_step(frame, step, st, "fanout.over must resolve to an array", None, forced=True)
             return
+        consumer = step.fanout.dispatch == "consumer"
+        extra: dict[str, Any] = {"stage": 0, "attempts": []} if consumer else {}
         st.update(
             status="running",
-            fanout={"items": [{"index": i, "item": v, "status": "pending"} for i, v in enumerate(items)]},
+            fanout={
+                "items": [{"index": i, "item": v, "status": "pending", **extra} for i, v in enumerate(items)]
+            },
         )
-        self.emit("fanout_started", frame.prefix + step.id, items=len(items))
+        self.emit("fanout_started", frame.prefix + step.id, items=len(items), dispatch=step.fanout.dispatch)
+        if consumer:
+            consumer_fanout.promote(self, frame, step, st)
 
     # --- ready steps and results
 
     def ready(self) -> list[dict[str, Any]]:
-        out = []
+        out: list[dict[str, Any]] = []
+        if self.run["status"] != "running":
+            return out
         for frame in self.frames():
             for step in frame.flow.typed_steps:
                 st = frame.steps[step.id]
                 if st["status"] == "ready" and isinstance(step, DoStep):
                     out.append(self._descriptor(frame, step, st))
+                elif st["status"] == "running" and _consumer(step):
+                    assert isinstance(step, FanoutStep)
+                    out += [
+                        consumer_fanout.descriptor(self, frame, step, it)
+                        for it in st["fanout"]["items"]
+                        if it["status"] == "ready"
+                    ]
         return out
 
     def _descriptor(self, frame: Frame, step: DoStep, st: dict[str, Any]) -> dict[str, Any]:
@@ -546,21 +613,23 @@ class Engine:
 
     def step_done(self, path: str, result: Any, token: str | None) -> None:
         self.require_running()
+        head, _, index = path.rpartition("/")
+        if head and index.isdigit():  # `<fanout>/<index>`: a consumer fanout item
+            frame, step, st = self.locate(head)
+            items = st.get("fanout", {}).get("items", [])
+            if not (_consumer(step) and st["status"] == "running" and int(index) < len(items)):
+                raise Refused("step_not_ready", f"{path} is not a ready fanout item")
+            assert isinstance(step, FanoutStep)
+            item = items[int(index)]
+            usage = _accept(path, item, result, token)
+            consumer_fanout.item_done(self, frame, step, st, item, result, usage)
+            consumer_fanout.promote(self, frame, step, st)
+            self.advance()
+            return
         frame, step, st = self.locate(path)
-        if st["status"] != "ready" or not isinstance(step, DoStep):
+        if not isinstance(step, DoStep):
             raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
-        if not token:
-            raise Refused("stale_token", "step result is stale: missing dispatch token")
-        if token != st.get("dispatchToken"):
-            raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
-        if not isinstance(result, dict) or set(result) - {"output", "failure", "usage", "telemetry"}:
-            raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
-        usage = result.get("usage", {})
-        problems = usage_errors(usage)
-        if problems:
-            raise Refused("invalid_result", problems[0])
-        st.pop("dispatchToken", None)
-        st["acceptedDispatchToken"] = token
+        usage = _accept(path, st, result, token)
         self._settle(frame, step, st, result, usage)
         self.advance()
 
@@ -578,7 +647,7 @@ class Engine:
             return
         for ledger in ledgers:
             if ledger.over():
-                self.breach(frame, step, st, ledger)
+                self.breach(frame, step, st, ledger, ledger.over())
                 return
         failure = result.get("failure")
         if failure is not None:
@@ -604,7 +673,14 @@ class Engine:
 
     # --- gates
 
-    def gate_resolve(self, path: str, decision: str, token: str | None, note: str | None = None) -> None:
+    def gate_resolve(
+        self,
+        path: str,
+        decision: str,
+        token: str | None,
+        note: str | None = None,
+        resolved_by: str = "human",
+    ) -> None:
         self.require_running()
         frame, step, st = self.locate(path)
         if not isinstance(step, GateStep):
@@ -615,20 +691,33 @@ class Engine:
             raise Refused("stale_token", "gate decision is stale: the token does not match the waiting gate")
         if decision not in ("approve", "revise", "kill"):
             raise Refused("invalid_decision", f"unknown decision {decision!r}")
+        if resolved_by not in RESOLVERS:
+            raise Refused("invalid_decision", f"resolved_by must be one of {', '.join(RESOLVERS)}")
         target = {"approve": step.gate.on_approve, "revise": step.gate.on_revise, "kill": step.gate.on_kill}[
             decision
         ]
-        detail = {"decision": decision, "target": target, **({"note": note} if note else {})}
+        detail = {
+            "decision": decision,
+            "target": target,
+            "resolvedBy": resolved_by,
+            **({"note": note} if note else {}),
+        }
         self.emit("gate_resolved", path, **detail)
         st.pop("gateToken", None)
         if decision == "revise":
             self._revise(frame, step, st, target)
         else:
-            self._approve_or_kill(frame, step, st, decision, target)
+            self._approve_or_kill(frame, step, st, decision, target, resolved_by)
         self.advance()
 
     def _approve_or_kill(
-        self, frame: Frame, step: GateStep, st: dict[str, Any], decision: str, target: str | None
+        self,
+        frame: Frame,
+        step: GateStep,
+        st: dict[str, Any],
+        decision: str,
+        target: str | None,
+        resolved_by: str,
     ) -> None:
         failure = {
             "attempt": 0,
@@ -640,7 +729,14 @@ class Engine:
             self.emit("failed", frame.prefix + step.id, reason=failure["reason"], killed=True)
             return
         st["status"] = "succeeded"
-        st["attempts"].append({"attempt": len(st["attempts"]) + 1, "at": self.clock(), "decision": decision})
+        st["attempts"].append(
+            {
+                "attempt": len(st["attempts"]) + 1,
+                "at": self.clock(),
+                "decision": decision,
+                "resolvedBy": resolved_by,
+            }
+        )
         if target is not None:
             frame.steps[target]["routed"] = {"attempt": 0, "reason": f"gate {decision}"}
             self.emit("routed", frame.prefix + step.id, target=frame.prefix + target)
@@ -725,8 +821,9 @@ class Engine:
             for st in frame.steps.values():
                 if st["status"] in ACTIVE:
                     burned += 1
-                st.pop("dispatchToken", None)
-                st.pop("gateToken", None)
+                for holder in _token_holders(st):
+                    holder.pop("dispatchToken", None)
+                    holder.pop("gateToken", None)
         self.run.update(status="cancelled", failure={"attempt": 0, "reason": reason or "cancelled"})
         self.emit("flow_cancelled", by=by, reason=reason, burned={"steps": burned})
 
@@ -748,9 +845,10 @@ class Engine:
         for frame in self.frames():
             for st in frame.steps.values():
                 restored += 1
-                for key in ("dispatchToken", "gateToken"):
-                    if key in st:
-                        st[key] = new_token()
+                for holder in _token_holders(st):
+                    for key in ("dispatchToken", "gateToken"):
+                        if key in holder:
+                            holder[key] = new_token()
         self.emit("checkpoint_reverted", label=label, stepsRestored=restored)
         self.advance()
 
@@ -759,7 +857,7 @@ class Engine:
         for frame in self.frames():
             for step in frame.flow.typed_steps:
                 st = frame.steps[step.id]
-                if st["status"] == "running" and isinstance(step, FanoutStep):
+                if st["status"] == "running" and isinstance(step, FanoutStep) and not _consumer(step):
                     out.append((frame, step, st))
         return out
 
@@ -768,12 +866,20 @@ class Engine:
         frame, step, st = self.locate(path)
         assert isinstance(step, FanoutStep)
         st["fanout"]["items"] = outcome.items
-        output = [it.get("output") if it["status"] == "succeeded" else None for it in outcome.items]
-        if outcome.failure is not None:
-            self._fail_step(frame, step, st, outcome.failure, None, forced=True)
+        self.conclude_fanout(frame, step, st, outcome.failure)
+        self.advance()
+
+    def conclude_fanout(
+        self, frame: Frame, step: FanoutStep, st: dict[str, Any], failure: str | None
+    ) -> None:
+        """Every item has finished: the step's output is the items' outputs in order
+        (null for items that did not succeed), or it fails with `failure`."""
+        items = st["fanout"]["items"]
+        output = [it.get("output") if it["status"] == "succeeded" else None for it in items]
+        if failure is not None:
+            self._fail_step(frame, step, st, failure, None, forced=True)
         else:
             self._succeed(frame, step, st, output, {})
-        self.advance()
 
 
 @dataclass
@@ -782,6 +888,31 @@ class FanoutOutcome:
     failure: str | None
 
 
-def require_met(require: str | int, succeeded: int, total: int) -> bool:
-    need = total if require == "all" else 1 if require == "any" else int(require)
-    return succeeded >= need
+
+def _consumer(step: AnyStep) -> bool:
+    return isinstance(step, FanoutStep) and step.fanout.dispatch == "consumer"
+
+
+def _accept(path: str, st: dict[str, Any], result: Any, token: str | None) -> dict[str, float]:
+    """Check a reported result against what was handed out (status, token, shape) and
+    take the token; the result's usage. Raises `Refused` before changing anything."""
+    if st["status"] != "ready":
+        raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
+    if not token:
+        raise Refused("stale_token", "step result is stale: missing dispatch token")
+    if token != st.get("dispatchToken"):
+        raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
+    if not isinstance(result, dict) or set(result) - {"output", "failure", "usage", "telemetry"}:
+        raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
+    usage = result.get("usage", {})
+    problems = usage_errors(usage)
+    if problems:
+        raise Refused("invalid_result", problems[0])
+    st.pop("dispatchToken", None)
+    st["acceptedDispatchToken"] = token
+    return usage  # type: ignore[no-any-return]
+
+
+def _token_holders(st: dict[str, Any]) -> list[dict[str, Any]]:
+    """A step's state and its consumer fanout items: where live tokens are kept."""
+    return [st, *st.get("fanout", {}).get("items", [])]

@@ -8,46 +8,57 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pygit2
 
-from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
-from strato.runs.agents import agent_prompt, call
-from strato.runs.checks import Judge, check
-from strato.runs.engine import DEFAULT_ATTEMPTS, Engine, FanoutOutcome, Refused, require_met
+from strato.runs.agents import agent_prompt, call, last_line, run_process
+from strato.runs.checks import DEFAULT_ATTEMPTS, Judge, check
+from strato.runs.consumer import require_failure, stage_when
+from strato.runs.engine import Engine, FanoutOutcome, Refused
 from strato.runs.ledger import Ledger
+from strato.runs.store import Outcome
 from tropo import worktrees
 
 if TYPE_CHECKING:
-    from strato.runs.service import Outcome, Runs
+    from strato.runs.service import Runs
+
+PRE_MERGE_TIMEOUT_S = 900
 
 
 class _Allowance:
-    """Dispatches the fanout may still reserve, shared by the worker threads."""
+    """The fanout's view of its ledgers while items run, shared by the worker threads:
+    each agent call reserves one dispatch and settles its usage here, so an item is
+    refused once any ledger (flow, subflow, the fanout's own) is spent."""
 
     def __init__(self, ledgers: list[Ledger]) -> None:
-        limits = [
-            lg.limits()["dispatches"] - lg.spent.get("dispatches", 0)
-            for lg in ledgers
-            if "dispatches" in lg.limits()
-        ]
-        self.left = min(limits) if limits else None
+        self.ledgers = [Ledger(lg.level, lg.budget, dict(lg.spent)) for lg in ledgers]
+        self.closed = False
         self.lock = threading.Lock()
 
-    def take(self) -> bool:
+    def take(self) -> str | None:
+        """Reserve one dispatch; the refusal reason if a ledger would go over."""
         with self.lock:
-            if self.left is None:
-                return True
-            if self.left < 1:
-                return False
-            self.left -= 1
-            return True
+            if self.closed:
+                return "fanout stopped"
+            for ledger in self.ledgers:
+                keys = ledger.blocking({"dispatches": 1})
+                if keys:
+                    return f"{ledger.level} budget exhausted ({', '.join(keys)})"
+            for ledger in self.ledgers:
+                ledger.debit({"dispatches": 1})
+            return None
+
+    def settle(self, usage: dict[str, float]) -> None:
+        with self.lock:
+            for ledger in self.ledgers:
+                ledger.debit(usage)
 
 
 def run_fanout(runs: Runs, run_id: str, path: str) -> Outcome:
@@ -62,15 +73,18 @@ def run_fanout(runs: Runs, run_id: str, path: str) -> Outcome:
     worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
+            if allowance.closed:
+                continue  # the step or run ended while this item ran: drop its result
             record: Callable[[Engine], None] = partial(record_item, path=path, item=item)
-            runs.apply(
-                run_id,
-                "fanout_item",
-                record,
-                stepId=path,
-                item=item["index"],
-            )
-    return runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path), stepId=path)
+            try:
+                runs.apply(run_id, "fanout_item", record, stepId=path, item=item["index"])
+            except Refused:
+                allowance.closed = True
+    checks = _pre_merge(runs, run_id, path)
+    try:
+        return runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path, checks), stepId=path)
+    except Refused:  # a budget breach already ended the step or the run
+        return Outcome(runs.load(run_id), [])
 
 
 def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
@@ -79,30 +93,71 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = [*frame.ledgers, Ledger("task", getattr(step, "budget", None), st["spent"])]
+    usage = item.pop("usage", {})
     for ledger in ledgers:
-        ledger.debit(item.pop("usage", {}))
+        ledger.debit(usage)
     st["fanout"]["items"][item["index"]] = item
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
-    if ledgers[0].over():
-        eng.breach(frame, step, st, ledgers[0])
+    for ledger in ledgers:
+        if ledger.over():
+            eng.breach(frame, step, st, ledger, ledger.over())
+            eng.advance()
+            return
 
 
-def settle(runs: Runs, eng: Engine, path: str) -> None:
-    eng.require_running()
+@dataclass(frozen=True)
+class PreMerge:
+    """The `pre_merge` commands that ran and the first one that failed, if any."""
+
+    ran: list[str]
+    failure: str | None
+
+
+def _pre_merge(runs: Runs, run_id: str, path: str) -> PreMerge:
+    """Run the step's `pre_merge` commands (`sh -lc` in the workspace root, in order,
+    stopping at the first failure) when there is a worktree merge to do. They run
+    outside the transition, so a lost race on the ref cannot run them twice."""
+    eng = runs.engine(runs.load(run_id), judge=False)
     _frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
     items = st["fanout"]["items"]
+    merging = st["status"] == "running" and step.fanout.isolation == "worktree"
+    commands = step.fanout.pre_merge or []
+    if not merging or require_failure(step, items) is not None:
+        commands = []
+    ran: list[str] = []
+    for command in commands:
+        ran.append(command)
+        done = run_process(["sh", "-lc", command], runs.root, PRE_MERGE_TIMEOUT_S)
+        if isinstance(done, str):
+            return PreMerge(ran, f"pre_merge {command!r} cannot start: {done}")
+        if done.returncode != 0:
+            how = "timed out" if done.returncode is None else f"exited {done.returncode}"
+            tail = last_line(done.stderr_tail or done.stdout)
+            return PreMerge(ran, f"pre_merge {command!r} {how}: {tail}".rstrip(": "))
+    return PreMerge(ran, None)
+
+
+def settle(runs: Runs, eng: Engine, path: str, checks: PreMerge) -> None:
+    eng.require_running()
+    _frame, step, st = eng.locate(path)
+    assert isinstance(step, FanoutStep)
+    if st["status"] != "running":
+        raise Refused("fanout_not_running", f"fanout {path} is not running")
+    items = st["fanout"]["items"]
     ok = [it for it in items if it["status"] == "succeeded"]
-    failure = None
-    if not require_met(step.fanout.require, len(ok), len(items)):
-        failure = f"fanout require {step.fanout.require} not met ({len(ok)}/{len(items)} succeeded)"
-    elif step.fanout.isolation == "worktree":
+    failure = require_failure(step, items)
+    if failure is None and step.fanout.isolation == "worktree":
+        if checks.ran:
+            eng.emit("fanout_pre_merge", path, commands=checks.ran, failure=checks.failure)
         base = next((it["base"] for it in ok if "base" in it), None)
         trees = [it["tree"] for it in ok if "tree" in it]
         try:
-            if base and trees:
+            if checks.failure is not None:
+                failure = f"fanout pre_merge failed: {checks.failure}"
+            elif base and trees:
                 changed = worktrees.merge_sequential(
                     runs.repo, pygit2.Oid(hex=base), [pygit2.Oid(hex=t) for t in trees]
                 )
@@ -149,7 +204,7 @@ class _ItemRunner:
         for i, stage in enumerate(stages):
             scope = Scope(self.scope.input, self.scope.outputs, self.scope.carry, out["item"], prev, True)
             bindings = {"input": scope.input, "item": out["item"], "prev": prev}
-            if stage.when is not None and not self._when(stage.when, scope, bindings, cwd):
+            if stage.when is not None and not stage_when(stage.when, scope, bindings, cwd):
                 if i == len(stages) - 1:
                     return {**out, "status": "skipped"}
                 continue
@@ -158,12 +213,6 @@ class _ItemRunner:
                 return {**out, "status": "failed", "failure": value}
             prev = value
         return {**out, "status": "succeeded", "output": prev}
-
-    def _when(self, expr: str, scope: Scope, bindings: dict[str, Any], cwd: Path) -> bool:
-        try:
-            return evaluate(expr, {**bindings, "result": scope.outputs}, cwd) is True
-        except ExprError:
-            return False
 
     def _attempts(
         self, out: dict[str, Any], i: int, stage: Stage, scope: Scope, bindings: dict[str, Any], cwd: Path
@@ -176,15 +225,18 @@ class _ItemRunner:
                 task = render_task(stage.do, scope)
             except (Unresolved, RefSyntaxError) as exc:
                 return False, f"stage {i}: render failed: {exc}"
-            if not self.allowance.take():
-                return False, f"stage {i}: budget exhausted (dispatches)"
+            refused = self.allowance.take()
+            if refused is not None:
+                return False, f"stage {i}: {refused}"
             entry = {
                 "do": task,
                 "contract": self.spec.contracts.get(stage.out or "", {}),
                 "previousFailure": previous,
             }
             res = call(self.runs.config.get(stage.agent), agent_prompt(entry), cwd, self.runs.pacing_dir)
-            for k, v in {**res.usage, "ms": res.duration_ms, "dispatches": 1}.items():
+            spend = {**res.usage, "ms": res.duration_ms}
+            self.allowance.settle(spend)
+            for k, v in {**spend, "dispatches": 1}.items():
                 out["usage"][k] = out["usage"].get(k, 0) + v
             reason = res.failure
             if reason is None:

@@ -25,12 +25,17 @@ class Ledger:
             return {}
         return {k: v for k in KEYS if (v := getattr(self.budget, k)) is not None}
 
-    def can_debit(self, amount: Mapping[str, float]) -> bool:
+    def blocking(self, amount: Mapping[str, float]) -> list[str]:
+        """The keys that would go over their limit if `amount` were debited."""
         limits = self.limits()
-        return all(self.spent.get(k, 0) + amount.get(k, 0) <= lim for k, lim in limits.items())
+        return [k for k, lim in limits.items() if self.spent.get(k, 0) + amount.get(k, 0) > lim]
+
+    def can_debit(self, amount: Mapping[str, float]) -> bool:
+        return not self.blocking(amount)
 
     def over(self) -> list[str]:
-        return [k for k, lim in self.limits().items() if self.spent.get(k, 0) > lim]
+        """The keys already spent past their limit (settled usage may overshoot)."""
+        return self.blocking({})
 
     def debit(self, amount: Mapping[str, float]) -> None:
         for k, v in amount.items():

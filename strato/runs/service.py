@@ -5,10 +5,8 @@ the new one (and usually refused as stale)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +16,19 @@ from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
+from strato.runs.commands import command_evaluator
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
-from strato.runs.store import LABEL, RUN_ID, RunStore, Snapshot, head_ref
-from tropo.repo import RefRaceError, clear_stale_lock, private_dir, require, workdir
+from strato.runs.store import LABEL, RUN_ID, Outcome, RunStore, Snapshot
+from tropo.repo import RefRaceError, private_dir, require, workdir
 
-RACE_DEADLINE_S = 20.0  # then give up: the run is busy
+MAX_RACE_RETRIES = 50
 
 
 class SpecInvalid(Exception):
     def __init__(self, errors: list[SpecError]) -> None:
         super().__init__(str(errors[0]) if errors else "invalid spec")
         self.errors = errors
-
-
-@dataclass(frozen=True)
-class Outcome:
-    snap: Snapshot
-    events: list[dict[str, Any]]
 
 
 class Runs:
@@ -49,6 +42,7 @@ class Runs:
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
         self._config: AgentsConfig | None = None
+        self.evaluator = command_evaluator(self.root)
 
     # --- helpers
 
@@ -81,7 +75,7 @@ class Runs:
         info = self._infos.setdefault(snap.state["revisionDigest"], {})
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
-        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None)
+        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None, self.evaluator)
         eng._info = info
         return eng
 
@@ -97,7 +91,7 @@ class Runs:
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
-        eng = Engine(spec, state, self.root, self.judge())
+        eng = Engine(spec, state, self.root, self.judge(), self.evaluator)
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
@@ -110,19 +104,14 @@ class Runs:
         return Outcome(snap, eng.events)
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
-        """Load, act, commit with CAS; on a lost race start over from the new head. A ref
-        that did not move but stays locked was left by a writer killed mid-update: its lock
-        is cleared once stale, so a crashed run always resumes."""
-        deadline = time.monotonic() + RACE_DEADLINE_S
-        while time.monotonic() < deadline:
+        """Load, act, commit with CAS; on a lost race start over from the new head."""
+        for _ in range(MAX_RACE_RETRIES):
             snap = self.store.load(run_id)
             eng = self.engine(snap)
             action(eng)
             try:
                 new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
-            except RefRaceError as exc:
-                if exc.actual == snap.head and not clear_stale_lock(self.store.repo, head_ref(run_id)):
-                    time.sleep(0.05)  # locked by a live writer (or a lock not yet stale)
+            except RefRaceError:
                 continue
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")
@@ -131,16 +120,22 @@ class Runs:
         return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
 
     def gate(
-        self, run_id: str, step: str, decision: str, token: str | None = None, note: str | None = None
+        self,
+        run_id: str,
+        step: str,
+        decision: str,
+        token: str | None = None,
+        note: str | None = None,
+        resolved_by: str = "human",
     ) -> Outcome:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result)."""
 
         def act(e: Engine) -> None:
             _, _, st = e.locate(step)
-            e.gate_resolve(step, decision, token or st.get("gateToken"), note)
+            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by)
 
-        return self.apply(run_id, "gate", act, stepId=step, decision=decision)
+        return self.apply(run_id, "gate", act, stepId=step, decision=decision, resolvedBy=resolved_by)
 
     def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
@@ -219,7 +214,10 @@ class Runs:
             ready = eng.ready()
             if not ready:
                 return snap
-            for entry in ready:
+            mine = [entry for entry in ready if "itemIndex" not in entry]  # consumer items are not ours
+            if not mine:
+                return snap
+            for entry in mine:
                 self._emit(on_event, self.dispatch(run_id, entry).events)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:

@@ -2,7 +2,9 @@
 one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
 (the spec frozen at plan time); its message is the transition as JSON. The ref moves
 by compare-and-swap, so the ref is the lock: two writers starting from the same head
-can never both land. Checkpoints are refs to past heads."""
+can never both land. Writers also hold `tropo.reflock.ref_writer`, so a git ref lock
+left by a writer killed mid-update cannot block the run forever. Checkpoints are refs
+to past heads."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import pygit2
 
 from tropo.objects import blob_at, entry_oid, write_commit
+from tropo.reflock import ref_writer
 from tropo.repo import cas_ref, read_ref
 
 PREFIX = "refs/vivary/runs/"
@@ -39,6 +42,14 @@ class Snapshot:
     run_id: str
     head: str
     state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one operation did: the run after it and the events it emitted."""
+
+    snap: Snapshot
+    events: list[dict[str, Any]]
 
 
 def head_ref(run_id: str) -> str:
@@ -67,14 +78,13 @@ class RunStore:
         """Write the first commit and create the head ref (it must not exist)."""
         files = {"run.json": dump_state(state), "spec.yaml": spec_yaml.encode()}
         oid = write_commit(self.repo, files, [], _message(message))
-        cas_ref(self.repo, head_ref(check_run_id(run_id)), oid, None, "vivary: plan")
+        name = head_ref(check_run_id(run_id))
+        with ref_writer(self.repo, name):
+            cas_ref(self.repo, name, oid, None, "vivary: plan")
         return str(oid)
 
     def load(self, run_id: str) -> Snapshot:
-        head = read_ref(self.repo, head_ref(check_run_id(run_id)))
-        if head is None:
-            raise RunNotFound(f"no run {run_id!r}")
-        return self.at(run_id, head)
+        return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> Snapshot:
         data = blob_at(self.repo, commit, "run.json")
@@ -99,17 +109,29 @@ class RunStore:
         if spec is not None:
             files["spec.yaml"] = spec
         oid = write_commit(self.repo, files, [parent], _message(message))
-        cas_ref(self.repo, head_ref(snap.run_id), oid, snap.head, f"vivary: {message.get('op', '')}")
+        with ref_writer(self.repo, head_ref(snap.run_id)):
+            cas_ref(self.repo, head_ref(snap.run_id), oid, snap.head, f"vivary: {message.get('op', '')}")
         return Snapshot(snap.run_id, str(oid), state)
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""
-        snap = self.load(run_id)
-        chain: list[tuple[str, dict[str, Any]]] = []
-        walker = self.repo.walk(pygit2.Oid(hex=snap.head), pygit2.enums.SortMode.TOPOLOGICAL)
-        for commit in walker:
-            chain.append((str(commit.id), parse_message(commit.message)))
-        return iter(chain[::-1])
+        return iter(self.since(self.load(run_id).head, None))
+
+    def since(self, head: str, seen: str | None) -> list[tuple[str, dict[str, Any]]]:
+        """(commit, transition) after `seen` up to `head`, oldest first: what a follower
+        that has read up to `seen` has not read yet (only the new commits are walked)."""
+        walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
+        if seen is not None:
+            walker.hide(pygit2.Oid(hex=seen))
+        chain = [(str(c.id), parse_message(c.message)) for c in walker]
+        return chain[::-1]
+
+    def head(self, run_id: str) -> str:
+        """The run's head commit: one ref read, the cheap way to see if it moved."""
+        head = read_ref(self.repo, head_ref(check_run_id(run_id)))
+        if head is None:
+            raise RunNotFound(f"no run {run_id!r}")
+        return head
 
     def run_ids(self) -> list[str]:
         ids = []
@@ -127,7 +149,8 @@ class RunStore:
     def save_checkpoint(self, snap: Snapshot, label: str) -> None:
         name = checkpoint_ref(snap.run_id, label)
         old = read_ref(self.repo, name)
-        cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
+        with ref_writer(self.repo, name):
+            cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
 
     def checkpoint(self, run_id: str, label: str) -> Snapshot:
         commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if LABEL.match(label) else None

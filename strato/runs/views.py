@@ -8,8 +8,8 @@ from typing import Any
 from strato.runs.agents import AgentConfigError
 from strato.runs.engine import USAGE_CODES, Engine, Refused
 from strato.runs.fanout import run_fanout
-from strato.runs.service import Outcome, Runs, SpecInvalid
-from strato.runs.store import CheckpointNotFound, RunNotFound, Snapshot
+from strato.runs.service import Runs, SpecInvalid
+from strato.runs.store import CheckpointNotFound, Outcome, RunNotFound, Snapshot
 from tropo.repo import NotARepository
 
 EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)

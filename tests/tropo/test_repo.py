@@ -61,21 +61,3 @@ def test_cas_race_has_one_winner(repo_dir: Path) -> None:
         wins = pool.map(_racer, [(str(repo_dir), head, i) for i in range(16)])
     assert wins.count(True) == 1
 
-
-def test_clear_stale_lock_only_when_old(repo_dir: Path) -> None:
-    import os
-    import time
-
-    head = _commit(repo_dir)
-    repo = gitrepo.require(repo_dir)
-    gitrepo.cas_ref(repo, "refs/vivary/l", head, None, "create")
-    lock = repo_dir / ".git" / "refs" / "vivary" / "l.lock"
-    lock.write_text(head + "\n")  # what a writer killed between lock and rename leaves
-    with pytest.raises(gitrepo.RefRaceError):
-        gitrepo.cas_ref(repo, "refs/vivary/l", None, head, "delete")
-    assert not gitrepo.clear_stale_lock(repo, "refs/vivary/l")  # fresh: maybe a live writer
-    old = time.time() - 60
-    os.utime(lock, (old, old))
-    assert gitrepo.clear_stale_lock(repo, "refs/vivary/l")
-    gitrepo.cas_ref(repo, "refs/vivary/l", None, head, "delete")
-    assert gitrepo.read_ref(repo, "refs/vivary/l") is None

@@ -4,11 +4,12 @@ them: real processes, --json with stable keys, exit codes 0/1/2, one-line errors
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.strato.flow.engine_helpers import FIXTURES, make_workspace, reply
+from tests.strato.flow.engine_helpers import FIXTURES, STRATO, make_workspace, reply
 
 GATE = str(FIXTURES / "readme_gate.stratum.yaml")
 
@@ -126,3 +127,40 @@ def test_every_command_has_help_with_an_example(tmp_path: Path) -> None:
         proc = ws.strato("flow", cmd, "--help")
         assert proc.returncode == 0 and "Example" in proc.stdout, cmd
     assert "Example" in ws.strato("run", "--help").stdout
+
+
+def test_watch_follows_a_run_moved_by_another_process_until_it_ends(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    _, planned = ws.strato_json("flow", "plan", GATE, "--input", "text=a haiku", "--id", "w1")
+    watcher = subprocess.Popen(
+        [str(STRATO), "flow", "watch", "w1", "--json", "--interval", "0.02", "--root", str(ws.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert watcher.stdout is not None
+    # the watcher prints what is already there, then waits for the ref to move
+    first = [json.loads(watcher.stdout.readline())["type"] for _ in range(2)]
+    assert first == ["planned", "ready"]
+    token = planned["ready"][0]["dispatchToken"]
+    result = json.dumps({"output": {"result": "snow", "quality_score": 0.95}})
+    ws.strato("flow", "done", "w1", "work", "--token", token, "--result", result, check=True)
+    assert json.loads(watcher.stdout.readline())["type"] == "result"
+    assert json.loads(watcher.stdout.readline())["type"] == "gate_waiting"
+    ws.strato("flow", "gate", "approve", "w1", "review", check=True)
+    rest, _ = watcher.communicate()
+    assert watcher.returncode == 0
+    assert [json.loads(line)["type"] for line in rest.splitlines()] == ["gate_resolved", "completed"]
+    # every event exactly once, in the order the audit reads them from the ref's history
+    audit = ws.runs().audit("w1")
+    assert [e["type"] for e in audit["events"]] == [*first, "result", "gate_waiting", "gate_resolved", "completed"]
+
+
+def test_watch_exits_1_when_the_run_fails_and_on_an_unknown_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.strato("flow", "plan", GATE, "--input", "text=x", "--id", "w2", check=True)
+    ws.strato("flow", "cancel", "w2", check=True)
+    proc = ws.strato("flow", "watch", "w2", "--json")
+    assert proc.returncode == 1 and proc.stdout.splitlines()[-1].count("flow_cancelled") == 1
+    missing = ws.strato("flow", "watch", "nope")
+    assert missing.returncode == 1 and missing.stderr.startswith("error: no run")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
 SIMPLE = """
 version: 1
@@ -122,3 +122,59 @@ def test_require_k_counts_successes_and_output_keeps_nulls(tmp_path: Path) -> No
     items = snap.state["scope"]["steps"]["edit"]["fanout"]["items"]
     assert [it["status"] for it in items] == ["succeeded", "failed", "succeeded"]
     assert "identical evidence" in items[1]["failure"]
+
+
+def _with_pre_merge(commands: str) -> str:
+    return _simple().replace("merge: sequential", f"merge: sequential\n          pre_merge: {commands}")
+
+
+def _two_items(ws: Workspace) -> None:
+    ws.agents([
+        {"match": "Edit a.txt", "replies": [{"write": {"a.txt": "a\n"}, "json": {"file": "a.txt"}}]},
+        {"match": "Edit b.txt", "replies": [{"write": {"b.txt": "b\n"}, "json": {"file": "b.txt"}}]},
+    ])
+
+
+def test_pre_merge_commands_run_in_the_root_before_the_merge(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    _two_items(ws)
+    # the first command proves the items' files are not merged yet when it runs
+    spec = _with_pre_merge('["test ! -e a.txt && echo first > pre.log", "echo second >> pre.log"]')
+    runs = ws.runs()
+    run_id = runs.plan(spec, {"files": ["a.txt", "b.txt"]}).snap.run_id
+    snap = runs.drive(run_id)
+    assert snap.state["status"] == "completed", snap.state.get("failure")
+    assert (ws.root / "pre.log").read_text() == "first\nsecond\n"
+    assert (ws.root / "a.txt").read_text() == "a\n"
+    events = runs.audit(run_id)["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("fanout_pre_merge") < kinds.index("fanout_merge")
+    pre = next(e for e in events if e["type"] == "fanout_pre_merge")
+    assert pre["detail"] == {"commands": ["test ! -e a.txt && echo first > pre.log", "echo second >> pre.log"],
+                             "failure": None}
+
+
+def test_a_failing_pre_merge_command_fails_the_step_and_merges_nothing(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    _two_items(ws)
+    spec = _with_pre_merge('["echo lint broke >&2; exit 3", "touch never-run"]')
+    runs = ws.runs()
+    run_id = runs.plan(spec, {"files": ["a.txt", "b.txt"]}).snap.run_id
+    before = git(ws.root, "status", "--porcelain")
+    snap = runs.drive(run_id)
+    assert snap.state["status"] == "failed"
+    assert snap.state["failure"]["reason"] == (
+        "fanout pre_merge failed: pre_merge 'echo lint broke >&2; exit 3' exited 3: lint broke"
+    )
+    assert not (ws.root / "a.txt").exists() and not (ws.root / "never-run").exists()
+    assert git(ws.root, "status", "--porcelain") == before
+
+
+def test_pre_merge_is_not_run_when_require_is_not_met(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.agents([{"match": "Edit", "replies": [{"say": "no json"}]}])
+    runs = ws.runs()
+    run_id = runs.plan(_with_pre_merge('["touch ran"]'), {"files": ["a.txt"]}).snap.run_id
+    snap = runs.drive(run_id)
+    assert "fanout require all not met (0/1 succeeded)" in snap.state["failure"]["reason"]
+    assert not (ws.root / "ran").exists()

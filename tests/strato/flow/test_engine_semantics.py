@@ -275,3 +275,59 @@ flows:
     assert runs.drive(run_id).state["status"] == "completed"
     judged = [e for e in runs.audit(run_id)["events"] if e["type"] == "judged"]
     assert judged[0]["detail"]["holds"] is True
+
+
+EARLY_OUTPUT = """
+version: 1
+contracts:
+  Wide: {inner: object}
+  R: {n: integer}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${a.output.inner}", contract: R}
+    steps:
+      - id: a
+        do: "a"
+        out: Wide
+      - id: b
+        after: [a]
+        do: "b"
+        out: R
+"""
+
+
+def test_flow_output_is_checked_as_soon_as_its_source_succeeds(tmp_path: Path) -> None:
+    runs = make_workspace(tmp_path).runs()
+    run_id = runs.plan(EARLY_OUTPUT, {}).snap.run_id
+    snap = _done(runs, run_id, "a", {"inner": {"n": "three"}})
+    # b was never handed out: the output a produced can never satisfy the flow contract
+    assert snap.state["status"] == "failed"
+    assert snap.state["failure"]["reason"].startswith("flow output breaks contract R: ")
+    assert snap.state["scope"]["steps"]["b"]["status"] == "pending"
+    assert runs.engine(snap).ready() == []
+
+
+def test_a_good_early_output_lets_the_flow_run_on(tmp_path: Path) -> None:
+    runs = make_workspace(tmp_path).runs()
+    run_id = runs.plan(EARLY_OUTPUT, {}).snap.run_id
+    snap = _done(runs, run_id, "a", {"inner": {"n": 3}})
+    assert snap.state["status"] == "running"
+    snap = _done(runs, run_id, "b", {"n": 4})
+    assert snap.state["status"] == "completed" and snap.state["output"] == {"n": 3}
+
+
+def test_gate_decisions_record_who_resolved_them(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    runs = ws.runs()
+    run_id = runs.plan(REVIEW, {"topic": "t"}).snap.run_id
+    _done(runs, run_id, "draft", {"text": "x"})
+    proc = ws.strato("flow", "gate", "approve", run_id, "review", "--resolved-by", "agent", "--json")
+    assert proc.returncode == 0, proc.stderr
+    resolved = [e for e in runs.audit(run_id)["events"] if e["type"] == "gate_resolved"]
+    assert resolved[0]["detail"] == {"decision": "approve", "target": None, "resolvedBy": "agent"}
+    gate = runs.load(run_id).state["scope"]["steps"]["review"]
+    assert gate["attempts"][-1]["resolvedBy"] == "agent"
+    bad = ws.strato("flow", "gate", "approve", run_id, "review", "--resolved-by", "robot")
+    assert bad.returncode == 2 and "robot" in bad.stderr
