@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import demo_decide, demo_exo, demo_flows, demo_flowspec, demo_guard, demo_lifecycle
@@ -20,7 +21,10 @@ def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
 
 
-def make_runner(ws: Path):  # type: ignore[no-untyped-def]
+Runner = Callable[..., int]  # run(argv, check=False) -> exit code
+
+
+def make_runner(ws: Path) -> Runner:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     def run(argv: list[str], check: bool = False) -> int:
@@ -33,7 +37,7 @@ def make_runner(ws: Path):  # type: ignore[no-untyped-def]
     return run
 
 
-def tour_tropo(ws: Path, run) -> None:  # type: ignore[no-untyped-def]
+def tour_tropo(ws: Path, run: Runner) -> None:
     say("the typed graph: strict check, any revision, graph and blast radius")
     run(["tropo", "check"], check=True)
     run(["tropo", "check", "--rev", "HEAD~1", "--json"], check=True)
