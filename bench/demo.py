@@ -10,8 +10,8 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from bench import demo_decide, demo_exo, demo_flows, demo_flowspec, demo_guard, demo_lifecycle
 
@@ -21,18 +21,20 @@ def say(text: str) -> None:
     print(f"\n\033[1m== {text}\033[0m" if sys.stdout.isatty() else f"\n== {text}", flush=True)
 
 
-Runner = Callable[..., int]  # run(argv, check=False) -> exit code
+class Runner(Protocol):
+    """Print a command, then run it in the workspace (``check``: stop the demo on failure)."""
+
+    def __call__(self, argv: list[str], check: bool = False) -> None: ...
 
 
 def make_runner(ws: Path) -> Runner:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
-    def run(argv: list[str], check: bool = False) -> int:
+    def run(argv: list[str], check: bool = False) -> None:
         print(f"$ {shlex.join(argv)}", flush=True)
         proc = subprocess.run(argv, cwd=ws, env=env, check=False)
         if check and proc.returncode != 0:
             raise SystemExit(f"demo: {argv[0]} failed with exit {proc.returncode}")
-        return proc.returncode
 
     return run
 
