@@ -12,6 +12,7 @@ It prints a table with the ratios and writes it to ``docs/benchmarks.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -65,16 +66,12 @@ class Timing:
 
 def run_once(argv: Sequence[str], cwd: Path, out: Path | None = None) -> Sample:
     """Run ``argv`` to completion; its own rusage, not the sum over all children."""
-    sink = open(out, "wb") if out is not None else subprocess.DEVNULL  # noqa: SIM115
-    try:
+    with open(out, "wb") if out is not None else contextlib.nullcontext(subprocess.DEVNULL) as sink:
         started = time.perf_counter()
         proc = subprocess.Popen(list(argv), cwd=cwd, stdout=sink, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-    finally:
-        if out is not None:
-            sink.close()  # type: ignore[union-attr]
     return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, proc.returncode)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 PRE_PUSH: dict[str, str] = {"guard": "strato.guard.prepush:check"}
 POST_COMMIT: dict[str, str] = {}
@@ -22,4 +22,4 @@ def resolve(target: str) -> Callable[..., Any]:
     fn = getattr(importlib.import_module(module), attr)
     if not callable(fn):
         raise TypeError(f"{target} is not callable")
-    return fn  # type: ignore[no-any-return]
+    return cast(Callable[..., Any], fn)

@@ -32,7 +32,7 @@ def to_record(parsed: Parsed, flags: int) -> Record:
 
 def from_record(rec: Record) -> tuple[Parsed, int]:
     fields, lines, title, error, flags = rec
-    return Parsed(fields, lines, title, tuple(error) if error else None), flags  # type: ignore[arg-type]
+    return Parsed(fields, lines, title, (str(error[0]), int(error[1])) if error else None), flags
 
 
 def doc_record(doc: Doc) -> tuple[Any, ...]:

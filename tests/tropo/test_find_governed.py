@@ -12,6 +12,7 @@ from strato.decide import decide
 from strato.decide.capsule import is_intact
 from strato.decide.receipt import js_timestamp
 from tests.conftest import commit_all
+from tests.strato.decide import builders
 from tests.tropo.helpers import make_vault, tropo
 
 
@@ -48,17 +49,8 @@ def test_decide_accepts_the_capsule(repo_dir: Path) -> None:
     commit_all(repo_dir)
     capsule = _capsule(repo_dir, "tropo project status")
     at = js_timestamp(datetime.now(UTC))
-    request = {
-        "schema": "vivary.strato-decision-request/v0",
-        "policy_version": "vivary.strato-policy/v0",
-        "actor": {"kind": "agent", "id": "agent:t"},
-        "authority_class": "contributor",
-        "workspace": {"fingerprint": capsule["workspace"]["fingerprint"]},
-        "scope": {"project": "vault", "paths": capsule["task"]["scope"]},
-        "requested_at": at,
-        "decision_at": at,
-        "capsule": capsule,
-    }
+    request = builders.request(capsule, scope={"project": "vault", "paths": capsule["task"]["scope"]},
+                               requested_at=at, decision_at=at)
     assert decide(request).document()["decision"] == "act"
 
 
