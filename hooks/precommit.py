@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tropo.workspace import ConfigError, Source, SourceError, open_workspace
+from tropo import incremental
+from tropo.roots import ConfigError
+from tropo.source import Source, SourceError
 
 
 def main(root: Path) -> int:
     try:
-        report = open_workspace(root, Source.index()).summary()
+        outcome = incremental.check(root, Source.index())
     except (ConfigError, SourceError) as exc:
         print(f"vivary: commit refused: {exc}", file=sys.stderr)
         return 1
-    findings = report.graded(strict=True)
+    findings = outcome.summary.graded(strict=True)
     if not findings:
         return 0
     for f in findings:

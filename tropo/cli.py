@@ -12,17 +12,18 @@ from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 import click
 
-from tropo import edit, reports
+from tropo import reports
 from tropo.atomic import write_atomic
-from tropo.config import CONFIG_NAME, ConfigError
-from tropo.document import W210, Doc
-from tropo.repo import NotARepository, RevisionError
-from tropo.snapshot import Source, SourceError
-from tropo.workspace import Workspace, open_workspace
+from tropo.roots import CONFIG_NAME, ConfigError
+from tropo.source import NotARepository, RevisionError, Source, SourceError
+
+if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs it
+    from tropo.document import Doc
+    from tropo.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,12 +52,18 @@ def workspace_options(func: F) -> F:
     return func
 
 
+def source_of(staged: bool, rev: str | None) -> Source:
+    if staged and rev:
+        fail("--staged and --rev exclude each other")
+    return Source.index() if staged else Source.at(rev) if rev else Source.worktree()
+
+
 def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
          *, eager: bool = True) -> Workspace:
     """The workspace to read; ``eager=False`` leaves config errors to ``guarded``."""
-    if staged and rev:
-        fail("--staged and --rev exclude each other")
-    source = Source.index() if staged else Source.at(rev) if rev else Source.worktree()
+    from tropo.workspace import open_workspace
+
+    source = source_of(staged, rev)
     try:
         ws = open_workspace(root, source, use_cache=not no_cache)
         if eager:
@@ -151,8 +158,14 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
       tropo check modules/ --json
       tropo check --staged --quiet
     """
-    ws = load(root, staged, rev, no_cache)
-    result = reports.check(ws, relative_paths(ws, paths), strict=strict, lenient=lenient)
+    if paths:
+        ws = load(root, staged, rev, no_cache)
+        result = reports.check(ws, relative_paths(ws, paths), strict=strict, lenient=lenient)
+    else:  # the whole workspace: often answered without reading one document
+        from tropo import incremental
+
+        outcome = incremental.check(root, source_of(staged, rev), use_cache=not no_cache)
+        result = reports.graded(outcome, strict=strict, lenient=lenient)
     findings, errors = result.findings, result.errors
     if as_json:
         emit(result.as_dict())
@@ -162,7 +175,7 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
                 click.echo(f.render())
         click.echo(f"\ntropo: {result.checked} document(s), "
                    f"{errors} error(s), {len(findings) - errors} warning(s)")
-        if any(f.code == W210 for f in findings):
+        if any(f.code == "W210" for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
     sys.exit(1 if errors else 0)
 
@@ -361,6 +374,8 @@ def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool)
 
 
 def _fix_one(ws: Workspace, doc: Doc, dry_run: bool) -> bool:
+    from tropo import edit
+
     path = ws.root / doc.rel
     if path.is_symlink():
         return False

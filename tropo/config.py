@@ -18,19 +18,17 @@ from importlib import resources
 from typing import Any
 
 from tropo import fields as specs
+from tropo.roots import CONFIG_NAME as CONFIG_NAME
+from tropo.roots import THIN_CONFIG as THIN_CONFIG
+from tropo.roots import ConfigError as ConfigError
+from tropo.roots import find_root as find_root
 
-CONFIG_NAME = "tropo.toml"
-THIN_CONFIG = ".vivary/workspace.toml"
 THIN_CONTRACT = "thin-v0.3"
 DERIVED_SPECS = {"id": "slug", "slug": "slug", "title": "string", "created": "date", "updated": "date"}
 DEFAULT_EXCLUDE = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
 BUNDLED_PACKS = ("coordination", "dev-project", "repo-graph")
 
 Reader = Callable[[str], bytes | None]  # workspace-relative posix path -> bytes, None if absent
-
-
-class ConfigError(Exception):
-    """The schema cannot be used; the message is one actionable line."""
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any
 
 from tropo import fields as specs
 from tropo.config import Config
+from tropo.findings import Finding as Finding
 from tropo.frontmatter import Parsed
 
 INDEX_NAMES = frozenset({"readme", "index", "_index"})
@@ -43,23 +44,6 @@ def derive_id(rel: str, root_name: str) -> str:
     if stem.lower() in INDEX_NAMES or stem.lower() == parent.lower():
         return slugify(parent)
     return slugify(stem)
-
-
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    line: int
-    level: str
-    code: str
-    message: str
-
-    def render(self) -> str:
-        loc = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{loc}: {self.level} {self.code}: {self.message}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "level": self.level,
-                "code": self.code, "message": self.message}
 
 
 @dataclass

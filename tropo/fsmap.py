@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tropo.config import ConfigError, is_excluded
+from tropo.files import walk as walk_tree
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".astro",
              ".next", "target")
@@ -50,30 +51,8 @@ def skip_patterns(root: Path) -> list[str]:
 def walk(root: Path, skip: list[str]) -> Iterator[tuple[str, list[tuple[str, int]]]]:
     """(dir relative to root, [(file name, size)]) for every kept directory; links and
     excluded paths are left out, so nothing is counted twice or outside the root."""
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            with os.scandir(root / rel_dir) as it:
-                items = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        files: list[tuple[str, int]] = []
-        subdirs: list[str] = []
-        for item in items:
-            rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
-            if is_excluded(rel, skip):
-                continue
-            try:
-                st = item.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                subdirs.append(rel)
-            elif stat.S_ISREG(st.st_mode):
-                files.append((item.name, st.st_size))
-        yield rel_dir, files
-        stack.extend(reversed(subdirs))
+    for rel_dir, found in walk_tree(root, lambda rel: is_excluded(rel, skip)):
+        yield rel_dir, [(rel.rpartition("/")[2], st.st_size) for rel, st in found if stat.S_ISREG(st.st_mode)]
 
 
 @dataclass

@@ -26,6 +26,41 @@ def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> 
     return proc.stdout
 
 
+def records(cwd: Path, *args: str) -> list[str]:
+    """The NUL-separated records of a plumbing command (``-z``), paths undecoded bytes
+    kept as surrogates. Listing through git itself costs C speed per entry."""
+    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
+    return [r for r in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+
+
+def blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
+    """Many blobs through one ``git cat-file --batch``; one that is missing (or is no
+    blob) is left out."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=cwd, capture_output=True, check=False,
+                          input="".join(f"{oid}\n" for oid in wanted).encode())
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(lines[-1] if lines else "git cat-file failed")
+    out, pos, found = proc.stdout, 0, {}
+    for oid in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split(b" ")
+        pos = end + 1
+        if len(header) == 3:  # "<oid> <type> <size>", else "<oid> missing"
+            size = int(header[2])
+            if header[1] == b"blob":
+                found[oid] = out[pos:pos + size]
+            pos += size + 1
+    return found
+
+
 def toplevel(cwd: Path) -> Path | None:
     """The work tree root containing ``cwd``, or None outside a work tree."""
     proc = subprocess.run(

@@ -13,15 +13,10 @@ from pathlib import Path
 
 import pygit2
 
+from tropo.source import NotARepository as NotARepository
+from tropo.source import RevisionError as RevisionError
+
 ZERO = "0" * 40
-
-
-class NotARepository(Exception):
-    """The path is not inside a git work tree."""
-
-
-class RevisionError(ValueError):
-    """A revision names no commit."""
 
 
 @dataclass

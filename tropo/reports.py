@@ -4,11 +4,14 @@ workspace without any I/O of their own, so every front end (CLI, MCP) reports al
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tropo.document import Finding
-from tropo.graph import Graph
-from tropo.workspace import Workspace
+from tropo.findings import Finding
+
+if TYPE_CHECKING:
+    from tropo.graph import Graph
+    from tropo.incremental import Outcome
+    from tropo.workspace import Workspace
 
 
 class UnknownNode(LookupError):
@@ -38,9 +41,20 @@ def check(ws: Workspace, selectors: list[str] | None, *, strict: bool = False,
           lenient: bool = False) -> CheckResult:
     """Check the selected documents. Warnings count as errors when the schema is strict
     (its default) or ``strict`` asks, unless ``lenient``."""
-    report = ws.check(selectors) if selectors is not None else ws.summary()
+    if selectors is None:
+        from tropo import incremental
+
+        return graded(incremental.summarize(ws), strict=strict, lenient=lenient)
+    report = ws.check(selectors)
     return CheckResult(report.checked, report.clean,
                        report.graded((ws.config.strict or strict) and not lenient))
+
+
+def graded(outcome: Outcome, *, strict: bool = False, lenient: bool = False) -> CheckResult:
+    """A whole-workspace check as reported: see :func:`check` for the grading."""
+    summary = outcome.summary
+    return CheckResult(summary.checked, summary.clean,
+                       summary.graded((outcome.strict or strict) and not lenient))
 
 
 def graph(ws: Workspace, g: Graph) -> dict[str, Any]:

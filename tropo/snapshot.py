@@ -10,143 +10,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
-import subprocess
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
 
+from tropo import gitcli
 from tropo import repo as gitrepo
-
-LINK = 0o120000
-MAX_BLOB = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Entry:
-    rel: str  # posix path relative to the snapshot's top
-    oid: str | None  # blob oid when known without reading the file
-    mode: int  # git file mode; LINK for symlinks
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where to read a workspace from: ``worktree`` (default), ``index`` or ``rev``."""
-
-    kind: str
-    rev: str | None = None
-
-    @classmethod
-    def worktree(cls) -> Source:
-        return cls("worktree")
-
-    @classmethod
-    def index(cls) -> Source:
-        return cls("index")
-
-    @classmethod
-    def at(cls, rev: str) -> Source:
-        return cls("rev", rev)
-
-    def describe(self) -> str:
-        return {"worktree": "the working tree", "index": "the index"}.get(self.kind, f"{self.rev}")
-
-
-class SourceError(Exception):
-    """The source cannot be read (no repository, no commit); exit 2."""
-
-
-class Snapshot:
-    """A read-only view of files; subclasses say where the bytes come from."""
-
-    kind = "worktree"
-
-    def __init__(self, top: Path) -> None:
-        self.top = top
-
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        raise NotImplementedError
-
-    def read(self, entry: Entry) -> bytes:
-        raise NotImplementedError
-
-    def read_path(self, rel: str) -> bytes | None:
-        raise NotImplementedError
-
-    def conflicts(self) -> list[str]:
-        return []
-
-    def fingerprint(self) -> str | None:
-        """A digest that changes whenever any entry's path, blob or mode may have changed,
-        cheaper than listing the entries; None when there is no cheap one."""
-        return None
-
-    def commit(self) -> pygit2.Commit | None:
-        """The commit whose history dates this snapshot's files."""
-        return None
-
-    def repo(self) -> pygit2.Repository | None:
-        return None
-
-
-class DirSnapshot(Snapshot):
-    """A plain directory (no git): walked, symlinks never followed."""
-
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        out: list[Entry] = []
-        stack = [""]
-        while stack:
-            rel_dir = stack.pop()
-            try:
-                with os.scandir(self.top / rel_dir) as it:
-                    items = sorted(it, key=lambda e: e.name)
-            except OSError:
-                continue
-            for item in items:
-                rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
-                if prune(rel):
-                    continue
-                try:
-                    st = item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(rel)
-                elif stat.S_ISLNK(st.st_mode):
-                    out.append(Entry(rel, None, LINK))
-                elif stat.S_ISREG(st.st_mode):
-                    out.append(Entry(rel, None, 0o100644))
-        return out
-
-    def read(self, entry: Entry) -> bytes:
-        if entry.mode == LINK:
-            return os.readlink(self.top / entry.rel).encode("utf-8", "surrogateescape")
-        return _read_file(self.top / entry.rel)
-
-    def read_path(self, rel: str) -> bytes | None:
-        path = self.top / rel
-        if path.is_symlink() or not path.is_file():
-            return None
-        return _read_file(path)
-
-
-def _read_file(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_BLOB + 1)
-    return data
+from tropo.files import LINK, MAX_BLOB, DirSnapshot, Entry, Snapshot, read_file
+from tropo.source import Source as Source
+from tropo.source import SourceError as SourceError
 
 
 def _git_records(top: Path, *args: str) -> list[str]:
-    """The NUL-separated records of a git plumbing command. Listing through git itself
-    costs C speed; pygit2's index and tree iterators cost microseconds per entry."""
-    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=top, capture_output=True,
-                          check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"]
-        raise SourceError(f"git {args[0]}: {lines[-1]}")
-    return [r for r in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+    try:
+        return gitcli.records(top, *args)
+    except gitcli.GitError as exc:
+        raise SourceError(f"git {args[0]}: {exc}") from exc
 
 
 Listing = tuple[dict[str, Entry], list[str]]  # stage-0 entries by path, conflicted paths
@@ -213,7 +93,7 @@ class WorktreeSnapshot(DirSnapshot):
             h.update(f"\0{path}\0{flags}\0".encode())
             full = self.top / path
             with contextlib.suppress(OSError):
-                h.update(os.readlink(full).encode() if full.is_symlink() else _read_file(full))
+                h.update(os.readlink(full).encode() if full.is_symlink() else read_file(full))
         return h.hexdigest()
 
     def conflicts(self) -> list[str]:
@@ -229,11 +109,9 @@ class WorktreeSnapshot(DirSnapshot):
 class IndexSnapshot(Snapshot):
     """What a commit would record: the blobs in the index, or a commit's tree."""
 
-    kind = "index"
-
-    def __init__(self, repository: pygit2.Repository, listing: Callable[[], Listing],
+    def __init__(self, repository: pygit2.Repository, source: Source, listing: Callable[[], Listing],
                  commit: pygit2.Commit | None, fingerprint: str | None = None) -> None:
-        super().__init__(gitrepo.workdir(repository))
+        super().__init__(gitrepo.workdir(repository), source)
         self._repo = repository
         self._listing = listing
         self._commit = commit
@@ -253,9 +131,7 @@ class IndexSnapshot(Snapshot):
 
     def read(self, entry: Entry) -> bytes:
         assert entry.oid is not None
-        blob = self._repo[entry.oid]
-        assert isinstance(blob, pygit2.Blob)
-        return blob.data if blob.size <= MAX_BLOB else blob.data[: MAX_BLOB + 1]
+        return _blob(self._repo, entry.oid)
 
     def read_path(self, rel: str) -> bytes | None:
         entry = self._all()[0].get(rel)
@@ -273,6 +149,12 @@ class IndexSnapshot(Snapshot):
         return self._repo
 
 
+def _blob(repository: pygit2.Repository, oid: str) -> bytes:
+    blob = repository[oid]
+    assert isinstance(blob, pygit2.Blob)
+    return blob.data if blob.size <= MAX_BLOB else blob.data[: MAX_BLOB + 1]
+
+
 def open_snapshot(start: Path, source: Source) -> Snapshot:
     """The snapshot of the repository (or plain directory) containing ``start``."""
     repository = gitrepo.discover(start)
@@ -286,15 +168,21 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
     top = gitrepo.workdir(repository)
     if source.kind == "index":
         trailer = _index_trailer(repository)
-        return IndexSnapshot(repository, lambda: _ls_files(top), gitrepo.head_commit(repository),
+        return IndexSnapshot(repository, source, lambda: _ls_files(top), gitrepo.head_commit(repository),
                              "index:" + trailer.hex() if trailer is not None else None)
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
     except gitrepo.RevisionError as exc:
         raise SourceError(str(exc)) from exc
-    return IndexSnapshot(repository, lambda: _ls_tree(top, str(commit.id)), commit,
+    return IndexSnapshot(repository, source, lambda: _ls_tree(top, str(commit.id)), commit,
                          f"tree:{commit.tree_id}")
+
+
+def tree_snapshot(repository: pygit2.Repository, tree: str) -> IndexSnapshot:
+    """A tree's files with no commit around them (so no file dates from history)."""
+    top = gitrepo.workdir(repository)
+    return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}")
 
 
 def _index_trailer(repository: pygit2.Repository) -> bytes | None:
@@ -307,10 +195,3 @@ def _index_trailer(repository: pygit2.Repository) -> bytes | None:
             return fh.read()
     except OSError:
         return None
-
-
-def ancestors(rel: str) -> Iterator[str]:
-    """``a/b/c`` -> ``a/b``, ``a``, ``""``."""
-    while rel:
-        rel = rel.rpartition("/")[0]
-        yield rel

@@ -7,7 +7,6 @@ reads only the blobs the parse cache does not know, and hands pure functions the
 from __future__ import annotations
 
 import datetime
-import functools
 import hashlib
 import os
 import posixpath
@@ -15,21 +14,12 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-
-import pygit2
+from typing import TYPE_CHECKING
 
 from tropo import document as docmod
-from tropo import frontmatter, history
-from tropo import repo as gitrepo
-from tropo.cache import (
-    NOT_UTF8,
-    TOO_LARGE,
-    ParseCache,
-    doc_from_record,
-    doc_record,
-    from_record,
-    to_record,
-)
+from tropo import frontmatter
+from tropo.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
+from tropo.checkstate import CheckState, DocRow, FindingRow
 from tropo.config import (
     CONFIG_NAME,
     DEFAULT_EXCLUDE,
@@ -38,36 +28,20 @@ from tropo.config import (
     ConfigError,
     Schema,
     excluder,
+    find_root,
     is_excluded,
 )
 from tropo.document import Doc, Finding
+from tropo.files import LINK, MAX_BLOB, Entry, Snapshot
+from tropo.findings import Summary, grade
 from tropo.graph import Graph, build_graph
-from tropo.snapshot import (
-    LINK,
-    MAX_BLOB,
-    Entry,
-    Snapshot,
-    Source,
-    SourceError,
-    open_snapshot,
-)
+from tropo.source import Source, SourceError
+from tropo.store import Store, code_stamp
+
+if TYPE_CHECKING:
+    from tropo import history
 
 __all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"]
-
-
-def _find_root_fs(start: Path) -> Path | None:
-    """Nearest ancestor holding a config; a thin root wins, two thin roots conflict."""
-    d = start if start.is_dir() else start.parent
-    thin: list[Path] = []
-    legacy: Path | None = None
-    for here in [d, *d.parents]:
-        if (here / THIN_CONFIG).is_file():
-            thin.append(here)
-        if legacy is None and (here / CONFIG_NAME).is_file():
-            legacy = here
-    if len(thin) > 1:
-        raise ConfigError("competing thin-v0.3 roots: " + ", ".join(map(str, thin)))
-    return thin[0] if thin else legacy
 
 
 def _find_root_snapshot(snap: Snapshot, start: Path) -> Path | None:
@@ -83,11 +57,6 @@ def _find_root_snapshot(snap: Snapshot, start: Path) -> Path | None:
                 snap.read_path(prefix + CONFIG_NAME) is not None:
             return snap.top.joinpath(*parts[:depth])
     return None
-
-
-def grade(findings: list[Finding], strict: bool) -> list[Finding]:
-    """The findings as reported: in strict mode every warning fails, so it is an error."""
-    return [replace(f, level="error") if strict and f.level == "warning" else f for f in findings]
 
 
 @dataclass
@@ -113,20 +82,11 @@ class Report:
         return grade(self.findings, strict)
 
 
-@dataclass(frozen=True)
-class Summary:
-    """What ``check`` of a whole workspace says, small enough to keep per snapshot."""
-
-    checked: int
-    clean: int
-    findings: list[Finding]
-
-    def graded(self, strict: bool) -> list[Finding]:
-        return grade(self.findings, strict)
-
-
 class Workspace:
-    def __init__(self, root: Path, snapshot: Snapshot, *, use_cache: bool = True) -> None:
+    def __init__(self, root: Path, snapshot: Snapshot, *, use_cache: bool = True,
+                 config_paths: Iterable[str] | None = None) -> None:
+        """``config_paths`` names the nested configs when the snapshot does not list
+        them all (a snapshot of changed files only)."""
         self.root = root
         self.snapshot = snapshot
         self.use_cache = use_cache
@@ -134,11 +94,14 @@ class Workspace:
         self._prefix = f"{prefix}/" if prefix else ""
         self.root_name = root.name
         self._dates: history.Dates | None = None
-        self._dated = False  # some document's check used file dates (history or mtime)
-        self._read_oids: dict[str, str] = {}
+        self.dated = False  # some document's check used file dates (history or mtime)
+        self._given_config_paths = list(config_paths) if config_paths is not None else None
+        self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
 
     def _read_rel(self, rel: str) -> bytes | None:
-        return self.snapshot.read_path(self._prefix + rel)
+        """A config file, remembered: a check state carries what its schema read."""
+        data = self.config_reads[rel] = self.snapshot.read_path(self._prefix + rel)
+        return data
 
     @cached_property
     def _entries(self) -> list[Entry]:
@@ -154,14 +117,16 @@ class Workspace:
     @cached_property
     def schema(self) -> Schema:
         overlay_dirs: list[str] = []
-        for rel in self._config_paths():
+        for rel in self.config_paths():
             if rel.endswith("/" + THIN_CONFIG):
                 raise ConfigError(f"competing nested thin-v0.3 root: {posixpath.dirname(rel)}")
             overlay_dirs.append(posixpath.dirname(rel))
         return Schema(self._read_rel, overlay_dirs)
 
-    def _config_paths(self) -> list[str]:
+    def config_paths(self) -> list[str]:
         """Nested ``tropo.toml`` (and thin configs) below the root."""
+        if self._given_config_paths is not None:
+            return self._given_config_paths
         return [
             e.rel for e in self._entries
             if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
@@ -172,6 +137,8 @@ class Workspace:
         return self.schema.root
 
     def dates(self) -> history.Dates:
+        from tropo import history
+
         if self._dates is None:
             repository = self.snapshot.repo()
             commit = self.snapshot.commit()
@@ -196,15 +163,23 @@ class Workspace:
     @cached_property
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
+        docs, extra = self.analyzed
+        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross()
+        return [replace(d, findings=d.findings + cross[index]) if index in cross else d
+                for index, d in enumerate(docs)], extra
+
+    @cached_property
+    def analyzed(self) -> tuple[list[Doc], list[Finding]]:
+        """Each document checked on its own, in walk order; plus orphan findings."""
         schema = self.schema
         root_excluded = excluder(schema.root.exclude)
-        cache = ParseCache(self._cache_dir())
-        memo = ParseCache(self._cache_dir(), "docs")
+        cache = Store(self._cache_dir(), "parse")
+        memo = Store(self._cache_dir(), "docs")
         per_dir: dict[str, tuple[Config, str | None, str]] = {}
         keys: dict[int, str] = {}
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
-            key=_walk_key,
+            key=lambda e: walk_key(e.rel),
         )
         docs: list[Doc] = []
         extra: list[Finding] = []
@@ -233,14 +208,13 @@ class Workspace:
             docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
         cache.save()
         memo.save()
-        _cross_check(docs)
         return docs, extra
 
     def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
-                 cache: ParseCache, memo: ParseCache, schema_key: str) -> Doc:
+                 cache: Store, memo: Store, schema_key: str) -> Doc:
         """Check one document; a memoized analysis of the same blob, path and schema
         is reused as is (it cannot differ)."""
-        oid = entry.oid or self._read_oids.get(entry.rel)
+        oid = entry.oid
         if oid is not None:
             done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
             if done is not None:
@@ -253,7 +227,7 @@ class Workspace:
                 return docmod.unreadable(entry.rel, type_name, docmod.E000,
                                          f"cannot read file: {exc.strerror or exc}")
             rec = _parse_bytes(data)
-            oid = oid or str(pygit2.hash(data))
+            oid = oid or blob_oid(data)
             cache.put(oid, rec)
         doc, dated = self._check_parsed(entry, rec, cfg, type_name)
         if not dated:  # file dates come from history, not from the blob: never memoized
@@ -267,7 +241,7 @@ class Workspace:
 
         def dates() -> tuple[str | None, str | None]:
             nonlocal dated
-            dated = self._dated = True
+            dated = self.dated = True
             return self._dates_for(entry.rel)
 
         parsed, flags = from_record(rec)
@@ -297,7 +271,11 @@ class Workspace:
         if not self.use_cache:
             return None
         repository = self.snapshot.repo()
-        return gitrepo.private_dir(repository) if repository is not None else None
+        if repository is None:
+            return None
+        from tropo.repo import private_dir
+
+        return private_dir(repository)
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
@@ -310,56 +288,20 @@ class Workspace:
         return self.snapshot.read(Entry(self._prefix + rel, entry.oid, entry.mode))
 
     def summary(self) -> Summary:
-        """``check()`` of the whole workspace, answered from ``.git/vivary/results`` when
-        the same documents were checked under the same schema and code before: a warm
-        check decodes no document at all."""
-        key = self._result_key()
-        store = ParseCache(self._cache_dir(), "results")
-        hit = store.get(key) if key is not None else None
-        if hit is not None:
-            checked, clean, rows = hit
-            return Summary(checked, clean, [Finding(*row) for row in rows])
-        report = self.check()
-        result = Summary(report.checked, report.clean, report.findings)
-        if key is not None and not self._dated:  # dates can change with no blob changing
-            store.put(key, (result.checked, result.clean, [astuple(f) for f in result.findings]))
-            store.save()
-        return result
+        """``check()`` of the whole workspace, from the cheapest cache that knows it
+        (see :mod:`tropo.incremental`)."""
+        from tropo import incremental
 
-    def _result_key(self) -> str | None:
-        """A digest of everything a whole-workspace check reads: each document's path,
-        blob and effective schema, symlinks, conflicts, the root's name and tropo's code."""
-        if self._cache_dir() is None:
+        return incremental.summarize(self).summary
+
+    def state(self) -> CheckState | None:
+        """The whole check as a patchable state; None when an analysis used file dates
+        (those change with no blob changing)."""
+        docs, extra = self.analyzed
+        if self.dated:
             return None
-        schema = self.schema
-        root_excluded = excluder(schema.root.exclude)
-        keys: dict[str, str] = {}
-        by_config: dict[int, str] = {}
-        h = hashlib.blake2b(f"{_code_stamp()}\0{self.root_name}".encode(), digest_size=20)
-        for entry in sorted(self._entries, key=lambda e: e.rel):
-            if entry.mode != LINK and not (docmod.is_markdown(entry.rel) and not root_excluded(entry.rel)):
-                continue
-            rel_dir = entry.rel.rpartition("/")[0]
-            if rel_dir not in keys:
-                cfg = schema.for_dir(rel_dir)
-                if id(cfg) not in by_config:
-                    by_config[id(cfg)] = _analysis_key(cfg, self.root_name)
-                keys[rel_dir] = by_config[id(cfg)]
-            try:
-                oid = entry.oid or self._oid_of(entry)
-            except OSError:
-                return None  # unreadable now: let the check say so
-            h.update(f"{entry.rel}\0{oid}\0{entry.mode}\0{keys[rel_dir]}\n".encode())
-        h.update("\0".join(self.snapshot.conflicts()).encode())
-        return h.hexdigest()
-
-    def _oid_of(self, entry: Entry) -> str:
-        """The blob oid of a file only reading tells (changed or untracked), remembered."""
-        oid = self._read_oids.get(entry.rel)
-        if oid is None:
-            data = self.snapshot.read(Entry(self._prefix + entry.rel, None, entry.mode))
-            oid = self._read_oids[entry.rel] = str(pygit2.hash(data))
-        return oid
+        return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
+                                *state_rows(docs, extra))
 
     def check(self, paths: Iterable[str] | None = None) -> Report:
         docs, extra = self.documents
@@ -373,36 +315,33 @@ class Workspace:
         return build_graph(self.documents[0])
 
 
+def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
+    """Own analyses as :class:`CheckState` keeps them (refs that can break only)."""
+    return ({d.rel: (d.id, [astuple(f) for f in d.findings], [r for r in d.refs if isinstance(r[1], str)])
+             for d in docs}, {f.path: astuple(f) for f in extra})
+
+
+def blob_oid(data: bytes) -> str:
+    """The oid git gives these bytes as a blob (what the parse cache is keyed by)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 def _analysis_key(cfg: Config, root_name: str) -> str:
     """What a document's analysis depends on besides its path and bytes: the effective
     schema, the root's name (index documents at the root take it) and tropo's own code."""
-    text = f"{_code_stamp()}\0{root_name}\0{cfg!r}"
+    text = f"{code_stamp()}\0{root_name}\0{cfg!r}"
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
-
-
-@functools.cache
-def _code_stamp() -> str:
-    """The modules an analysis runs, by size and mtime: editing tropo drops the memo."""
-    here = Path(__file__).parent
-    stamps = []
-    for name in ("document.py", "fields.py", "frontmatter.py", "cache.py", "workspace.py"):
-        try:
-            st = os.stat(here / name)
-        except OSError:
-            return "unknown"
-        stamps.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
-    return ";".join(stamps)
 
 
 def _under(rel: str, selected: list[str]) -> bool:
     return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
 
 
-def _walk_key(entry: Entry) -> str:
+def walk_key(rel: str) -> str:
     """os.walk order with sorted names: a folder's files before its subfolders. Each
     folder name is led by \\x01 and the file name by \\x00, so one string compares as
     the list ``[(1, folder), ..., (0, file)]`` would (names never hold those bytes)."""
-    folder, _, name = entry.rel.rpartition("/")
+    folder, _, name = rel.rpartition("/")
     return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
 
 
@@ -420,36 +359,19 @@ def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
     return to_record(frontmatter.parse(text), flags)
 
 
-def _cross_check(docs: list[Doc]) -> None:
-    """Findings that need the whole workspace: broken refs, duplicate ids."""
-    ids = {d.id for d in docs if d.id is not None}
-    first: dict[str, str] = {}
-    for d in docs:
-        for key, target, line in d.refs:
-            if isinstance(target, str) and target not in ids:
-                d.findings.append(Finding(d.rel, line, "warning", docmod.W220,
-                                          f"field {key!r}: ref {target!r} matches no document id"))
-    for d in docs:
-        if d.id is None:
-            continue
-        if d.id in first:
-            d.findings.append(Finding(d.rel, 1, "error", docmod.E130,
-                                      f"duplicate id {d.id!r}: {first[d.id]} has it already"))
-        else:
-            first[d.id] = d.rel
-
-
 def open_workspace(
     root: Path | None = None, source: Source | None = None, *, use_cache: bool = True
 ) -> Workspace:
     """The workspace containing ``root`` (default: the current directory) read from
     ``source``. Raises ConfigError or SourceError with a one-line message."""
+    from tropo.snapshot import open_snapshot
+
     source = source or Source.worktree()
     start = (root or Path.cwd()).resolve()
     if not start.exists():
         raise ConfigError(f"no such directory: {start}")
     if source.kind == "worktree":
-        found = _find_root_fs(start)
+        found = find_root(start)
         if found is None:
             raise ConfigError(f"no {CONFIG_NAME} found walking up from {start}")
         snapshot = open_snapshot(found, source)

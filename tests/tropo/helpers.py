@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,3 +81,11 @@ def tropo_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def codes(payload: dict[str, Any]) -> list[tuple[str, int, str]]:
     return [(f["path"], f["line"], f["code"]) for f in payload["findings"]]
+
+
+def drop_answers(repo: Path) -> None:
+    """Delete the caches that answer a whole check before any document is looked at
+    (stored results and tree states), so a test can watch the layers below them."""
+    for pattern in ("results.v*", "states.v*"):
+        for folder in (repo / ".git" / "vivary").glob(pattern):
+            shutil.rmtree(folder)

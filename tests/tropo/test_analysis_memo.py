@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import codes, make_vault, tropo_json
+from tests.tropo.helpers import codes, drop_answers, make_vault, tropo_json
 from tropo.config import excluder, is_excluded
 from tropo.snapshot import Entry
-from tropo.workspace import _walk_key
+from tropo.workspace import walk_key
 
 
 def _memo(repo: Path) -> Path:
@@ -34,7 +34,7 @@ def test_warm_check_reads_the_memo_and_no_cache_ignores_it(repo_dir: Path) -> No
     rec[5] = [("people/jeff.md", 1, "error", "E101", "planted")]
     memo[key] = tuple(rec)
     _memo(repo_dir).write_bytes(marshal.dumps(memo))
-    next((repo_dir / ".git" / "vivary").glob("results.v*")).unlink()  # else it answers first
+    drop_answers(repo_dir)  # else the stored results answer first
     assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]
     assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
 
@@ -99,35 +99,4 @@ def test_walk_key_sorts_as_os_walk_does(paths: list[str]) -> None:
         return [(1, p) for p in parts[:-1]] + [(0, parts[-1])]
 
     entries = [Entry(p, None, 0o100644) for p in paths]
-    assert sorted(entries, key=_walk_key) == sorted(entries, key=lambda e: reference(e.rel))
-
-
-def _results(repo: Path) -> Path:
-    return next((repo / ".git" / "vivary").glob("results.v*"))
-
-
-def test_whole_result_is_reused_only_for_the_same_snapshot(repo_dir: Path) -> None:
-    make_vault(repo_dir)
-    commit_all(repo_dir)
-    assert tropo_json("check", cwd=repo_dir)[0] == 0
-    store = marshal.loads(_results(repo_dir).read_bytes())
-    (key,) = store
-    checked, clean, _rows = store[key]
-    store[key] = (checked, clean - 1, [("people/jeff.md", 1, "error", "E101", "planted")])
-    _results(repo_dir).write_bytes(marshal.dumps(store))
-    assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]  # it is read
-    assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
-    (repo_dir / "people" / "jeff.md").write_text("---\nrelationship: friend\n---\n")
-    assert tropo_json("check", cwd=repo_dir)[0] == 0  # an edit is a new snapshot
-    (repo_dir / "people" / "jeff.md").write_text("---\nrelationship: self\n---\n# Jeff\n")
-    config = repo_dir / "tropo.toml"
-    assert tropo_json("check", cwd=repo_dir)[0] == 1  # the same snapshot again: the planted result
-    config.write_text(config.read_text().replace('["people", "contacts"]', '["people", "contacts", "folks"]'))
-    assert tropo_json("check", cwd=repo_dir)[0] == 0  # a schema change is a new snapshot
-
-
-def test_results_that_used_file_dates_are_not_kept(repo_dir: Path) -> None:
-    make_vault(repo_dir, {"people/dated.md": "---\nrelationship: x\ncreated: 2020-01-01\n---\n"})
-    commit_all(repo_dir)
-    tropo_json("check", cwd=repo_dir)
-    assert not list((repo_dir / ".git" / "vivary").glob("results.v*"))
+    assert sorted(entries, key=lambda e: walk_key(e.rel)) == sorted(entries, key=lambda e: reference(e.rel))

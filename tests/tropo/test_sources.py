@@ -8,7 +8,7 @@ import marshal
 from pathlib import Path
 
 from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import codes, make_vault, tropo, tropo_json
+from tests.tropo.helpers import codes, drop_answers, make_vault, tropo, tropo_json
 from tropo.workspace import Source, open_workspace
 
 BROKEN = "---\ndate: 2026-01-01\nattendees: [ghost]\n---\n"
@@ -116,8 +116,11 @@ def test_parse_cache_is_keyed_by_blob_and_disposable(repo_dir: Path) -> None:
     cache = marshal.loads(_cache_file(repo_dir).read_bytes())
     blob = git(repo_dir, "rev-parse", "HEAD:meetings/broken.md").strip()
     assert blob in cache and len(cache) == 5
-    for name in ("parse", "docs", "results"):  # parse cache, memo of analyses, whole results
+    for name in ("parse", "docs"):  # parse cache, memo of analyses
         _cache_file(repo_dir, name).write_bytes(b"garbage \x00\xff")
+    for name in ("results", "states"):  # whole results, tree states: a file each
+        for path in _cache_file(repo_dir, name).iterdir():
+            path.write_bytes(b"garbage \x00\xff")
     assert tropo_json("check", cwd=repo_dir)[1] == first
     assert blob in marshal.loads(_cache_file(repo_dir).read_bytes())  # rebuilt
     _cache_file(repo_dir).unlink()
@@ -138,8 +141,8 @@ def test_cache_entry_is_read_instead_of_the_blob(repo_dir: Path) -> None:
     _fields, _lines, title, error, flags = cache[blob]
     cache[blob] = ({}, {}, title, error, flags)  # as if jeff.md had no relationship
     path.write_bytes(marshal.dumps(cache))
-    for name in ("docs", "results"):  # else the memoized analysis or result answers first
-        _cache_file(repo_dir, name).unlink()
+    _cache_file(repo_dir, "docs").unlink()  # else the memoized analysis answers first
+    drop_answers(repo_dir)  # and before it the stored results
     assert codes(tropo_json("check", cwd=repo_dir)[1]) == [("people/jeff.md", 1, "E101")]
     assert tropo_json("check", "--no-cache", cwd=repo_dir)[0] == 0
 

@@ -1,0 +1,106 @@
+"""What git says differs from HEAD (or between two trees), read through real git."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import commit_all, git, write_files
+from tropo import gitdelta
+from tropo.gitdelta import LINK, Change
+
+
+def _hash(repo: Path, text: str) -> str:
+    (repo / ".tmp-blob").write_text(text)
+    try:
+        return git(repo, "hash-object", ".tmp-blob").strip()
+    finally:
+        (repo / ".tmp-blob").unlink()
+
+
+def _by_path(delta: gitdelta.Delta) -> dict[str, Change]:
+    return {c.rel: c for c in delta.changes}
+
+
+def test_worktree_sees_staged_unstaged_untracked_and_deleted(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n", "b.md": "b\n", "c.md": "c\n", "d.md": "d\n"})
+    commit_all(repo_dir)
+    head = git(repo_dir, "rev-parse", "HEAD").strip()
+    write_files(repo_dir, {"a.md": "a2\n", "b.md": "b2\n", "new.md": "n\n"})
+    git(repo_dir, "add", "a.md")
+    (repo_dir / "c.md").unlink()
+    git(repo_dir, "rm", "-q", "--cached", "d.md")  # staged deletion, file still on disk
+    delta = gitdelta.worktree(repo_dir, ".")
+    assert delta.head == head and not delta.conflicted
+    changes = _by_path(delta)
+    assert changes["a.md"] == Change("a.md", _hash(repo_dir, "a2\n"), 0o100644)  # index == disk
+    assert changes["b.md"] == Change("b.md", None, 0o100644)  # only the disk knows
+    assert changes["c.md"].gone
+    assert changes["d.md"] == Change("d.md", None, 0o100644)  # untracked again: on disk
+    assert changes["new.md"] == Change("new.md", None, 0o100644)
+    assert set(changes) == {"a.md", "b.md", "c.md", "d.md", "new.md"}
+
+
+def test_index_sees_only_what_is_staged(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n", "b.md": "b\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"a.md": "a2\n", "b.md": "b2\n"})
+    git(repo_dir, "add", "a.md")
+    git(repo_dir, "rm", "-q", "--cached", "b.md")
+    changes = _by_path(gitdelta.index(repo_dir, "."))
+    assert changes == {"a.md": Change("a.md", _hash(repo_dir, "a2\n"), 0o100644),
+                       "b.md": Change("b.md", None, 0)}
+
+
+def test_a_symlink_replacing_a_file_is_a_link_change(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n", "t.md": "t\n"})
+    commit_all(repo_dir)
+    (repo_dir / "a.md").unlink()
+    os.symlink("t.md", repo_dir / "a.md")
+    assert _by_path(gitdelta.worktree(repo_dir, "."))["a.md"] == Change("a.md", None, LINK)
+    os.symlink("/etc/hostname", repo_dir / "u.md")
+    assert _by_path(gitdelta.worktree(repo_dir, "."))["u.md"].mode == LINK
+
+
+def test_pathspec_limits_to_the_workspace_and_paths_stay_top_relative(repo_dir: Path) -> None:
+    write_files(repo_dir, {"kb [x]/a.md": "a\n", "other/b.md": "b\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"kb [x]/a.md": "a2\n", "other/b.md": "b2\n", "kb [x]/n.md": "n\n"})
+    assert sorted(_by_path(gitdelta.worktree(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
+    git(repo_dir, "add", "-A")
+    assert sorted(_by_path(gitdelta.index(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
+
+
+def test_no_commit_yet_has_no_head(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n"})
+    assert gitdelta.worktree(repo_dir, ".").head is None
+    git(repo_dir, "add", "a.md")
+    assert gitdelta.index(repo_dir, ".") == gitdelta.Delta(None, (), False)
+
+
+def test_an_unmerged_index_is_conflicted(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "base\n"})
+    commit_all(repo_dir)
+    git(repo_dir, "checkout", "-q", "-b", "other")
+    write_files(repo_dir, {"a.md": "other\n"})
+    commit_all(repo_dir)
+    git(repo_dir, "checkout", "-q", "-")
+    write_files(repo_dir, {"a.md": "main\n"})
+    commit_all(repo_dir)
+    git(repo_dir, "merge", "-q", "other", check=False)
+    assert gitdelta.worktree(repo_dir, ".").conflicted
+    assert gitdelta.index(repo_dir, ".").conflicted
+
+
+def test_between_two_trees(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n", "b.md": "b\n"})
+    commit_all(repo_dir)
+    first = gitdelta.tree_of(repo_dir, "HEAD")
+    (repo_dir / "b.md").unlink()
+    write_files(repo_dir, {"a.md": "a2\n", "c.md": "c\n"})
+    commit_all(repo_dir)
+    second = gitdelta.tree_of(repo_dir, "HEAD")
+    changes = {c.rel: c for c in gitdelta.between(repo_dir, first, second, ".")}
+    assert changes == {"a.md": Change("a.md", _hash(repo_dir, "a2\n"), 0o100644),
+                       "b.md": Change("b.md", None, 0),
+                       "c.md": Change("c.md", _hash(repo_dir, "c\n"), 0o100644)}

@@ -1,0 +1,32 @@
+"""Where a workspace's root is: the folder holding its config, found by walking up.
+
+Kept apart from the schema so a front end can find the root (and report a missing or
+competing one) before deciding to load anything else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG_NAME = "tropo.toml"
+THIN_CONFIG = ".vivary/workspace.toml"
+
+
+class ConfigError(Exception):
+    """The schema cannot be used; the message is one actionable line."""
+
+
+def find_root(start: Path) -> Path | None:
+    """The workspace root on disk: the nearest ancestor of ``start`` holding a config;
+    a thin root wins, two thin roots conflict."""
+    d = start if start.is_dir() else start.parent
+    thin: list[Path] = []
+    legacy: Path | None = None
+    for here in [d, *d.parents]:
+        if (here / THIN_CONFIG).is_file():
+            thin.append(here)
+        if legacy is None and (here / CONFIG_NAME).is_file():
+            legacy = here
+    if len(thin) > 1:
+        raise ConfigError("competing thin-v0.3 roots: " + ", ".join(map(str, thin)))
+    return thin[0] if thin else legacy
