@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from tropo import fsmap, graphdiff, node_history, view
+from tropo import fsmap, graphdiff, node_history, statediff, view
 from tropo.atomic import write_atomic
 from tropo.cli import emit, fail, guarded, load, main, workspace_options
 from tropo.graph_cache import graph_of, shape_of
-from tropo.snapshot import Source
+from tropo.source import Source
 from tropo.workspace import open_workspace
 
 _ROOT = click.option("--root", type=click.Path(file_okay=False, path_type=Path),
@@ -73,7 +73,8 @@ def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None
       tropo diff v1.0..v1.1 --json
     """
     old_src, new_src, base, head = _sides(revs, staged)
-    old, new = _shape(root, old_src, no_cache), _shape(root, new_src, no_cache)
+    touched = None if no_cache else statediff.shapes(root, old_src, new_src)
+    old, new = touched or (_shape(root, old_src, no_cache), _shape(root, new_src, no_cache))
     d = graphdiff.delta(old, new, fields=True)
     broken_added = [e for e in d["edges_added"] if e["broken"]]
     changed = graphdiff.changed_ids(d)

@@ -88,8 +88,13 @@ class DirSnapshot(Snapshot):
 
 
 def read_file(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_BLOB + 1)
+    """A file's bytes, at most ``MAX_BLOB + 1`` (enough to tell it is too large). Sized
+    by fstat first: asking for the cap outright allocates 16 MiB per small file."""
+    with open(path, "rb", buffering=0) as fh:
+        want = min(os.fstat(fh.fileno()).st_size, MAX_BLOB) + 1
+        data = fh.read(want) or b""
+        while len(data) < MAX_BLOB + 1 and (more := fh.read(MAX_BLOB + 1 - len(data))):
+            data += more  # it grew, or the size lied (a pipe, /proc)
     return data
 
 

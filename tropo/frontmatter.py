@@ -58,6 +58,11 @@ def title_of(body: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+_DIGIT = re.compile(r"\d")  # any decimal digit int() and float() accept, Unicode ones too
+_DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
+                              for word in ("inf", "infinity", "nan"))
+
+
 def plain_scalar(raw: str) -> Any:
     """An unquoted scalar, read the way vivary-tropo reads it."""
     raw = raw.strip()
@@ -67,6 +72,8 @@ def plain_scalar(raw: str) -> Any:
         return True
     if raw in ("false", "False", "FALSE"):
         return False
+    if _DIGIT.search(raw) is None and raw.lower() not in _DIGITLESS_FLOATS:
+        return raw  # int() and float() would both refuse it: spare them the exceptions
     try:
         return int(raw)
     except ValueError:

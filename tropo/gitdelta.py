@@ -8,7 +8,9 @@ Paths are relative to the repository's top; the pathspec limits git to the works
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,3 +112,30 @@ def _raw(records: list[str]) -> tuple[tuple[Change, ...], bool]:
         else:
             changes.append(Change(path, new_oid, int(new_mode, 8)))
     return tuple(changes), conflicted
+
+
+def fingerprint(top: Path, delta: Delta, read: Callable[[str], bool]) -> str | None:
+    """A digest naming the content a delta describes: HEAD, each changed path with its
+    new blob and, for files only the disk knows that ``read`` selects, their bytes. None
+    when nothing names it: no commit yet, a conflict, a file vanishing while read."""
+    if delta.head is None or delta.conflicted:
+        return None
+    h = hashlib.blake2b(delta.head.encode(), digest_size=20)
+    for change in sorted(delta.changes, key=lambda c: c.rel):
+        h.update(f"\0{change.rel}\0{change.mode}\0{change.oid}".encode("utf-8", "surrogateescape"))
+        if change.oid is None and not change.gone and read(change.rel):
+            try:
+                h.update(_disk_digest(top / change.rel, change.mode))
+            except OSError:
+                return None
+    return h.hexdigest()
+
+
+def _disk_digest(path: Path, mode: int) -> bytes:
+    if mode == LINK:
+        return os.fsencode(os.readlink(path))
+    h = hashlib.blake2b(digest_size=20)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.digest()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from tropo.document import Doc
@@ -22,8 +22,9 @@ class Node:
         return {"id": self.id, "type": self.type, "path": self.path}
 
 
-@dataclass(frozen=True, order=True)
-class Edge:
+class Edge(NamedTuple):
+    """A labelled ref; a tuple, so a 100k-node graph builds its edges at C speed."""
+
     src: str
     field: str
     dst: str

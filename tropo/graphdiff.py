@@ -8,7 +8,7 @@ retype, break, add) producing the graph the change would leave.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -29,12 +29,19 @@ EdgeRow = tuple[str, str, str, bool]  # (from, field, to, broken)
 class Shape:
     """A graph as ``delta`` compares it: per node (type, path, a token equal whenever the
     fields are), edges as rows, the fields on demand, and the Graph only when asked.
-    Built from a Graph, or from the graph cache without decoding every node's fields."""
+    Built from a Graph, from the graph cache without decoding every node's fields, or
+    (``tropo.statediff``) as just the part a change touched: then ``ids`` holds every
+    node id and ``all_edges`` every edge, for membership and blast radii."""
 
     nodes: Mapping[str, tuple[str | None, str, Any]]
     edges: list[EdgeRow]
     fields: Callable[[str], Mapping[str, Any]]
-    build: Callable[[], Graph]
+    build: Callable[[], Graph] | None  # None for a partial shape: it has no whole graph
+    ids: Container[str] | None = None
+    all_edges: Callable[[], Iterable[EdgeRow]] | None = None
+
+    def holds(self, node_id: str) -> bool:
+        return node_id in (self.ids if self.ids is not None else self.nodes)
 
     @classmethod
     def of(cls, g: Graph) -> Shape:
@@ -44,6 +51,8 @@ class Shape:
 
     @cached_property
     def graph(self) -> Graph:
+        if self.build is None:
+            raise LookupError("a partial shape has no whole graph")
         return self.build()
 
     @cached_property
@@ -51,7 +60,7 @@ class Shape:
         """Just the edges, enough for blast radii: no node's fields are decoded."""
         if "graph" in self.__dict__:
             return self.graph
-        return Graph({}, [Edge(*e) for e in self.edges])
+        return Graph({}, [Edge(*e) for e in (self.all_edges() if self.all_edges else self.edges)])
 
 
 def _edge(row: EdgeRow) -> dict[str, Any]:
@@ -112,7 +121,7 @@ def blast_of(ids: Iterable[str], old: Shape, new: Shape, *, limit: int) -> dict[
     for a node the change removed: how many, and the ``limit`` nearest."""
     out = {}
     for nid in ids:
-        g = (new if nid in new.nodes else old).links
+        g = (new if new.holds(nid) else old).links
         hits = sorted(g.blast(nid).items(), key=lambda kv: (kv[1][0], kv[0]))
         out[nid] = {"count": len(hits),
                     "nearest": [{"id": d, "distance": dist, "via": via} for d, (dist, via) in hits[:limit]]}

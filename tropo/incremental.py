@@ -11,16 +11,16 @@ Three ways to the same answer, cheapest first:
 3. **every document**, as :mod:`tropo.workspace` checks it: when a config changed, the
    index holds a conflict, an analysis used file dates, or there is no commit yet.
 
-Every cache lives under ``.git/vivary/`` and is keyed by tropo's code as well, so a stale
-answer is impossible by construction; tests hold the three ways to the same findings.
+Every cache lives under ``.git/vivary/``, keyed by content and by tropo's own code, so an
+answer never outlives what it was computed from; tests hold the three ways to the same
+findings on every source.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tropo import gitcli, gitdelta
 from tropo.checkstate import CheckState
 from tropo.findings import Finding, Summary
-from tropo.roots import CONFIG_NAME, THIN_CONFIG, find_root
+from tropo.roots import CONFIG_NAME, THIN_CONFIG, ConfigError, find_root, is_config, read_by_tropo
 from tropo.source import Source
 from tropo.store import Shelf, code_stamp
 
@@ -69,7 +69,7 @@ class Outcome:
 def check(start: Path | None, source: Source, *, use_cache: bool = True) -> Outcome:
     """The check of the whole workspace containing ``start``: what ``tropo check`` and the
     pre-commit hook print. Raises what :func:`tropo.workspace.open_workspace` raises."""
-    place = _place(start or Path.cwd(), source) if use_cache and source.kind != "rev" else None
+    place = place_of(start or Path.cwd(), source) if use_cache and source.kind != "rev" else None
     if place is None:
         from tropo.workspace import open_workspace
 
@@ -97,7 +97,7 @@ def summarize(ws: Workspace) -> Outcome:
         return _answer(place, source, lambda: ws)
     commit = ws.snapshot.commit()
     assert commit is not None
-    state = _tree_state(place, str(commit.tree_id))
+    state = tree_state(place, str(commit.tree_id))
     return Outcome(state.summary(), state.strict) if state is not None else _full(ws)
 
 
@@ -105,18 +105,18 @@ def _answer(place: Place, source: Source, workspace: Callable[[], Workspace]) ->
     """The working tree's or the index's check: stored, patched, or from every document
     of ``workspace()`` (opened only then)."""
     try:
-        delta = _delta(place, source)
+        delta = delta_of(place, source)
     except gitcli.GitError:
         return _full(workspace())
-    key = _result_key(place, source, delta)
+    key = _result_key(place, delta)
     results = _results(place)
     decoded = _decode(results.get(key)) if key is not None else None
     if decoded is not None:
         return decoded
     outcome = None
     if key is not None and delta.head is not None:
-        state = _tree_state(place, gitdelta.tree_of(place.top, delta.head))
-        patched = _patched_state(place, state, delta.changes) if state is not None else None
+        state = tree_state(place, gitdelta.tree_of(place.top, delta.head))
+        patched = patched_state(place, state, delta.changes) if state is not None else None
         if patched is not None:
             outcome = Outcome(patched.summary(), patched.strict)
     if outcome is None:
@@ -135,7 +135,7 @@ def _full(ws: Workspace) -> Outcome:
     return Outcome(Summary(report.checked, report.clean, report.findings), ws.config.strict)
 
 
-def _place(start: Path, source: Source) -> Place | None:
+def place_of(start: Path, source: Source) -> Place | None:
     """The workspace's place as git sees it, without opening the repository; None when
     there is no repository (or anything unusual) so the slow path explains."""
     start = start.resolve()
@@ -149,7 +149,7 @@ def _place(start: Path, source: Source) -> Place | None:
     top = Path(out[0]).resolve()
     private = (start / out[1]).resolve() / "vivary" if not Path(out[1]).is_absolute() \
         else Path(out[1]).resolve() / "vivary"
-    root = find_root(start) if source.kind == "worktree" else _index_root(top, start)
+    root = find_root(start) if source.kind == "worktree" else root_in(top, start)
     if root is None:
         return None
     try:
@@ -159,9 +159,10 @@ def _place(start: Path, source: Source) -> Place | None:
     return Place(root, top, private)
 
 
-def _index_root(top: Path, start: Path) -> Path | None:
-    """The nearest folder from ``start`` up to ``top`` whose config is in the index, as
-    :func:`tropo.workspace.open_workspace` finds it for ``--staged``."""
+def root_in(top: Path, start: Path, tree: str | None = None) -> Path | None:
+    """The nearest folder from ``start`` up to ``top`` whose config is in the index (or
+    in ``tree``), as :func:`tropo.workspace.open_workspace` finds it for ``--staged``
+    (or ``--rev``)."""
     try:
         parts = start.relative_to(top).parts
     except ValueError:
@@ -169,8 +170,8 @@ def _index_root(top: Path, start: Path) -> Path | None:
     dirs = ["/".join(parts[:depth]) for depth in range(len(parts), -1, -1)]
     wanted = [posixpath.join(d, name) for d in dirs for name in (THIN_CONFIG, CONFIG_NAME)]
     try:
-        records = gitcli.records(top, "ls-files", "--stage", "-z", "--",
-                                 *(f":(literal){w}" for w in wanted))
+        listing = ("ls-files", "--stage", "-z") if tree is None else ("ls-tree", "-z", "--full-tree", tree)
+        records = gitcli.records(top, *listing, "--", *(f":(literal){w}" for w in wanted))
     except gitcli.GitError:
         return None
     present = set()
@@ -184,7 +185,7 @@ def _index_root(top: Path, start: Path) -> Path | None:
     return None
 
 
-def _delta(place: Place, source: Source) -> gitdelta.Delta:
+def delta_of(place: Place, source: Source) -> gitdelta.Delta:
     if source.kind == "index":
         return gitdelta.index(place.top, place.pathspec)
     return gitdelta.worktree(place.top, place.pathspec)
@@ -200,36 +201,11 @@ def _namespace(place: Place) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
-def _result_key(place: Place, source: Source, delta: gitdelta.Delta) -> str | None:
-    """HEAD, each changed path with its new blob or, for files only the disk knows, a
-    digest of their bytes; None when there is nothing to key on (no commit, a conflict,
-    a file that vanished while being read)."""
-    if delta.head is None or delta.conflicted:
-        return None
-    h = hashlib.blake2b(f"{source.kind}\0{delta.head}".encode(), digest_size=20)
-    for change in sorted(delta.changes, key=lambda c: c.rel):
-        h.update(f"\0{change.rel}\0{change.mode}\0{change.oid}".encode("utf-8", "surrogateescape"))
-        if change.oid is None and not change.gone and _relevant(change.rel):
-            try:
-                h.update(_disk_digest(place.top / change.rel, change.mode))
-            except OSError:
-                return None
-    return f"{_namespace(place)}-{h.hexdigest()}"
-
-
-def _relevant(rel: str) -> bool:
-    """Whether a file's bytes can change a check: documents and configs."""
-    return rel.endswith((".md", ".markdown", ".toml"))
-
-
-def _disk_digest(path: Path, mode: int) -> bytes:
-    if mode == gitdelta.LINK:
-        return os.fsencode(os.readlink(path))
-    h = hashlib.blake2b(digest_size=20)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.digest()
+def _result_key(place: Place, delta: gitdelta.Delta) -> str | None:
+    """Names the checked content (see :func:`tropo.gitdelta.fingerprint`) under this
+    workspace's namespace; None when nothing names it."""
+    found = gitdelta.fingerprint(place.top, delta, read_by_tropo)
+    return f"{_namespace(place)}-{found}" if found is not None else None
 
 
 def _decode(hit: Any) -> Outcome | None:
@@ -240,12 +216,7 @@ def _decode(hit: Any) -> Outcome | None:
         return None
 
 
-def _is_config(rel: str) -> bool:
-    return (posixpath.basename(rel) == CONFIG_NAME or rel == THIN_CONFIG
-            or rel.endswith("/" + THIN_CONFIG) or rel.startswith(".tropo/"))
-
-
-def _tree_state(place: Place, tree: str) -> CheckState | None:
+def tree_state(place: Place, tree: str) -> CheckState | None:
     """The check of a tree: stored, brought forward from the newest stored tree, or made
     from every document. None when no state can stand for it (its analyses used file
     dates, or its schema is broken); that too is remembered, as a reason."""
@@ -260,8 +231,6 @@ def _tree_state(place: Place, tree: str) -> CheckState | None:
         return state
     state = _derived_state(place, shelf, namespace, tree)
     if state is None:
-        from tropo.roots import ConfigError
-
         try:
             state = _whole_tree_state(place, tree)
         except ConfigError:
@@ -284,7 +253,7 @@ def _derived_state(place: Place, shelf: Shelf, namespace: str, tree: str) -> Che
             changes = gitdelta.between(place.top, older.rpartition("-")[2], tree, place.pathspec)
         except gitcli.GitError:  # that tree is gone (gc): try an older one
             continue
-        return _patched_state(place, base, changes) if len(changes) <= _DERIVE_LIMIT else None
+        return patched_state(place, base, changes) if len(changes) <= _DERIVE_LIMIT else None
     return None
 
 
@@ -296,40 +265,57 @@ def _whole_tree_state(place: Place, tree: str) -> CheckState | None:
     return Workspace(place.root, tree_snapshot(require(place.top), tree)).state()
 
 
-def _patched_state(place: Place, state: CheckState,
+def patched_state(place: Place, state: CheckState,
                    changes: tuple[gitdelta.Change, ...]) -> CheckState | None:
     """``state`` with the changed documents analysed anew under its schema; None when a
     change reaches the schema (a config, or a file it read) or an analysis used file dates."""
-    from tropo.files import DeltaSnapshot, Entry
-    from tropo.workspace import Workspace, state_rows, walk_key
+    from tropo.workspace import state_rows, walk_key
 
-    touched: list[str] = []
-    entries: list[Entry] = []
+    touched = changed_documents(place, state, changes)
+    if touched is None:
+        return None
+    if not touched:
+        return state
+    analysed = analyse(place, state, [c for c in changes if c.rel[len(place.prefix):] in touched])
+    if analysed is None:
+        return None
+    docs, extra = analysed.analyzed
+    rows, extra_rows = state_rows(docs, extra)
+    return state.patched(touched, rows, extra_rows, walk_key)
+
+
+def changed_documents(place: Place, state: CheckState,
+                      changes: Iterable[gitdelta.Change]) -> list[str] | None:
+    """The workspace-relative documents among ``changes``; None when one of them reaches
+    the schema ``state`` was made under (a config, or any file it read)."""
+    touched = []
     for change in changes:
         if not change.rel.startswith(place.prefix):
             continue
         rel = change.rel[len(place.prefix):]
-        if _is_config(rel) or rel in state.configs:
+        if is_config(rel) or rel in state.configs:
             return None
-        if not rel.endswith((".md", ".markdown")):
-            continue
-        touched.append(rel)
-        if not change.gone:
-            entries.append(Entry(change.rel, change.oid, change.mode))
-    if not touched:
-        return state
+        if rel.endswith((".md", ".markdown")):
+            touched.append(rel)
+    return touched
+
+
+def analyse(place: Place, state: CheckState, changes: Iterable[gitdelta.Change]) -> Workspace | None:
+    """A workspace of just the changed files (gone ones left out) under ``state``'s
+    schema, its documents analysed; None when that cannot stand for the real thing."""
+    from tropo.files import DeltaSnapshot, Entry
+    from tropo.workspace import Workspace
+
+    entries = [Entry(c.rel, c.oid, c.mode) for c in changes if not c.gone]
     try:
         blobs = gitcli.blobs(place.top, (e.oid for e in entries if e.oid is not None))
     except gitcli.GitError:
         return None
     configs = {place.prefix + rel: data for rel, data in state.configs.items()}
-    delta_ws = Workspace(place.root, DeltaSnapshot(place.top, entries, blobs, configs),
-                         use_cache=False, config_paths=state.config_paths)
+    ws = Workspace(place.root, DeltaSnapshot(place.top, entries, blobs, configs),
+                   use_cache=False, config_paths=state.config_paths)
     try:
-        docs, extra = delta_ws.analyzed
+        ws.analyzed  # noqa: B018 - analyse now: the schema may ask for what is not there
     except LookupError:  # the schema asked for a file the state did not record
         return None
-    if delta_ws.dated:
-        return None
-    rows, extra_rows = state_rows(docs, extra)
-    return state.patched(touched, rows, extra_rows, walk_key)
+    return None if ws.dated else ws

@@ -1,15 +1,28 @@
-"""Where a workspace's root is: the folder holding its config, found by walking up.
+"""Where a workspace's root is (the folder holding its config, found by walking up),
+and which files tropo reads at all.
 
 Kept apart from the schema so a front end can find the root (and report a missing or
-competing one) before deciding to load anything else.
+competing one), or tell whether a changed file matters, before loading anything else.
 """
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 
 CONFIG_NAME = "tropo.toml"
 THIN_CONFIG = ".vivary/workspace.toml"
+
+
+def is_config(rel: str) -> bool:
+    """Whether a workspace-relative path is (or would be) part of the schema."""
+    return (posixpath.basename(rel) == CONFIG_NAME or rel == THIN_CONFIG
+            or rel.endswith("/" + THIN_CONFIG) or rel.startswith(".tropo/"))
+
+
+def read_by_tropo(rel: str) -> bool:
+    """Whether a file's bytes can change what tropo says: documents and configs."""
+    return rel.endswith((".md", ".markdown", ".toml"))
 
 
 class ConfigError(Exception):

@@ -7,17 +7,16 @@ read, so a warm check reads only what changed. Outside git, the working tree is 
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pygit2
 
-from tropo import gitcli
+from tropo import gitcli, gitdelta
 from tropo import repo as gitrepo
-from tropo.files import LINK, MAX_BLOB, DirSnapshot, Entry, Snapshot, read_file
+from tropo.files import LINK, MAX_BLOB, DirSnapshot, Entry, Snapshot
+from tropo.roots import read_by_tropo
 from tropo.source import Source as Source
 from tropo.source import SourceError as SourceError
 
@@ -83,18 +82,12 @@ class WorktreeSnapshot(DirSnapshot):
         return [e for e in out.values() if not prune(e.rel)]
 
     def fingerprint(self) -> str | None:
-        """The index file's checksum plus what status says differs from it, with the
-        content of each differing file."""
-        trailer = _index_trailer(self._repo)
-        if trailer is None:
+        """What git says differs from HEAD, with the bytes of each changed document or
+        config only the disk knows (:func:`tropo.gitdelta.fingerprint`)."""
+        try:
+            return gitdelta.fingerprint(self.top, gitdelta.worktree(self.top, "."), read_by_tropo)
+        except gitcli.GitError:
             return None
-        h = hashlib.sha256(b"worktree\0" + trailer)
-        for path, flags in sorted(self._repo.status(untracked_files="all", ignored=False).items()):
-            h.update(f"\0{path}\0{flags}\0".encode())
-            full = self.top / path
-            with contextlib.suppress(OSError):
-                h.update(os.readlink(full).encode() if full.is_symlink() else read_file(full))
-        return h.hexdigest()
 
     def conflicts(self) -> list[str]:
         return self._conflicts

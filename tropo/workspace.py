@@ -132,6 +132,11 @@ class Workspace:
             if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
         ]
 
+    def type_of(self, rel: str) -> str | None:
+        """The type a document at ``rel`` has: its folder's, under that folder's schema."""
+        rel_dir = rel.rpartition("/")[0]
+        return self.schema.for_dir(rel_dir).type_for(rel_dir, self.root_name)
+
     @property
     def config(self) -> Config:
         return self.schema.root

@@ -29,6 +29,29 @@ def test_plain_scalars_read_as_vivary_tropo_reads_them(raw: str, value: object) 
     assert type(fm.plain_scalar(raw)) is type(value)
 
 
+def _tried(raw: str) -> object:
+    """vivary-tropo's reading after the keywords: int, else float, else the text."""
+    for convert in (int, float):
+        try:
+            return convert(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+_numberish = st.text(alphabet=st.sampled_from(list("0123456789+-._eEinfatyINFATY xX٣²½\u0663")), max_size=10)
+
+
+@settings(max_examples=600)
+@given(st.one_of(_numberish, st.text(max_size=8)))
+def test_skipping_conversions_that_must_fail_changes_no_value(raw: str) -> None:
+    got, want = fm.plain_scalar(raw), _tried(raw.strip())
+    if raw.strip() in ("", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"):
+        return
+    assert type(got) is type(want)
+    assert got == want or (got != got and want != want)  # nan is not equal to itself
+
+
 def test_parse_records_fields_lines_and_title() -> None:
     p = fm.parse("---\na: 1\nb: [x, y]\nc:\n  - d\n  - 2026-01-01\ne:\n---\n\n# The Title\n")
     assert p.error is None

@@ -139,14 +139,14 @@ def _step(rng: random.Random, repo: Path, root: Path) -> str:
 def test_every_way_agrees_with_no_cache(tmp_path: Path, seed: int, subdir: str,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     patched: list[bool] = []
-    real = incremental._patched_state
+    real = incremental.patched_state
 
     def counting(*args: Any) -> Any:
         state = real(*args)
         patched.append(state is not None)
         return state
 
-    monkeypatch.setattr(incremental, "_patched_state", counting)
+    monkeypatch.setattr(incremental, "patched_state", counting)
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")

@@ -80,10 +80,10 @@ def test_diff_retype_move_and_clean_change(vault: Path) -> None:
     assert "jeff2" in out["delta"]["nodes_added"]
 
 
-def test_diff_cached_graphs_equal_fresh(vault: Path) -> None:
+def test_diff_cached_states_equal_fresh(vault: Path) -> None:
     _change_vault(vault)
     _, warm1 = tropo_json("diff", "HEAD~1..HEAD", cwd=vault)
-    assert list((vault / ".git" / "vivary").glob("graphs.v*/*"))
+    assert len(list((vault / ".git" / "vivary").glob("states.v*/*"))) == 2  # a tree state per side
     _, warm2 = tropo_json("diff", "HEAD~1..HEAD", cwd=vault)
     _, fresh = tropo_json("diff", "HEAD~1..HEAD", "--no-cache", cwd=vault)
     assert warm1 == warm2 == fresh

@@ -1,0 +1,65 @@
+"""``tropo diff`` from the touched part of two graphs must print exactly what the whole
+graphs give (``--no-cache``), for every kind of side, after any sequence of changes."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import commit_all, git, write_files
+from tests.tropo.helpers import make_vault, tropo
+from tests.tropo.test_incremental import _step
+from tropo import statediff
+from tropo.source import Source
+
+
+def _diffs(repo: Path) -> list[list[str]]:
+    commits = int(git(repo, "rev-list", "--count", "HEAD").strip())
+    sides = [["--staged"], ["HEAD"]] + ([["HEAD~1..HEAD"], ["HEAD~1"]] if commits > 1 else [])
+    return [[*side, fmt] for side in sides for fmt in ("--json", "--markdown")]
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("TROPO_FUZZ_SEEDS", "3"))))
+@pytest.mark.parametrize("subdir", ["", "kb/vault"])
+def test_touched_shapes_diff_like_whole_graphs(tmp_path: Path, seed: int, subdir: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[bool] = []
+    real = statediff.shapes
+
+    def counting(*args: Any) -> Any:
+        found = real(*args)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(statediff, "shapes", counting)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    root = repo / subdir if subdir else repo
+    make_vault(root)
+    commit_all(repo)
+    rng = random.Random(seed)
+    for n in range(25):
+        step = _step(rng, repo, root)
+        for args in _diffs(repo):
+            want = tropo("diff", *args, "--no-cache", cwd=root)
+            assert tropo("diff", *args, cwd=root) == want, (n, step, args)
+    assert any(taken)  # the touched way answered, not only the whole one
+
+
+def test_a_removed_node_breaks_the_refs_into_it(repo_dir: Path) -> None:
+    make_vault(repo_dir)
+    commit_all(repo_dir)
+    (repo_dir / "people" / "jeff.md").unlink()
+    write_files(repo_dir, {"projects/tropo/README.md": "---\nstatus: active\nowner: ghost\n---\n"})
+    commit_all(repo_dir)
+    assert statediff.shapes(repo_dir, Source.at("HEAD~1"), Source.at("HEAD")) is not None
+    code, out, _ = tropo("diff", "HEAD~1..HEAD", "--fail-on", "broken", cwd=repo_dir)
+    assert code == 1
+    assert "BROKEN 2026-06-12-kickoff --attendees--> jeff  (target gone)" in out
+    assert "edge + tropo --owner--> ghost  (broken)" in out
+
