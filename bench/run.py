@@ -351,8 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if r.agreement:
             print(f"{r.nodes} nodes: {r.agreement}")
-    command = "python -m bench.run " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("--out"))
+    given = list(argv if argv is not None else sys.argv[1:])
+    kept = [a for i, a in enumerate(given)
+            if not a.startswith("--out") and not (i and given[i - 1] == "--out")]
+    command = "python -m bench.run " + " ".join(kept)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     old = args.out.read_text() if args.out.is_file() else ""
     notes = old[old.index(NOTES):] if NOTES in old else ""

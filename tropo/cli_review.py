@@ -11,12 +11,12 @@ from typing import Any
 
 import click
 
-from tropo import fsmap, graphdiff, node_history, statediff, view
+from tropo import fsmap, graphdiff, statediff, view
 from tropo.atomic import write_atomic
 from tropo.cli import emit, fail, guarded, load, main, workspace_options
-from tropo.graph_cache import graph_of, shape_of
+from tropo.graph import Graph
 from tropo.source import Source
-from tropo.workspace import open_workspace
+from tropo.workspace import Workspace, open_workspace
 
 _ROOT = click.option("--root", type=click.Path(file_okay=False, path_type=Path),
                      help="Workspace folder (default: walk up from the current one).")
@@ -25,7 +25,15 @@ _NO_CACHE = click.option("--no-cache", is_flag=True, help="Ignore the caches (sa
 
 
 def _shape(root: Path | None, source: Source, no_cache: bool) -> graphdiff.Shape:
+    from tropo.graph_cache import shape_of  # opens the repository: only when needed
+
     return shape_of(open_workspace(root, source, use_cache=not no_cache))
+
+
+def _graph(ws: Workspace) -> Graph:
+    from tropo.graph_cache import graph_of
+
+    return graph_of(ws)
 
 
 def _sides(revs: str | None, staged: bool) -> tuple[Source, Source, str, str]:
@@ -201,7 +209,7 @@ def plan_cmd(spec_file: Path, root: Path | None, staged: bool, rev: str | None, 
         fail("--staged and --rev exclude each other")
     source = Source.index() if staged else Source.at(rev) if rev else Source.worktree()
     ws = open_workspace(root, source, use_cache=not no_cache)
-    g = graph_of(ws)
+    g = _graph(ws)
     after = graphdiff.apply_change(g, spec)
     d = graphdiff.delta(graphdiff.Shape.of(g), graphdiff.Shape.of(after))
     unknown = sorted(t for t in set(spec.get("remove", [])) | set(spec.get("retype", {}))
@@ -247,7 +255,7 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
       tropo log release-workflow --json
     """
     ws = open_workspace(root, Source.at(rev), use_cache=not no_cache)
-    g = graph_of(ws)
+    g = _graph(ws)
     node = g.nodes.get(node_id)
     if node is None:
         fail(f"no document with id {node_id!r} at {rev} (run `tropo graph --rev {rev}` to list ids)", 1)
@@ -255,6 +263,8 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
     assert repository is not None and head is not None  # a rev source always has both
     prefix = ws.root.relative_to(ws.snapshot.top).as_posix()
     full = node.path if prefix == "." else f"{prefix}/{node.path}"
+    from tropo import node_history  # pygit2: only for this command
+
     events = [e.as_dict() for e in node_history.history(repository, head, full)]
     if as_json:
         emit({"id": node_id, "type": node.type, "path": node.path, "rev": rev, "events": events})
@@ -340,7 +350,7 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
       tropo view blast agent-workspace --out blast.html
     """
     ws = load(root, staged, rev, no_cache)
-    g = graph_of(ws)
+    g = _graph(ws)
     if subject == "blast":
         if node_id is None:
             fail("view blast needs an id, e.g. tropo view blast my-module --out blast.html")

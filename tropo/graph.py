@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -38,13 +40,20 @@ class Edge(NamedTuple):
 class Graph:
     nodes: dict[str, Node]
     edges: list[Edge]
-    _out: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
-    _in: dict[str, list[Edge]] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
+    @cached_property
+    def _out(self) -> dict[str, list[Edge]]:
+        out: dict[str, list[Edge]] = {}
         for e in self.edges:
-            self._out.setdefault(e.src, []).append(e)
-            self._in.setdefault(e.dst, []).append(e)
+            out.setdefault(e.src, []).append(e)
+        return out
+
+    @cached_property
+    def _in(self) -> dict[str, list[Edge]]:
+        into: dict[str, list[Edge]] = {}
+        for e in self.edges:
+            into.setdefault(e.dst, []).append(e)
+        return into
 
     def outbound(self, node_id: str) -> list[Edge]:
         return self._out.get(node_id, [])
@@ -58,16 +67,110 @@ class Graph:
 
     def blast(self, target: str, depth: int | None = None) -> dict[str, tuple[int, str]]:
         """Everything that transitively refs ``target``: id -> (distance, via field).
-        Breadth-first over inbound edges, so the first visit is the nearest."""
+        Breadth-first over inbound edges: a node is settled when first reached, which in
+        first-in first-out order is at its least distance, through the first such edge."""
         impacted: dict[str, tuple[int, str]] = {}
-        queue = deque((e.src, 1, e.field) for e in self.inbound(target))
+        queue: deque[tuple[str, int]] = deque([(target, 0)])
+        into = self._in
+        push = queue.append
         while queue:
-            nid, dist, via = queue.popleft()
-            if nid == target or nid in impacted or (depth is not None and dist > depth):
+            nid, dist = queue.popleft()
+            if depth is not None and dist >= depth:
                 continue
-            impacted[nid] = (dist, via)
-            queue.extend((e.src, dist + 1, e.field) for e in self.inbound(nid))
+            dist += 1
+            for src, via, _, _ in into.get(nid, ()):  # an Edge is a tuple: unpacked at C speed
+                if src not in impacted and src != target:
+                    impacted[src] = (dist, via)
+                    push((src, dist))
         return impacted
+
+
+    def nearest(self, target: str, limit: int) -> list[tuple[str, tuple[int, str]]]:
+        """The ``limit`` nearest of :meth:`blast`, by (distance, id), walking no further
+        than the distance that holds them."""
+        if limit <= 0:
+            return []
+        found: dict[str, tuple[int, str]] = {}
+        level, dist, into = [target], 0, self._in
+        while level and len(found) < limit:
+            dist += 1
+            nxt = []
+            for nid in level:
+                for src, via, _, _ in into.get(nid, ()):
+                    if src not in found and src != target:
+                        found[src] = (dist, via)
+                        nxt.append(src)
+            level = nxt
+        return sorted(found.items(), key=lambda kv: (kv[1][0], kv[0]))[:limit]
+
+    def reach_counts(self, targets: Iterable[str]) -> dict[str, int]:
+        """``len(self.blast(t))`` for each target, walking once per strongly connected
+        component: every member of a cycle reaches what the others reach."""
+        targets = list(dict.fromkeys(targets))
+        if len(targets) < 2:
+            return {t: len(self.blast(t)) for t in targets}
+        component = self._components
+        by_component: dict[int, int] = {}
+        out = {}
+        for t in targets:
+            c = component.get(t)
+            if c is None:
+                out[t] = len(self.blast(t))
+                continue
+            if c not in by_component:
+                by_component[c] = len(self.blast(t))
+            out[t] = by_component[c]
+        return out
+
+    @cached_property
+    def _components(self) -> dict[str, int]:
+        """Each node in a cycle (a strongly connected component of two or more, or with a
+        self-ref) -> its component's number; Tarjan's algorithm, iteratively."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        out: dict[str, int] = {}
+        into = self._in
+        for root in list(into):
+            if root in index:
+                continue
+            work = [(root, iter(into.get(root, ())))]
+            index[root] = low[root] = len(index)
+            stack.append(root)
+            on_stack.add(root)
+            while work:
+                node, edges = work[-1]
+                pushed = False
+                for src, _, _, _ in edges:
+                    if src not in index:
+                        index[src] = low[src] = len(index)
+                        stack.append(src)
+                        on_stack.add(src)
+                        work.append((src, iter(into.get(src, ()))))
+                        pushed = True
+                        break
+                    if src in on_stack:
+                        low[node] = min(low[node], index[src])
+                if pushed:
+                    continue
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    members = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        members.append(member)
+                        if member == node:
+                            break
+                    cyclic = len(members) > 1 or any(src == node for src, _, _, _ in into.get(node, ()))
+                    if cyclic:
+                        number = len(out)
+                        out.update((m, number) for m in members)
+        return out
 
 
 def build_graph(docs: list[Doc]) -> Graph:

@@ -38,7 +38,7 @@ class Shape:
     fields: Callable[[str], Mapping[str, Any]]
     build: Callable[[], Graph] | None  # None for a partial shape: it has no whole graph
     ids: Container[str] | None = None
-    all_edges: Callable[[], Iterable[EdgeRow]] | None = None
+    all_edges: Callable[[], list[Edge]] | None = None
 
     def holds(self, node_id: str) -> bool:
         return node_id in (self.ids if self.ids is not None else self.nodes)
@@ -60,7 +60,7 @@ class Shape:
         """Just the edges, enough for blast radii: no node's fields are decoded."""
         if "graph" in self.__dict__:
             return self.graph
-        return Graph({}, [Edge(*e) for e in (self.all_edges() if self.all_edges else self.edges)])
+        return Graph({}, self.all_edges() if self.all_edges else [Edge(*e) for e in self.edges])
 
 
 def _edge(row: EdgeRow) -> dict[str, Any]:
@@ -119,13 +119,17 @@ def changed_ids(d: Mapping[str, Any]) -> list[str]:
 def blast_of(ids: Iterable[str], old: Shape, new: Shape, *, limit: int) -> dict[str, dict[str, Any]]:
     """Each id's dependents (reverse refs, any depth) in the new graph, or in the old one
     for a node the change removed: how many, and the ``limit`` nearest."""
-    out = {}
+    sides: dict[int, tuple[Graph, list[str]]] = {}
     for nid in ids:
-        g = (new if new.holds(nid) else old).links
-        hits = sorted(g.blast(nid).items(), key=lambda kv: (kv[1][0], kv[0]))
-        out[nid] = {"count": len(hits),
-                    "nearest": [{"id": d, "distance": dist, "via": via} for d, (dist, via) in hits[:limit]]}
-    return out
+        side = new if new.holds(nid) else old
+        sides.setdefault(id(side), (side.links, []))[1].append(nid)
+    out = {}
+    for g, wanted in sides.values():
+        counts = g.reach_counts(wanted)
+        for nid in wanted:
+            out[nid] = {"count": counts[nid], "nearest": [{"id": d, "distance": dist, "via": via}
+                                                          for d, (dist, via) in g.nearest(nid, limit)]}
+    return dict(sorted(out.items()))
 
 
 def _ids(value: Any, what: str) -> list[str]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from tropo import gitcli, gitdelta, incremental
 from tropo.checkstate import CheckState
+from tropo.graph import Edge
 from tropo.graphdiff import EdgeRow, Shape
 from tropo.source import Source
 
@@ -147,9 +148,10 @@ def _shape(state: CheckState, ws: Workspace, docs: list[Doc], ids: dict[str, int
                 edges.append((src, refs.field[k], target, target not in ids))
                 nodes.setdefault(src, (ws.type_of(rel), rel, ("unchanged", rel)))
 
-    def all_edges() -> list[EdgeRow]:
-        return [(state.ids[doc], field, target, False)
+    def all_edges() -> list[Edge]:
+        ids_of = state.ids
+        return [Edge(ids_of[doc], field, target, False)
                 for doc, field, target in zip(refs.doc, refs.field, refs.target, strict=True)
-                if state.ids[doc]]
+                if ids_of[doc]]
 
     return Shape(nodes, edges, lambda nid: nodes[nid][2], None, ids, all_edges)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import codes, drop_answers, make_vault, tropo_json
 from tropo.config import excluder, is_excluded
-from tropo.snapshot import Entry
+from tropo.files import Entry
 from tropo.workspace import walk_key
 
 

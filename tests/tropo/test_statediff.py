@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import make_vault, tropo
-from tests.tropo.test_incremental import _step
+from tests.tropo.walk import answered, random_step, vault_repo
 from tropo import statediff
 from tropo.source import Source
 
@@ -27,24 +26,12 @@ def _diffs(repo: Path) -> list[list[str]]:
 @pytest.mark.parametrize("subdir", ["", "kb/vault"])
 def test_touched_shapes_diff_like_whole_graphs(tmp_path: Path, seed: int, subdir: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    taken: list[bool] = []
-    real = statediff.shapes
-
-    def counting(*args: Any) -> Any:
-        found = real(*args)
-        taken.append(found is not None)
-        return found
-
-    monkeypatch.setattr(statediff, "shapes", counting)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    root = repo / subdir if subdir else repo
-    make_vault(root)
+    taken = answered(monkeypatch, statediff, "shapes")
+    repo, root = vault_repo(tmp_path, subdir)
     commit_all(repo)
     rng = random.Random(seed)
     for n in range(25):
-        step = _step(rng, repo, root)
+        step = random_step(rng, repo, root)
         for args in _diffs(repo):
             want = tropo("diff", *args, "--no-cache", cwd=root)
             assert tropo("diff", *args, cwd=root) == want, (n, step, args)
