@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
@@ -43,17 +44,11 @@ class Graph:
 
     @cached_property
     def _out(self) -> dict[str, list[Edge]]:
-        out: dict[str, list[Edge]] = {}
-        for e in self.edges:
-            out.setdefault(e.src, []).append(e)
-        return out
+        return _by(self.edges, attrgetter("src"))
 
     @cached_property
     def _in(self) -> dict[str, list[Edge]]:
-        into: dict[str, list[Edge]] = {}
-        for e in self.edges:
-            into.setdefault(e.dst, []).append(e)
-        return into
+        return _by(self.edges, attrgetter("dst"))
 
     def outbound(self, node_id: str) -> list[Edge]:
         return self._out.get(node_id, [])
@@ -104,22 +99,24 @@ class Graph:
         return sorted(found.items(), key=lambda kv: (kv[1][0], kv[0]))[:limit]
 
     def reach_counts(self, targets: Iterable[str]) -> dict[str, int]:
-        """``len(self.blast(t))`` for each target, walking once per strongly connected
-        component: every member of a cycle reaches what the others reach."""
-        targets = list(dict.fromkeys(targets))
-        if len(targets) < 2:
-            return {t: len(self.blast(t)) for t in targets}
-        component = self._components
+        """``len(self.blast(t))`` for each target. Walks one by one while the reaches are
+        small; once they add up to the size of the graph, once per strongly connected
+        component instead (every member of a cycle reaches what the others do)."""
+        out: dict[str, int] = {}
         by_component: dict[int, int] = {}
-        out = {}
-        for t in targets:
-            c = component.get(t)
-            if c is None:
+        for t in dict.fromkeys(targets):
+            if sum(out.values()) <= len(self._in):
                 out[t] = len(self.blast(t))
                 continue
-            if c not in by_component:
-                by_component[c] = len(self.blast(t))
-            out[t] = by_component[c]
+            if not by_component:  # switching: what was walked already counts
+                by_component = {c: out[d] for d in out if (c := self._components.get(d)) is not None}
+            c = self._components.get(t)
+            if c is None:
+                out[t] = len(self.blast(t))
+            else:
+                if c not in by_component:
+                    by_component[c] = len(self.blast(t))
+                out[t] = by_component[c]
         return out
 
     @cached_property
@@ -132,6 +129,7 @@ class Graph:
         stack: list[str] = []
         out: dict[str, int] = {}
         into = self._in
+        loops = {e.src for e in self.edges if e.src == e.dst}
         for root in list(into):
             if root in index:
                 continue
@@ -166,11 +164,18 @@ class Graph:
                         members.append(member)
                         if member == node:
                             break
-                    cyclic = len(members) > 1 or any(src == node for src, _, _, _ in into.get(node, ()))
-                    if cyclic:
+                    if len(members) > 1 or node in loops:
                         number = len(out)
                         out.update((m, number) for m in members)
         return out
+
+
+def _by(edges: list[Edge], end: Callable[[Edge], str]) -> dict[str, list[Edge]]:
+    """Edges grouped by one of their ends."""
+    out: dict[str, list[Edge]] = {}
+    for e in edges:
+        out.setdefault(end(e), []).append(e)
+    return out
 
 
 def build_graph(docs: list[Doc]) -> Graph:

@@ -50,3 +50,13 @@ def test_counts_per_component_and_nearest_equal_whole_walks(rows: list[tuple[str
     for t in targets:
         whole = sorted(g.blast(t).items(), key=lambda kv: (kv[1][0], kv[0]))
         assert g.nearest(t, limit) == whole[:limit]
+
+
+def test_counts_on_a_big_cycle_switch_to_components_and_stay_exact() -> None:
+    ring = [Edge(f"n{i}", "ref", f"n{(i + 1) % 50}", False) for i in range(50)]
+    tail = [Edge(f"t{i}", "ref", "n0", False) for i in range(5)] + [Edge("n7", "ref", "n7", False)]
+    g = Graph({}, ring + tail)
+    targets = [f"n{i}" for i in range(0, 50, 5)] + ["t1", "n7"]
+    counts = g.reach_counts(targets)
+    assert counts == {t: len(g.blast(t)) for t in targets}
+    assert "_components" in g.__dict__  # the reaches added up: the per-component way ran
