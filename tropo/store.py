@@ -11,6 +11,7 @@ import contextlib
 import functools
 import marshal
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,26 @@ def save(path: Path, record: Any) -> None:
         write_atomic(path, marshal.dumps(record), fsync=False)
 
 
+def drop_other_versions(directory: Path, name: str) -> None:
+    """Remove what another version of tropo kept under ``name`` (``name.v3`` and the
+    like): nothing here reads it, and nothing else would ever delete it."""
+    mine = f"{name}.v{VERSION}"
+    with contextlib.suppress(OSError):
+        for old in directory.glob(f"{name}.v*"):
+            if old.name != mine and old.name[len(name) + 2:].isdigit():
+                with contextlib.suppress(OSError):
+                    if old.is_dir() and not old.is_symlink():
+                        shutil.rmtree(old)
+                    else:
+                        old.unlink()
+
+
 class Store:
     """One file of records by key; loaded on first use, saved when it grew."""
 
     def __init__(self, directory: Path | None, name: str) -> None:
         self._path = directory / f"{name}.v{VERSION}" if directory is not None else None
+        self._name = name
         self._loaded: dict[str, Any] | None = None
         self._dirty = False
         self._used: set[str] = set()
@@ -68,6 +84,7 @@ class Store:
         if len(data) > 2 * len(self._used) + 1000:
             data = {k: v for k, v in data.items() if k in self._used}
         save(self._path, data)
+        drop_other_versions(self._path.parent, self._name)
 
 
 @functools.cache
@@ -93,6 +110,7 @@ class Shelf:
 
     def __init__(self, directory: Path | None, name: str, keep: int) -> None:
         self._dir = directory / f"{name}.v{VERSION}" if directory is not None else None
+        self._name = name
         self._keep = keep
 
     def get(self, key: str) -> Any:
@@ -106,6 +124,7 @@ class Shelf:
         for name in stale:
             with contextlib.suppress(OSError):
                 os.unlink(self._dir / name)
+        drop_other_versions(self._dir.parent, self._name)
 
     def keys(self, prefix: str) -> list[str]:
         """The keys starting with ``prefix``, most recently written first."""

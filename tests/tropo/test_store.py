@@ -49,3 +49,17 @@ def test_shelf_keeps_the_newest_records(tmp_path: Path) -> None:
     assert "ns-2" not in shelf.keys("") and shelf.get("other-x") == "x"
     assert shelf.get("ns-0") is None
     assert Shelf(None, "results", keep=3).keys("") == []
+
+
+def test_what_another_version_kept_is_removed_on_the_next_write(tmp_path: Path) -> None:
+    (tmp_path / "docs.v3").write_bytes(b"old memo")
+    (tmp_path / "results.v2").mkdir()
+    (tmp_path / "results.v2" / "k").write_bytes(b"old result")
+    (tmp_path / "docs.vintage").write_bytes(b"not ours: no version number")
+    (tmp_path / "graphs.v1").mkdir()  # another cache's name: left alone
+    store = Store(tmp_path, "docs")
+    store.put("k", 1)
+    store.save()
+    Shelf(tmp_path, "results", keep=2).put("k", 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["docs.vintage", "graphs.v1", f"docs.v{VERSION}", f"results.v{VERSION}"])
