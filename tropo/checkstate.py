@@ -34,6 +34,14 @@ class Refs:
     target: list[str]
     line: array  # type: ignore[type-arg]
 
+    def add(self, doc: int, refs: list[Ref]) -> None:
+        """Append one document's refs (names interned: they repeat across documents)."""
+        for field, target, line in refs:
+            self.doc.append(doc)
+            self.field.append(sys.intern(field))
+            self.target.append(sys.intern(target))
+            self.line.append(line)
+
 
 @dataclass(frozen=True)
 class CheckState:
@@ -57,11 +65,7 @@ class CheckState:
         """From per-document rows, already in walk order."""
         refs = Refs(array("i"), [], [], array("i"))
         for index, (_, _, doc_refs) in enumerate(docs.values()):
-            for field, target, line in doc_refs:
-                refs.doc.append(index)
-                refs.field.append(sys.intern(field))
-                refs.target.append(sys.intern(target))
-                refs.line.append(line)
+            refs.add(index, doc_refs)
         return cls(tuple(config_paths), strict, dict(configs), list(docs),
                    [sys.intern(doc_id or "") for doc_id, _, _ in docs.values()],
                    {rel: own for rel, (_, own, _) in docs.items() if own}, refs, dict(extra))
@@ -118,11 +122,7 @@ class CheckState:
         refs = Refs(array("i", [remap[old.doc[k]] for k in keep]), [old.field[k] for k in keep],
                     [old.target[k] for k in keep], array("i", [old.line[k] for k in keep]))
         for rel, (_, _, doc_refs) in docs.items():
-            for field, target, line in doc_refs:
-                refs.doc.append(new_index[rel])
-                refs.field.append(sys.intern(field))
-                refs.target.append(sys.intern(target))
-                refs.line.append(line)
+            refs.add(new_index[rel], doc_refs)
         own = {rel: rows for rel, rows in self.own.items() if rel not in dropped}
         own.update((rel, row[1]) for rel, row in docs.items() if row[1])
         kept_extra = {rel: extra.get(rel, row) for rel, row in self.extra.items()

@@ -19,7 +19,6 @@ findings on every source.
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from tropo import gitcli, gitdelta
 from tropo.checkstate import CheckState
 from tropo.findings import Finding, Summary
-from tropo.roots import CONFIG_NAME, THIN_CONFIG, ConfigError, find_root, is_config, read_by_tropo
+from tropo.roots import ConfigError, find_root, is_config, read_by_tropo, root_in
 from tropo.source import Source
 from tropo.store import Shelf, code_stamp
 
@@ -157,32 +156,6 @@ def place_of(start: Path, source: Source) -> Place | None:
     except ValueError:
         return None
     return Place(root, top, private)
-
-
-def root_in(top: Path, start: Path, tree: str | None = None) -> Path | None:
-    """The nearest folder from ``start`` up to ``top`` whose config is in the index (or
-    in ``tree``), as :func:`tropo.workspace.open_workspace` finds it for ``--staged``
-    (or ``--rev``)."""
-    try:
-        parts = start.relative_to(top).parts
-    except ValueError:
-        return None
-    dirs = ["/".join(parts[:depth]) for depth in range(len(parts), -1, -1)]
-    wanted = [posixpath.join(d, name) for d in dirs for name in (THIN_CONFIG, CONFIG_NAME)]
-    try:
-        listing = ("ls-files", "--stage", "-z") if tree is None else ("ls-tree", "-z", "--full-tree", tree)
-        records = gitcli.records(top, *listing, "--", *(f":(literal){w}" for w in wanted))
-    except gitcli.GitError:
-        return None
-    present = set()
-    for rec in records:
-        meta, _, path = rec.partition("\t")
-        if not meta.startswith("120000"):  # a symlinked config is not read
-            present.add(path)
-    for d in dirs:
-        if posixpath.join(d, THIN_CONFIG) in present or posixpath.join(d, CONFIG_NAME) in present:
-            return top.joinpath(*d.split("/")) if d else top
-    return None
 
 
 def delta_of(place: Place, source: Source) -> gitdelta.Delta:

@@ -20,6 +20,7 @@ from tropo import gitcli, gitdelta, incremental
 from tropo.checkstate import CheckState
 from tropo.graph import Edge
 from tropo.graphdiff import EdgeRow, Shape
+from tropo.roots import root_in
 from tropo.source import Source
 
 if TYPE_CHECKING:
@@ -66,13 +67,13 @@ def _side(place: incremental.Place, here: Path, source: Source) -> _Side | None:
     if source.kind == "rev":
         assert source.rev is not None
         tree = gitdelta.tree_of(place.top, source.rev)
-        root = incremental.root_in(place.top, here, tree)
+        root = root_in(place.top, here, tree)
     else:
         delta = incremental.delta_of(place, source)
         if delta.head is None or delta.conflicted:
             return None
         tree, changes = gitdelta.tree_of(place.top, delta.head), delta.changes
-        root = incremental.root_in(place.top, here) if source.kind == "index" else place.root
+        root = root_in(place.top, here) if source.kind == "index" else place.root
     if root != place.root:
         return None
     state = incremental.tree_state(place, tree)

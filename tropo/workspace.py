@@ -35,6 +35,7 @@ from tropo.document import Doc, Finding
 from tropo.files import LINK, MAX_BLOB, Entry, Snapshot
 from tropo.findings import Summary, grade
 from tropo.graph import Graph, build_graph
+from tropo.roots import root_in
 from tropo.source import Source, SourceError
 from tropo.store import Store, code_stamp
 
@@ -42,21 +43,6 @@ if TYPE_CHECKING:
     from tropo import history
 
 __all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"]
-
-
-def _find_root_snapshot(snap: Snapshot, start: Path) -> Path | None:
-    try:
-        rel = start.resolve().relative_to(snap.top)
-    except ValueError:
-        return None
-    parts = rel.parts
-    for depth in range(len(parts), -1, -1):
-        here = "/".join(parts[:depth])
-        prefix = f"{here}/" if here else ""
-        if snap.read_path(prefix + THIN_CONFIG) is not None or \
-                snap.read_path(prefix + CONFIG_NAME) is not None:
-            return snap.top.joinpath(*parts[:depth])
-    return None
 
 
 @dataclass
@@ -382,7 +368,8 @@ def open_workspace(
         snapshot = open_snapshot(found, source)
     else:
         snapshot = open_snapshot(start, source)
-        found = _find_root_snapshot(snapshot, start)
+        commit = snapshot.commit() if source.kind == "rev" else None
+        found = root_in(snapshot.top, start, str(commit.tree_id) if commit is not None else None)
         if found is None:
             raise ConfigError(
                 f"no {CONFIG_NAME} in {source.describe()} walking up from {start}")
