@@ -73,6 +73,15 @@ def _run(ws: Workspace, tmp_path: Path) -> tuple[dict[str, object], list[dict[st
     return state, judged
 
 
+def test_without_a_judge_a_judged_ensure_fails_closed(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.agents([{"match": "write", "replies": [{"json": {"text": "hello"}}]}])
+    runs = ws.runs()
+    state = runs.drive(runs.plan(SPEC, {}).snap.run_id).state
+    assert state["status"] == "failed"
+    assert "no judge configured" in state["failure"]["reason"]
+
+
 def test_a_judge_that_says_holds_true_passes_the_step(tmp_path: Path) -> None:
     ws = _with_judge(tmp_path, json.dumps({"holds": True, "reason": "it is polite"}))
     state, judged = _run(ws, tmp_path)
