@@ -863,3 +863,13 @@ def test_semantic_order_first_error_wins() -> None:
     doc["flows"]["entry"] = "nope"
     _, errors = load_spec(json.dumps(doc))
     assert [e.code for e in errors] == ["CONTRACT_INVALID_TYPE"]
+
+
+def test_a_long_chain_of_contracts_is_walked_without_recursion() -> None:
+    """5,000 contracts each naming the next, the last naming the first: far deeper than
+    Python's recursion limit, still one error at the reference that closes the cycle."""
+    n = 5000
+    chain = {f"C{k}": {"next": f"C{k + 1}?"} for k in range(n - 1)}
+    chain[f"C{n - 1}"] = {"back": "C0?"}
+    _, errors = load_spec(make(contracts={"R": {"text": "string"}, **chain}))
+    assert [(e.code, e.path) for e in errors] == [("CONTRACT_RECURSIVE_REF", f"contracts.C{n - 1}.back")]
