@@ -4,7 +4,7 @@ edge that closes a cycle is the one reported."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,3 +49,36 @@ class StepGraph:
     def dependencies(self, step: str) -> list[str]:
         """Direct dependency predecessors of a step."""
         return [src for src, out in self.succ.items() if "dep" in out.get(step, set())]
+
+
+def closing_edge(
+    roots: Iterable[str], edges: Callable[[str], Iterable[tuple[str, str]]]
+) -> tuple[str, str, str] | None:
+    """`(source, target, label)` of the first edge that closes a cycle in a depth-first
+    walk visiting `roots` in order and each node's `(target, label)` edges in order;
+    None if there is no cycle.
+
+    This is how Stratum places recursion errors: at the reference that closes the cycle,
+    not at the first reference that is part of one. Iterative, so a long chain of
+    references cannot exhaust the interpreter's stack."""
+    done: set[str] = set()
+    for root in roots:
+        if root in done:
+            continue
+        active = {root}
+        stack: list[tuple[str, Iterator[tuple[str, str]]]] = [(root, iter(edges(root)))]
+        while stack:
+            node, pending = stack[-1]
+            step = next(pending, None)
+            if step is None:
+                stack.pop()
+                active.discard(node)
+                done.add(node)
+                continue
+            target, label = step
+            if target in active:
+                return node, target, label
+            if target not in done:
+                active.add(target)
+                stack.append((target, iter(edges(target))))
+    return None

@@ -9,7 +9,7 @@ from typing import NoReturn
 from strato.flow import types as ty
 from strato.flow.errors import SpecError
 from strato.flow.expr import ExprError, parse
-from strato.flow.graph import EdgeKind, StepGraph
+from strato.flow.graph import EdgeKind, StepGraph, closing_edge
 from strato.flow.leaves import Leaf, step_leaves
 from strato.flow.refs import Ref, RefSyntaxError, parse_template
 from strato.flow.spec import (
@@ -72,31 +72,17 @@ def _contracts(spec: Spec) -> None:
                 _fail(
                     "CONTRACT_UNKNOWN_REF", f"contracts.{name}.{field}", f"unknown contract {ref!r}"
                 )
-    edges = {(name, field): ty.named_refs(t) for (name, field), t in parsed.items()}
-    for (name, field), refs in edges.items():
-        for ref in refs:
-            if ref == name or _contract_reaches(spec, edges, ref, name):
-                _fail(
-                    "CONTRACT_RECURSIVE_REF",
-                    f"contracts.{name}.{field}",
-                    f"contract {name!r} refers back to itself through {ref!r}",
-                )
-
-
-def _contract_reaches(
-    spec: Spec, edges: dict[tuple[str, str], list[str]], start: str, goal: str
-) -> bool:
-    seen, stack = {start}, [start]
-    while stack:
-        current = stack.pop()
-        for field in spec.contracts.get(current, {}):
-            for nxt in edges.get((current, field), []):
-                if nxt == goal:
-                    return True
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-    return False
+    closing = closing_edge(
+        spec.contracts,
+        lambda name: [
+            (ref, f"contracts.{name}.{field}")
+            for field in spec.contracts[name]
+            for ref in ty.named_refs(parsed[name, field])
+        ],
+    )
+    if closing is not None:
+        name, back, path = closing
+        _fail("CONTRACT_RECURSIVE_REF", path, f"{name!r} -> {back!r} closes a cycle of contracts")
 
 
 def _check_field_type(code_path: str, text: str, spec: Spec) -> None:
@@ -138,18 +124,18 @@ def _entry_and_subflows(spec: Spec) -> None:
 
 def _global(spec: Spec) -> None:
     flows = spec.flow_map
-    calls = {
-        name: [s.run for s in flow.typed_steps if isinstance(s, RunStep)]
-        for name, flow in flows.items()
-    }
-    for name, flow in flows.items():
-        for i, step in enumerate(flow.typed_steps):
-            if isinstance(step, RunStep) and _calls_reach(calls, step.run, name):
-                _fail(
-                    "SUBFLOW_RECURSIVE",
-                    f"flows.{name}.steps[{i}].run",
-                    f"flow {name!r} calls itself through {step.run!r}",
-                )
+    roots = [spec.entry, *(name for name in flows if name != spec.entry)]
+    closing = closing_edge(
+        roots,
+        lambda name: [
+            (step.run, f"flows.{name}.steps[{i}].run")
+            for i, step in enumerate(flows[name].typed_steps)
+            if isinstance(step, RunStep)
+        ],
+    )
+    if closing is not None:
+        name, back, path = closing
+        _fail("SUBFLOW_RECURSIVE", path, f"the call from {name!r} to {back!r} closes a cycle")
     for name, flow in flows.items():
         if name == spec.entry:
             continue
@@ -157,22 +143,9 @@ def _global(spec: Spec) -> None:
             if isinstance(step, FanoutStep | RunStep):
                 _fail(
                     "SUBFLOW_BODY_RESTRICTED",
-                    f"flows.{name}.steps[{i}]",
+                    f"flows.{name}.steps[{i}].{step.kind}",
                     f"non-entry flow {name!r} may not contain {step.kind}",
                 )
-
-
-def _calls_reach(calls: dict[str, list[str]], start: str, goal: str) -> bool:
-    seen, stack = {start}, [start]
-    while stack:
-        current = stack.pop()
-        if current == goal:
-            return True
-        for nxt in calls.get(current, []):
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    return False
 
 
 # --- stage 12 (ours): expressions parse
@@ -266,7 +239,10 @@ class _FlowCheck:
                 self.add_edge(step.id, on_fail, f"{self.path(i)}.on_fail", "route on failure to")
                 self.routed.add(on_fail)
             for leaf in step_leaves(step, self.path(i)):
-                for ref in _refs_or_none(leaf.text):
+                refs = _refs_or_none(leaf.text)
+                for ref in refs:
+                    self.check_path(ref, leaf.path)
+                for ref in refs:
                     if ref.kind == "step" and ref.name in self.ids:
                         self.add_edge(ref.name, step.id, leaf.path, "reference", "dep")
             if isinstance(step, GateStep):
@@ -316,13 +292,7 @@ class _FlowCheck:
     def check_ref(self, ref: Ref, path: str) -> ty.PathType:
         """Type a step or input reference; fails with the reference's code."""
         if ref.kind == "input":
-            field = ref.path[0]
-            text = self.flow.input.get(field) if isinstance(field, str) else None
-            t = None if text is None else ty.parse_type(text)
-            reached = None if t is None else ty.walk(t, ref.path[1:], self.spec.contracts)
-            if reached is None:
-                _fail("REF_UNKNOWN_PATH", path, f"${{{ref.source}}} does not match the flow input")
-            return reached
+            return self.walk_ref(ref, path, self.input_type(ref))
         step = self.ids.get(ref.name)
         if step is None:
             if ref.name in self.carry:
@@ -332,33 +302,63 @@ class _FlowCheck:
                     f"${{{ref.source}}}: a carry path may not start with .output",
                 )
             _fail("REF_UNKNOWN_STEP", path, f"${{{ref.source}}} names unknown step {ref.name!r}")
-        reached = ty.walk(self.output_type(step, path), ref.path, self.spec.contracts)
+        return self.walk_ref(ref, path, self.output_type(step, path))
+
+    def check_path(self, ref: Ref, path: str) -> None:
+        """`REF_UNKNOWN_PATH` for a reference whose root is typed, and nothing else: the
+        reference's other rules are stage 6's, but its path is checked before the edge
+        that the same reference adds to the step graph."""
+        step = self.ids.get(ref.name)
+        if ref.kind == "input":
+            self.walk_ref(ref, path, self.input_type(ref))
+        elif ref.kind == "step" and step is not None:
+            root = self.declared_output(step)
+            if root is not None:
+                self.walk_ref(ref, path, root)
+
+    def input_type(self, ref: Ref) -> ty.TypeExpr | None:
+        field = ref.path[0]
+        text = self.flow.input.get(field) if isinstance(field, str) else None
+        return None if text is None else ty.parse_type(text)
+
+    def walk_ref(self, ref: Ref, path: str, root: ty.TypeExpr | None) -> ty.PathType:
+        rest = ref.path[1:] if ref.kind == "input" else ref.path
+        reached = None if root is None else ty.walk(root, rest, self.spec.contracts)
         if reached is None:
-            _fail("REF_UNKNOWN_PATH", path, f"${{{ref.source}}} does not match {ref.name}'s output")
+            what = "the flow input" if ref.kind == "input" else f"{ref.name}'s output"
+            _fail("REF_UNKNOWN_PATH", path, f"${{{ref.source}}} does not match {what}")
         return reached
 
-    def output_type(self, step: AnyStep, path: str) -> ty.TypeExpr:
+    def declared_output(self, step: AnyStep) -> ty.TypeExpr | None:
+        """The type of a step's output, None when the step declares none."""
         if isinstance(step, FanoutStep):
             final = step.fanout.steps[-1].out
-            if final is None:
-                _fail(
-                    "FANOUT_OUTPUT_REQUIRES_FINAL_OUT",
-                    path,
-                    f"fanout {step.id!r} output is referenced but its final stage has no out",
-                )
-            return ty.ArrayOf(ty.Named(final))
+            return None if final is None else ty.ArrayOf(ty.Named(final))
         if isinstance(step, RunStep):
             callee = self.spec.flow(step.run)
             assert callee is not None  # stage 3 checked it
             return ty.Named(callee.output.contract)
         out = step.out if isinstance(step, DoStep | SetStep | EvaluateStep) else None
-        if out is None:
+        return None if out is None else ty.Named(out)
+
+    def output_type(self, step: AnyStep, path: str) -> ty.TypeExpr:
+        """The type of a referenced step's output; a step without one is an error at the
+        key that should declare it (a fanout's final stage `out`), or where it is used."""
+        declared = self.declared_output(step)
+        if declared is not None:
+            return declared
+        if isinstance(step, FanoutStep):
+            last = len(step.fanout.steps) - 1
             _fail(
-                "REF_OUTPUT_CONTRACT_REQUIRED",
-                path,
-                f"step {step.id!r} output is referenced but it declares no out contract",
+                "FANOUT_OUTPUT_REQUIRES_FINAL_OUT",
+                f"{self.path(self.index[step.id])}.fanout.steps[{last}].out",
+                f"fanout {step.id!r} output is referenced but its final stage has no out",
             )
-        return ty.Named(out)
+        _fail(
+            "REF_OUTPUT_CONTRACT_REQUIRED",
+            path,
+            f"step {step.id!r} output is referenced but it declares no out contract",
+        )
 
     # stage 7
     def consumer_worktree(self) -> None:
@@ -400,7 +400,7 @@ class _FlowCheck:
     # stage 8
     def carry_rules(self) -> None:
         base = f"flows.{self.name}.carry"
-        if self.flow.carry and self.name != self.spec.entry:
+        if self.flow.carry is not None and self.name != self.spec.entry:
             _fail("CARRY_ROOT_ONLY", base, "only the entry flow may declare carry")
         sources: dict[str, Ref] = {}
         for var in self.carry:

@@ -244,39 +244,6 @@ def test_cancel_makes_tokens_stale(tmp_path: Path) -> None:
     assert info.value.code == "run_not_running"
 
 
-def test_judged_ensure_fails_closed_without_judge_and_asks_the_judge(tmp_path: Path) -> None:
-    spec = """
-version: 1
-contracts:
-  A: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${w.output}", contract: A}
-    steps:
-      - id: w
-        do: "write"
-        out: A
-        attempts: 1
-        ensure:
-          - judged: {statement: "the text is polite", stakes: cheap}
-"""
-    ws = make_workspace(tmp_path)
-    ws.agents([{"match": "write", "replies": [{"json": {"text": "hello"}}]}])
-    runs = ws.runs()
-    snap = runs.drive(runs.plan(spec, {}).snap.run_id)
-    assert snap.state["status"] == "failed"
-    assert "no judge configured" in snap.state["failure"]["reason"]
-    ws.agents([{"match": "Judge whether", "replies": [{"json": {"holds": True, "reason": "it is"}}]},
-               {"match": "write", "replies": [{"json": {"text": "hello"}}]}], judge=True)
-    runs = ws.runs()
-    run_id = runs.plan(spec, {}).snap.run_id
-    assert runs.drive(run_id).state["status"] == "completed"
-    judged = [e for e in runs.audit(run_id)["events"] if e["type"] == "judged"]
-    assert judged[0]["detail"]["holds"] is True
-
-
 EARLY_OUTPUT = """
 version: 1
 contracts:

@@ -84,6 +84,7 @@ SUB = {
     "steps": [{"id": "s", "do": "sub ${input.topic}", "out": "R"}],
 }
 WAVE = {"wave": {"initial": "${a.output.items}"}}
+CALL_MAIN = {"id": "r", "after": ["s"], "run": "main", "with": {"topic": "x"}}
 
 CASES: list[tuple[str, str, str, str]] = [
     # --- stage 1: structure
@@ -270,7 +271,26 @@ CASES: list[tuple[str, str, str, str]] = [
         "recursive contract",
         make(contracts={"R": {"text": "string", "kids": "Node[]"}, "Node": {"parent": "R?"}}),
         "CONTRACT_RECURSIVE_REF",
-        "contracts.R.kids",
+        "contracts.Node.parent",
+    ),
+    (
+        "contract cycle closed at the reference the walk meets last",
+        make(
+            contracts={
+                "R": {"text": "string", "a": "A?"},
+                "A": {"b": "B"},
+                "B": {"c": "C[]"},
+                "C": {"back": "B?"},
+            }
+        ),
+        "CONTRACT_RECURSIVE_REF",
+        "contracts.C.back",
+    ),
+    (
+        "contract cycle among contracts declared before the first one reaches them",
+        make(contracts={"R": {"text": "string"}, "X": {"y": "Y"}, "Y": {"x": "X"}}),
+        "CONTRACT_RECURSIVE_REF",
+        "contracts.Y.x",
     ),
     # --- stage 3: entry and subflows
     (
@@ -436,7 +456,20 @@ CASES: list[tuple[str, str, str, str]] = [
             flow={"input": LIST_INPUT},
         ),
         "FANOUT_OUTPUT_REQUIRES_FINAL_OUT",
-        "flows.main.steps[2].do",
+        "flows.main.steps[1].fanout.steps[0].out",
+    ),
+    (
+        "fanout whose last of two stages has no out, referenced from a later step",
+        make(
+            steps=[
+                A,
+                {"id": "b", "after": ["f"], "do": "x ${f.output[0].text}"},
+                fan("f", stages=[{"do": "x ${item}", "out": "R"}, {"do": "y ${prev}"}]),
+            ],
+            flow={"input": LIST_INPUT},
+        ),
+        "FANOUT_OUTPUT_REQUIRES_FINAL_OUT",
+        "flows.main.steps[2].fanout.steps[1].out",
     ),
     (
         "ref to a do without out",
@@ -449,6 +482,36 @@ CASES: list[tuple[str, str, str, str]] = [
         make(steps=[A, gate("g", ["a"]), {"id": "c", "do": "y ${g.output}"}]),
         "REF_OUTPUT_CONTRACT_REQUIRED",
         "flows.main.steps[2].do",
+    ),
+    (
+        "unknown output path before the self edge of the same field",
+        make(steps=[{**A, "do": "again ${a.output.nope}"}]),
+        "REF_UNKNOWN_PATH",
+        "flows.main.steps[0].do",
+    ),
+    (
+        "unknown output path before the cycle its edge closes",
+        make(steps=[{**A, "after": ["b"]}, {"id": "b", "do": "x ${a.output.text.more}"}]),
+        "REF_UNKNOWN_PATH",
+        "flows.main.steps[1].do",
+    ),
+    (
+        "unknown input path before a cycle closed by another reference in the field",
+        make(steps=[{**A, "after": ["b"]}, {"id": "b", "do": "x ${a.output} ${input.nope}"}]),
+        "REF_UNKNOWN_PATH",
+        "flows.main.steps[1].do",
+    ),
+    (
+        "unknown path in a stage before the fanout's cycle",
+        make(
+            steps=[
+                {**A, "after": ["f"]},
+                fan("f", stages=[{"do": "x ${a.output.items.x}", "out": "R"}]),
+            ],
+            flow={"input": LIST_INPUT},
+        ),
+        "REF_UNKNOWN_PATH",
+        "flows.main.steps[1].fanout.steps[0].do",
     ),
     # --- stage 7: consumer worktree fanout
     (
@@ -481,6 +544,21 @@ CASES: list[tuple[str, str, str, str]] = [
         make(
             steps=[A, {"id": "r", "after": ["a"], "run": "sub", "with": {"topic": "x"}}],
             flows={"sub": {**SUB, "carry": {"w": {"initial": "${s.output}"}}}},
+        ),
+        "CARRY_ROOT_ONLY",
+        "flows.sub.carry",
+    ),
+    (
+        "empty carry on a flow nobody calls",
+        make(flows={"sub": {**SUB, "carry": {}}}),
+        "CARRY_ROOT_ONLY",
+        "flows.sub.carry",
+    ),
+    (
+        "empty carry in a subflow",
+        make(
+            steps=[A, {"id": "r", "after": ["a"], "run": "sub", "with": {"topic": "x"}}],
+            flows={"sub": {**SUB, "carry": {}}},
         ),
         "CARRY_ROOT_ONLY",
         "flows.sub.carry",
@@ -664,7 +742,40 @@ CASES: list[tuple[str, str, str, str]] = [
         "fanout in a subflow",
         make(flows={"sub": {**SUB, "input": LIST_INPUT, "steps": [*SUB["steps"], fan("f")]}}),
         "SUBFLOW_BODY_RESTRICTED",
-        "flows.sub.steps[1]",
+        "flows.sub.steps[1].fanout",
+    ),
+    (
+        "run in a subflow",
+        make(
+            steps=[A, {"id": "r", "after": ["a"], "run": "sub", "with": {"topic": "x"}}],
+            flows={
+                "sub": {**SUB, "steps": [*SUB["steps"], {"id": "r", "run": "leaf", "with": {}}]},
+                "leaf": {**SUB, "input": {}, "steps": [{"id": "s", "do": "leaf", "out": "R"}]},
+            },
+        ),
+        "SUBFLOW_BODY_RESTRICTED",
+        "flows.sub.steps[1].run",
+    ),
+    (
+        "subflow cycle closed by the callee's run",
+        make(
+            steps=[A, {"id": "r", "after": ["a"], "run": "sub", "with": {"topic": "x"}}],
+            flows={"sub": {**SUB, "steps": [*SUB["steps"], CALL_MAIN]}},
+        ),
+        "SUBFLOW_RECURSIVE",
+        "flows.sub.steps[1].run",
+    ),
+    (
+        "subflow cycle closed where the walk from the entry flow meets it again",
+        make(
+            steps=[A, {"id": "r", "after": ["a"], "run": "one", "with": {"topic": "x"}}],
+            flows={
+                "one": {**SUB, "steps": [*SUB["steps"], {**CALL_MAIN, "run": "two"}]},
+                "two": {**SUB, "steps": [*SUB["steps"], {**CALL_MAIN, "run": "one"}]},
+            },
+        ),
+        "SUBFLOW_RECURSIVE",
+        "flows.two.steps[1].run",
     ),
     # --- stage 12 (ours): expressions parse
     (
@@ -752,3 +863,13 @@ def test_semantic_order_first_error_wins() -> None:
     doc["flows"]["entry"] = "nope"
     _, errors = load_spec(json.dumps(doc))
     assert [e.code for e in errors] == ["CONTRACT_INVALID_TYPE"]
+
+
+def test_a_long_chain_of_contracts_is_walked_without_recursion() -> None:
+    """5,000 contracts each naming the next, the last naming the first: far deeper than
+    Python's recursion limit, still one error at the reference that closes the cycle."""
+    n = 5000
+    chain = {f"C{k}": {"next": f"C{k + 1}?"} for k in range(n - 1)}
+    chain[f"C{n - 1}"] = {"back": "C0?"}
+    _, errors = load_spec(make(contracts={"R": {"text": "string"}, **chain}))
+    assert [(e.code, e.path) for e in errors] == [("CONTRACT_RECURSIVE_REF", f"contracts.C{n - 1}.back")]
