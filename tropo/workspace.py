@@ -102,12 +102,15 @@ class Workspace:
 
     @cached_property
     def schema(self) -> Schema:
-        overlay_dirs: list[str] = []
+        nested: list[str] = []
+        thin: list[str] = []
         for rel in self.config_paths():
-            if rel.endswith("/" + THIN_CONFIG):
+            (thin if rel.endswith("/" + THIN_CONFIG) else nested).append(rel)
+        schema = Schema(self._read_rel, [posixpath.dirname(rel) for rel in nested])
+        for rel in thin:
+            if not schema.excludes(posixpath.dirname(rel.removesuffix(THIN_CONFIG))):
                 raise ConfigError(f"competing nested thin-v0.3 root: {posixpath.dirname(rel)}")
-            overlay_dirs.append(posixpath.dirname(rel))
-        return Schema(self._read_rel, overlay_dirs)
+        return schema
 
     def config_paths(self) -> list[str]:
         """Nested ``tropo.toml`` (and thin configs) below the root."""
