@@ -10,11 +10,11 @@ import datetime
 import hashlib
 import os
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tropo import document as docmod
 from tropo import frontmatter
@@ -298,12 +298,15 @@ class Workspace:
                                 *state_rows(docs, extra))
 
     def check(self, paths: Iterable[str] | None = None) -> Report:
+        """Every document, or those under ``paths``: in the order the paths were given
+        (each document once, at the first path that selects it), walk order within one,
+        as vivary-tropo reports them."""
         docs, extra = self.documents
-        selected = list(paths) if paths is not None else None
-        if selected is None:
+        if paths is None:
             return Report(docs, extra)
-        return Report([d for d in docs if _under(d.rel, selected)],
-                      [f for f in extra if _under(f.path, selected)])
+        selected = list(paths)
+        return Report(_in_selector_order(docs, lambda d: d.rel, selected),
+                      _in_selector_order(extra, lambda f: f.path, selected))
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0])
@@ -327,8 +330,21 @@ def _analysis_key(cfg: Config, root_name: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _under(rel: str, selected: list[str]) -> bool:
-    return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
+def _under(rel: str, selector: str) -> bool:
+    return selector in ("", ".") or rel == selector or rel.startswith(selector + "/")
+
+
+_T = TypeVar("_T")
+
+
+def _in_selector_order(items: list[_T], rel_of: Callable[[_T], str], selected: list[str]) -> list[_T]:
+    ranked = []
+    for item in items:
+        rank = next((i for i, s in enumerate(selected) if _under(rel_of(item), s)), None)
+        if rank is not None:
+            ranked.append((rank, item))
+    ranked.sort(key=lambda pair: pair[0])  # stable: walk order within one selector
+    return [item for _, item in ranked]
 
 
 def walk_key(rel: str) -> str:

@@ -186,3 +186,24 @@ def test_every_e001_line_agrees_with_upstream_on_a_malformed_corpus(
     yaml_only = {p for p in mine if p not in theirs}
     messages = {f["message"] for f in ours["findings"] if f["path"] in yaml_only and f["code"] == "E001"}
     assert all("subset" not in m for m in messages), messages
+
+
+def test_check_paths_lists_findings_in_the_order_the_paths_were_given(
+    upstream: Callable[[str], Path], repo_dir: Path
+) -> None:
+    write_files(repo_dir, BAD_VAULT)
+    commit_all(repo_dir)
+    paths = [str(repo_dir / p) for p in ("people/x.md", "meetings", "people", "projects/p/README.md")]
+
+    def order(payload: dict) -> list[str]:  # type: ignore[type-arg]
+        seen: list[str] = []
+        for f in payload["findings"]:
+            if f["code"] != "W220" and f["path"] not in seen:  # refs: docs/findings.md
+                seen.append(f["path"])
+        return seen
+
+    _, up = _run_upstream(upstream("tropo"), repo_dir, "check", *paths)
+    _, ours = tropo_json("check", *paths, cwd=repo_dir)
+    assert order(ours) == order(up)
+    assert order(up)[:2] == ["people/x.md", "meetings/broken.md"]
+    assert ours["checked"] == up["checked"]
