@@ -307,6 +307,7 @@ class Schema:
     def __init__(self, read: Reader, overlay_dirs: Iterable[str]) -> None:
         self._read = read
         self._composed = compose_root(read)
+        self.file = THIN_CONFIG if read(THIN_CONFIG) is not None else CONFIG_NAME  # for hints
         self.root = _build(copy.deepcopy(self._composed))
         self._overlays: list[str] = []
         self._cache: dict[str, Config] = {"": self.root}

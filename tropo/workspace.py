@@ -130,6 +130,11 @@ class Workspace:
     def config(self) -> Config:
         return self.schema.root
 
+    @property
+    def config_file(self) -> str:
+        """The file that holds this workspace's schema, for hints that name it."""
+        return self.schema.file
+
     def dates(self) -> history.Dates:
         from tropo import history
 
