@@ -9,13 +9,12 @@ missing. Safe repairs only add files, append ignore rules or install hooks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from create_vivary import presets
 from create_vivary.plan import Refused, project_name
-from create_vivary.presets import PRESETS
 from create_vivary.scaffold import PRIVATE_DIR, PRIVATE_FILES, is_shell, render
 from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
@@ -23,8 +22,6 @@ from tropo import gitcli
 from tropo.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
 from tropo.rooted import write_within
 from tropo.workspace import open_workspace
-
-_PRESET_LINE = re.compile(r"^Preset: ([a-z-]+)\s*$", re.M)
 
 
 @dataclass
@@ -72,11 +69,8 @@ class Report:
 
 
 def _preset_of(root: Path) -> str:
-    try:
-        m = _PRESET_LINE.search((root / "README.md").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        m = None
-    return m.group(1) if m and m.group(1) in PRESETS else "coding"
+    found = presets.declared(root)
+    return found[0] if found else "coding"
 
 
 def _contract(root: Path, types: set[str]) -> str:

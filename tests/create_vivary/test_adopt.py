@@ -112,3 +112,19 @@ def test_a_clone_of_this_project_can_be_adopted(tmp_path: Path) -> None:
     assert code == 0, out
     proc = run_cli("tropo", "check", "--root", str(clone), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_adopt_takes_the_preset_the_workspace_declares(repo_dir: Path) -> None:
+    """A 0.4 workspace says `preset = "coding"`; its Markdown must not outvote that."""
+    write_files(repo_dir, {
+        ".vivary/workspace.toml": '[workspace]\ncontract = "thin-v0.3"\npreset = "coding"\n',
+        **{f"notes/n{i}.md": "# note\n" for i in range(5)},
+    })
+    commit_all(repo_dir)
+    code, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert code == 0
+    assert (out["preset"], out["preset_reason"]) == ("coding", "declared in .vivary/workspace.toml")
+    (repo_dir / ".vivary/workspace.toml").unlink()
+    (repo_dir / "README.md").write_text("# Notes\n\nPreset: writing\n")
+    _, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert (out["preset"], out["preset_reason"]) == ("writing", "declared in README.md")
