@@ -35,6 +35,7 @@ from tropo.document import Doc, Finding
 from tropo.files import LINK, MAX_BLOB, Entry, Snapshot
 from tropo.findings import Summary, grade
 from tropo.graph import Graph, build_graph
+from tropo.progress import Progress
 from tropo.roots import root_in
 from tropo.source import Source, SourceError
 from tropo.store import Store, code_stamp
@@ -184,27 +185,32 @@ class Workspace:
         extra: list[Finding] = []
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
-        for entry in entries:
-            rel_dir = entry.rel.rpartition("/")[0]
-            known = per_dir.get(rel_dir)
-            if known is None:  # schema, type and memo key are the same for a whole folder
-                cfg = schema.for_dir(rel_dir)
-                if id(cfg) not in keys:
-                    keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
-            cfg, type_name, key = known
-            if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
-                continue
-            if entry.mode == LINK:
-                finding = self._link_finding(entry)
-                if finding is not None:
-                    extra.append(finding)
-                continue
-            if entry.rel in conflicted:
-                docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
-                                              "unmerged: the index holds a conflict"))
-                continue
-            docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
+        progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
+        try:
+            for entry in entries:
+                progress.advance()
+                rel_dir = entry.rel.rpartition("/")[0]
+                known = per_dir.get(rel_dir)
+                if known is None:  # schema, type and memo key are the same for a whole folder
+                    cfg = schema.for_dir(rel_dir)
+                    if id(cfg) not in keys:
+                        keys[id(cfg)] = _analysis_key(cfg, self.root_name)
+                    known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
+                cfg, type_name, key = known
+                if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                    continue
+                if entry.mode == LINK:
+                    finding = self._link_finding(entry)
+                    if finding is not None:
+                        extra.append(finding)
+                    continue
+                if entry.rel in conflicted:
+                    docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                                  "unmerged: the index holds a conflict"))
+                    continue
+                docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
+        finally:
+            progress.close()
         cache.save()
         memo.save()
         return docs, extra
