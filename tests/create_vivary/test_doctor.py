@@ -55,17 +55,6 @@ def test_every_preset_passes_our_doctor_and_create_vivary_0_4s(
     assert theirs["graph"]["broken"] == 0
 
 
-def test_the_pack_hint_names_the_config_the_workspace_has(
-    tmp_path: Path, upstream: Callable[[str], Path]
-) -> None:
-    root = tmp_path / "thin"
-    subprocess.run([str(upstream("create-vivary")), "init", str(root), "--auto", "--yes"],
-                   check=True, capture_output=True)
-    _, out = doctor(_committed(root))
-    hints = [r for r in out["repairs"] if r["kind"] == "coordination-pack"]
-    assert [h["path"] for h in hints] == [".vivary/workspace.toml"]
-
-
 def test_a_private_file_git_would_commit_is_an_error_repaired_safely(ws: Path) -> None:
     gitignore = ws / ".gitignore"
     gitignore.write_text(gitignore.read_text().replace("USER.md\n", ""))
@@ -164,7 +153,10 @@ def test_upstream_0_4_thin_workspace_is_compatible(
         [str(exe), "init", str(root), "--auto", "--yes", "--json"], check=True, capture_output=True
     )
     shutil.rmtree(root / ".git", ignore_errors=True)
-    _assert_compatible(_committed(root), "thin-v0.3")
+    _, out = doctor(_committed(root))
+    hints = [r["path"] for r in out["repairs"] if r["kind"] == "coordination-pack"]
+    assert hints == [".vivary/workspace.toml"]  # the file that holds this schema
+    _assert_compatible(root, "thin-v0.3")
 
 
 def test_a_tracked_private_file_with_its_rule_in_place_adds_no_duplicate_rule(ws: Path) -> None:
