@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from create_vivary import presets
 from create_vivary.plan import FileAction, Refused, actions_hash, file_actions, write
 from create_vivary.scaffold import (
     ALWAYS_EXCLUDED,
@@ -102,7 +103,8 @@ def plan(target: Path, preset: str | None, project: str) -> AdoptPlan:
     if not root.is_dir() or root.is_symlink():
         raise Refused(f"not an existing directory: {root}")
     existing = _files(root)
-    preset, reason = (preset, "given with --preset") if preset else guess_preset(existing)
+    preset, reason = (preset, "given with --preset") if preset else (
+        presets.declared(root) or guess_preset(existing))
     git_init = gitcli.toplevel(root) != root.resolve()
     has_schema = (root / SCHEMA).exists() or (root / ".vivary/workspace.toml").exists()
     followups = []

@@ -9,22 +9,19 @@ missing. Safe repairs only add files, append ignore rules or install hooks.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from create_vivary import presets
 from create_vivary.plan import Refused, project_name
-from create_vivary.presets import PRESETS
 from create_vivary.scaffold import PRIVATE_DIR, PRIVATE_FILES, is_shell, render
 from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
 from tropo import gitcli
-from tropo.config import THIN_CONFIG, THIN_CONTRACT, ConfigError
+from tropo.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
 from tropo.rooted import write_within
 from tropo.workspace import open_workspace
-
-_PRESET_LINE = re.compile(r"^Preset: ([a-z-]+)\s*$", re.M)
 
 
 @dataclass
@@ -72,11 +69,8 @@ class Report:
 
 
 def _preset_of(root: Path) -> str:
-    try:
-        m = _PRESET_LINE.search((root / "README.md").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        m = None
-    return m.group(1) if m and m.group(1) in PRESETS else "coding"
+    found = presets.declared(root)
+    return found[0] if found else "coding"
 
 
 def _contract(root: Path, types: set[str]) -> str:
@@ -85,19 +79,20 @@ def _contract(root: Path, types: set[str]) -> str:
     return "full-v0.3" if "implementation_slice" in types else "vivary-git"
 
 
-def _check_graph(report: Report) -> None:
+def _check_graph(report: Report) -> Config | None:
+    """The graph's findings as errors; the workspace's schema, when it has a valid one."""
     root = report.root
     if not (root / "tropo.toml").is_file() and not (root / THIN_CONFIG).is_file():
         report.errors.append(f"not a Vivary workspace: no tropo.toml or {THIN_CONFIG}")
         report.repairs.append(Repair("workspace", ".", f"run `create-vivary adopt {root}`", "manual"))
-        return
+        return None
     try:
         ws = open_workspace(root)
         graph = ws.graph()
         findings = ws.check().findings
     except ConfigError as exc:
         report.errors.append(f"schema invalid: {exc}")
-        return
+        return None
     report.contract = _contract(root, set(ws.config.types))
     report.graph = {
         "nodes": len(graph.nodes),
@@ -111,8 +106,9 @@ def _check_graph(report: Report) -> None:
     if "assignee" not in ws.config.base_optional:
         report.warnings.append("coordination pack missing: claims cannot set assignee")
         report.repairs.append(
-            Repair("coordination-pack", "tropo.toml", 'add packs = ["coordination"]', "manual")
+            Repair("coordination-pack", ws.config_file, 'add packs = ["coordination"]', "manual")
         )
+    return ws.config
 
 
 def _check_privacy(report: Report) -> None:
@@ -148,11 +144,15 @@ def _check_privacy(report: Report) -> None:
         report.repairs.append(Repair("gitignore", ".gitignore", "append " + " ".join(rules), "safe", append))
 
 
-def _check_baseline(report: Report) -> None:
+def _check_baseline(report: Report, schema: Config | None) -> None:
+    """Shell files of ours the workspace lacks; never a Markdown file its schema would
+    read as a document (an older schema does not exclude it)."""
     root = report.root
     files = render(_preset_of(root), project_name(root, None))
     for rel, data in files.items():
         if not is_shell(rel) or rel == ".gitignore" or (root / rel).exists():
+            continue
+        if rel.endswith(".md") and schema is not None and not is_excluded(rel, schema.exclude):
             continue
         report.warnings.append(f"missing baseline file: {rel}")
 
@@ -194,9 +194,9 @@ def diagnose(root: Path) -> Report:
         report.repairs.append(Repair("git-init", ".", f"git init {root}", "manual"))
         _check_graph(report)
         return report
-    _check_graph(report)
+    schema = _check_graph(report)
     _check_privacy(report)  # before baseline: its repair makes private files safe to add
-    _check_baseline(report)
+    _check_baseline(report, schema)
     _check_hooks(report)
     return report
 

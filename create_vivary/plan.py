@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ def project_name(target: Path, given: str | None) -> str:
         if not _PROJECT.fullmatch(given):
             raise ValueError(f"invalid project name {given!r}: use letters, digits, . _ - space")
         return given
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", target.name).strip("-._")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(os.path.abspath(target)).name).strip("-._")
     return slug or "workspace"
 
 

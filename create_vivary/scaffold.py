@@ -93,7 +93,10 @@ def render(
                 out = f"{prefix}/{name}" if prefix else name
                 check_relative(out)
                 texts[out] = path.read_text(encoding="utf-8")
-    shell_docs = sorted(p for p in texts if "/" not in p and p.endswith(".md"))
+    # Shell documents (AGENTS.md, templates/AGENTS.md, ...) guide people and agents; they
+    # are not graph nodes. Skills are excluded whole.
+    shell_docs = sorted(p for p in texts if p.endswith(".md") and is_shell(p)
+                        and p.split("/", 1)[0] not in ALWAYS_EXCLUDED)
     modules = sorted(p.split("/")[1] for p in texts if re.fullmatch(r"modules/[^/]+/index\.md", p))
     values |= {
         "exclude": toml_list([*ALWAYS_EXCLUDED, *shell_docs, *extra_excludes]),

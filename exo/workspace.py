@@ -20,8 +20,6 @@ from tropo.graph import Graph
 from tropo.repo import NotARepository, require, workdir
 from tropo.workspace import ConfigError, Source, SourceError, Workspace, open_workspace
 
-PACK_HINT = 'add packs = ["coordination"] to tropo.toml'
-
 
 class WorkspaceError(Exception):
     """No usable workspace or repository (exit 2)."""
@@ -65,7 +63,8 @@ class View:
         self._refuse_symlink(node.path)
         config = self.ws.schema.for_dir(posixpath.dirname(node.path))
         if "assignee" not in config.fields_for(node.type)[1]:
-            raise WorkspaceError(f"assignee is not declared for this workspace; {PACK_HINT}")
+            raise WorkspaceError("assignee is not declared for this workspace; "
+                                 f'add packs = ["coordination"] to {self.ws.config_file}')
         return self.prefix + node.path
 
     def _refuse_symlink(self, path: str) -> None:

@@ -307,12 +307,21 @@ class Schema:
     def __init__(self, read: Reader, overlay_dirs: Iterable[str]) -> None:
         self._read = read
         self._composed = compose_root(read)
+        self.file = THIN_CONFIG if read(THIN_CONFIG) is not None else CONFIG_NAME  # for hints
         self.root = _build(copy.deepcopy(self._composed))
-        self._overlays = sorted({d for d in overlay_dirs if d})
+        self._overlays: list[str] = []
         self._cache: dict[str, Config] = {"": self.root}
-        # Load every overlay now: a loosening is an error even where no file lives yet.
-        for d in self._overlays:
-            self.for_dir(d)
+        # Load every overlay now (a loosening is an error even where no file lives yet),
+        # parents first, so an overlay in a folder its parent's schema excludes is never
+        # read: excluded folders are not part of the workspace, broken configs included.
+        for d in sorted({d for d in overlay_dirs if d}):
+            if not self.excludes(d):
+                self._overlays.append(d)
+                self.for_dir(d)
+
+    def excludes(self, rel_dir: str) -> bool:
+        """Whether the schema in force above ``rel_dir`` excludes that folder."""
+        return bool(rel_dir) and is_excluded(rel_dir, self.for_dir(posixpath.dirname(rel_dir)).exclude)
 
     def for_dir(self, rel_dir: str) -> Config:
         cfg = self._cache.get(rel_dir)

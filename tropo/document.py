@@ -15,6 +15,7 @@ from tropo import fields as specs
 from tropo.config import Config
 from tropo.findings import Finding as Finding
 from tropo.frontmatter import Parsed
+from tropo.ids import slugify
 
 INDEX_NAMES = frozenset({"readme", "index", "_index"})
 _MD_SUFFIX = re.compile(r"\.(md|markdown)$", re.I)
@@ -27,12 +28,6 @@ W201, W202, W210, W220, W230 = "W201", "W202", "W210", "W220", "W230"
 
 def is_markdown(rel: str) -> bool:
     return rel.endswith((".md", ".markdown"))
-
-
-def slugify(name: str) -> str:
-    s = re.sub(r"\.(md|markdown)$", "", name).lower()
-    s = re.sub(r"[^a-z0-9._-]+", "-", s).strip("-")
-    return s or "untitled"
 
 
 def derive_id(rel: str, root_name: str) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tropo.ids import is_slug
+
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 DATETIME_RE = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$"
 )
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 URL_RE = re.compile(r"^https?://\S+$")
 
 SCALAR_SPECS = frozenset(
@@ -61,8 +62,7 @@ def problem(value: Any, spec: str) -> str | None:
             f"expected ISO-8601 datetime, got {value!r}"
         )
     if spec in ("slug", "ref"):
-        ok = isinstance(value, str) and SLUG_RE.match(value)
-        return None if ok else f"expected a {spec} (lowercase a-z 0-9 . _ -), got {value!r}"
+        return None if is_slug(value) else f"expected a {spec} (lowercase a-z 0-9 . _ -), got {value!r}"
     if spec == "url":
         ok = isinstance(value, str) and URL_RE.match(value)
         return None if ok else f"expected a URL (http/https), got {value!r}"
@@ -84,6 +84,6 @@ def _list_problem(value: Any, spec: str) -> str | None:
     for item in value:
         if isinstance(item, (list, dict)):
             return "expected a flat list"
-        if spec == "ref-list" and not (isinstance(item, str) and SLUG_RE.match(item)):
+        if spec == "ref-list" and not is_slug(item):
             return f"expected a list of refs (slugs), got item {item!r}"
     return None

@@ -99,9 +99,11 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     block_keys: list[str] = []
     for n, line in enumerate(block.split("\n"), start=2):
         line = line.rstrip("\r")
+        if "\t" in line:
+            return None  # a tab in the indentation is refused by the subset
         if not line.strip():
             continue
-        if line.startswith("  - ") or line.startswith("- "):
+        if line.startswith("  - "):
             if current is None:
                 return None
             item = line.split("- ", 1)[1].rstrip(" ")
@@ -141,10 +143,14 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
 
 
 def _slow(block: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """Anything the fast path declines: PyYAML behind the safety layer, loaded only when
-    a document needs it."""
-    from tropo import yamlsafe
+    """Anything the fast path declines: first vivary-tropo's subset rules (what it refuses
+    is refused here, at its line), then PyYAML behind the safety layer, loaded only when a
+    document needs it."""
+    from tropo import yamlsafe, yamlsubset
 
+    refused = yamlsubset.refusal(block)
+    if refused is not None:
+        raise FrontmatterError(*refused)
     return yamlsafe.load(block)
 
 

@@ -10,11 +10,11 @@ import datetime
 import hashlib
 import os
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tropo import document as docmod
 from tropo import frontmatter
@@ -35,6 +35,7 @@ from tropo.document import Doc, Finding
 from tropo.files import LINK, MAX_BLOB, Entry, Snapshot
 from tropo.findings import Summary, grade
 from tropo.graph import Graph, build_graph
+from tropo.progress import Progress
 from tropo.roots import root_in
 from tropo.source import Source, SourceError
 from tropo.store import Store, code_stamp
@@ -102,12 +103,15 @@ class Workspace:
 
     @cached_property
     def schema(self) -> Schema:
-        overlay_dirs: list[str] = []
+        nested: list[str] = []
+        thin: list[str] = []
         for rel in self.config_paths():
-            if rel.endswith("/" + THIN_CONFIG):
+            (thin if rel.endswith("/" + THIN_CONFIG) else nested).append(rel)
+        schema = Schema(self._read_rel, [posixpath.dirname(rel) for rel in nested])
+        for rel in thin:
+            if not schema.excludes(posixpath.dirname(rel.removesuffix(THIN_CONFIG))):
                 raise ConfigError(f"competing nested thin-v0.3 root: {posixpath.dirname(rel)}")
-            overlay_dirs.append(posixpath.dirname(rel))
-        return Schema(self._read_rel, overlay_dirs)
+        return schema
 
     def config_paths(self) -> list[str]:
         """Nested ``tropo.toml`` (and thin configs) below the root."""
@@ -126,6 +130,11 @@ class Workspace:
     @property
     def config(self) -> Config:
         return self.schema.root
+
+    @property
+    def config_file(self) -> str:
+        """The file that holds this workspace's schema, for hints that name it."""
+        return self.schema.file
 
     def dates(self) -> history.Dates:
         from tropo import history
@@ -176,27 +185,32 @@ class Workspace:
         extra: list[Finding] = []
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
-        for entry in entries:
-            rel_dir = entry.rel.rpartition("/")[0]
-            known = per_dir.get(rel_dir)
-            if known is None:  # schema, type and memo key are the same for a whole folder
-                cfg = schema.for_dir(rel_dir)
-                if id(cfg) not in keys:
-                    keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
-            cfg, type_name, key = known
-            if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
-                continue
-            if entry.mode == LINK:
-                finding = self._link_finding(entry)
-                if finding is not None:
-                    extra.append(finding)
-                continue
-            if entry.rel in conflicted:
-                docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
-                                              "unmerged: the index holds a conflict"))
-                continue
-            docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
+        progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
+        try:
+            for entry in entries:
+                progress.advance()
+                rel_dir = entry.rel.rpartition("/")[0]
+                known = per_dir.get(rel_dir)
+                if known is None:  # schema, type and memo key are the same for a whole folder
+                    cfg = schema.for_dir(rel_dir)
+                    if id(cfg) not in keys:
+                        keys[id(cfg)] = _analysis_key(cfg, self.root_name)
+                    known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
+                cfg, type_name, key = known
+                if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                    continue
+                if entry.mode == LINK:
+                    finding = self._link_finding(entry)
+                    if finding is not None:
+                        extra.append(finding)
+                    continue
+                if entry.rel in conflicted:
+                    docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                                  "unmerged: the index holds a conflict"))
+                    continue
+                docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
+        finally:
+            progress.close()
         cache.save()
         memo.save()
         return docs, extra
@@ -295,12 +309,15 @@ class Workspace:
                                 *state_rows(docs, extra))
 
     def check(self, paths: Iterable[str] | None = None) -> Report:
+        """Every document, or those under ``paths``: in the order the paths were given
+        (each document once, at the first path that selects it), walk order within one,
+        as vivary-tropo reports them."""
         docs, extra = self.documents
-        selected = list(paths) if paths is not None else None
-        if selected is None:
+        if paths is None:
             return Report(docs, extra)
-        return Report([d for d in docs if _under(d.rel, selected)],
-                      [f for f in extra if _under(f.path, selected)])
+        selected = list(paths)
+        return Report(_in_selector_order(docs, lambda d: d.rel, selected),
+                      _in_selector_order(extra, lambda f: f.path, selected))
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0])
@@ -324,8 +341,21 @@ def _analysis_key(cfg: Config, root_name: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def _under(rel: str, selected: list[str]) -> bool:
-    return any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in selected)
+def _under(rel: str, selector: str) -> bool:
+    return selector in ("", ".") or rel == selector or rel.startswith(selector + "/")
+
+
+_T = TypeVar("_T")
+
+
+def _in_selector_order(items: list[_T], rel_of: Callable[[_T], str], selected: list[str]) -> list[_T]:
+    ranked = []
+    for item in items:
+        rank = next((i for i, s in enumerate(selected) if _under(rel_of(item), s)), None)
+        if rank is not None:
+            ranked.append((rank, item))
+    ranked.sort(key=lambda pair: pair[0])  # stable: walk order within one selector
+    return [item for _, item in ranked]
 
 
 def walk_key(rel: str) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import templates
 from create_vivary.adopt import exclusions, guess_preset
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import run_cli, run_json
@@ -99,3 +100,31 @@ def test_exclusions_are_path_precise() -> None:
         scaffold={"README.md"},
     )
     assert got == ["a/b", "a/e.md", "modules/x/index.md", "top.md"]
+
+
+def test_a_clone_of_this_project_can_be_adopted(tmp_path: Path) -> None:
+    """Our own templates hold a ``tropo.toml`` with placeholders; adopted, the folder is
+    excluded and its configs are not read, so the first check is clean."""
+    clone = tmp_path / "vivary"
+    git(tmp_path, "clone", "-q", str(Path(templates.__file__).resolve().parent.parent), str(clone))
+    assert "{{" in (clone / "templates/base/tropo.toml").read_text()
+    code, out = run_json("create-vivary", "adopt", str(clone), "--yes")
+    assert code == 0, out
+    proc = run_cli("tropo", "check", "--root", str(clone), "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_adopt_takes_the_preset_the_workspace_declares(repo_dir: Path) -> None:
+    """A 0.4 workspace says `preset = "coding"`; its Markdown must not outvote that."""
+    write_files(repo_dir, {
+        ".vivary/workspace.toml": '[workspace]\ncontract = "thin-v0.3"\npreset = "coding"\n',
+        **{f"notes/n{i}.md": "# note\n" for i in range(5)},
+    })
+    commit_all(repo_dir)
+    code, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert code == 0
+    assert (out["preset"], out["preset_reason"]) == ("coding", "declared in .vivary/workspace.toml")
+    (repo_dir / ".vivary/workspace.toml").unlink()
+    (repo_dir / "README.md").write_text("# Notes\n\nPreset: writing\n")
+    _, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert (out["preset"], out["preset_reason"]) == ("writing", "declared in README.md")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from create_vivary.presets import PRESETS
 from hooks import install as installer
 from tests.conftest import commit_all, git
 from tests.hooks.cli import run_cli, run_json
@@ -35,6 +37,22 @@ def test_a_fresh_workspace_is_healthy(ws: Path) -> None:
     assert out["contract"] == "vivary-git"
     assert out["hooks"] == {"pre-commit": "installed", "pre-push": "installed"}
     assert out["graph"] == {"nodes": 9, "edges": 24, "broken": 0}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_passes_our_doctor_and_create_vivary_0_4s(
+    tmp_path: Path, upstream: Callable[[str], Path], preset: str
+) -> None:
+    root = tmp_path / preset
+    assert run_cli("create-vivary", "init", str(root), "--preset", preset, "--yes",
+                   "--commit").returncode == 0
+    code, ours = doctor(root)
+    assert (code, ours["errors"], ours["warnings"]) == (0, [], [])
+    proc = subprocess.run([str(upstream("create-vivary")), "doctor", str(root), "--json"],
+                          capture_output=True, text=True, check=False)
+    theirs = json.loads(proc.stdout)
+    assert (proc.returncode, theirs["errors"], theirs["warnings"]) == (0, [], [])
+    assert theirs["graph"]["broken"] == 0
 
 
 def test_a_private_file_git_would_commit_is_an_error_repaired_safely(ws: Path) -> None:
@@ -135,7 +153,10 @@ def test_upstream_0_4_thin_workspace_is_compatible(
         [str(exe), "init", str(root), "--auto", "--yes", "--json"], check=True, capture_output=True
     )
     shutil.rmtree(root / ".git", ignore_errors=True)
-    _assert_compatible(_committed(root), "thin-v0.3")
+    _, out = doctor(_committed(root))
+    hints = [r["path"] for r in out["repairs"] if r["kind"] == "coordination-pack"]
+    assert hints == [".vivary/workspace.toml"]  # the file that holds this schema
+    _assert_compatible(root, "thin-v0.3")
 
 
 def test_a_tracked_private_file_with_its_rule_in_place_adds_no_duplicate_rule(ws: Path) -> None:

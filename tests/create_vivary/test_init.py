@@ -11,7 +11,7 @@ import pytest
 
 from create_vivary.presets import PRESETS
 from tests.conftest import git
-from tests.hooks.cli import BIN, run_cli, run_json
+from tests.hooks.cli import BIN, CHANGE, run_cli, run_json
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -136,3 +136,10 @@ def test_first_commit_works_without_a_git_identity(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert git(target, "log", "--format=%an <%ae>").strip() == "vivary <vivary@localhost>"
+
+
+def test_init_dot_names_the_project_after_the_folder(tmp_path: Path) -> None:
+    root = tmp_path / "my-notes"
+    root.mkdir()
+    assert run_cli("create-vivary", "init", ".", "--yes", cwd=root).returncode == 0
+    assert "project: my-notes\n" in (root / CHANGE).read_text()

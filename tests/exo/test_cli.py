@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,18 @@ def test_help_has_examples() -> None:
         proc = subprocess.run([EXO, *args, "--help"], capture_output=True, text=True,
                               check=True)
         assert "Example" in proc.stdout, args
+
+
+def test_the_pack_hint_names_the_thin_config_of_a_thin_workspace(
+    tmp_path: Path, upstream: Callable[[str], Path]
+) -> None:
+    root = tmp_path / "thin"
+    subprocess.run([str(upstream("create-vivary")), "init", str(root), "--auto", "--yes"],
+                   check=True, capture_output=True)
+    write_files(root, {"changes/item.md": "---\nproject: p\nstatus: planned\nslice: s\n---\n# Item\n"})
+    if not (root / ".git").exists():
+        git(root, "init", "-q")
+    commit_all(root)
+    proc = exo(root, "claim", "item", "--agent", "a")
+    assert proc.returncode == 2
+    assert 'add packs = ["coordination"] to .vivary/workspace.toml' in proc.stderr

@@ -158,3 +158,29 @@ def test_overlay_requirement_applies_in_subtree(tmp_path: Path) -> None:
     code, out = tropo_json("check", cwd=tmp_path)
     assert code == 1
     assert codes(out) == [("projects/tropo/decisions/0001-folder-as-type.md", 1, "E101")]
+
+
+def test_a_config_in_an_excluded_folder_is_never_read(tmp_path: Path) -> None:
+    """A broken nested ``tropo.toml`` (a template placeholder) or a competing thin root
+    inside an excluded folder is not part of the workspace; outside one it still fails."""
+    root = make_vault(tmp_path, {
+        "tropo.toml": 'version = 1\nexclude = ["templates"]\n[base]\nallow_untyped = true\n',
+        "templates/base/tropo.toml": "exclude = {{exclude}}\n",
+        "templates/base/.vivary/workspace.toml": "version = 1\n",
+        "lib/tropo.toml": 'exclude = ["drafts"]\n',
+        "lib/drafts/tropo.toml": "not toml [\n",
+        "lib/doc.md": "# doc\n",
+    })
+    code, out = tropo_json("check", cwd=root)
+    assert code == 0 and out["findings"] == []
+    (root / "tropo.toml").write_text("version = 1\n[base]\nallow_untyped = true\n")
+    code, _, err = tropo("check", cwd=root)
+    assert code == 2 and "templates/base" in err and "\n" not in err.strip()
+
+
+def test_an_excluded_overlay_does_not_shape_the_folders_below_it() -> None:
+    files = {"tropo.toml": 'exclude = ["sub/x"]\n[types.decision]\nrequired = { status = "string" }\n',
+             "sub/x/tropo.toml": '[types.decision]\nrequired = { status = "enum:a" }\n'}
+    schema = Schema(_reader(files), ["sub/x"])
+    assert schema.excludes("sub/x") and not schema.excludes("sub")
+    assert schema.for_dir("sub/x/y").types["decision"].required == {"status": "string"}

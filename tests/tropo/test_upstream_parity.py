@@ -4,6 +4,7 @@ same graph, except for the findings we add on purpose (docs/findings.md)."""
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -140,3 +141,69 @@ def test_upstream_thin_scaffold_checks_the_same(upstream: Callable[[str], Path],
             assert ours == up
         else:
             assert ours["types"] == up["types"]
+
+
+# Pieces of frontmatter lines, valid and not, in vivary-tropo's subset or only in YAML.
+_INDENTS = ["", "", "", " ", "  ", "  ", "    ", "\t", " \t"]
+_BODIES = [
+    "key: value", "key:", "other: 1", "key: [a, b]", "key: [a, b", "key: {a: 1}", "key: |",
+    "key: >-", "key: |2", "- item", "- other", "-", "- name: x", "- http://x.org/a", "- https: x",
+    "- [x, y]", "- - nested", "no colon here", "key: v # comment", "# only a comment",
+    "'quoted': v", '"q:k": v', "key: 'it''s: fine'", "a: b: c", "key: &anchor x", "ref: *anchor",
+    "? complex", ": value", "key: \"open", "key:   ", "url: http://x.org", "k: v\\", "---x",
+    "key: !!str x", "tags: [a, 'b, c']", "x: -", "dup: 1", "dup: 2", "key:#not-a-comment",
+    "ключ: значение", "key: - a", "- 'quoted: item'",
+]
+
+
+def _malformed_corpus(count: int, seed: int) -> dict[str, str]:
+    rng = random.Random(seed)
+    corpus = {}
+    for i in range(count):
+        lines = [rng.choice(_INDENTS) + rng.choice(_BODIES) for _ in range(rng.randint(1, 6))]
+        if rng.random() < 0.3:
+            lines.insert(rng.randint(0, len(lines)), "")
+        corpus[f"notes/c{i:04}.md"] = "---\n" + "\n".join(lines) + "\n---\n# c\n"
+    return corpus
+
+
+def test_every_e001_line_agrees_with_upstream_on_a_malformed_corpus(
+    upstream: Callable[[str], Path], repo_dir: Path
+) -> None:
+    """Whatever vivary-tropo's subset refuses is E001 here at the same line; what only YAML
+    refuses (docs/findings.md) is E001 here alone, never the other way round."""
+    corpus = _malformed_corpus(800, seed=13)
+    write_files(repo_dir, {"tropo.toml": "version = 1\n[base]\nallow_untyped = true\n", **corpus})
+    _, up = _run_upstream(upstream("tropo"), repo_dir, "check", "--lenient")
+    _, ours = tropo_json("check", "--lenient", cwd=repo_dir)
+
+    def e001(payload: dict) -> dict[str, int]:  # type: ignore[type-arg]
+        return {f["path"]: f["line"] for f in payload["findings"] if f["code"] == "E001"}
+
+    theirs, mine = e001(up), e001(ours)
+    assert len(theirs) > 300  # the corpus exercises the subset's refusals
+    assert {p: mine.get(p) for p in theirs} == theirs
+    yaml_only = {p for p in mine if p not in theirs}
+    messages = {f["message"] for f in ours["findings"] if f["path"] in yaml_only and f["code"] == "E001"}
+    assert all("subset" not in m for m in messages), messages
+
+
+def test_check_paths_lists_findings_in_the_order_the_paths_were_given(
+    upstream: Callable[[str], Path], repo_dir: Path
+) -> None:
+    write_files(repo_dir, BAD_VAULT)
+    commit_all(repo_dir)
+    paths = [str(repo_dir / p) for p in ("people/x.md", "meetings", "people", "projects/p/README.md")]
+
+    def order(payload: dict) -> list[str]:  # type: ignore[type-arg]
+        seen: list[str] = []
+        for f in payload["findings"]:
+            if f["code"] != "W220" and f["path"] not in seen:  # refs: docs/findings.md
+                seen.append(f["path"])
+        return seen
+
+    _, up = _run_upstream(upstream("tropo"), repo_dir, "check", *paths)
+    _, ours = tropo_json("check", *paths, cwd=repo_dir)
+    assert order(ours) == order(up)
+    assert order(up)[:2] == ["people/x.md", "meetings/broken.md"]
+    assert ours["checked"] == up["checked"]

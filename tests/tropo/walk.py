@@ -53,7 +53,10 @@ def _doc(rng: random.Random, ids: list[str]) -> tuple[str, str]:
     if kind == "plain":
         return f"notes/{name}.md", "# just text\n"
     bad = rng.choice(["---\n[unclosed\n---\n", "---\n- a list\n---\n", "\xff\xfe not utf-8",
-                      "---\nrelationship: x\ncreated: 2020-01-01\n---\n"])
+                      "---\nrelationship: x\ncreated: 2020-01-01\n---\n",
+                      # refused by vivary-tropo's subset only (YAML reads them)
+                      "---\nrelationship:\n- a\n---\n", "---\nrelationship:\n  - name: x\n---\n",
+                      "---\nrelationship: x\nno colon\n---\n"])
     return f"people/{name}.md", bad
 
 
