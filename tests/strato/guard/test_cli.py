@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from strato.guard import store
-from tests.conftest import git
+from tests.conftest import commit_all, git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
 
 STRATO = str(Path(sys.executable).parent / "strato")
@@ -95,7 +95,8 @@ def test_outside_a_repository_is_usage(tmp_path: Path) -> None:
 
 def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
     ws.trust(key.signers_line("alice@example.com"))
-    base = git(ws.root, "rev-parse", "HEAD").strip()
+    assert run(ws, "pin").returncode == 0
+    base = commit_all(ws.root, "pin: no ledgers yet")
     ws.commit({"NOTES.md": "n\n"}, "work under review")
     registered(ws)
     run(ws, "transition", stdin={"resource_id": RID, "from_state": "draft", "to_state": "review"})
@@ -124,6 +125,9 @@ def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
     assert replay.returncode == 1
     verified = run(ws, "verify")
     assert verified.returncode == 0 and "1 resources, 3 entries" in verified.stdout
+    unpinned = run(ws, "review", "--base", base)
+    assert unpinned.returncode == 1 and "strato guard pin" in unpinned.stderr
+    ws.pin()
     rev = run(ws, "review", "--base", base, "--markdown")
     assert (
         rev.returncode == 0 and "| deviation |" in rev.stdout and "alice@example.com" in rev.stdout
