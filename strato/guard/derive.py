@@ -50,6 +50,26 @@ _NAMESPACES = {
 _VERDICT_KEYS = set(predicates.verdict([], "default", 0))
 
 
+def check_register(entry: dict[str, Any]) -> None:
+    """The register line (its policy is checked by the fold) carries nothing else."""
+    verdict = entry["verdict"]
+    if entry["resolved_by"] != "agent":
+        raise ValueError("the register line is resolved by 'agent'")
+    if entry["from_state"] is not None or entry["rationale"] is not None:
+        raise ValueError("the register line has no from_state and no rationale")
+    if entry["idempotency_key"] is not None:
+        raise ValueError("the register line carries no idempotency_key")
+    if not isinstance(verdict, dict) or set(verdict) != {
+        "resource_id",
+        "policy",
+        "checksum",
+        "graph_version",
+    }:
+        raise ValueError("the register line carries exactly its resource and policy")
+    if entry["payload_digest"] != verdict["checksum"]:
+        raise ValueError("the register line's payload_digest is not its policy checksum")
+
+
 def check(entry: dict[str, Any], state: State, tree: pygit2.Commit | None = None) -> None:
     """Refuse an entry whose fields are not exactly what its kind and inputs imply."""
     ts = entry["ts_ms"]

@@ -196,8 +196,11 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
         judged = trust(resource_id, 1, first)
     except (GuardError, ValueError) as exc:
         raise ledger.LedgerBreak(1, getattr(exc, "message", str(exc))) from None
-    if judged is not None and first["resolved_by"] != "agent":
-        raise ledger.LedgerBreak(1, "the register line is resolved by 'agent'")
+    if judged is not None:
+        try:
+            derive.check_register(first)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ledger.LedgerBreak(1, str(exc)) from None
 
 
 def resource_of(data: bytes) -> str | None:
