@@ -15,7 +15,7 @@ from typing import Any
 
 import pygit2
 
-from strato.guard import authz, pin, store, verify
+from strato.guard import authz, config, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
 from tropo import notes
 from tropo import repo as gitrepo
@@ -214,6 +214,10 @@ def review(
                 f"`strato guard pin` and commit {pin.PIN_PATH}",
             )
         )
+    if head_tip is not None:
+        required = config.load(base_commit).require_signed_notes
+        for why in notesig.unsigned_breaks(repo, head_tip, base_tip, signers, at, required):
+            breaks.append(verify.Break(None, None, why))
     report.breaks = breaks + report.breaks
     return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, report, rows)
 
