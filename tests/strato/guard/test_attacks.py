@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store
+from strato.guard import engine, store, verify_repository
 from strato.guard.errors import GuardError
 from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
+from tests.strato.guard.test_verify import reseal
 from tropo.notes import anchor_id
 
 RID = "release:9"
@@ -40,17 +41,8 @@ def ledger(ws: Workspace, rid: str = RID) -> list[dict[str, Any]]:
 def forge(ws: Workspace, entries: list[dict[str, Any]], rid: str = RID) -> None:
     """Write ``entries`` as the note with every digest recomputed, with git notes itself
     (an ordinary notes commit on top of the current one)."""
-    from strato.guard.canonical import seal
-
-    out, prev = [], ""
-    for entry in entries:
-        body = {k: v for k, v in entry.items() if k != "entry_digest"}
-        body["prev_digest"] = prev
-        sealed, line = seal(body)
-        prev = sealed["entry_digest"]
-        out.append(line)
     path = ws.tmp / "note.txt"
-    path.write_text("".join(out))
+    path.write_text(reseal(entries))
     git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), anchor(rid))
 
 
@@ -124,6 +116,7 @@ def test_1_unsigned_policy_replacement(ws: Workspace, pr: str) -> None:
         }
         after = {**entries[-1], "from_state": "review", "to_state": "released"}
         forge(ws, [*entries, change, after])
+        assert not verify_repository(ws.repo).ok  # the local check refuses it as well
         why = refusal(judged(ws, pr))
         assert f"{RID!r} line 3:" in why, why
         assert any(w in why for w in ("resolved_by", "not additive", "authorization")), why

@@ -172,3 +172,20 @@ def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
             [STRATO, "guard", command, "--help"], capture_output=True, text=True, check=True
         )
         assert "Example" in proc.stdout and "--root" in proc.stdout, command
+
+
+def test_review_fails_closed_without_a_base_pin(ws: Workspace) -> None:
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    registered(ws)
+    proc = run(ws, "review", "--base", base)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "review_unpinned" in proc.stderr
+    assert "run `strato guard pin` on the base branch" in proc.stderr
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    pinned = run(ws, "pin", "--json")
+    assert pinned.returncode == 0 and out(pinned)["notes_tip"] == tip
+    assert (ws.root / ".vivary/guard/notes-tip").read_text() == tip + "\n"
+    # a CI that keeps the accepted notes passes them instead; nothing is new then
+    trusted = run(ws, "review", "--base", base, "--base-notes", tip, "--json")
+    assert trusted.returncode == 0 and out(trusted)["entries"] == []
+    assert run(ws, "review", "--base", base, "--base-notes", "nope").returncode == 1
