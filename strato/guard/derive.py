@@ -156,6 +156,8 @@ def _transition(entry: dict[str, Any], state: State, tree: pygit2.Commit | None)
         met_all = met_all and met
         if met and tree is not None:
             _recheck(pred, tree)
+    if verdict["stakes"] != state.policy.stake(entry["from_state"], entry["to_state"]):
+        raise ValueError("the verdict's stakes are not the edge's")
     if verdict["met"] is not met_all or verdict["clean"] is not met_all:
         raise ValueError("the verdict's met does not follow from its predicates")
     if entry["outcome"] != ("applied" if met_all else "refused"):
