@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from strato.guard import engine, pin, store
 from strato.guard.review import review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
+from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
 from tests.strato.guard.test_attacks import RID, forge, ledger
 
 FIELDS = ("kind", "outcome", "resolved_by", "from_state", "to_state", "verdict", "rationale")
@@ -87,3 +87,36 @@ def test_mutated_ledgers_never_pass_review(ws: Workspace, key: Key, mutations: l
     # rewrites or invents a line
     legal = forged == honest
     assert report.ok == legal, (mutations, [str(b) for b in report.verify.breaks])
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(by_base_key=st.booleans(), rationale=st.text(min_size=1, max_size=40).filter(str.strip))
+def test_a_signed_append_passes_only_with_a_base_key(
+    ws: Workspace, key: Key, by_base_key: bool, rationale: str
+) -> None:
+    """Any rationale (Markdown, HTML, control characters); the branch trusts both keys."""
+    if git(ws.root, "branch", "--list", "feature").strip() == "":
+        ws.trust(key.signers_line("alice@example.com"))
+        ws.pin("main: no ledgers")
+        git(ws.root, "checkout", "-q", "-b", "feature")
+        mallory = make_key(ws.tmp, "ed25519", "mallory")
+        ws.trust(key.signers_line("alice@example.com"), mallory.signers_line("mallory@evil"))
+        ws.commit({"NOTES.md": "n\n"}, "work")
+        engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+        engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
+        (ws.tmp / "honest.tip").write_text(git(ws.root, "rev-parse", store.REF).strip())
+    git(ws.root, "update-ref", store.REF, (ws.tmp / "honest.tip").read_text())
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")
+    signer = key if by_base_key else Key(ws.tmp / "mallory_ed25519", "")
+    ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": rationale}
+    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
+    engine.override(ws.repo, {**ask, "authorization": ssh_sign(signer, ns, payload.encode(), ws.tmp)})
+    pin.write(ws.repo)
+    git(ws.root, "commit", "-q", "--allow-empty", "-am", "re-pin")
+    report = review(ws.repo, "main")
+    assert report.ok == by_base_key, [str(b) for b in report.verify.breaks]
+    body = report.markdown()
+    assert "\r" not in body and "<" not in body
+    cells = [line for line in body.split("\n") if line.startswith(("|", "- "))]
+    assert not any("`" in line for line in cells)
+    assert all(line.count("|") == 9 for line in cells if line.startswith("|"))
