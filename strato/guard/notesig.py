@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pygit2
 
 from strato.guard import sshsig
+from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner, find
 
 NAMESPACE = "git"
@@ -41,22 +42,25 @@ def signer_of(
 def unsigned_breaks(
     repo: pygit2.Repository,
     tip: str,
-    stop: str | None,
+    stops: list[str],
     trusted: Callable[[], list[AllowedSigner]],
     at_s: int,
     required: bool,
 ) -> list[str]:
-    """Why each notes commit after ``stop`` up to ``tip`` fails: a signature that does not
+    """Why each notes commit after ``stops`` up to ``tip`` fails: a signature that does not
     verify against ``trusted`` always; no signature only when ``required``."""
     walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
-    if stop is not None:
+    for stop in stops:
         walker.hide(stop)
     found = []
     for commit in walker:
         has_sig = bool(commit.gpg_signature[0])
         if not has_sig and not required:
             continue
-        signer, why = signer_of(commit, trusted(), at_s) if has_sig else (None, "unsigned")
+        try:
+            signer, why = signer_of(commit, trusted(), at_s) if has_sig else (None, "unsigned")
+        except GuardError as exc:  # no usable trust root: nobody can have signed it
+            signer, why = None, exc.message
         if signer is None:
-            found.append(f"notes commit {str(commit.id)[:12]} is not signed by a base key: {why}")
+            found.append(f"notes commit {str(commit.id)[:12]} is not signed by a trusted key: {why}")
     return found

@@ -216,7 +216,8 @@ def review(
         )
     if head_tip is not None:
         required = config.load(base_commit).require_signed_notes
-        for why in notesig.unsigned_breaks(repo, head_tip, base_tip, signers, at, required):
+        stops = [base_tip] if base_tip is not None else []
+        for why in notesig.unsigned_breaks(repo, head_tip, stops, signers, at, required):
             breaks.append(verify.Break(None, None, why))
     report.breaks = breaks + report.breaks
     return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, report, rows)

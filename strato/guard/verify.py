@@ -7,13 +7,14 @@ The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` print
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, cache, derive, entries, ledger, store
+from strato.guard import authz, cache, config, derive, entries, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import notes
@@ -337,4 +338,17 @@ def verify_repository(
             known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
+    if since:
+        report.breaks += _notes_signature_breaks(repo, tip, [s for s in since if s in ancestors])
     return report
+
+
+def _notes_signature_breaks(repo: pygit2.Repository, tip: str, since: list[str]) -> list[Break]:
+    """Notes commits about to be pushed (after ``since``), judged by HEAD's signers now:
+    a bad signature always, a missing one when HEAD's config requires signed notes."""
+    head = gitrepo.head_commit(repo)
+    required = config.load(head).require_signed_notes
+    found = notesig.unsigned_breaks(
+        repo, tip, since, lambda: authz.trusted_signers(head), int(time.time()), required
+    )
+    return [Break(None, None, why) for why in found]

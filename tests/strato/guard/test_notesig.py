@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import notesig, signers, store
+from strato.guard import notesig, signers, store, verify_repository
 from strato.guard.review import review
 from tests.conftest import git
 from tests.strato.guard.conftest import Key, Workspace, make_key
@@ -72,7 +72,7 @@ def test_base_requiring_signed_notes(ws: Workspace, key: Key, tmp_path: Path) ->
     resign(ws, None, None)
     ws.pin()
     why = [str(b) for b in review(ws.repo, base).verify.breaks]
-    assert why and all("is not signed by a base key: unsigned" in w for w in why)
+    assert why and all("is not signed by a trusted key: unsigned" in w for w in why)
     resign(ws, make_key(tmp_path, "ed25519", "mallory"), None)
     ws.pin()
     why = [str(b) for b in review(ws.repo, base).verify.breaks]
@@ -94,3 +94,26 @@ def test_a_bad_signature_fails_even_when_not_required(ws: Workspace, key: Key) -
     resign(ws, None, None)
     ws.pin()
     assert review(ws.repo, base).ok
+
+
+def test_verify_judges_the_notes_commits_it_would_push(ws: Workspace, key: Key) -> None:
+    """``--since`` (the pre-push hook passes the remote's tip) marks what is new."""
+    ws.commit(
+        {
+            ".vivary/guard/allowed_signers": key.signers_line("alice@example.com"),
+            ".vivary/guard/config.toml": "require_signed_notes = true\n",
+        },
+        "notes must be signed",
+    )
+    at_review(ws)
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    assert verify_repository(ws.repo).ok  # no --since: nothing is judged as new
+    report = verify_repository(ws.repo, since=[pushed])
+    assert [str(b) for b in report.breaks] == [
+        f"note None: notes commit {git(ws.root, 'rev-parse', store.REF).strip()[:12]} "
+        "is not signed by a trusted key: unsigned"
+    ]
+    resign(ws, key, pushed)
+    assert verify_repository(ws.repo, since=[pushed]).ok
+    resign(ws, make_key(ws.tmp, "ed25519", "mallory"), pushed)
+    assert not verify_repository(ws.repo, since=[pushed]).ok
