@@ -19,7 +19,7 @@ from tropo.revision import read_file
 
 PIN_PATH = ".vivary/guard/notes-tip"
 NONE = "none"  # the branch has no ledgers yet
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+SHA = re.compile(r"^[0-9a-f]{40}$")
 FETCH = f"git fetch origin '+{store.REF}:{store.REF}'"
 
 
@@ -55,7 +55,7 @@ def read(commit: pygit2.Commit) -> str | None:
     value = data.decode("utf-8", "replace").strip()
     if value == NONE:
         return None
-    if not _SHA.match(value):
+    if not SHA.match(value):
         raise GuardError("review_unpinned", f"{PIN_PATH} at base {where} is not a commit id")
     return value
 

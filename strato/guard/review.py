@@ -205,7 +205,8 @@ def review(
         )
 
     report = verify.verify_repository(repo, since=since, trust=trust, on_entry=collect, tree=head_commit)
-    if head_tip != base_tip and pin.read_or_none(head_commit) != pin.text(head_tip).strip():
+    pinned = pin.read_or_none(head_commit)
+    if head_tip is not None and head_tip != base_tip and pinned != pin.text(head_tip).strip():
         breaks.append(
             verify.Break(
                 None,
@@ -224,9 +225,9 @@ def review(
 
 
 def _exists(repo: pygit2.Repository, sha: object) -> bool:
-    """Whether ``sha`` names a commit here. Not containment in the head: the notes ref is
+    """Whether ``sha`` is the full id of a commit here. Not containment in the head: the notes ref is
     shared, so entries of other open branches appear in every review (and are judged)."""
-    if not isinstance(sha, str):
+    if not isinstance(sha, str) or not pin.SHA.match(sha):
         return False
     try:
         gitrepo.resolve_commit(repo, sha)

@@ -313,9 +313,10 @@ def test_replay_reorder_truncate_delete(ws: Workspace, key: Key, pr: str) -> Non
 
 def test_entry_claiming_a_commit_the_base_never_had(ws: Workspace, pr: str) -> None:
     entries = ledger(ws)
-    forge(ws, [entries[0], {**entries[1], "git_head": "1" * 40}])
-    why = refusal(judged(ws, pr))
-    assert f"{RID!r} line 2:" in why and "claims commit 111111111111, which this repository lacks" in why
+    for claim in ("1" * 40, "main", "HEAD~1"):
+        forge(ws, [entries[0], {**entries[1], "git_head": claim}])
+        why = refusal(judged(ws, pr))
+        assert f"{RID!r} line 2:" in why and f"claims commit {claim[:12]}, which this repository lacks" in why
 
 
 def test_cert_authority_line_is_refused_with_its_line(ws: Workspace, key: Key) -> None:
