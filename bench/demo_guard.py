@@ -50,7 +50,8 @@ def tour(ws: Path, run: Callable[[list[str]], None]) -> None:
         signers.parent.mkdir(parents=True, exist_ok=True)
         public = " ".join(Path(f"{key}.pub").read_text().split()[:2])
         signers.write_text(f"alice@example.com {public}\n")
-        run([*git, "add", str(signers)])
+        run(["strato", "guard", "pin", "--root", str(ws)])  # the base: no ledgers yet
+        run([*git, "add", ".vivary/guard"])
         run([*git, "commit", "-q", "-m", "Trust alice to sign guard overrides"])
         run([*git, "commit", "-q", "--allow-empty", "-m", "Release candidate"])
         run(_guard(ws, "register", POLICY))
@@ -74,7 +75,9 @@ def tour(ws: Path, run: Callable[[list[str]], None]) -> None:
         )
         run(_guard(ws, "override", ASK, "--signature", f"{payload}.sig"))
         run(["strato", "guard", "verify", "--root", str(ws)])
-        run(["strato", "guard", "review", "--root", str(ws), "--base", "HEAD~1", "--markdown"])
+        run(["strato", "guard", "pin", "--root", str(ws)])  # the change pins its notes
+        run([*git, "commit", "-q", "-am", "Pin the guard notes"])
+        run(["strato", "guard", "review", "--root", str(ws), "--base", "HEAD~2", "--markdown"])
 
 
 def _run(argv: list[str]) -> None:

@@ -17,15 +17,13 @@ from typing import Any, NoReturn
 import click
 import pygit2
 
-from strato.guard import authz, engine, lock
+from strato.guard import authz, engine, lock, pin
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
 from tropo import repo as gitrepo
 
-USAGE_ERRORS = frozenset(
-    {"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"}
-)
+USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
 MAX_STDIN = 4 * 1024 * 1024
 
 root_option = click.option(
@@ -258,23 +256,36 @@ def verify_command(root: Path, as_json: bool, since: tuple[str, ...]) -> None:
     metavar="REV",
     help="The target branch: its allowed signers are trusted.",
 )
+@click.option("--head", default="HEAD", show_default=True, metavar="REV", help="The change under review.")
 @click.option(
-    "--head", default="HEAD", show_default=True, metavar="REV", help="The change under review."
+    "--base-notes",
+    metavar="REV",
+    help="The notes commit the base's ledgers are at, from a ref the CI trusts "
+    "(default: the one the base pins in .vivary/guard/notes-tip).",
 )
 @click.option("--markdown", is_flag=True, help="Print Markdown for a pull-request comment.")
 def review_command(
-    root: Path, as_json: bool, since: tuple[str, ...], base: str, head: str, markdown: bool
+    root: Path,
+    as_json: bool,
+    since: tuple[str, ...],
+    base: str,
+    head: str,
+    base_notes: str | None,
+    markdown: bool,
 ) -> None:
     """List ledger entries added since BASE with signer and status; exit 1 on any problem.
 
+    New entries are the lines past the ledgers of the notes commit BASE pins; each is
+    judged by BASE's allowed signers at the time of review.
+
     \b
     Example:
-      git fetch origin refs/notes/vivary/guard:refs/notes/vivary/guard
+      git fetch origin '+refs/notes/vivary/guard:refs/notes/vivary/guard'
       strato guard review --base origin/main --markdown > comment.md
     """
     try:
         repo = _repo(root)
-        report = run_review(repo, base, head, since=_revs(repo, since))
+        report = run_review(repo, base, head, since=_revs(repo, since), base_notes=base_notes)
     except gitrepo.RevisionError as exc:
         _fail(GuardError("invalid_revision", str(exc)))
     except GuardError as exc:
@@ -289,12 +300,35 @@ def review_command(
                 f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
                 f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
             )
-        click.echo(
-            f"guard review {'ok' if report.ok else 'FAILED'}: {len(report.rows)} new entries"
-        )
+        click.echo(f"guard review {'ok' if report.ok else 'FAILED'}: {len(report.rows)} new entries")
         for brk in report.verify.breaks:
             click.echo(f"break: {brk}", err=True)
     sys.exit(0 if report.ok else 1)
+
+
+@guard.command("pin")
+@root_option
+@json_option
+def pin_command(root: Path, as_json: bool) -> None:
+    """Write the current notes commit to .vivary/guard/notes-tip, to commit with the change.
+
+    Review takes the ledgers of the notes commit the base branch pins as already
+    accepted, so pin after your last guard write and commit the file.
+
+    \b
+    Example:
+      strato guard pin && git add .vivary/guard/notes-tip && git commit -m "guard: pin notes"
+    """
+    try:
+        tip = pin.write(_repo(root))
+    except GuardError as exc:
+        _fail(exc)
+    except gitrepo.NotARepository as exc:
+        _fail(GuardError("not_a_repository", str(exc)))
+    if as_json:
+        _emit({"path": pin.PIN_PATH, "notes_tip": tip})
+    else:
+        click.echo(f"{pin.PIN_PATH}: {tip or pin.NONE}")
 
 
 @guard.command("unlock")

@@ -4,6 +4,7 @@
 
     allow_commands = true        # command_exit_zero predicates run (default: off)
     command_timeout_s = 120
+    require_signed_notes = true  # review: every new notes commit signed by a base key
 
 ``.vivary/agents.toml`` ``[judge] argv`` answers ``judged``/``verified`` predicates;
 without one they fail closed.
@@ -29,6 +30,7 @@ class GuardConfig:
     command_timeout_s: float = 120.0
     judge_argv: tuple[str, ...] | None = None
     judge_timeout_s: float = 900.0
+    require_signed_notes: bool = False
 
 
 def _toml(commit: pygit2.Commit | None, path: str) -> dict[str, object]:
@@ -54,6 +56,11 @@ def load(commit: pygit2.Commit | None) -> GuardConfig:
     allow = guard.get("allow_commands", False)
     if not isinstance(allow, bool):
         raise GuardError("invalid_config", f"{CONFIG_PATH}: allow_commands must be true or false")
+    signed = guard.get("require_signed_notes", False)
+    if not isinstance(signed, bool):
+        raise GuardError(
+            "invalid_config", f"{CONFIG_PATH}: require_signed_notes must be true or false"
+        )
     judge = _toml(commit, AGENTS_PATH).get("judge")
     argv = None
     judge_timeout = 900.0
@@ -72,4 +79,5 @@ def load(commit: pygit2.Commit | None) -> GuardConfig:
         ),
         judge_argv=argv,
         judge_timeout_s=judge_timeout,
+        require_signed_notes=signed,
     )

@@ -213,8 +213,13 @@ def transition(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any
         raise GuardError("invalid_request", "modified_files must be a list of strings")
     if key is not None and not isinstance(key, str):
         raise GuardError("invalid_request", "idempotency_key must be a string or null")
-    if f["resolved_by"] not in ("agent", "human"):
-        raise GuardError("invalid_request", "resolved_by must be agent or human")
+    if f["resolved_by"] != "agent":
+        # whoever sends the request cannot prove it is a person: a human outcome is a
+        # signed override (or migrate), never a field the caller chose
+        raise GuardError(
+            "invalid_request",
+            'a transition is resolved by "agent"; a human decision is a signed override',
+        )
 
     def digests(state: State) -> tuple[str, str]:
         args = (f["from_state"], f["to_state"], artifacts, files, f["resolved_by"])

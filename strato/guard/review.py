@@ -1,19 +1,23 @@
 """Pull-request review of guard ledgers: what was added since the base, and who signed it.
 
-Entries made at commits the base does not contain are checked against the base's
-allowed signers, never the branch's, so a branch that adds its own key and signs with
-it is refused. Older entries keep the trust root of the commit they were made at.
+New entries are the lines past the ledgers of the base's **pinned** notes commit
+(:mod:`strato.guard.pin` or ``--base-notes``), never what an entry says about itself.
+Every new entry is re-derived and judged by the base's allowed signers at the time of
+review; base entries must survive byte for byte and are not judged again.
 """
 
 from __future__ import annotations
 
+import html
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, verify
+from strato.guard import authz, config, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
+from tropo import notes
 from tropo import repo as gitrepo
 from tropo.revision import is_ancestor
 
@@ -39,6 +43,7 @@ class Row:
 class ReviewReport:
     base: str
     head: str
+    base_notes: str | None
     verify: verify.Report
     rows: list[Row] = field(default_factory=list)
 
@@ -51,6 +56,7 @@ class ReviewReport:
             "ok": self.ok,
             "base": self.base,
             "head": self.head,
+            "base_notes": self.base_notes,
             "entries": [r.to_json() for r in self.rows],
             "verify": self.verify.to_json(),
         }
@@ -61,8 +67,7 @@ class ReviewReport:
         lines = [
             f"### Guard review {verdict}: `{self.base[:12]}..{self.head[:12]}`",
             "",
-            f"{count} added since the base; signers checked against the base's "
-            f"`{authz.SIGNERS_PATH}`.",
+            f"{count} added since the base; signers checked against the base's `{authz.SIGNERS_PATH}`.",
             "",
         ]
         if self.rows:
@@ -71,9 +76,9 @@ class ReviewReport:
                 "|---|---|---|---|---|---|---|---|",
             ]
             lines += [
-                f"| {_cell(r.resource_id)} | {r.line} | {r.kind} | {r.outcome} "
-                f"| {_cell(r.from_state)} → {_cell(r.to_state)} | {_cell(r.signer)} "
-                f"| {_cell(r.rationale)} | {_cell(r.status)} |"
+                f"| {_cell(r.resource_id)} | {_cell(r.line)} | {_cell(r.kind)} "
+                f"| {_cell(r.outcome)} | {_cell(r.from_state)} → {_cell(r.to_state)} "
+                f"| {_cell(r.signer)} | {_cell(r.rationale)} | {_cell(r.status)} |"
                 for r in self.rows
             ]
         if self.verify.breaks:
@@ -81,38 +86,108 @@ class ReviewReport:
         return "\n".join(lines) + "\n"
 
 
+MAX_CELL = 200
+
+
 def _cell(value: object) -> str:
+    """One table cell that cannot end the table, open HTML or a comment, or run long:
+    control characters become spaces, ``<>&"'`` entities, ``|`` and backticks escaped."""
     text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")[:200]
+    text = "".join(" " if ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029" else c for c in text)
+    if len(text) > MAX_CELL:
+        text = text[: MAX_CELL - 1] + "…"
+    return html.escape(text).replace("|", "&#124;").replace("`", "&#96;")
+
+
+def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:
+    if base_notes is not None:
+        return pin.require_commit(repo, base_notes)
+    pinned = pin.read(base)
+    return None if pinned is None else pin.require_commit(repo, pinned)
+
+
+def _base_breaks(
+    repo: pygit2.Repository, base_tip: str | None, head_tip: str | None
+) -> tuple[dict[str, int], list[verify.Break]]:
+    """Lines each base ledger holds, and the breaks where the head dropped or rewrote them."""
+    if base_tip is None:
+        return {}, []
+    if head_tip is None or not (head_tip == base_tip or is_ancestor(repo, base_tip, head_tip)):
+        why = f"{store.REF} does not descend from the base's notes commit {base_tip[:12]}"
+        return {}, [verify.Break(None, None, why + " (rewritten or force-pushed)")]
+    known: dict[str, int] = {}
+    found: list[verify.Break] = []
+    after = notes.blobs(repo, head_tip)
+    for anchor, blob in notes.blobs(repo, base_tip).items():
+        old = notes.blob_data(repo, blob)
+        known[anchor] = old.count(b"\n")
+        rid = verify.resource_of(old)
+        new = notes.blob_data(repo, after[anchor]) if anchor in after else None
+        if new is None:
+            found.append(verify.Break(rid, None, "ledger of the base was deleted", anchor))
+        elif not new.startswith(old):
+            line = _first_difference(old, new)
+            found.append(verify.Break(rid, line, "line of the base's ledger rewritten or removed", anchor))
+    return known, found
+
+
+def _first_difference(old: bytes, new: bytes) -> int:
+    for n, (a, b) in enumerate(zip(old.split(b"\n"), new.split(b"\n"), strict=False), 1):
+        if a != b:
+            return n
+    return min(old.count(b"\n"), new.count(b"\n")) + 1
+
+
+def _signer(entry: dict[str, Any], signer: authz.Signer | None) -> str | None:
+    if signer is not None:
+        return signer.principal
+    verdict = entry.get("verdict")
+    auth = verdict.get("authorization") if isinstance(verdict, dict) else None
+    named = auth.get("principal") if isinstance(auth, dict) else None
+    return f"{named} (not verified)" if named is not None else None
 
 
 def review(
-    repo: pygit2.Repository, base: str, head: str = "HEAD", since: list[str] | None = None
+    repo: pygit2.Repository,
+    base: str,
+    head: str = "HEAD",
+    since: list[str] | None = None,
+    *,
+    base_notes: str | None = None,
+    now_s: int | None = None,
 ) -> ReviewReport:
-    """Verify every ledger, judging entries the base lacks by the base's trust root."""
+    """Verify every ledger; judge each line the base's pinned ledgers lack by the base's
+    allowed signers at ``now_s`` (the time of review)."""
     base_commit = gitrepo.resolve_commit(repo, base)
     head_commit = gitrepo.resolve_commit(repo, head)
-    base_sha = str(base_commit.id)
-    older = verify.trust_at_entry_head(repo)
-    base_trust: list[list[AllowedSigner]] = []
+    base_tip = _base_notes(repo, base_commit, base_notes)
+    head_tip = gitrepo.read_ref(repo, store.REF)
+    at = int(time.time()) if now_s is None else now_s
+    known, breaks = _base_breaks(repo, base_tip, head_tip)
+    base_signers: list[list[AllowedSigner]] = []
 
-    def is_new(entry: dict[str, Any]) -> bool:
-        sha = entry.get("git_head")
-        return not isinstance(sha, str) or not is_ancestor(repo, sha, base_sha)
+    def signers() -> list[AllowedSigner]:
+        if not base_signers:
+            base_signers.append(authz.trusted_signers(base_commit))
+        return base_signers[0]
 
-    def trust(entry: dict[str, Any]) -> list[AllowedSigner]:
-        if not is_new(entry):
-            return older(entry)
-        if not base_trust:
-            base_trust.append(authz.trusted_signers(base_commit))
-        return base_trust[0]
+    def is_new(rid: str, line: int) -> bool:
+        return line > known.get(notes.anchor_id(store.anchor_content(rid)), 0)
+
+    def trust(rid: str, line: int, entry: dict[str, Any]) -> verify.Judgement | None:
+        if not is_new(rid, line):
+            return None
+        made_at = entry.get("git_head")
+        if made_at is not None and not _exists(repo, made_at):
+            raise ValueError(f"claims commit {str(made_at)[:12]}, which this repository lacks")
+        return signers, at
 
     rows: list[Row] = []
 
     def collect(
         rid: str, line: int, entry: dict[str, Any], signer: authz.Signer | None, problem: str | None
     ) -> None:
-        if not is_new(entry):
+        if not is_new(rid, line):
             return
         rows.append(
             Row(
@@ -122,12 +197,40 @@ def review(
                 entry["outcome"],
                 entry["from_state"],
                 entry["to_state"],
-                signer.principal if signer else None,
+                _signer(entry, signer),
                 entry["rationale"],
                 entry.get("git_head"),
                 "ok" if problem is None else f"refused: {problem}",
             )
         )
 
-    report = verify.verify_repository(repo, since=since, trust=trust, on_entry=collect)
-    return ReviewReport(base_sha, str(head_commit.id), report, rows)
+    report = verify.verify_repository(repo, since=since, trust=trust, on_entry=collect, tree=head_commit)
+    pinned = pin.read_or_none(head_commit)
+    if head_tip is not None and head_tip != base_tip and pinned != pin.text(head_tip).strip():
+        breaks.append(
+            verify.Break(
+                None,
+                None,
+                f"the head does not pin notes commit {str(head_tip)[:12]}: run "
+                f"`strato guard pin` and commit {pin.PIN_PATH}",
+            )
+        )
+    if head_tip is not None:
+        required = config.load(base_commit).require_signed_notes
+        stops = [base_tip] if base_tip is not None else []
+        for why in notesig.unsigned_breaks(repo, head_tip, stops, signers, at, required):
+            breaks.append(verify.Break(None, None, why))
+    report.breaks = breaks + report.breaks
+    return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, report, rows)
+
+
+def _exists(repo: pygit2.Repository, sha: object) -> bool:
+    """Whether ``sha`` is the full id of a commit here. Not containment in the head: the notes ref is
+    shared, so entries of other open branches appear in every review (and are judged)."""
+    if not isinstance(sha, str) or not pin.SHA.match(sha):
+        return False
+    try:
+        gitrepo.resolve_commit(repo, sha)
+    except gitrepo.RevisionError:
+        return False
+    return True

@@ -1,13 +1,13 @@
 """OpenSSH ``allowed_signers`` files: who may sign, for which namespaces, and when.
 
-Supported options are ``namespaces=``, ``valid-after=`` and ``valid-before=``;
+Supported options are ``namespaces=`` (patterns and ``!`` negations matched as OpenSSH
+does), ``valid-after=`` and ``valid-before=``;
 ``cert-authority`` and anything else make the file unusable, with a message naming the
 line, because a trust root we only half understand must not be half applied.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,21 +30,36 @@ class AllowedSigner:
     valid_before: int | None
 
     def allows(self, namespace: str, at: int) -> bool:
-        if self.namespaces is not None and not any(
-            fnmatch.fnmatchcase(namespace, pat) for pat in self.namespaces
-        ):
+        if self.namespaces is not None and not namespace_allowed(namespace, self.namespaces):
             return False
         if self.valid_after is not None and at < self.valid_after:
             return False
         return self.valid_before is None or at < self.valid_before
 
 
+def _glob(pattern: str, text: str) -> bool:
+    """OpenSSH's ``match_pattern``: only ``*`` and ``?`` are special (no ``[...]``)."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, text, re.DOTALL) is not None
+
+
+def namespace_allowed(namespace: str, patterns: tuple[str, ...]) -> bool:
+    """OpenSSH's ``match_pattern_list``: a matching ``!pattern`` refuses whatever else
+    matches; otherwise one plain pattern must match."""
+    positive = False
+    for pat in patterns:
+        if pat.startswith("!"):
+            if _glob(pat[1:], namespace):
+                return False
+        elif _glob(pat, namespace):
+            positive = True
+    return positive
+
+
 def _time(value: str, lineno: int) -> int:
     m = _TIME.match(value)
     if not m:
-        raise SignersError(
-            f"allowed_signers line {lineno}: bad time {value!r} (YYYYMMDD[HHMM[SS]][Z])"
-        )
+        raise SignersError(f"allowed_signers line {lineno}: bad time {value!r} (YYYYMMDD[HHMM[SS]][Z])")
     text = m.group(1) + (m.group(2) or "0000") + (m.group(3) or "00")
     try:
         moment = datetime.strptime(text, "%Y%m%d%H%M%S")
@@ -128,9 +143,7 @@ def parse(text: str) -> list[AllowedSigner]:
     return [s for n, line in enumerate(text.splitlines(), 1) if (s := parse_line(line, n))]
 
 
-def find(
-    signers: list[AllowedSigner], key: PublicKey, namespace: str, at: int
-) -> AllowedSigner | None:
+def find(signers: list[AllowedSigner], key: PublicKey, namespace: str, at: int) -> AllowedSigner | None:
     """The first line that lists ``key`` and allows ``namespace`` at time ``at``."""
     for signer in signers:
         if signer.key.blob == key.blob and signer.allows(namespace, at):

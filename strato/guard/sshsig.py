@@ -186,9 +186,7 @@ def signed_data(namespace: str, hash_alg: str, message: bytes) -> bytes:
 def check(signature: Signature, namespace: str, message: bytes) -> None:
     """Verify ``signature`` over ``message`` in ``namespace``; raise when it does not hold."""
     if signature.namespace != namespace:
-        raise SignatureError(
-            f"signature is for namespace {signature.namespace!r}, expected {namespace!r}"
-        )
+        raise SignatureError(f"signature is for namespace {signature.namespace!r}, expected {namespace!r}")
     data = signed_data(namespace, signature.hash_alg, message)
     key = signature.key.load()
     try:
@@ -200,8 +198,11 @@ def check(signature: Signature, namespace: str, message: bytes) -> None:
             if signature.sig_type != signature.key.key_type:
                 raise SignatureError("ECDSA signature type does not match the key")
             r = _Reader(signature.sig)
-            der = encode_dss_signature(r.mpint(), r.mpint())
+            sig_r, sig_s = r.mpint(), r.mpint()
             r.end()
+            if sig_r <= 0 or sig_s <= 0:
+                raise SignatureError("malformed ECDSA signature (r and s must be positive)")
+            der = encode_dss_signature(sig_r, sig_s)
             key.verify(der, data, ec.ECDSA(_CURVES[signature.key.key_type[11:]][1]))
         else:
             algorithm = _RSA_HASHES.get(signature.sig_type)
@@ -210,3 +211,7 @@ def check(signature: Signature, namespace: str, message: bytes) -> None:
             key.verify(signature.sig, data, padding.PKCS1v15(), algorithm)
     except InvalidSignature as exc:
         raise SignatureError("signature does not verify") from exc
+    except (ValueError, OverflowError) as exc:  # an encoding cryptography refuses
+        if isinstance(exc, SignatureError):
+            raise
+        raise SignatureError(f"malformed {signature.sig_type} signature: {exc}") from exc

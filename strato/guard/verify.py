@@ -7,13 +7,14 @@ The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` print
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, cache, entries, ledger, store
+from strato.guard import authz, cache, config, derive, entries, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import notes
@@ -29,9 +30,7 @@ class Break:
 
     def __str__(self) -> str:
         where = repr(self.resource_id) if self.resource_id is not None else f"note {self.anchor}"
-        return (
-            f"{where} line {self.line}: {self.message}" if self.line else f"{where}: {self.message}"
-        )
+        return f"{where} line {self.line}: {self.message}" if self.line else f"{where}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,11 +65,17 @@ class Report:
         }
 
 
-TrustAt = Callable[[dict[str, Any]], list[AllowedSigner]]
+# How to judge one entry (resource, line, entry): the allowed signers and the time
+# (epoch seconds) to check key validity at, or None for an entry that is not re-judged
+# (review: it is part of the base's ledger, byte for byte).
+# The signers are read lazily: a base without allowed_signers refuses only signed entries.
+Judgement = tuple[Callable[[], list[AllowedSigner]], int]
+TrustAt = Callable[[str, int, dict[str, Any]], Judgement | None]
 
 
 class EntryHeadTrust:
-    """The allowed signers as of the commit each entry was made at (HEAD if unknown)."""
+    """The allowed signers as of the commit each entry was made at (HEAD if unknown),
+    at the entry's own time: a local integrity check, not the review boundary."""
 
     def __init__(self, repo: pygit2.Repository) -> None:
         self.repo = repo
@@ -84,12 +89,15 @@ class EntryHeadTrust:
             pass
         return gitrepo.head_commit(self.repo)
 
-    def __call__(self, entry: dict[str, Any]) -> list[AllowedSigner]:
+    def signers(self, entry: dict[str, Any]) -> list[AllowedSigner]:
         commit = self._commit(entry.get("git_head"))
         key = str(commit.id) if commit is not None else None
         if key not in self._signers:
             self._signers[key] = authz.trusted_signers(commit)
         return self._signers[key]
+
+    def __call__(self, resource_id: str, line: int, entry: dict[str, Any]) -> Judgement:
+        return functools.partial(self.signers, entry), int(entry["ts_ms"]) // 1000
 
     def key(self, git_head: str | None) -> str:
         """What this trust root is made of for an entry naming ``git_head``: the commit
@@ -109,25 +117,26 @@ def trust_at_entry_head(repo: pygit2.Repository) -> TrustAt:
 
 
 def signed_by(
-    entry: dict[str, Any], resource_id: str, state: ledger.State, trust: TrustAt
+    entry: dict[str, Any], resource_id: str, state: ledger.State, judged: Judgement
 ) -> authz.Signer | None:
     """Check the signature an entry needs; the signer, None if none is needed."""
     claimed = entries.claim(entry, resource_id, state.policy)
     if claimed is None:
         return None
+    trusted, at_s = judged
     signer = authz.check_signature(
         claimed.armor,
         claimed.namespace,
         claimed.message,
-        trust(entry),
-        int(entry["ts_ms"]) // 1000,
+        trusted(),
+        at_s,
         claimed.message.decode("utf-8", "replace"),
     )
     recorded = entry["verdict"]["authorization"]
     named = authz.Signer(str(recorded.get("principal")), signer.fingerprint)
-    if recorded.get("fingerprint") != signer.fingerprint or entry[
-        "rationale"
-    ] != claimed.expected_rationale(named):
+    if recorded.get("fingerprint") != signer.fingerprint or entry["rationale"] != claimed.expected_rationale(
+        named
+    ):
         raise ValueError("the entry's rationale or recorded signer does not match the signature")
     return signer
 
@@ -137,9 +146,15 @@ OnEntry = Callable[[str, int, dict[str, Any], authz.Signer | None, str | None], 
 
 
 def check_ledger(
-    found: list[dict[str, Any]], resource_id: str, trust: TrustAt, on_entry: OnEntry | None = None
+    found: list[dict[str, Any]],
+    resource_id: str,
+    trust: TrustAt,
+    on_entry: OnEntry | None = None,
+    tree: pygit2.Commit | None = None,
 ) -> ledger.State:
-    """Fold parsed entries, checking every signature; raises :class:`ledger.LedgerBreak`.
+    """Fold parsed entries, re-deriving each one the trust judges and checking its
+    signature; raises :class:`ledger.LedgerBreak`. ``tree`` is the commit deterministic
+    file predicates are re-checked against (review's head), if any.
 
     ``on_entry`` then sees every entry up to the first break, in ledger order.
     """
@@ -148,10 +163,13 @@ def check_ledger(
     def hook(line: int, entry: dict[str, Any], state: ledger.State) -> None:
         signer, problem = None, None
         try:
-            signer = signed_by(entry, resource_id, state, trust)
+            judged = trust(resource_id, line, entry)
+            if judged is not None:
+                derive.check(entry, state, tree)
+                signer = signed_by(entry, resource_id, state, judged)
         except GuardError as exc:
             problem = exc.message
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             problem = str(exc)
         seen.append((line, entry, signer, problem))
         if problem is not None:
@@ -159,6 +177,8 @@ def check_ledger(
 
     broken: ledger.LedgerBreak | None = None
     try:
+        if found:
+            _check_register(found[0], resource_id, trust)
         return ledger.fold(found, resource_id, hook)
     except ledger.LedgerBreak as exc:
         broken = exc
@@ -172,9 +192,21 @@ def check_ledger(
                 on_entry(resource_id, line, entry, signer, problem)
 
 
-def _resource_id(text: str) -> str | None:
-    """The id the first line registers, read without trusting anything else."""
-    first = ledger.first_entry(text)
+def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> None:
+    try:
+        judged = trust(resource_id, 1, first)
+    except (GuardError, ValueError) as exc:
+        raise ledger.LedgerBreak(1, getattr(exc, "message", str(exc))) from None
+    if judged is not None:
+        try:
+            derive.check_register(first)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ledger.LedgerBreak(1, str(exc)) from None
+
+
+def resource_of(data: bytes) -> str | None:
+    """The id a ledger's first line registers, read without trusting anything else."""
+    first = ledger.first_entry(data.decode("utf-8", "replace"))
     verdict = first.get("verdict") if first else None
     rid = verdict.get("resource_id") if isinstance(verdict, dict) else None
     return rid if isinstance(rid, str) else None
@@ -215,10 +247,8 @@ def _history_breaks(
                 old_text = read(old)
                 if new is None or not read(new).startswith(old_text):
                     what = "deleted" if new is None else "rewritten, not appended to"
-                    rid = _resource_id(old_text.decode("utf-8", "replace"))
-                    found.append(
-                        Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor)
-                    )
+                    rid = resource_of(old_text)
+                    found.append(Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor))
     if not found:
         known.add_history(fresh)
     return ancestors, found
@@ -247,6 +277,7 @@ def verify_repository(
     since: list[str] | None = None,
     trust: TrustAt | None = None,
     on_entry: OnEntry | None = None,
+    tree: pygit2.Commit | None = None,
 ) -> Report:
     """Check every ledger on the notes ref, its history, and (optionally) that it
     descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
@@ -279,11 +310,9 @@ def verify_repository(
     for anchor, blob in sorted(notes.blobs(repo, tip).items()):
         report.resources += 1
         data = notes.blob_data(repo, blob)
-        rid = _resource_id(data.decode("utf-8", "replace"))
+        rid = resource_of(data)
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
-            report.breaks.append(
-                Break(rid, 1, "note does not belong to the resource it registers", anchor)
-            )
+            report.breaks.append(Break(rid, 1, "note does not belong to the resource it registers", anchor))
             continue
         chain = known.chain(anchor)
         if (
@@ -299,7 +328,7 @@ def verify_repository(
         signed.clear()
         try:
             found = store.parse_ledger(anchor, blob, data, known)
-            state = check_ledger(found, rid, trust or at_head, note_signed)
+            state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
             continue
@@ -309,4 +338,17 @@ def verify_repository(
             known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
+    if since:
+        report.breaks += _notes_signature_breaks(repo, tip, [s for s in since if s in ancestors])
     return report
+
+
+def _notes_signature_breaks(repo: pygit2.Repository, tip: str, since: list[str]) -> list[Break]:
+    """Notes commits about to be pushed (after ``since``), judged by HEAD's signers now:
+    a bad signature always, a missing one when HEAD's config requires signed notes."""
+    head = gitrepo.head_commit(repo)
+    required = config.load(head).require_signed_notes
+    found = notesig.unsigned_breaks(
+        repo, tip, since, lambda: authz.trusted_signers(head), int(time.time()), required
+    )
+    return [Break(None, None, why) for why in found]

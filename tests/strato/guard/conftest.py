@@ -10,6 +10,7 @@ from typing import Any
 import pygit2
 import pytest
 
+from strato.guard import pin
 from tests.conftest import commit_all, write_files
 from tropo import repo as gitrepo
 
@@ -78,6 +79,11 @@ class Workspace:
 
     def trust(self, *lines: str) -> str:
         return self.commit({".vivary/guard/allowed_signers": "".join(lines)}, "trust signers")
+
+    def pin(self, message: str = "guard: pin notes") -> str:
+        """Pin the notes commit in the tree and commit it, as a change under review does."""
+        pin.write(self.repo)
+        return commit_all(self.root, message)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from strato.guard import store
-from tests.conftest import git
+from tests.conftest import commit_all, git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
 
 STRATO = str(Path(sys.executable).parent / "strato")
@@ -95,7 +95,8 @@ def test_outside_a_repository_is_usage(tmp_path: Path) -> None:
 
 def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
     ws.trust(key.signers_line("alice@example.com"))
-    base = git(ws.root, "rev-parse", "HEAD").strip()
+    assert run(ws, "pin").returncode == 0
+    base = commit_all(ws.root, "pin: no ledgers yet")
     ws.commit({"NOTES.md": "n\n"}, "work under review")
     registered(ws)
     run(ws, "transition", stdin={"resource_id": RID, "from_state": "draft", "to_state": "review"})
@@ -124,6 +125,9 @@ def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
     assert replay.returncode == 1
     verified = run(ws, "verify")
     assert verified.returncode == 0 and "1 resources, 3 entries" in verified.stdout
+    unpinned = run(ws, "review", "--base", base)
+    assert unpinned.returncode == 1 and "strato guard pin" in unpinned.stderr
+    ws.pin()
     rev = run(ws, "review", "--base", base, "--markdown")
     assert (
         rev.returncode == 0 and "| deviation |" in rev.stdout and "alice@example.com" in rev.stdout
@@ -168,3 +172,20 @@ def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
             [STRATO, "guard", command, "--help"], capture_output=True, text=True, check=True
         )
         assert "Example" in proc.stdout and "--root" in proc.stdout, command
+
+
+def test_review_fails_closed_without_a_base_pin(ws: Workspace) -> None:
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    registered(ws)
+    proc = run(ws, "review", "--base", base)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "review_unpinned" in proc.stderr
+    assert "run `strato guard pin` on the base branch" in proc.stderr
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    pinned = run(ws, "pin", "--json")
+    assert pinned.returncode == 0 and out(pinned)["notes_tip"] == tip
+    assert (ws.root / ".vivary/guard/notes-tip").read_text() == tip + "\n"
+    # a CI that keeps the accepted notes passes them instead; nothing is new then
+    trusted = run(ws, "review", "--base", base, "--base-notes", tip, "--json")
+    assert trusted.returncode == 0 and out(trusted)["entries"] == []
+    assert run(ws, "review", "--base", base, "--base-notes", "nope").returncode == 1

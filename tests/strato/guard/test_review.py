@@ -24,9 +24,10 @@ def override(ws: Workspace, key: Key, rationale: str) -> None:
 
 
 def start(ws: Workspace, key: Key) -> str:
-    """main trusts ``key``; a branch registers a resource and reaches review."""
+    """main trusts ``key`` and pins its (empty) notes; a branch registers a resource and
+    reaches review."""
     ws.trust(key.signers_line("alice@example.com"))
-    base = git(ws.root, "rev-parse", "HEAD").strip()
+    base = ws.pin("main: no ledgers yet")
     git(ws.root, "checkout", "-q", "-b", "feature")
     ws.commit({"NOTES.md": "n\n"}, "feature work")
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
@@ -37,13 +38,14 @@ def start(ws: Workspace, key: Key) -> str:
 def test_override_by_a_base_signer_passes_review(ws: Workspace, key: Key) -> None:
     base = start(ws, key)
     override(ws, key, "hotfix | urgent")
+    ws.pin()
     report = review(ws.repo, base)
     assert report.ok
     assert [r.kind for r in report.rows] == ["register", "transition", "deviation"]
     dev = report.rows[-1]
     assert dev.signer == "alice@example.com" and dev.status == "ok"
     md = report.markdown()
-    assert "passed" in md and "alice@example.com" in md and "hotfix \\| urgent" in md
+    assert "passed" in md and "alice@example.com" in md and "hotfix &#124; urgent" in md
 
 
 def test_branch_that_trusts_its_own_key_is_refused(ws: Workspace, key: Key) -> None:
@@ -51,17 +53,20 @@ def test_branch_that_trusts_its_own_key_is_refused(ws: Workspace, key: Key) -> N
     mallory = make_key(ws.tmp, "ed25519", "mallory")
     ws.trust(key.signers_line("alice@example.com"), mallory.signers_line("mallory@evil"))
     override(ws, mallory, "trust me")  # accepted locally: HEAD trusts mallory
+    ws.pin()
     report = review(ws.repo, base)
     assert not report.ok
     dev = report.rows[-1]
     assert dev.kind == "deviation" and dev.status.startswith("refused:")
     assert "not an allowed signer" in dev.status
+    assert dev.signer == "mallory@evil (not verified)"
     assert "**failed**" in report.markdown()
 
 
 def test_entries_before_the_base_keep_their_own_trust_root(ws: Workspace, key: Key) -> None:
     start(ws, key)
     override(ws, key, "old decision")
+    ws.pin()
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
     # main later rotates alice out; the old override stays valid, nothing new is listed

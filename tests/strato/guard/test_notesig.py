@@ -1,0 +1,119 @@
+"""Signed notes commits: real ``git commit-tree -S`` with SSH keys, checked natively the
+way ``git verify-commit`` checks them, and a base that requires them."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from strato.guard import notesig, signers, store, verify_repository
+from strato.guard.review import review
+from tests.conftest import git
+from tests.strato.guard.conftest import Key, Workspace, make_key
+from tests.strato.guard.test_attacks import at_review
+from tropo import repo as gitrepo
+
+
+def resign(ws: Workspace, key: Key | None, since: str | None) -> None:
+    """Re-create every notes commit after ``since`` with the same trees, signed by
+    ``key`` with the real git (unsigned when ``key`` is None)."""
+    revs = ["rev-list", "--reverse", store.REF, *([f"^{since}"] if since else [])]
+    parent = since
+    for sha in git(ws.root, *revs).split():
+        tree = git(ws.root, "rev-parse", f"{sha}^{{tree}}").strip()
+        sign = ["-S"] if key else []
+        cfg = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key.path}"] if key else []
+        args = [*cfg, "commit-tree", *sign, tree, *(["-p", parent] if parent else []), "-m", "guard"]
+        parent = git(ws.root, *args).strip()
+    assert parent is not None
+    git(ws.root, "update-ref", store.REF, parent)
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")  # a rewrite, on purpose
+
+
+def git_verifies(ws: Workspace, sha: str, allowed: str) -> bool:
+    path = ws.tmp / "allowed_for_git"
+    path.write_text(allowed)
+    proc = subprocess.run(
+        ["git", "-c", f"gpg.ssh.allowedSignersFile={path}", "verify-commit", sha],
+        cwd=ws.root, capture_output=True, check=False,
+    )
+    return proc.returncode == 0
+
+
+@pytest.mark.parametrize("who", ["alice", "mallory"])
+def test_native_check_matches_git_verify_commit(ws: Workspace, key: Key, who: str) -> None:
+    at_review(ws)
+    signer = key if who == "alice" else make_key(ws.tmp, "ecdsa", "mallory")
+    resign(ws, signer, None)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    allowed = key.signers_line("alice@example.com")
+    ours, why = notesig.signer_of(gitrepo.resolve_commit(ws.repo, tip), signers.parse(allowed), 0)
+    assert (ours is not None) == git_verifies(ws, tip, allowed) == (who == "alice"), why
+
+
+def required_base(ws: Workspace, key: Key) -> str:
+    ws.commit(
+        {
+            ".vivary/guard/allowed_signers": key.signers_line("alice@example.com"),
+            ".vivary/guard/config.toml": "require_signed_notes = true\n",
+        },
+        "main: notes must be signed",
+    )
+    base = ws.pin("main: no ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    at_review(ws)
+    return base
+
+
+def test_base_requiring_signed_notes(ws: Workspace, key: Key, tmp_path: Path) -> None:
+    base = required_base(ws, key)
+    resign(ws, None, None)
+    ws.pin()
+    why = [str(b) for b in review(ws.repo, base).verify.breaks]
+    assert why and all("is not signed by a trusted key: unsigned" in w for w in why)
+    resign(ws, make_key(tmp_path, "ed25519", "mallory"), None)
+    ws.pin()
+    why = [str(b) for b in review(ws.repo, base).verify.breaks]
+    assert why and all("is not an allowed signer for namespace git" in w for w in why)
+    resign(ws, key, None)
+    ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok, [str(b) for b in report.verify.breaks]
+
+
+def test_a_bad_signature_fails_even_when_not_required(ws: Workspace, key: Key) -> None:
+    ws.trust(key.signers_line("alice@example.com"))
+    base = ws.pin("main")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    at_review(ws)
+    resign(ws, make_key(ws.tmp, "ed25519", "mallory"), None)
+    ws.pin()
+    assert not review(ws.repo, base).ok
+    resign(ws, None, None)
+    ws.pin()
+    assert review(ws.repo, base).ok
+
+
+def test_verify_judges_the_notes_commits_it_would_push(ws: Workspace, key: Key) -> None:
+    """``--since`` (the pre-push hook passes the remote's tip) marks what is new."""
+    ws.commit(
+        {
+            ".vivary/guard/allowed_signers": key.signers_line("alice@example.com"),
+            ".vivary/guard/config.toml": "require_signed_notes = true\n",
+        },
+        "notes must be signed",
+    )
+    at_review(ws)
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    assert verify_repository(ws.repo).ok  # no --since: nothing is judged as new
+    report = verify_repository(ws.repo, since=[pushed])
+    assert [str(b) for b in report.breaks] == [
+        f"note None: notes commit {git(ws.root, 'rev-parse', store.REF).strip()[:12]} "
+        "is not signed by a trusted key: unsigned"
+    ]
+    resign(ws, key, pushed)
+    assert verify_repository(ws.repo, since=[pushed]).ok
+    resign(ws, make_key(ws.tmp, "ed25519", "mallory"), pushed)
+    assert not verify_repository(ws.repo, since=[pushed]).ok
