@@ -1,0 +1,44 @@
+"""The heartbeat's knobs, read from git config in one call (repository, then user).
+
+``vivary.heartbeat = false`` turns the post-commit heartbeat off (``--global`` for every
+repository of a user, ``--local`` for one); ``VIVARY_HEARTBEAT=0`` turns it off for one
+shell. Thresholds live under ``vivary.heartbeat.*`` (e.g. ``vivary.heartbeat.staleDays``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from tropo import gitcli
+
+OFF = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool = True
+    stale_days: int = 30  # an active work item untouched this long is stale
+    claim_idle_days: int = 14  # a claim branch with no commit this long is idle
+    strato_token_budget: int = 1500  # the always-on STRATO.md (tokens ~ chars / 4)
+    fix_repeats: int = 2  # a class of bug fixed this many times earns a playbook row
+    duplicate_min_chars: int = 160  # paragraphs shorter than this are never duplicates
+    debounce_ms: int = 300  # the detached runner waits this long for a burst to end
+
+
+def load(root: Path) -> Settings:
+    """Settings for the repository at ``root``; a malformed number keeps its default."""
+    found = gitcli.config_matching(root, r"^vivary\.heartbeat(\..*)?$")
+    values: dict[str, Any] = {}  # field name -> int, checked above
+    enabled = found.get("vivary.heartbeat", "true").strip().lower() not in OFF
+    if os.environ.get("VIVARY_HEARTBEAT", "").strip().lower() in OFF:
+        enabled = False
+    for f in fields(Settings):
+        if f.name == "enabled":
+            continue
+        raw = found.get("vivary.heartbeat." + f.name.replace("_", "").lower())
+        if raw is not None and raw.strip().isdigit():
+            values[f.name] = int(raw)
+    return replace(Settings(enabled=enabled), **values)

@@ -1,0 +1,106 @@
+"""A heartbeat run over scripted histories: each check fires on its case, not on a clean one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from strato.heartbeat import engine, store
+from strato.heartbeat.settings import Settings
+from tests.conftest import git
+from tests.strato.heartbeat.conftest import DAY, T0, commit_at
+
+
+def beat(root: Path, now: float, **kw: Any) -> dict[str, Any]:
+    return engine.run(root, Settings(), now=now, **kw)
+
+
+def checks(root: Path) -> list[str]:
+    return sorted(r["check"] for r in store.all_records(store.sidecar(root)) if r["status"] == "open")
+
+
+def test_clean_workspace_proposes_nothing(ws: Path) -> None:
+    result = beat(ws, T0 + DAY)
+    assert result["new"] == [] and checks(ws) == []
+    assert result["commits"] == 1
+    assert Path(result["report"]).parent == ws / "heartbeat-reports"
+    assert git(ws, "status", "--porcelain") == ""
+
+
+def test_stale_active_item_by_git_history(ws: Path) -> None:
+    commit_at(ws, T0, "start", {"changes/two.md": "---\nstatus: active\n---\n# Two\n",
+                                "changes/index.md": "---\nstatus: done\nrelated_changes: [one, two]\n---\n"})
+    assert "stale" not in checks(ws) and beat(ws, T0 + 29 * DAY)["new"] == []
+    result = beat(ws, T0 + 31 * DAY)
+    assert checks(ws) == ["stale"]
+    assert "changes/two.md" in store.get(store.sidecar(ws), result["new"][0])["subject"]
+
+
+def test_orphan_node(ws: Path) -> None:
+    commit_at(ws, T0, "orphan", {"changes/lost.md": "---\nstatus: done\n---\n# Lost\n"})
+    beat(ws, T0)
+    assert checks(ws) == ["orphan"]
+
+
+def test_broken_ref_only_when_introduced_since_last_run(ws: Path) -> None:
+    commit_at(ws, T0, "break", {"changes/one.md": "---\nstatus: done\nrelated_changes: [ghost]\n---\n"})
+    first = beat(ws, T0)
+    assert checks(ws) == ["broken-ref"] and len(first["new"]) == 1
+    assert beat(ws, T0)["new"] == []  # already known: not proposed twice
+
+
+def test_claim_branches_merged_or_idle(ws: Path) -> None:
+    git(ws, "branch", "claim/merged")
+    git(ws, "checkout", "-q", "-b", "claim/idle")
+    commit_at(ws, T0 + DAY, "work on idle")
+    git(ws, "checkout", "-q", "-")
+    beat(ws, T0 + 2 * DAY)
+    assert checks(ws) == ["claim-merged"]
+    beat(ws, T0 + 20 * DAY)
+    assert checks(ws) == ["claim-idle", "claim-merged"]
+
+
+def test_state_md_behind_its_cadence(ws: Path) -> None:
+    commit_at(ws, T0 + 3 * DAY, "work", {"a.txt": "a"})
+    beat(ws, T0 + 3 * DAY)
+    assert checks(ws) == []
+    commit_at(ws, T0 + 8 * DAY, "more work", {"a.txt": "b"})
+    beat(ws, T0 + 8 * DAY)
+    assert checks(ws) == ["state-age"]
+
+
+def test_strato_md_over_budget(ws: Path) -> None:
+    commit_at(ws, T0, "grow", {"STRATO.md": "# STRATO\n\n" + "word " * 2000})
+    beat(ws, T0)
+    assert checks(ws) == ["strato-budget"]
+
+
+def test_near_duplicate_paragraphs(ws: Path) -> None:
+    para = ("The release checklist runs the whole test suite, builds the wheel, signs the tag "
+            "with the maintainer key and uploads the artefacts only after the smoke test passed.")
+    commit_at(ws, T0, "dup", {"docs/a.md": f"# A\n\n{para}\n", "docs/b.md": f"# B\n\n{para.replace('whole', 'full')}\n",
+                              "docs/c.md": "# C\n\n" + "Completely different words about gardening and bees. " * 4})
+    beat(ws, T0)
+    records = [r for r in store.all_records(store.sidecar(ws)) if r["check"] == "duplicate"]
+    assert [r["subject"] for r in records] == ["docs/a.md|docs/b.md"]
+
+
+def test_reads_only_commits_since_the_last_run(ws: Path) -> None:
+    beat(ws, T0)
+    commit_at(ws, T0 + 60, "one", {"x.txt": "1"})
+    commit_at(ws, T0 + 120, "two", {"x.txt": "2"})
+    assert beat(ws, T0 + 200)["commits"] == 2
+    assert beat(ws, T0 + 200)["commits"] == 0
+    assert beat(ws, T0 + 200, since="HEAD~2")["commits"] == 2
+
+
+def test_repository_without_commits(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    result = beat(tmp_path, T0)
+    assert result["commits"] == 0 and result["head"] is None and result["new"] == []
+
+
+def test_budget_skips_checks_and_keeps_state(ws: Path) -> None:
+    result = beat(ws, T0, budget_ms=1)
+    assert result["skipped"]
+    assert store.load_state(store.sidecar(ws)) == {}
