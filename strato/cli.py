@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from strato.decide.cli import decide_command, receipt_command
+from strato.distill.cli import distill
 from strato.flow.cli import flow
 from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
@@ -27,6 +28,7 @@ main.add_command(flow)
 main.add_command(run_cmd)
 main.add_command(mcp_command)
 main.add_command(heartbeat)
+main.add_command(distill)
 
 
 if __name__ == "__main__":

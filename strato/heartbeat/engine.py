@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.heartbeat import hygiene, memory, playbook, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
@@ -49,8 +50,11 @@ def _graph_items(root: Path, head: str) -> tuple[list[hygiene.Item], list[tuple[
 
 
 def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: int | None = None,
-        now: float | None = None, extra: Callable[[], list[Proposal]] | None = None) -> dict[str, Any]:
-    """Run the heartbeat over the commits since ``since`` (default: the last run)."""
+        now: float | None = None, sources: Sources | None = None) -> dict[str, Any]:
+    """Run the heartbeat over the commits since ``since`` (default: the last run);
+    ``sources`` are the transcript folders for skill candidates (default: this
+    repository's Claude Code and Codex folders, see :mod:`strato.distill.service`)."""
+
     started = time.monotonic()
     now = time.time() if now is None else now
     side = store.sidecar(root)
@@ -108,8 +112,12 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     checks: list[tuple[str, Check]] = [("surface", surface_checks), ("claims", claim_checks),
                                         ("learn", learn_checks), ("graph", graph_checks),
                                         ("duplicates", duplicate_checks)]
-    if extra is not None:
-        checks.append(("skills", extra))
+
+    def skill_checks() -> list[Proposal]:
+        return skill_proposals(root, sources or default_sources(root), 3,
+                                       settings.skill_window_days, now)
+
+    checks.append(("skills", skill_checks))
     proposals: list[Proposal] = []
     skipped: list[str] = []
     for name, check in checks if head else []:
