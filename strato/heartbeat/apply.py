@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat import store
-from tropo import gitcli
+from tropo import gitcli, gitlog
 
 
 class Refused(Exception):
@@ -38,9 +38,9 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
     message = f"heartbeat: {record['title']}\n\nHeartbeat-Proposal: {pid}\nHeartbeat-Revision: " \
               f"{record['revision']}\n"
-    commit = gitcli.commit_files(root, base, files, message)
+    commit = gitlog.commit_files(root, base, files, message)
     name = branch(pid)
-    if not gitcli.create_ref(root, f"refs/heads/{name}", commit):
+    if not gitlog.create_ref(root, f"refs/heads/{name}", commit):
         raise Refused(f"branch {name} already exists; delete it to apply {pid} again")
     store.decide(side, pid, "applied", branch=name, commit=commit)
     return {"id": pid, "status": "applied", "branch": name, "commit": commit,

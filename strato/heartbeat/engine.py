@@ -17,7 +17,7 @@ from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.heartbeat import hygiene, memory, playbook, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
-from tropo import gitcli
+from tropo import gitcli, gitlog
 from tropo.roots import ConfigError
 from tropo.source import Source, SourceError
 
@@ -67,7 +67,7 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     else:
         last = state.get("head")
         base = gitcli.is_commit(root, last) if isinstance(last, str) else None
-    commits = gitcli.log(root, head, base) if head else []
+    commits = gitlog.log(root, head, base) if head else []
     fixes: dict[str, list[playbook.Fix]] = dict(state.get("fixes") or {})
     playbook.index_fixes(fixes, reversed(commits))
     known_broken = set(state.get("broken") or [])
@@ -78,21 +78,21 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         items, broken = _graph_items(root, head)
         broken_now.extend(f"{p}:{f}:{t}" for p, f, t in broken)
         active = [i.path for i in items if i.status == "active"]
-        touched = gitcli.last_changed(root, head, active)
+        touched = gitlog.last_changed(root, head, active)
         return [*hygiene.stale_items(items, touched, now, settings.stale_days),
                 *hygiene.orphans(items), *hygiene.broken_refs(broken, known_broken)]
 
     def claim_checks() -> list[Proposal]:
         assert head is not None
-        tips = gitcli.branches(root, "claim/")
-        merged = {t.name for t in tips if gitcli.is_ancestor(root, t.oid, head)}
+        tips = gitlog.branches(root, "claim/")
+        merged = {t.name for t in tips if gitlog.is_ancestor(root, t.oid, head)}
         return hygiene.claim_branches(tips, merged, now, settings.claim_idle_days)
 
     def surface_checks() -> list[Proposal]:
         assert head is not None
         texts = _texts(root, head, ["STATE.md", "STRATO.md"])
         newest = commits[0].time if commits else None
-        state_time = gitcli.last_changed(root, head, ["STATE.md"]).get("STATE.md") \
+        state_time = gitlog.last_changed(root, head, ["STATE.md"]).get("STATE.md") \
             if "STATE.md" in texts else None
         return [*hygiene.state_age(texts.get("STATE.md"), state_time, newest),
                 *hygiene.strato_budget(texts.get("STRATO.md"), settings.strato_token_budget)]
@@ -105,7 +105,7 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
 
     def duplicate_checks() -> list[Proposal]:
         assert head is not None
-        docs = gitcli.tree_files(root, head, (".md", ".markdown"))
+        docs = gitlog.tree_files(root, head, (".md", ".markdown"))
         texts = _texts(root, head, [p for p in docs if not p.startswith(report.FOLDER + "/")])
         return hygiene.duplicates(texts, settings.duplicate_min_chars)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from strato.heartbeat.proposal import Proposal
-from tropo.gitcli import LogCommit
+from tropo.gitlog import LogCommit
 
 PLAYBOOK = "bug-risk-playbook.md"
 _FIX_SUBJECT = re.compile(r"^(fix|bugfix|hotfix)(\((?P<scope>[^)]+)\))?!?:", re.IGNORECASE)

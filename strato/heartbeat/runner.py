@@ -19,12 +19,11 @@ import os
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from strato.heartbeat import settings as config
+from strato.heartbeat import switch
 from tropo import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
@@ -55,7 +54,7 @@ def post_commit(root: Path) -> None:
     """The hook's action: mark, and start a runner unless one is running. It never
     raises (hooks.run also guards it) and never waits for the heartbeat."""
     try:
-        if not config.load(root).enabled:
+        if not switch.enabled(root):
             return
         side = _side(root)
         side.mkdir(parents=True, exist_ok=True)
@@ -87,6 +86,7 @@ def drain(root: Path) -> int:
     """Run while marks are left; returns how many runs it made (0: none pending, or
     another runner holds the lock)."""
     from strato.heartbeat import engine
+    from strato.heartbeat import settings as config
 
     side = _side(root)
     runs = 0
@@ -115,6 +115,8 @@ def main(argv: list[str]) -> int:
     try:
         drain(root)
     except Exception:
+        import traceback
+
         with contextlib.suppress(OSError):
             (_side(root) / "runner.log").write_text(traceback.format_exc())
         return 1

@@ -1,20 +1,17 @@
 """The heartbeat's knobs, read from git config in one call (repository, then user).
 
-``vivary.heartbeat = false`` turns the post-commit heartbeat off (``--global`` for every
-repository of a user, ``--local`` for one); ``VIVARY_HEARTBEAT=0`` turns it off for one
-shell. Thresholds live under ``vivary.heartbeat.*`` (e.g. ``vivary.heartbeat.staleDays``).
+Thresholds live under ``vivary.heartbeat.*`` (e.g. ``vivary.heartbeat.staleDays``); the
+on/off switch is :mod:`strato.heartbeat.switch`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from strato.heartbeat.switch import enabled_in
 from tropo import gitcli
-
-OFF = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -33,9 +30,7 @@ def load(root: Path) -> Settings:
     """Settings for the repository at ``root``; a malformed number keeps its default."""
     found = gitcli.config_matching(root, r"^vivary\.heartbeat(\..*)?$")
     values: dict[str, Any] = {}  # field name -> int, checked above
-    enabled = found.get("vivary.heartbeat", "true").strip().lower() not in OFF
-    if os.environ.get("VIVARY_HEARTBEAT", "").strip().lower() in OFF:
-        enabled = False
+    enabled = enabled_in(found)
     for f in fields(Settings):
         if f.name == "enabled":
             continue
