@@ -54,9 +54,15 @@ def _commit(root: Path) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _wait_idle(root: Path) -> None:
+def _runs(root: Path) -> int:
+    log = root / ".git" / "vivary" / "heartbeat" / "runs.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _wait_idle(root: Path, runs: int) -> None:
+    """Until the background heartbeat has made run number ``runs`` and let go."""
     side = root / ".git" / "vivary" / "heartbeat"
-    while (side / "pending").exists() or (side / "pending.taken").exists():
+    while _runs(root) < runs or (side / "pending").exists() or (side / "pending.taken").exists():
         time.sleep(0.01)
     with open(side / "run.lock", "ab") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -70,8 +76,9 @@ def hook_cost(tmp: Path, samples: int) -> dict[str, float]:
     without, with_hook, floor = [], [], []
     for _ in range(samples):
         without.append(_commit(plain))
+        runs = _runs(hooked)
         with_hook.append(_commit(hooked))
-        _wait_idle(hooked)
+        _wait_idle(hooked, runs + 1)
         start = time.perf_counter()
         subprocess.run([sys.executable, "-I", "-c", "pass"], check=True)
         floor.append(time.perf_counter() - start)

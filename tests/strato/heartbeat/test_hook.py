@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from strato.heartbeat import runner, store
 from tests.conftest import git
 from tests.strato.heartbeat.conftest import T0, commit_at
@@ -63,30 +65,46 @@ def test_hook_never_changes_a_commit(ws: Path, tmp_path: Path) -> None:
     assert git(ws, "status", "--porcelain") == ""
 
 
-def test_hook_off_per_repository_and_by_environment(ws: Path) -> None:
-    install(ws)
+def test_hook_off_per_repository_per_user_and_by_environment(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pending = store.sidecar(ws) / "pending"
     git(ws, "config", "vivary.heartbeat", "false")
-    assert commit(ws, "a.txt")[0] == 0
-    assert not (store.sidecar(ws) / "pending").exists()
+    runner.post_commit(ws)
+    assert not pending.exists()
     git(ws, "config", "--unset", "vivary.heartbeat")
-    git(ws, "config", "--global", "vivary.heartbeat", "off")  # per user
-    assert commit(ws, "b.txt")[0] == 0
-    assert not (store.sidecar(ws) / "pending").exists()
+    git(ws, "config", "--global", "vivary.heartbeat", "off")
+    runner.post_commit(ws)
+    assert not pending.exists()
+    git(ws, "config", "--global", "--unset", "vivary.heartbeat")
+    monkeypatch.setenv("VIVARY_HEARTBEAT", "0")
+    runner.post_commit(ws)
+    assert not pending.exists()
+    monkeypatch.delenv("VIVARY_HEARTBEAT")
+    git(ws, "config", "vivary.heartbeat.debounceMs", "0")
+    runner.post_commit(ws)  # on: marks, and starts a detached runner
+    wait_idle(ws)
 
 
 def test_a_burst_of_commits_coalesces_into_one_run(ws: Path) -> None:
-    install(ws)
     side = store.sidecar(ws)
     side.mkdir(parents=True, exist_ok=True)
-    with open(side / "run.lock", "ab") as held:  # a runner is busy: hooks only mark
+    with open(side / "run.lock", "ab") as held:  # a runner is busy: each hook only marks
         fcntl.flock(held, fcntl.LOCK_EX)
         for n in range(12):
-            assert commit(ws, f"f{n}.txt")[0] == 0
+            commit_at(ws, T0, f"burst {n}", {f"f{n}.txt": str(n)})
+            runner.post_commit(ws)
         assert runner.drain(ws) == 0  # one run at a time: the lock is taken
     git(ws, "config", "vivary.heartbeat.debounceMs", "0")
     assert runner.drain(ws) == 1
     [line] = (side / "runs.log").read_text().splitlines()
     assert "commits=13" in line  # the first heartbeat reads the whole history once
+
+
+def test_post_commit_script_backgrounds_python(ws: Path) -> None:
+    """The installed script backgrounds Python: git waits only for sh."""
+    install(ws)
+    script = (ws / ".git" / "hooks" / "post-commit").read_text()
+    assert script.rstrip().endswith("&\nexit 0")
+    assert "</dev/null >/dev/null 2>&1 &" in script
 
 
 def _proposals(root: Path) -> dict[str, str]:
