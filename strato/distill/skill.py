@@ -24,10 +24,16 @@ def name(workflow: Workflow) -> str:
     return slug[:60].rstrip("-") or "workflow"
 
 
+def _inline(text: str, limit: int = 120) -> str:
+    """Transcript text as one inline code span: redacted, one line, no backticks (a
+    transcript must not be able to add lines or markup to the draft)."""
+    return " ".join(redact(text).replace("`", "'").split())[:limit]
+
+
 def render(workflow: Workflow) -> str:
     skill = name(workflow)
     first = workflow.occurrences[0]
-    steps = "\n".join(f"{i}. `{s}`, e.g. `{redact(c.text)[:120]}`"
+    steps = "\n".join(f"{i}. `{_inline(s)}`, e.g. `{_inline(c.text)}`"
                       for i, (s, c) in enumerate(zip(workflow.steps, first, strict=True), 1))
     shape = " -> ".join(workflow.steps)
     evidence = "\n".join(f"- {occ[0].session}: {occ[0].handle}"

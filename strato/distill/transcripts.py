@@ -21,6 +21,7 @@ Calls outside ``root`` (a transcript folder two repositories share) are left out
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import shlex
 from collections import Counter
@@ -65,11 +66,13 @@ class Stats:
                 "foreign": self.foreign, "unknown_kinds": dict(sorted(self.unknown_kinds.items()))}
 
 
+@functools.lru_cache(maxsize=65536)
 def shape(command: str) -> str:
-    """``bash:<program>[ <subcommand>]`` of the first real command of a shell line."""
+    """``bash:<program>[ <subcommand>]`` of the first real command of a shell line
+    (cached: sessions repeat the same commands, and shlex is slow)."""
     for part in command.replace("&&", ";").replace("||", ";").replace("|", ";").split(";"):
         try:
-            words = shlex.split(part, comments=True)
+            words = shlex.split(part, comments=True) if any(c in part for c in "'\"\\#") else part.split()
         except ValueError:
             words = part.split()
         while words and (("=" in words[0] and not words[0].startswith("=")) or words[0] in ("sudo", "env")):
@@ -98,6 +101,11 @@ def _when(value: Any) -> float:
 def _inside(cwd: Any, root: Path | None) -> bool:
     if root is None or not isinstance(cwd, str) or not cwd:
         return True
+    return _under(cwd, root)
+
+
+@functools.lru_cache(maxsize=4096)
+def _under(cwd: str, root: Path) -> bool:
     path = Path(cwd)
     return path == root or root in path.parents
 
