@@ -142,6 +142,15 @@ def _shingles(words: list[str]) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(words[i:i + SHINGLE]) for i in range(max(1, len(words) - SHINGLE + 1)))
 
 
+SKILL_MIRRORS = (".claude/skills/", ".agents/skills/")  # one skill, two folders, by design
+
+
+def _mirrors(a: str, b: str) -> bool:
+    """The same skill file in both skill folders: a copy the suite asks for, not a twin."""
+    rest = {p.removeprefix(root) for p in (a, b) for root in SKILL_MIRRORS if p.startswith(root)}
+    return len(rest) == 1 and a != b and all(p.startswith(SKILL_MIRRORS) for p in (a, b))
+
+
 def duplicates(texts: Mapping[str, str], min_chars: int) -> list[Proposal]:
     """Near-duplicate paragraphs in two documents (one fact, one owner).
 
@@ -166,7 +175,7 @@ def duplicates(texts: Mapping[str, str], min_chars: int) -> list[Proposal]:
             other = paras[j][1]
             score = common / len(shingles | other)
             key = (path, paras[j][0])
-            if score >= SIMILAR and score > found.get(key, 0.0):
+            if score >= SIMILAR and score > found.get(key, 0.0) and not _mirrors(*key):
                 found[key] = score
     return [Proposal("hygiene", "duplicate", f"{a}|{b}",
                      f"{a} and {b} repeat a paragraph: keep it in one and link from the other",

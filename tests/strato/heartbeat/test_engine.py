@@ -80,9 +80,13 @@ def test_near_duplicate_paragraphs(ws: Path) -> None:
             "with the maintainer key and uploads the artefacts only after the smoke test passed.")
     commit_at(ws, T0, "dup", {"docs/a.md": f"# A\n\n{para}\n", "docs/b.md": f"# B\n\n{para.replace('whole', 'full')}\n",
                               "docs/c.md": "# C\n\n" + "Completely different words about gardening and bees. " * 4})
+    skill = f"# S\n\n{para}\n"  # the same skill in both skill folders is a mirror, not a twin
+    commit_at(ws, T0, "skill", {".claude/skills/s/SKILL.md": skill, ".agents/skills/s/SKILL.md": skill})
     beat(ws, T0)
     records = [r for r in store.all_records(store.sidecar(ws)) if r["check"] == "duplicate"]
-    assert [r["subject"] for r in records] == ["docs/a.md|docs/b.md"]
+    assert sorted(r["subject"] for r in records) == [
+        ".agents/skills/s/SKILL.md|docs/a.md", ".agents/skills/s/SKILL.md|docs/b.md",
+        ".claude/skills/s/SKILL.md|docs/a.md", ".claude/skills/s/SKILL.md|docs/b.md", "docs/a.md|docs/b.md"]
 
 
 def test_reads_only_commits_since_the_last_run(ws: Path) -> None:
