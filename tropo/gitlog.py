@@ -74,20 +74,25 @@ def last_changed(root: Path, head: str, paths: Iterable[str]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class BranchTip:
-    name: str  # short name, e.g. ``claim/x``
+    name: str  # ``claim/x`` from :func:`branches`, a full ref name from :func:`ref_tips`
     oid: str
     time: int  # committer time of the tip
 
 
-def branches(root: Path, prefix: str) -> list[BranchTip]:
-    """Local branches under ``prefix`` (e.g. ``claim/``) with their tips."""
-    out = run(root, "for-each-ref", "--format=%(refname:short)%00%(objectname)%00%(committerdate:unix)",
-              f"refs/heads/{prefix}")
+def ref_tips(root: Path, prefix: str) -> list[BranchTip]:
+    """Refs under ``prefix`` (e.g. ``refs/vivary/runs/``), full names, with their tips."""
+    out = run(root, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(committerdate:unix)", prefix)
     tips = []
     for line in out.splitlines():
         name, oid, ctime = line.split("\0")
         tips.append(BranchTip(name, oid, int(ctime or 0)))
     return tips
+
+
+def branches(root: Path, prefix: str) -> list[BranchTip]:
+    """Local branches under ``prefix`` (e.g. ``claim/``) with their tips, short names."""
+    return [BranchTip(t.name.removeprefix("refs/heads/"), t.oid, t.time)
+            for t in ref_tips(root, f"refs/heads/{prefix}")]
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:

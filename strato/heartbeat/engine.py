@@ -8,6 +8,7 @@ in the summary (the next run catches up: the state only moves when a run complet
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from tropo.roots import ConfigError
 from tropo.source import Source, SourceError
 
 Check = Callable[[], list[Proposal]]
+RUNS = "refs/vivary/runs/"  # strato.runs.store keeps each run's chain here
 
 
 class HeartbeatError(Exception):
@@ -88,6 +90,20 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         merged = {t.name for t in tips if gitlog.is_ancestor(root, t.oid, head)}
         return hygiene.claim_branches(tips, merged, now, settings.claim_idle_days)
 
+    def run_checks() -> list[Proposal]:
+        heads = [t for t in gitlog.ref_tips(root, RUNS) if t.name.endswith("/head")]
+        states = gitcli.blobs(root, [f"{t.oid}:run.json" for t in heads])
+        waits = []
+        for tip in heads:
+            try:
+                state = json.loads(states.get(f"{tip.oid}:run.json", b"{}"))
+            except ValueError:
+                continue
+            if isinstance(state, dict) and state.get("status") == "running":
+                run_id = tip.name[len(RUNS):-len("/head")]
+                waits.append((run_id, tip.time, sorted(hygiene.waiting_gates(state))))
+        return hygiene.gate_waits(waits, now, settings.gate_wait_hours)
+
     def surface_checks() -> list[Proposal]:
         assert head is not None
         texts = _texts(root, head, ["STATE.md", "STRATO.md"])
@@ -110,8 +126,8 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         return hygiene.duplicates(texts, settings.duplicate_min_chars)
 
     checks: list[tuple[str, Check]] = [("surface", surface_checks), ("claims", claim_checks),
-                                        ("learn", learn_checks), ("graph", graph_checks),
-                                        ("duplicates", duplicate_checks)]
+                                        ("runs", run_checks), ("learn", learn_checks),
+                                        ("graph", graph_checks), ("duplicates", duplicate_checks)]
 
     def skill_checks() -> list[Proposal]:
         return skill_proposals(root, sources or default_sources(root), 3,

@@ -92,6 +92,31 @@ def claim_branches(tips: Iterable[BranchTip], merged: set[str], now: float,
     return found
 
 
+def waiting_gates(state: object, path: str = "") -> Iterable[str]:
+    """Step paths of a run's state (``run.json``) that wait at a gate, at any depth."""
+    if isinstance(state, dict):
+        for key, value in state.items():
+            if isinstance(value, dict) and value.get("status") == "waiting_gate":
+                yield f"{path}{key}"
+            yield from waiting_gates(value, f"{path}{key}/" if key not in ("steps", "scope", "sub") else path)
+    elif isinstance(state, list):
+        for item in state:
+            yield from waiting_gates(item, path)
+
+
+def gate_waits(runs: Iterable[tuple[str, int, list[str]]], now: float, hours: int) -> list[Proposal]:
+    """Runs ``(run id, time of the last transition, waiting steps)`` that have waited at
+    a gate for ``hours`` or more: a person's decision is overdue."""
+    found = []
+    for run_id, since, steps in runs:
+        if steps and now - since >= hours * 3600:
+            found.append(Proposal("hygiene", "gate-wait", run_id,
+                                  f"run {run_id} has waited {int((now - since) // 3600)} h at "
+                                  f"{', '.join(steps)}: approve, revise or kill it",
+                                  (f"refs/vivary/runs/{run_id}/head last moved on {_date(since)}",)))
+    return found
+
+
 def cadence(text: str) -> str:
     """The ``Cadence:`` a STATE.md declares (default ``daily``)."""
     match = re.search(r"^Cadence:\s*([A-Za-z-]+)", text, re.MULTILINE)

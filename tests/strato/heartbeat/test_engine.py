@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from strato.heartbeat import engine, store
 from strato.heartbeat.settings import Settings
 from tests.conftest import git
+from tests.strato.flow.engine_helpers import make_workspace, reply
 from tests.strato.heartbeat.conftest import DAY, T0, commit_at
 
 
@@ -108,3 +110,21 @@ def test_budget_skips_checks_and_keeps_state(ws: Path) -> None:
     result = beat(ws, T0, budget_ms=1)
     assert result["skipped"]
     assert store.load_state(store.sidecar(ws)) == {}
+
+
+def test_a_run_waiting_at_a_gate_too_long(tmp_path: Path) -> None:
+    flow_ws = make_workspace(tmp_path)
+    flow_ws.agents([{"match": "deliverable", "replies": [reply({"result": "draft", "quality_score": 0.9})]}])
+    runs = flow_ws.runs()
+    run_id = runs.plan(flow_ws.spec("readme_gate.stratum.yaml"), {"text": "a poem"}).snap.run_id
+    assert runs.drive(run_id).state["scope"]["steps"]["review"]["status"] == "waiting_gate"
+    root = flow_ws.root
+    beat(root, time.time() + 23 * 3600)
+    assert "gate-wait" not in checks(root)
+    beat(root, time.time() + 25 * 3600)
+    [record] = [r for r in store.all_records(store.sidecar(root)) if r["check"] == "gate-wait"]
+    assert record["subject"] == run_id and "at review" in record["title"]
+    runs.gate(run_id, "review", "approve", note="ok")
+    store.save_state(store.sidecar(root), {})
+    result = beat(root, time.time() + 50 * 3600)
+    assert not [pid for pid in result["new"] if pid.startswith("gate-wait")]
