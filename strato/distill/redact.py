@@ -10,19 +10,21 @@ from __future__ import annotations
 import re
 
 MARK = "[REDACTED]"
+_B = r"(?<![A-Za-z0-9])"  # an ASCII word start: `\b` also counts letters like "¹" or "é"
+_E = r"(?![A-Za-z0-9])"
 _PATTERNS = [
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
-    re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),  # a JWT
+    re.compile(_B + r"(sk|rk|pk)-[A-Za-z0-9_-]{16,}"),
+    re.compile(_B + r"((ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    re.compile(_B + r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+    re.compile(_B + r"AKIA[0-9A-Z]{16}" + _E),
+    re.compile(_B + r"AIza[0-9A-Za-z_-]{35}" + _E),
+    re.compile(_B + r"eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),  # a JWT
     re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{10,}"),
     re.compile(r"(?i)(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"),  # user:password@host
     re.compile(r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9_]*(?:password|passwd|secret|token|api[_-]?key)"
                r"[A-Za-z0-9_]*)\s*[=:]\s*(?P<value>[^\s'\"]+)"),
-    re.compile(r"\b(?=[A-Za-z0-9+/_-]*[0-9])(?=[A-Za-z0-9+/_-]*[A-Za-z])[A-Za-z0-9+/_-]{40,}={0,2}"),
+    re.compile(_B + r"(?=[A-Za-z0-9+/_-]*[0-9])(?=[A-Za-z0-9+/_-]*[A-Za-z])[A-Za-z0-9+/_-]{40,}={0,2}"),
 ]
 
 
