@@ -36,7 +36,7 @@ def render(workflow: Workflow) -> str:
     steps = "\n".join(f"{i}. `{_inline(s)}`, e.g. `{_inline(c.text)}`"
                       for i, (s, c) in enumerate(zip(workflow.steps, first, strict=True), 1))
     shape = " -> ".join(workflow.steps)
-    evidence = "\n".join(f"- {occ[0].session}: {occ[0].handle}"
+    evidence = "\n".join(f"- {_inline(occ[0].session)}: {_inline(occ[0].handle)}"
                          for occ in workflow.occurrences[:MAX_EVIDENCE])
     description = json.dumps(f"Use when repeating the workflow {shape}; it was seen {workflow.count} "
                              f"times in {workflow.sessions} sessions.")
