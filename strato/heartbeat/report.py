@@ -1,6 +1,7 @@
 """The day's report: the run summary first (at most three lines), then every open
 proposal by kind. Written only where git ignores it (``heartbeat-reports/``), else in
-the private sidecar: the heartbeat never writes a file a commit could pick up."""
+the private sidecar: the heartbeat never writes a file a commit could pick up, nor
+through a symlink a commit put there."""
 
 from __future__ import annotations
 
@@ -47,8 +48,10 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
 
 def write(root: Path, side: Path, day: str, text: str) -> Path:
     rel = f"{FOLDER}/{day}-heartbeat.md"
-    ignored = bool(gitcli.ignored(root, [rel], rules_only=True)) and not gitcli.tracked(root, [rel])
-    path = root / rel if ignored else side / "reports" / f"{day}-heartbeat.md"
+    folder = root / FOLDER
+    private = (not folder.is_symlink() and (folder.is_dir() or not folder.exists())
+               and bool(gitcli.ignored(root, [rel], rules_only=True)) and not gitcli.tracked(root, [rel]))
+    path = root / rel if private else side / "reports" / f"{day}-heartbeat.md"
     write_atomic(path, text.encode())
     return path
 

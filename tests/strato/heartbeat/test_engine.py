@@ -128,3 +128,12 @@ def test_a_run_waiting_at_a_gate_too_long(tmp_path: Path) -> None:
     store.save_state(store.sidecar(root), {})
     result = beat(root, time.time() + 50 * 3600)
     assert not [pid for pid in result["new"] if pid.startswith("gate-wait")]
+
+
+def test_report_never_follows_a_symlink_out_of_the_repository(ws: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "heartbeat-reports").symlink_to(outside)
+    result = beat(ws, T0)
+    assert list(outside.iterdir()) == []
+    assert Path(result["report"]).is_relative_to(store.sidecar(ws))
