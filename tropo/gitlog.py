@@ -144,3 +144,9 @@ def tree_files(root: Path, rev: str, suffixes: tuple[str, ...] = ()) -> dict[str
         if kind == "blob" and (not suffixes or path.endswith(suffixes)):
             found[path] = oid
     return found
+
+
+def notes(root: Path, ref: str) -> list[tuple[str, str]]:
+    """Every note on ``ref`` as ``(note blob, annotated object)``; none if the ref is absent."""
+    out = run(root, "notes", f"--ref={ref}", "list", check=False)
+    return [(parts[0], parts[1]) for parts in (line.split() for line in out.splitlines()) if len(parts) == 2]

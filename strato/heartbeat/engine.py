@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.distill.service import Sources, default_sources, skill_proposals
+from strato.guard import ledger
+from strato.guard.errors import GuardError
 from strato.heartbeat import hygiene, memory, playbook, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
@@ -104,6 +106,25 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
                 waits.append((run_id, tip.time, sorted(hygiene.waiting_gates(state))))
         return hygiene.gate_waits(waits, now, settings.gate_wait_hours)
 
+    def guard_checks() -> list[Proposal]:
+        from strato.guard.store import ANCHOR_PREFIX, REF  # one note (a ledger) per resource
+
+        pairs = gitlog.notes(root, REF)
+        texts = gitcli.blobs(root, [oid for pair in pairs for oid in pair])
+        resources = []
+        for note, anchor in pairs:
+            name = texts.get(anchor, b"")
+            if not name.startswith(ANCHOR_PREFIX) or note not in texts:
+                continue
+            rid = name[len(ANCHOR_PREFIX):].decode("utf-8", "replace")
+            try:
+                state = ledger.load(texts[note].decode("utf-8"), rid)
+            except (GuardError, ValueError):
+                continue  # a broken ledger is `strato guard verify`'s to report
+            last = max((int(e.get("ts_ms") or 0) for e in state.entries), default=0)
+            resources.append((rid, state.current_state, state.current_state in state.policy.terminal, last))
+        return hygiene.guard_stuck(resources, now, settings.guard_stuck_days)
+
     def surface_checks() -> list[Proposal]:
         assert head is not None
         texts = _texts(root, head, ["STATE.md", "STRATO.md"])
@@ -126,7 +147,8 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         return hygiene.duplicates(texts, settings.duplicate_min_chars)
 
     checks: list[tuple[str, Check]] = [("surface", surface_checks), ("claims", claim_checks),
-                                        ("runs", run_checks), ("learn", learn_checks),
+                                        ("runs", run_checks), ("guard", guard_checks),
+                                        ("learn", learn_checks),
                                         ("graph", graph_checks), ("duplicates", duplicate_checks)]
 
     def skill_checks() -> list[Proposal]:

@@ -117,6 +117,20 @@ def gate_waits(runs: Iterable[tuple[str, int, list[str]]], now: float, hours: in
     return found
 
 
+def guard_stuck(resources: Iterable[tuple[str, str, bool, int]], now: float,
+                days: int) -> list[Proposal]:
+    """Guard resources ``(id, current state, state is terminal, last entry ms)`` left in
+    a non-terminal state with no ledger entry for ``days`` days."""
+    found = []
+    for rid, state, terminal, last_ms in resources:
+        since = last_ms / 1000
+        if not terminal and now - since >= days * DAY:
+            found.append(Proposal("hygiene", "guard-stuck", rid,
+                                  f"guard resource {rid} has been {state!r} for {_days(now - since)} days",
+                                  (f"{rid}: state {state}, last ledger entry on {_date(since)}",)))
+    return found
+
+
 def cadence(text: str) -> str:
     """The ``Cadence:`` a STATE.md declares (default ``daily``)."""
     match = re.search(r"^Cadence:\s*([A-Za-z-]+)", text, re.MULTILINE)

@@ -20,6 +20,7 @@ class Settings:
     stale_days: int = 30  # an active work item untouched this long is stale
     claim_idle_days: int = 14  # a claim branch with no commit this long is idle
     gate_wait_hours: int = 24  # a run waiting at a gate this long needs a decision
+    guard_stuck_days: int = 7  # a guard resource in a non-terminal state this long is stuck
     strato_token_budget: int = 1500  # the always-on STRATO.md (tokens ~ chars / 4)
     fix_repeats: int = 2  # a class of bug fixed this many times earns a playbook row
     duplicate_min_chars: int = 160  # paragraphs shorter than this are never duplicates

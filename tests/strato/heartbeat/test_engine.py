@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -138,3 +141,22 @@ def test_report_never_follows_a_symlink_out_of_the_repository(ws: Path, tmp_path
     result = beat(ws, T0)
     assert list(outside.iterdir()) == []
     assert Path(result["report"]).is_relative_to(store.sidecar(ws))
+
+
+def guard(root: Path, verb: str, request: dict[str, object]) -> None:
+    proc = subprocess.run([str(Path(sys.executable).parent / "strato"), "guard", verb], cwd=root,
+                          input=json.dumps(request), capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_guard_resource_stuck_in_a_state(ws: Path) -> None:
+    graph = {"draft": ["review"], "review": ["done"]}
+    guard(ws, "register", {"resource_id": "feat:1", "graph": graph, "initial": "draft", "terminal": ["done"]})
+    guard(ws, "register", {"resource_id": "feat:2", "graph": graph, "initial": "draft", "terminal": ["done"]})
+    for source, target in (("draft", "review"), ("review", "done")):
+        guard(ws, "transition", {"resource_id": "feat:2", "from_state": source, "to_state": target})
+    beat(ws, time.time() + 6 * DAY)
+    assert "guard-stuck" not in checks(ws)
+    beat(ws, time.time() + 8 * DAY)
+    [record] = [r for r in store.all_records(store.sidecar(ws)) if r["check"] == "guard-stuck"]
+    assert record["subject"] == "feat:1"  # feat:2 is done: a terminal state is never stuck
