@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 PRE_PUSH: dict[str, str] = {"guard": "strato.guard.prepush:check"}
-POST_COMMIT: dict[str, str] = {}
+POST_COMMIT: dict[str, str] = {"heartbeat": "strato.heartbeat.runner:post_commit"}
 
 
 def resolve(target: str) -> Callable[..., Any]:

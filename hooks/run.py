@@ -46,7 +46,9 @@ def main(argv: list[str]) -> int:
         return 2
     name, script, args = argv[0], argv[1], argv[2:]
     stdin = sys.stdin.buffer.read() if name == "pre-push" else b""
-    code = run_chained(script, name, args, stdin)
+    if name == "post-commit-chained":  # the post-commit script's foreground half
+        return run_chained(script, "post-commit", args, stdin)
+    code = 0 if name == "post-commit-actions" else run_chained(script, name, args, stdin)
     if code:
         return code
     root = gitcli.toplevel(Path.cwd())
@@ -61,7 +63,7 @@ def main(argv: list[str]) -> int:
         from hooks import prepush
 
         return prepush.main(root, args, stdin.decode("utf-8", "replace"))
-    if name == "post-commit":
+    if name in ("post-commit", "post-commit-actions"):
         return post_commit(root)
     print(f"vivary: unknown hook {name}", file=sys.stderr)
     return 2

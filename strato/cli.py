@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 
 from strato.decide.cli import decide_command, receipt_command
+from strato.distill.cli import distill
 from strato.flow.cli import flow
 from strato.guard.cli import guard
+from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
 from strato.runs.cli import run_cmd, runs_group
 
@@ -25,6 +27,8 @@ main.add_command(guard)
 main.add_command(flow)
 main.add_command(run_cmd)
 main.add_command(mcp_command)
+main.add_command(heartbeat)
+main.add_command(distill)
 
 
 if __name__ == "__main__":

@@ -107,3 +107,37 @@ def has_identity(root: Path) -> bool:
 def init(root: Path) -> None:
     """``git init`` (the user's init.defaultBranch and templates apply)."""
     run(root, "init", "-q")
+
+
+# --- Small questions the heartbeat asks (strato.heartbeat) ------------------------
+
+def head_oid(root: Path) -> str | None:
+    """The commit HEAD names, or None in a repository with no commits yet."""
+    out = run(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
+    return out or None
+
+
+def is_commit(root: Path, rev: str) -> str | None:
+    """The full id of the commit ``rev`` names, or None if it names none."""
+    if rev.startswith("-"):
+        return None
+    out = run(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+              check=False).strip()
+    return out or None
+
+
+def config_matching(root: Path, pattern: str) -> dict[str, str]:
+    """Config keys matching ``pattern`` (a regex) with their last value, in one call,
+    as git resolves them (system, then user, then repository: the last one wins)."""
+    out = run(root, "config", "-z", "--get-regexp", pattern, check=False)
+    found: dict[str, str] = {}
+    for record in out.split("\0"):
+        if record:
+            key, _, value = record.partition("\n")
+            found[key] = value
+    return found
+
+
+def git_dir(root: Path) -> Path:
+    """The repository's private directory (``.git``, or a linked worktree's common one)."""
+    return (root / run(root, "rev-parse", "--git-common-dir").strip()).resolve()

@@ -1,0 +1,100 @@
+"""``strato distill extract|top|stats``: the workflow miner on its own."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from strato.distill import miner, service
+from tropo import gitcli
+
+
+def _options(fn: Any) -> Any:
+    for option in reversed([
+        click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
+                     show_default=True, help="The repository candidates are staged in."),
+        click.option("--project", "projects", multiple=True, type=click.Path(path_type=Path),
+                     help="A Claude Code project folder to read (default: this root's under "
+                          "~/.claude/projects/)."),
+        click.option("--codex", "codex", multiple=True, type=click.Path(path_type=Path),
+                     help="A Codex sessions folder to read (default: ~/.codex/sessions)."),
+        click.option("--min-count", type=click.IntRange(min=2), default=3, show_default=True,
+                     help="Occurrences a workflow needs (across at least two sessions)."),
+        click.option("--window-days", type=click.IntRange(min=1), help="Only calls this recent."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON (stable keys)."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...]) -> tuple[Path, service.Sources]:
+    top = gitcli.toplevel(root) if root.is_dir() else None
+    if top is None:
+        click.echo(f"strato distill: {root} is not inside a git work tree; pass --root", err=True)
+        sys.exit(2)
+    for folder in (*projects, *codex):
+        if not folder.is_dir():
+            click.echo(f"strato distill: no such transcript folder: {folder}", err=True)
+            sys.exit(2)
+    default = service.default_sources(top)
+    return top, service.Sources(list(projects) or default.claude,
+                                list(codex) or ([] if projects else default.codex))
+
+
+def _row(w: miner.Workflow) -> dict[str, Any]:
+    return {"steps": list(w.steps), "count": w.count, "sessions": w.sessions}
+
+
+@click.group("distill")
+def distill() -> None:
+    """Mine agent transcripts (Claude Code, Codex) for workflows that earned a skill.
+
+    \b
+    Examples:
+      strato distill stats --json
+      strato distill top --project ~/.claude/projects/-home-me-repo
+      strato distill extract --min-count 3 --window-days 30   # stages candidates
+      strato heartbeat apply skill-0123456789ab                # a person decides
+    """
+
+
+@distill.command("stats")
+@_options
+def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
+                  window_days: int | None, as_json: bool) -> None:
+    """Count files, lines, calls and what was skipped; stages nothing."""
+    top, sources = _setup(root, projects, codex)
+    found, stats = service.scan(top, sources, window_days)
+    value = {**stats.as_dict(), "workflows": len(found),
+             "candidates": len(miner.candidates(found, min_count)), "applied": False}
+    click.echo(json.dumps(value, sort_keys=True) if as_json else
+               "\n".join(f"{k}: {v}" for k, v in sorted(value.items())))
+
+
+@distill.command("top")
+@click.option("--n", "limit", type=click.IntRange(min=1), default=10, show_default=True)
+@_options
+def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...],
+                min_count: int, window_days: int | None, as_json: bool) -> None:
+    """The most repeated workflows; stages nothing."""
+    top, sources = _setup(root, projects, codex)
+    found, _ = service.scan(top, sources, window_days)
+    rows = [_row(w) for w in found[:limit]]
+    click.echo(json.dumps({"workflows": rows, "applied": False}, sort_keys=True) if as_json else
+               "\n".join(f"{r['count']:>4}x {r['sessions']} sessions  {' -> '.join(r['steps'])}"
+                         for r in rows))
+
+
+@distill.command("extract")
+@_options
+def extract_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
+                    window_days: int | None, as_json: bool) -> None:
+    """Stage a SKILL.md candidate (both skill folders) for each third-strike workflow."""
+    top, sources = _setup(root, projects, codex)
+    staged = service.extract(top, sources, min_count, window_days)
+    click.echo(json.dumps({"candidates": staged, "applied": False}, sort_keys=True) if as_json else
+               "\n".join(f"{c['outcome']:<8} {c['id']}  {c['title']}" for c in staged) or "no candidates")

@@ -1,0 +1,60 @@
+"""Where transcripts are, and the three things asked of them: stats, top, extract."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strato.distill import miner, skill, transcripts
+from strato.heartbeat import report, store
+from strato.heartbeat.proposal import Proposal
+from tropo import gitcli
+
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class Sources:
+    claude: list[Path]
+    codex: list[Path]
+
+
+def default_sources(root: Path) -> Sources:
+    """Claude Code's project folder for ``root`` and Codex's sessions folder (both
+    honour their tools' own ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME``)."""
+    home = Path.home()
+    claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    return Sources([transcripts.claude_project_dir(claude_home, root)], [codex_home / "sessions"])
+
+
+def scan(root: Path, sources: Sources, window_days: int | None,
+         now: float | None = None) -> tuple[list[miner.Workflow], transcripts.Stats]:
+    stats = transcripts.Stats()
+    now = time.time() if now is None else now
+    since = now - window_days * DAY if window_days is not None else None
+    calls = transcripts.read_all(sources.claude, sources.codex, root, stats)
+    found = miner.workflows(miner.sessions(calls, since))
+    return found, stats
+
+
+def skill_proposals(root: Path, sources: Sources, min_count: int, window_days: int | None,
+                    now: float | None = None) -> list[Proposal]:
+    found, _ = scan(root, sources, window_days, now)
+    head = gitcli.head_oid(root)
+    return [skill.proposal(w, head) for w in miner.candidates(found, min_count)]
+
+
+def extract(root: Path, sources: Sources, min_count: int, window_days: int | None,
+            now: float | None = None) -> list[dict[str, Any]]:
+    """Stage the candidates beside the heartbeat's proposals (the only writer here)."""
+    side = store.sidecar(root)
+    day = report.today(time.time() if now is None else now)
+    out = []
+    for p in skill_proposals(root, sources, min_count, window_days, now):
+        out.append({"id": p.id, "revision": p.revision, "title": p.title,
+                    "files": sorted(p.files), "outcome": store.offer(side, p, day)})
+    return out

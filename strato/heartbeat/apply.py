@@ -1,0 +1,52 @@
+"""``apply`` and ``reject``: a person's decision on one proposal.
+
+``apply`` builds the proposal's files on its base commit in a private index and creates
+the branch ``heartbeat/<id>`` (it must not exist yet), so the person's branch, index and
+working tree stay exactly as they were, and the branch's diff is the proposal. A
+proposal with no files (a hygiene finding, a private memory line) is refused: a person
+acts on it by hand. ``reject`` records the decision, so the subject is not proposed again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from strato.heartbeat import store
+from tropo import gitcli, gitlog
+
+
+class Refused(Exception):
+    """The proposal cannot be applied as asked (exit 1)."""
+
+
+def branch(pid: str) -> str:
+    return f"heartbeat/{pid}"
+
+
+def apply(root: Path, pid: str) -> dict[str, Any]:
+    side = store.sidecar(root)
+    record = store.get(side, pid)
+    if record.get("status") == "rejected":
+        raise Refused(f"{pid} was rejected; nothing applied")
+    files = {str(k): str(v).encode() for k, v in dict(record.get("files") or {}).items()}
+    base = record.get("base")
+    if not files or not isinstance(base, str):
+        raise Refused(f"{pid} changes no file: act on it by hand, then `strato heartbeat reject {pid}` "
+                      "if it should not come back")
+    if gitcli.is_commit(root, base) is None:
+        raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
+    message = f"heartbeat: {record['title']}\n\nHeartbeat-Proposal: {pid}\nHeartbeat-Revision: " \
+              f"{record['revision']}\n"
+    commit = gitlog.commit_files(root, base, files, message)
+    name = branch(pid)
+    if not gitlog.create_ref(root, f"refs/heads/{name}", commit):
+        raise Refused(f"branch {name} already exists; delete it to apply {pid} again")
+    store.decide(side, pid, "applied", branch=name, commit=commit)
+    return {"id": pid, "status": "applied", "branch": name, "commit": commit,
+            "files": sorted(files)}
+
+
+def reject(root: Path, pid: str) -> dict[str, Any]:
+    record = store.decide(store.sidecar(root), pid, "rejected")
+    return {"id": pid, "status": record["status"]}

@@ -1,0 +1,126 @@
+"""``strato heartbeat``: run it by hand, look at what it proposed, decide."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from strato.heartbeat import apply as decisions
+from strato.heartbeat import settings, store
+from strato.heartbeat.engine import HeartbeatError, run
+from tropo import gitcli
+
+root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
+                           show_default=True, help="Any folder inside the repository.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (stable keys).")
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"strato heartbeat: {message}", err=True)
+    sys.exit(code)
+
+
+def _root(path: Path) -> Path:
+    found = gitcli.toplevel(path) if path.is_dir() else None
+    if found is None:
+        _fail(f"{path} is not inside a git work tree; pass --root", 2)
+    return found
+
+
+def _emit(value: dict[str, Any], as_json: bool, text: str) -> None:
+    click.echo(json.dumps(value, sort_keys=True) if as_json else text)
+
+
+@click.group("heartbeat")
+def heartbeat() -> None:
+    """Distil what the last commits taught into proposals; nothing changes until you apply one.
+
+    \b
+    Examples:
+      strato heartbeat run                 # the commits since the last heartbeat
+      strato heartbeat run --since HEAD~20 --budget-ms 2000 --json
+      strato heartbeat status
+      strato heartbeat show playbook-0123456789ab
+      strato heartbeat apply playbook-0123456789ab   # creates branch heartbeat/<id>
+      strato heartbeat reject orphan-0123456789ab
+    """
+
+
+@heartbeat.command("run")
+@click.option("--since", metavar="REV", help="Read commits after REV (default: since the last run).")
+@click.option("--budget-ms", type=click.IntRange(min=1), help="Skip the remaining checks after this long.")
+@root_option
+@json_option
+def run_command(since: str | None, budget_ms: int | None, root: Path, as_json: bool) -> None:
+    """Run one heartbeat now and print its summary (at most three lines)."""
+    top = _root(root)
+    try:
+        result = run(top, settings.load(top), since=since, budget_ms=budget_ms)
+    except HeartbeatError as exc:
+        _fail(str(exc), 2)
+    _emit(result, as_json, "\n".join([*result["summary"], f"Report: {result['report']}"]))
+
+
+@heartbeat.command("status")
+@root_option
+@json_option
+def status_command(root: Path, as_json: bool) -> None:
+    """List staged proposals and their decisions."""
+    top = _root(root)
+    side = store.sidecar(top)
+    records = store.all_records(side)
+    rows = [{k: r.get(k) for k in ("id", "revision", "kind", "status", "title")} for r in records]
+    head = store.load_state(side).get("head")
+    lines = [f"last heartbeat at {head[:12] if isinstance(head, str) else 'never'}; "
+             f"{len(rows)} proposal(s)"]
+    lines += [f"{r['status']:<8} {r['id']}  {r['title']}" for r in rows]
+    _emit({"last_head": head, "proposals": rows}, as_json, "\n".join(lines))
+
+
+@heartbeat.command("show")
+@click.argument("pid", metavar="ID")
+@root_option
+@json_option
+def show_command(pid: str, root: Path, as_json: bool) -> None:
+    """Show one proposal: evidence and the exact files `apply` would write."""
+    try:
+        record = store.get(store.sidecar(_root(root)), pid)
+    except store.UnknownProposal as exc:
+        _fail(str(exc), 2)
+    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {record['title']}"]
+    lines += [f"  evidence: {e}" for e in record.get("evidence", [])]
+    for path, content in dict(record.get("files") or {}).items():
+        lines += [f"--- {path} (on {str(record.get('base'))[:12]})", str(content).rstrip("\n")]
+    _emit(record, as_json, "\n".join(lines))
+
+
+@heartbeat.command("apply")
+@click.argument("pid", metavar="ID")
+@root_option
+@json_option
+def apply_command(pid: str, root: Path, as_json: bool) -> None:
+    """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay."""
+    try:
+        result = decisions.apply(_root(root), pid)
+    except store.UnknownProposal as exc:
+        _fail(str(exc), 2)
+    except (decisions.Refused, gitcli.GitError) as exc:
+        _fail(str(exc), 1)
+    _emit(result, as_json, f"applied {pid} on branch {result['branch']} ({result['commit'][:12]})")
+
+
+@heartbeat.command("reject")
+@click.argument("pid", metavar="ID")
+@root_option
+@json_option
+def reject_command(pid: str, root: Path, as_json: bool) -> None:
+    """Record that the proposal is not wanted; its subject is not proposed again."""
+    try:
+        result = decisions.reject(_root(root), pid)
+    except store.UnknownProposal as exc:
+        _fail(str(exc), 2)
+    _emit(result, as_json, f"rejected {pid}")

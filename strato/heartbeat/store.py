@@ -1,0 +1,93 @@
+"""The private sidecar under ``.git/vivary/heartbeat/``: state, proposals, decisions.
+
+Every file is written whole-or-nothing, proposals first and the run state last, so a
+heartbeat killed at any point leaves either the previous state (the next run redoes the
+same commits and finds its proposals already stored: nothing is proposed twice) or the
+new one. Nothing here is tracked by git, and nothing here is ever pushed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from strato.heartbeat.proposal import Proposal
+from tropo import gitcli
+from tropo.atomic import write_atomic
+
+_ID = re.compile(r"^[a-z-]+-[0-9a-f]{12}$")
+
+
+class UnknownProposal(Exception):
+    """No proposal has that id (exit 2)."""
+
+
+def sidecar(root: Path) -> Path:
+    return gitcli.git_dir(root) / "vivary" / "heartbeat"
+
+
+def _write_json(path: Path, value: Any) -> None:
+    write_atomic(path, (json.dumps(value, indent=1, sort_keys=True) + "\n").encode())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def load_state(side: Path) -> dict[str, Any]:
+    """What the last completed run saw (its HEAD, broken refs, indexed fixes)."""
+    state = _read_json(side / "state.json")
+    return state if isinstance(state, dict) else {}
+
+
+def save_state(side: Path, state: dict[str, Any]) -> None:
+    _write_json(side / "state.json", state)
+
+
+def _path(side: Path, pid: str) -> Path:
+    if not _ID.match(pid):
+        raise UnknownProposal(f"no heartbeat proposal {pid!r} (see `strato heartbeat status`)")
+    return side / "proposals" / f"{pid}.json"
+
+
+def get(side: Path, pid: str) -> dict[str, Any]:
+    """A stored proposal with its ``status`` (open, applied, rejected) and revisions."""
+    record = _read_json(_path(side, pid))
+    if not isinstance(record, dict):
+        raise UnknownProposal(f"no heartbeat proposal {pid!r} (see `strato heartbeat status`)")
+    return record
+
+
+def all_records(side: Path) -> list[dict[str, Any]]:
+    folder = side / "proposals"
+    records = [_read_json(p) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+    return [r for r in records if isinstance(r, dict)]
+
+
+def offer(side: Path, proposal: Proposal, day: str) -> str:
+    """Stage a proposal: ``new`` (never seen), ``revised`` (new evidence), ``known``
+    (this revision is already staged) or ``rejected`` (a person said no to its subject)."""
+    path = _path(side, proposal.id)
+    old = _read_json(path)
+    if isinstance(old, dict):
+        if old.get("status") == "rejected":
+            return "rejected"
+        if old.get("revision") == proposal.revision:
+            return "known"
+    record = proposal.as_dict()
+    revisions = list(old.get("revisions", [])) if isinstance(old, dict) else []
+    record.update(status="open", revisions=[*revisions, proposal.revision], staged=day)
+    _write_json(path, record)
+    return "revised" if isinstance(old, dict) else "new"
+
+
+def decide(side: Path, pid: str, status: str, **extra: Any) -> dict[str, Any]:
+    record = get(side, pid)
+    record.update(status=status, **extra)
+    _write_json(_path(side, pid), record)
+    return record
