@@ -17,7 +17,8 @@ from tropo import gitcli
 
 CLAIMS = "refs/heads/claim/"
 # Refs that travel with any push: who holds which item, and the guard ledgers.
-ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"))
+ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"),
+         ("refs/exo/released/", "forced-release records"))
 
 
 @dataclass(frozen=True)
