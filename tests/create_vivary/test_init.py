@@ -136,3 +136,19 @@ def test_first_commit_works_without_a_git_identity(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert git(target, "log", "--format=%an <%ae>").strip() == "vivary <vivary@localhost>"
+
+
+def test_a_symlink_on_the_way_is_refused(tmp_path: Path) -> None:
+    """Issue 13: `init a/link/ws` with `a/link` a symlink wrote a workspace elsewhere."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "link").symlink_to(elsewhere)
+    for target, cwd in (("a/link/ws", tmp_path), (str(tmp_path / "a/link/deeper/ws"), None)):
+        for extra in (["--yes"], ["--dry-run"]):
+            proc = run_cli("create-vivary", "init", target, *extra, cwd=cwd)
+            assert proc.returncode == 1, proc.stderr
+            assert "link is a symlink on the way" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(elsewhere.iterdir()) == []
+    real = run_cli("create-vivary", "init", str(elsewhere / "ws"), "--yes")
+    assert real.returncode == 0, real.stderr
