@@ -25,7 +25,7 @@ _hook = click.option(
     "hooks",
     multiple=True,
     type=click.Choice(KNOWN_HOOKS),
-    help="Hook to act on (repeatable); default: pre-commit and pre-push.",
+    help="Hook to act on (repeatable); default: pre-commit, pre-merge-commit and pre-push.",
 )
 
 
@@ -118,6 +118,7 @@ def status_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     _emit(
         as_json,
         {"ok": ok, "root": str(top), "hooks": [s.as_json() for s in states]},
-        [f"vivary: {s.name}: {s.state}{' (chains your previous hook)' if s.chained else ''}" for s in states],
+        [f"vivary: {s.name}: {s.state}{' (chains your previous hook)' if s.chained else ''}"
+         + (f": {s.problem}" if s.problem else "") for s in states],
     )
     sys.exit(0 if ok else 1)
