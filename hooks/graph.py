@@ -75,7 +75,8 @@ def head(root: Path) -> str | None:
     return out.strip() or None
 
 
-def _commit(root: Path, rev: str) -> str | None:
+def commit(root: Path, rev: str) -> str | None:
+    """The commit ``rev`` names here, or None."""
     out = gitcli.run(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
     return out.strip() or None
 
@@ -91,7 +92,7 @@ def push_base(root: Path, remote: str, tip: str, remote_sha: str) -> str | None:
     """What a pushed tip is judged against: the remote's tip when this clone has it, else
     the newest commit the remote already has (from the remote-tracking refs) that the tip
     builds on; None when the remote shares nothing with it (a first push)."""
-    if remote_sha != ZERO and _commit(root, remote_sha):
+    if remote_sha != ZERO and commit(root, remote_sha):
         return remote_sha
     out = gitcli.run(root, "rev-list", "--boundary", tip, "--not", f"--remotes={remote}",
                      check=False)
@@ -108,7 +109,7 @@ def check(push: Push) -> list[str]:
     for update in push.updates:
         if update.local_sha == ZERO or not update.remote_ref.startswith("refs/heads/"):
             continue  # a delete, a tag, notes: no graph to check
-        tip = _commit(push.root, update.local_sha)
+        tip = commit(push.root, update.local_sha)
         if tip is None or not has_workspace(push.root, tip):
             continue  # not a commit, or a branch that holds no workspace (gh-pages, ...)
         branch = update.remote_ref.removeprefix("refs/heads/")
