@@ -6,11 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pygit2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exo import claims
 from tests.conftest import commit_all, git, write_files
@@ -242,3 +245,42 @@ def test_a_claim_killed_before_its_push_is_published_by_the_retry(remote: Path) 
     assert git(remote, "rev-parse", "claim/item").strip() == local
     # Retrying once more, already published, is still fine and changes nothing.
     assert claims.claim(_repo(one), "item", ITEM, "connie", remote="origin").commit == local
+
+
+def test_a_forced_release_deletes_nothing_when_its_record_cannot_land(remote: Path) -> None:
+    """The delete and the record are one atomic push: a record ref that moved on the
+    remote after it was read rejects both, so no release goes unrecorded."""
+    alice, bob = clone(remote, "alice"), clone(remote, "bob")
+    won = claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\n[ -e moved ] && exit 0\ntouch moved\n"
+                    f"git update-ref refs/exo/released/item {won.commit}\n")
+    hook.chmod(0o755)
+    with pytest.raises(claims.ClaimRefused, match="not deleted"):
+        claims.release(_repo(bob), "item", "bob", force=True, remote="origin", reason="r")
+    assert git(remote, "rev-parse", "claim/item").strip() == won.commit
+    assert git(bob, "for-each-ref", "refs/exo/released") == ""
+
+
+handles = st.text(alphabet="ab.-_1", min_size=1, max_size=4)
+
+
+@settings(max_examples=15, deadline=None)
+@given(claimer=handles, releaser=handles, forced=st.booleans())
+def test_release_succeeds_exactly_for_the_holder_or_with_force(claimer: str, releaser: str,
+                                                               forced: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        git(root, "init", "-q")
+        _make(root)
+        made = claims.claim(_repo(root), "item", ITEM, claimer)
+        try:
+            done = claims.release(_repo(root), "item", releaser, force=forced,
+                                  reason="r" if forced else None)
+        except claims.ClaimRefused as refused:
+            assert not forced and releaser != claimer and refused.holder == claimer
+            assert git(root, "rev-parse", "claim/item").strip() == made.commit
+        else:
+            assert forced or releaser == claimer
+            assert done.holder == claimer and (done.record is not None) == forced
+            assert _branches(root) == []
