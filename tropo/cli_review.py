@@ -322,7 +322,8 @@ def _inside_git(root: Path, target: Path) -> bool:
     """Whether ``target`` is in a ``.git`` folder or in the repository's git directories."""
     if ".git" in target.parts:
         return True
-    dirs = gitcli.run(root, "rev-parse", "--absolute-git-dir", "--git-common-dir").split("\n")
+    dirs = gitcli.run(root, "rev-parse", "--absolute-git-dir", "--git-common-dir",
+                      check=False).split("\n")  # none outside a repository
     real = target.parent.resolve() / target.name
     return any(real.is_relative_to((root / d).resolve()) for d in dirs if d)
 
@@ -348,7 +349,8 @@ def _output_path(root: Path, out: Path, force: bool) -> Path:
             existing = f.read(1024)
     rel = (target.parent.resolve() / target.name).relative_to(top).as_posix()
     refusal = view.out_refusal(str(out), inside_git=_inside_git(top, target),
-                               tracked=bool(gitcli.tracked(top, [rel])),
+                               tracked=gitcli.toplevel(top) is not None
+                               and bool(gitcli.tracked(top, [rel])),
                                existing=existing, force=force)
     if refusal is not None:
         fail(f"view: {refusal}", 1)

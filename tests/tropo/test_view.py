@@ -183,3 +183,11 @@ def test_view_out_never_overwrites_what_it_did_not_write(repo_dir: Path) -> None
     assert (repo_dir / rel).read_bytes().startswith(b"<!doctype html>")
     forced = tropo_process("view", "--out", ".git/config", "--force", cwd=repo_dir)
     assert forced.returncode == 1 and (repo_dir / ".git/config").read_bytes() == before[".git/config"]
+
+
+def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
+    write_files(tmp_path, {"tropo.toml": "version = 1\n", "a.md": "# A\n"})
+    assert tropo_process("view", "--out", "graph.html", cwd=tmp_path).returncode == 0
+    proc = tropo_process("view", "--out", "a.md", cwd=tmp_path)
+    assert proc.returncode == 1 and "not a page tropo view wrote" in proc.stderr
+    assert (tmp_path / "a.md").read_text() == "# A\n"
