@@ -57,6 +57,7 @@ class Claim:
     commit: str
     remote: str | None
     worktree: str | None
+    resumed: bool = False  # an interrupted claim's local branch, published now
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ def claim(
         except WorktreeError as exc:
             raise ClaimError(f"claimed {item_id}, but {exc}") from exc
     return Claim(item_id, path, ref.removeprefix("refs/heads/"), handle, previous, changed,
-                 oid, remote, where)
+                 oid, remote, where, resumed is not None)
 
 
 def _unmerged(repo: pygit2.Repository, tip: str, base: pygit2.Oid, item_id: str) -> int:

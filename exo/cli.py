@@ -163,6 +163,8 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
         _fail(str(exc), 2)
     document = {"claimed": True, **vars(result)}
     verb = "claimed" if result.remote is None else f"claimed (pushed to {result.remote})"
+    if result.resumed:
+        verb = f"claimed (published the interrupted claim to {result.remote})"
     _emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"])
 
 

@@ -241,7 +241,7 @@ def test_a_claim_killed_before_its_push_is_published_by_the_retry(remote: Path) 
     with pytest.raises(claims.ClaimRefused, match="@connie"):
         claims.claim(_repo(one), "item", ITEM, "dave", remote="origin")
     again = claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
-    assert again.commit == local and again.previous_assignee is None
+    assert again.commit == local and again.previous_assignee is None and again.resumed
     assert git(remote, "rev-parse", "claim/item").strip() == local
     # Retrying once more, already published, is still fine and changes nothing.
     assert claims.claim(_repo(one), "item", ITEM, "connie", remote="origin").commit == local
