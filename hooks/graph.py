@@ -91,11 +91,14 @@ def has_workspace(root: Path, rev: str) -> bool:
 def push_base(root: Path, remote: str, tip: str, remote_sha: str) -> str | None:
     """What a pushed tip is judged against: the remote's tip when this clone has it, else
     the newest commit the remote already has (from the remote-tracking refs) that the tip
-    builds on; None when the remote shares nothing with it (a first push)."""
+    builds on (the tip itself when it has them all); None when the remote shares nothing
+    with it (a first push)."""
     if remote_sha != ZERO and commit(root, remote_sha):
         return remote_sha
     out = gitcli.run(root, "rev-list", "--boundary", tip, "--not", f"--remotes={remote}",
                      check=False)
+    if not out.strip():
+        return tip  # the remote already has every commit of it (a new name for old work)
     boundary = [line[1:] for line in out.splitlines() if line.startswith("-")]
     return boundary[0] if boundary else None
 

@@ -59,6 +59,9 @@ def test_ratchet_refuses_only_new_findings(messy: Path) -> None:
     git(messy.parent, "init", "-q", "--bare", str(bare))
     git(messy, "remote", "add", "origin", str(bare))
     git(messy, "push", "-q", "--no-verify", "origin", "main")
+    # Old work under a new branch name has nothing new: the remote already has it all.
+    assert subprocess.run(["git", "push", "-q", "origin", "main:refs/heads/copy"], cwd=messy,
+                          check=False).returncode == 0
     # A one-line edit to a clean file commits, and pushes.
     _edit_line(messy, CLEAN, "# Codebase", "# Codebase, renamed")
     assert _commit(messy).returncode == 0
