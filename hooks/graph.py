@@ -69,14 +69,8 @@ def judge(root: Path, source: Source, base: str | None) -> Verdict:
     return Verdict(mode, findings)
 
 
-def head(root: Path) -> str | None:
-    """HEAD's commit, or None before the first commit."""
-    out = gitcli.run(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
-    return out.strip() or None
-
-
 def commit(root: Path, rev: str) -> str | None:
-    """The commit ``rev`` names here, or None."""
+    """The commit ``rev`` names here, or None (``HEAD`` before the first commit)."""
     out = gitcli.run(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
     return out.strip() or None
 

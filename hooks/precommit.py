@@ -13,7 +13,7 @@ from tropo.source import Source, SourceError
 
 def main(root: Path, what: str = "commit") -> int:
     try:
-        verdict = graph.judge(root, Source.index(), graph.head(root))
+        verdict = graph.judge(root, Source.index(), graph.commit(root, "HEAD"))
     except (ConfigError, SourceError, graph.HookConfigError) as exc:
         print(f"vivary: {what} refused: {exc}", file=sys.stderr)
         return 1
