@@ -17,4 +17,4 @@ def tour(ws: Path, run: Callable[[list[str]], None]) -> None:
     run(["git", "log", "--oneline", "-1", f"claim/{item}"])
     run(["exo", "board"])
     run(["exo", "conflicts"])
-    run(["exo", "release", item])
+    run(["exo", "release", item, "--agent", "@connie"])

@@ -2,7 +2,8 @@
 
 It only adds files. What was there before stays byte-for-byte, and the schema it
 writes excludes that content from the graph, so the first check is clean and a person
-opts folders in later.
+opts folders in later. A schema that is already there is kept, and with it whatever it
+finds; then adopt offers the ratchet (``--ratchet``: hooks refuse only new findings).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CODE_SUFFIXES = frozenset(
     | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
 )
 MD_SUFFIXES = frozenset({".md", ".markdown"})
+RATCHET = (".vivary/hooks.toml", b'mode = "ratchet"  # hooks refuse only findings HEAD lacks\n')
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class AdoptPlan:
     excluded: list[str]
     followups: list[str]
     git_init: bool
+    findings: int | None = None  # what the kept schema finds today (None: not checked)
 
     @property
     def hash(self) -> str:
@@ -56,6 +59,8 @@ class AdoptPlan:
             "excluded_pre_existing": self.excluded,
             "followups": self.followups,
             "git_init": self.git_init,
+            "existing_findings": self.findings,
+            "ratchet": any(f.path == RATCHET[0] for f in self.files),
         }
 
 
@@ -98,7 +103,32 @@ def exclusions(files: list[str], scaffold: set[str]) -> list[str]:
     return sorted(out)
 
 
-def plan(target: Path, preset: str | None, project: str) -> AdoptPlan:
+def existing_findings(root: Path) -> int | None:
+    """How many findings the working tree's schema reports, graded as the hooks grade
+    them; None when the schema cannot be read (doctor says why)."""
+    from tropo import incremental
+    from tropo.roots import ConfigError
+    from tropo.source import Source, SourceError
+
+    try:
+        return len(incremental.check(root, Source.worktree()).summary.graded(strict=True))
+    except (ConfigError, SourceError):
+        return None
+
+
+def _ratchet_offer(root: Path, findings: int | None, ratchet: bool) -> tuple[dict[str, bytes], str | None]:
+    """The hooks file to add (with ``ratchet``) and the follow-up that says why."""
+    if ratchet:
+        return dict([RATCHET]), (
+            f"{RATCHET[0]} sets mode = \"ratchet\"; hooks read it from HEAD, so make the "
+            "commit that adds it with --no-verify once, then only new findings are refused")
+    if findings:
+        return {}, (f"{findings} existing finding(s) would refuse every commit: rerun with "
+                    f"--ratchet to refuse only new ones (`create-vivary adopt {root} --ratchet`)")
+    return {}, None
+
+
+def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) -> AdoptPlan:
     root = target.absolute()
     if not root.is_dir() or root.is_symlink():
         raise Refused(f"not an existing directory: {root}")
@@ -114,8 +144,14 @@ def plan(target: Path, preset: str | None, project: str) -> AdoptPlan:
     else:
         excluded = exclusions(existing, set(render(preset, project)))
     files = render(preset, project, extra_excludes=tuple(excluded))
+    findings = None
     if has_schema:
         files = {p: d for p, d in files.items() if is_shell(p)}
+        findings = existing_findings(root)
+    extra, offer = _ratchet_offer(root, findings, ratchet)
+    files |= extra
+    if offer is not None:
+        followups.append(offer)
     if (root / ".gitignore").exists():
         safe = not git_init and gitcli.ignored(root, PRIVATE_FILES) == set(PRIVATE_FILES)
         if not safe:
@@ -129,7 +165,7 @@ def plan(target: Path, preset: str | None, project: str) -> AdoptPlan:
         for a in file_actions(root, files, overwrite=False)
     ]
     followups.append(f"install the hooks: `vivary hooks install --root {root}`")
-    return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init)
+    return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init, findings)
 
 
 def apply(p: AdoptPlan) -> dict[str, object]:

@@ -159,14 +159,19 @@ def doctor(target: Path, repair: bool, yes: bool, as_json: bool) -> None:
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), help="Default: guessed from content.")
 @click.option("--project", help="Project label written into the nodes (default: folder name).")
 @click.option("--yes", is_flag=True, help="Add the files (default: dry-run plan only).")
+@click.option("--ratchet", is_flag=True,
+              help="Write .vivary/hooks.toml so hooks refuse only new findings.")
 @_json
-def adopt(target: Path, preset: str | None, project: str | None, yes: bool, as_json: bool) -> None:
+def adopt(target: Path, preset: str | None, project: str | None, yes: bool, ratchet: bool,
+          as_json: bool) -> None:
     """Add Vivary to an existing folder or repository; never edits, moves or deletes.
 
     Example: create-vivary adopt ~/notes --json        (plan)
              create-vivary adopt ~/notes --yes         (add the files)
+             create-vivary adopt ~/repo --ratchet --yes  (old findings allowed, new refused)
     """
-    plan = _guarded(as_json, lambda: adopt_mod.plan(target, preset, project_name(target, project)))
+    plan = _guarded(as_json, lambda: adopt_mod.plan(target, preset, project_name(target, project),
+                                                    ratchet))
     body = plan.as_json()
     head = [f"create-vivary: adopt {plan.root} as {plan.preset} ({plan.preset_reason})"]
     tail = [f"excluded: {e}" for e in plan.excluded] + [f"next: {f}" for f in plan.followups]

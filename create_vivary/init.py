@@ -51,8 +51,23 @@ def _existing_entries(root: Path) -> list[str]:
     return sorted(e for e in os.listdir(root) if e != ".git")
 
 
+def _symlink_on_the_way(target: Path) -> Path | None:
+    """The first symlink among the folders of ``target`` as it was given (relative: below
+    the current directory; absolute: from ``/``), so ``a/link/ws`` cannot land elsewhere."""
+    here = Path.cwd()  # an absolute target's first part replaces it
+    for part in target.parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            return here
+    return None
+
+
 def plan(target: Path, preset: str, project: str, *, force: bool, commit: bool) -> InitPlan:
     """Everything init would do; raises :class:`Refused` before any write."""
+    link = _symlink_on_the_way(target)
+    if link is not None:
+        raise Refused(f"{link} is a symlink on the way to {target}; give the real path "
+                      f"({link.resolve()})")
     root = target.absolute()
     entries = _existing_entries(root)
     if entries and not force:

@@ -5,6 +5,12 @@ remote, a push that must create the branch there is the distributed one, and a
 rejected push means the claim is lost. The claim commit is built from HEAD in the
 object database, so the person's working tree and index are never touched; its only
 change is the ``assignee`` line of the item. The branch is also where the work goes.
+
+Only the holder (the agent the claim commit names) releases a claim; anyone else needs
+``force`` with a reason, kept as a commit on ``refs/exo/released/<id>`` whose parents
+hold the released tips, so the record and the work it dropped stay reachable. Both
+names are self-asserted handles, not authenticated identities: this stops mistakes and
+makes overrides visible; who may push or delete at all is the remote's permissions.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from tropo.repo import RefRaceError, cas_ref, read_ref, signature, workdir
 from tropo.worktree import WorktreeError, add_worktree, checked_out_at
 
 BRANCHES = "refs/heads/claim/"
+RELEASED = "refs/exo/released/"
 TRAILER = "Exo-Claim"
 PUSH_ATTEMPTS = 8  # a ref update can fail on a lock while the winner is still writing
 
@@ -50,6 +57,7 @@ class Claim:
     commit: str
     remote: str | None
     worktree: str | None
+    resumed: bool = False  # an interrupted claim's local branch, published now
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,8 @@ class Release:
     local: str | None
     remote: str | None
     forced: bool
+    holder: str | None
+    record: str | None  # the forced-release commit on refs/exo/released/<id>
 
 
 def branch_ref(item_id: str) -> str:
@@ -95,6 +105,31 @@ def holder_at(repo: pygit2.Repository, oid: str, path: str) -> str | None:
     except (UnicodeDecodeError, FrontmatterError):
         return None
     return None if value is None else str(value)
+
+
+def claim_commit(repo: pygit2.Repository, tip: str, item_id: str) -> pygit2.Commit | None:
+    """The newest commit on ``tip``'s first-parent line carrying ``Exo-Claim: item_id``."""
+    marker = f"{TRAILER}: {item_id}"
+    try:
+        commit: pygit2.Commit | None = repo[tip].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    while commit is not None:
+        if marker in commit.message.splitlines():
+            return commit
+        commit = commit.parents[0] if commit.parents else None
+    return None
+
+
+def claimant(repo: pygit2.Repository, tip: str, item_id: str) -> str | None:
+    """The agent the claim commit under ``tip`` names: the assignee it set on the one
+    file it changed. These are bytes the claimer wrote, so this says who claimed, not
+    who is allowed to act; the releaser's handle is just as self-asserted."""
+    found = claim_commit(repo, tip, item_id)
+    if found is None or len(found.parents) != 1:
+        return None
+    changed = [d.new_file.path for d in repo.diff(found.parents[0], found).deltas]
+    return holder_at(repo, str(found.id), changed[0]) if len(changed) == 1 else None
 
 
 def claim_refs(repo: pygit2.Repository) -> dict[str, list[str]]:
@@ -141,7 +176,7 @@ def _held(repo: pygit2.Repository, ref: str, oid: str, item_id: str, path: str) 
     return ClaimRefused(f"{item_id} is already claimed by {named} ({short})", who)
 
 
-def _claim_commit(
+def _build_claim(
     repo: pygit2.Repository, head: pygit2.Commit, item_id: str, path: str, handle: str
 ) -> tuple[pygit2.Oid, Any, bool]:
     found = trees.read_file(repo, head.tree, path)
@@ -162,9 +197,11 @@ def _claim_commit(
     return oid, edit.previous, edit.changed
 
 
-def _push(repo: pygit2.Repository, remote: str, ref: str, item_id: str, path: str) -> None:
-    """Push the new claim branch so that it must be created on ``remote``; a rejection
-    with the branch present there is a lost claim, named after the winner."""
+def _push(repo: pygit2.Repository, remote: str, ref: str, oid: str, item_id: str,
+          path: str) -> None:
+    """Push the claim branch at ``oid`` so that it must be created on ``remote``; a
+    rejection with another commit there is a lost claim, named after the winner (the
+    same commit there means an earlier, interrupted push of this claim got through)."""
     cwd = workdir(repo)
     try:
         for attempt in range(PUSH_ATTEMPTS):
@@ -174,6 +211,8 @@ def _push(repo: pygit2.Repository, remote: str, ref: str, item_id: str, path: st
             if not pushed.rejected:
                 raise ClaimRefused(f"{remote}: push of {ref} failed ({pushed.detail})")
             winner = push.fetch_ref(cwd, remote, ref, tracking_ref(remote, item_id))
+            if winner == oid:
+                return
             if winner is not None:
                 raise _held(repo, tracking_ref(remote, item_id), winner, item_id, path)
             time.sleep(0.05 * (attempt + 1))  # the winner still held the remote lock
@@ -198,6 +237,16 @@ def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, it
     raise ClaimRefused(f"{ref} stayed locked by another process; nothing claimed")
 
 
+def _unpublished(repo: pygit2.Repository, ref: str, item_id: str, handle: str,
+                 remote: str | None) -> str | None:
+    """The local claim branch of ``handle`` that a retry with ``remote`` should publish
+    (a claim interrupted between creating the branch and pushing it), else None."""
+    local = read_ref(repo, ref)
+    if remote is None or local is None or claimant(repo, local, item_id) != handle:
+        return None
+    return local
+
+
 def claim(
     repo: pygit2.Repository,
     item_id: str,
@@ -206,23 +255,34 @@ def claim(
     remote: str | None = None,
     worktree: Path | None = None,
 ) -> Claim:
-    """Claim the item at ``path`` (repo-relative) for ``handle`` (already normalized)."""
+    """Claim the item at ``path`` (repo-relative) for ``handle`` (already normalized).
+
+    A local claim branch of the same agent that never reached ``remote`` (the process
+    died before or during the push) is published now instead of refused."""
     ref = branch_ref(item_id)
     head = _head(repo)
     if worktree is not None and (worktree.exists() or worktree.is_symlink()):
         raise ClaimError(f"{worktree}: already exists; choose a new directory")
-    refs = [ref] if remote else claim_refs(repo).get(item_id, [ref])
-    for existing in refs:
-        held = read_ref(repo, existing)
-        if held is not None:
-            raise _held(repo, existing, held, item_id, path)
-    oid, previous, changed = _claim_commit(repo, head, item_id, path, handle)
-    _create(repo, ref, oid, f"exo: claim {item_id} for @{handle}", item_id, path)
+    resumed = _unpublished(repo, ref, item_id, handle, remote)
+    if resumed is not None:
+        oid = resumed
+        made = claim_commit(repo, resumed, item_id)
+        previous = holder_at(repo, str(made.parents[0].id), path) if made else None
+        changed = True
+    else:
+        refs = [ref] if remote else claim_refs(repo).get(item_id, [ref])
+        for existing in refs:
+            held = read_ref(repo, existing)
+            if held is not None:
+                raise _held(repo, existing, held, item_id, path)
+        new, previous, changed = _build_claim(repo, head, item_id, path, handle)
+        oid = str(new)
+        _create(repo, ref, new, f"exo: claim {item_id} for @{handle}", item_id, path)
     if remote:
         try:
-            _push(repo, remote, ref, item_id, path)
+            _push(repo, remote, ref, oid, item_id, path)
         except ClaimRefused:
-            cas_ref(repo, ref, None, str(oid), f"exo: claim on {item_id} lost or unpublished")
+            cas_ref(repo, ref, None, oid, f"exo: claim on {item_id} lost or unpublished")
             raise
     where = None
     if worktree is not None:
@@ -231,7 +291,7 @@ def claim(
         except WorktreeError as exc:
             raise ClaimError(f"claimed {item_id}, but {exc}") from exc
     return Claim(item_id, path, ref.removeprefix("refs/heads/"), handle, previous, changed,
-                 str(oid), remote, where)
+                 oid, remote, where, resumed is not None)
 
 
 def _unmerged(repo: pygit2.Repository, tip: str, base: pygit2.Oid, item_id: str) -> int:
@@ -242,20 +302,63 @@ def _unmerged(repo: pygit2.Repository, tip: str, base: pygit2.Oid, item_id: str)
     return sum(1 for c in walker if marker not in c.message.splitlines())
 
 
+def _check_holder(repo: pygit2.Repository, tips: list[str], item_id: str, agent: str,
+                  force: bool) -> str | None:
+    """The holder of the claim (refusing a releaser who is not it, unless ``force``)."""
+    holder = None
+    for tip in tips:
+        holder = claimant(repo, tip, item_id)
+        if holder != agent and not force:
+            named = f"@{holder}" if holder else "an agent this clone cannot tell"
+            raise ClaimRefused(
+                f"claim/{item_id} is held by {named}, not @{agent}; only the holder "
+                "releases it (override with --force --reason TEXT, which is recorded)",
+                holder,
+            )
+    return holder
+
+
+def _record(repo: pygit2.Repository, item_id: str, agent: str, holder: str | None,
+            reason: str, tips: list[str], previous: list[str]) -> pygit2.Oid:
+    """The forced-release commit: parents are the earlier records, then the released
+    tips (so neither the audit trail nor the dropped work can be garbage-collected)."""
+    parents = [pygit2.Oid(hex=o) for o in dict.fromkeys([*previous, *tips])]
+    tree = repo[tips[0]].peel(pygit2.Commit).tree.id
+    named = f"@{holder}" if holder else "an unknown holder"
+    message = (f"exo: forced release of {item_id} held by {named}, by @{agent}\n\n"
+               f"{reason}\n\nExo-Released: {item_id}\nExo-Released-By: {agent}\n")
+    sig = signature(repo)
+    return repo.create_commit(None, sig, sig, message, tree, parents)
+
+
 def release(
-    repo: pygit2.Repository, item_id: str, force: bool = False, remote: str | None = None
+    repo: pygit2.Repository,
+    item_id: str,
+    agent: str,
+    force: bool = False,
+    remote: str | None = None,
+    reason: str | None = None,
 ) -> Release:
-    """Delete the claim on ``item_id`` (on ``remote`` too), refusing while the branch
-    carries work that HEAD has not merged unless ``force``."""
+    """Delete ``agent``'s claim on ``item_id`` (on ``remote`` too), refusing another
+    agent's claim, and a branch carrying work HEAD has not merged, unless ``force``
+    with a ``reason``. The remote branch is deleted only if it is still the commit
+    read here, in one atomic push with the forced-release record."""
     ref = branch_ref(item_id)
+    if force and not (reason and reason.strip()):
+        raise ClaimError("--force needs --reason TEXT; the reason is recorded on "
+                         f"{RELEASED}{item_id}")
     if repo.head_is_unborn:
         raise ClaimError("the repository has no commits yet; nothing to release")
     head = repo.head.peel(pygit2.Commit).id
     local = read_ref(repo, ref)
-    remote_tip = None
+    log = RELEASED + item_id
+    remote_tip = remote_log = None
     if remote:
         try:
             remote_tip = push.fetch_ref(workdir(repo), remote, ref, tracking_ref(remote, item_id))
+            if force:
+                remote_log = push.fetch_ref(workdir(repo), remote, log,
+                                            f"refs/exo/remotes/{remote}/released/{item_id}")
         except push.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
     if local is None and remote_tip is None:
@@ -267,23 +370,38 @@ def release(
             raise ClaimRefused(
                 f"claim/{item_id} is checked out in {busy}; run `git worktree remove {busy}` first"
             )
-    for tip in dict.fromkeys(t for t in (local, remote_tip) if t):
+    tips = list(dict.fromkeys(t for t in (local, remote_tip) if t))
+    holder = _check_holder(repo, tips, item_id, agent, force)
+    for tip in tips:
         count = _unmerged(repo, tip, head, item_id)
         if count and not force:
             raise ClaimRefused(
-                f"claim/{item_id} has {count} unmerged commit(s); merge them or pass --force"
+                f"claim/{item_id} has {count} unmerged commit(s); merge them or pass "
+                "--force --reason TEXT"
             )
+    record = None
+    local_log = read_ref(repo, log)
+    if force:
+        assert reason is not None
+        earlier = [o for o in (remote_log, local_log) if o]
+        record = str(_record(repo, item_id, agent, holder, reason.strip(), tips, earlier))
     if remote and remote_tip:
+        updates: list[tuple[str | None, str, str | None]] = [(None, ref, remote_tip)]
+        if record is not None:
+            updates.append((record, log, remote_log))
         try:
-            outcome = push.push_ref(workdir(repo), remote, None, ref, remote_tip)
+            outcome = push.push_refs(workdir(repo), remote, updates)
         except push.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
         if not outcome.ok:
             raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); "
-                               "fetch and retry")
+                               "it moved since it was read: fetch, look, and retry")
         tracked = read_ref(repo, tracking_ref(remote, item_id))
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")
+    if record is not None:
+        cas_ref(repo, log, record, local_log, f"exo: forced release of {item_id}")
     if local is not None:
         cas_ref(repo, ref, None, local, f"exo: release {item_id}")
-    return Release(item_id, ref.removeprefix("refs/heads/"), local, remote, force)
+    return Release(item_id, ref.removeprefix("refs/heads/"), local, remote, force, holder,
+                   record)

@@ -163,32 +163,55 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
         _fail(str(exc), 2)
     document = {"claimed": True, **vars(result)}
     verb = "claimed" if result.remote is None else f"claimed (pushed to {result.remote})"
+    if result.resumed:
+        verb = f"claimed (published the interrupted claim to {result.remote})"
     _emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"])
 
 
 @main.command("release")
 @click.argument("item_id", metavar="ID")
-@click.option("--force", is_flag=True, help="Release even if the branch has unmerged work.")
+@click.option("--agent", required=True, metavar="HANDLE",
+              help="Who releases; refused unless it is the holder (or --force).")
+@click.option("--force", is_flag=True,
+              help="Release another agent's claim, or one with unmerged work.")
+@click.option("--reason", default=None, metavar="TEXT",
+              help="Why, with --force; recorded on refs/exo/released/ID.")
 @_remote_option
 @_root_option
 @_json_option
-def release_command(item_id: str, force: bool, remote: str | None, root: Path | None,
-                    as_json: bool) -> None:
-    """Delete the claim on ID (branch claim/ID, and on the remote).
+def release_command(item_id: str, agent: str, force: bool, reason: str | None,
+                    remote: str | None, root: Path | None, as_json: bool) -> None:
+    """Delete your claim on ID (branch claim/ID, and on the remote).
+
+    Only the holder (the agent the claim commit names) releases it. `--force --reason`
+    releases anyway and records who, why and the dropped tip as a commit on
+    refs/exo/released/ID. A remote branch is deleted only if it is still the commit
+    read (a lease), atomically with that record.
 
     \b
-    Example:
-      exo release local-ci-baseline --remote origin
+    Examples:
+      exo release local-ci-baseline --agent connie --remote origin
+      exo release local-ci-baseline --agent lead --force --reason "connie left the team"
     """
+    try:
+        handle = normalize_handle(agent)
+    except HandleError as exc:
+        _fail(str(exc), 2)
     repo = _load(lambda: open_repo(root))
     try:
-        result = drop_claim(repo, item_id, force, remote or default_remote(repo))
+        result = drop_claim(repo, item_id, handle, force, remote or default_remote(repo),
+                            reason)
     except ClaimRefused as refused:
+        if as_json:
+            _emit(True, {"id": item_id, "released": False, "holder": refused.holder,
+                         "error": str(refused)}, [])
         _fail(str(refused), 1)
     except ClaimError as exc:
         _fail(str(exc), 2)
     _emit(as_json, {"released": True, **vars(result)},
-          [f"exo: released {item_id} ({result.branch})"])
+          [f"exo: released {item_id} ({result.branch})"
+           + (f"; recorded as {result.record[:12]} on refs/exo/released/{item_id}"
+              if result.record else "")])
 
 
 V = TypeVar("V")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from hooks import graph
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS, KNOWN_HOOKS
 from tropo import gitcli
@@ -25,7 +26,7 @@ _hook = click.option(
     "hooks",
     multiple=True,
     type=click.Choice(KNOWN_HOOKS),
-    help="Hook to act on (repeatable); default: pre-commit and pre-push.",
+    help="Hook to act on (repeatable); default: pre-commit, pre-merge-commit and pre-push.",
 )
 
 
@@ -61,7 +62,7 @@ def main() -> None:
 
 @main.group()
 def hooks() -> None:
-    """Install, remove and inspect the git hooks that enforce the graph.
+    """Install, remove and inspect the git hooks that enforce the graph; run their check in CI.
 
     Example: vivary hooks status --json
     """
@@ -118,6 +119,46 @@ def status_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     _emit(
         as_json,
         {"ok": ok, "root": str(top), "hooks": [s.as_json() for s in states]},
-        [f"vivary: {s.name}: {s.state}{' (chains your previous hook)' if s.chained else ''}" for s in states],
+        [f"vivary: {s.name}: {s.state}{' (chains your previous hook)' if s.chained else ''}"
+         + (f": {s.problem}" if s.problem else "") for s in states],
     )
     sys.exit(0 if ok else 1)
+
+
+@hooks.command("check")
+@_root
+@_json
+@click.option("--base", required=True, metavar="REV",
+              help="The accepted revision (the target branch): its hooks.toml mode applies.")
+@click.option("--head", "head_rev", default="HEAD", show_default=True, metavar="REV",
+              help="The revision to check.")
+def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
+    """The hooks' graph check of HEAD (or --head) against --base, for CI: strict, or only
+    new findings when the base's .vivary/hooks.toml says mode = "ratchet". Exit 1 on any.
+
+    Example: vivary hooks check --base origin/main --head HEAD
+    """
+    from tropo.roots import ConfigError
+    from tropo.source import RevisionError, Source, SourceError
+
+    top = _repo_root(root)
+    revs = [graph.commit(top, r) for r in (base, head_rev)]
+    for rev, oid in zip((base, head_rev), revs, strict=True):
+        if oid is None:
+            click.echo(f"vivary: {rev}: not a commit here (fetch it first)", err=True)
+            sys.exit(2)
+    try:
+        verdict = graph.judge(top, Source.at(str(revs[1])), revs[0])
+    except (ConfigError, SourceError, RevisionError, graph.HookConfigError) as exc:
+        click.echo(f"vivary: {exc}", err=True)
+        sys.exit(2)
+    found = verdict.findings
+    new = " new" if verdict.mode == "ratchet" else ""
+    _emit(
+        as_json,
+        {"ok": not found, "mode": verdict.mode, "base": revs[0], "head": revs[1],
+         "findings": [f.as_dict() for f in found]},
+        [f.render() for f in found]
+        + [f"vivary: {len(found)}{new} finding(s) at {head_rev} ({verdict.mode}, base {base})"],
+    )
+    sys.exit(1 if found else 0)

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from hooks.scripts import CHAINED_SUFFIX, is_ours, render
+from hooks.scripts import CHAINED_SUFFIX, FIX, interpreter, is_ours, render
 from tropo import gitcli
 from tropo.rooted import write_within
 
@@ -26,9 +26,11 @@ class HookState:
     state: str  # installed | stale | foreign | absent
     chained: bool
     path: str
+    problem: str | None = None  # why a stale hook cannot run, with the fix
 
     def as_json(self) -> dict[str, object]:
-        return {"hook": self.name, "state": self.state, "chained": self.chained, "path": self.path}
+        return {"hook": self.name, "state": self.state, "chained": self.chained, "path": self.path,
+                "problem": self.problem}
 
 
 def _read(path: Path) -> str | None:
@@ -41,6 +43,7 @@ def _read(path: Path) -> str | None:
 def state_of(hooks: Path, name: str, python: str = sys.executable) -> HookState:
     path = hooks / name
     text = _read(path)
+    problem = None
     if text is None:
         state = "absent"
     elif not is_ours(text):
@@ -49,8 +52,11 @@ def state_of(hooks: Path, name: str, python: str = sys.executable) -> HookState:
         state = "installed"
     else:
         state = "stale"
+        runs = interpreter(text)
+        if runs is not None and not os.access(runs, os.X_OK):
+            problem = f"its Python {runs} is gone; {FIX}"
     chained = (hooks / (name + CHAINED_SUFFIX)).exists()
-    return HookState(name, state, chained, str(path))
+    return HookState(name, state, chained, str(path), problem)
 
 
 def status(root: Path, names: tuple[str, ...]) -> list[HookState]:

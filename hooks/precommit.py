@@ -1,29 +1,30 @@
-"""pre-commit: the strict check of the staged snapshot (what the commit would record)."""
+"""pre-commit and pre-merge-commit: the check of the staged snapshot (what the commit, or
+the clean merge, would record), strict or ratchet as HEAD's `.vivary/hooks.toml` says."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from tropo import incremental
+from hooks import graph
 from tropo.roots import ConfigError
 from tropo.source import Source, SourceError
 
 
-def main(root: Path) -> int:
+def main(root: Path, what: str = "commit") -> int:
     try:
-        outcome = incremental.check(root, Source.index())
-    except (ConfigError, SourceError) as exc:
-        print(f"vivary: commit refused: {exc}", file=sys.stderr)
+        verdict = graph.judge(root, Source.index(), graph.commit(root, "HEAD"))
+    except (ConfigError, SourceError, graph.HookConfigError) as exc:
+        print(f"vivary: {what} refused: {exc}", file=sys.stderr)
         return 1
-    findings = outcome.summary.graded(strict=True)
-    if not findings:
+    if not verdict.findings:
         return 0
-    for f in findings:
+    for f in verdict.findings:
         print(f.render(), file=sys.stderr)
+    new = " new" if verdict.mode == "ratchet" else ""
     print(
-        f"vivary: commit refused: {len(findings)} finding(s) in the staged snapshot; "
-        "fix and `git add` them (or bypass once with --no-verify)",
+        f"vivary: {what} refused: {len(verdict.findings)}{new} finding(s) in the staged "
+        "snapshot; fix and `git add` them (or bypass once with --no-verify)",
         file=sys.stderr,
     )
     return 1

@@ -16,8 +16,10 @@ from hooks import registry
 from tropo import gitcli
 
 CLAIMS = "refs/heads/claim/"
-# Refs that travel with any push: who holds which item, and the guard ledgers.
-ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"))
+# Refs that travel with any push: who holds which item, the guard ledgers, and the
+# records of forced claim releases.
+ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"),
+         ("refs/exo/released/", "forced-release records"))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, cast
 
-PRE_PUSH: dict[str, str] = {"guard": "strato.guard.prepush:check"}
+PRE_PUSH: dict[str, str] = {"graph": "hooks.graph:check", "guard": "strato.guard.prepush:check"}
 POST_COMMIT: dict[str, str] = {"heartbeat": "strato.heartbeat.runner:post_commit"}
 
 

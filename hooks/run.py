@@ -55,10 +55,10 @@ def main(argv: list[str]) -> int:
     if root is None:
         print("vivary: hook run outside a git work tree", file=sys.stderr)
         return 1
-    if name == "pre-commit":
+    if name in ("pre-commit", "pre-merge-commit"):
         from hooks import precommit
 
-        return precommit.main(root)
+        return precommit.main(root, "merge" if name == "pre-merge-commit" else "commit")
     if name == "pre-push":
         from hooks import prepush
 

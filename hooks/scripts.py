@@ -5,9 +5,10 @@ from __future__ import annotations
 import shlex
 
 MARKER = "# vivary-hook 1"
-DEFAULT_HOOKS = ("pre-commit", "pre-push")
+DEFAULT_HOOKS = ("pre-commit", "pre-merge-commit", "pre-push")
 KNOWN_HOOKS = (*DEFAULT_HOOKS, "post-commit")
 CHAINED_SUFFIX = ".vivary-chained"
+FIX = "run `vivary hooks install` (or bypass once with --no-verify)"
 
 
 def render(name: str, python: str) -> str:
@@ -18,18 +19,35 @@ def render(name: str, python: str) -> str:
     or ``tropo/`` folder, a ``bisect.py``) off ``sys.path``: hooks run in the work tree.
     git waits for a hook, and a commit must not wait for the heartbeat, so post-commit
     runs a chained hook (if there is one) in the foreground and our actions in the
-    background, without waiting even for the interpreter to start.
+    background, without waiting even for the interpreter to start. When the interpreter
+    is gone (its virtualenv removed), the hook says so in one line and what to run,
+    instead of the shell's ``exec: ...: not found`` (post-commit only reports it: the
+    commit is made by then).
     """
+    py = shlex.quote(python)
+    gone = shlex.quote(f"vivary: {name} hook: its Python {python} is gone; {FIX}")
     head = (
         "#!/bin/sh\n"
         f"{MARKER}: installed by `vivary hooks install`; "
         "`vivary hooks uninstall` restores any hook it replaced\n"
+        f"[ -x {py} ] || {{ echo {gone} >&2; exit {0 if name == 'post-commit' else 1}; }}\n"
     )
-    runner = f"{shlex.quote(python)} -I -m hooks.run"
+    runner = f"{py} -I -m hooks.run"
     if name == "post-commit":
         return (head + f'[ -e "$0{CHAINED_SUFFIX}" ] && {runner} post-commit-chained "$0" "$@"\n'
                 f'{runner} post-commit-actions "$0" </dev/null >/dev/null 2>&1 &\nexit 0\n')
     return head + f'exec {runner} {name} "$0" "$@"\n'
+
+
+def interpreter(text: str) -> str | None:
+    """The Python an installed hook of ours runs (the path its ``[ -x`` guard tests, or the
+    word after ``exec`` in hooks written before the guard), if any."""
+    for line in text.splitlines():
+        for prefix, at in (("[ -x ", 2), ("exec ", 1)):
+            if line.startswith(prefix):
+                words = shlex.split(line.partition(" ||")[0])
+                return words[at] if len(words) > at else None
+    return None
 
 
 def is_ours(text: str) -> bool:

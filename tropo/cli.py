@@ -147,9 +147,12 @@ def main(ctx: click.Context) -> None:
 @click.option("--strict", is_flag=True, help="Warnings fail the check (the default).")
 @click.option("--lenient", is_flag=True, help="Warnings do not fail the check.")
 @click.option("--quiet", is_flag=True, help="Hide warning codes (W...) in text output.")
+@click.option("--new-since", metavar="REV",
+              help="Report only findings commit REV did not have (same path and code).")
 @guarded
 def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
-          no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool) -> None:
+          no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool,
+          new_since: str | None) -> None:
     """Check documents against the schema; refs resolve against the whole workspace.
 
     \b
@@ -157,6 +160,7 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
       tropo check
       tropo check modules/ --json
       tropo check --staged --quiet
+      tropo check --new-since origin/main      # the ratchet: only what got worse
     """
     if paths:
         ws = load(root, staged, rev, no_cache)
@@ -166,15 +170,25 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
 
         outcome = incremental.check(root, source_of(staged, rev), use_cache=not no_cache)
         result = reports.graded(outcome, strict=strict, lenient=lenient)
+    known = None
+    if new_since is not None:
+        from tropo import ratchet
+
+        before = ratchet.findings_at(root, new_since, use_cache=not no_cache)
+        fresh = ratchet.new_since(result.findings, before)
+        known = len(result.findings) - len(fresh)
+        result = reports.CheckResult(result.checked, result.clean, fresh)
     findings, errors = result.findings, result.errors
     if as_json:
-        emit(result.as_dict())
+        emit(result.as_dict() if known is None
+             else {**result.as_dict(), "new_since": new_since, "known": known})
     else:
         for f in sorted(findings, key=lambda f: (f.path, f.line)):
             if not (quiet and f.code.startswith("W")):
                 click.echo(f.render())
         click.echo(f"\ntropo: {result.checked} document(s), "
-                   f"{errors} error(s), {len(findings) - errors} warning(s)")
+                   f"{errors} error(s), {len(findings) - errors} warning(s)"
+                   + ("" if known is None else f" new since {new_since} ({known} known)"))
         if any(f.code == "W210" for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
     sys.exit(1 if errors else 0)

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from tropo import fsmap, graphdiff, statediff, view
+from tropo import fsmap, gitcli, graphdiff, statediff, view
 from tropo.atomic import write_atomic
 from tropo.cli import emit, fail, guarded, load, main, workspace_options
 from tropo.graph import Graph
@@ -318,16 +318,42 @@ def map_cmd(path: Path | None, root: Path | None, depth: int, max_entries: int |
     click.echo("  largest: " + ", ".join(f"{f['path']} ({f['size']} B)" for f in s["largest_files"][:5]))
 
 
-def _output_path(root: Path, out: Path) -> Path:
-    """``out`` made absolute, refused unless it is (or will be) a regular file inside root."""
+def _inside_git(root: Path, target: Path) -> bool:
+    """Whether ``target`` is in a ``.git`` folder or in the repository's git directories."""
+    if ".git" in target.parts:
+        return True
+    dirs = gitcli.run(root, "rev-parse", "--absolute-git-dir", "--git-common-dir",
+                      check=False).split("\n")  # none outside a repository
+    real = target.parent.resolve() / target.name
+    return any(real.is_relative_to((root / d).resolve()) for d in dirs if d)
+
+
+def _output_path(root: Path, out: Path, force: bool) -> Path:
+    """``out`` made absolute, refused unless it is (or will be) a regular file inside root
+    that is not tracked, not in ``.git`` and not someone else's file (see
+    :func:`tropo.view.out_refusal`)."""
     target = out.absolute()
     top = root.resolve()
+    if not target.parent.is_dir():
+        fail(f"view: --out {out}: the directory {target.parent} does not exist; create it "
+             "first", 1)
     if not target.parent.resolve().is_relative_to(top):
         fail(f"view: --out {out} is outside the workspace {top}", 1)
     if target.is_symlink():
         fail(f"view: --out {out} is a symlink; refusing to write through it", 1)
     if target.exists() and not target.is_file():
         fail(f"view: --out {out} exists and is not a regular file", 1)
+    existing = None
+    if target.exists():
+        with target.open("rb") as f:
+            existing = f.read(1024)
+    rel = (target.parent.resolve() / target.name).relative_to(top).as_posix()
+    refusal = view.out_refusal(str(out), inside_git=_inside_git(top, target),
+                               tracked=gitcli.toplevel(top) is not None
+                               and bool(gitcli.tracked(top, [rel])),
+                               existing=existing, force=force)
+    if refusal is not None:
+        fail(f"view: {refusal}", 1)
     return target
 
 
@@ -337,9 +363,11 @@ def _output_path(root: Path, out: Path) -> Path:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the page here (inside the workspace); default: print it.")
 @click.option("--depth", type=click.IntRange(min=1), help="With blast: stop after this many hops.")
+@click.option("--force", is_flag=True,
+              help="Overwrite --out even if it is tracked or not a page tropo view wrote.")
 @workspace_options
 @guarded
-def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | None,
+def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | None, force: bool,
              root: Path | None, staged: bool, rev: str | None, no_cache: bool, as_json: bool) -> None:
     """Draw the graph, or the blast radius of ID, as one self-contained HTML page: types
     coloured, broken refs marked, pan and zoom, click a node for its fields and neighbours.
@@ -350,6 +378,7 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
       tropo view blast agent-workspace --out blast.html
     """
     ws = load(root, staged, rev, no_cache)
+    target = None if out is None else _output_path(ws.root, out, force)
     g = _graph(ws)
     if subject == "blast":
         if node_id is None:
@@ -364,10 +393,9 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
         data = view.page_data("graph", g)
     html = view.render(data)
     drawn = sum(1 for n in data["nodes"] if not n.get("ghost"))
-    if out is None:
+    if target is None:
         click.echo(html)
         return
-    target = _output_path(ws.root, out)
     write_atomic(target, html.encode("utf-8"), mode=0o644)
     if as_json:
         emit({"wrote": str(target), "nodes": drawn, "edges": len(data["edges"])})

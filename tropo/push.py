@@ -54,16 +54,27 @@ def push_ref(
     Hooks are skipped (``--no-verify``): this is a single coordination ref, and a
     pre-push hook that pushes such refs along must not recurse into itself.
     """
-    lease = f"--force-with-lease={dst}:{expect or ''}"
-    spec = f"{src or ''}:{dst}"
-    proc = _git(cwd, "push", "--porcelain", "--no-verify", lease, remote, spec)
-    status = _status_line(proc.stdout, dst)
-    if status is None:
+    return push_refs(cwd, remote, [(src, dst, expect)])
+
+
+def push_refs(
+    cwd: Path, remote: str, updates: list[tuple[str | None, str, str | None]]
+) -> PushResult:
+    """Push every ``(src, dst, expect)`` of ``updates`` as :func:`push_ref` does, all or
+    none (``--atomic``): one lease that no longer holds rejects the whole push."""
+    leases = [f"--force-with-lease={dst}:{expect or ''}" for _, dst, expect in updates]
+    specs = [f"{src or ''}:{dst}" for src, dst, _ in updates]
+    atomic = ["--atomic"] if len(updates) > 1 else []
+    proc = _git(cwd, "push", "--porcelain", "--no-verify", *atomic, *leases, remote, *specs)
+    statuses = [_status_line(proc.stdout, dst) for _, dst, _ in updates]
+    if any(status is None for status in statuses):
         message = (proc.stderr.strip().splitlines() or ["push failed"])[-1]
         raise RemoteError(f"cannot push to {remote!r}: {message}")
-    flag, summary = status
-    if flag == "!":
-        return PushResult(ok=False, rejected=True, detail=summary)
+    for status in statuses:
+        assert status is not None
+        if status[0] == "!":
+            return PushResult(ok=False, rejected=True, detail=status[1])
+    summary = statuses[0][1] if statuses[0] else ""
     return PushResult(ok=proc.returncode == 0, rejected=False, detail=summary)
 
 

@@ -18,6 +18,7 @@ from tropo.graph import Graph
 CELL_W, CELL_H = 190, 26  # grid cell: a 24-character label at 11px fits without overlap
 ROWS = 40  # nodes per column before a group wraps into another column
 GROUP_GAP = 80
+GENERATOR = b'<meta name="generator" content="tropo view">'  # in view.html's <head>
 PALETTE = ("#4f7cff", "#23b26d", "#e0823d", "#b455d6", "#d6455a", "#2bb8c4", "#9a8c2b",
            "#5d6b82", "#c2185b", "#00897b")
 
@@ -81,3 +82,25 @@ def render(data: dict[str, Any]) -> str:
     payload = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).replace("<", "\\u003c")
     title = data["title"].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return template.replace("__TITLE__", title).replace("__DATA__", payload)
+
+
+def is_our_page(head: bytes) -> bool:
+    """Whether a file starting with ``head`` (its first KiB) is a page this view wrote."""
+    return head.startswith(b"<!doctype html>") and GENERATOR in head[:1024]
+
+
+def out_refusal(shown: str, *, inside_git: bool, tracked: bool, existing: bytes | None,
+                force: bool) -> str | None:
+    """Why ``--out`` must not be written (None: it may): never inside ``.git``; a tracked
+    file, or an existing file that is not one of our pages, only with ``force``.
+    ``existing`` is the first KiB of the file already there (None: there is none)."""
+    if inside_git:
+        return f"--out {shown} is inside the repository's .git; refusing to write there"
+    if force:
+        return None
+    if tracked:
+        return f"--out {shown} is a tracked file; refusing to overwrite it (--force to do it)"
+    if existing is not None and not is_our_page(existing):
+        return (f"--out {shown} exists and is not a page tropo view wrote; refusing to "
+                "overwrite it (--force to do it)")
+    return None

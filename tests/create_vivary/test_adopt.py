@@ -128,3 +128,39 @@ def test_adopt_takes_the_preset_the_workspace_declares(repo_dir: Path) -> None:
     (repo_dir / "README.md").write_text("# Notes\n\nPreset: writing\n")
     _, out = run_json("create-vivary", "adopt", str(repo_dir))
     assert (out["preset"], out["preset_reason"]) == ("writing", "declared in README.md")
+
+MESSY = {
+    "tropo.toml": 'version = 1\n[types.note]\nfolder = "notes"\noptional = { about = "ref-list" }\n',
+    "notes/old.md": "---\nabout: [ghost]\n---\n# Old\n",
+    "notes/older.md": "---\nabout: [ghost]\n---\n# Older\n",
+    "notes/clean.md": "# Clean\n\nfirst line\n",
+}
+
+
+def test_existing_findings_are_counted_and_the_ratchet_is_offered(repo_dir: Path) -> None:
+    write_files(repo_dir, MESSY)
+    commit_all(repo_dir, "a schema with old findings")
+    code, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert code == 0 and out["existing_findings"] == 2 and out["ratchet"] is False
+    assert any("--ratchet" in f for f in out["followups"])
+    assert ".vivary/hooks.toml" not in out["would_create"]
+    code, out = run_json("create-vivary", "adopt", str(repo_dir), "--ratchet", "--yes")
+    assert out["ratchet"] is True and ".vivary/hooks.toml" in out["created"]
+    assert 'mode = "ratchet"' in (repo_dir / ".vivary/hooks.toml").read_text()
+    assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
+    git(repo_dir, "add", "-A")
+    git(repo_dir, "commit", "-q", "--no-verify", "-m", "adopt, ratchet")  # as the follow-up says
+    (repo_dir / "notes/clean.md").write_text("# Clean\n\nfirst line, edited\n")
+    git(repo_dir, "add", "notes/clean.md")
+    assert git(repo_dir, "commit", "-q", "-m", "one-line edit", check=False) == ""
+    assert "one-line edit" in git(repo_dir, "log", "-1", "--format=%s")
+    (repo_dir / "notes/clean.md").write_text("---\nabout: [nowhere]\n---\n# Clean\n")
+    git(repo_dir, "add", "notes/clean.md")
+    git(repo_dir, "commit", "-q", "-m", "a new broken ref", check=False)
+    assert "one-line edit" in git(repo_dir, "log", "-1", "--format=%s")  # refused
+
+
+def test_a_clean_schema_gets_no_offer(ws_with_schema: Path) -> None:
+    code, out = run_json("create-vivary", "adopt", str(ws_with_schema))
+    assert code == 0 and out["existing_findings"] == 0
+    assert not any("--ratchet" in f for f in out["followups"])

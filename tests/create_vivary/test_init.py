@@ -42,7 +42,7 @@ def test_auto_init_writes_repo_hooks_and_keeps_private_files_out_of_git(tmp_path
     target = tmp_path / "ws"
     code, out = run_json("create-vivary", "init", str(target), "--auto", "--yes")
     assert code == 0 and out["ok"] and out["mode"] == "applied"
-    assert out["hooks"] == {"pre-commit": "written", "pre-push": "written"}
+    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written"}
     assert (target / ".git").is_dir()
     assert len(out["written"]) == len(out["files"]) == len(_tree(target))
     ignored = git(target, "check-ignore", "USER.md", "MEMORY.md", ".vivary/private/x.md").split()
@@ -143,3 +143,18 @@ def test_init_dot_names_the_project_after_the_folder(tmp_path: Path) -> None:
     root.mkdir()
     assert run_cli("create-vivary", "init", ".", "--yes", cwd=root).returncode == 0
     assert "project: my-notes\n" in (root / CHANGE).read_text()
+
+def test_a_symlink_on_the_way_is_refused(tmp_path: Path) -> None:
+    """Issue 13: `init a/link/ws` with `a/link` a symlink wrote a workspace elsewhere."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "link").symlink_to(elsewhere)
+    for target, cwd in (("a/link/ws", tmp_path), (str(tmp_path / "a/link/deeper/ws"), None)):
+        for extra in (["--yes"], ["--dry-run"]):
+            proc = run_cli("create-vivary", "init", target, *extra, cwd=cwd)
+            assert proc.returncode == 1, proc.stderr
+            assert "link is a symlink on the way" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(elsewhere.iterdir()) == []
+    real = run_cli("create-vivary", "init", str(elsewhere / "ws"), "--yes")
+    assert real.returncode == 0, real.stderr

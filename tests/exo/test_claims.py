@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pygit2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exo import claims
 from tests.conftest import commit_all, git, write_files
 from tests.exo.workspaces import clone, make_remote
 
 ITEM = "changes/item.md"
+EXO = Path(sys.executable).parent / "exo"
 TEXT = "---\nstatus: active\nproject: p\n---\n# Item\n\nbody\n"
 
 
@@ -89,26 +97,26 @@ def test_repository_states_that_cannot_be_claimed_from(repo_dir: Path) -> None:
 def test_release_refuses_unmerged_work_unless_forced(repo_dir: Path) -> None:
     _make(repo_dir)
     claims.claim(_repo(repo_dir), "item", ITEM, "connie")
-    released = claims.release(_repo(repo_dir), "item")
+    released = claims.release(_repo(repo_dir), "item", "connie")
     assert released.local is not None and _branches(repo_dir) == []
     with pytest.raises(claims.ClaimRefused, match="not claimed"):
-        claims.release(_repo(repo_dir), "item")
+        claims.release(_repo(repo_dir), "item", "connie")
     claims.claim(_repo(repo_dir), "item", ITEM, "connie")
     git(repo_dir, "checkout", "-q", "claim/item")
     write_files(repo_dir, {"work.md": "work\n"})
     commit_all(repo_dir, "work")
     git(repo_dir, "checkout", "-q", "main")
     with pytest.raises(claims.ClaimRefused, match="1 unmerged commit"):
-        claims.release(_repo(repo_dir), "item")
+        claims.release(_repo(repo_dir), "item", "connie")
     assert _branches(repo_dir) == ["refs/heads/claim/item"]
     git(repo_dir, "merge", "-q", "--no-edit", "claim/item")
-    claims.release(_repo(repo_dir), "item")  # merged now
+    claims.release(_repo(repo_dir), "item", "connie")  # merged now
     claims.claim(_repo(repo_dir), "other", "changes/other.md", "dave")
     git(repo_dir, "checkout", "-q", "claim/other")
     write_files(repo_dir, {"more.md": "more\n"})
     commit_all(repo_dir, "more")
     git(repo_dir, "checkout", "-q", "main")
-    assert claims.release(_repo(repo_dir), "other", force=True).forced
+    assert claims.release(_repo(repo_dir), "other", "dave", force=True, reason="abandoned").forced
     assert _branches(repo_dir) == []
 
 
@@ -120,7 +128,7 @@ def test_worktree_checkout_and_release_guard(repo_dir: Path, tmp_path: Path) -> 
     assert "assignee: connie" in (where / ITEM).read_text()
     assert git(where, "symbolic-ref", "HEAD").strip() == "refs/heads/claim/item"
     with pytest.raises(claims.ClaimRefused, match="checked out in"):
-        claims.release(_repo(repo_dir), "item")
+        claims.release(_repo(repo_dir), "item", "connie")
     with pytest.raises(claims.ClaimError, match="already exists"):
         claims.claim(_repo(repo_dir), "other", "changes/other.md", "dave", worktree=where)
     assert _branches(repo_dir) == ["refs/heads/claim/item"]
@@ -142,7 +150,7 @@ def test_remote_claim_first_push_wins(remote: Path) -> None:
     with pytest.raises(claims.ClaimRefused, match="origin/claim/item"):
         claims.claim(_repo(two), "item", ITEM, "dave")
     # Release on the remote from the winner's clone.
-    claims.release(_repo(one), "item", remote="origin")
+    claims.release(_repo(one), "item", "connie", remote="origin")
     assert git(remote, "for-each-ref", "refs/heads/claim") == ""
     assert claims.claim(_repo(two), "item", ITEM, "dave", remote="origin").remote == "origin"
 
@@ -166,3 +174,113 @@ def test_a_remote_that_declines_the_push_leaves_nothing_behind(remote: Path) -> 
         claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
     assert _branches(one) == ["refs/remotes/origin/HEAD", "refs/remotes/origin/main"]
     assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+
+
+def test_only_the_holder_releases_and_a_forced_release_is_recorded(remote: Path) -> None:
+    """Issue 13: a clone whose user never claimed deleted alice's remote branch."""
+    alice, bob = clone(remote, "alice"), clone(remote, "bob")
+    won = claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    with pytest.raises(claims.ClaimRefused, match="held by @alice, not @bob") as info:
+        claims.release(_repo(bob), "item", "bob", remote="origin")
+    assert info.value.holder == "alice"
+    assert git(remote, "rev-parse", "claim/item").strip() == won.commit
+    with pytest.raises(claims.ClaimError, match="--reason"):
+        claims.release(_repo(bob), "item", "bob", force=True, remote="origin")
+    assert git(remote, "rev-parse", "claim/item").strip() == won.commit
+    forced = claims.release(_repo(bob), "item", "bob", force=True, remote="origin",
+                            reason="alice is on leave")
+    assert forced.holder == "alice" and forced.record is not None
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+    # The record is on the remote, names who and why, and keeps the dropped tip reachable.
+    assert git(remote, "rev-parse", "refs/exo/released/item").strip() == forced.record
+    shown = git(remote, "log", "-1", "--format=%B", "refs/exo/released/item")
+    assert "held by @alice, by @bob" in shown and "alice is on leave" in shown
+    assert git(remote, "rev-parse", "refs/exo/released/item^1").strip() == won.commit
+    # A second forced release builds on the first record instead of replacing it.
+    claims.claim(_repo(clone(remote, "carol")), "item", ITEM, "carol", remote="origin")
+    again = claims.release(_repo(bob), "item", "bob", force=True, remote="origin",
+                           reason="second")
+    assert git(remote, "rev-parse", "refs/exo/released/item^1").strip() == forced.record
+    assert git(remote, "rev-parse", "refs/exo/released/item").strip() == again.record
+
+
+def test_a_remote_claim_that_moved_after_it_was_read_is_not_deleted(remote: Path) -> None:
+    alice = clone(remote, "alice")
+    won = claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    moved = git(remote, "commit-tree", "-p", won.commit, "-m", "work pushed meanwhile",
+                f"{won.commit}^{{tree}}").strip()
+    # Between alice's read and her delete, another push moves the branch (the remote's
+    # pre-receive hook plays that other pusher, once).
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\n[ -e moved ] && exit 0\ntouch moved\n"
+                    f"git update-ref refs/heads/claim/item {moved} {won.commit}\n")
+    hook.chmod(0o755)
+    with pytest.raises(claims.ClaimRefused, match="moved since it was read"):
+        claims.release(_repo(alice), "item", "alice", remote="origin")
+    assert git(remote, "rev-parse", "claim/item").strip() == moved
+    assert _branches(alice)[0] == "refs/heads/claim/item"  # the local claim is kept too
+
+
+def test_a_claim_killed_before_its_push_is_published_by_the_retry(remote: Path) -> None:
+    """Issue 13: kill -9 between the local branch and the push blocked the retry."""
+    one = clone(remote, "one")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ntouch pushing\nsleep 300\n")
+    hook.chmod(0o755)
+    proc = subprocess.Popen([str(EXO), "claim", "item", "--agent", "connie", "--remote",
+                             "origin"], cwd=one, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (remote / "pushing").exists():
+        assert proc.poll() is None, "the claim ended before its push started"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    hook.unlink()
+    local = git(one, "rev-parse", "claim/item").strip()
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+    with pytest.raises(claims.ClaimRefused, match="@connie"):
+        claims.claim(_repo(one), "item", ITEM, "dave", remote="origin")
+    again = claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    assert again.commit == local and again.previous_assignee is None and again.resumed
+    assert git(remote, "rev-parse", "claim/item").strip() == local
+    # Retrying once more, already published, is still fine and changes nothing.
+    assert claims.claim(_repo(one), "item", ITEM, "connie", remote="origin").commit == local
+
+
+def test_a_forced_release_deletes_nothing_when_its_record_cannot_land(remote: Path) -> None:
+    """The delete and the record are one atomic push: a record ref that moved on the
+    remote after it was read rejects both, so no release goes unrecorded."""
+    alice, bob = clone(remote, "alice"), clone(remote, "bob")
+    won = claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\n[ -e moved ] && exit 0\ntouch moved\n"
+                    f"git update-ref refs/exo/released/item {won.commit}\n")
+    hook.chmod(0o755)
+    with pytest.raises(claims.ClaimRefused, match="not deleted"):
+        claims.release(_repo(bob), "item", "bob", force=True, remote="origin", reason="r")
+    assert git(remote, "rev-parse", "claim/item").strip() == won.commit
+    assert git(bob, "for-each-ref", "refs/exo/released") == ""
+
+
+handles = st.text(alphabet="ab.-_1", min_size=1, max_size=4)
+
+
+@settings(max_examples=15, deadline=None)
+@given(claimer=handles, releaser=handles, forced=st.booleans())
+def test_release_succeeds_exactly_for_the_holder_or_with_force(claimer: str, releaser: str,
+                                                               forced: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        git(root, "init", "-q")
+        _make(root)
+        made = claims.claim(_repo(root), "item", ITEM, claimer)
+        try:
+            done = claims.release(_repo(root), "item", releaser, force=forced,
+                                  reason="r" if forced else None)
+        except claims.ClaimRefused as refused:
+            assert not forced and releaser != claimer and refused.holder == claimer
+            assert git(root, "rev-parse", "claim/item").strip() == made.commit
+        else:
+            assert forced or releaser == claimer
+            assert done.holder == claimer and (done.record is not None) == forced
+            assert _branches(root) == []

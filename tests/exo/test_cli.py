@@ -58,7 +58,9 @@ def test_refusals_change_nothing(ws: Path, tmp_path: Path) -> None:
         (["claim", "item", "--agent", "a/b"], 2, "invalid agent handle"),
         (["claim", "item"], 2, "Missing option '--agent'"),
         (["claim", "item", "--agent", "a", "--root", str(tmp_path / "none")], 2, "exo:"),
-        (["release", "item"], 1, "item is not claimed"),
+        (["release", "item", "--agent", "a"], 1, "item is not claimed"),
+        (["release", "item"], 2, "Missing option '--agent'"),
+        (["release", "item", "--agent", "a", "--force"], 2, "--force needs --reason"),
     ]
     for args, code, message in cases:
         proc = exo(ws, *args)
@@ -125,12 +127,12 @@ def test_worktree_and_release(ws: Path, tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["worktree"] == str(where.resolve())
     write_files(where, {"changes/item-notes.md": "# notes\n"})
     commit_all(where, "work on item")
-    busy = exo(ws, "release", "item")
+    busy = exo(ws, "release", "item", "--agent", "a")
     assert busy.returncode == 1 and "checked out in" in busy.stderr
     git(ws, "worktree", "remove", str(where))
-    unmerged = exo(ws, "release", "item")
+    unmerged = exo(ws, "release", "item", "--agent", "a")
     assert unmerged.returncode == 1 and "1 unmerged commit(s)" in unmerged.stderr
-    forced = exo(ws, "release", "item", "--force", "--json")
+    forced = exo(ws, "release", "item", "--agent", "a", "--force", "--reason", "done elsewhere", "--json")
     assert forced.returncode == 0 and json.loads(forced.stdout)["forced"] is True
     assert _refs(ws) == ""
 
@@ -149,7 +151,7 @@ def test_remote_claims_and_board_from_another_clone(tmp_path: Path) -> None:
     down = exo(one, "claim", "bravo", "--agent", "al", "--remote", "gone")
     assert down.returncode == 1 and "nothing claimed" in down.stderr
     assert _refs(one) == ""
-    assert exo(two, "release", "item").returncode == 0
+    assert exo(two, "release", "item", "--agent", "bea").returncode == 0
     assert git(bare, "for-each-ref", "refs/heads/claim") == ""
 
 

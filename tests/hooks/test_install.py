@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,33 +28,35 @@ def _hook(root: Path, name: str, text: str, hooks: str = ".git/hooks") -> Path:
 def test_install_writes_executable_hooks_and_is_idempotent(repo_dir: Path) -> None:
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
     assert code == 0
-    assert out["hooks"] == {"pre-commit": "written", "pre-push": "written"}
+    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written"}
     hook = repo_dir / ".git/hooks/pre-commit"
     assert hook.stat().st_mode & stat.S_IXUSR
     first = hook.read_bytes()
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
-    assert out["hooks"] == {"pre-commit": "unchanged", "pre-push": "unchanged"}
+    assert out["hooks"] == {"pre-commit": "unchanged", "pre-merge-commit": "unchanged", "pre-push": "unchanged"}
     assert hook.read_bytes() == first
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 0
-    assert [h["state"] for h in out["hooks"]] == ["installed", "installed"]
+    assert [h["state"] for h in out["hooks"]] == ["installed"] * 3
 
 
 def test_status_tells_absent_foreign_and_stale(repo_dir: Path) -> None:
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 1
-    assert [h["state"] for h in out["hooks"]] == ["absent", "absent"]
+    assert [h["state"] for h in out["hooks"]] == ["absent"] * 3
     _hook(repo_dir, "pre-commit", "#!/bin/sh\nexit 0\n")
     installer.install(repo_dir, ("pre-push",), python="/somewhere/else/python")
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 1
-    assert [h["state"] for h in out["hooks"]] == ["foreign", "stale"]
+    assert [h["state"] for h in out["hooks"]] == ["foreign", "absent", "stale"]
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
-    assert out["hooks"] == {"pre-commit": "chained", "pre-push": "written"}
+    assert out["hooks"] == {"pre-commit": "chained", "pre-merge-commit": "written",
+                            "pre-push": "written"}
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 0
     assert [(h["state"], h["chained"]) for h in out["hooks"]] == [
         ("installed", True),
+        ("installed", False),
         ("installed", False),
     ]
 
@@ -128,3 +131,32 @@ def test_uninstall_restores_a_chained_hook_even_if_ours_was_deleted(repo_dir: Pa
     (repo_dir / ".git/hooks/pre-commit").unlink()
     assert installer.uninstall(repo_dir, ("pre-commit",)) == ["restored"]
     assert (repo_dir / ".git/hooks/pre-commit").read_text() == MARK_HOOK
+
+
+def test_a_removed_virtualenv_is_named_with_the_fix(repo_dir: Path, tmp_path: Path) -> None:
+    """Issue 13: after the installing virtualenv was removed, every commit failed with
+    `exec: .../bin/python: not found`."""
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python"
+    python.symlink_to(sys.executable)
+    installer.install(repo_dir, ("pre-commit",), python=str(python))
+    write_files(repo_dir, {"tropo.toml": "version = 1\n", "a.txt": "a\n"})
+    git(repo_dir, "add", "-A")
+    python.unlink()
+    venv.rmdir()
+    proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"vivary: pre-commit hook: its Python {python} is gone; run `vivary hooks install` "
+        "(or bypass once with --no-verify)"]
+    code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir), "--hook",
+                         "pre-commit")
+    assert code == 1 and out["hooks"][0]["state"] == "stale"
+    assert "is gone; run `vivary hooks install`" in out["hooks"][0]["problem"]
+    text = run_cli("vivary", "hooks", "status", "--root", str(repo_dir), "--hook", "pre-commit")
+    assert f"its Python {python} is gone" in text.stdout
+    assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
+    assert subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir,
+                          check=False).returncode == 0

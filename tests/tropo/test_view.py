@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
+from tests.conftest import commit_all, git, write_files
 from tests.tropo.cdp import Page, find_chromium
 from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
 
@@ -155,3 +155,39 @@ def test_map_needs_no_config_and_rejects_bad_paths(tmp_path: Path) -> None:
     assert code == 0 and out["summary"]["total_files"] == 2
     assert tropo_process("map", "no-such-dir", cwd=tmp_path).returncode == 2
     assert tropo_process("map", "a", "--root", "a", cwd=tmp_path).returncode == 2
+
+
+def test_view_out_never_overwrites_what_it_did_not_write(repo_dir: Path) -> None:
+    """Issue 13: `--out changes/x.md` replaced a document, `--out .git/config` broke git."""
+    make_vault(repo_dir)
+    write_files(repo_dir, {"notes/keep.txt": "untracked, not ours\n"})
+    commit_all(repo_dir)
+    git(repo_dir, "rm", "-q", "--cached", "notes/keep.txt")
+    doc = next(p for p in sorted(repo_dir.rglob("*.md")) if ".git" not in p.parts)
+    rel = doc.relative_to(repo_dir).as_posix()
+    before = {p: (repo_dir / p).read_bytes() for p in (rel, ".git/config", "notes/keep.txt")}
+    cases = [(rel, "is a tracked file"), (".git/config", "inside the repository's .git"),
+             (".git/new.html", "inside the repository's .git"),
+             ("notes/keep.txt", "not a page tropo view wrote"),
+             ("missing/dir/graph.html", "the directory")]
+    for out, message in cases:
+        proc = tropo_process("view", "--out", out, cwd=repo_dir)
+        assert (proc.returncode, message in proc.stderr) == (1, True), (out, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "outside the workspace" not in proc.stderr
+    assert not (repo_dir / ".git/new.html").exists() and not (repo_dir / "missing").exists()
+    assert {p: (repo_dir / p).read_bytes() for p in before} == before
+    # Our own page is rewritten freely; --force overwrites a tracked file, never .git.
+    for _ in range(2):
+        assert tropo_process("view", "--out", "graph.html", cwd=repo_dir).returncode == 0
+    assert tropo_process("view", "--out", rel, "--force", cwd=repo_dir).returncode == 0
+    assert (repo_dir / rel).read_bytes().startswith(b"<!doctype html>")
+    forced = tropo_process("view", "--out", ".git/config", "--force", cwd=repo_dir)
+    assert forced.returncode == 1 and (repo_dir / ".git/config").read_bytes() == before[".git/config"]
+
+
+def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
+    write_files(tmp_path, {"tropo.toml": "version = 1\n", "a.md": "# A\n"})
+    assert tropo_process("view", "--out", "graph.html", cwd=tmp_path).returncode == 0
+    proc = tropo_process("view", "--out", "a.md", cwd=tmp_path)
+    assert proc.returncode == 1 and "not a page tropo view wrote" in proc.stderr
+    assert (tmp_path / "a.md").read_text() == "# A\n"

@@ -1,0 +1,50 @@
+"""The CI recipe for the graph check, run exactly as docs/lifecycle.md prints it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from tests.conftest import git
+from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
+
+
+def recipe() -> str:
+    section = DOC.read_text().split("## CI recipe for the graph check", 1)[1]
+    found = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert found is not None, "the recipe's sh block is missing"
+    return found.group(1)
+
+
+def _run_recipe(ci: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BASE_BRANCH": "main", "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["sh", "-ec", recipe()], cwd=ci, env=env, capture_output=True,
+                          text=True, check=False)
+
+
+def test_the_documented_recipe_catches_what_no_verify_skipped(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert run_cli("create-vivary", "init", str(ws), "--auto", "--yes", "--commit").returncode == 0
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(ws, "remote", "add", "origin", str(bare))
+    git(ws, "push", "-q", "origin", "main")
+    git(ws, "checkout", "-q", "-b", "pr")
+    break_ref(ws)
+    git(ws, "commit", "-q", "--no-verify", "-am", "skips the hooks")
+    git(ws, "push", "-q", "--no-verify", "origin", "pr")  # skips pre-push too
+    ci = tmp_path / "ci"  # what a CI runner has: a fresh clone at the PR's head
+    git(tmp_path, "clone", "-q", "--branch", "pr", str(bare), str(ci))
+    proc = _run_recipe(ci)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{CHANGE}:5: error W220" in proc.stdout and "1 finding(s) at HEAD (strict" in proc.stdout
+    git(ci, "checkout", "-q", "origin/main")
+    clean = _run_recipe(ci)
+    assert clean.returncode == 0 and "0 finding(s)" in clean.stdout, clean.stderr
+    missing = run_cli("vivary", "hooks", "check", "--base", "origin/nope", "--root", str(ci))
+    assert missing.returncode == 2 and missing.stderr.splitlines() == [
+        "vivary: origin/nope: not a commit here (fetch it first)"]

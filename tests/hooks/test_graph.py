@@ -1,0 +1,95 @@
+"""The graph stays checked however commits arrive: clean merges (pre-merge-commit), and
+commits that skipped pre-commit (--no-verify, rebase) at push, against a real bare remote."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.hooks.cli import CHANGE, break_ref, run_cli
+
+EXTRA = "modules/extra.md"
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A fresh coding workspace with its default hooks, main pushed to a bare origin, and a
+    module ``extra`` that nothing refers to yet."""
+    root = tmp_path / "ws"
+    assert run_cli("create-vivary", "init", str(root), "--auto", "--yes", "--commit").returncode == 0
+    (root / EXTRA).write_text("---\nproject: ws\nstatus: active\nmodule_area: x\n---\n# Extra\n")
+    git(root, "add", EXTRA)
+    git(root, "commit", "-q", "-m", "extra module")
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "-q", "origin", "main")
+    return root
+
+
+def _refer_to_extra(root: Path) -> None:
+    text = (root / CHANGE).read_text()
+    (root / CHANGE).write_text(text.replace("[codebase, agent-workspace]",
+                                            "[codebase, agent-workspace, extra]"))
+    git(root, "commit", "-q", "-am", "the change touches extra too")
+
+
+def _drop_extra(root: Path) -> None:
+    git(root, "rm", "-q", EXTRA)
+    git(root, "commit", "-q", "-m", "extra is gone")
+
+
+def test_a_clean_merge_that_breaks_a_ref_is_refused(ws: Path) -> None:
+    """Each side is clean; together the change refers to a module that is gone."""
+    assert (ws / ".git/hooks/pre-merge-commit").exists()
+    git(ws, "checkout", "-q", "-b", "side")
+    _refer_to_extra(ws)
+    git(ws, "checkout", "-q", "main")
+    _drop_extra(ws)
+    before = git(ws, "rev-parse", "HEAD").strip()
+    proc = _git(ws, "merge", "--no-edit", "side")
+    assert proc.returncode != 0
+    assert f"{CHANGE}:5:" in proc.stderr and "extra" in proc.stderr
+    assert "merge refused: 1 finding(s)" in proc.stderr
+    assert git(ws, "rev-parse", "HEAD").strip() == before
+
+
+def test_a_no_verify_commit_is_refused_at_push_with_file_and_line(ws: Path) -> None:
+    bare = ws.parent / "remote.git"
+    pushed = git(bare, "rev-parse", "main").strip()
+    break_ref(ws)
+    git(ws, "commit", "-q", "--no-verify", "-am", "skipped the hook")
+    proc = _git(ws, "push", "-q", "origin", "main")
+    assert proc.returncode != 0
+    assert f"graph: {CHANGE}:5: error W220" in proc.stderr and "no-such-module" in proc.stderr
+    assert "(main at " in proc.stderr and "push refused: 1 problem(s)" in proc.stderr
+    assert git(bare, "rev-parse", "main").strip() == pushed
+    # A new branch with the same commit is caught too (judged against what origin has).
+    assert _git(ws, "push", "-q", "origin", "main:refs/heads/topic").returncode != 0
+    assert _git(bare, "rev-parse", "--verify", "-q", "topic").returncode != 0
+    git(ws, "checkout", "-q", CHANGE)  # nothing pending; deleting a branch is never checked
+    git(ws, "reset", "-q", "--hard", "HEAD~1")
+    assert _git(ws, "push", "-q", "origin", "main:refs/heads/topic").returncode == 0
+    assert _git(ws, "push", "-q", "origin", ":refs/heads/topic").returncode == 0
+
+
+def test_a_rebased_commit_is_refused_at_push(ws: Path) -> None:
+    """Rebase replays commits without pre-commit: the replayed tip breaks a ref."""
+    git(ws, "checkout", "-q", "-b", "side")
+    _refer_to_extra(ws)
+    git(ws, "push", "-q", "origin", "side")  # clean on its own: accepted
+    git(ws, "checkout", "-q", "main")
+    _drop_extra(ws)
+    git(ws, "push", "-q", "origin", "main")  # clean on its own: accepted
+    git(ws, "checkout", "-q", "side")
+    git(ws, "rebase", "-q", "main")
+    proc = _git(ws, "push", "-q", "--force", "origin", "side")
+    assert proc.returncode != 0 and f"{CHANGE}:5:" in proc.stderr and "extra" in proc.stderr
+    assert "(side at " in proc.stderr
