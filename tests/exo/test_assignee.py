@@ -75,13 +75,16 @@ def test_handles() -> None:
 
 
 keys = st.from_regex(r"[a-z][a-z_]{0,8}", fullmatch=True).filter(lambda k: k != "assignee")
-values = st.one_of(st.integers(), st.booleans(), st.text(max_size=20), st.none())
+# no line breaks: a value that spans lines is outside vivary-tropo's subset (E001), not an edit case
+one_line = st.text(max_size=20).filter(lambda t: not any(c in t for c in "\n\r\x85\u2028\u2029"))
+values = st.one_of(st.integers(), st.booleans(), one_line, st.none())
 
 
 @given(st.dictionaries(keys, values, max_size=6), st.from_regex(r"[A-Za-z0-9._-]{1,12}",
                                                                 fullmatch=True))
 def test_edit_changes_assignee_and_nothing_else(fields: dict[str, object], handle: str) -> None:
-    block = yaml.safe_dump(fields, sort_keys=False) if fields else "title: x\n"
+    # one line per value: vivary-tropo's subset (and so ours) refuses continued scalars
+    block = yaml.safe_dump(fields, sort_keys=False, width=2**31) if fields else "title: x\n"
     text = f"---\n{block}---\nbody\n"
     before = read_fields(text)
     edit = set_assignee(text, handle)
