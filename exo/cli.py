@@ -21,6 +21,7 @@ from exo.claims import ClaimError, ClaimRefused, default_remote
 from exo.claims import claim as make_claim
 from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
+from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -190,6 +191,8 @@ def release_command(item_id: str, force: bool, remote: str | None, root: Path | 
     _emit(as_json, {"released": True, **vars(result)},
           [f"exo: released {item_id} ({result.branch})"])
 
+
+main.add_command(control_command)
 
 V = TypeVar("V")
 
