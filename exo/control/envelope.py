@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from exo.control import ledger, tasks
+from exo.control import evidence, ledger, tasks
 from tropo.canonical import is_lossless
 
 REQUEST_SCHEMA = "vivary.exo-control-request/v0"
@@ -48,9 +48,6 @@ OPERATIONS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
     "complete": (_TASK, frozenset(), frozenset()),
     "task_view": (_TASK, frozenset(), frozenset()),
 }
-#: Operations whose evidence is a Task Capsule and an Execution Receipt: verifying
-#: those lives in strato, which exo may not import, so they are refused, not guessed.
-UNSUPPORTED = frozenset({"handoff", "record_execution"})
 
 
 class DocumentError(Exception):
@@ -177,6 +174,10 @@ def _dispatch(operation: str, state: dict[str, Any], given: dict[str, Any]) -> d
         return ledger.expire_leases(state["claims"], given["now"])
     if operation == "dependencies":
         return tasks.evaluate_dependencies(state["tasks"], given["task_id"])
+    if operation == "handoff":
+        return evidence.handoff(state["claims"], given)
+    if operation == "record_execution":
+        return evidence.record_execution(state["execution_log"])
     if operation == "complete":
         return tasks.complete(state["task"], state["execution_log"])
     return tasks.task_view(state["task"], state["execution_log"])
@@ -193,8 +194,6 @@ def answer(request: Any) -> dict[str, Any]:
     if codes:
         return refusal(codes)
     operation = request["operation"]
-    if operation in UNSUPPORTED:
-        return refusal([f"unsupported_operation:{operation}"])
     return {"schema": RESULT_SCHEMA, "operation": operation,
             "result": _dispatch(operation, request["state"], request["input"])}
 

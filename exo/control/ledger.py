@@ -31,7 +31,7 @@ CLAIM_NOT_FOUND = "claim_not_found"
 NOT_CLAIM_HOLDER = "not_claim_holder"
 
 
-def _ms(instant: str) -> float:
+def valid_ms(instant: str) -> float:
     """The time of an instant already validated."""
     found = instant_ms(instant)
     assert found is not None, instant
@@ -50,12 +50,12 @@ def is_valid_lease(lease: Any) -> bool:
 
 
 def expired_at(lease: dict[str, str] | None, now: float) -> bool:
-    return lease is not None and _ms(lease["expires_at"]) <= now
+    return lease is not None and valid_ms(lease["expires_at"]) <= now
 
 
 def live_at(lease: dict[str, str] | None, now: float) -> bool:
     """A lease is live exactly while ``granted_at <= now < expires_at``."""
-    return lease is None or _ms(lease["granted_at"]) <= now < _ms(lease["expires_at"])
+    return lease is None or valid_ms(lease["granted_at"]) <= now < valid_ms(lease["expires_at"])
 
 
 def copy_lease(lease: dict[str, str] | None) -> dict[str, str] | None:
@@ -83,7 +83,7 @@ def _is_active_claim(claim: Any) -> bool:
         and not actors.authority_codes(claim["actor"], claim["authority_class"])
     ):
         return False
-    return live_at(claim["lease"], _ms(claim["created_at"])) and claim["claim_id"] == claim_id(claim)
+    return live_at(claim["lease"], valid_ms(claim["created_at"])) and claim["claim_id"] == claim_id(claim)
 
 
 def ledger_code(claims: Any) -> str | None:
@@ -118,7 +118,7 @@ def _clock_code(claims: list[dict[str, Any]], lease: Any, now: float) -> str | N
         return LEASE_EXPIRED if expired_at(lease, now) else LEASE_NOT_LIVE
     if any(expired_at(claim["lease"], now) for claim in claims):
         return LEASE_EXPIRED
-    if any(not live_at(claim["lease"], now) or _ms(claim["created_at"]) > now
+    if any(not live_at(claim["lease"], now) or valid_ms(claim["created_at"]) > now
            for claim in claims):
         return LEASE_NOT_LIVE
     return None
@@ -143,7 +143,7 @@ def request_claim(claims: Any, request: dict[str, Any]) -> dict[str, Any]:
     denied = actors.authority_codes(request["actor"], authority_class)
     if denied:
         return _claim_result("refused", denied, list(claims))
-    now = _ms(request["now"])
+    now = valid_ms(request["now"])
     code = _clock_code(claims, lease, now)
     wanted = scope.normalize(request["scope"])
     total = sum(len(claim["scope"]["paths"]) for claim in claims) + len(wanted["paths"])
@@ -195,7 +195,7 @@ def expire_leases(claims: Any, now: Any) -> dict[str, Any]:
         code = UNKNOWN_NOW_SHAPE
     if code is not None:
         return {"claims": list(claims), "expired": [], "reason_codes": [code]}
-    at = _ms(now)
+    at = valid_ms(now)
     return {
         "claims": [c for c in claims if not expired_at(c["lease"], at)],
         "expired": [{"claim": c, "reason_codes": [LEASE_EXPIRED]}

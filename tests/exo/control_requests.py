@@ -94,11 +94,16 @@ def valid(op: str, rng: random.Random) -> dict[str, Any]:
         unique = list({e["edge_id"]: e for e in edges}.values())
         state, given = {"task": task, "execution_log": unique}, {}
     elif op == "record_execution":
-        state, given = {"execution_log": []}, {"receipt": {}, "capsule": {}}
+        edges = [_edge(rng, "capsule_1") for _ in range(rng.randint(0, 3))]
+        state = {"execution_log": edges if rng.random() < 0.5 else edges[:1]}
+        given = {"receipt": {}, "capsule": {}}
     else:
+        held = rng.choice(claims) if claims and rng.random() < 0.8 else None
         state = {"claims": claims}
-        given = {"claim_id": "claim_x", "receipt": {}, "capsule": {}, "from_actor": ACTORS[0],
-                 "to_actor": ACTORS[1], "workspace_revision": "r", "created_at": INSTANTS[0]}
+        given = {"claim_id": held["claim_id"] if held else "claim_x", "receipt": {},
+                 "capsule": {}, "from_actor": held["actor"] if held and rng.random() < 0.8
+                 else rng.choice(ACTORS), "to_actor": ACTORS[1], "workspace_revision": "r",
+                 "created_at": rng.choice(INSTANTS if rng.random() < 0.2 else INSTANTS[:4])}
     return {"schema": SCHEMA, "operation": op, "state": state, "input": given}
 
 
