@@ -165,3 +165,18 @@ def fingerprint(value: Any) -> str:
 def deterministic_id(kind: str, identity: Any) -> str:
     """`<kind>_` plus 16 hex digits of the identity's canonical hash."""
     return f"{kind}_{sha256_hex(canonicalize(identity))[:16]}"
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice, so which value it means is ambiguous."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads(..., object_pairs_hook=unique_keys)``: refuse duplicate keys rather
+    than let the last one silently win, so a document has one meaning."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKeyError(f"duplicate key {key!r}")
+        found[key] = value
+    return found

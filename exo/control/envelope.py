@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from exo.control import evidence, ledger, tasks
-from tropo.canonical import is_lossless
+from tropo.canonical import is_lossless, unique_keys
 
 REQUEST_SCHEMA = "vivary.exo-control-request/v0"
 RESULT_SCHEMA = "vivary.exo-control-result/v0"
@@ -62,15 +62,6 @@ def refusal(codes: list[str]) -> dict[str, Any]:
     return {"schema": REFUSAL_SCHEMA, "reason_codes": list(dict.fromkeys(codes))}
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in found:
-            raise ValueError(f"duplicate key {key!r}")
-        found[key] = value
-    return found
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -81,7 +72,7 @@ def parse(document: bytes) -> Any:
     if len(document) > MAX_REQUEST_BYTES:
         raise DocumentError(TOO_LARGE)
     try:
-        return json.loads(document.decode("utf-8"), object_pairs_hook=_unique_keys,
+        return json.loads(document.decode("utf-8"), object_pairs_hook=unique_keys,
                           parse_constant=_no_constant)
     except RecursionError as exc:
         raise DocumentError(TOO_DEEP) from exc
