@@ -15,6 +15,7 @@ from typing import Any
 
 from exo.claims import claim_refs, holder_at
 from exo.control import ledger, scope
+from exo.control.envelope import OPERATIONS
 from exo.workspace import View
 from tropo.repo import read_ref, resolve_commit
 
@@ -74,13 +75,19 @@ def tasks(view: View) -> list[dict[str, Any]]:
 
 
 def fill(request: Any, view: View) -> Any:
-    """``request`` with the state fields its operation reads replaced from ``view``;
-    anything that is not a well-formed envelope is returned as is, to be refused."""
-    if type(request) is not dict or type(request.get("state")) is not dict:
+    """``request`` with the claims or tasks its operation reads taken from ``view``
+    (the request may leave them out); a request whose operation or state is not
+    well-formed is returned as is, to be refused by the envelope."""
+    if type(request) is not dict:
         return request
-    state = dict(request["state"])
-    if "claims" in state:
+    operation = request.get("operation")
+    state = request.get("state", {})
+    if type(operation) is not str or operation not in OPERATIONS or type(state) is not dict:
+        return request
+    wanted = OPERATIONS[operation][0]
+    state = dict(state)
+    if "claims" in wanted:
         state["claims"] = claims(view)
-    if "tasks" in state:
+    if "tasks" in wanted:
         state["tasks"] = tasks(view)
     return {**request, "state": state}

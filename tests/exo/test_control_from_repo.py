@@ -70,6 +70,14 @@ def test_request_state_is_replaced_not_trusted(tmp_path: Path) -> None:
     rc, answer, _ = _control(root, "claim", {"claims": [forged]},
                              _claim_input("me", ITEM, "2030-01-01T00:00:00Z"))
     assert rc == 0 and answer["result"]["decision"] == "granted"
+    _, left_out, _ = _control(root, "claim", {}, _claim_input("me", ITEM, "2030-01-01T00:00:00Z"))
+    assert left_out == answer
+
+
+def test_outside_a_workspace_is_a_one_line_error(tmp_path: Path) -> None:
+    rc, answer, err = _control(tmp_path, "expire_leases", {}, {"now": "2030-01-01T00:00:00Z"})
+    assert (rc, answer) == (2, None)
+    assert err.startswith("exo: ") and err.count("\n") == 1
 
 
 def test_leases_expire_from_the_claim_commit(tmp_path: Path) -> None:
