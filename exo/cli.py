@@ -21,6 +21,7 @@ from exo.claims import ClaimError, ClaimRefused, default_remote
 from exo.claims import claim as make_claim
 from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
+from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -213,6 +214,8 @@ def release_command(item_id: str, agent: str, force: bool, reason: str | None,
            + (f"; recorded as {result.record[:12]} on refs/exo/released/{item_id}"
               if result.record else "")])
 
+
+main.add_command(control_command)
 
 V = TypeVar("V")
 

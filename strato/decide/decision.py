@@ -13,6 +13,7 @@ from typing import Any
 
 from strato.decide.envelope import ECHOED_FIELDS, POLICY_VERSION, validate
 from strato.decide.policy import next_step
+from tropo.canonical import DuplicateKeyError, unique_keys
 
 DECISION_SCHEMA = "vivary.strato-decision/v0"
 REFUSAL_SCHEMA = "vivary.strato-decision-refusal/v0"
@@ -95,20 +96,13 @@ def decide(request: Any, now: datetime | None = None) -> Decision | Refusal:
     )
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in document:
-            raise RequestDocumentError(f"duplicate key {key!r}")
-        document[key] = value
-    return document
-
-
 def load_request(text: str) -> Any:
     """Parse one JSON request. Duplicate keys are refused rather than letting the
     last one silently win; deep nesting surfaces as RecursionError."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKeyError as error:
+        raise RequestDocumentError(str(error)) from error
     except json.JSONDecodeError as error:
         raise RequestDocumentError(f"not JSON: {error}") from error
 
