@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from strato.decide.canonical import MAX_SAFE_INTEGER, fingerprint
 from strato.decide.capsule import (
     OMITTED_LIST_CAP,
     SCHEMA,
@@ -25,6 +24,7 @@ from strato.decide.capsule import (
 )
 from strato.decide.paths import is_canonical_absolute, normalize
 from strato.decide.receipt import js_timestamp
+from tropo.canonical import MAX_SAFE_INTEGER, fingerprint
 from tropo.graph import Graph
 
 DEFAULT_MAX_CLAIMS = 24

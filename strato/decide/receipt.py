@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from strato.decide.canonical import deterministic_id, fingerprint, is_lossless
 from strato.decide.capsule import body
+from tropo.canonical import deterministic_id, fingerprint, is_lossless
 
 SCHEMA = "vivary.execution-receipt/v0"
 FIELDS = frozenset(

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.decide.canonical import fingerprint
 from strato.decide.capsule import body
+from tropo.canonical import fingerprint
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from strato.decide.canonical import canonicalize, deterministic_id, fingerprint, is_lossless
 from tests.strato.decide.oracle import run_upstream
+from tropo.canonical import canonicalize, deterministic_id, fingerprint, is_lossless
 
 
 @pytest.mark.parametrize(
