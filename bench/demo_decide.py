@@ -13,7 +13,7 @@ from typing import Any
 from strato.decide import build_receipt, compile_capsule
 from strato.decide.compile import GRAPH_CHECK, records_from_graph
 from strato.decide.receipt import js_timestamp
-from tropo.workspace import open_workspace
+from tropo.check.workspace import open_workspace
 
 
 def _request(capsule: dict[str, Any], at: str, **extra: Any) -> dict[str, Any]:

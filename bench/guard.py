@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from strato.guard import cache, engine, verify_repository
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 RID = "release:bench"
 POLICY = {"graph": {"a": ["b"], "b": ["a"]}, "initial": "a"}

@@ -23,7 +23,7 @@ from create_vivary.scaffold import (
     is_shell,
     render,
 )
-from tropo import gitcli
+from tropo.git import gitcli
 
 CODE_SUFFIXES = frozenset(
     {".py", ".js", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".kt", ".scala", ".c", ".h"}
@@ -106,9 +106,9 @@ def exclusions(files: list[str], scaffold: set[str]) -> list[str]:
 def existing_findings(root: Path) -> int | None:
     """How many findings the working tree's schema reports, graded as the hooks grade
     them; None when the schema cannot be read (doctor says why)."""
-    from tropo import incremental
-    from tropo.roots import ConfigError
-    from tropo.source import Source, SourceError
+    from tropo.check import incremental
+    from tropo.check.roots import ConfigError
+    from tropo.git.source import Source, SourceError
 
     try:
         return len(incremental.check(root, Source.worktree()).summary.graded(strict=True))

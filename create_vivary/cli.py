@@ -16,8 +16,8 @@ from create_vivary import init as init_mod
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import TemplateError
-from tropo import gitcli
-from tropo.rooted import UnsafePath
+from tropo.git import gitcli
+from tropo.git.rooted import UnsafePath
 
 _json = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 _dir = click.argument("target", type=click.Path(path_type=Path))

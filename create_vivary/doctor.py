@@ -18,10 +18,10 @@ from create_vivary.plan import Refused, project_name
 from create_vivary.scaffold import PRIVATE_DIR, PRIVATE_FILES, is_shell, render
 from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
-from tropo import gitcli
-from tropo.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
-from tropo.rooted import write_within
-from tropo.workspace import open_workspace
+from tropo.check.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
+from tropo.check.workspace import open_workspace
+from tropo.git import gitcli
+from tropo.git.rooted import write_within
 
 
 @dataclass

@@ -10,10 +10,10 @@ from create_vivary.plan import FileAction, Refused, actions_hash, file_actions, 
 from create_vivary.scaffold import render
 from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
-from tropo import gitcli
+from tropo.git import gitcli
 
 COMMIT_MESSAGE = "Vivary workspace ({preset} preset, create-vivary)"
-# Who makes the first commit on a machine with no git identity (as tropo.repo.signature).
+# Who makes the first commit on a machine with no git identity (as tropo.git.repo.signature).
 FALLBACK_IDENTITY = ("-c", "user.name=vivary", "-c", "user.email=vivary@localhost")
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tropo import edit, frontmatter
+from tropo.check import edit, frontmatter
 
 HANDLE = re.compile(r"@?[A-Za-z0-9._-]+")
 

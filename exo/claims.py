@@ -1,6 +1,6 @@
 """Claims: a work item is owned by whoever created its branch ``claim/<id>`` first.
 
-Creating a ref that must not exist yet is git's mutex (``tropo.repo.cas_ref``); with a
+Creating a ref that must not exist yet is git's mutex (``tropo.git.repo.cas_ref``); with a
 remote, a push that must create the branch there is the distributed one, and a
 rejected push means the claim is lost. The claim commit is built from HEAD in the
 object database, so the person's working tree and index are never touched; its only
@@ -24,9 +24,9 @@ from typing import Any
 import pygit2
 
 from exo.assignee import FrontmatterError, read_fields, set_assignee
-from tropo import push, trees
-from tropo.repo import RefRaceError, cas_ref, read_ref, signature, workdir
-from tropo.worktree import WorktreeError, add_worktree, checked_out_at
+from tropo.git import push, trees
+from tropo.git.repo import RefRaceError, cas_ref, read_ref, signature, workdir
+from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
 
 BRANCHES = "refs/heads/claim/"
 RELEASED = "refs/exo/released/"

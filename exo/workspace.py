@@ -15,10 +15,10 @@ import pygit2
 
 from exo.claims import ClaimRefused
 from exo.items import WORK_FOLDER, WorkItem, is_work_item, work_items
-from tropo import trees
-from tropo.graph import Graph
-from tropo.repo import NotARepository, require, workdir
-from tropo.workspace import ConfigError, Source, SourceError, Workspace, open_workspace
+from tropo.check.graph import Graph
+from tropo.check.workspace import ConfigError, Source, SourceError, Workspace, open_workspace
+from tropo.git import trees
+from tropo.git.repo import NotARepository, require, workdir
 
 
 class WorkspaceError(Exception):

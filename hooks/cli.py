@@ -11,7 +11,7 @@ import click
 from hooks import graph
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS, KNOWN_HOOKS
-from tropo import gitcli
+from tropo.git import gitcli
 
 _root = click.option(
     "--root",
@@ -138,8 +138,8 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
 
     Example: vivary hooks check --base origin/main --head HEAD
     """
-    from tropo.roots import ConfigError
-    from tropo.source import RevisionError, Source, SourceError
+    from tropo.check.roots import ConfigError
+    from tropo.git.source import RevisionError, Source, SourceError
 
     top = _repo_root(root)
     revs = [graph.commit(top, r) for r in (base, head_rev)]

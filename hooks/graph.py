@@ -1,13 +1,13 @@
 """The graph check every hook runs: strict, or the ratchet that `.vivary/hooks.toml` asks for.
 
 ``mode = "strict"`` (the default) refuses any finding; ``mode = "ratchet"`` refuses only
-findings the base revision did not have (:mod:`tropo.ratchet`). The mode is read from
+findings the base revision did not have (:mod:`tropo.check.ratchet`). The mode is read from
 the *base* revision (HEAD for a commit or a merge, the remote's tip for a push), never
 from what is being checked, so a commit cannot loosen its own check.
 
 As a pre-push check it checks the graph at every pushed branch tip, so commits that never
 met pre-commit (``--no-verify``, rebase, cherry-pick, a merge with hooks off) are caught
-before they leave. Each tip costs one cached check state per tree (tropo/incremental.py).
+before they leave. Each tip costs one cached check state per tree (tropo/check/incremental.py).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tropo import gitcli
-from tropo.roots import CONFIG_NAME, THIN_CONFIG
+from tropo.check.roots import CONFIG_NAME, THIN_CONFIG
+from tropo.git import gitcli
 
 if TYPE_CHECKING:
     from hooks.prepush import Push
-    from tropo.findings import Finding
-    from tropo.source import Source
+    from tropo.check.findings import Finding
+    from tropo.git.source import Source
 
 CONFIG = ".vivary/hooks.toml"
 MODES = ("strict", "ratchet")
@@ -59,7 +59,7 @@ def mode_at(root: Path, rev: str | None) -> str:
 
 def judge(root: Path, source: Source, base: str | None) -> Verdict:
     """The findings that refuse ``source`` (graded strictly) given the ``base`` commit."""
-    from tropo import incremental, ratchet
+    from tropo.check import incremental, ratchet
 
     findings = incremental.check(root, source).summary.graded(strict=True)
     mode = mode_at(root, base)
@@ -99,8 +99,8 @@ def push_base(root: Path, remote: str, tip: str, remote_sha: str) -> str | None:
 
 def check(push: Push) -> list[str]:
     """pre-push: one problem per finding at each pushed branch tip, file and line first."""
-    from tropo.roots import ConfigError
-    from tropo.source import Source, SourceError
+    from tropo.check.roots import ConfigError
+    from tropo.git.source import Source, SourceError
 
     problems: list[str] = []
     for update in push.updates:

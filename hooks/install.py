@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hooks.scripts import CHAINED_SUFFIX, FIX, interpreter, is_ours, render
-from tropo import gitcli
-from tropo.rooted import write_within
+from tropo.git import gitcli
+from tropo.git.rooted import write_within
 
 
 class HookConflict(Exception):

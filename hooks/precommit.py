@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from hooks import graph
-from tropo.roots import ConfigError
-from tropo.source import Source, SourceError
+from tropo.check.roots import ConfigError
+from tropo.git.source import Source, SourceError
 
 
 def main(root: Path, what: str = "commit") -> int:

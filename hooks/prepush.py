@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hooks import registry
-from tropo import gitcli
+from tropo.git import gitcli
 
 CLAIMS = "refs/heads/claim/"
 # Refs that travel with any push: who holds which item, the guard ledgers, and the

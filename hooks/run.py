@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hooks import registry
 from hooks.scripts import CHAINED_SUFFIX
-from tropo import gitcli
+from tropo.git import gitcli
 
 
 def run_chained(script: str, name: str, args: list[str], stdin: bytes) -> int:

@@ -1,3 +1,3 @@
-from tropo.cli import main
+from tropo.cli.main import main
 
 main()

@@ -17,7 +17,7 @@ from exo.claims import claim_refs, holder_at
 from exo.control import ledger, scope
 from exo.control.envelope import OPERATIONS
 from exo.workspace import View
-from tropo.repo import read_ref, resolve_commit
+from tropo.git.repo import read_ref, resolve_commit
 
 PROJECT = "workspace"
 LEASE_KEY = "exo.lease-seconds"

@@ -25,7 +25,7 @@ from strato.decide.capsule import (
 from strato.decide.paths import is_canonical_absolute, normalize
 from strato.decide.receipt import js_timestamp
 from tropo.canonical import MAX_SAFE_INTEGER, fingerprint
-from tropo.graph import Graph
+from tropo.check.graph import Graph
 
 DEFAULT_MAX_CLAIMS = 24
 GRAPH_CHECK = {"name": "tropo-check", "command": "tropo check --root . --json"}

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from strato.distill import miner, service
-from tropo import gitcli
+from tropo.git import gitcli
 
 
 def _options(fn: Any) -> Any:

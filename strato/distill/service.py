@@ -11,7 +11,7 @@ from typing import Any
 from strato.distill import miner, skill, transcripts
 from strato.heartbeat import report, store
 from strato.heartbeat.proposal import Proposal
-from tropo import gitcli
+from tropo.git import gitcli
 
 DAY = 86400
 

@@ -17,7 +17,7 @@ from strato.guard import signers as signers_mod
 from strato.guard import sshsig
 from strato.guard.canonical import canonical
 from strato.guard.errors import GuardError
-from tropo.revision import read_file
+from tropo.git.revision import read_file
 
 SIGNERS_PATH = ".vivary/guard/allowed_signers"
 NS_OVERRIDE = "stratum-guard-override"

@@ -28,8 +28,8 @@ from typing import Any
 
 import pygit2
 
-from tropo import repo as gitrepo
-from tropo.atomic import write_atomic
+from tropo.git import repo as gitrepo
+from tropo.git.atomic import write_atomic
 
 VERSION = 1  # bump when what a check accepts changes
 _HEX = frozenset(string.hexdigits.lower())

@@ -21,7 +21,7 @@ from strato.guard import authz, engine, lock, pin
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
 MAX_STDIN = 4 * 1024 * 1024

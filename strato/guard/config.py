@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pygit2
 
 from strato.guard.errors import GuardError
-from tropo.revision import read_file
+from tropo.git.revision import read_file
 
 CONFIG_PATH = ".vivary/guard/config.toml"
 AGENTS_PATH = ".vivary/agents.toml"

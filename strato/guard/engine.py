@@ -20,8 +20,8 @@ from strato.guard import policy as policy_mod
 from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
-from tropo import repo as gitrepo
-from tropo.revision import read_file
+from tropo.git import repo as gitrepo
+from tropo.git.revision import read_file
 
 
 def fields(

@@ -22,7 +22,7 @@ import pygit2
 
 from strato.guard import store
 from strato.guard.verify import verify_repository
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 DEFAULT_MIN_AGE_S = 60.0
 

@@ -14,8 +14,8 @@ import pygit2
 
 from strato.guard import store
 from strato.guard.errors import GuardError
-from tropo import repo as gitrepo
-from tropo.revision import read_file
+from tropo.git import repo as gitrepo
+from tropo.git.revision import read_file
 
 PIN_PATH = ".vivary/guard/notes-tip"
 NONE = "none"  # the branch has no ledgers yet

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from strato.guard import store
 from strato.guard.verify import verify_repository
-from tropo import push as gitpush
-from tropo import repo as gitrepo
+from tropo.git import push as gitpush
+from tropo.git import repo as gitrepo
 
 if TYPE_CHECKING:
     from hooks.prepush import Push

@@ -17,9 +17,9 @@ import pygit2
 
 from strato.guard import authz, config, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
-from tropo import notes
-from tropo import repo as gitrepo
-from tropo.revision import is_ancestor
+from tropo.git import notes
+from tropo.git import repo as gitrepo
+from tropo.git.revision import is_ancestor
 
 
 @dataclass(frozen=True)

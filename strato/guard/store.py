@@ -19,8 +19,8 @@ import pygit2
 from strato.guard import cache, ledger
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 REF = "refs/notes/vivary/guard"
 ANCHOR_PREFIX = b"vivary-guard-anchor\n"

@@ -17,8 +17,8 @@ import pygit2
 from strato.guard import authz, cache, config, derive, entries, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat import store
-from tropo import gitcli, gitlog
+from tropo.git import gitcli, gitlog
 
 
 class Refused(Exception):

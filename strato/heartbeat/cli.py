@@ -12,7 +12,7 @@ import click
 from strato.heartbeat import apply as decisions
 from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
-from tropo import gitcli
+from tropo.git import gitcli
 
 root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
                            show_default=True, help="Any folder inside the repository.")

@@ -20,9 +20,9 @@ from strato.guard.errors import GuardError
 from strato.heartbeat import hygiene, memory, playbook, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
-from tropo import gitcli, gitlog
-from tropo.roots import ConfigError
-from tropo.source import Source, SourceError
+from tropo.check.roots import ConfigError
+from tropo.git import gitcli, gitlog
+from tropo.git.source import Source, SourceError
 
 Check = Callable[[], list[Proposal]]
 RUNS = "refs/vivary/runs/"  # strato.runs.store keeps each run's chain here
@@ -39,7 +39,7 @@ def _texts(root: Path, head: str, paths: list[str]) -> dict[str, str]:
 
 def _graph_items(root: Path, head: str) -> tuple[list[hygiene.Item], list[tuple[str, str, str]]]:
     """Typed nodes and broken refs of the workspace at ``head`` (none without a schema)."""
-    from tropo.workspace import open_workspace
+    from tropo.check.workspace import open_workspace
 
     try:
         graph = open_workspace(root, Source.at(head)).graph()

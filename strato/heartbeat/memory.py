@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 from strato.heartbeat.proposal import Proposal
-from tropo.gitlog import LogCommit
+from tropo.git.gitlog import LogCommit
 
 _REVERT = re.compile(r'^Revert "(?P<subject>.+)"$')
 _REVERTED = re.compile(r"This reverts commit (?P<oid>[0-9a-f]{7,40})")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from strato.heartbeat.proposal import Proposal
-from tropo.gitlog import LogCommit
+from tropo.git.gitlog import LogCommit
 
 PLAYBOOK = "bug-risk-playbook.md"
 _FIX_SUBJECT = re.compile(r"^(fix|bugfix|hotfix)(\((?P<scope>[^)]+)\))?!?:", re.IGNORECASE)

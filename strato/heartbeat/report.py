@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat.proposal import KINDS
-from tropo import gitcli
-from tropo.atomic import write_atomic
+from tropo.git import gitcli
+from tropo.git.atomic import write_atomic
 
 FOLDER = "heartbeat-reports"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from strato.heartbeat import switch
-from tropo import gitcli
+from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
 _HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_EDITOR", "GIT_REFLOG_ACTION")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat.switch import enabled_in
-from tropo import gitcli
+from tropo.git import gitcli
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tropo import gitcli
+from tropo.git import gitcli
 
 KEY = "vivary.heartbeat"
 OFF = {"0", "false", "no", "off"}

@@ -11,7 +11,7 @@ from typing import NoReturn
 import click
 
 from strato.mcp.tools import Context
-from tropo.repo import NotARepository, require, workdir
+from tropo.git.repo import NotARepository, require, workdir
 
 INSTALL_HINT = "strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"
 

@@ -22,11 +22,11 @@ from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from strato.runs import views
 from strato.runs.service import Runs
-from tropo import reports
-from tropo.config import ConfigError
-from tropo.repo import NotARepository, RevisionError, require, resolve_commit
-from tropo.snapshot import Source, SourceError
-from tropo.workspace import Workspace, open_workspace
+from tropo.check import reports
+from tropo.check.config import ConfigError
+from tropo.check.workspace import Workspace, open_workspace
+from tropo.git.repo import NotARepository, RevisionError, require, resolve_commit
+from tropo.git.snapshot import Source, SourceError
 
 Document = dict[str, Any]
 

@@ -24,7 +24,7 @@ from strato.runs.consumer import require_failure, stage_when
 from strato.runs.engine import Engine, FanoutOutcome, Refused
 from strato.runs.ledger import Ledger
 from strato.runs.store import Outcome
-from tropo import worktrees
+from tropo.git import worktrees
 
 if TYPE_CHECKING:
     from strato.runs.service import Runs

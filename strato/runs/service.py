@@ -20,7 +20,7 @@ from strato.runs.commands import command_evaluator
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
 from strato.runs.store import LABEL, RUN_ID, Outcome, RunStore, Snapshot
-from tropo.repo import RefRaceError, private_dir, require, workdir
+from tropo.git.repo import RefRaceError, private_dir, require, workdir
 
 MAX_RACE_RETRIES = 50
 

@@ -2,7 +2,7 @@
 one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
 (the spec frozen at plan time); its message is the transition as JSON. The ref moves
 by compare-and-swap, so the ref is the lock: two writers starting from the same head
-can never both land. Writers also hold `tropo.reflock.ref_writer`, so a git ref lock
+can never both land. Writers also hold `tropo.git.reflock.ref_writer`, so a git ref lock
 left by a writer killed mid-update cannot block the run forever. Checkpoints are refs
 to past heads."""
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import pygit2
 
-from tropo.objects import blob_at, entry_oid, write_commit
-from tropo.reflock import ref_writer
-from tropo.repo import cas_ref, read_ref
+from tropo.git.objects import blob_at, entry_oid, write_commit
+from tropo.git.reflock import ref_writer
+from tropo.git.repo import cas_ref, read_ref
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")

@@ -10,7 +10,7 @@ from strato.runs.engine import USAGE_CODES, Engine, Refused
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import CheckpointNotFound, Outcome, RunNotFound, Snapshot
-from tropo.repo import NotARepository
+from tropo.git.repo import NotARepository
 
 EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)
 

@@ -12,7 +12,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from tests.conftest import write_files
-from tropo.cli import main
+from tropo.cli.main import main
 
 VAULT_CONFIG = """\
 version = 1

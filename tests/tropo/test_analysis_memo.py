@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import codes, drop_answers, make_vault, tropo_json
-from tropo.config import excluder, is_excluded
-from tropo.files import Entry
-from tropo.workspace import walk_key
+from tropo.check.config import excluder, is_excluded
+from tropo.check.workspace import walk_key
+from tropo.git.files import Entry
 
 
 def _memo(repo: Path) -> Path:

@@ -141,7 +141,7 @@ def test_symlinks_are_never_followed(tmp_path: Path) -> None:
 
 
 def test_file_vanishing_mid_run_is_e000(tmp_path: Path) -> None:
-    from tropo.workspace import open_workspace
+    from tropo.check.workspace import open_workspace
 
     make_vault(tmp_path)
     ws = open_workspace(tmp_path)

@@ -8,8 +8,8 @@ from dataclasses import astuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tropo.checkstate import CheckState, DocRow, FindingRow
-from tropo.workspace import walk_key
+from tropo.check.checkstate import CheckState, DocRow, FindingRow
+from tropo.check.workspace import walk_key
 
 IDS = ["a", "b", "c", "hub"]
 _rel = st.sampled_from(["a.md", "x/a.md", "x/b.md", "x/y/c.md", "b.md", "hub.md", "z/hub.md"])

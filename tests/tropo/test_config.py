@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import write_files
 from tests.tropo.helpers import codes, make_vault, tropo, tropo_json, tropo_process
-from tropo.config import ConfigError, Schema, is_excluded
+from tropo.check.config import ConfigError, Schema, is_excluded
 
 
 def _reader(files: dict[str, str]):  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tropo import edit, frontmatter
+from tropo.check import edit, frontmatter
 
 
 def test_set_key_changes_only_that_line() -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tropo import frontmatter as fm
-from tropo import yamlsafe, yamlsubset
+from tropo.check import frontmatter as fm
+from tropo.check import yamlsafe, yamlsubset
 
 
 def test_split_requires_a_closed_block_at_byte_zero() -> None:

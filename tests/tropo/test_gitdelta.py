@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from tests.conftest import commit_all, git, write_files
-from tropo import gitdelta
-from tropo.gitdelta import LINK, Change
+from tropo.git import gitdelta
+from tropo.git.gitdelta import LINK, Change
 
 
 def _hash(repo: Path, text: str) -> str:

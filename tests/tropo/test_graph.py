@@ -7,7 +7,7 @@ from collections import deque
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tropo.graph import Edge, Graph
+from tropo.check.graph import Edge, Graph
 
 _id = st.sampled_from(list("abcdefgh"))
 _edges = st.lists(st.tuples(_id, st.sampled_from(["ref", "owner", "related"]), _id), max_size=30)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import commit_all, write_files
 from tests.tropo.helpers import codes, tropo_json
-from tropo.ids import is_slug, slugify
+from tropo.check.ids import is_slug, slugify
 
 
 def _oracle_slug(name: str) -> str:

@@ -19,11 +19,11 @@ import pytest
 from tests.conftest import commit_all, write_files
 from tests.tropo.helpers import drop_answers, make_vault
 from tests.tropo.walk import answered, random_step, vault_repo
-from tropo import incremental
-from tropo.checkstate import CheckState
-from tropo.config import ConfigError
-from tropo.source import Source, SourceError
-from tropo.workspace import open_workspace
+from tropo.check import incremental
+from tropo.check.checkstate import CheckState
+from tropo.check.config import ConfigError
+from tropo.check.workspace import open_workspace
+from tropo.git.source import Source, SourceError
 
 
 def _slow(root: Path, source: Source) -> tuple[Any, ...]:
@@ -93,7 +93,7 @@ def test_a_new_commit_is_brought_forward_from_the_last_tree(repo_dir: Path) -> N
 
 
 def _modules_loaded_by_check(repo: Path) -> str:
-    probe = ("import sys; from tropo.cli import main\n"
+    probe = ("import sys; from tropo.cli.main import main\n"
              "try:\n    main(['check', '--quiet'])\nexcept SystemExit: pass\n"
              "print(sorted(m for m in ('pygit2', 'yaml') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True,

@@ -1,4 +1,4 @@
-"""tropo.notes against the real git binary: what we write, git reads, and back."""
+"""tropo.git.notes against the real git binary: what we write, git reads, and back."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pygit2
 import pytest
 
 from tests.conftest import git
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 REF = "refs/notes/test"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import commit_all
 from tests.tropo.helpers import make_vault
-from tropo.progress import DELAY_ENV
+from tropo.check.progress import DELAY_ENV
 
 DOCS = 300
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tropo import push
+from tropo.git import push
 
 
 def _clone_pair(tmp_path: Path) -> tuple[Path, Path, str]:

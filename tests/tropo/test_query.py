@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import tropo, tropo_json, tropo_process
-from tropo.retrieval import estimate_tokens, open_search, trim
-from tropo.search import word_counts
-from tropo.search_index import BodyIndex
-from tropo.workspace import open_workspace
+from tropo.check.workspace import open_workspace
+from tropo.review.retrieval import estimate_tokens, open_search, trim
+from tropo.review.search import word_counts
+from tropo.review.search_index import BodyIndex
 
 SEARCH_CONFIG = """\
 version = 1

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import tropo_process
-from tropo.findings import Finding
-from tropo.ratchet import new_since
+from tropo.check.findings import Finding
+from tropo.check.ratchet import new_since
 
 
 def _f(path: str, line: int, code: str = "W220", message: str = "broken ref 'x'") -> Finding:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tropo.reflock import ref_writer
-from tropo.repo import RefRaceError, cas_ref, read_ref
+from tropo.git.reflock import ref_writer
+from tropo.git.repo import RefRaceError, cas_ref, read_ref
 
 NAME = "refs/vivary/runs/r/head"
 
@@ -45,7 +45,7 @@ def test_a_live_cooperating_writer_is_waited_for(repo_dir: Path, tmp_path: Path)
     holder = tmp_path / "holder.py"
     holder.write_text(textwrap.dedent(f"""
         import sys, pygit2
-        from tropo.reflock import ref_writer
+        from tropo.git.reflock import ref_writer
         repo = pygit2.Repository({str(repo_dir)!r})
         with ref_writer(repo, {NAME!r}):
             print("held", flush=True)

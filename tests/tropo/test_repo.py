@@ -7,7 +7,7 @@ import pygit2
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 
 def _commit(root: Path) -> str:

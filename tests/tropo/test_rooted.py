@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tropo.rooted import UnsafePath, write_within
+from tropo.git.rooted import UnsafePath, write_within
 
 
 @pytest.mark.parametrize("rel", ["../evil", "a/../../evil", "/etc/passwd", "a//b", "./a", ""])

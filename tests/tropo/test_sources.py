@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import codes, drop_answers, make_vault, tropo, tropo_json
-from tropo.workspace import Source, open_workspace
+from tropo.check.workspace import Source, open_workspace
 
 BROKEN = "---\ndate: 2026-01-01\nattendees: [ghost]\n---\n"
 

@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import make_vault, tropo
 from tests.tropo.walk import answered, random_step, vault_repo
-from tropo import statediff
-from tropo.source import Source
+from tropo.git.source import Source
+from tropo.review import statediff
 
 
 def _diffs(repo: Path) -> list[list[str]]:

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from tropo.store import VERSION, Shelf, Store, load, save
+from tropo.git.store import VERSION, Shelf, Store, load, save
 
 
 def test_a_missing_or_damaged_record_reads_as_none(tmp_path: Path) -> None:

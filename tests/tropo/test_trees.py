@@ -7,8 +7,8 @@ import pygit2
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tropo import trees
-from tropo.repo import require
+from tropo.git import trees
+from tropo.git.repo import require
 
 
 def _repo(root: Path) -> tuple[pygit2.Repository, pygit2.Commit]:

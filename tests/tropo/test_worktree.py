@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tropo.repo import require
-from tropo.worktree import WorktreeError, add_worktree, checked_out_at
+from tropo.git.repo import require
+from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
 
 
 def test_add_worktree_checks_the_branch_out(repo_dir: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from strato.guard import pin
 from tests.conftest import commit_all, write_files
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 POLICY: dict[str, Any] = {
     "graph": {"draft": ["review"], "review": ["released", "draft"]},

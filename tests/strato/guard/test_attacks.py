@@ -23,7 +23,7 @@ from strato.guard.sshsig import MAGIC, ssh_string
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
 from tests.strato.guard.test_verify import reseal
-from tropo.notes import anchor_id
+from tropo.git.notes import anchor_id
 
 RID = "release:9"
 Y2030 = 1893456000  # 2030-01-01T00:00:00Z
@@ -194,7 +194,7 @@ def test_4_rewritten_notes_ref(ws: Workspace, key: Key, pr: str, tmp_path: Path)
     clone = tmp_path / "ci"
     git(tmp_path, "clone", "-q", str(remote), str(clone))
     git(clone, "fetch", "-q", "origin", f"+{store.REF}:{store.REF}")
-    from tropo import repo as gitrepo
+    from tropo.git import repo as gitrepo
 
     with pytest.raises(GuardError) as caught:
         review(gitrepo.require(clone), "origin/main", "origin/attack")

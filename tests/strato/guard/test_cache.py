@@ -15,8 +15,8 @@ from strato.guard import cache, engine, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 RID = "svc:cached"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}

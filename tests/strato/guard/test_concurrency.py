@@ -73,7 +73,7 @@ def test_two_processes_one_state_one_winner(ws: Workspace) -> None:
 WORKER = """
 import sys
 from strato.guard import engine
-from tropo import repo
+from tropo.git import repo
 r = repo.require(sys.argv[1])
 rid = sys.argv[2]
 engine.register(r, {"resource_id": rid, "graph": {"a": ["b"], "b": ["a"]}, "initial": "a"})

@@ -10,8 +10,8 @@ from pathlib import Path
 from strato.guard import engine, store, verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 RIDS = ("release:1.0", "compose:FEAT-1", "svc:api")
 

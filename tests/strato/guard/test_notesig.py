@@ -13,7 +13,7 @@ from strato.guard.review import review
 from tests.conftest import git
 from tests.strato.guard.conftest import Key, Workspace, make_key
 from tests.strato.guard.test_attacks import at_review
-from tropo import repo as gitrepo
+from tropo.git import repo as gitrepo
 
 
 def resign(ws: Workspace, key: Key | None, since: str | None) -> None:

@@ -18,8 +18,8 @@ from strato.guard import engine, lock, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace
-from tropo import notes
-from tropo import repo as gitrepo
+from tropo.git import notes
+from tropo.git import repo as gitrepo
 
 STRATO = str(Path(sys.executable).parent / "strato")
 RID = "release:1.0"

@@ -36,7 +36,7 @@ def busy(ws: Workspace, key: Key) -> Workspace:
 
 
 def anchor(ws: Workspace, rid: str = RID) -> str:
-    from tropo.notes import anchor_id
+    from tropo.git.notes import anchor_id
 
     return anchor_id(store.anchor_content(rid))
 

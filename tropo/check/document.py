@@ -1,0 +1,115 @@
+"""One document: its derived identity and the findings of checking it against a schema.
+
+Pure functions: the inputs are a path, what its bytes say (:class:`Parsed`) and the
+effective schema; nothing here reads files or git.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tropo.check import fields as specs
+from tropo.check.config import Config
+from tropo.check.findings import Finding as Finding
+from tropo.check.frontmatter import Parsed
+from tropo.check.ids import slugify
+
+INDEX_NAMES = frozenset({"readme", "index", "_index"})
+_MD_SUFFIX = re.compile(r"\.(md|markdown)$", re.I)
+
+# Codes: upstream vivary-tropo's, plus ours (documented in docs/findings.md).
+E000, E001, E002, E003 = "E000", "E001", "E002", "E003"
+E101, E102, E103, E130 = "E101", "E102", "E103", "E130"
+W201, W202, W210, W220, W230 = "W201", "W202", "W210", "W220", "W230"
+
+
+def is_markdown(rel: str) -> bool:
+    return rel.endswith((".md", ".markdown"))
+
+
+def derive_id(rel: str, root_name: str) -> str:
+    """The file-name slug; an index document (README, index, _index, or a file named
+    like its folder) *is* its folder and takes the folder's id."""
+    folder, _, name = rel.rpartition("/")
+    stem = _MD_SUFFIX.sub("", name)
+    parent = folder.rpartition("/")[2] if folder else root_name
+    if stem.lower() in INDEX_NAMES or stem.lower() == parent.lower():
+        return slugify(parent)
+    return slugify(stem)
+
+
+@dataclass
+class Doc:
+    rel: str
+    id: str | None  # None when unreadable: it names no node
+    type: str | None
+    title: str
+    fields: dict[str, Any]
+    findings: list[Finding] = field(default_factory=list)
+    refs: list[tuple[str, Any, int]] = field(default_factory=list)  # (field, target, line)
+    declared: dict[str, Any] = field(default_factory=dict)  # valid declared fields
+    noise: list[str] = field(default_factory=list)  # keys that repeat a derived value
+
+
+def unreadable(rel: str, type_name: str | None, code: str, message: str) -> Doc:
+    doc = Doc(rel, None, type_name, "", {})
+    doc.findings.append(Finding(rel, 0, "error", code, message))
+    return doc
+
+
+Dates = Callable[[], tuple[str | None, str | None]]
+
+
+def analyze(
+    rel: str, parsed: Parsed, cfg: Config, type_name: str | None, root_name: str,
+    dates: Dates,
+) -> Doc:
+    """Check one document against its effective schema (cross-file checks come later)."""
+    doc_id = derive_id(rel, root_name)
+    title = parsed.title or doc_id.replace("-", " ").title()
+    doc = Doc(rel, doc_id, type_name, title, parsed.fields)
+    add = doc.findings.append
+    if parsed.error is not None:
+        message, line = parsed.error
+        add(Finding(rel, line, "error", E001, message))
+        return doc
+    if type_name is None and not cfg.allow_untyped:
+        add(Finding(rel, 1, "error", W201,
+                    "untyped document (no ancestor folder is a registered type)"))
+    lines = parsed.key_lines
+    required, known = cfg.fields_for(type_name)
+    for key in required:
+        if key not in parsed.fields:
+            add(Finding(rel, 1, "error", E101,
+                        f"missing required field {key!r} for type {type_name!r}"))
+        elif parsed.fields[key] is None or parsed.fields[key] == "":
+            add(Finding(rel, lines.get(key, 1), "error", E102, f"required field {key!r} is empty"))
+    derived: dict[str, Any] = {"id": doc_id, "slug": doc_id, "title": title}
+    for key, value in parsed.fields.items():
+        line = lines.get(key, 1)
+        if key in cfg.derive:
+            if key in ("created", "updated") and key not in derived:
+                derived["created"], derived["updated"] = dates()  # history only when it matters
+            if value == derived.get(key) and (type_name is not None or not cfg.allow_untyped):
+                doc.noise.append(key)
+                add(Finding(rel, line, "warning", W210,
+                            f"field {key!r} equals its derived value (noise)"))
+            continue
+        spec = known.get(key)
+        if spec is None:
+            if type_name is not None:
+                add(Finding(rel, line, "warning", W202,
+                            f"unknown field {key!r} for type {type_name!r}"))
+            continue
+        if spec in specs.EDGE_SPECS and value is not None:
+            for target in value if isinstance(value, list) else [value]:
+                doc.refs.append((key, target, line))
+        why = specs.problem(value, spec)
+        if why:
+            add(Finding(rel, line, "error", E103, f"field {key!r}: {why}"))
+        else:
+            doc.declared[key] = value
+    return doc

@@ -1,0 +1,172 @@
+"""Frontmatter: split a Markdown text, parse its YAML safely, remember key lines.
+
+Values read exactly as vivary-tropo reads them: plain scalars follow its rules (no YAML
+1.1 dates, ``yes``/``on`` stay strings, numbers as Python reads them), quoted scalars are
+strings. PyYAML's C parser does the work for anything non-trivial; a line-based fast
+path handles the common flat shape (``key: value``, inline and block lists of plain
+scalars) and hands everything else to PyYAML, whose reading it must equal (pinned by a
+property test). Anchors, aliases, merge keys, tags and oversized blocks are refused, so
+a YAML bomb costs nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_FRONTMATTER = 256 * 1024
+MAX_DEPTH = 32
+
+_FM_RE = re.compile(r"---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", re.S)
+_TITLE_RE = re.compile(r"^#\s+(.+)$", re.M)
+_BOM = "\ufeff"
+
+
+class FrontmatterError(Exception):
+    """The frontmatter block is present but unusable; ``line`` is 1-based in the file."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What one Markdown text says, independent of where it lives."""
+
+    fields: dict[str, Any]
+    key_lines: dict[str, int]  # 1-based file line of each top-level key
+    title: str | None  # first ``# `` heading of the body
+    error: tuple[str, int] | None  # (message, line) when the frontmatter is unusable
+
+
+def split(text: str) -> tuple[str | None, str]:
+    """(yaml block, body); no block when the text does not open with a closed one."""
+    if text.startswith(_BOM):
+        text = text[1:]
+    if not text.startswith("---"):
+        return None, text
+    m = _FM_RE.match(text)
+    if m is None:
+        return None, text
+    return m.group(1), text[m.end() :]
+
+
+def title_of(body: str) -> str | None:
+    m = _TITLE_RE.search(body)
+    return m.group(1).strip() if m else None
+
+
+_DIGIT = re.compile(r"\d")  # any decimal digit int() and float() accept, Unicode ones too
+_DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
+                              for word in ("inf", "infinity", "nan"))
+
+
+def plain_scalar(raw: str) -> Any:
+    """An unquoted scalar, read the way vivary-tropo reads it."""
+    raw = raw.strip()
+    if raw in ("", "~", "null", "Null", "NULL"):
+        return None
+    if raw in ("true", "True", "TRUE"):
+        return True
+    if raw in ("false", "False", "FALSE"):
+        return False
+    if _DIGIT.search(raw) is None and raw.lower() not in _DIGITLESS_FLOATS:
+        return raw  # int() and float() would both refuse it: spare them the exceptions
+    try:
+        return int(raw)
+    except ValueError:
+        pass
+    try:
+        return float(raw)
+    except ValueError:
+        return raw
+
+
+# --- fast path ---------------------------------------------------------------------
+
+_SIMPLE_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(?:[ ]+(.*))?$")
+# A plain scalar the fast path may read: no YAML indicator that could change its meaning.
+_SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~][^#:{}\[\],&*!|>'\"%`\t]*")
+
+
+def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """Parse the flat common shape, or None to defer to PyYAML."""
+    fields: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    current: list[Any] | None = None
+    block_keys: list[str] = []
+    for n, line in enumerate(block.split("\n"), start=2):
+        line = line.rstrip("\r")
+        if "\t" in line:
+            return None  # a tab in the indentation is refused by the subset
+        if not line.strip():
+            continue
+        if line.startswith("  - "):
+            if current is None:
+                return None
+            item = line.split("- ", 1)[1].rstrip(" ")
+            if not _SIMPLE_VALUE.fullmatch(item) or item.endswith(" "):
+                return None
+            current.append(plain_scalar(item))
+            continue
+        m = _SIMPLE_KEY.match(line)
+        if m is None:
+            return None
+        key, rest = m.group(1), (m.group(2) or "").rstrip(" ")
+        if key in fields:
+            return None
+        current = None
+        if rest == "":
+            current = []
+            fields[key] = current
+            block_keys.append(key)
+        elif rest.startswith("["):
+            if not rest.endswith("]"):
+                return None
+            inner = rest[1:-1].strip()
+            items = [p.strip() for p in inner.split(",")] if inner else []
+            if any(not _SIMPLE_VALUE.fullmatch(p) for p in items):
+                return None
+            fields[key] = [plain_scalar(p) for p in items]
+        elif _SIMPLE_VALUE.fullmatch(rest) and rest not in ("-", "?"):
+            fields[key] = plain_scalar(rest)
+        else:
+            return None
+        lines[key] = n
+    # A key followed by no items is null in YAML, not an empty list.
+    for key in block_keys:
+        if not fields[key]:
+            fields[key] = None
+    return fields, lines
+
+
+def _slow(block: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """Anything the fast path declines: first vivary-tropo's subset rules (what it refuses
+    is refused here, at its line), then PyYAML behind the safety layer, loaded only when a
+    document needs it."""
+    from tropo.check import yamlsafe, yamlsubset
+
+    refused = yamlsubset.refusal(block)
+    if refused is not None:
+        raise FrontmatterError(*refused)
+    return yamlsafe.load(block)
+
+
+def parse(text: str) -> Parsed:
+    """Split and parse one Markdown text; never raises for bad content."""
+    block, body = split(text)
+    title = title_of(body)
+    if block is None:
+        return Parsed({}, {}, title, None)
+    if len(block) > MAX_FRONTMATTER:
+        return Parsed({}, {}, title, (f"frontmatter larger than {MAX_FRONTMATTER} bytes", 2))
+    try:
+        fast = _fast(block)
+        fields, lines = fast if fast is not None else _slow(block)
+    except FrontmatterError as exc:
+        return Parsed({}, {}, title, (str(exc), exc.line))
+    except RecursionError:
+        return Parsed({}, {}, title, ("frontmatter nests too deeply", 2))
+    return Parsed(fields, lines, title, None)

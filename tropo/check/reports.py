@@ -1,0 +1,79 @@
+"""The JSON documents ``tropo check``, ``graph`` and ``blast`` print, built from a
+workspace without any I/O of their own, so every front end (CLI, MCP) reports alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tropo.check.findings import Finding
+
+if TYPE_CHECKING:
+    from tropo.check.graph import Graph
+    from tropo.check.incremental import Outcome
+    from tropo.check.workspace import Workspace
+
+
+class UnknownNode(LookupError):
+    """``blast`` was asked about an id no document has."""
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"no document with id {node_id!r} (run `tropo graph` to list ids)")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    checked: int
+    clean: int
+    findings: list[Finding]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.level == "error")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"checked": self.checked, "clean": self.clean,
+                "errors": self.errors, "warnings": len(self.findings) - self.errors,
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def check(ws: Workspace, selectors: list[str] | None, *, strict: bool = False,
+          lenient: bool = False) -> CheckResult:
+    """Check the selected documents. Warnings count as errors when the schema is strict
+    (its default) or ``strict`` asks, unless ``lenient``."""
+    if selectors is None:
+        from tropo.check import incremental
+
+        return graded(incremental.summarize(ws), strict=strict, lenient=lenient)
+    report = ws.check(selectors)
+    return CheckResult(report.checked, report.clean,
+                       report.graded((ws.config.strict or strict) and not lenient))
+
+
+def graded(outcome: Outcome, *, strict: bool = False, lenient: bool = False) -> CheckResult:
+    """A whole-workspace check as reported: see :func:`check` for the grading."""
+    summary = outcome.summary
+    return CheckResult(summary.checked, summary.clean,
+                       summary.graded((outcome.strict or strict) and not lenient))
+
+
+def graph(ws: Workspace, g: Graph) -> dict[str, Any]:
+    return {"root": str(ws.root),
+            "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
+            "edges": [e.as_dict() for e in g.edges],
+            "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}}
+
+
+def blast_rows(g: Graph, node_id: str, depth: int | None) -> list[tuple[str, tuple[int, str]]]:
+    """What transitively refs ``node_id``, nearest first."""
+    if node_id not in g.nodes:
+        raise UnknownNode(node_id)
+    return sorted(g.blast(node_id, depth).items(), key=lambda kv: (kv[1][0], kv[0]))
+
+
+def blast(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> dict[str, Any]:
+    rows = blast_rows(g, node_id, depth)
+    return {"root": str(ws.root), "target": node_id, "depth": depth,
+            "impacted": [{"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
+                          "distance": dist, "via": via} for nid, (dist, via) in rows],
+            "counts": {"impacted": len(rows)}}

@@ -1,0 +1,406 @@
+"""A workspace read from one source: its schema, documents, graph and check.
+
+This is the I/O edge of tropo: it finds the root, lists files through a snapshot,
+reads only the blobs the parse cache does not know, and hands pure functions the rest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import posixpath
+from collections.abc import Callable, Iterable
+from dataclasses import astuple, dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from tropo.check import document as docmod
+from tropo.check import frontmatter
+from tropo.check.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
+from tropo.check.checkstate import CheckState, DocRow, FindingRow
+from tropo.check.config import (
+    CONFIG_NAME,
+    DEFAULT_EXCLUDE,
+    THIN_CONFIG,
+    Config,
+    ConfigError,
+    Schema,
+    excluder,
+    find_root,
+    is_excluded,
+)
+from tropo.check.document import Doc, Finding
+from tropo.check.findings import Summary, grade
+from tropo.check.graph import Graph, build_graph
+from tropo.check.progress import Progress
+from tropo.check.roots import root_in
+from tropo.git.files import LINK, MAX_BLOB, Entry, Snapshot
+from tropo.git.source import Source, SourceError
+from tropo.git.store import Store, code_stamp
+
+if TYPE_CHECKING:
+    from tropo.git import history
+
+__all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"]
+
+
+@dataclass
+class Report:
+    """The outcome of ``check``: documents and findings in walk order."""
+
+    docs: list[Doc]
+    extra: list[Finding] = field(default_factory=list)  # findings that belong to no document
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for d in self.docs for f in d.findings] + self.extra
+
+    @property
+    def checked(self) -> int:
+        return len(self.docs)
+
+    @property
+    def clean(self) -> int:
+        return sum(1 for d in self.docs if not d.findings)
+
+    def graded(self, strict: bool) -> list[Finding]:
+        return grade(self.findings, strict)
+
+
+class Workspace:
+    def __init__(self, root: Path, snapshot: Snapshot, *, use_cache: bool = True,
+                 config_paths: Iterable[str] | None = None) -> None:
+        """``config_paths`` names the nested configs when the snapshot does not list
+        them all (a snapshot of changed files only)."""
+        self.root = root
+        self.snapshot = snapshot
+        self.use_cache = use_cache
+        prefix = root.relative_to(snapshot.top).as_posix() if root != snapshot.top else ""
+        self._prefix = f"{prefix}/" if prefix else ""
+        self.root_name = root.name
+        self._dates: history.Dates | None = None
+        self.dated = False  # some document's check used file dates (history or mtime)
+        self._given_config_paths = list(config_paths) if config_paths is not None else None
+        self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
+
+    def _read_rel(self, rel: str) -> bytes | None:
+        """A config file, remembered: a check state carries what its schema read."""
+        data = self.config_reads[rel] = self.snapshot.read_path(self._prefix + rel)
+        return data
+
+    @cached_property
+    def _entries(self) -> list[Entry]:
+        """Every file of the workspace (relative to its root), default excludes pruned."""
+        plen = len(self._prefix)
+        default_excluded = excluder(DEFAULT_EXCLUDE)
+
+        def prune(rel: str) -> bool:
+            return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
+
+        return [Entry(e.rel[plen:], e.oid, e.mode) for e in self.snapshot.entries(prune)]
+
+    @cached_property
+    def schema(self) -> Schema:
+        nested: list[str] = []
+        thin: list[str] = []
+        for rel in self.config_paths():
+            (thin if rel.endswith("/" + THIN_CONFIG) else nested).append(rel)
+        schema = Schema(self._read_rel, [posixpath.dirname(rel) for rel in nested])
+        for rel in thin:
+            if not schema.excludes(posixpath.dirname(rel.removesuffix(THIN_CONFIG))):
+                raise ConfigError(f"competing nested thin-v0.3 root: {posixpath.dirname(rel)}")
+        return schema
+
+    def config_paths(self) -> list[str]:
+        """Nested ``tropo.toml`` (and thin configs) below the root."""
+        if self._given_config_paths is not None:
+            return self._given_config_paths
+        return [
+            e.rel for e in self._entries
+            if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
+        ]
+
+    def type_of(self, rel: str) -> str | None:
+        """The type a document at ``rel`` has: its folder's, under that folder's schema."""
+        rel_dir = rel.rpartition("/")[0]
+        return self.schema.for_dir(rel_dir).type_for(rel_dir, self.root_name)
+
+    @property
+    def config(self) -> Config:
+        return self.schema.root
+
+    @property
+    def config_file(self) -> str:
+        """The file that holds this workspace's schema, for hints that name it."""
+        return self.schema.file
+
+    def dates(self) -> history.Dates:
+        from tropo.git import history
+
+        if self._dates is None:
+            repository = self.snapshot.repo()
+            commit = self.snapshot.commit()
+            self._dates = (
+                history.file_dates(repository, commit, use_cache=self.use_cache)
+                if repository is not None and commit is not None else {}
+            )
+        return self._dates
+
+    def _dates_for(self, rel: str) -> tuple[str | None, str | None]:
+        found = self.dates().get(self._prefix + rel)
+        if found:
+            return found
+        # Not committed yet: the file's own times, as vivary-tropo falls back to.
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return None, None
+        day = datetime.date.fromtimestamp
+        return day(min(st.st_mtime, st.st_ctime)).isoformat(), day(st.st_mtime).isoformat()
+
+    @cached_property
+    def documents(self) -> tuple[list[Doc], list[Finding]]:
+        """All documents in walk order, cross-file checks done; plus orphan findings."""
+        docs, extra = self.analyzed
+        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross()
+        return [replace(d, findings=d.findings + cross[index]) if index in cross else d
+                for index, d in enumerate(docs)], extra
+
+    @cached_property
+    def analyzed(self) -> tuple[list[Doc], list[Finding]]:
+        """Each document checked on its own, in walk order; plus orphan findings."""
+        schema = self.schema
+        root_excluded = excluder(schema.root.exclude)
+        cache = Store(self._cache_dir(), "parse")
+        memo = Store(self._cache_dir(), "docs")
+        per_dir: dict[str, tuple[Config, str | None, str]] = {}
+        keys: dict[int, str] = {}
+        entries = sorted(
+            (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
+            key=lambda e: walk_key(e.rel),
+        )
+        docs: list[Doc] = []
+        extra: list[Finding] = []
+        conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
+                      if c.startswith(self._prefix)}
+        progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
+        try:
+            for entry in entries:
+                progress.advance()
+                rel_dir = entry.rel.rpartition("/")[0]
+                known = per_dir.get(rel_dir)
+                if known is None:  # schema, type and memo key are the same for a whole folder
+                    cfg = schema.for_dir(rel_dir)
+                    if id(cfg) not in keys:
+                        keys[id(cfg)] = _analysis_key(cfg, self.root_name)
+                    known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
+                cfg, type_name, key = known
+                if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                    continue
+                if entry.mode == LINK:
+                    finding = self._link_finding(entry)
+                    if finding is not None:
+                        extra.append(finding)
+                    continue
+                if entry.rel in conflicted:
+                    docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                                  "unmerged: the index holds a conflict"))
+                    continue
+                docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
+        finally:
+            progress.close()
+        cache.save()
+        memo.save()
+        return docs, extra
+
+    def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
+                 cache: Store, memo: Store, schema_key: str) -> Doc:
+        """Check one document; a memoized analysis of the same blob, path and schema
+        is reused as is (it cannot differ)."""
+        oid = entry.oid
+        if oid is not None:
+            done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
+            if done is not None:
+                return doc_from_record(done)
+        rec = cache.get(oid) if oid is not None else None
+        if rec is None:
+            try:
+                data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
+            except OSError as exc:
+                return docmod.unreadable(entry.rel, type_name, docmod.E000,
+                                         f"cannot read file: {exc.strerror or exc}")
+            rec = _parse_bytes(data)
+            oid = oid or blob_oid(data)
+            cache.put(oid, rec)
+        doc, dated = self._check_parsed(entry, rec, cfg, type_name)
+        if not dated:  # file dates come from history, not from the blob: never memoized
+            memo.put(f"{schema_key}\0{entry.rel}\0{oid}", doc_record(doc))
+        return doc
+
+    def _check_parsed(self, entry: Entry, rec: tuple, cfg: Config,  # type: ignore[type-arg]
+                      type_name: str | None) -> tuple[Doc, bool]:
+        """The document's findings from its parse record; whether file dates were used."""
+        dated = False
+
+        def dates() -> tuple[str | None, str | None]:
+            nonlocal dated
+            dated = self.dated = True
+            return self._dates_for(entry.rel)
+
+        parsed, flags = from_record(rec)
+        if flags & TOO_LARGE:
+            return docmod.unreadable(entry.rel, type_name, docmod.E003,
+                                     f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
+        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name, dates)
+        if flags & NOT_UTF8:
+            doc.findings.insert(0, Finding(entry.rel, 0, "error", docmod.E002,
+                                           "not UTF-8 text (binary or another encoding)"))
+        return doc, dated
+
+    def _link_finding(self, entry: Entry) -> Finding | None:
+        """Symlinks are never followed; one that leaves the root is reported."""
+        try:
+            target = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
+        except OSError:
+            return None
+        text = target.decode("utf-8", "replace")
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(entry.rel), text))
+        if text.startswith("/") or joined == ".." or joined.startswith("../"):
+            return Finding(entry.rel, 0, "warning", docmod.W230,
+                           f"symlink to {text!r} leaves the workspace: skipped")
+        return None
+
+    def _cache_dir(self) -> Path | None:
+        if not self.use_cache:
+            return None
+        repository = self.snapshot.repo()
+        if repository is None:
+            return None
+        from tropo.git.repo import private_dir
+
+        return private_dir(repository)
+
+    @cached_property
+    def entries(self) -> dict[str, Entry]:
+        """Workspace-relative path -> entry (blob oid None where only reading tells)."""
+        return {e.rel: e for e in self._entries}
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The bytes of one file of this source (KeyError for an unknown path)."""
+        entry = self.entries[rel]
+        return self.snapshot.read(Entry(self._prefix + rel, entry.oid, entry.mode))
+
+    def summary(self) -> Summary:
+        """``check()`` of the whole workspace, from the cheapest cache that knows it
+        (see :mod:`tropo.check.incremental`)."""
+        from tropo.check import incremental
+
+        return incremental.summarize(self).summary
+
+    def state(self) -> CheckState | None:
+        """The whole check as a patchable state; None when an analysis used file dates
+        (those change with no blob changing)."""
+        docs, extra = self.analyzed
+        if self.dated:
+            return None
+        return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
+                                *state_rows(docs, extra))
+
+    def check(self, paths: Iterable[str] | None = None) -> Report:
+        """Every document, or those under ``paths``: in the order the paths were given
+        (each document once, at the first path that selects it), walk order within one,
+        as vivary-tropo reports them."""
+        docs, extra = self.documents
+        if paths is None:
+            return Report(docs, extra)
+        selected = list(paths)
+        return Report(_in_selector_order(docs, lambda d: d.rel, selected),
+                      _in_selector_order(extra, lambda f: f.path, selected))
+
+    def graph(self) -> Graph:
+        return build_graph(self.documents[0])
+
+
+def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
+    """Own analyses as :class:`CheckState` keeps them (refs that can break only)."""
+    return ({d.rel: (d.id, [astuple(f) for f in d.findings], [r for r in d.refs if isinstance(r[1], str)])
+             for d in docs}, {f.path: astuple(f) for f in extra})
+
+
+def blob_oid(data: bytes) -> str:
+    """The oid git gives these bytes as a blob (what the parse cache is keyed by)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _analysis_key(cfg: Config, root_name: str) -> str:
+    """What a document's analysis depends on besides its path and bytes: the effective
+    schema, the root's name (index documents at the root take it) and tropo's own code."""
+    text = f"{code_stamp()}\0{root_name}\0{cfg!r}"
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _under(rel: str, selector: str) -> bool:
+    return selector in ("", ".") or rel == selector or rel.startswith(selector + "/")
+
+
+_T = TypeVar("_T")
+
+
+def _in_selector_order(items: list[_T], rel_of: Callable[[_T], str], selected: list[str]) -> list[_T]:
+    ranked = []
+    for item in items:
+        rank = next((i for i, s in enumerate(selected) if _under(rel_of(item), s)), None)
+        if rank is not None:
+            ranked.append((rank, item))
+    ranked.sort(key=lambda pair: pair[0])  # stable: walk order within one selector
+    return [item for _, item in ranked]
+
+
+def walk_key(rel: str) -> str:
+    """os.walk order with sorted names: a folder's files before its subfolders. Each
+    folder name is led by \\x01 and the file name by \\x00, so one string compares as
+    the list ``[(1, folder), ..., (0, file)]`` would (names never hold those bytes)."""
+    folder, _, name = rel.rpartition("/")
+    return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
+
+
+def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
+    flags = 0
+    if len(data) > MAX_BLOB:
+        return to_record(frontmatter.Parsed({}, {}, None, None), TOO_LARGE)
+    try:
+        text = data.decode("utf-8")
+        if "\x00" in text:
+            flags |= NOT_UTF8
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        flags |= NOT_UTF8
+    return to_record(frontmatter.parse(text), flags)
+
+
+def open_workspace(
+    root: Path | None = None, source: Source | None = None, *, use_cache: bool = True
+) -> Workspace:
+    """The workspace containing ``root`` (default: the current directory) read from
+    ``source``. Raises ConfigError or SourceError with a one-line message."""
+    from tropo.git.snapshot import open_snapshot
+
+    source = source or Source.worktree()
+    start = (root or Path.cwd()).resolve()
+    if not start.exists():
+        raise ConfigError(f"no such directory: {start}")
+    if source.kind == "worktree":
+        found = find_root(start)
+        if found is None:
+            raise ConfigError(f"no {CONFIG_NAME} found walking up from {start}")
+        snapshot = open_snapshot(found, source)
+    else:
+        snapshot = open_snapshot(start, source)
+        commit = snapshot.commit() if source.kind == "rev" else None
+        found = root_in(snapshot.top, start, str(commit.tree_id) if commit is not None else None)
+        if found is None:
+            raise ConfigError(
+                f"no {CONFIG_NAME} in {source.describe()} walking up from {start}")
+    return Workspace(found, snapshot, use_cache=use_cache)

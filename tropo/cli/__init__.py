@@ -1,0 +1,2 @@
+"""The ``tropo`` command line: one click group, its retrieval and review commands
+loaded only when named."""

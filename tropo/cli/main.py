@@ -1,0 +1,404 @@
+"""The ``tropo`` command line: thin wrappers that render what :mod:`tropo.check.workspace` finds.
+
+Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+
+import click
+
+from tropo.check import reports
+from tropo.check.roots import CONFIG_NAME, ConfigError
+from tropo.git.atomic import write_atomic
+from tropo.git.source import NotARepository, RevisionError, Source, SourceError
+
+if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs it
+    from tropo.check.document import Doc
+    from tropo.check.workspace import Workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"tropo: {message}", err=True)
+    sys.exit(code)
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def workspace_options(func: F) -> F:
+    """--root, --staged, --rev, --no-cache, --json: shared by every reading command."""
+    options = [
+        click.option("--root", type=click.Path(file_okay=False, path_type=Path),
+                     help="Workspace folder (default: walk up from the current one)."),
+        click.option("--staged", is_flag=True, help="Read the index: what a commit would record."),
+        click.option("--rev", metavar="REV", help="Read the workspace as commit REV has it."),
+        click.option("--no-cache", is_flag=True, help="Ignore the parse cache (same answer, slower)."),
+        click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def source_of(staged: bool, rev: str | None) -> Source:
+    if staged and rev:
+        fail("--staged and --rev exclude each other")
+    return Source.index() if staged else Source.at(rev) if rev else Source.worktree()
+
+
+def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+         *, eager: bool = True) -> Workspace:
+    """The workspace to read; ``eager=False`` leaves config errors to ``guarded``."""
+    from tropo.check.workspace import open_workspace
+
+    source = source_of(staged, rev)
+    try:
+        ws = open_workspace(root, source, use_cache=not no_cache)
+        if eager:
+            ws.schema  # noqa: B018 - surface config errors here, as one line
+    except ConfigError as exc:
+        fail(f"config error: {exc}")
+    except (SourceError, RevisionError, NotARepository) as exc:
+        fail(str(exc))
+    return ws
+
+
+def guarded(func: F) -> F:
+    """Turn expected errors raised late (while reading) into one line and exit 2."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            fail(f"config error: {exc}")
+        except (SourceError, RevisionError, NotARepository) as exc:
+            fail(str(exc))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
+    """PATHS as workspace-relative selectors; a path outside the root is a usage error."""
+    if not paths:
+        return None
+    out = []
+    for p in paths:
+        full = Path(p).absolute()
+        try:
+            rel = full.resolve().relative_to(ws.root) if not full.is_symlink() else \
+                full.relative_to(ws.root)
+        except ValueError:
+            fail(f"{p}: outside the workspace {ws.root}")
+        out.append(rel.as_posix())
+    return out
+
+
+class LazyGroup(click.Group):
+    """Commands whose modules are imported only when named (or listed in --help): a
+    warm ``tropo check`` should not pay for the retrieval and review machinery."""
+
+    LAZY: ClassVar[dict[str, str]] = {"query": "tropo.cli.retrieval", "find": "tropo.cli.retrieval",
+            "diff": "tropo.cli.review", "plan": "tropo.cli.review", "log": "tropo.cli.review",
+            "map": "tropo.cli.review", "view": "tropo.cli.review"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.LAZY:
+            importlib.import_module(self.LAZY[cmd_name])  # registers its commands on main
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vivary-git")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """The typed knowledge graph of a Vivary workspace.
+
+    \b
+    Examples:
+      tropo check                 # strict check of the working tree
+      tropo check --staged        # what the next commit would record
+      tropo graph --json --rev HEAD~3
+      tropo blast my-module --depth 2
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(check)
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@click.option("--strict", is_flag=True, help="Warnings fail the check (the default).")
+@click.option("--lenient", is_flag=True, help="Warnings do not fail the check.")
+@click.option("--quiet", is_flag=True, help="Hide warning codes (W...) in text output.")
+@click.option("--new-since", metavar="REV",
+              help="Report only findings commit REV did not have (same path and code).")
+@guarded
+def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool,
+          new_since: str | None) -> None:
+    """Check documents against the schema; refs resolve against the whole workspace.
+
+    \b
+    Examples:
+      tropo check
+      tropo check modules/ --json
+      tropo check --staged --quiet
+      tropo check --new-since origin/main      # the ratchet: only what got worse
+    """
+    if paths:
+        ws = load(root, staged, rev, no_cache)
+        result = reports.check(ws, relative_paths(ws, paths), strict=strict, lenient=lenient)
+    else:  # the whole workspace: often answered without reading one document
+        from tropo.check import incremental
+
+        outcome = incremental.check(root, source_of(staged, rev), use_cache=not no_cache)
+        result = reports.graded(outcome, strict=strict, lenient=lenient)
+    known = None
+    if new_since is not None:
+        from tropo.check import ratchet
+
+        before = ratchet.findings_at(root, new_since, use_cache=not no_cache)
+        fresh = ratchet.new_since(result.findings, before)
+        known = len(result.findings) - len(fresh)
+        result = reports.CheckResult(result.checked, result.clean, fresh)
+    findings, errors = result.findings, result.errors
+    if as_json:
+        emit(result.as_dict() if known is None
+             else {**result.as_dict(), "new_since": new_since, "known": known})
+    else:
+        for f in sorted(findings, key=lambda f: (f.path, f.line)):
+            if not (quiet and f.code.startswith("W")):
+                click.echo(f.render())
+        click.echo(f"\ntropo: {result.checked} document(s), "
+                   f"{errors} error(s), {len(findings) - errors} warning(s)"
+                   + ("" if known is None else f" new since {new_since} ({known} known)"))
+        if any(f.code == "W210" for f in findings):
+            click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
+    sys.exit(1 if errors else 0)
+
+
+@main.command()
+@workspace_options
+@guarded
+def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+          as_json: bool) -> None:
+    """List the types of the schema with their folders and fields."""
+    ws = load(root, staged, rev, no_cache)
+    cfg = ws.config
+    if as_json:
+        emit({"root": str(ws.root), "derive": cfg.derive, "base_optional": cfg.base_optional,
+              "types": {n: {"folders": t.folders, "required": t.required,
+                            "optional": t.optional} for n, t in cfg.types.items()}})
+        return
+    click.echo(f"Config root: {ws.root}\n")
+    click.echo("Derived (never declared): " + ", ".join(cfg.derive))
+    click.echo("Base optional: " + (", ".join(cfg.base_optional) or "-"))
+    click.echo()
+    for name in sorted(cfg.types):
+        t = cfg.types[name]
+        click.echo(f"  {name}  (folder: {'/'.join(t.folders) or name})\n"
+                   f"    required: {', '.join(t.required) or '-'}\n"
+                   f"    optional: {', '.join(t.optional) or '-'}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@guarded
+def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool) -> None:
+    """Count documents by type and by outcome."""
+    ws = load(root, staged, rev, no_cache)
+    docs = ws.check(relative_paths(ws, paths)).docs
+    by_type = Counter(d.type or "untyped" for d in docs)
+    clean = sum(1 for d in docs if not d.findings)
+    errored = sum(1 for d in docs if any(f.level == "error" for f in d.findings))
+    if as_json:
+        emit({"total": len(docs), "by_type": dict(by_type), "clean": clean,
+              "with_errors": errored, "warnings_only": len(docs) - clean - errored})
+        return
+    click.echo(f"{len(docs)} document(s) in the knowledge layer\n")
+    width = max((len(t) for t in by_type), default=4)
+    for t, c in by_type.most_common():
+        mark = "" if t in ws.config.types or t == "untyped" else "   (not in config)"
+        click.echo(f"  {t:<{width}}  {c}{mark}")
+    click.echo(f"\n  clean: {clean}   with errors: {errored}   "
+               f"warnings only: {len(docs) - clean - errored}")
+
+
+@main.command()
+@workspace_options
+@guarded
+def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
+          as_json: bool) -> None:
+    """Print the typed graph: documents as nodes, ref fields as edges."""
+    ws = load(root, staged, rev, no_cache)
+    g = ws.graph()
+    if as_json:
+        emit(reports.graph(ws, g))
+        return
+    click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
+               + (f", {g.broken} broken" if g.broken else ""))
+    for nid in sorted(g.nodes):
+        click.echo(f"\n  {nid}  [{g.nodes[nid].type or 'untyped'}]")
+        for e in g.outbound(nid):
+            click.echo(f"    --{e.field}--> {e.dst}" + ("  (broken)" if e.broken else ""))
+
+
+@main.command()
+@click.argument("node_id", metavar="ID")
+@click.option("--depth", type=click.IntRange(min=1), help="Stop after this many hops.")
+@workspace_options
+@guarded
+def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev: str | None,
+          no_cache: bool, as_json: bool) -> None:
+    """What a change to ID could touch: everything that transitively refs it.
+
+    \b
+    Example:
+      tropo blast agent-workspace --depth 2 --json
+    """
+    ws = load(root, staged, rev, no_cache)
+    g = ws.graph()
+    try:
+        if as_json:
+            emit(reports.blast(ws, g, node_id, depth))
+            return
+        rows = reports.blast_rows(g, node_id, depth)
+    except reports.UnknownNode as exc:
+        fail(str(exc), 1)
+    target = g.nodes[node_id]
+    click.echo(f"tropo blast: {node_id} [{target.type or 'untyped'}] — "
+               f"{len(rows)} document(s) depend on it"
+               + (f" (depth ≤ {depth})" if depth is not None else ""))
+    for nid, (dist, via) in rows:
+        kind = g.nodes[nid].type if nid in g.nodes else None
+        click.echo(f"  {nid}  [{kind or 'untyped'}]   (distance {dist}, via {via})")
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@workspace_options
+@guarded
+def signal(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
+           no_cache: bool, as_json: bool) -> None:
+    """Show what each document declares beyond what is derived."""
+    ws = load(root, staged, rev, no_cache)
+    docs = ws.check(relative_paths(ws, paths)).docs
+    if as_json:
+        emit([{"path": d.rel, "type": d.type, "signal": d.declared} for d in docs])
+        return
+    for d in sorted(docs, key=lambda d: d.rel):
+        head = f"{d.rel}  [{d.type or 'untyped'}]"
+        if not d.declared:
+            click.echo(f"{head}  (no signal — fully derived)")
+            continue
+        click.echo(head)
+        for k, v in d.declared.items():
+            click.echo(f"    {k}: {v}")
+
+
+@main.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--packs", default="", help="Comma-separated packs, e.g. repo-graph,coordination.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def init(directory: Path | None, packs: str, as_json: bool) -> None:
+    """Write a starter tropo.toml (never over an existing one).
+
+    \b
+    Example:
+      tropo init . --packs dev-project,coordination
+    """
+    from tropo.check.config import BUNDLED_PACKS
+
+    target = (directory or Path.cwd()).absolute()
+    dst = target / CONFIG_NAME
+    names = [p.strip() for p in packs.split(",") if p.strip()]
+    unknown = [p for p in names if p not in BUNDLED_PACKS and
+               not (target / ".tropo" / "packs" / f"{p}.toml").is_file()]
+    if unknown:
+        fail(f"unknown pack {unknown[0]!r} (bundled: {', '.join(BUNDLED_PACKS)})")
+    if dst.exists() or dst.is_symlink():
+        fail(f"{dst} already exists — not overwriting", 1)
+    lines = ["version = 1", ""]
+    if names:
+        lines += ["packs = [" + ", ".join(f'"{p}"' for p in names) + "]", ""]
+    lines += ["[base]", 'derive        = ["id", "title", "created", "updated"]',
+              'optional      = { tags = "string-list" }', "allow_untyped = true", ""]
+    if not names:
+        lines += ["# Declare types below: the table key is the type name,",
+                  "# `folder` is the directory name that roots it.",
+                  "# [types.note]", '# folder   = "notes"',
+                  '# optional = { tags = "string-list" }', ""]
+    write_atomic(dst, "\n".join(lines).encode())
+    if as_json:
+        emit({"wrote": str(dst), "packs": names})
+    else:
+        click.echo(f"tropo: wrote {dst}" + (f"  (packs: {', '.join(names)})" if names else ""))
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+@click.option("--root", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@guarded
+def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool) -> None:
+    """Remove frontmatter fields that merely repeat a derived value (W210).
+
+    Only those lines go; every other byte of each file stays as it was.
+    """
+    ws = load(root, False, None, False)
+    changes: list[tuple[str, list[str]]] = []
+    refused: list[str] = []
+    for d in ws.check(relative_paths(ws, paths)).docs:
+        if d.noise:
+            if _fix_one(ws, d, dry_run):
+                changes.append((d.rel, list(d.noise)))
+            else:
+                refused.append(d.rel)
+    for rel in refused:
+        click.echo(f"tropo: {rel}: left alone (its frontmatter cannot be edited safely)", err=True)
+    if as_json:
+        emit({"fixed": len(changes), "dry_run": dry_run,
+              "changes": [{"path": r, "removed": k} for r, k in sorted(changes)]})
+        return
+    verb = "would remove" if dry_run else "removed"
+    for rel, keys in sorted(changes):
+        click.echo(f"{rel}: {verb} derived noise: {', '.join(keys)}")
+    click.echo(f"\ntropo fix: {verb} noise from {len(changes)} file(s)"
+               + (" (dry run)" if dry_run else ""))
+
+
+def _fix_one(ws: Workspace, doc: Doc, dry_run: bool) -> bool:
+    from tropo.check import edit
+
+    path = ws.root / doc.rel
+    if path.is_symlink():
+        return False
+    raw = path.read_bytes()
+    try:
+        new = edit.remove_keys(raw.decode("utf-8"), doc.noise)
+    except (UnicodeDecodeError, edit.EditError):
+        return False
+    if not dry_run:
+        write_atomic(path, new.encode("utf-8"), mode=path.stat().st_mode & 0o7777)
+    return True
+

@@ -1,0 +1,143 @@
+"""The git binary, for what must go through git itself.
+
+Some facts are only true as git computes them (ignore rules with every source of
+excludes, the hooks directory after ``core.hooksPath`` and worktrees) and some actions
+must run git's porcelain (a commit that fires the hooks, a push). Everything else
+goes through pygit2 in :mod:`tropo.git.repo`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class GitError(RuntimeError):
+    """git exited non-zero; the message is git's own last line."""
+
+
+def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:
+    """Run ``git args`` in ``cwd`` and return stdout."""
+    proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
+    return proc.stdout
+
+
+def records(cwd: Path, *args: str) -> list[str]:
+    """The NUL-separated records of a plumbing command (``-z``), paths undecoded bytes
+    kept as surrogates. Listing through git itself costs C speed per entry."""
+    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True,
+                          check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
+    return [r for r in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+
+
+def blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
+    """Many blobs through one ``git cat-file --batch``; one that is missing (or is no
+    blob) is left out."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    proc = subprocess.run(["git", "cat-file", "--batch"], cwd=cwd, capture_output=True, check=False,
+                          input="".join(f"{oid}\n" for oid in wanted).encode())
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(lines[-1] if lines else "git cat-file failed")
+    out, pos, found = proc.stdout, 0, {}
+    for oid in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split(b" ")
+        pos = end + 1
+        if len(header) == 3:  # "<oid> <type> <size>", else "<oid> missing"
+            size = int(header[2])
+            if header[1] == b"blob":
+                found[oid] = out[pos:pos + size]
+            pos += size + 1
+    return found
+
+
+def toplevel(cwd: Path) -> Path | None:
+    """The work tree root containing ``cwd``, or None outside a work tree."""
+    proc = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return Path(proc.stdout.strip()) if proc.returncode == 0 else None
+
+
+def hooks_dir(root: Path) -> Path:
+    """Where git looks for hooks: honours ``core.hooksPath`` and linked worktrees."""
+    return (root / run(root, "rev-parse", "--git-path", "hooks").strip()).resolve()
+
+
+def ignored(root: Path, paths: Iterable[str], *, rules_only: bool = False) -> set[str]:
+    """Which of ``paths`` (relative, posix) git would ignore; a tracked path never is,
+    unless ``rules_only`` asks only whether an ignore rule matches."""
+    wanted = list(paths)
+    if not wanted:
+        return set()
+    flags = ["--no-index"] if rules_only else []
+    stdin = "\0".join(wanted) + "\0"
+    out = run(root, "check-ignore", *flags, "--stdin", "-z", stdin=stdin, check=False)
+    return {p for p in out.split("\0") if p}
+
+
+def tracked(root: Path, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` are in the index."""
+    wanted = list(paths)
+    if not wanted:
+        return set()
+    out = run(root, "ls-files", "-z", "--", *wanted)
+    return {p for p in out.split("\0") if p}
+
+
+def has_identity(root: Path) -> bool:
+    """Whether git can name an author here without guessing."""
+    return bool(run(root, "config", "user.email", check=False).strip())
+
+
+def init(root: Path) -> None:
+    """``git init`` (the user's init.defaultBranch and templates apply)."""
+    run(root, "init", "-q")
+
+
+# --- Small questions the heartbeat asks (strato.heartbeat) ------------------------
+
+def head_oid(root: Path) -> str | None:
+    """The commit HEAD names, or None in a repository with no commits yet."""
+    out = run(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
+    return out or None
+
+
+def is_commit(root: Path, rev: str) -> str | None:
+    """The full id of the commit ``rev`` names, or None if it names none."""
+    if rev.startswith("-"):
+        return None
+    out = run(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}",
+              check=False).strip()
+    return out or None
+
+
+def config_matching(root: Path, pattern: str) -> dict[str, str]:
+    """Config keys matching ``pattern`` (a regex) with their last value, in one call,
+    as git resolves them (system, then user, then repository: the last one wins)."""
+    out = run(root, "config", "-z", "--get-regexp", pattern, check=False)
+    found: dict[str, str] = {}
+    for record in out.split("\0"):
+        if record:
+            key, _, value = record.partition("\n")
+            found[key] = value
+    return found
+
+
+def git_dir(root: Path) -> Path:
+    """The repository's private directory (``.git``, or a linked worktree's common one)."""
+    return (root / run(root, "rev-parse", "--git-common-dir").strip()).resolve()

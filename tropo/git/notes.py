@@ -1,0 +1,190 @@
+"""Git notes as an append-only keyed store: one note per key, moved by compare-and-swap.
+
+A note hangs on an *anchor*: a blob whose content is fixed for a key, so the note's
+address is derivable from the key alone and never depends on a branch. Writes build the
+notes commit themselves (parent = the tip the caller read) and move the notes ref with
+:func:`tropo.git.repo.cas_ref`, so a concurrent writer is told who won instead of being
+overwritten, and a crash leaves the ref at the last good commit.
+
+Readers accept git's fan-out layout (``ab/cdef...``) as well as the flat one, so notes
+that ``git notes`` itself rewrote stay readable.
+
+Anchors are kept reachable: every write also records each annotated anchor blob under
+``anchors/<oid>`` in the notes tree. ``anchors`` is not a hex name, so git treats it as
+a non-note entry and keeps it through its own rewrites; being in the notes commit's tree,
+the anchors survive ``git gc --prune=now`` and ``git notes prune`` and travel with every
+push, fetch and clone of the notes ref, in the same atomic update as the note itself.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterator
+
+import pygit2
+
+from tropo.git import repo as gitrepo
+
+_HEX = frozenset(string.hexdigits.lower())
+ANCHORS = "anchors"
+
+
+def anchor(repo: pygit2.Repository, content: bytes) -> str:
+    """Write the anchor blob for ``content`` (idempotent) and return its hex oid."""
+    return str(repo.create_blob(content))
+
+
+def anchor_id(content: bytes) -> str:
+    """The anchor's oid without touching the object store."""
+    return str(pygit2.hash(content))
+
+
+def _tree(repo: pygit2.Repository, tip: str | None) -> pygit2.Tree | None:
+    if tip is None:
+        return None
+    tree = repo[tip].peel(pygit2.Tree)
+    assert isinstance(tree, pygit2.Tree)
+    return tree
+
+
+def blob_data(repo: pygit2.Repository, oid: str) -> bytes:
+    blob = repo.get(oid)
+    if not isinstance(blob, pygit2.Blob):
+        raise ValueError(f"{oid} is not a blob")
+    data: bytes = blob.data
+    return data
+
+
+def _locate(tree: pygit2.Tree, target: str) -> list[str] | None:
+    """Path of ``target``'s note inside a (possibly fanned-out) notes tree."""
+    if target in tree:
+        return [target]
+    head = target[:2]
+    if len(target) > 2 and head in tree:
+        sub = _child(tree, head)
+        if isinstance(sub, pygit2.Tree):
+            rest = _locate(sub, target[2:])
+            return None if rest is None else [head, *rest]
+    return None
+
+
+def _child(tree: pygit2.Tree, name: str) -> pygit2.Object:
+    entry = tree[name]
+    assert isinstance(entry, pygit2.Object)
+    return entry
+
+
+def note_blob(repo: pygit2.Repository, tip: str | None, target: str) -> str | None:
+    """The oid of the note blob on ``target`` in the notes commit ``tip``, or None."""
+    tree = _tree(repo, tip)
+    if tree is None:
+        return None
+    path = _locate(tree, target)
+    if path is None:
+        return None
+    obj: pygit2.Object = tree
+    for part in path:
+        assert isinstance(obj, pygit2.Tree)
+        obj = _child(obj, part)
+    return str(obj.id) if isinstance(obj, pygit2.Blob) else None
+
+
+def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
+    """The note on ``target`` in the notes commit ``tip``, or None."""
+    oid = note_blob(repo, tip, target)
+    return None if oid is None else blob_data(repo, oid)
+
+
+def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
+    for entry in tree:
+        name = prefix + (entry.name or "")
+        if not set(name) <= _HEX or len(name) > 40:
+            continue  # a non-note entry: git notes keeps these, so do we
+        if isinstance(entry, pygit2.Tree):
+            yield from _walk(entry, name)
+        elif len(name) == 40:
+            yield name, entry.id
+
+
+def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:
+    """Every note in ``tip``: annotated object hex -> note blob hex."""
+    tree = _tree(repo, tip)
+    return {} if tree is None else {target: str(oid) for target, oid in _walk(tree, "")}
+
+
+def kept_anchors(repo: pygit2.Repository, tip: str | None) -> set[str]:
+    """The anchors ``tip``'s tree keeps reachable."""
+    tree = _tree(repo, tip)
+    if tree is None or ANCHORS not in tree:
+        return set()
+    sub = _child(tree, ANCHORS)
+    return {e.name for e in sub if e.name} if isinstance(sub, pygit2.Tree) else set()
+
+
+def _keep_anchors(
+    repo: pygit2.Repository, tree: pygit2.Oid, tip: str | None, target: str
+) -> pygit2.Oid:
+    """``tree`` with ``anchors/`` holding every annotated blob (older ledgers included)."""
+    kept = kept_anchors(repo, tip)
+    missing = ({target} | set(blobs(repo, tip))) - kept
+    missing = {m for m in missing if isinstance(repo.get(m), pygit2.Blob)}
+    if not missing:
+        return tree
+    root = repo[tree]
+    assert isinstance(root, pygit2.Tree)
+    old = _child(root, ANCHORS) if ANCHORS in root else None
+    builder = repo.TreeBuilder(old) if isinstance(old, pygit2.Tree) else repo.TreeBuilder()
+    for oid in sorted(missing):
+        builder.insert(oid, pygit2.Oid(hex=oid), pygit2.GIT_FILEMODE_BLOB)
+    top = repo.TreeBuilder(root)
+    top.insert(ANCHORS, builder.write(), pygit2.GIT_FILEMODE_TREE)
+    new: pygit2.Oid = top.write()
+    return new
+
+
+def _replace(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, path: list[str], blob: pygit2.Oid
+) -> pygit2.Oid:
+    builder = repo.TreeBuilder() if tree is None else repo.TreeBuilder(tree)
+    name, rest = path[0], path[1:]
+    if not rest:
+        builder.insert(name, blob, pygit2.GIT_FILEMODE_BLOB)
+    else:
+        sub = _child(tree, name) if tree is not None else None
+        assert sub is None or isinstance(sub, pygit2.Tree)
+        builder.insert(name, _replace(repo, sub, rest, blob), pygit2.GIT_FILEMODE_TREE)
+    oid: pygit2.Oid = builder.write()
+    return oid
+
+
+def write(
+    repo: pygit2.Repository,
+    ref: str,
+    tip: str | None,
+    target: str,
+    content: bytes,
+    message: str,
+) -> str:
+    """Set the note on ``target`` to ``content`` on top of ``tip`` and move ``ref``.
+
+    The tree also keeps every annotated anchor blob reachable (see the module doc).
+
+    Raises :class:`tropo.git.repo.RefRaceError` when ``ref`` no longer points at ``tip``.
+    Returns the new notes commit.
+    """
+    tree = _tree(repo, tip)
+    path = (_locate(tree, target) if tree is not None else None) or [target]
+    new_tree = _replace(repo, tree, path, repo.create_blob(content))
+    new_tree = _keep_anchors(repo, new_tree, tip, target)
+    sig = gitrepo.signature(repo)
+    parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+    commit = repo.create_commit(None, sig, sig, message, new_tree, parents)
+    gitrepo.cas_ref(repo, ref, commit, tip, message.splitlines()[0])
+    return str(commit)
+
+
+def commits(repo: pygit2.Repository, tip: str | None) -> Iterator[pygit2.Commit]:
+    """The notes history from ``tip`` back to its root (newest first)."""
+    if tip is None:
+        return
+    yield from repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.TOPOLOGICAL)

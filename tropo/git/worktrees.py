@@ -1,0 +1,112 @@
+"""Disposable linked worktrees for isolated edits, and merging their changes back.
+
+Worktrees live under `.git/vivary/worktrees/<group>/<name>` with a detached HEAD (no
+branch is left behind). Merging is done on trees in memory first, so a conflict is
+found before anything in the person's work tree or index changes."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from tropo.git.repo import head_commit, private_dir
+
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+
+
+class WorktreeError(Exception):
+    """A worktree could not be created, or changes could not be merged back."""
+
+
+@dataclass(frozen=True)
+class Worktree:
+    name: str
+    path: Path
+    base: pygit2.Oid
+
+
+def _admin_name(group: str, name: str) -> str:
+    for part in (group, name):
+        if not _SAFE.match(part):
+            raise WorktreeError(f"unsafe worktree name: {part!r}")
+    return f"vivary-{group}-{name}"
+
+
+def add(repo: pygit2.Repository, group: str, name: str) -> Worktree:
+    """A new worktree at HEAD, detached, under `.git/vivary/worktrees/<group>/<name>`."""
+    admin = _admin_name(group, name)
+    base = head_commit(repo)
+    if base is None:
+        raise WorktreeError("the repository has no commits: nothing to check out")
+    path = private_dir(repo) / "worktrees" / group / name
+    remove(repo, Worktree(admin, path, base.id))  # a leftover from a crashed run
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        branch = repo.branches.local.create(f"vivary-tmp/{admin}", base, force=True)
+    except (pygit2.GitError, OSError) as exc:
+        raise WorktreeError(f"cannot create worktree {path}: {exc}") from exc
+    try:
+        wt = repo.add_worktree(admin, str(path), branch)
+        pygit2.Repository(wt.path).set_head(base.id)  # detach, then drop the branch
+    except (pygit2.GitError, OSError, ValueError) as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        raise WorktreeError(f"cannot create worktree {path}: {exc}") from exc
+    finally:
+        branch.delete()
+    return Worktree(admin, path, base.id)
+
+
+def remove(repo: pygit2.Repository, wt: Worktree) -> None:
+    """Delete the worktree's files and its registration (idempotent)."""
+    shutil.rmtree(wt.path, ignore_errors=True)
+    with contextlib.suppress(KeyError, pygit2.GitError):
+        repo.lookup_worktree(wt.name).prune(True)
+
+
+def snapshot(wt: Worktree) -> pygit2.Oid:
+    """The tree of everything in the worktree now (new files included), written
+    through the worktree's own index."""
+    inner = pygit2.Repository(str(wt.path))
+    inner.index.add_all()
+    inner.index.write()
+    tree: pygit2.Oid = inner.index.write_tree()
+    return tree
+
+
+def merge_sequential(repo: pygit2.Repository, base: pygit2.Oid, trees: list[pygit2.Oid]) -> int:
+    """Apply each tree's changes against `base` in order onto the work tree and index.
+
+    All merges happen in memory first; on a conflict (between items, or with local
+    changes in the work tree) nothing is touched and WorktreeError names the paths.
+    Returns the number of files changed."""
+    base_tree = _tree(repo, base)
+    current = base_tree
+    for i, oid in enumerate(trees):
+        merged = repo.merge_trees(base_tree, current, _tree(repo, oid))
+        if merged.conflicts is not None:
+            paths = sorted({(e.path) for c in merged.conflicts for e in c if e is not None})
+            raise WorktreeError(f"item {i} conflicts on {', '.join(paths)}")
+        current = _tree(repo, merged.write_tree(repo))
+    diff = base_tree.diff_to_tree(current)
+    if not diff.stats.files_changed:
+        return 0
+    try:
+        repo.applies(diff, pygit2.enums.ApplyLocation.BOTH, raise_error=True)
+    except pygit2.GitError as exc:
+        raise WorktreeError(f"the merged changes do not apply to the work tree: {exc}") from exc
+    repo.apply(diff, pygit2.enums.ApplyLocation.BOTH)
+    return int(diff.stats.files_changed)
+
+
+def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
+    try:
+        tree = repo[oid].peel(pygit2.Tree)
+    except (KeyError, ValueError) as exc:
+        raise WorktreeError(f"{oid} is not a tree or commit") from exc
+    assert isinstance(tree, pygit2.Tree)
+    return tree

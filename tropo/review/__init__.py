@@ -1,0 +1,1 @@
+"""Retrieval and review over a checked workspace: search, diff, history, map, view."""
