@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,9 +15,12 @@ import click
 
 from strato.flow.errors import UNREADABLE_CODES
 from strato.flow.migrate import check, render_text
+from strato.flow.spec import BUILTIN_AGENTS
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.flow.yamlload import SpecReadError, read_spec_file
+from strato.runs.agents import AgentConfigError, load_config
+from tropo.repo import NotARepository, require, workdir
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
@@ -28,6 +32,16 @@ def _emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
 def _die(message: str, code: int = 2) -> NoReturn:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def _workspace_agents() -> Collection[str]:
+    """The agent names of the workspace around the current folder (built-ins outside one)."""
+    try:
+        return load_config(workdir(require(Path.cwd()))).agents
+    except NotARepository:
+        return BUILTIN_AGENTS
+    except AgentConfigError as exc:
+        _die(str(exc))
 
 
 @click.group("flow")
@@ -46,7 +60,7 @@ def validate_cmd(file: Path, as_json: bool) -> None:
 
     Example: strato flow validate plan.stratum.yaml --json
     """
-    spec, errors = load_spec(file)
+    spec, errors = load_spec(file, _workspace_agents())
     if spec is not None:
         _emit(as_json, {"valid": True}, f"{file}: valid")
         return

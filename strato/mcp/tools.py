@@ -129,7 +129,7 @@ class ValidateArgs(Args):
 @tool("stratum_validate", ValidateArgs)
 def validate(ctx: Context, a: ValidateArgs) -> Document:
     """Validate a Stratum v1 flow spec without running it: {valid} or {valid: false, errors}."""
-    spec, errors = load_spec(_spec_text(a.spec))
+    spec, errors = load_spec(_spec_text(a.spec), ctx.runs().config.agents)
     if spec is not None:
         return {"valid": True}
     return {"valid": False, "errors": [e.to_json() for e in errors]}

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strato.runs.lastjson import last_json_object
+
 MAX_KEPT = 1 << 20  # keep the last MiB of stdout: the result is at the end
+# `--` ends option parsing in both CLIs, so a prompt that starts with `-` stays a prompt
 BUILTIN: dict[str, dict[str, Any]] = {
-    "claude": {"argv": ["claude", "-p", "{prompt}", "--output-format", "json"], "timeout_s": 900},
-    "codex": {"argv": ["codex", "exec", "-s", "read-only", "{prompt}"], "timeout_s": 900},
+    "claude": {"argv": ["claude", "-p", "--output-format", "json", "--", "{prompt}"], "timeout_s": 900},
+    "codex": {"argv": ["codex", "exec", "-s", "read-only", "--", "{prompt}"], "timeout_s": 900},
 }
 
 
@@ -196,24 +199,6 @@ class _Tail:
 
     def text(self) -> str:
         return bytes(self.buf[-self.limit :]).decode("utf-8", errors="replace")
-
-
-def last_json_object(text: str) -> dict[str, Any] | None:
-    """The last top-level JSON object in `text` (scanning left to right, so an object
-    nested inside a later one is never mistaken for it)."""
-    decoder = json.JSONDecoder()
-    found: dict[str, Any] | None = None
-    i = text.find("{")
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            found = value
-        i = text.find("{", end)
-    return found
 
 
 def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:

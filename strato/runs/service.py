@@ -64,7 +64,7 @@ class Runs:
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)
         if key not in self._specs:
-            spec, errors = load_spec(self.store.spec_text(snap))
+            spec, errors = load_spec(self.store.spec_text(snap), self.config.agents)
             if spec is None:
                 raise SpecInvalid(errors)
             self._specs[key] = spec
@@ -87,7 +87,7 @@ class Runs:
     def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
         if run_id is not None and not RUN_ID.match(run_id):
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
-        spec, errors = load_spec(spec_text)
+        spec, errors = load_spec(spec_text, self.config.agents)
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
