@@ -27,6 +27,7 @@ from strato.runs.views import (
     list_view,
     next_view,
     outcome_view,
+    rejection,
     show_view,
     summary,
 )
@@ -218,7 +219,17 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
     """
     runs = _runs(root)
     result = _json_arg(result_text, "--result")
-    _finish(runs, runs.done(run_id, step, token, result), as_json)
+    outcome = runs.done(run_id, step, token, result)
+    view = outcome_view(runs, outcome)
+    rejected = rejection(outcome, step)
+    if rejected is None:
+        _print_summary(view, as_json)
+        _exit_for(view)
+        return
+    _print_summary({**view, "rejected": rejected}, as_json)
+    then = "a new attempt is ready" if rejected["retry"] else "no retry left"
+    click.echo(f"error: result for {step} rejected: {rejected['reason']} ({then})", err=True)
+    sys.exit(1)
 
 
 @runs_group.command("gate")
@@ -361,6 +372,8 @@ def list_cmd(root: Path, as_json: bool) -> None:
         return
     for row in view["runs"]:
         click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
+    if not view["runs"]:
+        click.echo("no runs (start one with `strato run SPEC` or `strato flow plan SPEC`)")
 
 
 @runs_group.command("show")
@@ -394,6 +407,7 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
     Example: strato flow watch <run> --json   # one event per line
     """
     store = _runs(root).store
+    run_id = store.resolve(run_id)
     seen: str | None = None
     while True:
         head = store.head(run_id)

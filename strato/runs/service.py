@@ -19,7 +19,7 @@ from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
-from strato.runs.store import LABEL, RUN_ID, Outcome, RunStore, Snapshot
+from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.repo import RefRaceError, private_dir, require, workdir
 
 MAX_RACE_RETRIES = 50
@@ -105,6 +105,7 @@ class Runs:
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
         """Load, act, commit with CAS; on a lost race start over from the new head."""
+        run_id = self.store.resolve(run_id)
         for _ in range(MAX_RACE_RETRIES):
             snap = self.store.load(run_id)
             eng = self.engine(snap)
@@ -141,20 +142,26 @@ class Runs:
         return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
 
     def commit(self, run_id: str, label: str) -> Snapshot:
-        if not LABEL.match(label.strip()):
-            raise Refused("invalid_label", f"invalid checkpoint label {label!r}")
         snap = self.store.load(run_id)
+        if not valid_label(snap.run_id, label.strip()):
+            raise Refused(
+                "invalid_label",
+                f"invalid checkpoint label {label!r} (letters, digits, '.', '_', '-'; "
+                "a git ref name: no '..', no trailing '.' or '.lock')",
+            )
         if self.engine(snap).running_fanouts():
             raise Refused("fanout_in_flight", "cannot checkpoint while a fanout is in flight")
         self.store.save_checkpoint(snap, label.strip())
         return snap
 
     def revert(self, run_id: str, label: str) -> Outcome:
+        run_id = self.store.resolve(run_id)
         saved = self.store.checkpoint(run_id, label).state
         return self.apply(run_id, "revert", lambda e: e.restore(label, saved), label=label)
 
     def audit(self, run_id: str) -> dict[str, Any]:
         snap = self.store.load(run_id)
+        run_id = snap.run_id
         events = [ev for _, t in self.store.history(run_id) for ev in t.get("events", [])]
         out = {
             "runId": run_id,
@@ -201,6 +208,7 @@ class Runs:
     def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
         are left waiting."""
+        run_id = self.store.resolve(run_id)
         while True:
             snap = self.store.load(run_id)
             if snap.state["status"] in RUN_TERMINAL:

@@ -9,7 +9,7 @@ from strato.runs.agents import AgentConfigError
 from strato.runs.engine import USAGE_CODES, Engine, Refused
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.store import CheckpointNotFound, Outcome, RunNotFound, Snapshot
+from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, Snapshot
 from tropo.repo import NotARepository
 
 EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)
@@ -21,6 +21,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
         return 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
     if isinstance(exc, CheckpointNotFound):
         return 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
+    if isinstance(exc, AmbiguousRunId):
+        return 2, str(exc), {"code": "ambiguous_run_id", "candidates": exc.candidates}
     if isinstance(exc, RunNotFound):
         return 1, str(exc), {"code": "run_not_found"}
     if isinstance(exc, SpecInvalid):
@@ -70,8 +72,8 @@ def next_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     if runs.engine(snap, judge=False).running_fanouts():
         for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
-            run_fanout(runs, run_id, frame.prefix + step.id)
-        snap = runs.load(run_id)
+            run_fanout(runs, snap.run_id, frame.prefix + step.id)
+        snap = runs.load(snap.run_id)
     return summary(runs, snap)
 
 
@@ -79,10 +81,10 @@ def commit_view(runs: Runs, run_id: str, label: str) -> dict[str, Any]:
     snap = runs.commit(run_id, label)
     return {
         "status": "committed",
-        "runId": run_id,
+        "runId": snap.run_id,
         "label": label.strip(),
         "head": snap.head,
-        "checkpoints": runs.store.checkpoints(run_id),
+        "checkpoints": runs.store.checkpoints(snap.run_id),
     }
 
 
@@ -99,8 +101,18 @@ def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     view = summary(runs, snap)
     view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
-    view["checkpoints"] = runs.store.checkpoints(run_id)
+    view["checkpoints"] = runs.store.checkpoints(snap.run_id)
     return view
+
+
+def rejection(outcome: Outcome, step: str) -> dict[str, Any] | None:
+    """Why a reported result was not accepted (a failed ensure, a contract break), from
+    the `result` event the report produced; None when it was accepted."""
+    for ev in outcome.events:
+        detail = ev.get("detail", {})
+        if ev["type"] == "result" and ev.get("stepId") == step and detail.get("success") is False:
+            return {"stepId": step, "reason": detail.get("reason", ""), "retry": bool(detail.get("retry"))}
+    return None
 
 
 def failed(view: dict[str, Any]) -> bool:
