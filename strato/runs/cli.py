@@ -259,12 +259,15 @@ def gate_cmd(
     as_json: bool,
 ) -> None:
     """Decide a waiting gate: approve, revise (re-run from its revise target) or reject.
+    A gate that `[gates] person` in .vivary/agents.toml reserves for a person is decided
+    only from a terminal, as `--resolved-by human`.
 
     Example: strato flow gate approve <run> review --note "looks right" --resolved-by agent
     """
     runs = _runs(root)
     engine_decision = "kill" if decision == "reject" else decision
-    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, resolved_by), as_json)
+    via = "terminal" if sys.stdin.isatty() else "cli"  # a gate reserved for a person needs one
+    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, resolved_by, via), as_json)
 
 
 @runs_group.command("gates")

@@ -128,15 +128,37 @@ class Runs:
         token: str | None = None,
         note: str | None = None,
         resolved_by: str = "human",
+        via: str = "terminal",
+        client: str | None = None,
     ) -> Outcome:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
-        decides on the gate as it is now (a stale token is refused like a stale result)."""
+        decides on the gate as it is now (a stale token is refused like a stale result).
+        `via` is how the decision arrived, as the caller knows it from its own transport
+        (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
+        policy is checked against it, and over MCP the decision is the agent's."""
+        policy = self.config.gates
+        if via == "mcp":
+            resolved_by = "agent"
 
         def act(e: Engine) -> None:
-            _, _, st = e.locate(step)
-            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by)
+            frame, gate_step, st = e.locate(step)
+            in_person = via == "terminal" and resolved_by == "human"
+            if policy.needs_person(frame.name, gate_step.id) and not in_person:
+                raise Refused(
+                    "gate_needs_person",
+                    f"gate {step} ({frame.name}) must be decided by a person: run "
+                    "`strato flow gate` at a terminal ([gates] person in .vivary/agents.toml)",
+                )
+            if via == "mcp" and not policy.mcp_may_resolve(frame.name, gate_step.id):
+                raise Refused(
+                    "gate_not_allowed_over_mcp",
+                    f"gate {step} is not decided over MCP here: a person decides it with "
+                    '`strato flow gate` ([gates] mcp = "resolve" in .vivary/agents.toml allows it)',
+                )
+            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by, client)
 
-        return self.apply(run_id, "gate", act, stepId=step, decision=decision, resolvedBy=resolved_by)
+        detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
+        return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
     def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))

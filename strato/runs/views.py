@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.runs.agents import AgentConfigError
+from strato.runs.agents import AgentConfigError, GatePolicy
 from strato.runs.engine import USAGE_CODES, Engine, Refused
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
@@ -55,7 +55,12 @@ def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
 def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
     """Gates a decision can still be given to: cancelling a run takes their tokens."""
     return [
-        {"stepId": frame.prefix + sid, "gateToken": st["gateToken"], "round": frame.scope["rounds"]}
+        {
+            "stepId": frame.prefix + sid,
+            "flow": frame.name,
+            "gateToken": st["gateToken"],
+            "round": frame.scope["rounds"],
+        }
         for frame in eng.frames()
         for sid, st in frame.steps.items()
         if st["status"] == "waiting_gate" and "gateToken" in st
@@ -113,6 +118,35 @@ def rejection(outcome: Outcome, step: str) -> dict[str, Any] | None:
         if ev["type"] == "result" and ev.get("stepId") == step and detail.get("success") is False:
             return {"stepId": step, "reason": detail.get("reason", ""), "retry": bool(detail.get("retry"))}
     return None
+
+
+def withhold_gate_tokens(doc: Any, policy: GatePolicy) -> Any:
+    """`doc` as an MCP client may see it: a gate token is the power to decide that gate,
+    so it stays only in a `gates` entry that the policy lets MCP decide; every other
+    `gateToken` (run state in an audit, say) is dropped, and a withheld one is marked."""
+
+    def visible(gate: Any) -> Any:
+        if not isinstance(gate, dict) or "gateToken" not in gate:
+            return strip(gate)
+        own = str(gate.get("stepId", "")).rpartition("/")[2]
+        if policy.mcp_may_resolve(str(gate.get("flow", "")), own):
+            return gate
+        decider = "person" if policy.needs_person(str(gate.get("flow", "")), own) else "cli"
+        return {**{k: v for k, v in gate.items() if k != "gateToken"}, "decidedAt": decider}
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "gateToken"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    if not isinstance(doc, dict):
+        return strip(doc)
+    out = {k: strip(v) for k, v in doc.items() if k != "gates"}
+    if isinstance(doc.get("gates"), list):
+        out["gates"] = [visible(g) for g in doc["gates"]]
+    return out
 
 
 def failed(view: dict[str, Any]) -> bool:
