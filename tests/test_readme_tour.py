@@ -1,0 +1,43 @@
+"""The README's quick tour, run literally: each line of its shell block in a fresh
+folder, in order, through `bash`, with this distribution's commands first on PATH. A
+line that exits non-zero fails the test with the line and its output."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def tour_lines(readme: str) -> list[str]:
+    """The commands of the first ```sh block after `## Quick tour`."""
+    section = readme.split("## Quick tour", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, "README's quick tour has no ```sh block"
+    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:
+    lines = tour_lines((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(lines) > 20 and lines[0].startswith("create-vivary init my-ws")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    cwd_file = tmp_path / ".cwd"
+    cwd = tmp_path / "tour"
+    cwd.mkdir()
+    for line in lines:
+        script = f"set -o pipefail\n{line}\nstatus=$?\npwd > {cwd_file}\nexit $status\n"
+        proc = subprocess.run(
+            ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+        assert proc.returncode == 0, f"{line!r} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        cwd = Path(cwd_file.read_text().strip())
+    ws = tmp_path / "tour" / "my-ws"
+    assert (ws / "graph.html").is_file() and (ws / "request.json").is_file()
+    assert "refs/vivary/runs/review-1/head" in subprocess.run(
+        ["git", "-C", str(ws), "for-each-ref", "--format=%(refname)"], capture_output=True, text=True, check=True
+    ).stdout
