@@ -166,3 +166,16 @@ def test_a_spec_may_name_any_agent_the_workspace_defines(tmp_path: Path) -> None
     runs = ws.runs()
     snap = runs.drive(runs.plan(spec, {"text": "x"}).snap.run_id)
     assert snap.state["status"] == "completed" and snap.state["output"]["label"] == "a"
+
+
+def test_validate_knows_the_agents_of_the_workspace_it_runs_in(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {".vivary/agents.toml": '[agents.reviewer]\nargv = ["r", "--", "{prompt}"]\n'})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(MINIMAL.replace("agent: claude", "agent: reviewer"))
+    strato = Path(sys.executable).parent / "strato"
+    inside = subprocess.run([strato, "flow", "validate", str(spec)], cwd=ws.root, capture_output=True, text=True)
+    assert inside.returncode == 0, inside.stdout
+    outside = subprocess.run([strato, "flow", "validate", str(spec), "--json"], cwd=tmp_path, capture_output=True, text=True)
+    assert outside.returncode == 1
+    [error] = json.loads(outside.stdout)["errors"]
+    assert error["code"] == "SCHEMA_INVALID" and error["path"] == "flows.classify.steps[0].agent"
