@@ -460,8 +460,7 @@ def run_cmd(
         assert spec is not None
         run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
     else:
-        run_id = resume
-        runs.load(run_id)
+        run_id = runs.load(resume).run_id  # a unique prefix names the run
     if not as_json:
         click.echo(f"run {run_id}", err=True)
     snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
