@@ -241,9 +241,8 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
 @click.option(
     "--resolved-by",
     type=click.Choice(RESOLVERS),
-    default="human",
-    show_default=True,
-    help="Who decided (kept in the gate's history).",
+    default=None,
+    help="Who decided (kept in the gate's history); default human at a terminal, else agent.",
 )
 @root_option
 @json_option
@@ -254,7 +253,7 @@ def gate_cmd(
     step: str,
     note: str | None,
     token: str | None,
-    resolved_by: str,
+    resolved_by: str | None,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -266,8 +265,10 @@ def gate_cmd(
     """
     runs = _runs(root)
     engine_decision = "kill" if decision == "reject" else decision
-    via = "terminal" if sys.stdin.isatty() else "cli"  # a gate reserved for a person needs one
-    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, resolved_by, via), as_json)
+    # a script is not a person: without a terminal the default is the agent
+    via = "terminal" if sys.stdin.isatty() else "cli"
+    by = resolved_by or ("human" if via == "terminal" else "agent")
+    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, by, via), as_json)
 
 
 @runs_group.command("gates")

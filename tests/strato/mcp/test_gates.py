@@ -147,6 +147,18 @@ def test_a_gate_reserved_for_a_person_is_refused_over_mcp_and_off_a_terminal(rep
     assert event["detail"]["resolvedBy"] == "human" and "client" not in event["detail"]
 
 
+def test_a_cli_decision_without_a_terminal_is_the_agents_by_default(repo_dir: Path) -> None:
+    root = _workspace(repo_dir, None)
+
+    async def scenario(s: Session) -> None:
+        await _to_gate(s)
+
+    _serve(root, scenario)
+    assert _cli(root, "flow", "gate", "approve", "r", "review").returncode == 0
+    [event] = _gate_events(root)
+    assert event["detail"]["resolvedBy"] == "agent"
+
+
 def test_a_whole_flow_may_be_reserved_and_bad_policy_is_a_config_error(repo_dir: Path) -> None:
     root = _workspace(repo_dir, '[gates]\nmcp = "resolve"\nperson = ["reviewed"]\n')
 
