@@ -23,11 +23,13 @@ from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
 from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
+from tropo.cli.clijson import echo_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    echo_error(message, code)
     click.echo(f"exo: {message}", err=True)
     sys.exit(code)
 
@@ -159,6 +161,8 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
         if as_json:
             _emit(True, {"id": item_id, "claimed": False, "holder": refused.holder,
                          "error": str(refused)}, [])
+            click.echo(f"exo: {refused}", err=True)  # the object above is the JSON error
+            sys.exit(1)
         _fail(str(refused), 1)
     except (ClaimError, WorkspaceError) as exc:
         _fail(str(exc), 2)

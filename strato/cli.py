@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from strato.decide.cli import decide_command, receipt_command
+from strato.decide.cli import decide_command, decide_request_command, receipt_command
 from strato.distill.cli import distill
 from strato.flow.cli import flow
 from strato.guard.cli import guard
@@ -22,6 +22,7 @@ def main() -> None:
 for _command in runs_group.commands.values():  # run commands live beside validate in `flow`
     flow.add_command(_command)
 main.add_command(decide_command)
+main.add_command(decide_request_command)
 main.add_command(receipt_command)
 main.add_command(guard)
 main.add_command(flow)

@@ -19,8 +19,9 @@ from strato.decide.decision import (
     load_request,
     render,
 )
-from strato.decide.envelope import parse_instant
+from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES, parse_instant
 from strato.decide.receipt import OUTCOMES, ReceiptError, build_receipt
+from strato.decide.request import RequestBuildError, build_request
 
 
 def _read_text(source: str) -> str:
@@ -178,3 +179,45 @@ def receipt_command(
         f"{len(receipt['checks'])} check(s), {verified}/{len(receipt['claims_in_scope'])} "
         "claims verified"
     )
+
+
+@click.command(
+    "decide-request",
+    epilog=(
+        "Example: tropo find --governed 'what next' > capsule.json && "
+        "strato decide-request capsule.json --actor agent:me > request.json && "
+        "strato decide --governed request.json"
+    ),
+)
+@click.argument("capsule", metavar="CAPSULE.json|-")
+@click.option("--actor", "actor_id", required=True, help="Who asks (e.g. agent:me).")
+@click.option(
+    "--kind", "actor_kind", type=click.Choice(sorted(ACTOR_KINDS)), default="agent", show_default=True
+)
+@click.option(
+    "--authority", type=click.Choice(sorted(AUTHORITY_CLASSES)), default="contributor", show_default=True
+)
+@click.option("--project", help="The scope's project name (default: the workspace folder's name).")
+@click.option("--json", "as_json", is_flag=True, help="Errors as a JSON object on stdout too.")
+def decide_request_command(
+    capsule: str, actor_id: str, actor_kind: str, authority: str, project: str | None, as_json: bool
+) -> None:
+    """Wrap a Task Capsule (from `tropo find --governed`) in a decision request, stamped
+    now, and print it: the input `strato decide --governed` reads. Exit 2 when the
+    capsule cannot be read."""
+    try:
+        doc = build_request(
+            load_request(_read_text(capsule)),
+            actor_id=actor_id,
+            actor_kind=actor_kind,
+            authority=authority,
+            project=project,
+            now=datetime.now(UTC),
+        )
+    except (OSError, UnicodeError, RequestDocumentError, RecursionError, RequestBuildError) as error:
+        message = f"cannot build a request from {capsule}: {error}"
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": message, "code": "invalid_capsule"}, sort_keys=True))
+        click.echo(f"strato: {message}", err=True)
+        sys.exit(2)
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,9 +15,13 @@ import click
 
 from strato.flow.errors import UNREADABLE_CODES
 from strato.flow.migrate import check, render_text
+from strato.flow.spec import BUILTIN_AGENTS
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.flow.yamlload import SpecReadError, read_spec_file
+from strato.runs.agents import AgentConfigError, load_config
+from tropo.cli.clijson import echo_error
+from tropo.git.repo import NotARepository, require, workdir
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 
@@ -25,9 +30,23 @@ def _emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
     click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if as_json else text)
 
 
-def _die(message: str, code: int = 2) -> NoReturn:
+def _die(message: str, code: int = 2, *, documented: bool = False) -> NoReturn:
+    """One line on stderr; under --json also the error object, unless the command
+    already printed its own error document (`documented`)."""
+    if not documented:
+        echo_error(message, code)
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def _workspace_agents() -> Collection[str]:
+    """The agent names of the workspace around the current folder (built-ins outside one)."""
+    try:
+        return load_config(workdir(require(Path.cwd()))).agents
+    except NotARepository:
+        return BUILTIN_AGENTS
+    except AgentConfigError as exc:
+        _die(str(exc))
 
 
 @click.group("flow")
@@ -46,7 +65,7 @@ def validate_cmd(file: Path, as_json: bool) -> None:
 
     Example: strato flow validate plan.stratum.yaml --json
     """
-    spec, errors = load_spec(file)
+    spec, errors = load_spec(file, _workspace_agents())
     if spec is not None:
         _emit(as_json, {"valid": True}, f"{file}: valid")
         return
@@ -55,7 +74,7 @@ def validate_cmd(file: Path, as_json: bool) -> None:
     if unreadable:
         if as_json:
             _emit(True, payload, "")
-        _die(f"{file}: {errors[0].message}")
+        _die(f"{file}: {errors[0].message}", documented=as_json)
     _emit(as_json, payload, "\n".join(f"{file}: {e}" for e in errors))
     sys.exit(1)
 
@@ -110,5 +129,5 @@ def compile_speckit_cmd(tasks_dir: Path, flow_name: str, as_json: bool) -> None:
                 True, {"status": "error", "error_type": exc.error_type, "message": exc.message}, ""
             )
         usage = exc.error_type == "directory_not_found" or flow_name == "entry"
-        _die(f"{exc.error_type}: {exc.message}", 2 if usage else 1)
+        _die(f"{exc.error_type}: {exc.message}", 2 if usage else 1, documented=as_json)
     _emit(as_json, compiled.to_json(), compiled.yaml.rstrip("\n"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -19,6 +20,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -34,6 +36,20 @@ StepId = Annotated[str, Field(pattern=STEP_ID_PATTERN)]
 PositiveInt = Annotated[StrictInt, Field(gt=0)]
 PositiveNumber = Annotated[StrictInt | StrictFloat, Field(gt=0)]
 FieldMap = dict[Name, StrictStr]
+BUILTIN_AGENTS = frozenset({"claude", "codex"})
+
+
+def _known_agent(value: str, info: ValidationInfo) -> str:
+    """An agent the workspace defines: the validation context's `agents` (the names in
+    `.vivary/agents.toml` plus the built-ins), else Stratum's own two."""
+    known = (info.context or {}).get("agents", BUILTIN_AGENTS)
+    if value not in known:
+        names = ", ".join(sorted(known))
+        raise PydanticCustomError("unknown_agent", f"unknown agent {value!r} (known: {names})")
+    return value
+
+
+AgentName = Annotated[StrictStr, AfterValidator(_known_agent)]
 
 
 class _Strict(BaseModel):
@@ -139,7 +155,7 @@ class _StepBase(_Strict):
 
 class DoStep(_StepBase):
     do: StrictStr
-    agent: Literal["claude", "codex"] = "claude"
+    agent: AgentName = "claude"
     out: StrictStr | None = None
     ensure: list[Ensure] | None = None
     attempts: PositiveInt | None = None
@@ -167,7 +183,7 @@ class GateStep(_StepBase):
 
 class Stage(_Strict):
     do: StrictStr
-    agent: Literal["claude", "codex"] = "claude"
+    agent: AgentName = "claude"
     out: StrictStr | None = None
     ensure: list[Ensure] | None = None
     attempts: PositiveInt | None = None

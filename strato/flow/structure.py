@@ -6,6 +6,7 @@ otherwise `SCHEMA_INVALID`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,7 +14,7 @@ from pydantic_core import ErrorDetails
 
 from strato.flow.errors import SpecError, format_path
 from strato.flow.refs import child
-from strato.flow.spec import RESERVED_KEYS, STEP_FIELDS, Spec
+from strato.flow.spec import BUILTIN_AGENTS, RESERVED_KEYS, STEP_FIELDS, Spec
 
 _MEMBER = re.compile(r"(int|float|str|bool|constrained-\w+|literal\[.*\]|function-.*|\[key\])\Z")
 _MESSAGES = {
@@ -22,11 +23,14 @@ _MESSAGES = {
 }
 
 
-def structural_errors(data: Any) -> tuple[Spec | None, list[SpecError]]:
-    """Validate the raw document's shape; all issues, in document order."""
+def structural_errors(
+    data: Any, agents: Collection[str] = BUILTIN_AGENTS
+) -> tuple[Spec | None, list[SpecError]]:
+    """Validate the raw document's shape; all issues, in document order. `agents` are
+    the names a step's `agent:` may use."""
     errors = _reserved_keys(data)
     try:
-        spec = Spec.model_validate(data)
+        spec = Spec.model_validate(data, context={"agents": frozenset(agents)})
     except ValidationError as exc:
         reserved = {e.path for e in errors}
         mapped = [_map(data, err) for err in exc.errors()]

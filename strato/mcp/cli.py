@@ -46,8 +46,10 @@ def mcp_command(root: Path, as_json: bool) -> None:
         _fail(f"{exc}; pass --root inside the workspace", "not_a_repository", as_json)
     try:
         from strato.mcp.server import serve
-    except ImportError as exc:
-        if not (exc.name or "").startswith("mcp"):
-            raise
-        _fail(INSTALL_HINT, "mcp_not_installed", as_json)
+    except ImportError as exc:  # the SDK, or a package it needs, is missing or broken
+        missing = exc.name or ""
+        if missing.partition(".")[0] in ("strato", "tropo"):
+            raise  # our own module: a bug, not an installation problem
+        detail = "" if missing.startswith("mcp") else f" (it cannot import {missing or exc})"
+        _fail(INSTALL_HINT + detail, "mcp_not_installed", as_json)
     serve(Context(workdir(repo).resolve()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -37,9 +38,10 @@ def build(ctx: Context) -> Server[Any]:
     async def list_tools(_: Any, __: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
 
-    async def call_tool(_: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(request: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        caller = replace(ctx, client=_client_name(request))
         try:  # in a worker thread, so the connection stays responsive during git work
-            doc = await anyio.to_thread.run_sync(call, ctx, params.name, params.arguments)
+            doc = await anyio.to_thread.run_sync(call, caller, params.name, params.arguments)
         except ToolError as exc:
             return types.CallToolResult(
                 content=_text(str(exc)), structured_content=exc.document, is_error=True
@@ -51,6 +53,17 @@ def build(ctx: Context) -> Server[Any]:
         return types.CallToolResult(content=_text(json.dumps(doc, sort_keys=True)), structured_content=doc)
 
     return Server("strato", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _client_name(request: Any) -> str:
+    """The client's name and version as its handshake gave them: recorded with a gate it
+    decides, so the history says which host acted (the client chooses these bytes, so
+    they label the decision; they never grant anything)."""
+    params = getattr(getattr(request, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = str(getattr(info, "name", "") or "unknown client")[:100]
+    version = str(getattr(info, "version", "") or "")[:50]
+    return f"{name} {version}".strip()
 
 
 def serve(ctx: Context) -> None:

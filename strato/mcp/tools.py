@@ -44,6 +44,7 @@ class Context:
     """The workspace the server was started on; no tool reaches outside it."""
 
     root: Path
+    client: str | None = None  # the MCP client's name from its handshake (a label, not a proof)
 
     def repo(self) -> pygit2.Repository:
         return require(self.root)
@@ -95,7 +96,10 @@ def call(ctx: Context, name: str, arguments: Any) -> Document:
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
         raise ToolError(f"invalid arguments for {name}: {where}: {first['msg']}") from None
     with _expected_errors():
-        return spec.handler(ctx, args)
+        doc = spec.handler(ctx, args)
+        if name in FLOW_TOOLS:
+            doc = views.withhold_gate_tokens(doc, ctx.runs().config.gates)
+        return doc
 
 
 @contextmanager
@@ -129,7 +133,7 @@ class ValidateArgs(Args):
 @tool("stratum_validate", ValidateArgs)
 def validate(ctx: Context, a: ValidateArgs) -> Document:
     """Validate a Stratum v1 flow spec without running it: {valid} or {valid: false, errors}."""
-    spec, errors = load_spec(_spec_text(a.spec))
+    spec, errors = load_spec(_spec_text(a.spec), ctx.runs().config.agents)
     if spec is not None:
         return {"valid": True}
     return {"valid": False, "errors": [e.to_json() for e in errors]}
@@ -185,10 +189,13 @@ class GateArgs(Args):
 @tool("stratum_gate_resolve", GateArgs)
 def gate_resolve(ctx: Context, a: GateArgs) -> Document:
     """Decide a waiting gate: approve, revise (re-run from its revise target) or kill
-    (reject); refused when the token is stale."""
+    (reject); refused when the token is stale, and unless `[gates] mcp = "resolve"` in
+    .vivary/agents.toml (never for gates it reserves for a person). Recorded as resolved
+    by the agent, with this client's name."""
     runs = ctx.runs()
     decision = "kill" if a.decision == "reject" else a.decision
-    return views.outcome_view(runs, runs.gate(a.runId, a.stepId, decision, a.gateToken, a.note))
+    outcome = runs.gate(a.runId, a.stepId, decision, a.gateToken, a.note, via="mcp", client=ctx.client)
+    return views.outcome_view(runs, outcome)
 
 
 class NoArgs(Args):
@@ -197,7 +204,8 @@ class NoArgs(Args):
 
 @tool("strato_gates", NoArgs)
 def gates(ctx: Context, a: NoArgs) -> Document:
-    """Every gate waiting for a decision, in every running run."""
+    """Every gate waiting for a decision, in every running run; a gate's token only where
+    the workspace lets MCP clients decide it."""
     return {"gates": ctx.runs().gates()}
 
 
@@ -247,6 +255,15 @@ def list_runs(ctx: Context, a: NoArgs) -> Document:
 def show(ctx: Context, a: RunArgs) -> Document:
     """A run's status, ready steps, gates, step statuses and checkpoints."""
     return views.show_view(ctx.runs(), a.runId)
+
+
+FLOW_TOOLS = frozenset(
+    {
+        "stratum_plan", "stratum_resume", "stratum_step_done", "stratum_gate_resolve",
+        "strato_gates", "stratum_commit", "stratum_revert", "stratum_flow_cancel",
+        "stratum_audit", "strato_runs", "strato_run_show",
+    }
+)  # their documents may hold gate tokens
 
 
 # --- guard: the request object is the tool's arguments, as on `strato guard`'s stdin

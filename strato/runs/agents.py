@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strato.runs.lastjson import last_json_object
+
 MAX_KEPT = 1 << 20  # keep the last MiB of stdout: the result is at the end
+# `--` ends option parsing in both CLIs, so a prompt that starts with `-` stays a prompt
 BUILTIN: dict[str, dict[str, Any]] = {
-    "claude": {"argv": ["claude", "-p", "{prompt}", "--output-format", "json"], "timeout_s": 900},
-    "codex": {"argv": ["codex", "exec", "-s", "read-only", "{prompt}"], "timeout_s": 900},
+    "claude": {"argv": ["claude", "-p", "--output-format", "json", "--", "{prompt}"], "timeout_s": 900},
+    "codex": {"argv": ["codex", "exec", "-s", "read-only", "--", "{prompt}"], "timeout_s": 900},
 }
 
 
@@ -39,9 +42,29 @@ class AgentSpec:
 
 
 @dataclass(frozen=True)
+class GatePolicy:
+    """Who may decide gates, from `[gates]` in `.vivary/agents.toml` (committed, so an
+    agent's own session cannot widen it without a visible change). `mcp = "resolve"` lets
+    MCP clients see gate tokens and decide (recorded as the agent, with the client's
+    name); the default `"view"` shows them waiting gates without tokens. `person` lists
+    flows (`name`) or single gates (`flow.step`) that only a person at a terminal may
+    decide, whatever `mcp` says."""
+
+    mcp: str = "view"
+    person: frozenset[str] = frozenset()
+
+    def needs_person(self, flow: str, step: str) -> bool:
+        return flow in self.person or f"{flow}.{step}" in self.person
+
+    def mcp_may_resolve(self, flow: str, step: str) -> bool:
+        return self.mcp == "resolve" and not self.needs_person(flow, step)
+
+
+@dataclass(frozen=True)
 class AgentsConfig:
     agents: Mapping[str, AgentSpec]
     judge: AgentSpec | None
+    gates: GatePolicy = GatePolicy()
 
     def get(self, name: str) -> AgentSpec:
         if name not in self.agents:
@@ -76,13 +99,28 @@ def load_config(root: Path) -> AgentsConfig:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise AgentConfigError(f"{path}: {exc}") from None
-    unknown = set(data) - {"agents", "judge"}
+    unknown = set(data) - {"agents", "judge", "gates"}
     if unknown:
         raise AgentConfigError(f"{path}: unknown tables {sorted(unknown)}")
     tables = {**BUILTIN, **data.get("agents", {})}
     agents = {name: _spec(name, t) for name, t in tables.items()}
     judge = _spec("judge", data["judge"]) if "judge" in data else None
-    return AgentsConfig(agents, judge)
+    return AgentsConfig(agents, judge, _gate_policy(data.get("gates", {})))
+
+
+def _gate_policy(table: Any) -> GatePolicy:
+    if not isinstance(table, dict):
+        raise AgentConfigError("[gates] must be a table")
+    unknown = set(table) - {"mcp", "person"}
+    if unknown:
+        raise AgentConfigError(f"[gates]: unknown keys {sorted(unknown)}")
+    mcp = table.get("mcp", "view")
+    if mcp not in ("view", "resolve"):
+        raise AgentConfigError('[gates] mcp must be "view" or "resolve"')
+    person = table.get("person", [])
+    if not isinstance(person, list) or not all(isinstance(p, str) and p for p in person):
+        raise AgentConfigError("[gates] person must be a list of flow or flow.step names")
+    return GatePolicy(mcp, frozenset(person))
 
 
 @dataclass(frozen=True)
@@ -196,24 +234,6 @@ class _Tail:
 
     def text(self) -> str:
         return bytes(self.buf[-self.limit :]).decode("utf-8", errors="replace")
-
-
-def last_json_object(text: str) -> dict[str, Any] | None:
-    """The last top-level JSON object in `text` (scanning left to right, so an object
-    nested inside a later one is never mistaken for it)."""
-    decoder = json.JSONDecoder()
-    found: dict[str, Any] | None = None
-    i = text.find("{")
-    while i != -1:
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except (json.JSONDecodeError, RecursionError):
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(value, dict):
-            found = value
-        i = text.find("{", end)
-    return found
 
 
 def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:

@@ -27,6 +27,7 @@ from strato.runs.views import (
     list_view,
     next_view,
     outcome_view,
+    rejection,
     show_view,
     summary,
 )
@@ -218,7 +219,17 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
     """
     runs = _runs(root)
     result = _json_arg(result_text, "--result")
-    _finish(runs, runs.done(run_id, step, token, result), as_json)
+    outcome = runs.done(run_id, step, token, result)
+    view = outcome_view(runs, outcome)
+    rejected = rejection(outcome, step)
+    if rejected is None:
+        _print_summary(view, as_json)
+        _exit_for(view)
+        return
+    _print_summary({**view, "rejected": rejected}, as_json)
+    then = "a new attempt is ready" if rejected["retry"] else "no retry left"
+    click.echo(f"error: result for {step} rejected: {rejected['reason']} ({then})", err=True)
+    sys.exit(1)
 
 
 @runs_group.command("gate")
@@ -230,9 +241,8 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
 @click.option(
     "--resolved-by",
     type=click.Choice(RESOLVERS),
-    default="human",
-    show_default=True,
-    help="Who decided (kept in the gate's history).",
+    default=None,
+    help="Who decided (kept in the gate's history); default human at a terminal, else agent.",
 )
 @root_option
 @json_option
@@ -243,17 +253,22 @@ def gate_cmd(
     step: str,
     note: str | None,
     token: str | None,
-    resolved_by: str,
+    resolved_by: str | None,
     root: Path,
     as_json: bool,
 ) -> None:
     """Decide a waiting gate: approve, revise (re-run from its revise target) or reject.
+    A gate that `[gates] person` in .vivary/agents.toml reserves for a person is decided
+    only from a terminal, as `--resolved-by human`.
 
     Example: strato flow gate approve <run> review --note "looks right" --resolved-by agent
     """
     runs = _runs(root)
     engine_decision = "kill" if decision == "reject" else decision
-    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, resolved_by), as_json)
+    # a script is not a person: without a terminal the default is the agent
+    via = "terminal" if sys.stdin.isatty() else "cli"
+    by = resolved_by or ("human" if via == "terminal" else "agent")
+    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, by, via), as_json)
 
 
 @runs_group.command("gates")
@@ -361,6 +376,8 @@ def list_cmd(root: Path, as_json: bool) -> None:
         return
     for row in view["runs"]:
         click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
+    if not view["runs"]:
+        click.echo("no runs (start one with `strato run SPEC` or `strato flow plan SPEC`)")
 
 
 @runs_group.command("show")
@@ -394,6 +411,7 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
     Example: strato flow watch <run> --json   # one event per line
     """
     store = _runs(root).store
+    run_id = store.resolve(run_id)
     seen: str | None = None
     while True:
         head = store.head(run_id)
@@ -443,8 +461,7 @@ def run_cmd(
         assert spec is not None
         run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
     else:
-        run_id = resume
-        runs.load(run_id)
+        run_id = runs.load(resume).run_id  # a unique prefix names the run
     if not as_json:
         click.echo(f"run {run_id}", err=True)
     snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))

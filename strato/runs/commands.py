@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.runs.agents import last_json_object, last_line, run_process
+from strato.runs.agents import last_line, run_process
+from strato.runs.lastjson import last_json_object
 
 DEFAULT_TIMEOUT_MS = 60_000
 

@@ -55,7 +55,7 @@ ACTIVE = frozenset({"ready", "running", "waiting_gate"})
 RUN_TERMINAL = frozenset({"completed", "failed", "budget_exhausted", "cancelled"})
 RESOLVERS = ("human", "agent", "system")  # who decided a gate (kept in its history)
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
-USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id"})
+USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label"})
 
 
 class Refused(Exception):
@@ -681,7 +681,10 @@ class Engine:
         token: str | None,
         note: str | None = None,
         resolved_by: str = "human",
+        client: str | None = None,
     ) -> None:
+        """`client` names the MCP client that decided (from its handshake), kept beside
+        `resolvedBy` in the event and the gate's attempt record."""
         self.require_running()
         frame, step, st = self.locate(path)
         if not isinstance(step, GateStep):
@@ -701,6 +704,7 @@ class Engine:
             "decision": decision,
             "target": target,
             "resolvedBy": resolved_by,
+            **({"client": client} if client else {}),
             **({"note": note} if note else {}),
         }
         self.emit("gate_resolved", path, **detail)
@@ -708,7 +712,8 @@ class Engine:
         if decision == "revise":
             self._revise(frame, step, st, target)
         else:
-            self._approve_or_kill(frame, step, st, decision, target, resolved_by)
+            by = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
+            self._approve_or_kill(frame, step, st, decision, target, by)
         self.advance()
 
     def _approve_or_kill(
@@ -718,7 +723,7 @@ class Engine:
         st: dict[str, Any],
         decision: str,
         target: str | None,
-        resolved_by: str,
+        by: dict[str, str],
     ) -> None:
         failure = {
             "attempt": 0,
@@ -735,7 +740,7 @@ class Engine:
                 "attempt": len(st["attempts"]) + 1,
                 "at": self.clock(),
                 "decision": decision,
-                "resolvedBy": resolved_by,
+                **by,
             }
         )
         if target is not None:

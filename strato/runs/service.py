@@ -19,7 +19,7 @@ from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
-from strato.runs.store import LABEL, RUN_ID, Outcome, RunStore, Snapshot
+from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
 
 MAX_RACE_RETRIES = 50
@@ -64,7 +64,7 @@ class Runs:
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)
         if key not in self._specs:
-            spec, errors = load_spec(self.store.spec_text(snap))
+            spec, errors = load_spec(self.store.spec_text(snap), self.config.agents)
             if spec is None:
                 raise SpecInvalid(errors)
             self._specs[key] = spec
@@ -87,7 +87,7 @@ class Runs:
     def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
         if run_id is not None and not RUN_ID.match(run_id):
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
-        spec, errors = load_spec(spec_text)
+        spec, errors = load_spec(spec_text, self.config.agents)
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
@@ -105,6 +105,7 @@ class Runs:
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
         """Load, act, commit with CAS; on a lost race start over from the new head."""
+        run_id = self.store.resolve(run_id)
         for _ in range(MAX_RACE_RETRIES):
             snap = self.store.load(run_id)
             eng = self.engine(snap)
@@ -127,34 +128,62 @@ class Runs:
         token: str | None = None,
         note: str | None = None,
         resolved_by: str = "human",
+        via: str = "terminal",
+        client: str | None = None,
     ) -> Outcome:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
-        decides on the gate as it is now (a stale token is refused like a stale result)."""
+        decides on the gate as it is now (a stale token is refused like a stale result).
+        `via` is how the decision arrived, as the caller knows it from its own transport
+        (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
+        policy is checked against it, and over MCP the decision is the agent's."""
+        policy = self.config.gates
+        if via == "mcp":
+            resolved_by = "agent"
 
         def act(e: Engine) -> None:
-            _, _, st = e.locate(step)
-            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by)
+            frame, gate_step, st = e.locate(step)
+            in_person = via == "terminal" and resolved_by == "human"
+            if policy.needs_person(frame.name, gate_step.id) and not in_person:
+                raise Refused(
+                    "gate_needs_person",
+                    f"gate {step} ({frame.name}) must be decided by a person: run "
+                    "`strato flow gate` at a terminal ([gates] person in .vivary/agents.toml)",
+                )
+            if via == "mcp" and not policy.mcp_may_resolve(frame.name, gate_step.id):
+                raise Refused(
+                    "gate_not_allowed_over_mcp",
+                    f"gate {step} is not decided over MCP here: a person decides it with "
+                    '`strato flow gate` ([gates] mcp = "resolve" in .vivary/agents.toml allows it)',
+                )
+            e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by, client)
 
-        return self.apply(run_id, "gate", act, stepId=step, decision=decision, resolvedBy=resolved_by)
+        detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
+        return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
     def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
 
     def commit(self, run_id: str, label: str) -> Snapshot:
-        if not LABEL.match(label.strip()):
-            raise Refused("invalid_label", f"invalid checkpoint label {label!r}")
         snap = self.store.load(run_id)
+        if not valid_label(snap.run_id, label.strip()):
+            raise Refused(
+                "invalid_label",
+                f"invalid checkpoint label {label!r} (letters, digits, '.', '_', '-'; "
+                "a git ref name: no '..', no trailing '.' or '.lock')",
+            )
         if self.engine(snap).running_fanouts():
             raise Refused("fanout_in_flight", "cannot checkpoint while a fanout is in flight")
         self.store.save_checkpoint(snap, label.strip())
         return snap
 
     def revert(self, run_id: str, label: str) -> Outcome:
+        run_id = self.store.resolve(run_id)
         saved = self.store.checkpoint(run_id, label).state
         return self.apply(run_id, "revert", lambda e: e.restore(label, saved), label=label)
 
     def audit(self, run_id: str) -> dict[str, Any]:
         snap = self.store.load(run_id)
+        run_id = snap.run_id
         events = [ev for _, t in self.store.history(run_id) for ev in t.get("events", [])]
         out = {
             "runId": run_id,
@@ -201,6 +230,7 @@ class Runs:
     def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
         are left waiting."""
+        run_id = self.store.resolve(run_id)
         while True:
             snap = self.store.load(run_id)
             if snap.state["status"] in RUN_TERMINAL:

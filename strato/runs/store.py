@@ -29,6 +29,15 @@ class RunNotFound(LookupError):
     """No run with that id in this repository."""
 
 
+class AmbiguousRunId(RunNotFound):
+    """A prefix that more than one run id starts with."""
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates[:10]) + (", ..." if len(candidates) > 10 else "")
+        super().__init__(f"run id prefix {prefix!r} is ambiguous: {shown}")
+        self.candidates = candidates
+
+
 class CheckpointNotFound(LookupError):
     def __init__(self, label: str, available: list[str]) -> None:
         super().__init__(f"no checkpoint {label!r} (available: {', '.join(available) or 'none'})")
@@ -60,6 +69,12 @@ def checkpoint_ref(run_id: str, label: str) -> str:
     return f"{PREFIX}{run_id}/checkpoints/{label}"
 
 
+def valid_label(run_id: str, label: str) -> bool:
+    """A checkpoint label is one component of a git ref name (`a..b`, `x.lock` and `a.`
+    are not, though they pass the character rule)."""
+    return bool(LABEL.match(label)) and pygit2.reference_is_valid_name(checkpoint_ref(run_id, label))
+
+
 def check_run_id(run_id: str) -> str:
     if not RUN_ID.match(run_id):
         raise RunNotFound(f"not a run id: {run_id!r}")
@@ -83,7 +98,20 @@ class RunStore:
             cas_ref(self.repo, name, oid, None, "vivary: plan")
         return str(oid)
 
+    def resolve(self, run_id: str) -> str:
+        """The run id that `run_id` names: itself, or the one run id it is a prefix of
+        (as git takes a unique prefix of a commit id)."""
+        if read_ref(self.repo, head_ref(check_run_id(run_id))) is not None:
+            return run_id
+        matches = [r for r in self.run_ids() if r.startswith(run_id)]
+        if len(matches) > 1:
+            raise AmbiguousRunId(run_id, matches)
+        if not matches:
+            raise RunNotFound(f"no run {run_id!r}")
+        return matches[0]
+
     def load(self, run_id: str) -> Snapshot:
+        run_id = self.resolve(run_id)
         return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> Snapshot:
@@ -153,7 +181,7 @@ class RunStore:
             cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
 
     def checkpoint(self, run_id: str, label: str) -> Snapshot:
-        commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if LABEL.match(label) else None
+        commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if valid_label(run_id, label) else None
         if commit is None:
             raise CheckpointNotFound(label, self.checkpoints(run_id))
         return self.at(run_id, commit)

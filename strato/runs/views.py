@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.runs.agents import AgentConfigError
+from strato.runs.agents import AgentConfigError, GatePolicy
 from strato.runs.engine import USAGE_CODES, Engine, Refused
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.store import CheckpointNotFound, Outcome, RunNotFound, Snapshot
+from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, Snapshot
 from tropo.git.repo import NotARepository
 
 EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)
@@ -21,6 +21,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
         return 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
     if isinstance(exc, CheckpointNotFound):
         return 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
+    if isinstance(exc, AmbiguousRunId):
+        return 2, str(exc), {"code": "ambiguous_run_id", "candidates": exc.candidates}
     if isinstance(exc, RunNotFound):
         return 1, str(exc), {"code": "run_not_found"}
     if isinstance(exc, SpecInvalid):
@@ -53,7 +55,12 @@ def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
 def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
     """Gates a decision can still be given to: cancelling a run takes their tokens."""
     return [
-        {"stepId": frame.prefix + sid, "gateToken": st["gateToken"], "round": frame.scope["rounds"]}
+        {
+            "stepId": frame.prefix + sid,
+            "flow": frame.name,
+            "gateToken": st["gateToken"],
+            "round": frame.scope["rounds"],
+        }
         for frame in eng.frames()
         for sid, st in frame.steps.items()
         if st["status"] == "waiting_gate" and "gateToken" in st
@@ -70,8 +77,8 @@ def next_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     if runs.engine(snap, judge=False).running_fanouts():
         for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
-            run_fanout(runs, run_id, frame.prefix + step.id)
-        snap = runs.load(run_id)
+            run_fanout(runs, snap.run_id, frame.prefix + step.id)
+        snap = runs.load(snap.run_id)
     return summary(runs, snap)
 
 
@@ -79,10 +86,10 @@ def commit_view(runs: Runs, run_id: str, label: str) -> dict[str, Any]:
     snap = runs.commit(run_id, label)
     return {
         "status": "committed",
-        "runId": run_id,
+        "runId": snap.run_id,
         "label": label.strip(),
         "head": snap.head,
-        "checkpoints": runs.store.checkpoints(run_id),
+        "checkpoints": runs.store.checkpoints(snap.run_id),
     }
 
 
@@ -99,8 +106,47 @@ def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     view = summary(runs, snap)
     view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
-    view["checkpoints"] = runs.store.checkpoints(run_id)
+    view["checkpoints"] = runs.store.checkpoints(snap.run_id)
     return view
+
+
+def rejection(outcome: Outcome, step: str) -> dict[str, Any] | None:
+    """Why a reported result was not accepted (a failed ensure, a contract break), from
+    the `result` event the report produced; None when it was accepted."""
+    for ev in outcome.events:
+        detail = ev.get("detail", {})
+        if ev["type"] == "result" and ev.get("stepId") == step and detail.get("success") is False:
+            return {"stepId": step, "reason": detail.get("reason", ""), "retry": bool(detail.get("retry"))}
+    return None
+
+
+def withhold_gate_tokens(doc: Any, policy: GatePolicy) -> Any:
+    """`doc` as an MCP client may see it: a gate token is the power to decide that gate,
+    so it stays only in a `gates` entry that the policy lets MCP decide; every other
+    `gateToken` (run state in an audit, say) is dropped, and a withheld one is marked."""
+
+    def visible(gate: Any) -> Any:
+        if not isinstance(gate, dict) or "gateToken" not in gate:
+            return strip(gate)
+        own = str(gate.get("stepId", "")).rpartition("/")[2]
+        if policy.mcp_may_resolve(str(gate.get("flow", "")), own):
+            return gate
+        decider = "person" if policy.needs_person(str(gate.get("flow", "")), own) else "cli"
+        return {**{k: v for k, v in gate.items() if k != "gateToken"}, "decidedAt": decider}
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "gateToken"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    if not isinstance(doc, dict):
+        return strip(doc)
+    out = {k: strip(v) for k, v in doc.items() if k != "gates"}
+    if isinstance(doc.get("gates"), list):
+        out["gates"] = [visible(g) for g in doc["gates"]]
+    return out
 
 
 def failed(view: dict[str, Any]) -> bool:

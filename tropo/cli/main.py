@@ -18,6 +18,7 @@ import click
 
 from tropo.check import reports
 from tropo.check.roots import CONFIG_NAME, ConfigError
+from tropo.cli.clijson import echo_error
 from tropo.git.atomic import write_atomic
 from tropo.git.source import NotARepository, RevisionError, Source, SourceError
 
@@ -29,6 +30,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
+    echo_error(message, code)
     click.echo(f"tropo: {message}", err=True)
     sys.exit(code)
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.runs.agents import AgentConfigError, AgentSpec, call, last_json_object, load_config, unwrap
+from strato.runs.agents import AgentConfigError, AgentSpec, call, load_config, unwrap
+from strato.runs.service import SpecInvalid
 from tests.strato.flow.engine_helpers import make_workspace, reply
 
 MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
@@ -23,12 +24,6 @@ def _agent(tmp_path: Path, body: str, timeout_s: float = 60, interval: float = 0
     script = tmp_path / "agent.py"
     script.write_text(textwrap.dedent(body))
     return AgentSpec("test", (sys.executable, str(script), "{prompt}"), timeout_s, interval)
-
-
-def test_last_json_object_wins_and_nested_objects_are_not_mistaken() -> None:
-    text = 'thinking {"a": 1}\nmore text { broken\n{"b": {"c": 2}, "d": [ {"e": 3} ]} trailing'
-    assert last_json_object(text) == {"b": {"c": 2}, "d": [{"e": 3}]}
-    assert last_json_object("no json here [1, 2]") is None
 
 
 def test_claude_envelope_is_unwrapped_with_its_cost() -> None:
@@ -120,7 +115,7 @@ def test_bad_agent_config_is_a_configuration_error(tmp_path: Path, toml: str, me
 
 def test_builtin_templates_exist_without_a_config(tmp_path: Path) -> None:
     config = load_config(tmp_path)
-    assert config.get("claude").argv == ("claude", "-p", "{prompt}", "--output-format", "json")
+    assert config.get("claude").argv == ("claude", "-p", "--output-format", "json", "--", "{prompt}")
     assert "{prompt}" in config.get("codex").argv and config.judge is None
 
 
@@ -134,3 +129,53 @@ def test_flooding_and_silent_agents_fail_the_attempt_in_a_run(tmp_path: Path) ->
     assert failures == ["agent reported failure: agent claude printed no JSON object"] * 2
     ws.agents([{"match": "Classify", "replies": [reply({"label": "a", "confidence": 1})]}])
     assert json.loads(json.dumps(ws.runs().drive(ws.runs().plan(MINIMAL, {"text": "x"}).snap.run_id).state))["status"] == "completed"
+
+
+def test_builtin_templates_end_option_parsing_before_the_prompt(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    for name in ("claude", "codex"):
+        argv = config.get(name).argv
+        assert argv[-2:] == ("--", "{prompt}"), argv
+
+
+def test_a_prompt_that_looks_like_an_option_stays_the_prompt(tmp_path: Path) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(textwrap.dedent("""
+        import argparse, json
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dangerously-skip-permissions", action="store_true")
+        parser.add_argument("prompt")
+        args = parser.parse_args()
+        print(json.dumps({"prompt": args.prompt, "skipped": args.dangerously_skip_permissions}))
+    """))
+    agent = AgentSpec("cli", (sys.executable, str(script), "--", "{prompt}"))
+    res = call(agent, "--dangerously-skip-permissions", tmp_path)
+    assert res.output == {"prompt": "--dangerously-skip-permissions", "skipped": False}
+
+
+def test_a_spec_may_name_any_agent_the_workspace_defines(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    spec = MINIMAL.replace("agent: claude", "agent: reviewer")
+    with pytest.raises(SpecInvalid) as refused:
+        ws.runs().plan(spec, {"text": "x"})
+    assert refused.value.errors[0].path == "flows.classify.steps[0].agent"
+    assert "reviewer" in refused.value.errors[0].message
+    ws.agents([{"match": "Classify", "replies": [reply({"label": "a", "confidence": 0.9})]}])
+    text = (ws.root / ".vivary" / "agents.toml").read_text()
+    (ws.root / ".vivary" / "agents.toml").write_text(text.replace("[agents.codex]", "[agents.reviewer]"))
+    runs = ws.runs()
+    snap = runs.drive(runs.plan(spec, {"text": "x"}).snap.run_id)
+    assert snap.state["status"] == "completed" and snap.state["output"]["label"] == "a"
+
+
+def test_validate_knows_the_agents_of_the_workspace_it_runs_in(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {".vivary/agents.toml": '[agents.reviewer]\nargv = ["r", "--", "{prompt}"]\n'})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(MINIMAL.replace("agent: claude", "agent: reviewer"))
+    strato = Path(sys.executable).parent / "strato"
+    inside = subprocess.run([strato, "flow", "validate", str(spec)], cwd=ws.root, capture_output=True, text=True)
+    assert inside.returncode == 0, inside.stdout
+    outside = subprocess.run([strato, "flow", "validate", str(spec), "--json"], cwd=tmp_path, capture_output=True, text=True)
+    assert outside.returncode == 1
+    [error] = json.loads(outside.stdout)["errors"]
+    assert error["code"] == "SCHEMA_INVALID" and error["path"] == "flows.classify.steps[0].agent"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 WITHOUT_SDK = "import sys; sys.modules['mcp'] = None; from strato.cli import main; main(sys.argv[1:])"
 
@@ -37,3 +40,38 @@ def test_outside_a_repository_it_refuses_with_one_line(tmp_path: Path) -> None:
 def test_help_has_an_example() -> None:
     proc = strato("mcp", "--help")
     assert proc.returncode == 0 and "mcpServers" in proc.stdout
+
+
+HIDE = """\
+import sys
+HIDDEN = {hidden!r}
+class Hide:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Hide())
+"""
+
+
+def _console_strato(tmp_path: Path, hidden: tuple[str, ...], *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `strato` script, in a process where `hidden` cannot be imported (a
+    sitecustomize on PYTHONPATH installs the import hook before anything else runs)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HIDE.format(hidden=hidden))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    script = Path(sys.executable).parent / "strato"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, check=False, env=env)
+
+
+@pytest.mark.parametrize(
+    ("hidden", "detail"),
+    [(("mcp", "mcp_types"), ""), (("anyio",), " (it cannot import anyio)")],
+    ids=["sdk missing", "a dependency of the sdk missing"],
+)
+def test_the_console_script_without_the_sdk_exits_2_with_the_install_command(
+    tmp_path: Path, repo_dir: Path, hidden: tuple[str, ...], detail: str
+) -> None:
+    proc = _console_strato(tmp_path, hidden, "mcp", "--root", str(repo_dir))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"error: strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'{detail}\n"

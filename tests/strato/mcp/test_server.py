@@ -48,6 +48,8 @@ def test_lists_every_tool_with_a_strict_schema(workspace: Path) -> None:
 
 def test_consumer_runs_a_flow_to_a_gate_and_through_it(workspace: Path) -> None:
     root = str(workspace)
+    (workspace / ".vivary").mkdir()
+    (workspace / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "resolve"\n')
 
     async def scenario(s: Session) -> None:
         plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "git"}, "runId": "r1"})

@@ -1,0 +1,56 @@
+"""`strato decide-request`: a capsule from `tropo find --governed` becomes a request that
+`strato decide --governed` accepts; what it cannot read is a one-line error, exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from strato.decide import decide
+from strato.decide.request import build_request
+from tests.strato.decide.builders import T0, capsule
+
+BIN = Path(sys.executable).parent
+
+
+def test_a_built_request_is_decided_not_refused() -> None:
+    doc = build_request(capsule(), actor_id="agent:me", now=T0 + timedelta(seconds=30))
+    result = decide(doc)
+    assert result.decision in ("act", "request_gate", "stop"), result.reason_codes
+    assert doc["scope"]["paths"] == capsule()["task"]["scope"] and doc["actor"] == {"kind": "agent", "id": "agent:me"}
+
+
+def test_a_request_built_too_late_is_stale_as_decide_says() -> None:
+    doc = build_request(capsule(), actor_id="agent:me", now=T0 + timedelta(seconds=400))
+    assert "stale_capsule" in decide(doc).reason_codes
+
+
+def test_from_tropo_find_to_decide_in_a_real_workspace(tmp_path: Path) -> None:
+    subprocess.run([BIN / "create-vivary", "init", "ws", "--commit"], cwd=tmp_path, check=True, capture_output=True)
+    ws = tmp_path / "ws"
+    found = subprocess.run([BIN / "tropo", "find", "--governed", "what next"], cwd=ws, capture_output=True, check=True)
+    (ws / "capsule.json").write_bytes(found.stdout)
+    built = subprocess.run(
+        [BIN / "strato", "decide-request", "capsule.json", "--actor", "agent:me"], cwd=ws, capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr
+    request = json.loads(built.stdout)
+    assert request["schema"] == "vivary.strato-decision-request/v0" and request["scope"]["project"] == "ws"
+    decided = subprocess.run(
+        [BIN / "strato", "decide", "--governed", "--json", "-"], input=built.stdout, cwd=ws, capture_output=True, text=True
+    )
+    assert decided.returncode == 0 and json.loads(decided.stdout)["reason_codes"] != ["invalid_request_document"]
+    assert json.loads(decided.stdout)["decision"] in ("act", "request_gate", "stop")
+
+
+def test_what_is_not_a_capsule_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"not": "a capsule"}')
+    for args in (["x.json"], ["missing.json"]):
+        proc = subprocess.run(
+            [BIN / "strato", "decide-request", *args, "--actor", "a", "--json"], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert json.loads(proc.stdout)["ok"] is False

@@ -1,0 +1,41 @@
+"""Under `--json` an error is one JSON object on stdout as well as one line on stderr,
+for tropo, exo and strato alike (a script that asked for JSON always gets an object)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["tropo", "check", "--rev", "nope", "--json"], 2),
+        (["tropo", "blast", "nosuch", "--json"], 1),
+        (["tropo", "diff", "nope..HEAD", "--json"], 2),
+        (["exo", "release", "nosuch", "--json"], 1),
+        (["exo", "claim", "nosuch", "--agent", "@me", "--json"], 1),
+        (["exo", "board", "--json", "--root", "/"], 2),
+        (["strato", "flow", "show", "nope", "--json"], 1),
+        (["strato", "flow", "validate", "missing.yaml", "--json"], 2),
+        (["strato", "decide-request", "missing.json", "--actor", "a", "--json"], 2),
+    ],
+)
+def test_errors_under_json_are_one_object_on_stdout_and_one_line_on_stderr(
+    tmp_path: Path, argv: list[str], code: int
+) -> None:
+    subprocess.run([BIN / "create-vivary", "init", "ws", "--commit"], cwd=tmp_path, check=True, capture_output=True)
+    proc = subprocess.run([BIN / argv[0], *argv[1:]], cwd=tmp_path / "ws", capture_output=True, text=True)
+    assert proc.returncode == code, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)  # exactly one JSON document
+    assert isinstance(doc, dict) and doc
+    plain = subprocess.run([BIN / argv[0], *[a for a in argv[1:] if a != "--json"]], cwd=tmp_path / "ws",
+                           capture_output=True, text=True)
+    assert plain.returncode == code and not plain.stdout.lstrip().startswith("{")

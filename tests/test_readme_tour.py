@@ -1,0 +1,65 @@
+"""The README's quick tour, run literally: each line of its shell block in a fresh
+folder, in order, through `bash`, with this distribution's commands first on PATH. A
+line that exits non-zero fails the test with the line and its output. Docs pages'
+blocks that say a test runs them are run the same way, inside a fresh scaffold."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def block_lines(text: str, heading: str) -> list[str]:
+    """The commands of the first ```sh block after `heading`."""
+    section = text.split(heading, 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, f"no ```sh block after {heading!r}"
+    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def run_lines(tmp_path: Path, lines: list[str]) -> Path:
+    """Run each line in one shell session's worth of state (the folder a `cd` left)."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    cwd_file = tmp_path / ".cwd"
+    cwd = tmp_path / "tour"
+    cwd.mkdir()
+    for line in lines:
+        script = f"set -o pipefail\n{line}\nstatus=$?\npwd > {cwd_file}\nexit $status\n"
+        proc = subprocess.run(
+            ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+        assert proc.returncode == 0, f"{line!r} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        cwd = Path(cwd_file.read_text().strip())
+    return cwd
+
+
+SCAFFOLD = ["create-vivary init my-ws --preset coding --commit", "cd my-ws"]
+
+
+def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:
+    lines = block_lines((ROOT / "README.md").read_text(encoding="utf-8"), "## Quick tour")
+    assert len(lines) > 20 and lines[0].startswith(SCAFFOLD[0]) and lines[1] == SCAFFOLD[1]
+    run_lines(tmp_path, lines)
+    ws = tmp_path / "tour" / "my-ws"
+    assert (ws / "graph.html").is_file() and (ws / "request.json").is_file()
+    assert "refs/vivary/runs/review-1/head" in subprocess.run(
+        ["git", "-C", str(ws), "for-each-ref", "--format=%(refname)"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    ("page", "heading"),
+    [("docs/runs.md", "## Try it"), ("docs/decide.md", "### The request format, and building one")],
+)
+def test_docs_example_blocks_run_in_a_fresh_scaffold(tmp_path: Path, page: str, heading: str) -> None:
+    lines = block_lines((ROOT / page).read_text(encoding="utf-8"), heading)
+    ws = run_lines(tmp_path, [*SCAFFOLD, *lines])
+    assert ws.name == "my-ws"
