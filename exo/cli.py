@@ -34,6 +34,13 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _refused(item_id: str, verb: str, refused: ClaimRefused) -> NoReturn:
+    """A refused claim or release under ``--json``: its own document is the JSON error."""
+    _emit(True, {"id": item_id, verb: False, "holder": refused.holder, "error": str(refused)}, [])
+    click.echo(f"exo: {refused}", err=True)
+    sys.exit(1)
+
+
 def _emit(as_json: bool, document: object, lines: list[str]) -> None:
     click.echo(json.dumps(document, indent=2) if as_json else "\n".join(lines))
 
@@ -159,10 +166,7 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
                             remote or default_remote(view.repo), worktree)
     except ClaimRefused as refused:
         if as_json:
-            _emit(True, {"id": item_id, "claimed": False, "holder": refused.holder,
-                         "error": str(refused)}, [])
-            click.echo(f"exo: {refused}", err=True)  # the object above is the JSON error
-            sys.exit(1)
+            _refused(item_id, "claimed", refused)
         _fail(str(refused), 1)
     except (ClaimError, WorkspaceError) as exc:
         _fail(str(exc), 2)
@@ -208,8 +212,7 @@ def release_command(item_id: str, agent: str, force: bool, reason: str | None,
                             reason)
     except ClaimRefused as refused:
         if as_json:
-            _emit(True, {"id": item_id, "released": False, "holder": refused.holder,
-                         "error": str(refused)}, [])
+            _refused(item_id, "released", refused)
         _fail(str(refused), 1)
     except ClaimError as exc:
         _fail(str(exc), 2)

@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
         (["tropo", "check", "--rev", "nope", "--json"], 2),
         (["tropo", "blast", "nosuch", "--json"], 1),
         (["tropo", "diff", "nope..HEAD", "--json"], 2),
-        (["exo", "release", "nosuch", "--json"], 1),
+        (["exo", "release", "nosuch", "--agent", "@x", "--json"], 1),
         (["exo", "claim", "nosuch", "--agent", "@me", "--json"], 1),
         (["exo", "board", "--json", "--root", "/"], 2),
         (["strato", "flow", "show", "nope", "--json"], 1),
