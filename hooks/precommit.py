@@ -19,8 +19,11 @@ def main(root: Path) -> int:
     findings = outcome.summary.graded(strict=True)
     if not findings:
         return 0
-    for f in findings:
-        print(f.render(), file=sys.stderr)
+    lines = [f.render() for f in findings]
+    print("\n".join(lines), file=sys.stderr)
+    from strato.heartbeat.refusals import record  # the heartbeat learns from refusals
+
+    record(root, lines)
     print(
         f"vivary: commit refused: {len(findings)} finding(s) in the staged snapshot; "
         "fix and `git add` them (or bypass once with --no-verify)",
