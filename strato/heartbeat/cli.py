@@ -116,9 +116,11 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
         _fail(str(exc), 2)
-    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {record['title']}"]
+    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {store.title(record)}"]
     lines += [f"  evidence: {e}" for e in record.get("evidence", [])]
-    for path, content in dict(record.get("files") or {}).items():
+    if isinstance(record.get("rewrite"), dict):
+        lines.append(f"  rewritten by agent {record['rewrite'].get('agent')} (the draft is `title`/`files`)")
+    for path, content in store.files(record).items():
         lines += [f"--- {path} (on {str(record.get('base'))[:12]})", str(content).rstrip("\n")]
     _emit(record, as_json, "\n".join(lines))
 

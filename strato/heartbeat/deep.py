@@ -26,9 +26,9 @@ def question(record: dict[str, Any]) -> tuple[str, str]:
     """The text shown for one proposal and the answers it accepts (``apply`` only for a
     proposal that writes files: the others are acted on by hand)."""
     keys = "ars" if record.get("files") else "rs"
-    lines = [f"[{record.get('kind')}] {record['id']}: {record.get('title')}"]
+    lines = [f"[{record.get('kind')}] {record['id']}: {store.title(record)}"]
     lines += [f"  evidence: {e}" for e in list(record.get("evidence") or [])[:5]]
-    lines += [f"  would write: {p}" for p in sorted(dict(record.get("files") or {}))]
+    lines += [f"  would write: {p}" for p in sorted(store.files(record))]
     choices = " / ".join(f"[{k}] {CHOICES[k]}" for k in keys)
     return "\n".join([*lines, f"{choices}? "]), keys
 

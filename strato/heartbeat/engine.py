@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from strato.distill import model
 from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.guard import ledger
 from strato.guard.errors import GuardError
@@ -180,10 +181,11 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     day = report.today(now)
     outcomes = {p.id: (p, store.offer(side, p, day)) for p in proposals}
     new = sorted(pid for pid, (_, o) in outcomes.items() if o in ("new", "revised"))
+    rewrites = model.rewrite_new(root, new, settings.distill_tokens)
     records = store.all_records(side)
     result: dict[str, Any] = {
         "day": day, "head": head, "since": base, "commits": len(commits), "new": new,
-        "skipped": skipped,
+        "skipped": skipped, "distill": rewrites.as_dict(),
         "counts": {
             "proposed": len(outcomes), "open": sum(1 for r in records if r.get("status") == "open"),
             "known": sum(1 for _, o in outcomes.values() if o == "known"),
