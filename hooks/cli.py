@@ -25,7 +25,7 @@ _hook = click.option(
     "hooks",
     multiple=True,
     type=click.Choice(KNOWN_HOOKS),
-    help="Hook to act on (repeatable); default: pre-commit and pre-push.",
+    help="Hook to act on (repeatable); default: pre-commit, pre-push and post-commit.",
 )
 
 
