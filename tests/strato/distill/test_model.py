@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from strato.distill import service
 from strato.heartbeat import apply, engine, settings, store
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session
@@ -117,3 +118,15 @@ def test_a_malformed_agents_file_is_named_and_the_run_goes_on(ws: Path) -> None:
     (ws / ".vivary" / "agents.toml").write_text('[agents.distill]\nargv = ["no-prompt-element"]\n')
     result = beat(ws)
     assert "{prompt}" in result["distill"]["error"] and memory(ws)["status"] == "open"
+
+
+def test_extract_sends_new_candidates_through_the_agent_once(ws: Path, tmp_path: Path) -> None:
+    for n, flow in enumerate((FLOW + OTHER + FLOW, FLOW)):
+        claude_session(tmp_path / "claude", f"s{n}", ws, flow)
+    log = use_agent(ws, "skill")
+    [candidate] = service.extract(ws, sources(tmp_path), 3, None)
+    assert candidate["rewritten"] is True and calls(log) == 1
+    record = store.get(store.sidecar(ws), str(candidate["id"]))
+    assert all("# Commit safely" in text for text in store.files(record).values())
+    [again] = service.extract(ws, sources(tmp_path), 3, None)
+    assert again["outcome"] == "known" and again["rewritten"] is False and calls(log) == 1

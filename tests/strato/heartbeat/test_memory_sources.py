@@ -16,7 +16,7 @@ from tests.conftest import git
 from tests.strato.flow.engine_helpers import make_workspace, reply
 from tests.strato.guard.conftest import POLICY, make_key, ssh_sign
 from tests.strato.guard.conftest import Workspace as GuardWorkspace
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.strato.heartbeat.conftest import SCHEMA, T0, commit_at
 
 BIN = Path(sys.executable).parent
 
@@ -95,15 +95,7 @@ def test_a_signed_override_is_a_lesson_naming_its_ledger_line(repo_dir: Path, tm
     assert beat(repo_dir) == []
 
 
-STRICT = """version = 1
-[base]
-derive = ["id", "title"]
-allow_untyped = true
-strict = true
-[types.change]
-folder = "changes"
-required = { status = "enum:planned|active|done" }
-"""
+STRICT = SCHEMA.replace("strict = false", "strict = true")
 
 
 def git_commit(root: Path, message: str) -> subprocess.CompletedProcess[str]:
