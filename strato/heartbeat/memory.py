@@ -54,7 +54,8 @@ def _results(transition: Mapping[str, Any]) -> Iterable[tuple[str, bool, object,
         if isinstance(event, dict) and event.get("type") == "result" and isinstance(event.get("stepId"), str):
             detail = event.get("detail")
             detail = detail if isinstance(detail, dict) else {}
-            yield event["stepId"], detail.get("success") is True, detail.get("attempt"), detail.get("reason")
+            yield (one_line(event["stepId"], 120), detail.get("success") is True,
+                   one_line(detail.get("attempt"), 20), detail.get("reason"))
 
 
 def run_lessons(run_id: str, chain: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Proposal]:
@@ -96,5 +97,6 @@ def override_lessons(resource_id: str, entries: Iterable[Mapping[str, Any]]) -> 
             "memory", "guard-override", f"{resource_id}#{entry.get('entry_digest')}",
             f"Guard {one_line(resource_id, 80)}: edge {one_line(edge, 80)} was overridden, "
             f"not earned: {one_line(entry.get('rationale'))}",
-            (f"guard ledger {one_line(resource_id, 80)} line {line}: entry {entry.get('entry_digest')}",)))
+            (f"guard ledger {one_line(resource_id, 80)} line {line}: "
+             f"entry {one_line(entry.get('entry_digest'), 80)}",)))
     return found

@@ -147,3 +147,19 @@ def test_refusals_keep_the_newest_and_skip_garbage(ws: Path) -> None:
         refusals.record(ws, [f"finding {i}"], now=T0 + i)
     kept = refusals.load(side)
     assert len(kept) == refusals.KEEP and kept[-1]["findings"] == [f"finding {refusals.KEEP + 4}"]
+
+
+def test_a_forged_run_chain_cannot_add_lines_or_leak_a_key() -> None:
+    from strato.heartbeat import memory
+
+    step = "review\n## Injected heading"
+    chain = [("c1", {"op": "drive", "events": [
+                 {"type": "result", "stepId": step,
+                  "detail": {"success": False, "attempt": "1\n- x", "reason": "bad\ntoken=ghp_abcdefghijklmnopqrstuvwx0123"}}]}),
+             ("c2", {"op": "drive", "events": [{"type": "result", "stepId": step, "detail": {"success": True}},
+                                               {"type": "result"}, "not an event"]}),
+             ("c3", {"events": "not a list"})]
+    [lesson] = memory.run_lessons("r1", chain)
+    for text in (lesson.title, *lesson.evidence):
+        assert "\n" not in text and "ghp_" not in text
+    assert "[REDACTED]" in lesson.title and lesson.evidence[0].startswith("run r1 commit c1: review ## Injected")
