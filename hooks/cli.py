@@ -10,7 +10,7 @@ import click
 
 from hooks import graph
 from hooks import install as installer
-from hooks.scripts import DEFAULT_HOOKS, KNOWN_HOOKS
+from hooks.scripts import DEFAULT_HOOKS
 from tropo.git import gitcli
 
 _root = click.option(
@@ -25,8 +25,8 @@ _hook = click.option(
     "--hook",
     "hooks",
     multiple=True,
-    type=click.Choice(KNOWN_HOOKS),
-    help="Hook to act on (repeatable); default: pre-commit, pre-merge-commit and pre-push.",
+    type=click.Choice(DEFAULT_HOOKS),
+    help="Hook to act on (repeatable); default: pre-commit, pre-merge-commit, pre-push and post-commit.",
 )
 
 
@@ -100,7 +100,7 @@ def uninstall_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     Example: vivary hooks uninstall --root .
     """
     top = _repo_root(root)
-    names = hooks or KNOWN_HOOKS
+    names = hooks or DEFAULT_HOOKS
     _emit_actions(as_json, top, names, installer.uninstall(top, names))
 
 

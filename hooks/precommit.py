@@ -19,8 +19,11 @@ def main(root: Path, what: str = "commit") -> int:
         return 1
     if not verdict.findings:
         return 0
-    for f in verdict.findings:
-        print(f.render(), file=sys.stderr)
+    lines = [f.render() for f in verdict.findings]
+    print("\n".join(lines), file=sys.stderr)
+    from strato.heartbeat.refusals import record  # the heartbeat learns from refusals
+
+    record(root, lines)
     new = " new" if verdict.mode == "ratchet" else ""
     print(
         f"vivary: {what} refused: {len(verdict.findings)}{new} finding(s) in the staged "

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.distill import miner, skill, transcripts
-from strato.heartbeat import report, store
+from strato.distill import miner, model, skill, transcripts
+from strato.heartbeat import report, settings, store
 from strato.heartbeat.proposal import Proposal
 from tropo.git import gitcli
 
@@ -50,11 +50,16 @@ def skill_proposals(root: Path, sources: Sources, min_count: int, window_days: i
 
 def extract(root: Path, sources: Sources, min_count: int, window_days: int | None,
             now: float | None = None) -> list[dict[str, Any]]:
-    """Stage the candidates beside the heartbeat's proposals (the only writer here)."""
+    """Stage the candidates beside the heartbeat's proposals (the only writer here);
+    the new ones go through the optional model step (:mod:`strato.distill.model`)."""
     side = store.sidecar(root)
     day = report.today(time.time() if now is None else now)
-    out = []
+    out: list[dict[str, Any]] = []
     for p in skill_proposals(root, sources, min_count, window_days, now):
         out.append({"id": p.id, "revision": p.revision, "title": p.title,
                     "files": sorted(p.files), "outcome": store.offer(side, p, day)})
+    fresh = [str(c["id"]) for c in out if c["outcome"] in ("new", "revised")]
+    done = model.rewrite_new(root, fresh, settings.load(root).distill_tokens)
+    for c in out:
+        c["rewritten"] = c["id"] in done.rewritten
     return out

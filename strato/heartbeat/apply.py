@@ -29,14 +29,14 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
     record = store.get(side, pid)
     if record.get("status") == "rejected":
         raise Refused(f"{pid} was rejected; nothing applied")
-    files = {str(k): str(v).encode() for k, v in dict(record.get("files") or {}).items()}
+    files = {k: v.encode() for k, v in store.files(record).items()}
     base = record.get("base")
     if not files or not isinstance(base, str):
         raise Refused(f"{pid} changes no file: act on it by hand, then `strato heartbeat reject {pid}` "
                       "if it should not come back")
     if gitcli.is_commit(root, base) is None:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
-    message = f"heartbeat: {record['title']}\n\nHeartbeat-Proposal: {pid}\nHeartbeat-Revision: " \
+    message = f"heartbeat: {store.title(record)}\n\nHeartbeat-Proposal: {pid}\nHeartbeat-Revision: " \
               f"{record['revision']}\n"
     commit = gitlog.commit_files(root, base, files, message)
     name = branch(pid)

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from strato.heartbeat import apply as decisions
+from strato.heartbeat import deep as deep_review
 from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
 from tropo.git import gitcli
@@ -43,6 +44,7 @@ def heartbeat() -> None:
     Examples:
       strato heartbeat run                 # the commits since the last heartbeat
       strato heartbeat run --since HEAD~20 --budget-ms 2000 --json
+      strato heartbeat run --deep          # then one question per open proposal
       strato heartbeat status
       strato heartbeat show playbook-0123456789ab
       strato heartbeat apply playbook-0123456789ab   # creates branch heartbeat/<id>
@@ -53,16 +55,39 @@ def heartbeat() -> None:
 @heartbeat.command("run")
 @click.option("--since", metavar="REV", help="Read commits after REV (default: since the last run).")
 @click.option("--budget-ms", type=click.IntRange(min=1), help="Skip the remaining checks after this long.")
+@click.option("--deep", is_flag=True,
+              help="Then ask about each open proposal on the terminal: apply, reject or skip.")
 @root_option
 @json_option
-def run_command(since: str | None, budget_ms: int | None, root: Path, as_json: bool) -> None:
-    """Run one heartbeat now and print its summary (at most three lines)."""
+def run_command(since: str | None, budget_ms: int | None, deep: bool, root: Path, as_json: bool) -> None:
+    """Run one heartbeat now and print its summary (at most three lines).
+
+    With --deep (the weekly kind) every open proposal is then put to you, one at a
+    time; nothing is applied or rejected without your answer, and the end of input
+    (Ctrl-D) stops with the rest left open. --deep needs a terminal.
+    """
     top = _root(root)
+    if deep and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        _fail("--deep asks on a terminal, and stdin or stdout is not one; "
+              "use `status`, `apply ID` and `reject ID` instead", 2)
     try:
         result = run(top, settings.load(top), since=since, budget_ms=budget_ms)
     except HeartbeatError as exc:
         _fail(str(exc), 2)
-    _emit(result, as_json, "\n".join([*result["summary"], f"Report: {result['report']}"]))
+    text = "\n".join([*result["summary"], f"Report: {result['report']}"])
+    if deep:
+        if not as_json:
+            click.echo(text)
+        result["decisions"] = deep_review.review(top, _ask, click.echo)
+        text = "\n".join(f"{d['answer']:<6} {d['id']}: {d['status']}" for d in result["decisions"]) \
+            or "no decision taken"
+    _emit(result, as_json, text)
+
+
+def _ask(text: str) -> str | None:
+    click.echo(text, nl=False)
+    line = sys.stdin.readline()
+    return line if line else None
 
 
 @heartbeat.command("status")
@@ -91,9 +116,11 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
         _fail(str(exc), 2)
-    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {record['title']}"]
+    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {store.title(record)}"]
     lines += [f"  evidence: {e}" for e in record.get("evidence", [])]
-    for path, content in dict(record.get("files") or {}).items():
+    if isinstance(record.get("rewrite"), dict):
+        lines.append(f"  rewritten by agent {record['rewrite'].get('agent')} (the draft is `title`/`files`)")
+    for path, content in store.files(record).items():
         lines += [f"--- {path} (on {str(record.get('base'))[:12]})", str(content).rstrip("\n")]
     _emit(record, as_json, "\n".join(lines))
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from strato.distill import model
 from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.guard import ledger
 from strato.guard.errors import GuardError
-from strato.heartbeat import hygiene, memory, playbook, report, store
+from strato.heartbeat import hygiene, memory, playbook, refusals, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
 from tropo.check.roots import ConfigError
@@ -92,26 +93,39 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         merged = {t.name for t in tips if gitlog.is_ancestor(root, t.oid, head)}
         return hygiene.claim_branches(tips, merged, now, settings.claim_idle_days)
 
+    seen_runs: dict[str, str] = dict(state.get("runs") or {})
+
     def run_checks() -> list[Proposal]:
+        from strato.runs.store import parse_message  # a run's transition, from its commit
+
         heads = [t for t in gitlog.ref_tips(root, RUNS) if t.name.endswith("/head")]
         states = gitcli.blobs(root, [f"{t.oid}:run.json" for t in heads])
-        waits = []
+        waits, retries = [], []
         for tip in heads:
+            run_id = tip.name[len(RUNS):-len("/head")]
+            if seen_runs.get(run_id) != tip.oid:  # a run that moved: read its chain again
+                chain = []
+                for c in reversed(gitlog.log(root, tip.oid)):
+                    try:
+                        chain.append((c.oid, parse_message(f"{c.subject}\n\n{c.body}")))
+                    except ValueError:
+                        continue  # not a transition: nothing to learn from it
+                retries += memory.run_lessons(run_id, chain)
+                seen_runs[run_id] = tip.oid
             try:
                 state = json.loads(states.get(f"{tip.oid}:run.json", b"{}"))
             except ValueError:
                 continue
             if isinstance(state, dict) and state.get("status") == "running":
-                run_id = tip.name[len(RUNS):-len("/head")]
                 waits.append((run_id, tip.time, sorted(hygiene.waiting_gates(state))))
-        return hygiene.gate_waits(waits, now, settings.gate_wait_hours)
+        return [*hygiene.gate_waits(waits, now, settings.gate_wait_hours), *retries]
 
     def guard_checks() -> list[Proposal]:
         from strato.guard.store import ANCHOR_PREFIX, REF  # one note (a ledger) per resource
 
         pairs = gitlog.notes(root, REF)
         texts = gitcli.blobs(root, [oid for pair in pairs for oid in pair])
-        resources = []
+        resources, overrides = [], []
         for note, anchor in pairs:
             name = texts.get(anchor, b"")
             if not name.startswith(ANCHOR_PREFIX) or note not in texts:
@@ -123,7 +137,8 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
                 continue  # a broken ledger is `strato guard verify`'s to report
             last = max((int(e.get("ts_ms") or 0) for e in state.entries), default=0)
             resources.append((rid, state.current_state, state.current_state in state.policy.terminal, last))
-        return hygiene.guard_stuck(resources, now, settings.guard_stuck_days)
+            overrides += memory.override_lessons(rid, state.entries)
+        return [*hygiene.guard_stuck(resources, now, settings.guard_stuck_days), *overrides]
 
     def surface_checks() -> list[Proposal]:
         assert head is not None
@@ -138,7 +153,7 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         assert head is not None
         book = _texts(root, head, [playbook.PLAYBOOK]).get(playbook.PLAYBOOK)
         return [*playbook.proposals(fixes, book, head, settings.fix_repeats),
-                *memory.lessons(commits)]
+                *memory.lessons(commits), *refusals.lessons(refusals.load(side), commits)]
 
     def duplicate_checks() -> list[Proposal]:
         assert head is not None
@@ -166,10 +181,11 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     day = report.today(now)
     outcomes = {p.id: (p, store.offer(side, p, day)) for p in proposals}
     new = sorted(pid for pid, (_, o) in outcomes.items() if o in ("new", "revised"))
+    rewrites = model.rewrite_new(root, new, settings.distill_tokens)
     records = store.all_records(side)
     result: dict[str, Any] = {
         "day": day, "head": head, "since": base, "commits": len(commits), "new": new,
-        "skipped": skipped,
+        "skipped": skipped, "distill": rewrites.as_dict(),
         "counts": {
             "proposed": len(outcomes), "open": sum(1 for r in records if r.get("status") == "open"),
             "known": sum(1 for _, o in outcomes.values() if o == "known"),
@@ -180,6 +196,6 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     result["summary"] = report.summary(result)
     result["report"] = str(report.write(root, side, day, report.render(result, records)))
     if head and not skipped:
-        store.save_state(side, {"head": head, "fixes": fixes,
+        store.save_state(side, {"head": head, "fixes": fixes, "runs": seen_runs,
                                 "broken": sorted(set(broken_now))})
     return result

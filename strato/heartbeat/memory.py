@@ -1,20 +1,33 @@
 """Memory lines: lessons the history itself records, each with its source trail.
 
-A revert says "this did not work": the line names what was reverted and by which
-commit. Memory is private (``MEMORY.md`` is ignored), so a memory proposal changes no
-file: a person copies the line, and ``apply`` refuses to commit a private file.
+Four sources say "this did not work, and here is what did": a revert (the commit and
+what it reverted), a flow step that failed and then passed (the run's chain commits of
+each attempt), a guard edge moved by a signed override instead of its evidence (the
+ledger line), and a commit the pre-commit hook refused (the refusal recorded in the
+private sidecar, see :mod:`strato.heartbeat.refusals`). Memory is private
+(``MEMORY.md`` is ignored), so a memory proposal changes no file: a person copies the
+line, and ``apply`` refuses to commit a private file. Every text taken from a source
+the writer chose (a reason, a rationale, a hook's message) is redacted and kept to one
+line, so it can neither leak a key nor add lines to the report.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
+from strato.distill.redact import redact
 from strato.heartbeat.proposal import Proposal
 from tropo.git.gitlog import LogCommit
 
 _REVERT = re.compile(r'^Revert "(?P<subject>.+)"$')
 _REVERTED = re.compile(r"This reverts commit (?P<oid>[0-9a-f]{7,40})")
+
+
+def one_line(text: object, limit: int = 160) -> str:
+    """Writer-chosen text as one redacted line of at most ``limit`` characters."""
+    return " ".join(redact(str(text)).split())[:limit]
 
 
 def lessons(commits: Iterable[LogCommit]) -> list[Proposal]:
@@ -24,11 +37,66 @@ def lessons(commits: Iterable[LogCommit]) -> list[Proposal]:
         if not match:
             continue
         target = _REVERTED.search(commit.body)
-        trail = [f"commit {commit.oid}: {commit.subject}"]
+        trail = [f"commit {commit.oid}: {one_line(commit.subject)}"]
         if target:
             trail.append(f"reverted commit {target.group('oid')}")
         found.append(Proposal(
             "memory", "memory", commit.oid,
-            f"Reverted: {match.group('subject')} (did not hold; see {commit.oid[:12]})",
+            f"Reverted: {one_line(match.group('subject'))} (did not hold; see {commit.oid[:12]})",
             tuple(trail)))
+    return found
+
+
+def _results(transition: Mapping[str, Any]) -> Iterable[tuple[str, bool, object, object]]:
+    """(step path, success, attempt, reason) of each step result a transition emitted."""
+    events = transition.get("events")
+    for event in events if isinstance(events, list) else []:
+        if isinstance(event, dict) and event.get("type") == "result" and isinstance(event.get("stepId"), str):
+            detail = event.get("detail")
+            detail = detail if isinstance(detail, dict) else {}
+            yield (one_line(event["stepId"], 120), detail.get("success") is True,
+                   one_line(detail.get("attempt"), 20), detail.get("reason"))
+
+
+def run_lessons(run_id: str, chain: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Proposal]:
+    """A lesson per step of a run that failed and then passed; ``chain`` is the run's
+    ``(commit, transition)`` list, oldest first (:meth:`strato.runs.store.RunStore.since`'s
+    shape). The trail names the commit of every failed attempt and of the one that passed."""
+    failed: dict[str, list[str]] = {}
+    found = []
+    for oid, transition in chain:
+        for step, success, attempt, reason in _results(transition):
+            if not success:
+                failed.setdefault(step, []).append(
+                    f"run {run_id} commit {oid}: {step} attempt {attempt} failed: {one_line(reason)}")
+                continue
+            misses = failed.pop(step, [])
+            if not misses:
+                continue
+            last = misses[-1].split(" failed: ", 1)[1]
+            found.append(Proposal(
+                "memory", "run-retry", f"{run_id}/{step}",
+                f"Flow run {run_id}: step {step} failed {len(misses)} time(s) before it passed "
+                f"(last failure: {last})",
+                (*misses, f"run {run_id} commit {oid}: {step} attempt {attempt} passed")))
+    return found
+
+
+def override_lessons(resource_id: str, entries: Iterable[Mapping[str, Any]]) -> list[Proposal]:
+    """A lesson per signed override (a ``deviation`` entry) in a resource's ledger.
+
+    The ledger is only folded here, not verified: the line is a private suggestion, and
+    whether its signature holds is ``strato guard verify``'s to say (the trail names the
+    entry so a person can check it)."""
+    found = []
+    for line, entry in enumerate(entries, start=1):
+        if entry.get("kind") != "deviation":
+            continue
+        edge = f"{entry.get('from_state')}->{entry.get('to_state')}"
+        found.append(Proposal(
+            "memory", "guard-override", f"{resource_id}#{entry.get('entry_digest')}",
+            f"Guard {one_line(resource_id, 80)}: edge {one_line(edge, 80)} was overridden, "
+            f"not earned: {one_line(entry.get('rationale'))}",
+            (f"guard ledger {one_line(resource_id, 80)} line {line}: "
+             f"entry {one_line(entry.get('entry_digest'), 80)}",)))
     return found

@@ -9,6 +9,7 @@ import datetime
 from pathlib import Path
 from typing import Any
 
+from strato.heartbeat import store
 from strato.heartbeat.proposal import KINDS
 from tropo.git import gitcli
 from tropo.git.atomic import write_atomic
@@ -38,7 +39,7 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
             continue
         out += [f"## {kind}", ""]
         for r in mine:
-            out.append(f"- `{r['id']}` ({r['revision']}): {r['title']}")
+            out.append(f"- `{r['id']}` ({r['revision']}): {store.title(r)}")
             out += [f"  - {e}" for e in r.get("evidence", [])[:5]]
         out.append("")
     out.append("Apply one with `strato heartbeat apply ID` (a branch `heartbeat/ID`), "

@@ -25,6 +25,7 @@ class Settings:
     fix_repeats: int = 2  # a class of bug fixed this many times earns a playbook row
     duplicate_min_chars: int = 160  # paragraphs shorter than this are never duplicates
     skill_window_days: int = 30  # transcripts older than this are not mined
+    distill_tokens: int = 8000  # the [agents.distill] model step's budget per run (0: off)
     debounce_ms: int = 300  # the detached runner waits this long for a burst to end
 
 

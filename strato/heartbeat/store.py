@@ -86,6 +86,20 @@ def offer(side: Path, proposal: Proposal, day: str) -> str:
     return "revised" if isinstance(old, dict) else "new"
 
 
+def title(record: dict[str, Any]) -> str:
+    """What a person reads: the model's rewrite when there is one, else the draft's."""
+    rewrite = record.get("rewrite")
+    return str(rewrite.get("title") if isinstance(rewrite, dict) and rewrite.get("title")
+               else record.get("title"))
+
+
+def files(record: dict[str, Any]) -> dict[str, str]:
+    """What ``apply`` writes: the model's rewrite of the files when there is one."""
+    rewrite = record.get("rewrite")
+    chosen = rewrite.get("files") if isinstance(rewrite, dict) and rewrite.get("files") else None
+    return {str(k): str(v) for k, v in dict(chosen or record.get("files") or {}).items()}
+
+
 def decide(side: Path, pid: str, status: str, **extra: Any) -> dict[str, Any]:
     record = get(side, pid)
     record.update(status=status, **extra)

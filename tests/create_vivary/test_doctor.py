@@ -36,7 +36,7 @@ def test_a_fresh_workspace_is_healthy(ws: Path) -> None:
     assert out["errors"] == [] and out["warnings"] == [] and out["repairs"] == []
     assert out["contract"] == "vivary-git"
     assert out["hooks"] == {"pre-commit": "installed", "pre-merge-commit": "installed",
-                            "pre-push": "installed"}
+                            "pre-push": "installed", "post-commit": "installed"}
     assert out["graph"] == {"nodes": 9, "edges": 24, "broken": 0}
 
 

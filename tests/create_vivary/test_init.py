@@ -42,7 +42,8 @@ def test_auto_init_writes_repo_hooks_and_keeps_private_files_out_of_git(tmp_path
     target = tmp_path / "ws"
     code, out = run_json("create-vivary", "init", str(target), "--auto", "--yes")
     assert code == 0 and out["ok"] and out["mode"] == "applied"
-    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written"}
+    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written",
+                            "post-commit": "written"}
     assert (target / ".git").is_dir()
     assert len(out["written"]) == len(out["files"]) == len(_tree(target))
     ignored = git(target, "check-ignore", "USER.md", "MEMORY.md", ".vivary/private/x.md").split()

@@ -28,34 +28,37 @@ def _hook(root: Path, name: str, text: str, hooks: str = ".git/hooks") -> Path:
 def test_install_writes_executable_hooks_and_is_idempotent(repo_dir: Path) -> None:
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
     assert code == 0
-    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written"}
+    assert out["hooks"] == {"pre-commit": "written", "pre-merge-commit": "written", "pre-push": "written",
+                            "post-commit": "written"}
     hook = repo_dir / ".git/hooks/pre-commit"
     assert hook.stat().st_mode & stat.S_IXUSR
     first = hook.read_bytes()
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
-    assert out["hooks"] == {"pre-commit": "unchanged", "pre-merge-commit": "unchanged", "pre-push": "unchanged"}
+    assert out["hooks"] == {"pre-commit": "unchanged", "pre-merge-commit": "unchanged", "pre-push": "unchanged",
+                            "post-commit": "unchanged"}
     assert hook.read_bytes() == first
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 0
-    assert [h["state"] for h in out["hooks"]] == ["installed"] * 3
+    assert [h["state"] for h in out["hooks"]] == ["installed"] * 4
 
 
 def test_status_tells_absent_foreign_and_stale(repo_dir: Path) -> None:
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 1
-    assert [h["state"] for h in out["hooks"]] == ["absent"] * 3
+    assert [h["state"] for h in out["hooks"]] == ["absent"] * 4
     _hook(repo_dir, "pre-commit", "#!/bin/sh\nexit 0\n")
     installer.install(repo_dir, ("pre-push",), python="/somewhere/else/python")
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 1
-    assert [h["state"] for h in out["hooks"]] == ["foreign", "absent", "stale"]
+    assert [h["state"] for h in out["hooks"]] == ["foreign", "absent", "stale", "absent"]
     code, out = run_json("vivary", "hooks", "install", "--root", str(repo_dir))
     assert out["hooks"] == {"pre-commit": "chained", "pre-merge-commit": "written",
-                            "pre-push": "written"}
+                            "pre-push": "written", "post-commit": "written"}
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir))
     assert code == 0
     assert [(h["state"], h["chained"]) for h in out["hooks"]] == [
         ("installed", True),
+        ("installed", False),
         ("installed", False),
         ("installed", False),
     ]

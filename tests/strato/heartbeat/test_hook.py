@@ -134,3 +134,14 @@ def test_kill_9_mid_run_then_rerun_proposes_nothing_twice(ws: Path, tmp_path: Pa
         assert _proposals(victim) == expected, delay
         again = json.loads(subprocess.run(cli, cwd=victim, check=True, capture_output=True).stdout)
         assert again["new"] == [] and again["commits"] == 0
+
+
+def test_a_plain_hooks_install_registers_the_heartbeat(ws: Path) -> None:
+    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--json"], cwd=ws,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hooks"]["post-commit"] == "written"
+    code, head = commit(ws, "a.txt")
+    assert code == 0
+    wait_idle(ws)
+    assert store.load_state(store.sidecar(ws))["head"] == head  # the heartbeat ran after it
