@@ -189,8 +189,11 @@ def last_line(text: str) -> str:
     return (text.strip().splitlines()[-1:] or [""])[0][:200]
 
 
-def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None) -> CallResult:
-    """Run the agent once: paced, bounded in time and in output kept."""
+def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None, *,
+         exit_zero: bool = False) -> CallResult:
+    """Run the agent once: paced, bounded in time and in output kept. A working agent's
+    last JSON object counts whatever its exit status; with ``exit_zero`` (a judge, whose
+    answer grants trust) a non-zero exit is a failure even after printing one."""
     if pacing_dir is not None and agent.min_interval_s > 0:
         pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
     argv = [prompt if a == "{prompt}" else a for a in agent.argv]
@@ -201,7 +204,7 @@ def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = Non
     if done.returncode is None:
         return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
     found = last_json_object(done.stdout)
-    if done.returncode != 0 and found is None:
+    if done.returncode != 0 and (found is None or exit_zero):
         tail = last_line(done.stderr_tail)
         return CallResult(None, f"agent {agent.name} exited {done.returncode}: {tail}", {}, ms)
     if found is None:
@@ -299,7 +302,7 @@ def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None) -> 
             f"Output under review: {json.dumps(output)}\n"
             'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
         )
-        res = call(spec, prompt, cwd, pacing_dir)
+        res = call(spec, prompt, cwd, pacing_dir, exit_zero=True)
         if res.failure is not None or not isinstance(res.output, dict):
             return {"holds": False, "reason": res.failure or "judge gave no verdict"}
         return {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}

@@ -1,8 +1,7 @@
 """A `judged` ensure passes only when the judge, a real subprocess named by
 `.vivary/agents.toml` `[judge]`, answers `holds: true`. Every other answer (false, a
-string, a number, no `holds`, no JSON, nothing at all, a crash) fails the step closed.
-(A judge that exits non-zero *after* printing a verdict is read like any agent: its last
-JSON object counts, see `strato.runs.agents.call`.)"""
+string, a number, no `holds`, no JSON, nothing at all, a crash, and a non-zero exit even
+after printing `holds: true`) fails the step closed."""
 
 from __future__ import annotations
 
@@ -128,8 +127,9 @@ def test_a_judge_whose_holds_is_not_a_boolean_fails_the_step(
         ("", 0),
         ("it looks polite to me", 0),
         ("", 3),
+        (json.dumps({"holds": True, "reason": "fine"}), 1),
     ],
-    ids=["no holds key", "no output", "no json", "crash"],
+    ids=["no holds key", "no output", "no json", "crash", "holds true, then exit 1"],
 )
 def test_a_judge_that_gives_no_verdict_fails_the_step(tmp_path: Path, stdout: str, exit_code: int) -> None:
     ws = _with_judge(tmp_path, stdout, exit_code)
