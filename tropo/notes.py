@@ -102,8 +102,8 @@ def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
             continue  # a non-note entry: git notes keeps these, so do we
         if isinstance(entry, pygit2.Tree):
             yield from _walk(entry, name)
-        elif len(name) == 40:
-            yield name, entry.id
+        elif len(name) == 40 and isinstance(entry, pygit2.Blob):
+            yield name, entry.id  # a submodule or other object under a note's name is no note
 
 
 def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:

@@ -20,6 +20,7 @@ import pygit2
 from strato.guard import authz, engine, lock, pin
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
+from strato.guard.review import visible
 from strato.guard.verify import verify_repository
 from tropo import repo as gitrepo
 
@@ -297,12 +298,14 @@ def review_command(
     else:
         for row in report.rows:
             click.echo(
-                f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
-                f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
+                visible(
+                    f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
+                    f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
+                )
             )
         click.echo(f"guard review {'ok' if report.ok else 'FAILED'}: {len(report.rows)} new entries")
         for brk in report.verify.breaks:
-            click.echo(f"break: {brk}", err=True)
+            click.echo(f"break: {visible(brk)}", err=True)
     sys.exit(0 if report.ok else 1)
 
 

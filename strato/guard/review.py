@@ -8,8 +8,9 @@ review; base entries must survive byte for byte and are not judged again.
 
 from __future__ import annotations
 
-import html
+import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,16 +88,28 @@ class ReviewReport:
 
 
 MAX_CELL = 200
+HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def visible(value: object) -> str:
+    """``value`` with every character that moves, hides or reorders text (CR, LF, escape
+    sequences, bidi overrides, zero-width characters) shown as ``U+XXXX``: a reader of a
+    log or a comment sees what the ledger holds, in order."""
+    text = "" if value is None else str(value)
+    return "".join(f"U+{ord(c):04X}" if unicodedata.category(c) in HIDDEN else c for c in text)
 
 
 def _cell(value: object) -> str:
-    """One table cell that cannot end the table, open HTML or a comment, or run long:
-    control characters become spaces, ``<>&"'`` entities, ``|`` and backticks escaped."""
-    text = "" if value is None else str(value)
-    text = "".join(" " if ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029" else c for c in text)
+    """One table cell as a code span: nothing in it is Markdown or HTML (no link, image,
+    mention, heading or comment). The fence is longer than any backtick run inside, ``|``
+    is escaped as GitHub tables require, and the text is cut at ``MAX_CELL`` characters."""
+    text = visible(value)
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
-    return html.escape(text).replace("|", "&#124;").replace("`", "&#96;")
+    if not text:
+        return ""
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    return f"{fence} {text.replace('|', chr(92) + '|')} {fence}"
 
 
 def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:

@@ -1,0 +1,213 @@
+"""An attack campaign against ``strato guard review`` beyond issue 12's list: real git,
+real ssh-keygen, the CLI as a subprocess. The attacker controls every byte of the branch
+and of the notes ref; the tests pin what review must still refuse, report cleanly, or
+print without misleading a reader.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strato.guard import config, engine, store
+from strato.guard.review import _cell, review
+from tests.conftest import git
+from tests.strato.guard.conftest import POLICY, Key, Workspace
+from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
+
+STRATO = str(Path(sys.executable).parent / "strato")
+
+
+def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [STRATO, "guard", *args, "--root", str(ws.root)], capture_output=True, text=True, check=False
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def base(ws: Workspace, key: Key) -> str:
+    """main trusts alice and pins no ledgers; ``feature`` is checked out. The base."""
+    ws.trust(key.signers_line("alice@example.com"))
+    sha = ws.pin("main: trust alice, no ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    return sha
+
+
+def notes_commit(ws: Workspace, extra: str, parents: list[str] | None = None) -> str:
+    """A notes commit whose tree is the current one plus ``extra`` ls-tree lines, made
+    with git's own plumbing and set as the notes ref (what a force-push delivers)."""
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    listing = git(ws.root, "ls-tree", tip) + extra
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=ws.root, input=listing, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    flags = [f for p in (parents if parents is not None else [tip]) for f in ("-p", p)]
+    sha = git(ws.root, "commit-tree", tree, *flags, "-m", "notes").strip()
+    git(ws.root, "update-ref", store.REF, sha)
+    return sha
+
+
+# --- crashes: a notes tree the attacker built by hand ------------------------------------
+
+
+@pytest.mark.parametrize("target", ["head", "missing"])
+def test_gitlink_named_like_a_note_is_reported_not_a_traceback(
+    ws: Workspace, base: str, target: str
+) -> None:
+    """A submodule entry (mode 160000) under a 40-hex name is no ledger: review and
+    verify must not crash reading it as one."""
+    at_review(ws)
+    sha = git(ws.root, "rev-parse", "HEAD").strip() if target == "head" else "1" * 40
+    notes_commit(ws, f"160000 commit {sha}\t{anchor('release:ghost')}\n")
+    ws.pin()
+    for args in (("review", "--base", base), ("review", "--base", base, "--markdown"), ("verify",)):
+        proc = cli(ws, *args)
+        assert proc.returncode in (0, 1), proc.stderr
+
+
+def test_gitlink_replacing_a_base_ledger_is_a_break(ws: Workspace, key: Key) -> None:
+    """The base's ledger swapped for a submodule entry under the same name: deleted."""
+    ws.trust(key.signers_line("alice@example.com"))
+    at_review(ws)
+    main = ws.pin("main: ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    listing = [
+        line for line in git(ws.root, "ls-tree", tip).splitlines() if not line.endswith(anchor())
+    ]
+    head = git(ws.root, "rev-parse", "HEAD").strip()
+    tree = subprocess.run(
+        ["git", "mktree"],
+        cwd=ws.root,
+        input="\n".join([*listing, f"160000 commit {head}\t{anchor()}"]) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    git(ws.root, "update-ref", store.REF, git(ws.root, "commit-tree", tree, "-p", tip, "-m", "x").strip())
+    ws.pin()
+    proc = cli(ws, "review", "--base", main, "--json")
+    assert proc.returncode == 1
+    messages = [b["message"] for b in json.loads(proc.stdout)["verify"]["breaks"]]
+    assert any("deleted" in m for m in messages), messages
+
+
+# --- misleading the reader: Markdown a rendered PR comment obeys -------------------------
+
+LURE = "![ok](https://evil.example/p.png) [approved](https://evil.example) @org/admins *x* _y_ # h"
+
+
+def test_markdown_cells_carry_no_links_images_or_mentions(ws: Workspace, base: str) -> None:
+    """A resource id is the registrant's free text, and registering is legitimate: the
+    review passes, so its comment must show the id as text, not as an image or link."""
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": LURE, **copy.deepcopy(POLICY)})
+    ws.pin()
+    proc = cli(ws, "review", "--base", base, "--markdown")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "evil" in line)
+    cells = re.split(r"(?<!\\)\|", row)[1:-1]
+    assert len(cells) == 8, row  # the table keeps its eight columns
+    assert cells[0].strip() == f"` {LURE} `"  # a code span: shown, never rendered
+
+
+@given(st.text(max_size=300))
+def test_cell_is_one_code_span_of_the_visible_text(text: str) -> None:
+    """Whatever a cell holds, it is one code span (so no Markdown or HTML inside is
+    obeyed) that no backtick run inside can close and no ``|`` can split, holding the
+    text with every character that hides or reorders text shown as ``U+XXXX``."""
+    out = _cell(text)
+    if not out:
+        assert text == ""
+        return
+    fence = re.match("`+", out)
+    assert fence and out.endswith(" " + fence.group())
+    inner = out[len(fence.group()) + 1 : -len(fence.group()) - 1]
+    assert all(len(run) < len(fence.group()) for run in re.findall("`+", inner))
+    assert not re.search(r"(?<!\\)\|", inner), out
+    shown = inner.replace("\\|", "|")
+    assert not any(unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"} for c in shown)
+    assert len(shown) <= 200 and (shown.endswith("…") or len(text) <= 200)
+
+
+def test_bidi_override_in_a_resource_id_is_shown_not_obeyed(ws: Workspace, base: str) -> None:
+    rid = "release:1\u202edelcfer\u202c"  # shows as "release:1refcled" when obeyed
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    ws.pin()
+    for args in (("--markdown",), ()):
+        proc = cli(ws, "review", "--base", base, *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "\u202e" not in proc.stdout and "U+202E" in proc.stdout
+
+
+def test_plain_output_prints_forged_text_without_control_characters(
+    ws: Workspace, key: Key, base: str
+) -> None:
+    """The plain report is read in CI logs: a forged signer name (a carriage return and
+    an erase-line sequence that would overwrite "refused" with "ok") is printed escaped."""
+    at_review(ws)
+    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    entries = ledger(ws)
+    lie = "mallory\r\x1b[2Kok     release:9 line 3 deviation"
+    auth = {**entries[-1]["verdict"]["authorization"], "principal": lie}
+    forge(ws, [*entries[:-1], {**entries[-1], "verdict": {"authorization": auth}}])
+    ws.pin()
+    proc = cli(ws, "review", "--base", base)
+    assert proc.returncode == 1
+    assert not [line for line in proc.stdout.splitlines() if line.startswith("ok") and "line 3" in line]
+    assert "refused" in proc.stdout and "malloryU+000DU+001B[2Kok" in proc.stdout
+
+
+# --- guarantees that hold, pinned ---------------------------------------------------------
+
+
+def test_merge_of_an_attacker_history_that_rewrote_a_line_is_a_break(ws: Workspace, key: Key) -> None:
+    """A notes commit with two parents, one of them an attacker's rewrite of the base's
+    ledger: the merge keeps the honest bytes, but its history rewrote them."""
+    ws.trust(key.signers_line("alice@example.com"))
+    at_review(ws)
+    main = ws.pin("main: ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    honest = git(ws.root, "rev-parse", store.REF).strip()
+    entries = ledger(ws)
+    forge(ws, [entries[0], {**entries[1], "rationale": "rewritten"}])
+    evil = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", store.REF, honest)
+    notes_commit(ws, "", parents=[honest, evil])
+    ws.pin()
+    assert not review(ws.repo, main).ok
+
+
+def test_require_signed_notes_is_read_from_the_base_not_the_branch(ws: Workspace, key: Key) -> None:
+    ws.trust(key.signers_line("alice@example.com", 'namespaces="git"'))
+    ws.commit({config.CONFIG_PATH: "require_signed_notes = true\n"}, "main: require signed notes")
+    main = ws.pin("main: no ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    ws.commit({config.CONFIG_PATH: "require_signed_notes = false\n"}, "feature: relax")
+    at_review(ws)
+    ws.pin()
+    report = review(ws.repo, main)
+    assert not report.ok
+    assert any("unsigned" in str(b) for b in report.verify.breaks)
+
+
+def test_a_pin_on_the_branch_naming_another_notes_commit_is_a_break(ws: Workspace, base: str) -> None:
+    at_review(ws)
+    first = git(ws.root, "rev-parse", store.REF).strip()
+    ws.pin()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    assert git(ws.root, "rev-parse", store.REF).strip() != first  # the pin is now stale
+    report = review(ws.repo, base)
+    assert not report.ok and "does not pin notes commit" in str(report.verify.breaks[0])
