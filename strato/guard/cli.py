@@ -62,7 +62,7 @@ def _request() -> dict[str, Any]:
         raise GuardError("invalid_request", "the request on stdin is larger than 4 MiB")
     try:
         req = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also numbers of over 4,300 digits
         raise GuardError("invalid_request", f"stdin is not one JSON object: {exc}") from exc
     if not isinstance(req, dict):
         raise GuardError("invalid_request", "stdin must hold one JSON object")

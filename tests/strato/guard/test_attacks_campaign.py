@@ -18,7 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.guard import config, engine, store
+from strato.guard import config, descriptors, engine, predicates, store
+from strato.guard.canonical import sha256_hex
+from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace
@@ -211,3 +213,69 @@ def test_a_pin_on_the_branch_naming_another_notes_commit_is_a_break(ws: Workspac
     assert git(ws.root, "rev-parse", store.REF).strip() != first  # the pin is now stale
     report = review(ws.repo, base)
     assert not report.ok and "does not pin notes commit" in str(report.verify.breaks[0])
+
+
+# --- ledger lines no writer of ours makes ----------------------------------------------
+
+
+def raw_note(ws: Workspace, text: str, rid: str = RID) -> None:
+    path = ws.tmp / "raw-note.txt"
+    path.write_text(text)
+    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), anchor(rid))
+
+
+def test_a_huge_number_in_a_ledger_line_is_a_break_not_a_traceback(ws: Workspace, base: str) -> None:
+    """Python refuses to read integers of more than 4,300 digits (a ValueError that is no
+    JSONDecodeError): the line is a break like any unreadable one."""
+    at_review(ws)
+    text = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor())
+    raw_note(ws, text + '{"entry_digest":"x","ts_ms":' + "9" * 5000 + "}\n")
+    ws.pin()
+    for args in (("review", "--base", base, "--json"), ("verify",)):
+        proc = cli(ws, *args)
+        assert proc.returncode == 1, proc.stderr
+    assert json.loads(cli(ws, "review", "--base", base, "--json").stdout)["verify"]["breaks"][0]["line"] == 3
+
+
+def test_a_huge_number_on_stdin_is_a_usage_error(ws: Workspace, base: str) -> None:
+    proc = subprocess.run(
+        [STRATO, "guard", "transition", "--root", str(ws.root)],
+        input='{"resource_id":' + "1" * 5000 + "}",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_line_with_duplicate_keys_is_a_break(ws: Workspace, base: str) -> None:
+    """``{..."to_state":"released",...,"to_state":"draft"...}``: a reader of ``git notes
+    show`` sees the first value, JSON parsers judge the last. The line's raw digest holds
+    (it is sealed over its own bytes), so only refusing duplicates keeps one reading."""
+    at_review(ws)
+    before = git(ws.root, "rev-parse", store.REF).strip()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    text = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor())
+    git(ws.root, "update-ref", store.REF, before)
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")  # a fresh clone has no reflog
+    last = text.splitlines()[-1]
+    prev = json.loads(last)["prev_digest"]
+    rest = last[len('{"entry_digest":"') + 64 + 2 :].replace(
+        '"to_state":"draft"', '"to_state":"released","to_state":"draft"'
+    )
+    assert rest != last[len('{"entry_digest":"') + 64 + 2 :]
+    sealed = '{"entry_digest":"' + sha256_hex("{" + rest + prev) + '",' + rest
+    raw_note(ws, "".join(line + "\n" for line in [*text.splitlines()[:-1], sealed]))
+    ws.pin()
+    report = review(ws.repo, base)
+    assert not report.ok
+    assert "duplicate" in str(report.verify.breaks[0]), report.verify.breaks
+
+
+@pytest.mark.parametrize("text", ['{"version":' + "1" * 5000 + "}", "[" * 100_000, '{"a":1,"a":2}'])
+def test_untrusted_json_elsewhere_is_refused_not_a_crash(text: str) -> None:
+    """upgrades.json (a branch's file) and a judge's stdout are read by the same rules."""
+    with pytest.raises(GuardError):
+        descriptors.parse(text.encode())
+    assert predicates.last_json_object(text) in (None, {"a": 2})
