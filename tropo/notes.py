@@ -112,6 +112,17 @@ def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:
     return {} if tree is None else {target: str(oid) for target, oid in _walk(tree, "")}
 
 
+def duplicated(repo: pygit2.Repository, tip: str | None) -> list[str]:
+    """Objects ``tip`` holds more than one note for (flat and fanned-out paths at once).
+    Readers here take the flat one; ``git notes show`` concatenates them, so a reader of
+    git's output and a reader of ours would see different text."""
+    tree = _tree(repo, tip)
+    seen: dict[str, int] = {}
+    for target, _ in _walk(tree, "") if tree is not None else ():
+        seen[target] = seen.get(target, 0) + 1
+    return sorted(t for t, n in seen.items() if n > 1)
+
+
 def kept_anchors(repo: pygit2.Repository, tip: str | None) -> set[str]:
     """The anchors ``tip``'s tree keeps reachable."""
     tree = _tree(repo, tip)

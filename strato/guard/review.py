@@ -229,6 +229,9 @@ def review(
             )
         )
     if head_tip is not None:
+        for target in notes.duplicated(repo, head_tip):
+            why = "two notes on one object (flat and fanned out); git shows both concatenated"
+            breaks.append(verify.Break(None, None, why, target))
         required = config.load(base_commit).require_signed_notes
         stops = [base_tip] if base_tip is not None else []
         for why in notesig.unsigned_breaks(repo, head_tip, stops, signers, at, required):

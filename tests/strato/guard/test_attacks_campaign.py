@@ -279,3 +279,27 @@ def test_untrusted_json_elsewhere_is_refused_not_a_crash(text: str) -> None:
     with pytest.raises(GuardError):
         descriptors.parse(text.encode())
     assert predicates.last_json_object(text) in (None, {"a": 2})
+
+
+def test_a_second_note_under_a_fanout_path_is_a_break(ws: Workspace, base: str) -> None:
+    """``ab/cdef...`` next to ``abcdef...``: review reads the flat note, ``git notes
+    show`` prints both concatenated (the fanned-out one first). A reader of git would see
+    the attacker's text as the ledger, so two notes on one object are refused."""
+    at_review(ws)
+    fake = ws.tmp / "fake.txt"
+    fake.write_text('{"kind":"deviation","to_state":"released","resolved_by":"human"}\n')
+    blob = git(ws.root, "hash-object", "-w", str(fake)).strip()
+    sub = subprocess.run(
+        ["git", "mktree"],
+        cwd=ws.root,
+        input=f"100644 blob {blob}\t{anchor()[2:]}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    notes_commit(ws, f"040000 tree {sub}\t{anchor()[:2]}\n")
+    assert git(ws.root, "notes", "--ref=vivary/guard", "show", anchor()).startswith('{"kind":"deviation"')
+    ws.pin()
+    report = review(ws.repo, base)
+    assert not report.ok
+    assert any("two notes on one object" in str(b) for b in report.verify.breaks), report.verify.breaks
