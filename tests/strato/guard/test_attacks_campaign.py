@@ -23,8 +23,9 @@ from strato.guard.canonical import sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace
+from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key
 from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
+from tests.strato.guard.test_ci_recipe import ci, pull_request
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
@@ -303,3 +304,41 @@ def test_a_second_note_under_a_fanout_path_is_a_break(ws: Workspace, base: str) 
     report = review(ws.repo, base)
     assert not report.ok
     assert any("two notes on one object" in str(b) for b in report.verify.breaks), report.verify.breaks
+
+
+# --- the CI recipe, run literally --------------------------------------------------------
+
+
+def test_a_tag_named_like_the_base_cannot_replace_it_in_the_ci_recipe(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """``origin/main`` is ambiguous once someone pushes a tag of that name: git and
+    libgit2 prefer ``refs/tags/origin/main`` to ``refs/remotes/origin/main``, and a
+    fresh clone fetches every tag. The attacker's tag names their own commit as the base
+    (their signers, their pin); the recipe must still judge by the real base."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(ws.root, "remote", "add", "origin", str(remote))
+    ws.trust(key.signers_line("alice@example.com"))
+    ws.pin("main: trust alice, no ledgers yet")
+    git(ws.root, "push", "-q", "origin", "main")
+
+    mallory = make_key(tmp_path, "ed25519", "mallory")
+    own = {".vivary/guard/allowed_signers": mallory.signers_line("mallory@evil")}
+    pull_request(ws, mallory, "attack", "release:2", own)
+    git(ws.root, "tag", "origin/main", "attack")  # the base it wants: its own tree, its own pin
+    git(ws.root, "push", "-q", "origin", "attack", "refs/tags/origin/main", store.REF)
+    bad = ci(remote, "attack", tmp_path / "ci-attack")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "passed" not in bad.stdout
+
+
+def test_an_ambiguous_base_name_is_refused(ws: Workspace, base: str) -> None:
+    at_review(ws)
+    ws.pin()
+    git(ws.root, "branch", "-q", "-f", "main", base)
+    git(ws.root, "tag", "main", "feature")  # a tag that would win over the branch
+    proc = cli(ws, "review", "--base", "main")
+    assert proc.returncode == 2 and "ambiguous" in proc.stderr and "refs/tags/main" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert cli(ws, "review", "--base", "refs/heads/main").returncode == 0
