@@ -282,7 +282,7 @@ def review_command(
     \b
     Example:
       git fetch origin '+refs/notes/vivary/guard:refs/notes/vivary/guard'
-      strato guard review --base origin/main --markdown > comment.md
+      strato guard review --base refs/remotes/origin/main --markdown > comment.md
     """
     try:
         repo = _repo(root)
