@@ -342,3 +342,25 @@ def test_an_ambiguous_base_name_is_refused(ws: Workspace, base: str) -> None:
     assert proc.returncode == 2 and "ambiguous" in proc.stderr and "refs/tags/main" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert cli(ws, "review", "--base", "refs/heads/main").returncode == 0
+
+
+@pytest.mark.parametrize("what", ["blob", "tree", "tag"])
+def test_a_notes_ref_naming_no_commit_is_reported_not_a_traceback(
+    ws: Workspace, base: str, what: str
+) -> None:
+    """A force-pushed notes ref may name any object; git does not insist on a commit."""
+    at_review(ws)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    if what == "tag":
+        git(ws.root, "tag", "-a", "-m", "t", "notes-tag", tip)
+        target = git(ws.root, "rev-parse", "notes-tag").strip()
+    else:
+        target = git(ws.root, "rev-parse", f"{tip}^{{tree}}").strip()
+        if what == "blob":
+            target = git(ws.root, "rev-parse", "HEAD:README.md").strip()
+    git(ws.root, "update-ref", store.REF, target)
+    ws.pin()
+    for args in (("review", "--base", base), ("verify",)):
+        proc = cli(ws, *args)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "not a notes commit" in proc.stderr, proc.stderr
