@@ -97,7 +97,7 @@ def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
 
 def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
     for entry in tree:
-        name = prefix + (entry.name or "")
+        name = prefix + (entry.name or "").lower()  # git reads ABCDEF... as a note too
         if not set(name) <= _HEX or len(name) > 40:
             continue  # a non-note entry: git notes keeps these, so do we
         if isinstance(entry, pygit2.Tree):

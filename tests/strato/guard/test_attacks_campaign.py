@@ -364,3 +364,18 @@ def test_a_notes_ref_naming_no_commit_is_reported_not_a_traceback(
         proc = cli(ws, *args)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "not a notes commit" in proc.stderr, proc.stderr
+
+
+def test_a_second_note_under_an_uppercase_name_is_a_break(ws: Workspace, base: str) -> None:
+    """git reads ``ABCDEF...`` as the note on ``abcdef...`` (and concatenates it with the
+    lowercase one); a reader that skipped it would judge text git does not show."""
+    at_review(ws)
+    fake = ws.tmp / "fake.txt"
+    fake.write_text('{"kind":"deviation","to_state":"released","resolved_by":"human"}\n')
+    blob = git(ws.root, "hash-object", "-w", str(fake)).strip()
+    notes_commit(ws, f"100644 blob {blob}\t{anchor().upper()}\n")
+    assert '"kind":"deviation"' in git(ws.root, "notes", "--ref=vivary/guard", "show", anchor())
+    ws.pin()
+    report = review(ws.repo, base)
+    assert not report.ok
+    assert any("two notes on one object" in str(b) for b in report.verify.breaks), report.verify.breaks
