@@ -26,6 +26,7 @@ from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key
 from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
 from tests.strato.guard.test_ci_recipe import ci, pull_request
+from tests.strato.guard.test_notesig import git_verifies, resign
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
@@ -379,3 +380,60 @@ def test_a_second_note_under_an_uppercase_name_is_a_break(ws: Workspace, base: s
     report = review(ws.repo, base)
     assert not report.ok
     assert any("two notes on one object" in str(b) for b in report.verify.breaks), report.verify.breaks
+
+
+# --- signed notes commits ------------------------------------------------------------------
+
+
+def test_a_notes_signature_by_a_key_for_another_namespace_is_refused_like_git(
+    ws: Workspace, key: Key
+) -> None:
+    """alice may sign overrides only; her signature on a notes commit (namespace git)
+    is no signature a base that requires them accepts, as ``git verify-commit`` says."""
+    allowed = key.signers_line("alice@example.com", 'namespaces="stratum-guard-override"')
+    ws.commit(
+        {".vivary/guard/allowed_signers": allowed, config.CONFIG_PATH: "require_signed_notes = true\n"},
+        "main: notes must be signed",
+    )
+    main = ws.pin("main: no ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    at_review(ws)
+    resign(ws, key, None)
+    ws.pin()
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    assert not git_verifies(ws, tip, allowed)
+    report = review(ws.repo, main)
+    assert not report.ok
+    assert all("not an allowed signer for namespace git" in str(b) for b in report.verify.breaks)
+
+
+def test_a_signed_merge_does_not_vouch_for_an_unsigned_parent(ws: Workspace, key: Key) -> None:
+    """With signed notes required, every notes commit after the base's pin must be
+    signed, including an attacker's unsigned side history that a signed merge joins."""
+    ws.commit(
+        {
+            ".vivary/guard/allowed_signers": key.signers_line("alice@example.com"),
+            config.CONFIG_PATH: "require_signed_notes = true\n",
+        },
+        "main: notes must be signed",
+    )
+    main = ws.pin("main: no ledgers")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    at_review(ws)
+    resign(ws, key, None)
+    signed = git(ws.root, "rev-parse", store.REF).strip()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    unsigned = git(ws.root, "rev-parse", store.REF).strip()
+    tree = git(ws.root, "rev-parse", f"{unsigned}^{{tree}}").strip()
+    merge = git(
+        ws.root,
+        "-c", "gpg.format=ssh", "-c", f"user.signingkey={key.path}",
+        "commit-tree", "-S", tree, "-p", signed, "-p", unsigned, "-m", "merge",
+    ).strip()
+    git(ws.root, "update-ref", store.REF, merge)
+    ws.pin()
+    report = review(ws.repo, main)
+    assert not report.ok
+    assert [b.message for b in report.verify.breaks] == [
+        f"notes commit {unsigned[:12]} is not signed by a trusted key: unsigned"
+    ]
