@@ -226,12 +226,17 @@ def raw_note(ws: Workspace, text: str, rid: str = RID) -> None:
     git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), anchor(rid))
 
 
-def test_a_huge_number_in_a_ledger_line_is_a_break_not_a_traceback(ws: Workspace, base: str) -> None:
+@pytest.mark.parametrize(
+    "bad", ['{"entry_digest":"x","ts_ms":' + "9" * 5000 + "}", '{"entry_digest":' + "[" * 200_000]
+)
+def test_a_huge_number_in_a_ledger_line_is_a_break_not_a_traceback(
+    ws: Workspace, base: str, bad: str
+) -> None:
     """Python refuses to read integers of more than 4,300 digits (a ValueError that is no
-    JSONDecodeError): the line is a break like any unreadable one."""
+    JSONDecodeError), and nesting too deep: the line is a break like any unreadable one."""
     at_review(ws)
     text = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor())
-    raw_note(ws, text + '{"entry_digest":"x","ts_ms":' + "9" * 5000 + "}\n")
+    raw_note(ws, text + bad + "\n")
     ws.pin()
     for args in (("review", "--base", base, "--json"), ("verify",)):
         proc = cli(ws, *args)
@@ -437,3 +442,23 @@ def test_a_signed_merge_does_not_vouch_for_an_unsigned_parent(ws: Workspace, key
     assert [b.message for b in report.verify.breaks] == [
         f"notes commit {unsigned[:12]} is not signed by a trusted key: unsigned"
     ]
+
+
+def test_an_override_signature_replayed_on_another_resource_is_refused(
+    ws: Workspace, key: Key, base: str
+) -> None:
+    """alice's signed deviation for release:9, copied onto release:10 (same policy, same
+    state, every digest recomputed): the payload names the resource and the ledger head."""
+    at_review(ws)
+    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    deviation = ledger(ws)[-1]
+    other = "release:10"
+    engine.register(ws.repo, {"resource_id": other, **copy.deepcopy(POLICY)})
+    engine.transition(ws.repo, {"resource_id": other, "from_state": "draft", "to_state": "review"})
+    forge(ws, [*ledger(ws, other), deviation], other)
+    ws.pin()
+    report = review(ws.repo, base)
+    assert not report.ok
+    refused = [r for r in report.rows if r.resource_id == other and r.kind == "deviation"]
+    assert refused and refused[0].status.startswith("refused") and "verify" in refused[0].status
+    assert [r.status for r in report.rows if r.resource_id == RID] == ["ok"] * 3
