@@ -96,7 +96,13 @@ def visible(value: object) -> str:
     sequences, bidi overrides, zero-width characters) shown as ``U+XXXX``: a reader of a
     log or a comment sees what the ledger holds, in order."""
     text = "" if value is None else str(value)
-    return "".join(f"U+{ord(c):04X}" if unicodedata.category(c) in HIDDEN else c for c in text)
+    return "".join(f"U+{ord(c):04X}" if _hidden(c) else c for c in text)
+
+
+def _hidden(c: str) -> bool:
+    """Invisible or reordering, or a space other than U+0020 (NBSP looks like a space)."""
+    category = unicodedata.category(c)
+    return category in HIDDEN or (category == "Zs" and c != " ")
 
 
 def _cell(value: object) -> str:
@@ -104,6 +110,11 @@ def _cell(value: object) -> str:
     mention, heading or comment). The fence is longer than any backtick run inside, ``|``
     is escaped as GitHub tables require, and the text is cut at ``MAX_CELL`` characters."""
     text = visible(value)
+    # "release:9 " is another resource than "release:9": edge spaces are shown too
+    core = text.strip(" ")
+    if core != text:
+        lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
+        text = "U+0020" * lead + core + "U+0020" * trail
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
     if not text:

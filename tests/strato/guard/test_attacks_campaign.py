@@ -141,7 +141,9 @@ def test_cell_is_one_code_span_of_the_visible_text(text: str) -> None:
     assert all(len(run) < len(fence.group()) for run in re.findall("`+", inner))
     assert not re.search(r"(?<!\\)\|", inner), out
     shown = inner.replace("\\|", "|")
-    assert not any(unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"} for c in shown)
+    hidden = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
+    assert not any(unicodedata.category(c) in hidden or (c.isspace() and c != " ") for c in shown)
+    assert shown == shown.strip(" ")  # "release:9 " must not look like "release:9"
     assert len(shown) <= 200 and (shown.endswith("…") or len(text) <= 200)
 
 
