@@ -25,7 +25,7 @@ from strato.guard.review import _cell, review
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key
 from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
-from tests.strato.guard.test_ci_recipe import ci, pull_request
+from tests.strato.guard.test_ci_recipe import ci, origin_with_main, pull_request
 from tests.strato.guard.test_notesig import git_verifies, resign
 
 STRATO = str(Path(sys.executable).parent / "strato")
@@ -324,12 +324,7 @@ def test_a_tag_named_like_the_base_cannot_replace_it_in_the_ci_recipe(
     libgit2 prefer ``refs/tags/origin/main`` to ``refs/remotes/origin/main``, and a
     fresh clone fetches every tag. The attacker's tag names their own commit as the base
     (their signers, their pin); the recipe must still judge by the real base."""
-    remote = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(ws.root, "remote", "add", "origin", str(remote))
-    ws.trust(key.signers_line("alice@example.com"))
-    ws.pin("main: trust alice, no ledgers yet")
-    git(ws.root, "push", "-q", "origin", "main")
+    remote = origin_with_main(ws, key, tmp_path)
 
     mallory = make_key(tmp_path, "ed25519", "mallory")
     own = {".vivary/guard/allowed_signers": mallory.signers_line("mallory@evil")}
