@@ -141,7 +141,7 @@ def unambiguous(repo: pygit2.Repository, rev: str) -> str:
 
 def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
-        return pin.require_commit(repo, base_notes)
+        return pin.require_commit(repo, unambiguous(repo, base_notes))
     pinned = pin.read(base)
     return None if pinned is None else pin.require_commit(repo, pinned)
 

@@ -459,3 +459,15 @@ def test_an_override_signature_replayed_on_another_resource_is_refused(
     refused = [r for r in report.rows if r.resource_id == other and r.kind == "deviation"]
     assert refused and refused[0].status.startswith("refused") and "verify" in refused[0].status
     assert [r.status for r in report.rows if r.resource_id == RID] == ["ok"] * 3
+
+
+def test_an_ambiguous_base_notes_name_is_refused(ws: Workspace, base: str) -> None:
+    """``--base-notes accepted`` (a branch the CI keeps) loses to a pushed tag ``accepted``."""
+    at_review(ws)
+    ws.pin()
+    git(ws.root, "branch", "-q", "accepted", store.REF)
+    git(ws.root, "tag", "accepted", "HEAD")
+    proc = cli(ws, "review", "--base", "refs/heads/main", "--base-notes", "accepted")
+    assert proc.returncode == 2 and "ambiguous" in proc.stderr, proc.stderr
+    ok = cli(ws, "review", "--base", "refs/heads/main", "--base-notes", "refs/heads/accepted")
+    assert ok.returncode == 0, ok.stderr
