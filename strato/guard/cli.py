@@ -20,6 +20,7 @@ import pygit2
 from strato.guard import authz, engine, lock, pin
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
+from strato.guard.review import visible
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
 
@@ -61,7 +62,7 @@ def _request() -> dict[str, Any]:
         raise GuardError("invalid_request", "the request on stdin is larger than 4 MiB")
     try:
         req = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: also numbers of over 4,300 digits
         raise GuardError("invalid_request", f"stdin is not one JSON object: {exc}") from exc
     if not isinstance(req, dict):
         raise GuardError("invalid_request", "stdin must hold one JSON object")
@@ -281,7 +282,7 @@ def review_command(
     \b
     Example:
       git fetch origin '+refs/notes/vivary/guard:refs/notes/vivary/guard'
-      strato guard review --base origin/main --markdown > comment.md
+      strato guard review --base refs/remotes/origin/main --markdown > comment.md
     """
     try:
         repo = _repo(root)
@@ -297,12 +298,14 @@ def review_command(
     else:
         for row in report.rows:
             click.echo(
-                f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
-                f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
+                visible(
+                    f"{row.status:<6} {row.resource_id} line {row.line} {row.kind} "
+                    f"{row.from_state}->{row.to_state} signer={row.signer or '-'}"
+                )
             )
         click.echo(f"guard review {'ok' if report.ok else 'FAILED'}: {len(report.rows)} new entries")
         for brk in report.verify.breaks:
-            click.echo(f"break: {brk}", err=True)
+            click.echo(f"break: {visible(brk)}", err=True)
     sys.exit(0 if report.ok else 1)
 
 

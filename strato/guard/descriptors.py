@@ -36,8 +36,8 @@ def _unavailable(message: str) -> GuardError:
 def parse(data: bytes) -> dict[str, Descriptor]:
     try:
         doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _unavailable(f"{PATH} is not JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:  # also bad UTF-8, numbers of 4,300+ digits
+        raise _unavailable(f"{PATH} is not JSON: {str(exc)[:200]}") from exc
     if not isinstance(doc, dict) or set(doc) != {"version", "descriptors"} or doc["version"] != 1:
         raise _unavailable(f"{PATH} must be exactly {{version: 1, descriptors: [...]}}")
     found: dict[str, Descriptor] = {}

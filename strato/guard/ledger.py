@@ -55,6 +55,27 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+class DuplicateKey(ValueError):
+    """With a duplicate key, a reader of the bytes sees the first value and a JSON parser
+    judges the last: a line may hold only one reading."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise DuplicateKey("duplicate key")
+    return found
+
+
+def loads(line: str) -> Any:
+    """One line as JSON; ValueError (no JSON, a duplicate key, a number Python will not
+    read, nesting too deep) for anything a ledger line may not be."""
+    try:
+        return json.loads(line, object_pairs_hook=_unique_keys)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+
+
 class LedgerBreak(Exception):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
@@ -78,9 +99,10 @@ def parse(text: str, known: int = 0) -> list[dict[str, Any]]:
     prev = entries[-1]["entry_digest"] if entries else ""
     for n, line in enumerate(lines[len(entries) :], len(entries) + 1):
         try:
-            entry = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise LedgerBreak(n, "not JSON") from exc
+            entry = loads(line)
+        except ValueError as exc:
+            why = "duplicate key" if isinstance(exc, DuplicateKey) else "not JSON"
+            raise LedgerBreak(n, why) from exc
         if (
             not isinstance(entry, dict)
             or not ENTRY_KEYS <= set(entry) <= ENTRY_KEYS | OPTIONAL_KEYS
@@ -105,7 +127,7 @@ def _decode_known(lines: list[str]) -> list[dict[str, Any]]:
     """Lines already checked, decoded in one pass; anything odd means check them again."""
     try:
         found = json.loads("[" + ",".join(lines) + "]")
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return []
     if len(found) != len(lines) or not all(
         isinstance(e, dict) and isinstance(e.get("entry_digest"), str) for e in found
@@ -117,8 +139,8 @@ def _decode_known(lines: list[str]) -> list[dict[str, Any]]:
 def first_entry(text: str) -> dict[str, Any] | None:
     """The first line as JSON, unchecked: only to learn which resource a note claims."""
     try:
-        first = json.loads(text.split("\n", 1)[0])
-    except (json.JSONDecodeError, RecursionError):
+        first = loads(text.split("\n", 1)[0])
+    except ValueError:
         return None
     return first if isinstance(first, dict) else None
 

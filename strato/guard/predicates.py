@@ -175,7 +175,7 @@ def last_json_object(text: str) -> dict[str, Any] | None:
         if line.startswith("{"):
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # a judge's output is untrusted text
                 continue
             if isinstance(obj, dict):
                 return obj

@@ -8,8 +8,9 @@ review; base entries must survive byte for byte and are not judged again.
 
 from __future__ import annotations
 
-import html
+import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,21 +88,60 @@ class ReviewReport:
 
 
 MAX_CELL = 200
+HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def visible(value: object) -> str:
+    """``value`` with every character that moves, hides or reorders text (CR, LF, escape
+    sequences, bidi overrides, zero-width characters) shown as ``U+XXXX``: a reader of a
+    log or a comment sees what the ledger holds, in order."""
+    text = "" if value is None else str(value)
+    return "".join(f"U+{ord(c):04X}" if _hidden(c) else c for c in text)
+
+
+def _hidden(c: str) -> bool:
+    """Invisible or reordering, or a space other than U+0020 (NBSP looks like a space)."""
+    category = unicodedata.category(c)
+    return category in HIDDEN or (category == "Zs" and c != " ")
 
 
 def _cell(value: object) -> str:
-    """One table cell that cannot end the table, open HTML or a comment, or run long:
-    control characters become spaces, ``<>&"'`` entities, ``|`` and backticks escaped."""
-    text = "" if value is None else str(value)
-    text = "".join(" " if ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029" else c for c in text)
+    """One table cell as a code span: nothing in it is Markdown or HTML (no link, image,
+    mention, heading or comment). The fence is longer than any backtick run inside, ``|``
+    is escaped as GitHub tables require, and the text is cut at ``MAX_CELL`` characters."""
+    text = visible(value)
+    # "release:9 " is another resource than "release:9": edge spaces are shown too
+    core = text.strip(" ")
+    if core != text:
+        lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
+        text = "U+0020" * lead + core + "U+0020" * trail
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
-    return html.escape(text).replace("|", "&#124;").replace("`", "&#96;")
+    if not text:
+        return ""
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    return f"{fence} {text.replace('|', chr(92) + '|')} {fence}"
+
+
+# git's (and libgit2's) order for a short ref name: a tag beats a remote-tracking branch
+_DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+
+
+def unambiguous(repo: pygit2.Repository, rev: str) -> str:
+    """``rev``, refused when its ref name means more than one ref: anyone who can push a
+    tag ``origin/main`` would otherwise choose the base (its signers, its pin)."""
+    name = re.split(r"[~^:]|@\{", rev, maxsplit=1)[0]
+    found = [ref for ref in (rule.format(name) for rule in _DWIM) if repo.references.get(ref) is not None]
+    if len(found) > 1:
+        raise gitrepo.RevisionError(
+            f"{name!r} is ambiguous ({', '.join(found)}): pass the full ref you mean"
+        )
+    return rev
 
 
 def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
-        return pin.require_commit(repo, base_notes)
+        return pin.require_commit(repo, unambiguous(repo, base_notes))
     pinned = pin.read(base)
     return None if pinned is None else pin.require_commit(repo, pinned)
 
@@ -158,10 +198,13 @@ def review(
 ) -> ReviewReport:
     """Verify every ledger; judge each line the base's pinned ledgers lack by the base's
     allowed signers at ``now_s`` (the time of review)."""
-    base_commit = gitrepo.resolve_commit(repo, base)
+    base_commit = gitrepo.resolve_commit(repo, unambiguous(repo, base))
     head_commit = gitrepo.resolve_commit(repo, head)
     base_tip = _base_notes(repo, base_commit, base_notes)
     head_tip = gitrepo.read_ref(repo, store.REF)
+    if (bad_tip := verify.tip_break(repo, head_tip)) is not None:
+        empty = verify.Report(store.REF, head_tip, breaks=[bad_tip])
+        return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, empty)
     at = int(time.time()) if now_s is None else now_s
     known, breaks = _base_breaks(repo, base_tip, head_tip)
     base_signers: list[list[AllowedSigner]] = []
@@ -216,6 +259,9 @@ def review(
             )
         )
     if head_tip is not None:
+        for target in notes.duplicated(repo, head_tip):
+            why = "two notes on one object (flat and fanned out); git shows both concatenated"
+            breaks.append(verify.Break(None, None, why, target))
         required = config.load(base_commit).require_signed_notes
         stops = [base_tip] if base_tip is not None else []
         for why in notesig.unsigned_breaks(repo, head_tip, stops, signers, at, required):

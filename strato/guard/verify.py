@@ -271,6 +271,15 @@ def _reflog_tips(repo: pygit2.Repository) -> list[str]:
     return [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
 
 
+def tip_break(repo: pygit2.Repository, tip: str | None) -> Break | None:
+    """The notes ref must name a commit: a force-push may point it at any object."""
+    obj = None if tip is None else repo.get(tip)
+    if tip is None or isinstance(obj, pygit2.Commit):
+        return None
+    what = "missing object" if obj is None else type(obj).__name__.lower()
+    return Break(None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit")
+
+
 def verify_repository(
     repo: pygit2.Repository,
     *,
@@ -291,6 +300,9 @@ def verify_repository(
     olds = [*(since or []), *_reflog_tips(repo)]
     if tip is None:
         report.breaks += _rewind_breaks(set(), olds)
+        return report
+    if (bad_tip := tip_break(repo, tip)) is not None:
+        report.breaks.append(bad_tip)
         return report
     known = cache.GuardCache(repo)
     ancestors, history = _history_breaks(repo, tip, known)

@@ -97,19 +97,30 @@ def read(repo: pygit2.Repository, tip: str | None, target: str) -> bytes | None:
 
 def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
     for entry in tree:
-        name = prefix + (entry.name or "")
+        name = prefix + (entry.name or "").lower()  # git reads ABCDEF... as a note too
         if not set(name) <= _HEX or len(name) > 40:
             continue  # a non-note entry: git notes keeps these, so do we
         if isinstance(entry, pygit2.Tree):
             yield from _walk(entry, name)
-        elif len(name) == 40:
-            yield name, entry.id
+        elif len(name) == 40 and isinstance(entry, pygit2.Blob):
+            yield name, entry.id  # a submodule or other object under a note's name is no note
 
 
 def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:
     """Every note in ``tip``: annotated object hex -> note blob hex."""
     tree = _tree(repo, tip)
     return {} if tree is None else {target: str(oid) for target, oid in _walk(tree, "")}
+
+
+def duplicated(repo: pygit2.Repository, tip: str | None) -> list[str]:
+    """Objects ``tip`` holds more than one note for (flat and fanned-out paths at once).
+    Readers here take the flat one; ``git notes show`` concatenates them, so a reader of
+    git's output and a reader of ours would see different text."""
+    tree = _tree(repo, tip)
+    seen: dict[str, int] = {}
+    for target, _ in _walk(tree, "") if tree is not None else ():
+        seen[target] = seen.get(target, 0) + 1
+    return sorted(t for t, n in seen.items() if n > 1)
 
 
 def kept_anchors(repo: pygit2.Repository, tip: str | None) -> set[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +63,11 @@ def ssh_sign(
         capture_output=True,
     )
     return sig.read_text()
+
+
+def outside_code(markdown: str) -> str:
+    """``markdown`` without its code spans: what a renderer would interpret."""
+    return re.sub(r"(`+) .*? \1(?!`)", "", markdown)
 
 
 @dataclass

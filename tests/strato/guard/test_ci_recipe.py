@@ -51,15 +51,21 @@ def pull_request(
     ws.pin(f"{branch}: pin guard notes")
 
 
-def test_recipe_passes_a_legit_pr_and_fails_an_attacker(
-    ws: Workspace, key: Key, tmp_path: Path
-) -> None:
+def origin_with_main(ws: Workspace, key: Key, tmp_path: Path) -> Path:
+    """A bare remote whose main trusts alice and pins no ledgers yet."""
     remote = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(ws.root, "remote", "add", "origin", str(remote))
     ws.trust(key.signers_line("alice@example.com"))
     ws.pin("main: trust alice, no ledgers yet")
     git(ws.root, "push", "-q", "origin", "main")
+    return remote
+
+
+def test_recipe_passes_a_legit_pr_and_fails_an_attacker(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    remote = origin_with_main(ws, key, tmp_path)
 
     pull_request(ws, key, "legit", "release:1")
     git(ws.root, "push", "-q", "origin", "legit", store.REF)

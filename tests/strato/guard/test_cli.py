@@ -130,7 +130,7 @@ def test_authorize_sign_override_verify_review(ws: Workspace, key: Key) -> None:
     ws.pin()
     rev = run(ws, "review", "--base", base, "--markdown")
     assert (
-        rev.returncode == 0 and "| deviation |" in rev.stdout and "alice@example.com" in rev.stdout
+        rev.returncode == 0 and "| ` deviation ` |" in rev.stdout and "alice@example.com" in rev.stdout
     )
     as_json = out(run(ws, "review", "--base", base, "--json"))
     kinds = [e["kind"] for e in as_json["entries"]]

@@ -24,4 +24,4 @@ def test_tour_shows_refusal_override_and_review(repo_dir: Path) -> None:
     text = "".join(seen)
     assert '"status":"refused"' in text and "exit 1" in text
     assert '"authorized_by":"alice@example.com"' in text
-    assert "### Guard review passed" in text and "| deviation | deviation |" in text
+    assert "### Guard review passed" in text and "| ` deviation ` | ` deviation ` |" in text
