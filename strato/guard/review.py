@@ -248,13 +248,17 @@ def review(
         )
 
     report = verify.verify_repository(repo, since=since, trust=trust, on_entry=collect, tree=head_commit)
-    pinned = pin.read_or_none(head_commit)
-    if head_tip is not None and head_tip != base_tip and pinned != pin.text(head_tip).strip():
+    # Once merged, the head's pin is what the next review takes as accepted: it must name
+    # the notes this review judged, unless the branch left both pin and notes as the base had them.
+    pinned, reviewed = pin.read_or_none(head_commit), pin.text(head_tip).strip()
+    untouched = head_tip == base_tip and pinned == pin.read_or_none(base_commit)
+    if pinned != reviewed and not untouched:
+        shown = "nothing" if pinned is None else pinned[:12]
         breaks.append(
             verify.Break(
                 None,
                 None,
-                f"the head does not pin notes commit {str(head_tip)[:12]}: run "
+                f"the head pins notes commit {shown} but its notes are at {reviewed[:12]}: run "
                 f"`strato guard pin` and commit {pin.PIN_PATH}",
             )
         )

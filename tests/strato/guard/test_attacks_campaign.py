@@ -216,7 +216,33 @@ def test_a_pin_on_the_branch_naming_another_notes_commit_is_a_break(ws: Workspac
     engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
     assert git(ws.root, "rev-parse", store.REF).strip() != first  # the pin is now stale
     report = review(ws.repo, base)
-    assert not report.ok and "does not pin notes commit" in str(report.verify.breaks[0])
+    assert not report.ok and "but its notes are at" in str(report.verify.breaks[0])
+
+
+@pytest.mark.parametrize("base_has_ledgers", [True, False])
+def test_a_branch_cannot_repoint_the_pin_without_moving_its_notes(
+    ws: Workspace, base: str, base_has_ledgers: bool
+) -> None:
+    """The pin is what the next review takes as already accepted. A branch that leaves the
+    notes ref where the base pinned it but points the pin at another notes commit, one no
+    review has judged, would make that commit the base once merged."""
+    if base_has_ledgers:
+        git(ws.root, "checkout", "-q", "main")
+        at_review(ws)
+        base = ws.pin("main: pins its ledgers")
+        git(ws.root, "checkout", "-q", "-B", "feature")
+    pinned = git(ws.root, "rev-parse", "-q", "--verify", store.REF, check=False).strip()
+    if pinned:  # a notes commit past the pinned one, kept under another ref
+        unjudged = git(ws.root, "commit-tree", f"{pinned}^{{tree}}", "-p", pinned, "-m", "x").strip()
+    else:  # notes written, kept under another ref, and the notes ref deleted again
+        engine.register(ws.repo, {"resource_id": "release:other", **copy.deepcopy(POLICY)})
+        unjudged = git(ws.root, "rev-parse", store.REF).strip()
+        git(ws.root, "update-ref", "-d", store.REF)
+    git(ws.root, "update-ref", "refs/notes/elsewhere", unjudged)
+    ws.commit({".vivary/guard/notes-tip": unjudged + "\n"}, "feature: repoint the pin")
+    report = review(ws.repo, base)
+    assert not report.ok
+    assert any(unjudged[:12] in str(b) and "pin" in str(b) for b in report.verify.breaks), report.verify.breaks
 
 
 # --- ledger lines no writer of ours makes ----------------------------------------------
