@@ -32,13 +32,17 @@ def _store(ctx: Context) -> Store:
 def agent_run(ctx: Context, a: AgentRunArgs) -> Document:
     """Run an agent of .vivary/agents.toml on a prompt in a folder of the workspace:
     to the end (`complete`), or detached with `background: true` (`bg_started`, then
-    poll it). `model` is passed as VIVARY_AGENT_MODEL; the argv is only the committed one."""
+    poll it). A failed foreground run is a tool error carrying the poll's `error`
+    document. `model` is passed as VIVARY_AGENT_MODEL; the argv is only the committed one."""
     try:
-        return service.start(
+        doc = service.start(
             _store(ctx), ctx.root, a.agent, a.prompt, a.cwd, a.model, a.sandboxMode, a.background
         )
     except (AgentConfigError, service.AgentRunError) as exc:
         raise ToolError(str(exc)) from None
+    if doc["status"] == "error":  # the surface has no error variant here: a tool error, with the poll's
+        raise ToolError(f"agent run {doc['runId']} failed: {doc['reason']}", doc)
+    return doc
 
 
 @tool("stratum_agent_poll", AgentRunIdArgs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from importlib.metadata import version
 from typing import Any
 
 import anyio
@@ -50,7 +51,10 @@ def build(ctx: Context) -> Server[Any]:
             return types.CallToolResult(content=_text(message), is_error=True)
         return types.CallToolResult(content=_text(json.dumps(doc, sort_keys=True)), structured_content=doc)
 
-    return Server("strato", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "strato", version=version("vivary-git"), instructions=INSTRUCTIONS,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+    )
 
 
 def serve(ctx: Context) -> None:
