@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 GRACE_S = 5.0
+KILL_WAIT_S = 10.0
 
 
 def _stat(pid: str) -> list[str] | None:
@@ -46,8 +47,9 @@ def stop(pgid: int, grace_s: float = GRACE_S) -> bool:
     if not members(pgid):
         return False
     _signal(pgid, signal.SIGKILL)
-    while members(pgid):  # SIGKILL cannot be refused; the kernel takes a moment
-        time.sleep(0.02)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while members(pgid) and time.monotonic() < deadline:  # SIGKILL cannot be refused, but
+        time.sleep(0.02)  # the kernel takes a moment (and a process in D state longer)
     return True
 
 

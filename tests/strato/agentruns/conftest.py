@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +61,18 @@ def agents_toml(extra: str = "") -> str:
 
 
 @pytest.fixture
-def workspace(repo_dir: Path) -> Path:
+def workspace(repo_dir: Path) -> Iterator[Path]:
     (repo_dir / "agents").mkdir()
     for name, body in AGENTS.items():
         (repo_dir / "agents" / f"{name}.py").write_text(body)
     (repo_dir / ".vivary").mkdir(exist_ok=True)
     extra = f'\n[agents.sleepy]\nargv = [{json.dumps(sys.executable)}, "agents/hostile.py", "{{prompt}}"]\ntimeout_s = 1\n'
     (repo_dir / ".vivary" / "agents.toml").write_text(agents_toml(extra))
-    return repo_dir
+    yield repo_dir
+    pids = repo_dir / "pids.txt"  # a failed test must not leave a hostile agent running
+    for pid in pids.read_text().split() if pids.exists() else []:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 def strato(root: Path, *args: str) -> tuple[int, Any, str]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from strato.agentruns import groups
@@ -116,3 +119,16 @@ def test_bad_input_is_one_line_and_changes_nothing(workspace: Path) -> None:
         code, doc, _ = strato(workspace, "agent", "poll", bad)
         assert code == 1 and doc == {"status": "not_found", "runId": bad}
         assert strato(workspace, "agent", "cancel", bad)[1] == {"status": "not_found", "runId": bad}
+
+
+def test_two_cancels_at_once_stop_it_once(workspace: Path) -> None:
+    _, started, _ = strato(workspace, "agent", "run", "hostile", "--prompt", "x", "--background")
+    pids = wait_for(lambda: len(_pids(workspace)) == 4 and _pids(workspace), "four processes")
+    argv = [sys.executable, "-m", "strato.cli", "agent", "cancel", started["runId"], "--grace", "0.5",
+            "--root", str(workspace), "--json"]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    answers = [json.loads(p.communicate()[0])["status"] for p in procs]
+    assert "cancelled" in answers and set(answers) <= {"cancelled", "already_error"}
+    assert not any(groups.alive(p) for p in pids)
+    polled = strato(workspace, "agent", "poll", started["runId"])[1]
+    assert polled["status"] == "error" and polled["reason"] == "cancelled by cli"
