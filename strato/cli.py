@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from strato.agentruns.cli import agent
 from strato.decide.cli import decide_command, decide_request_command, receipt_command
 from strato.distill.cli import distill
 from strato.flow.cli import flow
@@ -30,6 +31,7 @@ main.add_command(run_cmd)
 main.add_command(mcp_command)
 main.add_command(heartbeat)
 main.add_command(distill)
+main.add_command(agent)
 
 
 if __name__ == "__main__":

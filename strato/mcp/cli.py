@@ -4,12 +4,15 @@ when the command runs, so the rest of strato works without the optional extra.""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
+from strato.mcp import hosts
 from strato.mcp.tools import Context
 from tropo.git.repo import NotARepository, require, workdir
 
@@ -23,7 +26,7 @@ def _fail(message: str, code: str, as_json: bool) -> NoReturn:
     sys.exit(2)
 
 
-@click.command("mcp")
+@click.group("mcp", invoke_without_command=True)
 @click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
@@ -32,14 +35,18 @@ def _fail(message: str, code: str, as_json: bool) -> NoReturn:
     help="The workspace (any folder inside its git repository); fixed for the session.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Report a failure to start as one JSON object.")
-def mcp_command(root: Path, as_json: bool) -> None:
+@click.pass_context
+def mcp_command(ctx: click.Context, root: Path, as_json: bool) -> None:
     """Serve the workspace's flows, gates, guard, decisions and graph as MCP tools on
     stdin/stdout, for Claude Code, Codex or any MCP host. Exit 2 when it cannot start.
 
     \b
     Example (.mcp.json):
       {"mcpServers": {"strato": {"command": "strato", "args": ["mcp", "--root", "."]}}}
+    Set up a host: strato mcp install --host claude; check it: strato mcp doctor.
     """
+    if ctx.invoked_subcommand is not None:
+        return
     try:
         repo = require(root)
     except NotARepository as exc:
@@ -53,3 +60,135 @@ def mcp_command(root: Path, as_json: bool) -> None:
         detail = "" if missing.startswith("mcp") else f" (it cannot import {missing or exc})"
         _fail(INSTALL_HINT + detail, "mcp_not_installed", as_json)
     serve(Context(workdir(repo).resolve()))
+
+
+_HOST = click.option(
+    "--host", type=click.Choice(hosts.HOSTS), required=True, help="The MCP host to configure."
+)
+_SCOPE = click.option(
+    "--scope", type=click.Choice(["project", "user"]), default=None,
+    help="project: .mcp.json / .codex/config.toml in the workspace; user: ~/.claude.json / "
+    "~/.codex/config.toml. Default: project for claude, user for codex.",
+)
+_ROOT = click.option(
+    "--root", "where", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+    show_default=True, help="The workspace the server is for.",
+)
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (stable keys).")
+
+
+def _target(host: str, scope: str | None, where: Path, command: str) -> hosts.Target:
+    try:
+        root = workdir(require(where)).resolve()
+    except NotARepository as exc:
+        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository", False)
+    scope = scope or hosts.DEFAULT_SCOPE[host]
+    return hosts.target(host, scope, root, command, Path.home(), dict(os.environ))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{path}: {exc}", "unreadable", False)
+
+
+@mcp_command.command("install")
+@_HOST
+@_SCOPE
+@click.option("--command", "command", default="strato", show_default=True, help="How the host starts strato.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written; change nothing.")
+@_ROOT
+@_JSON
+def install(host: str, scope: str | None, command: str, dry_run: bool, where: Path, as_json: bool) -> None:
+    """Add (or update) the `strato` server in the host's MCP configuration, keeping its
+    other servers; the previous file is kept as <file>.strato-backup. Running it twice
+    changes nothing the second time. Exit 2 when the existing file is malformed.
+
+    \b
+    Examples:
+      strato mcp install --host claude            # .mcp.json in the workspace
+      strato mcp install --host codex --dry-run   # ~/.codex/config.toml
+    """
+    t = _target(host, scope, where, command)
+    text = _read(t.path)
+    try:
+        changed = not hosts.up_to_date(t, text)
+        new = hosts.merged(t, text) if changed else text
+    except hosts.HostConfigError as exc:
+        _fail(str(exc), "malformed_config", as_json)
+    backup = t.path.with_name(t.path.name + ".strato-backup") if changed and text is not None else None
+    if changed and not dry_run:
+        t.path.parent.mkdir(parents=True, exist_ok=True)
+        if backup is not None:
+            backup.write_text(text or "", encoding="utf-8")
+        tmp = t.path.with_name(f".{t.path.name}.strato-tmp")
+        tmp.write_text(new or "", encoding="utf-8")
+        os.replace(tmp, t.path)
+    doc = {"host": host, "scope": t.scope, "path": str(t.path), "entry": t.entry, "changed": changed,
+           "dryRun": dry_run, "backup": None if backup is None else str(backup)}
+    if as_json:
+        click.echo(json.dumps(doc, sort_keys=True))
+    elif dry_run:
+        click.echo(f"would write {t.path}:\n{new}" if changed else f"{t.path}: already set up")
+    else:
+        click.echo(f"{t.path}: {'updated' if changed else 'already set up'}")
+
+
+@mcp_command.command("doctor")
+@click.option("--host", type=click.Choice(hosts.HOSTS), default=None, help="Check one host only.")
+@_SCOPE
+@_ROOT
+@_JSON
+def doctor(host: str | None, scope: str | None, where: Path, as_json: bool) -> None:
+    """Say whether each host will find this workspace's server: its configuration has a
+    `strato` entry, the entry's command is on PATH, and its --root is this workspace.
+    Exit 0 when at least one host is ready and none is misconfigured, else 1.
+
+    \b
+    Example:
+      strato mcp doctor --json
+    """
+    checks = []
+    for h in [host] if host else list(hosts.HOSTS):
+        for s in [scope] if scope else ["project", "user"]:
+            t = _target(h, s, where, "strato")
+            try:
+                entry = hosts.current(t, _read(t.path))
+            except hosts.HostConfigError as exc:
+                problem = {"ready": False, "problem": str(exc), "command": None}
+                checks.append({"host": h, "scope": s, "path": str(t.path), **problem})
+                continue
+            if entry is None:
+                continue
+            checks.append({"host": h, "scope": s, "path": str(t.path), **_diagnose(t, entry)})
+    ok = bool(checks) and all(c["ready"] for c in checks)
+    if as_json:
+        click.echo(json.dumps({"ok": ok, "checks": checks}, sort_keys=True))
+    else:
+        for c in checks:
+            click.echo(f"{c['host']} ({c['scope']}, {c['path']}): {'ready' if c['ready'] else c['problem']}")
+        if not checks:
+            click.echo("no host is configured: run strato mcp install --host claude|codex", err=True)
+    if not ok:
+        sys.exit(1)
+
+
+def _diagnose(t: hosts.Target, entry: dict[str, Any]) -> dict[str, Any]:
+    """Is the entry's command found, and does its --root lead to this workspace?"""
+    command, args = entry.get("command"), entry.get("args")
+    found = shutil.which(command) if isinstance(command, str) else None
+    root = t.entry["args"][2]
+    problem = None
+    if found is None:
+        problem = f"command {command!r} is not on PATH"
+    elif not isinstance(args, list) or args[:2] != ["mcp", "--root"] or len(args) < 3:
+        problem = f"args {args!r} do not start strato mcp --root"
+    else:
+        base = t.path.parent if t.host == "claude" and t.scope == "project" else Path("/")
+        here = (base / root).resolve()
+        if (base / str(args[2])).resolve() != here:
+            problem = f"--root {args[2]} is not this workspace ({here})"
+    return {"ready": problem is None, "problem": problem, "command": found}

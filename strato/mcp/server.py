@@ -7,6 +7,7 @@ import json
 import sys
 import traceback
 from dataclasses import replace
+from importlib.metadata import version
 from typing import Any
 
 import anyio
@@ -52,7 +53,10 @@ def build(ctx: Context) -> Server[Any]:
             return types.CallToolResult(content=_text(message), is_error=True)
         return types.CallToolResult(content=_text(json.dumps(doc, sort_keys=True)), structured_content=doc)
 
-    return Server("strato", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "strato", version=version("vivary-git"), instructions=INSTRUCTIONS,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+    )
 
 
 def _client_name(request: Any) -> str:

@@ -402,3 +402,6 @@ def blast(ctx: Context, a: BlastArgs) -> Document:
     transitively refs it)."""
     ws = _workspace(ctx, a)
     return reports.blast(ws, ws.graph(), a.id, a.depth)
+
+
+from strato.mcp import agent_tools  # noqa: E402,F401 - importing it registers its tools (it needs `tool`, above)

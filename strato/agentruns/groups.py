@@ -1,0 +1,58 @@
+"""Process groups, seen through /proc: an agent and everything it forked share one
+group, so stopping the group stops them all (SIGTERM, then SIGKILL after a grace)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+GRACE_S = 5.0
+KILL_WAIT_S = 10.0
+
+
+def _stat(pid: str) -> list[str] | None:
+    """State, parent, group, ... of a live process (a zombie has finished: None)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields
+
+
+def alive(pid: int) -> bool:
+    return _stat(str(pid)) is not None
+
+
+def members(pgid: int) -> list[int]:
+    """Live processes of the group."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None and fields[2] == str(pgid):
+            found.append(int(entry.name))
+    return found
+
+
+def stop(pgid: int, grace_s: float = GRACE_S) -> bool:
+    """SIGTERM the group, SIGKILL what is left after `grace_s`; True when SIGKILL was needed.
+    A recorded pgid is only a number on disk: our own group, init's and 0 are never signalled."""
+    if pgid <= 1 or pgid == os.getpgrp() or not members(pgid):
+        return False
+    _signal(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not members(pgid):
+        return False
+    _signal(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while members(pgid) and time.monotonic() < deadline:  # SIGKILL cannot be refused, but
+        time.sleep(0.02)  # the kernel takes a moment (and a process in D state longer)
+    return True
+
+
+def _signal(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

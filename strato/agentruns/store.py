@@ -1,0 +1,159 @@
+"""The files of one agent run, and the only code that writes them. Every file is
+written whole and renamed into place; the result is created at most once (a hard link
+fails when it exists), so a runner and a canceller racing to finish a run agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
+_ID = re.compile(r"ar-[0-9a-f]{12}")
+
+
+def new_id() -> str:
+    return f"ar-{secrets.token_hex(6)}"
+
+
+def valid_id(run_id: str) -> bool:
+    """Ids are ours: anything else (a path, `..`) names no run."""
+    return _ID.fullmatch(run_id) is not None
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}")
+    tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def stream(self) -> Path:
+        return self.path / "stream.log"
+
+    @property
+    def stderr(self) -> Path:
+        return self.path / "stderr.log"
+
+    def request(self) -> dict[str, Any]:
+        return _read(self.path / "request.json") or {}
+
+    def proc(self) -> dict[str, Any] | None:
+        return _read(self.path / "proc.json")
+
+    def set_proc(self, pgid: int) -> None:
+        _write(self.path / "proc.json", {"pgid": pgid})
+
+    def runner(self) -> int | None:
+        doc = _read(self.path / "runner.json")
+        return None if doc is None else int(doc["pid"])
+
+    def set_runner(self, pid: int) -> None:
+        _write(self.path / "runner.json", {"pid": pid})
+
+    def progress(self) -> int:
+        return int((_read(self.path / "progress.json") or {}).get("eventsSeen", 0))
+
+    def set_progress(self, events: int) -> None:
+        _write(self.path / "progress.json", {"eventsSeen": events})
+
+    def result(self) -> dict[str, Any] | None:
+        return _read(self.path / "result.json")
+
+    def finish(self, doc: dict[str, Any]) -> bool:
+        """Record the outcome unless one is recorded already; True when this one won."""
+        tmp = self.path / f".result.{os.getpid()}.{secrets.token_hex(3)}"
+        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+        try:
+            os.link(tmp, self.path / "result.json")
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink()
+        return True
+
+    def cancel_requested(self) -> dict[str, Any] | None:
+        return _read(self.path / "cancel.json")
+
+    def request_cancel(self, by: str) -> None:
+        _write(self.path / "cancel.json", {"by": by})
+
+    def tail(self, which: Path, limit: int) -> str:
+        """The last `limit` bytes of a stream, across its rotation."""
+        data = b""
+        for part in (which, which.with_name(which.name + ".1")):
+            if len(data) < limit:
+                data = _last_bytes(part, limit - len(data)) + data
+        return data.decode("utf-8", errors="replace")
+
+
+def _last_bytes(path: Path, n: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
+            return fh.read(n)
+    except OSError:
+        return b""
+
+
+class Store:
+    """All agent runs of one repository: ``<git dir>/vivary/agent-runs/<id>/``."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.home = git_dir / "vivary" / "agent-runs"
+
+    def create(self, request: dict[str, Any]) -> RunDir:
+        self.home.mkdir(parents=True, exist_ok=True)
+        run = RunDir(self.home / new_id())
+        run.path.mkdir()
+        _write(run.path / "request.json", request)
+        return run
+
+    def get(self, run_id: str) -> RunDir | None:
+        if not valid_id(run_id):
+            return None
+        run = RunDir(self.home / run_id)
+        return run if (run.path / "request.json").is_file() else None
+
+
+class BoundedStream:
+    """An append-only file kept under `limit` bytes by rotating to `<name>.1`, so an agent
+    that prints without end fills at most twice the limit."""
+
+    def __init__(self, path: Path, limit: int = STREAM_LIMIT) -> None:
+        self.path, self.limit = path, limit
+        self.fh = open(path, "ab")  # noqa: SIM115 - closed by close(), rotated in write()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        if self.size + len(chunk) > self.limit and self.size:
+            self.fh.close()
+            os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+            self.fh, self.size = open(self.path, "ab"), 0  # noqa: SIM115 - as above
+        chunk = chunk[-self.limit :]
+        self.fh.write(chunk)
+        self.fh.flush()
+        self.size += len(chunk)
+
+    def close(self) -> None:
+        self.fh.close()

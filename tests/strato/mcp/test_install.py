@@ -1,0 +1,131 @@
+"""`strato mcp install` and `strato mcp doctor` on real files in a temporary HOME; the
+written configuration is then used the way the host would: its command, started."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+BIN = Path(sys.executable).parent
+
+
+def strato(root: Path, *args: str, path: str | None = None) -> tuple[int, Any, str]:
+    env = {**os.environ, "PATH": path if path is not None else f"{BIN}:{os.environ.get('PATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "strato.cli", "mcp", *args, "--root", str(root), "--json"],
+                          capture_output=True, text=True, check=False, env=env)
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
+
+
+def test_claude_project_config_is_merged_idempotently_with_a_backup(repo_dir: Path) -> None:
+    mine = {"mcpServers": {"other": {"command": "other-server", "args": ["--x"]}}, "keep": [1, 2]}
+    (repo_dir / ".mcp.json").write_text(json.dumps(mine))
+    code, doc, _ = strato(repo_dir, "install", "--host", "claude")
+    assert code == 0 and doc["changed"] and doc["path"] == str(repo_dir / ".mcp.json")
+    written = json.loads((repo_dir / ".mcp.json").read_text())
+    assert written["mcpServers"]["other"] == mine["mcpServers"]["other"] and written["keep"] == [1, 2]
+    assert written["mcpServers"]["strato"] == {"command": "strato", "args": ["mcp", "--root", "."]}
+    assert json.loads(Path(doc["backup"]).read_text()) == mine
+
+    before = (repo_dir / ".mcp.json").read_bytes()
+    code, again, _ = strato(repo_dir, "install", "--host", "claude")
+    assert code == 0 and not again["changed"] and (repo_dir / ".mcp.json").read_bytes() == before
+
+    code, report, _ = strato(repo_dir, "doctor", "--host", "claude")
+    assert code == 0 and report["ok"]
+    (check,) = report["checks"]
+    assert check["ready"] and check["command"] == str(BIN / "strato")
+
+
+def test_codex_user_config_keeps_the_users_servers_and_settings(repo_dir: Path, tmp_path: Path) -> None:
+    home = Path(os.environ["HOME"])
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "o3"\n\n[mcp_servers.other]\ncommand = "x"\n\n'
+                      '[mcp_servers.strato]\ncommand = "old"\nargs = ["old"]\nstartup_timeout_sec = 20\n\n'
+                      '[mcp_servers.strato.env]\nTOKEN_FILE = "t"\n')
+    original = tomllib.loads(config.read_text())
+    code, dry, _ = strato(repo_dir, "install", "--host", "codex", "--dry-run")
+    assert code == 0 and dry["changed"] and tomllib.loads(config.read_text()) == original
+
+    code, doc, _ = strato(repo_dir, "install", "--host", "codex")
+    assert code == 0 and doc["scope"] == "user"
+    after = tomllib.loads(config.read_text())
+    assert after["model"] == "o3" and after["mcp_servers"]["other"] == {"command": "x"}
+    assert after["mcp_servers"]["strato"] == {
+        "command": "strato", "args": ["mcp", "--root", str(repo_dir.resolve())],
+        "startup_timeout_sec": 20, "env": {"TOKEN_FILE": "t"},
+    }
+    assert tomllib.loads(Path(doc["backup"]).read_text()) == original
+    assert strato(repo_dir, "install", "--host", "codex")[1]["changed"] is False
+
+
+@pytest.mark.parametrize(("host", "name", "text"), [
+    ("claude", ".mcp.json", "{not json"),
+    ("claude", ".mcp.json", "[1, 2]"),
+    ("claude", ".mcp.json", '{"mcpServers": []}'),
+    ("codex", ".codex/config.toml", "[mcp_servers\n"),
+    ("codex", ".codex/config.toml", 'mcp_servers = "no"\n'),
+    ("codex", ".codex/config.toml", 'mcp_servers = { strato = { command = "x" } }\n'),
+])
+def test_a_file_it_cannot_merge_is_refused_and_left_alone(repo_dir: Path, host: str, name: str, text: str) -> None:
+    path = repo_dir / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    listing = sorted(path.parent.iterdir())
+    code, doc, err = strato(repo_dir, "install", "--host", host, "--scope", "project")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and str(path) in err
+    assert doc is not None and doc["ok"] is False and doc["code"] == "malformed_config"
+    assert path.read_text() == text and sorted(path.parent.iterdir()) == listing  # no backup, no temp file
+
+
+def test_doctor_says_what_is_wrong(repo_dir: Path, tmp_path: Path) -> None:
+    code, report, _ = strato(repo_dir, "doctor")
+    assert code == 1 and report == {"ok": False, "checks": []}
+    strato(repo_dir, "install", "--host", "claude")
+    code, report, _ = strato(repo_dir, "doctor", path=str(tmp_path))  # an empty PATH: no strato
+    assert code == 1 and "not on PATH" in report["checks"][0]["problem"]
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    strato(other, "install", "--host", "codex", "--scope", "user")  # user scope, pointing at `other`
+    code, report, _ = strato(repo_dir, "doctor", "--host", "codex")
+    assert code == 1 and "is not this workspace" in report["checks"][0]["problem"]
+
+
+_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(servers=st.dictionaries(_names.filter(lambda n: n != "strato"), st.fixed_dictionaries(
+    {"command": _names, "args": st.lists(_names, max_size=3)}), max_size=4))
+def test_any_other_codex_servers_survive_the_merge(repo_dir: Path, servers: dict[str, Any]) -> None:
+    from strato.mcp import hosts
+
+    lines = []
+    for name, entry in servers.items():
+        q = lambda v: json.dumps(v, ensure_ascii=False)  # noqa: E731 - TOML quoting for printable text
+        lines += [f"[mcp_servers.{q(name)}]", f"command = {q(entry['command'])}", f"args = {q(entry['args'])}", ""]
+    text = "\n".join(lines)
+    assert tomllib.loads(text)["mcp_servers"] == servers if servers else True
+    t = hosts.target("codex", "user", repo_dir, "strato", repo_dir, {})
+    out = tomllib.loads(hosts.merged(t, text))["mcp_servers"]
+    assert {k: v for k, v in out.items() if k != "strato"} == servers
+    assert out["strato"] == t.entry
+
+
+def test_odd_characters_in_the_entry_are_quoted_for_toml(tmp_path: Path) -> None:
+    from strato.mcp import hosts
+
+    root = tmp_path / 'a "b" \\ \x7f \U00010000 \t'
+    t = hosts.target("codex", "user", root, "str\x7fato", tmp_path, {})
+    assert tomllib.loads(hosts.merged(t, ""))["mcp_servers"]["strato"] == t.entry
