@@ -9,6 +9,7 @@ clock (checking at time 0 puts every ``valid-before`` in the future).
 from __future__ import annotations
 
 import copy
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -93,3 +94,31 @@ def test_the_window_bounds_are_half_open(key: Key) -> None:
         False,
         False,
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "moment"),
+    [
+        ("20300101", datetime(2030, 1, 1, tzinfo=UTC)),
+        ("203001011230", datetime(2030, 1, 1, 12, 30, tzinfo=UTC)),
+        ("20300101123045Z", datetime(2030, 1, 1, 12, 30, 45, tzinfo=UTC)),
+    ],
+)
+def test_window_times_read_hours_minutes_seconds_as_utc(
+    key: Key, text: str, moment: datetime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every digit counts, and the verifying machine's timezone does not (mutmut found
+    both unpinned: HHMM read from the wrong group, local time instead of UTC)."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        (s,) = signers.parse(key.signers_line("a", f'valid-after="{text}"'))
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert s.valid_after == int(moment.timestamp())
+
+
+def test_an_impossible_date_names_the_line(key: Key) -> None:
+    with pytest.raises(signers.SignersError, match=r"line 2: bad time '20301301'"):
+        signers.parse("# people\n" + key.signers_line("a", 'valid-before="20301301"'))
