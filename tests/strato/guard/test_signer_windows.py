@@ -122,3 +122,18 @@ def test_window_times_read_hours_minutes_seconds_as_utc(
 def test_an_impossible_date_names_the_line(key: Key) -> None:
     with pytest.raises(signers.SignersError, match=r"line 2: bad time '20301301'"):
         signers.parse("# people\n" + key.signers_line("a", 'valid-before="20301301"'))
+
+
+def test_find_applies_the_window_of_the_line_it_matches(key: Key) -> None:
+    lines = key.signers_line("expired", 'valid-before="20200101"') + key.signers_line(
+        "current", 'valid-after="20200101"'
+    )
+    trusted = signers.parse(lines)
+    in_2019 = int(datetime(2019, 6, 1, tzinfo=UTC).timestamp())
+    in_2030 = int(datetime(2030, 6, 1, tzinfo=UTC).timestamp())
+    found = signers.find(trusted, trusted[0].key, "n", in_2019)
+    assert found is not None and found.principals == ("expired",)
+    found = signers.find(trusted, trusted[0].key, "n", in_2030)
+    assert found is not None and found.principals == ("current",)
+    only_expired = signers.parse(key.signers_line("expired", 'valid-before="20200101"'))
+    assert signers.find(only_expired, trusted[0].key, "n", in_2030) is None

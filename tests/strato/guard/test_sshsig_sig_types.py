@@ -66,3 +66,11 @@ def test_a_relabelled_signature_is_refused_like_ssh_keygen(
     with pytest.raises(sshsig.SignatureError) as info:
         sshsig.check(sshsig.parse_armor(bad), NAMESPACE, MESSAGE)
     assert str(info.value) == message
+
+
+def test_a_signature_over_other_bytes_does_not_verify(tmp_path: Path) -> None:
+    key = make_key(tmp_path, "ed25519")
+    sig = sshsig.parse_armor(ssh_sign(key, NAMESPACE, MESSAGE, tmp_path))
+    with pytest.raises(sshsig.SignatureError) as info:
+        sshsig.check(sig, NAMESPACE, MESSAGE + b"!")
+    assert str(info.value) == "signature does not verify"
