@@ -200,8 +200,11 @@ def check(signature: Signature, namespace: str, message: bytes) -> None:
             if signature.sig_type != signature.key.key_type:
                 raise SignatureError("ECDSA signature type does not match the key")
             r = _Reader(signature.sig)
-            der = encode_dss_signature(r.mpint(), r.mpint())
+            ints = r.mpint(), r.mpint()
             r.end()
+            if min(ints) < 1:  # negative or zero r/s: OpenSSH refuses them, so do we
+                raise SignatureError("malformed ECDSA signature")
+            der = encode_dss_signature(*ints)
             key.verify(der, data, ec.ECDSA(_CURVES[signature.key.key_type[11:]][1]))
         else:
             algorithm = _RSA_HASHES.get(signature.sig_type)

@@ -74,3 +74,40 @@ def test_a_signature_over_other_bytes_does_not_verify(tmp_path: Path) -> None:
     with pytest.raises(sshsig.SignatureError) as info:
         sshsig.check(sig, NAMESPACE, MESSAGE + b"!")
     assert str(info.value) == "signature does not verify"
+
+
+def _mpints(data: bytes) -> list[bytes]:
+    out = []
+    while data:
+        (n,) = struct.unpack(">I", data[:4])
+        out.append(data[4 : 4 + n])
+        data = data[4 + n :]
+    return out
+
+
+def test_a_negative_ecdsa_mpint_is_refused_like_ssh_keygen(tmp_path: Path) -> None:
+    """An mpint with its high bit set and no leading zero is negative (RFC 4251); read as
+    unsigned it would be the genuine r or s, and a re-encoded signature would verify."""
+    key = make_key(tmp_path, "ecdsa")
+    for attempt in range(64):  # r or s needs a leading zero byte: about 3 signatures in 4
+        genuine = ssh_sign(key, NAMESPACE, MESSAGE + bytes([attempt]), tmp_path)
+        sig = sshsig.parse_armor(genuine)
+        r, s = _mpints(sig.sig)
+        if r[:1] == b"\0" or s[:1] == b"\0":
+            break
+    else:
+        raise AssertionError("no signature with a leading zero byte in 64 tries")
+    message = MESSAGE + bytes([attempt])
+    stripped = b"".join(_string(x[1:] if x[:1] == b"\0" else x) for x in (r, s))
+    body = base64.b64decode("".join(genuine.strip().splitlines()[1:-1]))
+    # the blob ends with string(string(type) + string(signature)): rebuild that last field
+    outer_start = len(body) - (4 + 4 + len(sig.sig_type) + 4 + len(sig.sig))
+    inner = _string(sig.sig_type.encode()) + _string(stripped)
+    bad = body[:outer_start] + _string(inner)
+    wrapped = "\n".join(textwrap.wrap(base64.b64encode(bad).decode(), 70))
+    bad_armor = f"{sshsig.BEGIN}\n{wrapped}\n{sshsig.END}\n"
+    assert keygen_verifies(key, NAMESPACE, message, genuine, tmp_path)
+    assert not keygen_verifies(key, NAMESPACE, message, bad_armor, tmp_path)
+    assert not ours_verifies(key, NAMESPACE, message, bad_armor)
+    with pytest.raises(sshsig.SignatureError):  # a refusal, not a crash of another kind
+        sshsig.check(sshsig.parse_armor(bad_armor), NAMESPACE, message)
