@@ -21,14 +21,14 @@ STATEMENT = "the release notes read well"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
 
 
-def _with_judge(ws: Workspace, script: str) -> Path:
+def _with_judge(ws: Workspace, script: str, toml: str = "") -> Path:
     """Commit a judge that records its prompt in ``prompt.txt`` and then runs ``script``."""
     judge = ws.root / "judge.sh"
     seen = ws.tmp / "prompt.txt"
     ws.commit(
         {
             "judge.sh": f'#!/bin/sh\nprintf "%s" "$1" > "{seen}"\n{script}\n',
-            ".vivary/agents.toml": f'[judge]\nargv = ["sh", "{judge}", "{{prompt}}"]\n',
+            ".vivary/agents.toml": f'[judge]\nargv = ["sh", "{judge}", "{{prompt}}"]\n{toml}',
         },
         "a judge",
     )
@@ -85,3 +85,11 @@ def test_a_judge_that_says_yes_moves_with_its_evidence(ws: Workspace) -> None:
     assert proc.returncode == 0 and answer["status"] == "applied", answer
     assert answer["verdict"]["meta"]["guard_evidence"][0]["evidence"] == "reads well"
     assert STATEMENT in seen.read_text()
+
+
+def test_a_judge_that_never_answers_is_killed_and_refuses(ws: Workspace) -> None:
+    _with_judge(ws, "sleep 600\n" + _say({"met": True}), toml="timeout_s = 1\n")
+    answer = out(run(ws, "transition", "--json", stdin=MOVE))
+    assert answer["status"] == "refused"
+    (evidence,) = answer["verdict"]["meta"]["guard_evidence"]
+    assert evidence["met"] is False and "timed out" in evidence["evidence"], evidence
