@@ -13,9 +13,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.conftest import write_files
+import pytest
+
+from tests.conftest import commit_all, write_files
 from tests.tropo.helpers import tropo_process
-from tests.tropo.test_query import search_ws  # noqa: F401  (the fixture, reused)
+from tests.tropo.test_query import SEARCH
 from tropo.search_index import BodyIndex
 
 HOLDER = textwrap.dedent("""
@@ -30,12 +32,19 @@ HOLDER = textwrap.dedent("""
 """)
 
 
+@pytest.fixture
+def search_ws(repo_dir: Path) -> Path:
+    write_files(repo_dir, SEARCH)
+    commit_all(repo_dir)
+    return repo_dir
+
+
 def _ids(proc: subprocess.CompletedProcess[str]) -> list[str]:
     assert proc.returncode == 0, proc.stderr
     return [r["id"] for r in json.loads(proc.stdout)["results"]]
 
 
-def test_query_answers_while_another_process_holds_the_index(search_ws: Path) -> None:  # noqa: F811
+def test_query_answers_while_another_process_holds_the_index(search_ws: Path) -> None:
     before = _ids(tropo_process("query", "release", "--json", cwd=search_ws))
     write_files(search_ws, {"notes/new.md": "# New release note\n"})  # needs an index write
     index = search_ws / ".git" / "vivary" / "search.v1.sqlite"
