@@ -173,3 +173,17 @@ def test_release_drops_a_tracking_ref_that_git_push_would_not(remote: Path) -> N
     claims.release(_repo(two), "item", remote="origin", force=True)
     assert _claim_refs(two) == []
     assert claims.claim(_repo(two), "item", ITEM, "dave").id == "item"
+
+
+def test_a_remote_that_cannot_be_pushed_to_releases_nothing(remote: Path, tmp_path: Path) -> None:
+    """Fetching works, the push of the deletion cannot even start: nothing is deleted."""
+    one = clone(remote, "one")
+    claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    git(one, "config", "remote.origin.pushurl", str(tmp_path / "missing.git"))
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.release(_repo(one), "item", remote="origin", force=True)
+    assert str(info.value).endswith("; nothing released")
+    assert "refs/heads/claim/item" in _claim_refs(one)
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split() == [
+        "refs/heads/claim/item"
+    ]
