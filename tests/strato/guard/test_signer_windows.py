@@ -137,4 +137,3 @@ def test_find_applies_the_window_of_the_line_it_matches(key: Key) -> None:
     assert found is not None and found.principals == ("current",)
     only_expired = signers.parse(key.signers_line("expired", 'valid-before="20200101"'))
     assert signers.find(only_expired, trusted[0].key, "n", in_2030) is None
-
