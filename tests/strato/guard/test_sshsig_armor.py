@@ -1,0 +1,56 @@
+"""The armor around an sshsig, read as ssh-keygen reads it: any line width, strict
+base64, a size bound; each refusal says what is wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from strato.guard import sshsig
+from tests.strato.guard.conftest import Key, ssh_sign
+from tests.strato.guard.test_sshsig import keygen_verifies, ours_verifies
+
+NS = "stratum-guard-override"
+MSG = b"payload"
+
+
+def _body(armor: str) -> str:
+    return "".join(armor.strip().splitlines()[1:-1])
+
+
+def _refusal(text: str) -> str:
+    with pytest.raises(sshsig.SignatureError) as info:
+        sshsig.parse_armor(text)
+    return str(info.value)
+
+
+def test_the_body_on_one_line_verifies_like_ssh_keygen(tmp_path: Path, key: Key) -> None:
+    armor = ssh_sign(key, NS, MSG, tmp_path)
+    one_line = f"{sshsig.BEGIN}\n{_body(armor)}\n{sshsig.END}\n"
+    assert keygen_verifies(key, NS, MSG, one_line, tmp_path)
+    assert ours_verifies(key, NS, MSG, one_line)
+
+
+def test_a_character_outside_base64_is_refused_like_ssh_keygen(tmp_path: Path, key: Key) -> None:
+    armor = ssh_sign(key, NS, MSG, tmp_path)
+    body = _body(armor)
+    bad = f"{sshsig.BEGIN}\n{body[:20]}!{body[20:]}\n{sshsig.END}\n"
+    assert not keygen_verifies(key, NS, MSG, bad, tmp_path)
+    assert not ours_verifies(key, NS, MSG, bad)
+    assert _refusal(bad) == "SSH signature armor is not valid base64 (truncated?)"
+
+
+def test_armor_without_its_end_line_is_refused(tmp_path: Path, key: Key) -> None:
+    armor = ssh_sign(key, NS, MSG, tmp_path)
+    expected = f"not an SSH signature: expected {sshsig.BEGIN} ... {sshsig.END}"
+    assert _refusal(armor.replace(sshsig.END, "")) == expected
+    assert _refusal(armor.replace(sshsig.BEGIN, "")) == expected
+
+
+def test_the_size_bound_is_exact() -> None:
+    exactly = f"{sshsig.BEGIN}\n" + "A" * (sshsig.MAX_ARMOR - len(sshsig.BEGIN) - len(sshsig.END) - 2)
+    exactly += f"\n{sshsig.END}"
+    assert len(exactly) == sshsig.MAX_ARMOR
+    assert _refusal(exactly) != "signature is too large"  # refused later, for its content
+    assert _refusal(exactly + "\n") == "signature is too large"
