@@ -109,3 +109,25 @@ def test_each_structural_defect_is_named_and_refused_like_ssh_keygen(
     # refuse a non-empty one, stricter on purpose: bytes nobody signed must not ride along
     assert keygen_verifies(key, NS, MSG, bad, tmp_path) is (defect == "reserved")
     assert _refusal(bad) == message
+
+
+@pytest.mark.parametrize("field", ["key type", "namespace", "hash", "signature type"])
+def test_bytes_that_are_not_text_are_a_refusal_not_a_decode_error(
+    tmp_path: Path, key: Key, field: str
+) -> None:
+    """Names in the blob are decoded leniently so that junk bytes end as a SignatureError
+    (a refusal), never as a UnicodeDecodeError escaping the verifier."""
+    head, (pub, ns, reserved, hashalg, sig) = _blob(ssh_sign(key, NS, MSG, tmp_path))
+    junk = b"\xff\xfe"
+    if field == "key type":
+        pub = _string(junk) + pub[4 + int.from_bytes(pub[:4], "big") :]
+    elif field == "namespace":
+        ns = junk
+    elif field == "hash":
+        hashalg = junk
+    else:
+        sig = _string(junk) + sig[4 + int.from_bytes(sig[:4], "big") :]
+    bad = _armor(head + b"".join(map(_string, (pub, ns, reserved, hashalg, sig))))
+    assert not keygen_verifies(key, NS, MSG, bad, tmp_path)
+    with pytest.raises(sshsig.SignatureError):
+        sshsig.check(sshsig.parse_armor(bad), NS, MSG)
