@@ -187,3 +187,47 @@ def test_a_remote_that_cannot_be_pushed_to_releases_nothing(remote: Path, tmp_pa
     assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split() == [
         "refs/heads/claim/item"
     ]
+
+
+def test_losing_a_remote_race_names_the_winner_by_its_tracking_ref(remote: Path) -> None:
+    one, two = clone(remote, "one"), clone(remote, "two")
+    claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
+    with pytest.raises(claims.ClaimRefused) as info:  # two has not fetched: it learns by pushing
+        claims.claim(_repo(two), "item", ITEM, "dave", remote="origin")
+    assert str(info.value) == "item is already claimed by @connie (origin/claim/item)"
+
+
+def test_a_branch_lock_that_never_goes_away_claims_nothing(ws: Path) -> None:
+    lock = ws / ".git" / "refs" / "heads" / "claim" / "item.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")  # another writer (plain git) holds the branch's lock throughout
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.claim(_repo(ws), "item", ITEM, "dave")
+    assert str(info.value) == (
+        "refs/heads/claim/item stayed locked by another process; nothing claimed"
+    )
+    assert _claim_refs(ws) == []
+
+
+def test_claim_refusals_from_the_repository_state(ws: Path, repo_dir: Path) -> None:
+    empty = repo_dir.parent / "unborn"
+    git(repo_dir.parent, "init", "-q", str(empty))
+    with pytest.raises(claims.ClaimError) as unborn:
+        claims.claim(_repo(empty), "item", ITEM, "dave")
+    assert str(unborn.value) == "the repository has no commits yet; commit the workspace first"
+    git(ws, "checkout", "-q", "--detach")
+    with pytest.raises(claims.ClaimError) as detached:
+        claims.claim(_repo(ws), "item", ITEM, "dave")
+    assert str(detached.value) == (
+        "HEAD is detached; check out the branch the claim should start from"
+    )
+    git(ws, "checkout", "-q", "main")
+    with pytest.raises(claims.ClaimRefused) as missing:
+        claims.claim(_repo(ws), "ghost", "changes/ghost.md", "dave")
+    assert str(missing.value) == "changes/ghost.md: not in HEAD; commit the item before claiming it"
+    write_files(ws, {"changes/latin.md": ""})
+    (ws / "changes" / "latin.md").write_bytes(b"# Caf\xe9\n")
+    commit_all(ws)
+    with pytest.raises(claims.ClaimRefused) as binary:
+        claims.claim(_repo(ws), "latin", "changes/latin.md", "dave")
+    assert str(binary.value) == "changes/latin.md: not UTF-8 text"
