@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean upstream
+.PHONY: demo test lint bench clean upstream mutation
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ test: lint
 bench: $(STAMP)
 	$(PY) -m bench.run
 
+# Mutation testing (docs/testing.md): slow, so never part of `make test`; one worker at
+# the lowest priority. MUTANTS picks mutants by name glob, e.g. the guard after a change:
+#   make mutation MUTANTS='strato.guard.*'
+MUTANTS ?=
+mutation: $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,mutation]'
+	VIVARY_UPSTREAM=$${VIVARY_UPSTREAM:-$(CURDIR)/.upstream} nice -n 19 $(VENV)/bin/mutmut run --max-children 1 $(MUTANTS)
+	$(VENV)/bin/mutmut results
+
 # The published Vivary suite in its own virtualenv: an oracle for formats and speed.
 upstream: .upstream/.installed
 .upstream/.installed:
@@ -36,4 +45,4 @@ upstream: .upstream/.installed
 		|| echo "warning: create-vivary 0.3.x not installable; its compatibility test will skip"
 
 clean:
-	rm -rf $(VENV) .upstream .upstream03 build *.egg-info
+	rm -rf $(VENV) .upstream .upstream03 build *.egg-info mutants

@@ -4,9 +4,11 @@ user's own git configuration."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -74,6 +76,38 @@ def commit_all(root: Path, message: str = "commit") -> str:
 
 
 
+def in_ci() -> bool:
+    """``CI=true`` (what .ci/run runs under): a missing requirement fails, never skips."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing(reason: str) -> NoReturn:
+    """Skip loudly on a developer's machine; fail under CI, where a skip would let the
+    run go green while proving less than it claims."""
+    if in_ci():
+        pytest.fail(f"CI=true and {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def ci_requirements() -> list[str]:
+    """What CI must have: the oracle suite, a Chromium, ssh-keygen; each one missing, said."""
+    from tests.tropo.cdp import find_chromium
+
+    gaps = []
+    if upstream_bin("tropo") is None:
+        gaps.append("the upstream Vivary suite (the oracle) is missing: run `make upstream`")
+    if find_chromium() is None:
+        gaps.append("no Chromium for the browser tests: apt-get install chromium")
+    if shutil.which("ssh-keygen") is None:
+        gaps.append("no ssh-keygen for the guard tests: apt-get install openssh-client")
+    return gaps
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if in_ci() and (gaps := ci_requirements()):
+        raise pytest.UsageError("CI=true but " + "; ".join(gaps))
+
+
 def upstream_bin(name: str) -> Path | None:
     """An upstream Vivary CLI used as an oracle, from ``$VIVARY_UPSTREAM`` (a virtualenv;
     ``make upstream`` builds ``.upstream``), or None when it is not installed."""
@@ -90,12 +124,12 @@ def upstream_bin(name: str) -> Path | None:
 
 @pytest.fixture
 def upstream() -> Callable[[str], Path]:
-    """The path of an upstream CLI; skips loudly when the oracle is absent."""
+    """The path of an upstream CLI; skips loudly when the oracle is absent (fails in CI)."""
 
     def find(name: str) -> Path:
         exe = upstream_bin(name)
         if exe is None:
-            pytest.skip(f"upstream {name} not installed: run `make upstream` to compare")
+            missing(f"upstream {name} not installed: run `make upstream` to compare")
         return exe
 
     return find

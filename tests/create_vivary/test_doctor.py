@@ -13,7 +13,7 @@ import pytest
 
 from create_vivary.presets import PRESETS
 from hooks import install as installer
-from tests.conftest import commit_all, git
+from tests.conftest import commit_all, git, missing
 from tests.hooks.cli import run_cli, run_json
 
 OLD_FULL = Path(os.environ.get("VIVARY_UPSTREAM03", Path(__file__).parents[2] / ".upstream03"))
@@ -135,7 +135,7 @@ def _assert_compatible(root: Path, contract: str) -> None:
 def test_upstream_0_3_full_scaffold_is_compatible(tmp_path: Path) -> None:
     exe = OLD_FULL / "bin" / "create-vivary"
     if not exe.is_file():
-        pytest.skip(f"create-vivary 0.3.x not installed at {OLD_FULL}: run `make upstream`")
+        missing(f"create-vivary 0.3.x not installed at {OLD_FULL}: run `make upstream`")
     root = tmp_path / "old"
     subprocess.run(
         [str(exe), "init", str(root), "--no-wizard", "--storage", "file", "--json"],

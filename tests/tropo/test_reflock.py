@@ -26,6 +26,24 @@ def _head(repo: pygit2.Repository) -> str:
     return str(repo.revparse_single("HEAD").id)
 
 
+def _mutex(repo: pygit2.Repository) -> Path:
+    """The flock file ref_writer takes for NAME (found as the one file of reflocks/)."""
+    (mutex,) = (Path(repo.path) / "vivary" / "reflocks").iterdir()
+    return mutex
+
+
+def _wait_until_blocked_on(path: Path, thread: threading.Thread) -> None:
+    """Poll /proc/locks until some process waits ("->") for a flock on ``path``; a
+    generous bound only turns a hang into a loud failure."""
+    inode = f":{path.stat().st_ino} "
+    for _ in range(6000):
+        if any("-> FLOCK" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()):
+            return
+        assert thread.is_alive(), "the second writer finished while the holder held the lock"
+        thread.join(0.01)
+    raise AssertionError(f"no writer ever queued on the lock {path}")
+
+
 def test_a_stale_git_lock_blocks_plain_cas_but_not_a_cooperating_writer(repo_dir: Path) -> None:
     subprocess.run(["git", "-C", str(repo_dir), "commit", "-q", "--allow-empty", "-m", "c"], check=True)
     repo = _repo(repo_dir)
@@ -64,9 +82,10 @@ def test_a_live_cooperating_writer_is_waited_for(repo_dir: Path, tmp_path: Path)
 
     thread = threading.Thread(target=second_writer)
     thread.start()
-    # while the holder lives, the second writer stays outside (a slow machine can only
-    # make this pass vacuously, never fail)
-    assert not entered.wait(0.3)
+    # while the holder lives, the second writer is queued on the kernel's lock (the
+    # kernel lists it as a blocked waiter), not merely slow to arrive
+    _wait_until_blocked_on(_mutex(repo), thread)
+    assert not entered.is_set()
     assert read_ref(repo, NAME) is None
     proc.stdin.write("go\n")
     proc.stdin.flush()

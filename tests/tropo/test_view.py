@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.conftest import commit_all, git, missing, write_files
 from tests.tropo.cdp import Page, find_chromium
 from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
 
@@ -19,7 +19,7 @@ from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
 def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
     exe = find_chromium()
     if exe is None:
-        pytest.skip("NO BROWSER: install Debian's `chromium` (.ci/run does) to run the view tests")
+        missing("NO BROWSER: install Debian's `chromium` (.ci/run does) to run the view tests")
     p = Page(exe, tmp_path_factory.mktemp("chromium-profile"))
     try:
         yield p

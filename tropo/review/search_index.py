@@ -3,7 +3,8 @@
 Keyed by blob oid, so an entry never goes stale and only blobs not seen before are read
 and tokenised. A query asks SQLite for the postings of its terms and for the bodies
 holding its phrase, instead of re-reading the workspace. Deleting the file only costs a
-rebuild; an index that cannot be opened or written degrades to an in-memory one.
+rebuild; an index that cannot be opened or written, or that another process is writing,
+degrades at once to an in-memory one.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class BodyIndex:
 
     def sync(self, live: Iterable[str], read: Callable[[str], bytes]) -> int:
         """Make every oid in ``live`` searchable, reading only unknown ones; the count read.
-        An index that cannot be written (read-only, locked too long) is replaced by one in
-        memory for this run."""
+        An index that cannot be written (read-only, or another process holds its write
+        lock) is replaced by one in memory for this run, without waiting."""
         wanted = set(live)
         try:
             return self._sync(wanted, read)
@@ -89,7 +90,10 @@ class BodyIndex:
 
     def load_records(self, key: str) -> list[tuple[Any, ...]] | None:
         """The search records saved for a workspace fingerprint, if any."""
-        row = self._db.execute("SELECT data FROM records WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._db.execute("SELECT data FROM records WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:  # busy or unreadable: build the records this run
+            return None
         if row is None:
             return None
         try:
@@ -127,7 +131,10 @@ def _connect(directory: Path | None) -> sqlite3.Connection:
     if directory is not None:
         with contextlib.suppress(OSError, sqlite3.Error):
             directory.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(directory / f"search.v{_VERSION}.sqlite")
+            # timeout=0: a query never waits for another process's write lock (the
+            # default 5 s, paid once per write, stalled `tropo query` ~10 s); a locked
+            # index is busy now, so this run falls back to memory at once instead.
+            db = sqlite3.connect(directory / f"search.v{_VERSION}.sqlite", timeout=0)
             try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)

@@ -28,6 +28,7 @@ def loop(root: Path, spec: str) -> None:
 def race(root: Path, run_id: str, step: str, token: str, go: Path) -> None:
     """Wait for the start line, then report; print whether this process won."""
     runs = Runs(root)
+    print("ready", flush=True)  # the test starts the race once every racer is here
     while not go.exists():
         pass
     try:

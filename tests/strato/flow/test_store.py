@@ -121,7 +121,8 @@ def test_two_processes_racing_done_exactly_one_wins(tmp_path: Path) -> None:
             )
             for _ in range(2)
         ]
-        time.sleep(0.5)
+        for p in procs:  # both loaded and spinning on the start line, then go
+            assert p.stdout is not None and p.stdout.readline() == "ready\n"
         go.touch()
         results = [json.loads(p.communicate()[0]) for p in procs]
         assert sorted(r["won"] for r in results) == [False, True]
