@@ -13,8 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pygit2
-
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
@@ -25,6 +23,7 @@ from strato.runs.engine import Engine, FanoutOutcome, Refused
 from strato.runs.ledger import Ledger
 from strato.runs.store import Outcome
 from tropo.git import worktrees
+from tropo.git.types import oid
 
 if TYPE_CHECKING:
     from strato.runs.service import Runs
@@ -159,7 +158,7 @@ def settle(runs: Runs, eng: Engine, path: str, checks: PreMerge) -> None:
                 failure = f"fanout pre_merge failed: {checks.failure}"
             elif base and trees:
                 changed = worktrees.merge_sequential(
-                    runs.repo, pygit2.Oid(hex=base), [pygit2.Oid(hex=t) for t in trees]
+                    runs.repo, oid(base), [oid(t) for t in trees]
                 )
                 eng.emit("fanout_merge", path, items=[it["index"] for it in ok], files=changed)
         except worktrees.WorktreeError as exc:

@@ -10,8 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
@@ -21,6 +19,7 @@ from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
 from strato.runs.fanout import run_fanout
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
+from tropo.git.types import Repository
 
 MAX_RACE_RETRIES = 50
 
@@ -35,7 +34,7 @@ class Runs:
     """All runs of one workspace."""
 
     def __init__(self, root: Path | str, judge: Judge | None = None) -> None:
-        self.repo: pygit2.Repository = require(root)
+        self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
         self._specs: dict[str, Spec] = {}
