@@ -8,7 +8,6 @@ engine merges nothing (the validator demands a gate after a consumer worktree fa
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from strato.runs.budgets import overspent, reserve, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, check
 from strato.runs.context import Frame, RunContext
 from strato.runs.outcomes import conclude_fanout
+from strato.runs.state import new_token
 
 LIVE = ("pending", "ready")
 
@@ -74,7 +74,7 @@ def _start_stage(
         return
     if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
         return
-    it.update(status="ready", prompt=prompt, dispatchToken=str(uuid.uuid4()))
+    it.update(status="ready", prompt=prompt, dispatchToken=new_token())
     ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=len(_stage_attempts(it)) + 1)
 
 
