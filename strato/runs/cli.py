@@ -16,8 +16,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs.engine import RESOLVERS, RUN_TERMINAL
 from strato.runs.service import Runs
+from strato.runs.state import RESOLVERS, RUN_TERMINAL
 from strato.runs.store import Outcome
 from strato.runs.views import (
     EXPECTED_ERRORS,

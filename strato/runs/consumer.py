@@ -8,19 +8,18 @@ engine merges nothing (the validator demands a gate after a consumer worktree fa
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Stage
+from strato.runs.budgets import overspent, reserve, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, check
-from strato.runs.ledger import Ledger
-
-if TYPE_CHECKING:
-    from strato.runs.engine import Engine, Frame
+from strato.runs.context import Frame, RunContext
+from strato.runs.outcomes import conclude_fanout
+from strato.runs.state import new_token
 
 LIVE = ("pending", "ready")
 
@@ -34,51 +33,49 @@ def require_failure(step: FanoutStep, items: list[dict[str, Any]]) -> str | None
     return f"fanout require {step.fanout.require} not met ({ok}/{len(items)} succeeded)"
 
 
-def item_scope(eng: Engine, frame: Frame, it: dict[str, Any]) -> tuple[Scope, dict[str, Any]]:
-    base = eng.scope_for(frame)
+def item_scope(ctx: RunContext, frame: Frame, it: dict[str, Any]) -> tuple[Scope, dict[str, Any]]:
+    base = ctx.scope_for(frame)
     scope = Scope(base.input, base.outputs, base.carry, it["item"], it.get("prev"), True)
     return scope, {"input": base.input, "item": it["item"], "prev": it.get("prev")}
 
 
-def ledgers(frame: Frame, step: FanoutStep, st: dict[str, Any]) -> list[Ledger]:
-    return [*frame.ledgers, Ledger("task", step.budget, st["spent"])]
-
-
-def promote(eng: Engine, frame: Frame, step: FanoutStep, st: dict[str, Any]) -> None:
+def promote(ctx: RunContext, frame: Frame, step: FanoutStep, st: dict[str, Any]) -> None:
     """Make pending items ready up to `concurrency`; settle the step once all are done."""
     items = st["fanout"]["items"]
     for it in items:
-        if st["status"] != "running" or eng.run["status"] != "running":
+        if st["status"] != "running" or ctx.run["status"] != "running":
             return
         busy = sum(i["status"] == "ready" for i in items)
         if it["status"] == "pending" and busy < step.fanout.concurrency:
-            _start_stage(eng, frame, step, st, it)
+            _start_stage(ctx, frame, step, st, it)
     if st["status"] == "running" and not any(it["status"] in LIVE for it in items):
-        eng.conclude_fanout(frame, step, st, require_failure(step, items))
+        conclude_fanout(ctx, frame, step, st, require_failure(step, items))
 
 
-def _start_stage(eng: Engine, frame: Frame, step: FanoutStep, st: dict[str, Any], it: dict[str, Any]) -> None:
+def _start_stage(
+    ctx: RunContext, frame: Frame, step: FanoutStep, st: dict[str, Any], it: dict[str, Any]
+) -> None:
     path = f"{frame.prefix}{step.id}/{it['index']}"
     stages = step.fanout.steps
     while True:
         stage = stages[it["stage"]]
-        scope, bindings = item_scope(eng, frame, it)
-        if stage.when is None or stage_when(stage.when, scope, bindings, eng.root):
+        scope, bindings = item_scope(ctx, frame, it)
+        if stage.when is None or stage_when(stage.when, scope, bindings, ctx.root):
             break
         if it["stage"] == len(stages) - 1:
             it["status"] = "skipped"
-            eng.emit("fanout_item_skipped", path, stage=it["stage"])
+            ctx.emit("fanout_item_skipped", path, stage=it["stage"])
             return
         it["stage"] += 1
     try:
         prompt = render_task(stage.do, scope)
     except (Unresolved, RefSyntaxError) as exc:
-        _item_failed(eng, step, it, path, f"stage {it['stage']}: render failed: {exc}")
+        _item_failed(ctx, step, it, path, f"stage {it['stage']}: render failed: {exc}")
         return
-    if not eng.reserve(frame, step, st, ledgers(frame, step, st), {"dispatches": 1}):
+    if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
         return
-    it.update(status="ready", prompt=prompt, dispatchToken=str(uuid.uuid4()))
-    eng.emit("fanout_item_ready", path, stage=it["stage"], attempt=len(_stage_attempts(it)) + 1)
+    it.update(status="ready", prompt=prompt, dispatchToken=new_token())
+    ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=len(_stage_attempts(it)) + 1)
 
 
 def stage_when(expr: str, scope: Scope, bindings: dict[str, Any], root: Path | None) -> bool:
@@ -93,7 +90,7 @@ def _stage_attempts(it: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in it["attempts"] if a["stage"] == it["stage"]]
 
 
-def descriptor(eng: Engine, frame: Frame, step: FanoutStep, it: dict[str, Any]) -> dict[str, Any]:
+def descriptor(ctx: RunContext, frame: Frame, step: FanoutStep, it: dict[str, Any]) -> dict[str, Any]:
     stage = step.fanout.steps[it["stage"]]
     entry: dict[str, Any] = {
         "id": f"{frame.prefix}{step.id}/{it['index']}",
@@ -111,14 +108,14 @@ def descriptor(eng: Engine, frame: Frame, step: FanoutStep, it: dict[str, Any]) 
         "policy": {"isolation": step.fanout.isolation, "pre_merge": step.fanout.pre_merge or []},
     }
     if stage.out:
-        entry["contract"] = dict(eng.spec.contracts.get(stage.out, {}))
+        entry["contract"] = dict(ctx.spec.contracts.get(stage.out, {}))
     if "previousFailure" in it:
         entry["previousFailure"] = it["previousFailure"]
     return entry
 
 
 def item_done(
-    eng: Engine,
+    ctx: RunContext,
     frame: Frame,
     step: FanoutStep,
     st: dict[str, Any],
@@ -130,14 +127,12 @@ def item_done(
     path = f"{frame.prefix}{step.id}/{it['index']}"
     it.pop("dispatchToken", None)
     it.pop("prompt", None)
-    books = ledgers(frame, step, st)
+    books = task_ledgers(frame, step, st)
     for ledger in books:
         ledger.debit({k: v for k, v in usage.items() if k != "dispatches"})
-    for ledger in books:
-        if ledger.over():
-            it["status"] = "failed"
-            eng.breach(frame, step, st, ledger, ledger.over())
-            return
+    if overspent(ctx, frame, step, st, books):
+        it["status"] = "failed"
+        return
     stage = step.fanout.steps[it["stage"]]
     output = result.get("output")
     reason = None
@@ -146,16 +141,16 @@ def item_done(
     elif result.get("failure") is not None:
         reason = f"agent reported failure: {result['failure']}"
     else:
-        scope, bindings = item_scope(eng, frame, it)
-        verdict = check(eng.spec, stage.out, stage.ensure, output, bindings, scope, eng.root, eng.judge)
+        scope, bindings = item_scope(ctx, frame, it)
+        verdict = check(ctx.spec, stage.out, stage.ensure, output, bindings, scope, ctx.root, ctx.judge)
         for judged in verdict.judged:
-            eng.emit("judged", path, **judged)
+            ctx.emit("judged", path, **judged)
         reason = verdict.reason
-    _record(eng, step, stage, it, path, output, reason)
+    _record(ctx, step, stage, it, path, output, reason)
 
 
 def _record(
-    eng: Engine,
+    ctx: RunContext,
     step: FanoutStep,
     stage: Stage,
     it: dict[str, Any],
@@ -164,8 +159,8 @@ def _record(
     reason: str | None,
 ) -> None:
     tried = _stage_attempts(it)
-    attempt = {"stage": it["stage"], "attempt": len(tried) + 1, "at": eng.clock(), "result": output}
-    eng.emit("fanout_attempt_result", path, stage=it["stage"], success=reason is None, reason=reason)
+    attempt = {"stage": it["stage"], "attempt": len(tried) + 1, "at": ctx.clock(), "result": output}
+    ctx.emit("fanout_attempt_result", path, stage=it["stage"], success=reason is None, reason=reason)
     if reason is None:
         it["attempts"].append(attempt)
         it.pop("previousFailure", None)
@@ -182,12 +177,10 @@ def _record(
     if not identical and attempt["attempt"] < limit:
         it.update(status="pending", previousFailure={"attempt": attempt["attempt"], "reason": reason})
         return
-    _item_failed(eng, step, it, path, f"stage {it['stage']}: {reason}")
+    _item_failed(ctx, step, it, path, f"stage {it['stage']}: {reason}")
 
 
-def _item_failed(eng: Engine, step: FanoutStep, it: dict[str, Any], path: str, reason: str) -> None:
+def _item_failed(ctx: RunContext, step: FanoutStep, it: dict[str, Any], path: str, reason: str) -> None:
     it.update(status="failed", failure=reason)
     it.pop("previousFailure", None)
-    eng.emit("fanout_item_done", path, index=it["index"], status="failed", failure=reason)
-
-
+    ctx.emit("fanout_item_done", path, index=it["index"], status="failed", failure=reason)

@@ -11,25 +11,44 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import pygit2
+from typing import Any, Protocol
 
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
-from strato.runs.agents import agent_prompt, call, last_line, run_process
+from strato.runs.agents import AgentsConfig, agent_prompt, call, last_line, run_process
+from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, Judge, check
 from strato.runs.consumer import require_failure, stage_when
-from strato.runs.engine import Engine, FanoutOutcome, Refused
+from strato.runs.engine import Engine
+from strato.runs.fanout_steps import FanoutOutcome
 from strato.runs.ledger import Ledger
-from strato.runs.store import Outcome
+from strato.runs.state import Refused
+from strato.runs.store import Outcome, Snapshot
 from tropo.git import worktrees
-
-if TYPE_CHECKING:
-    from strato.runs.service import Runs
+from tropo.git.types import Repository, oid
 
 PRE_MERGE_TIMEOUT_S = 900
+
+
+class RunAccess(Protocol):
+    """What a fanout needs of the workspace's runs (`strato.runs.service.Runs` is
+    one): the service drives fanouts, so this module names only the part it uses."""
+
+    repo: Repository
+    root: Path
+
+    @property
+    def config(self) -> AgentsConfig: ...
+
+    @property
+    def pacing_dir(self) -> Path: ...
+
+    def load(self, run_id: str) -> Snapshot: ...
+
+    def engine(self, snap: Snapshot, judge: bool = True) -> Engine: ...
+
+    def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome: ...
 
 
 class _Allowance:
@@ -61,13 +80,12 @@ class _Allowance:
                 ledger.debit(usage)
 
 
-def run_fanout(runs: Runs, run_id: str, path: str) -> Outcome:
+def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
     snap = runs.load(run_id)
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
-    ledgers = [*frame.ledgers, Ledger("task", step.budget, st["spent"])]
-    allowance = _Allowance(ledgers)
+    allowance = _Allowance(task_ledgers(frame, step, st))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
     worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
@@ -92,7 +110,7 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     frame, step, st = eng.locate(path)
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
-    ledgers = [*frame.ledgers, Ledger("task", getattr(step, "budget", None), st["spent"])]
+    ledgers = task_ledgers(frame, step, st)
     usage = item.pop("usage", {})
     for ledger in ledgers:
         ledger.debit(usage)
@@ -100,11 +118,8 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
-    for ledger in ledgers:
-        if ledger.over():
-            eng.breach(frame, step, st, ledger, ledger.over())
-            eng.advance()
-            return
+    if overspent(eng, frame, step, st, ledgers):
+        eng.advance()
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,7 @@ class PreMerge:
     failure: str | None
 
 
-def _pre_merge(runs: Runs, run_id: str, path: str) -> PreMerge:
+def _pre_merge(runs: RunAccess, run_id: str, path: str) -> PreMerge:
     """Run the step's `pre_merge` commands (`sh -lc` in the workspace root, in order,
     stopping at the first failure) when there is a worktree merge to do. They run
     outside the transition, so a lost race on the ref cannot run them twice."""
@@ -140,7 +155,7 @@ def _pre_merge(runs: Runs, run_id: str, path: str) -> PreMerge:
     return PreMerge(ran, None)
 
 
-def settle(runs: Runs, eng: Engine, path: str, checks: PreMerge) -> None:
+def settle(runs: RunAccess, eng: Engine, path: str, checks: PreMerge) -> None:
     eng.require_running()
     _frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
@@ -159,7 +174,7 @@ def settle(runs: Runs, eng: Engine, path: str, checks: PreMerge) -> None:
                 failure = f"fanout pre_merge failed: {checks.failure}"
             elif base and trees:
                 changed = worktrees.merge_sequential(
-                    runs.repo, pygit2.Oid(hex=base), [pygit2.Oid(hex=t) for t in trees]
+                    runs.repo, oid(base), [oid(t) for t in trees]
                 )
                 eng.emit("fanout_merge", path, items=[it["index"] for it in ok], files=changed)
         except worktrees.WorktreeError as exc:
@@ -170,7 +185,7 @@ def settle(runs: Runs, eng: Engine, path: str, checks: PreMerge) -> None:
 class _ItemRunner:
     def __init__(
         self,
-        runs: Runs,
+        runs: RunAccess,
         spec: Spec,
         step: FanoutStep,
         scope: Scope,

@@ -10,17 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
-from strato.runs.engine import RUN_TERMINAL, Engine, FlowInfo, Refused, plan
+from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
+from strato.runs.planning import FlowInfo, plan
+from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
+from tropo.git.types import Repository
 
 MAX_RACE_RETRIES = 50
 
@@ -35,7 +36,7 @@ class Runs:
     """All runs of one workspace."""
 
     def __init__(self, root: Path | str, judge: Judge | None = None) -> None:
-        self.repo: pygit2.Repository = require(root)
+        self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
         self._specs: dict[str, Spec] = {}
@@ -72,12 +73,11 @@ class Runs:
 
     def engine(self, snap: Snapshot, judge: bool = True) -> Engine:
         spec = self.spec_of(snap)
-        info = self._infos.setdefault(snap.state["revisionDigest"], {})
+        infos = self._infos.setdefault(snap.state["revisionDigest"], {})
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
-        eng = Engine(spec, snap.state, self.root, self.judge() if judge else None, self.evaluator)
-        eng._info = info
-        return eng
+        judged = self.judge() if judge else None
+        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos)
 
     def load(self, run_id: str) -> Snapshot:
         return self.store.load(run_id)

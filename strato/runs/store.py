@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import pygit2
-
+from tropo.git.chains import commits_since, ref_names
 from tropo.git.objects import blob_at, entry_oid, write_commit
 from tropo.git.reflock import ref_writer
 from tropo.git.repo import cas_ref, read_ref
+from tropo.git.types import Oid, Repository, oid, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
@@ -72,7 +72,7 @@ def checkpoint_ref(run_id: str, label: str) -> str:
 def valid_label(run_id: str, label: str) -> bool:
     """A checkpoint label is one component of a git ref name (`a..b`, `x.lock` and `a.`
     are not, though they pass the character rule)."""
-    return bool(LABEL.match(label)) and pygit2.reference_is_valid_name(checkpoint_ref(run_id, label))
+    return bool(LABEL.match(label)) and valid_ref_name(checkpoint_ref(run_id, label))
 
 
 def check_run_id(run_id: str) -> str:
@@ -86,17 +86,17 @@ def dump_state(state: dict[str, Any]) -> bytes:
 
 
 class RunStore:
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.repo = repo
 
     def create(self, run_id: str, state: dict[str, Any], spec_yaml: str, message: dict[str, Any]) -> str:
         """Write the first commit and create the head ref (it must not exist)."""
         files = {"run.json": dump_state(state), "spec.yaml": spec_yaml.encode()}
-        oid = write_commit(self.repo, files, [], _message(message))
+        commit = write_commit(self.repo, files, [], _message(message))
         name = head_ref(check_run_id(run_id))
         with ref_writer(self.repo, name):
-            cas_ref(self.repo, name, oid, None, "vivary: plan")
-        return str(oid)
+            cas_ref(self.repo, name, commit, None, "vivary: plan")
+        return str(commit)
 
     def resolve(self, run_id: str) -> str:
         """The run id that `run_id` names: itself, or the one run id it is a prefix of
@@ -131,15 +131,15 @@ class RunStore:
     def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
-        parent = pygit2.Oid(hex=snap.head)
+        parent = oid(snap.head)
         spec = entry_oid(self.repo, parent, "spec.yaml")
-        files: dict[str, bytes | pygit2.Oid] = {"run.json": dump_state(state)}
+        files: dict[str, bytes | Oid] = {"run.json": dump_state(state)}
         if spec is not None:
             files["spec.yaml"] = spec
-        oid = write_commit(self.repo, files, [parent], _message(message))
+        commit = write_commit(self.repo, files, [parent], _message(message))
         with ref_writer(self.repo, head_ref(snap.run_id)):
-            cas_ref(self.repo, head_ref(snap.run_id), oid, snap.head, f"vivary: {message.get('op', '')}")
-        return Snapshot(snap.run_id, str(oid), state)
+            cas_ref(self.repo, head_ref(snap.run_id), commit, snap.head, f"vivary: {message.get('op', '')}")
+        return Snapshot(snap.run_id, str(commit), state)
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""
@@ -148,10 +148,7 @@ class RunStore:
     def since(self, head: str, seen: str | None) -> list[tuple[str, dict[str, Any]]]:
         """(commit, transition) after `seen` up to `head`, oldest first: what a follower
         that has read up to `seen` has not read yet (only the new commits are walked)."""
-        walker = self.repo.walk(pygit2.Oid(hex=head), pygit2.enums.SortMode.TOPOLOGICAL)
-        if seen is not None:
-            walker.hide(pygit2.Oid(hex=seen))
-        chain = [(str(c.id), parse_message(c.message)) for c in walker]
+        chain = [(commit, parse_message(message)) for commit, message in commits_since(self.repo, head, seen)]
         return chain[::-1]
 
     def head(self, run_id: str) -> str:
@@ -162,17 +159,14 @@ class RunStore:
         return head
 
     def run_ids(self) -> list[str]:
-        ids = []
-        for name in self.repo.references:
-            if name.startswith(PREFIX) and name.endswith("/head"):
-                ids.append(name[len(PREFIX) : -len("/head")])
-        return sorted(ids)
+        names = ref_names(self.repo, PREFIX)
+        return sorted(name[len(PREFIX) : -len("/head")] for name in names if name.endswith("/head"))
 
     # --- checkpoints
 
     def checkpoints(self, run_id: str) -> list[str]:
         prefix = f"{PREFIX}{run_id}/checkpoints/"
-        return sorted(n[len(prefix) :] for n in self.repo.references if n.startswith(prefix))
+        return [name[len(prefix) :] for name in ref_names(self.repo, prefix)]
 
     def save_checkpoint(self, snap: Snapshot, label: str) -> None:
         name = checkpoint_ref(snap.run_id, label)

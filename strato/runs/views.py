@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from strato.runs.agents import AgentConfigError, GatePolicy
-from strato.runs.engine import USAGE_CODES, Engine, Refused
+from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
+from strato.runs.state import USAGE_CODES, Refused
 from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, Snapshot
 from tropo.git.repo import NotARepository
 

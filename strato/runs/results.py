@@ -1,0 +1,139 @@
+"""Results: what is handed out to agents (the ready steps and consumer fanout items,
+each with its dispatch token) and what comes back. A result is accepted only for the
+token that was handed out; its usage is settled against every ledger, then its output
+is checked against the step's `out` contract and `ensure`s (judged ones included) and,
+for an `iterate` step, its `until`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from strato.flow.spec import DoStep, FanoutStep
+from strato.runs import consumer
+from strato.runs.budgets import overspent, task_ledgers
+from strato.runs.checks import check
+from strato.runs.context import Frame, RunContext
+from strato.runs.fanout_steps import is_consumer
+from strato.runs.iterate import iterate_again
+from strato.runs.ledger import usage_errors
+from strato.runs.outcomes import fail_step, succeed
+from strato.runs.state import Refused
+
+RESULT_KEYS = frozenset({"output", "failure", "usage", "telemetry"})
+
+
+def ready(ctx: RunContext) -> list[dict[str, Any]]:
+    """What may be handed out now, one descriptor per ready step or consumer item."""
+    out: list[dict[str, Any]] = []
+    if ctx.run["status"] != "running":
+        return out
+    for frame in ctx.frames():
+        for step in frame.flow.typed_steps:
+            st = frame.steps[step.id]
+            if st["status"] == "ready" and isinstance(step, DoStep):
+                out.append(_descriptor(ctx, frame, step, st))
+            elif st["status"] == "running" and is_consumer(step):
+                assert isinstance(step, FanoutStep)
+                out += [
+                    consumer.descriptor(ctx, frame, step, it)
+                    for it in st["fanout"]["items"]
+                    if it["status"] == "ready"
+                ]
+    return out
+
+
+def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": frame.prefix + step.id,
+        "do": st["prompt"],
+        "agent": step.agent,
+        "attempt": len(st["attempts"]) + 1,
+        "epoch": st["epoch"],
+        "dispatchToken": st["dispatchToken"],
+        "out": step.out,
+    }
+    if step.out:
+        entry["contract"] = dict(ctx.spec.contracts.get(step.out, {}))
+    if "previousFailure" in st:
+        entry["previousFailure"] = st["previousFailure"]
+    return entry
+
+
+def step_done(ctx: RunContext, path: str, result: Any, token: str | None) -> None:
+    """Take a reported result for a ready step or consumer item (`<fanout>/<index>`);
+    `Refused` before any change if it is not what was handed out."""
+    ctx.require_running()
+    head, _, index = path.rpartition("/")
+    if head and index.isdigit():  # `<fanout>/<index>`: a consumer fanout item
+        frame, step, st = ctx.locate(head)
+        items = st.get("fanout", {}).get("items", [])
+        if not (is_consumer(step) and st["status"] == "running" and int(index) < len(items)):
+            raise Refused("step_not_ready", f"{path} is not a ready fanout item")
+        assert isinstance(step, FanoutStep)
+        item = items[int(index)]
+        usage = _accept(path, item, result, token)
+        consumer.item_done(ctx, frame, step, st, item, result, usage)
+        consumer.promote(ctx, frame, step, st)
+        return
+    frame, step, st = ctx.locate(path)
+    if not isinstance(step, DoStep):
+        raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
+    usage = _accept(path, st, result, token)
+    _settle(ctx, frame, step, st, result, usage)
+
+
+def _settle(
+    ctx: RunContext,
+    frame: Frame,
+    step: DoStep,
+    st: dict[str, Any],
+    result: dict[str, Any],
+    usage: dict[str, float],
+) -> None:
+    ledgers = task_ledgers(frame, step, st)
+    spend = {k: v for k, v in usage.items() if k != "dispatches"}
+    for ledger in ledgers:
+        ledger.debit(spend)
+    extra = {"usage": usage} if usage else {}
+    output = result.get("output")
+    if "dispatches" in usage:
+        fail_step(ctx, frame, step, st, "dispatches are engine-accounted", output, extra=extra)
+        return
+    if overspent(ctx, frame, step, st, ledgers):
+        return
+    failure = result.get("failure")
+    if failure is not None:
+        fail_step(ctx, frame, step, st, f"agent reported failure: {failure}", output, extra=extra)
+        return
+    scope = ctx.scope_for(frame)
+    bindings = {"input": scope.input}
+    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge)
+    for judged in verdict.judged:
+        ctx.emit("judged", frame.prefix + step.id, **judged)
+    if verdict.reason is not None:
+        fail_step(ctx, frame, step, st, verdict.reason, output, extra=extra)
+        return
+    if not iterate_again(ctx, frame, step, st, output, bindings, extra):
+        succeed(ctx, frame, step, st, output, extra)
+
+
+def _accept(path: str, st: dict[str, Any], result: Any, token: str | None) -> dict[str, float]:
+    """Check a reported result against what was handed out (status, token, shape) and
+    take the token; the result's usage. Raises `Refused` before changing anything."""
+    if st["status"] != "ready":
+        raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
+    if not token:
+        raise Refused("stale_token", "step result is stale: missing dispatch token")
+    if token != st.get("dispatchToken"):
+        raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
+    if not isinstance(result, dict) or set(result) - RESULT_KEYS:
+        raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
+    usage = result.get("usage", {})
+    problems = usage_errors(usage)
+    if problems:
+        raise Refused("invalid_result", problems[0])
+    st.pop("dispatchToken", None)
+    st["acceptedDispatchToken"] = token
+    checked: dict[str, Any] = usage  # usage_errors found nothing wrong with its shape
+    return checked
