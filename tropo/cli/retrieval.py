@@ -12,7 +12,6 @@ import click
 
 from tropo.check.workspace import Workspace
 from tropo.cli.main import emit, fail, guarded, load, main, workspace_options
-from tropo.review.capsule_graph import DEFAULT_MAX_CLAIMS, compile_capsule, records_from_graph
 from tropo.review.retrieval import FIND_BUDGET, FIND_K, open_search, packets, query, trim
 from tropo.review.search import DEFAULT_SNIPPET, Filters
 
@@ -145,6 +144,9 @@ def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Wor
     """Print a Task Capsule over the graph (the format strato's decisions read); the
     fingerprint is the snapshot's."""
     from click.core import ParameterSource
+
+    # Only --governed needs the capsule modules: plain find and query skip ~10 ms of imports.
+    from tropo.review.capsule_graph import DEFAULT_MAX_CLAIMS, compile_capsule, records_from_graph
 
     ranked = ("types", "paths", "edges", "snippet", "k", "budget")
     given = [name for name in ranked if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
