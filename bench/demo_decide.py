@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from strato.decide import build_receipt, compile_capsule
-from strato.decide.compile import GRAPH_CHECK, records_from_graph
-from strato.decide.receipt import js_timestamp
 from tropo.check.workspace import open_workspace
+from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule, records_from_graph
+from tropo.review.receipt import build_receipt, js_timestamp
 
 
 def _request(capsule: dict[str, Any], at: str, **extra: Any) -> dict[str, Any]:

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from exo.assignee import FrontmatterError, read_fields, set_assignee
 from tropo.git import push, trees
 from tropo.git.repo import RefRaceError, cas_ref, read_ref, signature, workdir
+from tropo.git.types import Commit, GitError, Oid, Repository, valid_ref_name
 from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
 
 BRANCHES = "refs/heads/claim/"
@@ -73,7 +72,7 @@ class Release:
 
 def branch_ref(item_id: str) -> str:
     ref = BRANCHES + item_id
-    if not pygit2.reference_is_valid_name(ref):
+    if not valid_ref_name(ref):
         raise ClaimError(f"{item_id!r} cannot name a git branch; rename the item")
     return ref
 
@@ -82,7 +81,7 @@ def tracking_ref(remote: str, item_id: str) -> str:
     return f"refs/remotes/{remote}/claim/{item_id}"
 
 
-def default_remote(repo: pygit2.Repository) -> str | None:
+def default_remote(repo: Repository) -> str | None:
     """The remote claims go to when ``--remote`` is not given (git config exo.remote)."""
     try:
         value = repo.config["exo.remote"]
@@ -91,11 +90,11 @@ def default_remote(repo: pygit2.Repository) -> str | None:
     return str(value) or None
 
 
-def holder_at(repo: pygit2.Repository, oid: str, path: str) -> str | None:
+def holder_at(repo: Repository, oid: str, path: str) -> str | None:
     """The assignee that the commit ``oid`` records for the item at ``path``."""
     try:
-        commit = repo[oid].peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError):
+        commit = repo[oid].peel(Commit)
+    except (KeyError, ValueError, GitError):
         return None
     found = trees.read_file(repo, commit.tree, path)
     if found is None or found.filemode == trees.LINK:
@@ -107,12 +106,12 @@ def holder_at(repo: pygit2.Repository, oid: str, path: str) -> str | None:
     return None if value is None else str(value)
 
 
-def claim_commit(repo: pygit2.Repository, tip: str, item_id: str) -> pygit2.Commit | None:
+def claim_commit(repo: Repository, tip: str, item_id: str) -> Commit | None:
     """The newest commit on ``tip``'s first-parent line carrying ``Exo-Claim: item_id``."""
     marker = f"{TRAILER}: {item_id}"
     try:
-        commit: pygit2.Commit | None = repo[tip].peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError):
+        commit: Commit | None = repo[tip].peel(Commit)
+    except (KeyError, ValueError, GitError):
         return None
     while commit is not None:
         if marker in commit.message.splitlines():
@@ -121,7 +120,7 @@ def claim_commit(repo: pygit2.Repository, tip: str, item_id: str) -> pygit2.Comm
     return None
 
 
-def claimant(repo: pygit2.Repository, tip: str, item_id: str) -> str | None:
+def claimant(repo: Repository, tip: str, item_id: str) -> str | None:
     """The agent the claim commit under ``tip`` names: the assignee it set on the one
     file it changed. These are bytes the claimer wrote, so this says who claimed, not
     who is allowed to act; the releaser's handle is just as self-asserted."""
@@ -132,7 +131,7 @@ def claimant(repo: pygit2.Repository, tip: str, item_id: str) -> str | None:
     return holder_at(repo, str(found.id), changed[0]) if len(changed) == 1 else None
 
 
-def claim_refs(repo: pygit2.Repository) -> dict[str, list[str]]:
+def claim_refs(repo: Repository) -> dict[str, list[str]]:
     """Item id -> its claim refs, local branch first, then remote-tracking ones."""
     found: dict[str, list[str]] = {}
     for name in sorted(repo.references):
@@ -143,7 +142,7 @@ def claim_refs(repo: pygit2.Repository) -> dict[str, list[str]]:
     return found
 
 
-def holders(repo: pygit2.Repository, paths: Mapping[str, str]) -> dict[str, str]:
+def holders(repo: Repository, paths: Mapping[str, str]) -> dict[str, str]:
     """Item id -> holder named by its claim branches, for the items in ``paths``
     (id -> repo-relative path)."""
     result: dict[str, str] = {}
@@ -159,17 +158,17 @@ def holders(repo: pygit2.Repository, paths: Mapping[str, str]) -> dict[str, str]
     return result
 
 
-def _head(repo: pygit2.Repository) -> pygit2.Commit:
+def _head(repo: Repository) -> Commit:
     if repo.head_is_unborn:
         raise ClaimError("the repository has no commits yet; commit the workspace first")
     if repo.head_is_detached:
         raise ClaimError("HEAD is detached; check out the branch the claim should start from")
-    commit = repo.head.peel(pygit2.Commit)
-    assert isinstance(commit, pygit2.Commit)
+    commit = repo.head.peel(Commit)
+    assert isinstance(commit, Commit)
     return commit
 
 
-def _held(repo: pygit2.Repository, ref: str, oid: str, item_id: str, path: str) -> ClaimRefused:
+def _held(repo: Repository, ref: str, oid: str, item_id: str, path: str) -> ClaimRefused:
     who = holder_at(repo, oid, path)
     named = f"@{who}" if who else "another agent"
     short = ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
@@ -177,8 +176,8 @@ def _held(repo: pygit2.Repository, ref: str, oid: str, item_id: str, path: str) 
 
 
 def _build_claim(
-    repo: pygit2.Repository, head: pygit2.Commit, item_id: str, path: str, handle: str
-) -> tuple[pygit2.Oid, Any, bool]:
+    repo: Repository, head: Commit, item_id: str, path: str, handle: str
+) -> tuple[Oid, Any, bool]:
     found = trees.read_file(repo, head.tree, path)
     if found is None:
         raise ClaimRefused(f"{path}: not in HEAD; commit the item before claiming it")
@@ -197,7 +196,7 @@ def _build_claim(
     return oid, edit.previous, edit.changed
 
 
-def _push(repo: pygit2.Repository, remote: str, ref: str, oid: str, item_id: str,
+def _push(repo: Repository, remote: str, ref: str, oid: str, item_id: str,
           path: str) -> None:
     """Push the claim branch at ``oid`` so that it must be created on ``remote``; a
     rejection with another commit there is a lost claim, named after the winner (the
@@ -221,7 +220,7 @@ def _push(repo: pygit2.Repository, remote: str, ref: str, oid: str, item_id: str
     raise ClaimRefused(f"{remote} rejected {ref} ({pushed.detail}); nothing claimed")
 
 
-def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, item_id: str,
+def _create(repo: Repository, ref: str, oid: Oid, message: str, item_id: str,
             path: str) -> None:
     """Create the claim branch; losing to a writer that still holds the ref lock means
     waiting to see who it was (or retrying, when that writer gave up)."""
@@ -237,7 +236,7 @@ def _create(repo: pygit2.Repository, ref: str, oid: pygit2.Oid, message: str, it
     raise ClaimRefused(f"{ref} stayed locked by another process; nothing claimed")
 
 
-def _unpublished(repo: pygit2.Repository, ref: str, item_id: str, handle: str,
+def _unpublished(repo: Repository, ref: str, item_id: str, handle: str,
                  remote: str | None) -> str | None:
     """The local claim branch of ``handle`` that a retry with ``remote`` should publish
     (a claim interrupted between creating the branch and pushing it), else None."""
@@ -248,7 +247,7 @@ def _unpublished(repo: pygit2.Repository, ref: str, item_id: str, handle: str,
 
 
 def claim(
-    repo: pygit2.Repository,
+    repo: Repository,
     item_id: str,
     path: str,
     handle: str,
@@ -294,15 +293,15 @@ def claim(
                  oid, remote, where, resumed is not None)
 
 
-def _unmerged(repo: pygit2.Repository, tip: str, base: pygit2.Oid, item_id: str) -> int:
+def _unmerged(repo: Repository, tip: str, base: Oid, item_id: str) -> int:
     """Commits on ``tip`` that ``base`` lacks, not counting the claim commit itself."""
-    walker = repo.walk(pygit2.Oid(hex=tip))
+    walker = repo.walk(Oid(hex=tip))
     walker.hide(base)
     marker = f"{TRAILER}: {item_id}"
     return sum(1 for c in walker if marker not in c.message.splitlines())
 
 
-def _check_holder(repo: pygit2.Repository, tips: list[str], item_id: str, agent: str,
+def _check_holder(repo: Repository, tips: list[str], item_id: str, agent: str,
                   force: bool) -> str | None:
     """The holder of the claim (refusing a releaser who is not it, unless ``force``)."""
     holder = None
@@ -318,12 +317,12 @@ def _check_holder(repo: pygit2.Repository, tips: list[str], item_id: str, agent:
     return holder
 
 
-def _record(repo: pygit2.Repository, item_id: str, agent: str, holder: str | None,
-            reason: str, tips: list[str], previous: list[str]) -> pygit2.Oid:
+def _record(repo: Repository, item_id: str, agent: str, holder: str | None,
+            reason: str, tips: list[str], previous: list[str]) -> Oid:
     """The forced-release commit: parents are the earlier records, then the released
     tips (so neither the audit trail nor the dropped work can be garbage-collected)."""
-    parents = [pygit2.Oid(hex=o) for o in dict.fromkeys([*previous, *tips])]
-    tree = repo[tips[0]].peel(pygit2.Commit).tree.id
+    parents = [Oid(hex=o) for o in dict.fromkeys([*previous, *tips])]
+    tree = repo[tips[0]].peel(Commit).tree.id
     named = f"@{holder}" if holder else "an unknown holder"
     message = (f"exo: forced release of {item_id} held by {named}, by @{agent}\n\n"
                f"{reason}\n\nExo-Released: {item_id}\nExo-Released-By: {agent}\n")
@@ -332,7 +331,7 @@ def _record(repo: pygit2.Repository, item_id: str, agent: str, holder: str | Non
 
 
 def release(
-    repo: pygit2.Repository,
+    repo: Repository,
     item_id: str,
     agent: str,
     force: bool = False,
@@ -349,7 +348,7 @@ def release(
                          f"{RELEASED}{item_id}")
     if repo.head_is_unborn:
         raise ClaimError("the repository has no commits yet; nothing to release")
-    head = repo.head.peel(pygit2.Commit).id
+    head = repo.head.peel(Commit).id
     local = read_ref(repo, ref)
     log = RELEASED + item_id
     remote_tip = remote_log = None

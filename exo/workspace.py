@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import pygit2
-
 from exo.claims import ClaimRefused
 from exo.items import WORK_FOLDER, WorkItem, is_work_item, work_items
 from tropo.check.graph import Graph
 from tropo.check.workspace import ConfigError, Source, SourceError, Workspace, open_workspace
 from tropo.git import trees
 from tropo.git.repo import NotARepository, require, workdir
+from tropo.git.types import Commit, Repository, Tree
 
 
 class WorkspaceError(Exception):
@@ -28,8 +27,8 @@ class WorkspaceError(Exception):
 @dataclass
 class View:
     ws: Workspace
-    repo: pygit2.Repository
-    tree: pygit2.Tree | None  # the commit tree read, None for the working tree
+    repo: Repository
+    tree: Tree | None  # the commit tree read, None for the working tree
 
     @cached_property
     def graph(self) -> Graph:
@@ -75,7 +74,7 @@ class View:
             raise ClaimRefused(f"{path}: refusing to claim symlinked or out-of-workspace file")
 
 
-def open_repo(root: Path | None) -> pygit2.Repository:
+def open_repo(root: Path | None) -> Repository:
     try:
         return require(root if root is not None else Path.cwd())
     except NotARepository as exc:
@@ -89,7 +88,7 @@ def _open(root: Path | None, at_head: bool) -> View:
     if at_head:
         if repo.head_is_unborn:
             raise WorkspaceError("the repository has no commits yet; commit the workspace first")
-        commit = repo.head.peel(pygit2.Commit)
+        commit = repo.head.peel(Commit)
         tree, source = commit.tree, Source.at(str(commit.id))
     try:
         return View(open_workspace(root, source), repo, tree)

@@ -21,8 +21,8 @@ from tropo.check.roots import CONFIG_NAME, THIN_CONFIG
 from tropo.git import gitcli
 
 if TYPE_CHECKING:
-    from hooks.prepush import Push
     from tropo.check.findings import Finding
+    from tropo.git.push import Push
     from tropo.git.source import Source
 
 CONFIG = ".vivary/hooks.toml"

@@ -9,33 +9,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from hooks import registry
 from tropo.git import gitcli
+from tropo.git.push import Push, RefUpdate
 
 CLAIMS = "refs/heads/claim/"
 # Refs that travel with any push: who holds which item, the guard ledgers, and the
 # records of forced claim releases.
 ALONG = ((CLAIMS, "claim branches"), ("refs/notes/vivary/", "guard ledgers"),
          ("refs/exo/released/", "forced-release records"))
-
-
-@dataclass(frozen=True)
-class RefUpdate:
-    local_ref: str
-    local_sha: str
-    remote_ref: str
-    remote_sha: str
-
-
-@dataclass(frozen=True)
-class Push:
-    root: Path
-    remote: str
-    url: str
-    updates: tuple[RefUpdate, ...]
 
 
 def parse_updates(text: str) -> tuple[RefUpdate, ...]:

@@ -2,7 +2,7 @@
 
 Each entry is a ``"module:function"`` path resolved only when the hook runs, so a
 hook stays cheap and this module imports nothing it does not need. A pre-push check
-takes a :class:`hooks.prepush.Push` and returns problems (empty = pass); a
+takes a :class:`tropo.git.push.Push` and returns problems (empty = pass); a
 post-commit action takes the work tree root and must never fail the commit.
 """
 

@@ -1,16 +1,9 @@
-"""Governed decisions (`strato decide --governed`), compatible with vivary-strato 0.1.x,
-plus the capsules and receipts that feed them, produced from our own graph."""
+"""Governed decisions (`strato decide --governed`), compatible with vivary-strato 0.1.x.
 
-from strato.decide.compile import compile_capsule, graph_fingerprint
+The capsules and receipts that feed them are formats of tropo's graph
+(`tropo.review.capsule`, `tropo.review.capsule_graph`, `tropo.review.receipt`), so tropo
+can build them and exo can verify them without importing strato."""
+
 from strato.decide.decision import Decision, Refusal, decide
-from strato.decide.receipt import build_receipt, verify_receipt
 
-__all__ = [
-    "Decision",
-    "Refusal",
-    "build_receipt",
-    "compile_capsule",
-    "decide",
-    "graph_fingerprint",
-    "verify_receipt",
-]
+__all__ = ["Decision", "Refusal", "decide"]

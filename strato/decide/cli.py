@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from strato.decide.capsule import is_intact
 from strato.decide.decision import (
     Refusal,
     RequestDocumentError,
@@ -20,8 +19,9 @@ from strato.decide.decision import (
     render,
 )
 from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES, parse_instant
-from strato.decide.receipt import OUTCOMES, ReceiptError, build_receipt
 from strato.decide.request import RequestBuildError, build_request
+from tropo.review.capsule import is_intact
+from tropo.review.receipt import OUTCOMES, ReceiptError, build_receipt
 
 
 def _read_text(source: str) -> str:

@@ -12,8 +12,8 @@ import unicodedata
 from datetime import datetime, timedelta
 from typing import Any
 
-from strato.decide.capsule import is_capsule, is_intact
-from strato.decide.paths import is_absolute_root, same_roots
+from tropo.review.capsule import is_capsule, is_intact
+from tropo.review.paths import is_absolute_root, same_roots
 
 REQUEST_SCHEMA = "vivary.strato-decision-request/v0"
 POLICY_VERSION = "vivary.strato-policy/v0"

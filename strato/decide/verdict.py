@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.decide.capsule import body
 from tropo.canonical import fingerprint
+from tropo.review.capsule import body
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")

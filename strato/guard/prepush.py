@@ -10,7 +10,7 @@ from tropo.git import push as gitpush
 from tropo.git import repo as gitrepo
 
 if TYPE_CHECKING:
-    from hooks.prepush import Push
+    from tropo.git.push import Push
 
 
 def check(push: Push) -> list[str]:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import pygit2
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from strato.decide.decision import Refusal, decide
@@ -27,6 +26,7 @@ from tropo.check.config import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.git.repo import NotARepository, RevisionError, require, resolve_commit
 from tropo.git.snapshot import Source, SourceError
+from tropo.git.types import Repository
 
 Document = dict[str, Any]
 
@@ -46,7 +46,7 @@ class Context:
     root: Path
     client: str | None = None  # the MCP client's name from its handshake (a label, not a proof)
 
-    def repo(self) -> pygit2.Repository:
+    def repo(self) -> Repository:
         return require(self.root)
 
     def runs(self) -> Runs:

@@ -10,6 +10,7 @@ import pytest
 from hooks import install as installer
 from hooks import prepush, registry
 from tests.conftest import commit_all, git, write_files
+from tropo.git.push import Push
 
 
 @pytest.fixture
@@ -23,11 +24,11 @@ def pushed(repo_dir: Path) -> tuple[Path, Path]:
     return repo_dir, bare
 
 
-def refuse_everything(push: prepush.Push) -> list[str]:
+def refuse_everything(push: Push) -> list[str]:
     return [f"{len(push.updates)} ref(s) to {push.remote}"]
 
 
-def pass_everything(push: prepush.Push) -> list[str]:
+def pass_everything(push: Push) -> list[str]:
     return []
 
 

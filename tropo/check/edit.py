@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from tropo.check import frontmatter
+from tropo.check.scalars import plain_scalar
 
 _KEY_LINE = re.compile(r"^[^\s#-][^:]*:")
 
@@ -82,7 +83,7 @@ def set_key(text: str, key: str, value: str) -> str:
     before = frontmatter.parse(text)
     if before.error is not None:
         raise EditError(before.error[0])
-    rendered = value if frontmatter.plain_scalar(value) == value and re.fullmatch(
+    rendered = value if plain_scalar(value) == value and re.fullmatch(
         r"[A-Za-z0-9_][A-Za-z0-9_.@/+-]*", value) else json.dumps(value)
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)

@@ -15,20 +15,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tropo.check.scalars import FrontmatterError, plain_scalar
+
 MAX_FRONTMATTER = 256 * 1024
-MAX_DEPTH = 32
 
 _FM_RE = re.compile(r"---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", re.S)
 _TITLE_RE = re.compile(r"^#\s+(.+)$", re.M)
 _BOM = "\ufeff"
-
-
-class FrontmatterError(Exception):
-    """The frontmatter block is present but unusable; ``line`` is 1-based in the file."""
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.line = line
 
 
 @dataclass(frozen=True)
@@ -56,32 +49,6 @@ def split(text: str) -> tuple[str | None, str]:
 def title_of(body: str) -> str | None:
     m = _TITLE_RE.search(body)
     return m.group(1).strip() if m else None
-
-
-_DIGIT = re.compile(r"\d")  # any decimal digit int() and float() accept, Unicode ones too
-_DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
-                              for word in ("inf", "infinity", "nan"))
-
-
-def plain_scalar(raw: str) -> Any:
-    """An unquoted scalar, read the way vivary-tropo reads it."""
-    raw = raw.strip()
-    if raw in ("", "~", "null", "Null", "NULL"):
-        return None
-    if raw in ("true", "True", "TRUE"):
-        return True
-    if raw in ("false", "False", "FALSE"):
-        return False
-    if _DIGIT.search(raw) is None and raw.lower() not in _DIGITLESS_FLOATS:
-        return raw  # int() and float() would both refuse it: spare them the exceptions
-    try:
-        return int(raw)
-    except ValueError:
-        pass
-    try:
-        return float(raw)
-    except ValueError:
-        return raw
 
 
 # --- fast path ---------------------------------------------------------------------

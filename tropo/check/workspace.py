@@ -32,7 +32,7 @@ from tropo.check.config import (
     is_excluded,
 )
 from tropo.check.document import Doc, Finding
-from tropo.check.findings import Summary, grade
+from tropo.check.findings import grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
 from tropo.check.roots import root_in
@@ -291,13 +291,6 @@ class Workspace:
         """The bytes of one file of this source (KeyError for an unknown path)."""
         entry = self.entries[rel]
         return self.snapshot.read(Entry(self._prefix + rel, entry.oid, entry.mode))
-
-    def summary(self) -> Summary:
-        """``check()`` of the whole workspace, from the cheapest cache that knows it
-        (see :mod:`tropo.check.incremental`)."""
-        from tropo.check import incremental
-
-        return incremental.summarize(self).summary
 
     def state(self) -> CheckState | None:
         """The whole check as a patchable state; None when an analysis used file dates

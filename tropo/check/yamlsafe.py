@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tropo.check.frontmatter import MAX_DEPTH, FrontmatterError, plain_scalar
+from tropo.check.scalars import MAX_DEPTH, FrontmatterError, plain_scalar
 
 _PLAIN = "!vivary/plain"
 _STR = "tag:yaml.org,2002:str"

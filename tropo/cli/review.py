@@ -260,13 +260,13 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
     node = g.nodes.get(node_id)
     if node is None:
         fail(f"no document with id {node_id!r} at {rev} (run `tropo graph --rev {rev}` to list ids)", 1)
-    repository, head = ws.snapshot.repo(), ws.snapshot.commit()
-    assert repository is not None and head is not None  # a rev source always has both
+    head = ws.snapshot.commit()
+    assert head is not None  # a rev source always has one
     prefix = ws.root.relative_to(ws.snapshot.top).as_posix()
     full = node.path if prefix == "." else f"{prefix}/{node.path}"
     from tropo.review import node_history  # pygit2: only for this command
 
-    events = [e.as_dict() for e in node_history.history(repository, head, full)]
+    events = [e.as_dict() for e in node_history.history(head, full)]
     if as_json:
         emit({"id": node_id, "type": node.type, "path": node.path, "rev": rev, "events": events})
         return

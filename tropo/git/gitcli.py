@@ -8,8 +8,9 @@ goes through pygit2 in :mod:`tropo.git.repo`.
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 
@@ -17,9 +18,18 @@ class GitError(RuntimeError):
     """git exited non-zero; the message is git's own last line."""
 
 
+def call(cwd: Path, *args: str, stdin: str | None = None,
+         env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``git args`` in ``cwd`` and hand back its exit code, stdout and stderr without
+    raising, for a caller that reads git's answer either way (a push names a lost lease
+    on stdout and exits non-zero). ``env`` is set on top of this process's environment."""
+    return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+                          check=False, env={**os.environ, **env} if env is not None else None)
+
+
 def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:
     """Run ``git args`` in ``cwd`` and return stdout."""
-    proc = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True, check=False)
+    proc = call(cwd, *args, stdin=stdin)
     if check and proc.returncode != 0:
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")

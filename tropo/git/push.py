@@ -2,8 +2,9 @@
 
 A push that must create a ref (or move it from a known value) is git's distributed
 mutex: the remote locks the ref and checks the lease, so of many concurrent pushers
-exactly one wins. This runs the real ``git`` binary, so every transport git supports
-(local paths, ssh, https) and every credential set-up works unchanged.
+exactly one wins. This runs the real ``git`` binary (through :mod:`tropo.git.gitcli`,
+the one door to it), so every transport git supports (local paths, ssh, https) and every
+credential set-up works unchanged.
 """
 
 from __future__ import annotations
@@ -12,6 +13,29 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from tropo.git import gitcli
+
+
+@dataclass(frozen=True)
+class RefUpdate:
+    """One line of what git tells a pre-push hook: a local ref going to a remote one."""
+
+    local_ref: str
+    local_sha: str
+    remote_ref: str
+    remote_sha: str
+
+
+@dataclass(frozen=True)
+class Push:
+    """A push about to happen, as the pre-push checks (hooks, strato's guard) see it:
+    named here, below both, so a check needs no import from the hook that runs it."""
+
+    root: Path
+    remote: str
+    url: str
+    updates: tuple[RefUpdate, ...]
 
 
 class RemoteError(Exception):
@@ -29,11 +53,8 @@ class PushResult:
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # Never prompt for credentials: a claim must fail fast, not hang on a tty.
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
-        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False, env=env
-    )
+    return gitcli.call(cwd, *args, env={"GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get(
+        "GIT_SSH_COMMAND", "ssh -o BatchMode=yes")})
 
 
 def _status_line(stdout: str, dst: str) -> tuple[str, str] | None:

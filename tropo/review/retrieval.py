@@ -12,10 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import pygit2
-
 from tropo.check.workspace import Workspace
 from tropo.git import repo as gitrepo
+from tropo.git.types import hash_blob
 from tropo.review.search import (
     Filters,
     Hit,
@@ -75,7 +74,7 @@ def _rows(ws: Workspace, fresh: dict[str, bytes]) -> list[tuple[Any, ...]]:
         oid = entry.oid if entry is not None else None
         if oid is None:
             data = ws.read_bytes(node.path)
-            oid = str(pygit2.hash(data))
+            oid = hash_blob(data)
             fresh[oid] = data
         edges = tuple((e.field, e.dst) for e in g.outbound(nid) if not e.broken)
         rows.append((nid, node.type, node.path, node.title or nid, frontmatter_text(node.fields),

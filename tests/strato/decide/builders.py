@@ -7,10 +7,10 @@ import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from strato.decide.capsule import body, capsule_id, claim_id
-from strato.decide.compile import GRAPH_CHECK, compile_capsule
-from strato.decide.receipt import build_receipt
 from tropo.canonical import fingerprint
+from tropo.review.capsule import body, capsule_id, claim_id
+from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
+from tropo.review.receipt import build_receipt
 
 ROOT = "/workspace"
 T0 = datetime(2026, 7, 26, 12, 0, tzinfo=UTC)

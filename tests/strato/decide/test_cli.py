@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from strato.decide.capsule import is_intact
-from strato.decide.compile import GRAPH_CHECK
-from strato.decide.receipt import verify_receipt
 from tests.strato.decide import builders as b
+from tropo.review.capsule import is_intact
+from tropo.review.capsule_graph import GRAPH_CHECK
+from tropo.review.receipt import verify_receipt
 
 STRATO = [sys.executable, "-m", "strato.cli"]
 PASSED = ("--check", "tropo-check=passed", "--actor", "agent:example", "--harness", "test")

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from bench.demo_decide import tour
-from strato.decide.capsule import is_intact
 from tests.conftest import git, write_files
+from tropo.review.capsule import is_intact
 
 FILES = {
     "tropo.toml": """\

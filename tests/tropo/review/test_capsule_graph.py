@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from strato.decide import compile_capsule, graph_fingerprint
-from strato.decide.capsule import is_intact
 from tests.strato.decide import builders as b
 from tests.strato.decide.oracle import run_upstream
+from tropo.review.capsule import is_intact
+from tropo.review.capsule_graph import compile_capsule, graph_fingerprint
 
 UPSTREAM_VERIFY = """
 import json, sys

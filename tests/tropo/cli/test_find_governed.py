@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from strato.decide import decide
-from strato.decide.capsule import is_intact
-from strato.decide.receipt import js_timestamp
 from tests.conftest import commit_all
 from tests.strato.decide import builders
 from tests.tropo.helpers import make_vault, tropo
+from tropo.review.capsule import is_intact
+from tropo.review.receipt import js_timestamp
 
 
 def _capsule(root: Path, *args: str) -> dict:  # type: ignore[type-arg]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from strato.decide.capsule import body
 from tropo.canonical import deterministic_id, fingerprint, is_lossless
+from tropo.review.capsule import body
 
 SCHEMA = "vivary.execution-receipt/v0"
 FIELDS = frozenset(

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tropo.check import frontmatter as fm
-from tropo.check import yamlsafe, yamlsubset
+from tropo.check import scalars, yamlsafe, yamlsubset
 
 
 def test_split_requires_a_closed_block_at_byte_zero() -> None:
@@ -25,8 +25,8 @@ def test_split_requires_a_closed_block_at_byte_zero() -> None:
      ("2026-01-02", "2026-01-02"), ("0x10", "0x10"), ("v1.2", "v1.2")],
 )
 def test_plain_scalars_read_as_vivary_tropo_reads_them(raw: str, value: object) -> None:
-    assert fm.plain_scalar(raw) == value
-    assert type(fm.plain_scalar(raw)) is type(value)
+    assert scalars.plain_scalar(raw) == value
+    assert type(scalars.plain_scalar(raw)) is type(value)
 
 
 def _tried(raw: str) -> object:
@@ -45,7 +45,7 @@ _numberish = st.text(alphabet=st.sampled_from(list("0123456789+-._eEinfatyINFATY
 @settings(max_examples=600)
 @given(st.one_of(_numberish, st.text(max_size=8)))
 def test_skipping_conversions_that_must_fail_changes_no_value(raw: str) -> None:
-    got, want = fm.plain_scalar(raw), _tried(raw.strip())
+    got, want = scalars.plain_scalar(raw), _tried(raw.strip())
     if raw.strip() in ("", "~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE"):
         return
     assert type(got) is type(want)
@@ -132,7 +132,7 @@ def test_fast_path_agrees_with_pyyaml(lines: list[str]) -> None:
     fast = fm._fast(block)
     try:
         slow = yamlsafe.load(block)
-    except fm.FrontmatterError:
+    except scalars.FrontmatterError:
         slow = None
     if fast is not None:
         assert slow is not None, block

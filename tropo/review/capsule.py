@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from strato.decide.paths import is_canonical_absolute
 from tropo.canonical import MAX_SAFE_INTEGER, deterministic_id, fingerprint, is_lossless
+from tropo.review.paths import is_canonical_absolute
 
 SCHEMA = "vivary.task-capsule/v0"
 FIELDS = frozenset(

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from strato.decide.capsule import (
+from tropo.canonical import MAX_SAFE_INTEGER, fingerprint
+from tropo.check.graph import Graph
+from tropo.review.capsule import (
     OMITTED_LIST_CAP,
     SCHEMA,
     body,
@@ -22,10 +24,8 @@ from strato.decide.capsule import (
     question_terms,
     word_match,
 )
-from strato.decide.paths import is_canonical_absolute, normalize
-from strato.decide.receipt import js_timestamp
-from tropo.canonical import MAX_SAFE_INTEGER, fingerprint
-from tropo.check.graph import Graph
+from tropo.review.paths import is_canonical_absolute, normalize
+from tropo.review.receipt import js_timestamp
 
 DEFAULT_MAX_CLAIMS = 24
 GRAPH_CHECK = {"name": "tropo-check", "command": "tropo check --root . --json"}
