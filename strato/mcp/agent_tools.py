@@ -7,8 +7,11 @@ from pathlib import Path
 
 from strato.agentruns import service
 from strato.agentruns.store import Store
-from strato.mcp.tools import Args, Context, Document, ToolError, tool
+from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
 from strato.runs.agents import AgentConfigError
+
+TOOLS: dict[str, Tool] = {}
+tool = collector(TOOLS)
 
 
 class AgentRunArgs(Args):

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 import click
 
 from strato.mcp import hosts
-from strato.mcp.tools import Context
+from strato.mcp.registry import Context
 from tropo.git.repo import NotARepository, require, workdir
 
 INSTALL_HINT = "strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"

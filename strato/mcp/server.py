@@ -15,7 +15,8 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-from strato.mcp.tools import TOOLS, Context, ToolError, call
+from strato.mcp.dispatch import TOOLS, call
+from strato.mcp.registry import Context, ToolError
 
 INSTRUCTIONS = (
     "Flows, gates, guard ledgers, governed decisions and the typed graph of one git "

@@ -5,13 +5,10 @@ functions. Expected failures raise :class:`ToolError` with the CLI's one-line me
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from strato.decide.decision import Refusal, decide
 from strato.flow.validate import load_spec
@@ -19,103 +16,15 @@ from strato.guard import authz
 from strato.guard import engine as guard_engine
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
+from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
 from strato.runs import views
-from strato.runs.service import Runs
 from tropo.check import reports
-from tropo.check.config import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
-from tropo.git.repo import NotARepository, RevisionError, require, resolve_commit
-from tropo.git.snapshot import Source, SourceError
-from tropo.git.types import Repository
-
-Document = dict[str, Any]
-
-
-class ToolError(Exception):
-    """An expected failure: one line for people, and the CLI's JSON error document."""
-
-    def __init__(self, message: str, document: Document | None = None) -> None:
-        super().__init__(message)
-        self.document = document
-
-
-@dataclass(frozen=True)
-class Context:
-    """The workspace the server was started on; no tool reaches outside it."""
-
-    root: Path
-    client: str | None = None  # the MCP client's name from its handshake (a label, not a proof)
-
-    def repo(self) -> Repository:
-        return require(self.root)
-
-    def runs(self) -> Runs:
-        return Runs(self.root)
-
-
-class Args(BaseModel):
-    """Tool arguments: strict JSON types, unknown keys refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-Handler = Callable[[Context, Any], Document]
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    args: type[BaseModel]
-    handler: Handler
-
-    def input_schema(self) -> Document:
-        return self.args.model_json_schema()
-
+from tropo.git.repo import NotARepository, RevisionError, resolve_commit
+from tropo.git.snapshot import Source
 
 TOOLS: dict[str, Tool] = {}
-
-
-def tool(name: str, args: type[BaseModel]) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        TOOLS[name] = Tool(name, " ".join((fn.__doc__ or "").split()), args, fn)
-        return fn
-
-    return register
-
-
-def call(ctx: Context, name: str, arguments: Any) -> Document:
-    """Validate ``arguments`` for tool ``name`` and run it."""
-    if name not in TOOLS:
-        raise ToolError(f"unknown tool {name!r} (list the tools to see what exists)")
-    spec = TOOLS[name]
-    try:
-        args = spec.args.model_validate(arguments if arguments is not None else {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "arguments"
-        raise ToolError(f"invalid arguments for {name}: {where}: {first['msg']}") from None
-    with _expected_errors():
-        doc = spec.handler(ctx, args)
-        if name in FLOW_TOOLS:
-            doc = views.withhold_gate_tokens(doc, ctx.runs().config.gates)
-        return doc
-
-
-@contextmanager
-def _expected_errors() -> Iterator[None]:
-    """Translate each subsystem's expected errors into the CLI's message and document."""
-    try:
-        yield
-    except views.EXPECTED_ERRORS as exc:
-        _, message, payload = views.describe_error(exc)
-        raise ToolError(message, {"ok": False, "error": message, **payload}) from None
-    except GuardError as exc:
-        raise ToolError(f"{exc.error_type}: {exc.message}", exc.envelope()) from None
-    except ConfigError as exc:
-        raise ToolError(f"config error: {exc}") from None
-    except (SourceError, RevisionError, reports.UnknownNode) as exc:
-        raise ToolError(str(exc)) from None
+tool = collector(TOOLS)
 
 
 # --- flows (Stratum's tool names and argument names)
@@ -402,6 +311,3 @@ def blast(ctx: Context, a: BlastArgs) -> Document:
     transitively refs it)."""
     ws = _workspace(ctx, a)
     return reports.blast(ws, ws.graph(), a.id, a.depth)
-
-
-from strato.mcp import agent_tools  # noqa: E402,F401 - importing it registers its tools (it needs `tool`, above)
