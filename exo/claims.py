@@ -393,8 +393,8 @@ def release(
         except push.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
         if not outcome.ok:
-            raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); "
-                               "it moved since it was read: fetch, look, and retry")
+            raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); it may "
+                               "have moved since it was read: fetch, look, and retry")
         tracked = read_ref(repo, tracking_ref(remote, item_id))
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")

@@ -69,10 +69,10 @@ def test_release_messages(repo_dir: Path, ws: Path) -> None:
     empty = repo_dir.parent / "empty"
     git(repo_dir.parent, "init", "-q", str(empty))
     with pytest.raises(claims.ClaimError) as no_commits:
-        claims.release(_repo(empty), "item")
+        claims.release(_repo(empty), "item", "connie")
     assert str(no_commits.value) == "the repository has no commits yet; nothing to release"
     with pytest.raises(claims.ClaimRefused) as unclaimed:
-        claims.release(_repo(ws), "item")
+        claims.release(_repo(ws), "item", "connie")
     assert str(unclaimed.value) == "item is not claimed"
 
 
@@ -81,7 +81,7 @@ def test_release_returns_what_it_deleted(ws: Path) -> None:
     tip = git(ws, "rev-parse", "claim/item").strip()
     assert won.commit == tip
     git(ws, "merge", "-q", "--ff-only", "claim/item")
-    out = claims.release(_repo(ws), "item")
+    out = claims.release(_repo(ws), "item", "connie")
     assert (out.id, out.branch, out.local, out.remote, out.forced) == (
         "item",
         "claim/item",
@@ -103,7 +103,7 @@ def test_release_on_a_remote_leaves_no_claim_ref_anywhere(remote: Path) -> None:
     git(two, "fetch", "-q", "origin", "+refs/heads/claim/*:refs/remotes/origin/claim/*")
     assert _claim_refs(two) == ["refs/remotes/origin/claim/item"]
     # released from the clone that only saw it: the remote branch and its tracking ref go
-    out = claims.release(_repo(two), "item", remote="origin", force=True)
+    out = claims.release(_repo(two), "item", "connie", remote="origin", force=True, reason="an edge case")
     assert (out.remote, out.local, out.forced) == ("origin", None, True)
     assert _claim_refs(two) == []
     assert git(remote, "for-each-ref", "refs/heads/claim") == ""
@@ -114,7 +114,7 @@ def test_release_on_a_remote_leaves_no_claim_ref_anywhere(remote: Path) -> None:
 def test_release_with_a_remote_of_a_claim_only_made_here(remote: Path) -> None:
     one = clone(remote, "one")
     claims.claim(_repo(one), "item", ITEM, "connie")  # never pushed
-    out = claims.release(_repo(one), "item", remote="origin", force=True)
+    out = claims.release(_repo(one), "item", "connie", remote="origin", force=True, reason="an edge case")
     assert (out.remote, out.local is not None) == ("origin", True)
     assert _claim_refs(one) == []
 
@@ -122,7 +122,7 @@ def test_release_with_a_remote_of_a_claim_only_made_here(remote: Path) -> None:
 def test_release_of_nothing_with_a_remote_says_where_it_looked(remote: Path) -> None:
     one = clone(remote, "one")
     with pytest.raises(claims.ClaimRefused) as info:
-        claims.release(_repo(one), "item", remote="origin")
+        claims.release(_repo(one), "item", "connie", remote="origin")
     assert str(info.value) == "item is not claimed here or on origin"
 
 
@@ -133,10 +133,10 @@ def test_a_remote_that_declines_the_deletion_keeps_the_claim(remote: Path) -> No
     hook.write_text("#!/bin/sh\necho keep it >&2\nexit 1\n")
     hook.chmod(0o755)
     with pytest.raises(claims.ClaimRefused) as info:
-        claims.release(_repo(one), "item", remote="origin", force=True)
+        claims.release(_repo(one), "item", "connie", remote="origin", force=True, reason="an edge case")
     message = str(info.value)
     assert message.startswith("claim/item not deleted on origin (") and message.endswith(
-        "); fetch and retry"
+        "); it may have moved since it was read: fetch, look, and retry"
     ), message
     assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split() == [
         "refs/heads/claim/item"
@@ -149,7 +149,7 @@ def test_an_unreachable_remote_releases_nothing(remote: Path, tmp_path: Path) ->
     claims.claim(_repo(one), "item", ITEM, "connie")
     git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
     with pytest.raises(claims.ClaimRefused) as info:
-        claims.release(_repo(one), "item", remote="gone", force=True)
+        claims.release(_repo(one), "item", "connie", remote="gone", force=True, reason="an edge case")
     assert str(info.value).endswith("; nothing released")
     assert _claim_refs(one) == ["refs/heads/claim/item"]
 
@@ -170,7 +170,7 @@ def test_release_drops_a_tracking_ref_that_git_push_would_not(remote: Path) -> N
     claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
     git(two, "config", "remote.origin.fetch", "+refs/heads/main:refs/remotes/origin/main")
     git(two, "fetch", "-q", "origin", "+refs/heads/claim/item:refs/remotes/origin/claim/item")
-    claims.release(_repo(two), "item", remote="origin", force=True)
+    claims.release(_repo(two), "item", "connie", remote="origin", force=True, reason="an edge case")
     assert _claim_refs(two) == []
     assert claims.claim(_repo(two), "item", ITEM, "dave").id == "item"
 
@@ -181,7 +181,7 @@ def test_a_remote_that_cannot_be_pushed_to_releases_nothing(remote: Path, tmp_pa
     claims.claim(_repo(one), "item", ITEM, "connie", remote="origin")
     git(one, "config", "remote.origin.pushurl", str(tmp_path / "missing.git"))
     with pytest.raises(claims.ClaimRefused) as info:
-        claims.release(_repo(one), "item", remote="origin", force=True)
+        claims.release(_repo(one), "item", "connie", remote="origin", force=True, reason="an edge case")
     assert str(info.value).endswith("; nothing released")
     assert "refs/heads/claim/item" in _claim_refs(one)
     assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split() == [

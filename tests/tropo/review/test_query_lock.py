@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import commit_all, write_files
 from tests.tropo.helpers import tropo_process
-from tests.tropo.test_query import SEARCH
+from tests.tropo.review.test_query import SEARCH
 from tropo.review.search_index import BodyIndex
 
 HOLDER = textwrap.dedent("""
