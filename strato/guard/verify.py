@@ -6,14 +6,13 @@ The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` print
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, cache, entries, ledger, store
+from strato.guard import authz, cache, entries, history, ledger, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import notes
@@ -183,45 +182,8 @@ def _resource_id(text: str) -> str | None:
 def _history_breaks(
     repo: pygit2.Repository, tip: str, known: cache.GuardCache
 ) -> tuple[set[str], list[Break]]:
-    """Every notes commit reachable from ``tip``, and the breaks where one did more than
-    append to the ledgers its parents had. Commits whose history was checked before are
-    not compared again."""
-    checked = known.checked_history()
-    ancestors: set[str] = set()
-    fresh: list[str] = []
-    found: list[Break] = []
-    blobs: dict[str, dict[str, str]] = {}
-
-    def blobs_of(commit: pygit2.Commit) -> dict[str, str]:
-        key = str(commit.id)
-        if key not in blobs:
-            blobs[key] = notes.blobs(repo, key)
-        return blobs[key]
-
-    # newest first, so a commit's old blob is usually the next commit's new one
-    read = functools.lru_cache(maxsize=8)(functools.partial(notes.blob_data, repo))
-    for commit in notes.commits(repo, tip):
-        sha = str(commit.id)
-        ancestors.add(sha)
-        if sha in checked:
-            continue
-        fresh.append(sha)
-        after = blobs_of(commit)
-        for parent in commit.parents:
-            for anchor, old in blobs_of(parent).items():
-                new = after.get(anchor)
-                if new == old:
-                    continue
-                old_text = read(old)
-                if new is None or not read(new).startswith(old_text):
-                    what = "deleted" if new is None else "rewritten, not appended to"
-                    rid = _resource_id(old_text.decode("utf-8", "replace"))
-                    found.append(
-                        Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor)
-                    )
-    if not found:
-        known.add_history(fresh)
-    return ancestors, found
+    ancestors, found = history.check(repo, tip, known)
+    return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
 
 
 def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
@@ -276,9 +238,12 @@ def verify_repository(
         if on_entry is not None:
             on_entry(rid, line, entry, signer, why)
 
-    for anchor, blob in sorted(notes.blobs(repo, tip).items()):
+    for kept in store.ledgers(repo, tip):
+        anchor, blob, data = kept.anchor, kept.blob, kept.data
         report.resources += 1
-        data = notes.blob_data(repo, blob)
+        if kept.problem is not None:
+            report.breaks.append(Break(None, None, kept.problem, anchor))
+            continue
         rid = _resource_id(data.decode("utf-8", "replace"))
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
             report.breaks.append(

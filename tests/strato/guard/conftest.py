@@ -10,7 +10,9 @@ from typing import Any
 import pygit2
 import pytest
 
+from strato.guard import store
 from tests.conftest import commit_all, write_files
+from tropo import notes
 from tropo import repo as gitrepo
 
 POLICY: dict[str, Any] = {
@@ -92,3 +94,20 @@ def key(tmp_path: Path) -> Key:
     keys = tmp_path / "keys"
     keys.mkdir(exist_ok=True)
     return make_key(keys)
+
+
+def ledger_text(ws: Workspace, anchor: str) -> str:
+    """The bytes of ``anchor``'s ledger at the notes tip, whichever layout keeps them."""
+    repo = ws.repo
+    tip = gitrepo.read_ref(repo, store.REF)
+    note = notes.note_blob(repo, tip, anchor)
+    return store.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
+
+
+def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
+    """Replace a ledger's bytes wholesale in a new notes commit, as anyone who can push
+    the notes ref can; returns the new notes tip."""
+    repo = ws.repo
+    tip = gitrepo.read_ref(repo, store.REF)
+    tree = store.replace_tree(repo, tip, anchor, text.encode())
+    return notes.commit(repo, store.REF, tip, tree, "hand-edited ledger\n")
