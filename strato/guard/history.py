@@ -14,6 +14,7 @@ from __future__ import annotations
 import string
 import subprocess
 from collections import defaultdict
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 import pygit2
@@ -152,11 +153,29 @@ def _judge(repo: pygit2.Repository, change: _Change) -> list[Found]:
     return found
 
 
-def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[set[str], list[Found]]:
+class Reach(Container[str]):
+    """The notes commits ``tip`` descends from (itself included), asked of git one at a
+    time instead of listed."""
+
+    def __init__(self, repo: pygit2.Repository, tip: str) -> None:
+        self.repo, self.tip = repo, tip
+        self._listed: set[str] | None = None
+
+    def __contains__(self, sha: object) -> bool:
+        if sha == self.tip:
+            return True
+        if self._listed is None:  # one rev-list, however many are asked about
+            self._listed = {row[0] for row in _graph(self.repo, self.tip)}
+        return sha in self._listed
+
+
+def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
     """Every notes commit reachable from ``tip``, and why any of them did more than append.
 
     Commits whose history was checked before are not compared again."""
     checked = known.checked_history()
+    if tip in checked:  # its whole history was checked: nothing to run
+        return Reach(repo, tip), []
     graph = _graph(repo, tip)
     ancestors = {row[0] for row in graph}
     fresh = [row for row in graph if row[0] not in checked]

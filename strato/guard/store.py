@@ -16,7 +16,9 @@ re-checks instead of overwriting.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ MAX_LINES = 256**LEVELS
 _HEX = frozenset("0123456789abcdef")
 MAX_ATTEMPTS = 50
 MAX_LOCK_WAITS = 20  # about two seconds in all
+GC_EVERY = 256  # appends between two `git gc --auto`, as git's own commands run it
 
 
 def anchor_content(resource_id: str) -> bytes:
@@ -68,31 +71,57 @@ def entry_path(anchor: str, line: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Stored:
-    """A ledger's bytes as a notes commit keeps them, in either layout.
+    """A ledger as a notes commit keeps it, in either layout; its bytes read on demand.
 
-    ``blob`` is the oid the bytes would have as one blob (in the older layout, the note
-    itself), which is what the verification cache is keyed by. ``problem`` says why the
-    tree does not hold a readable ledger for ``anchor``.
+    ``blob`` names the bytes for the verification cache without reading them: in the
+    older layout the note's oid, else :func:`prefix_id` of all its lines. ``problem``
+    says why the tree does not hold a readable ledger for ``anchor``.
     """
 
     anchor: str
     blob: str
-    data: bytes
-    lines: int = 0  # entry blobs, 0 for the older layout
+    parts: tuple[pygit2.Oid, ...] = ()  # line blobs; () for the older layout
+    note: bytes = b""  # the older layout's whole ledger
+    tree: pygit2.Tree | None = None
+    repo: pygit2.Repository | None = None  # where ``parts`` are read from
     problem: str | None = None
+
+    @functools.cached_property
+    def data(self) -> bytes:
+        if self.repo is None:
+            return self.note
+        read = self.repo.odb.read  # (type, bytes); every part is a blob by construction
+        return b"".join(read(oid)[1] for oid in self.parts)
+
+    @property
+    def lines(self) -> int:
+        return len(self.parts)
 
     @property
     def legacy(self) -> bool:
-        return self.lines == 0 and bool(self.data)
+        return self.tree is None and bool(self.note)
+
+    @property
+    def first_line(self) -> bytes:
+        """The register line, to learn which resource the ledger claims."""
+        if self.repo is None or not self.parts:
+            return self.note.split(b"\n", 1)[0]
+        return bytes(self.repo.odb.read(self.parts[0])[1])
+
+    def prefix(self, lines: int) -> str:
+        """:func:`prefix_id` of this ledger's first ``lines`` lines ("" in the older layout)."""
+        return prefix_id(self.tree, lines) if self.tree is not None else ""
 
 
 class _Malformed(Exception):
     pass
 
 
-def _entry_blobs(tree: pygit2.Tree) -> list[bytes]:
-    """The lines under ``ledgers/<anchor>``, in order; every name and gap refused."""
-    found: list[bytes] = []
+def _entry_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
+    """The line blobs under ``ledgers/<anchor>``, in order; every odd name and gap refused.
+
+    Reads names only, no blob."""
+    found: list[pygit2.Oid] = []
 
     def walk(node: pygit2.Tree, depth: int, prefix: str) -> None:
         for item in node:
@@ -107,10 +136,36 @@ def _entry_blobs(tree: pygit2.Tree) -> list[bytes]:
             elif not isinstance(item, pygit2.Blob) or int(where.replace("/", ""), 16) != len(found):
                 raise _Malformed(f"ledger line {where!r} is out of sequence (a line is missing)")
             else:
-                found.append(item.data)
+                found.append(item.id)
 
     walk(tree, 1, "")
     return found
+
+
+def prefix_id(tree: pygit2.Tree | None, lines: int) -> str:
+    """A name for the first ``lines`` line blobs of a ``ledgers/<anchor>`` tree.
+
+    It hashes, level by level, the oids of the subtrees wholly before the last of those
+    lines and the leaf entries up to it: git's content addressing makes two trees agree on
+    it exactly when their first ``lines`` lines are the same bytes, and it costs the
+    tree's depth times its fan-out, never the ledger's length. "" if there are not that
+    many lines."""
+    if tree is None or lines <= 0:
+        return ""
+    digits = f"{lines - 1:0{2 * LEVELS}x}"
+    parts = [digits[i : i + 2] for i in range(0, 2 * LEVELS, 2)]
+    digest = hashlib.sha1(b"vivary-ledger-prefix\n", usedforsecurity=False)
+    node: pygit2.Object = tree
+    for depth, part in enumerate(parts, 1):
+        if not isinstance(node, pygit2.Tree) or part not in node:
+            return ""
+        for item in node:
+            name = item.name or ""
+            if name > part or (name == part and depth < LEVELS):
+                break
+            digest.update(f"{depth} {name} {item.id}\n".encode())
+        node = node[part]
+    return digest.hexdigest()
 
 
 def lines_tree(tree: pygit2.Tree | None, anchor: str) -> pygit2.Tree | None:
@@ -147,16 +202,15 @@ def stored(repo: pygit2.Repository, tree: pygit2.Tree | None, anchor: str, note:
     lines = lines_tree(tree, anchor)
     if lines is None:
         data = text or b""
-        return Stored(anchor, str(pygit2.hash(data)), data)
+        return Stored(anchor, str(pygit2.hash(data)), note=data)
     if text != marker(anchor):
         what = "no note" if text is None else "a note that is a ledger too"
-        return Stored(anchor, "", b"", problem=f"ledger lines under {LEDGERS}/ but {what}")
+        return Stored(anchor, "", problem=f"ledger lines under {LEDGERS}/ but {what}")
     try:
-        found = _entry_blobs(lines)
+        parts = _entry_blobs(lines)
     except _Malformed as exc:
-        return Stored(anchor, "", b"", problem=str(exc))
-    data = b"".join(found)
-    return Stored(anchor, str(pygit2.hash(data)), data, len(found))
+        return Stored(anchor, "", problem=str(exc))
+    return Stored(anchor, prefix_id(lines, len(parts)), tuple(parts), tree=lines, repo=repo)
 
 
 def ledgers(repo: pygit2.Repository, tip: str | None) -> list[Stored]:
@@ -181,10 +235,21 @@ class Snapshot:
     legacy: bool = False  # kept as one note: the next append moves it to entry blobs
 
 
-def parse_ledger(anchor: str, blob: str, data: bytes, verified: cache.GuardCache) -> list[dict[str, Any]]:
-    """The entries of the ledger blob ``blob`` (``data``), digests and links checked for
-    every line the cache has not seen for this anchor; raises :class:`ledger.LedgerBreak`."""
-    known = cache.known_lines(verified.chain(anchor), blob, data)
+def parse_ledger(
+    anchor: str,
+    blob: str,
+    data: bytes,
+    verified: cache.GuardCache,
+    prefix: Callable[[int], str] | None = None,
+) -> list[dict[str, Any]]:
+    """The entries of the ledger ``blob`` (``data``), digests and links checked for every
+    line the cache has not seen for this anchor; raises :class:`ledger.LedgerBreak`.
+    ``prefix`` is :meth:`Stored.prefix` for a ledger kept as line blobs."""
+    chain = verified.chain(anchor)
+    if prefix is not None and chain is not None and chain.blob != blob:
+        known = chain.lines if prefix(chain.lines) == chain.blob else 0
+    else:
+        known = cache.known_lines(chain, blob, data)
     try:
         found = ledger.parse(data.decode("utf-8"), known)
     except UnicodeDecodeError:
@@ -204,7 +269,7 @@ def load(repo: pygit2.Repository, resource_id: str, tip: str | None = None) -> S
     if not found.data:
         return Snapshot(tip, resource_id, None)
     try:
-        entries = parse_ledger(anchor, found.blob, found.data, cache.GuardCache(repo))
+        entries = parse_ledger(anchor, found.blob, found.data, cache.GuardCache(repo), found.prefix)
         state = ledger.fold(entries, resource_id)
     except ledger.LedgerBreak as exc:
         raise exc.as_guard_error(resource_id) from None
@@ -246,6 +311,20 @@ def append_tree(
     else:
         new = notes.insert(repo, tree, entry_path(anchor, count), repo.create_blob(line))
     return notes.keep_anchors(repo, new, tip, anchor)
+
+
+def _housekeep(repo: pygit2.Repository) -> None:
+    """Let git pack loose objects when it judges there are too many (``git gc --auto``,
+    which git's porcelain runs after a commit and our writes would otherwise skip): each
+    append leaves a handful of small loose objects, and reading tens of thousands of them
+    costs far more than reading a pack. git detaches the work; a failure changes nothing."""
+    subprocess.run(
+        ["git", "--git-dir", repo.path, "gc", "--auto", "--quiet"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def require(snap: Snapshot) -> ledger.State:
@@ -290,7 +369,6 @@ def commit(
             }
         )
         message = f"guard: {resource_id[:80]} {entry['kind']} {entry['outcome']}\n"
-        data = snap.raw + line.encode("utf-8")
         legacy = snap.raw if snap.legacy else b""
         try:
             tree = append_tree(repo, snap.tip, target, line.encode("utf-8"), legacy)
@@ -306,10 +384,14 @@ def commit(
             continue
         except pygit2.GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
-        # we sealed the new line on a checked chain: the whole new blob chains correctly
+        # we sealed the new line on a checked chain: the whole new ledger chains correctly
         lines = len(snap.state.entries) + 1 if snap.state is not None else 1
-        chain = cache.Chain(str(pygit2.hash(data)), len(data), lines)
-        cache.GuardCache(repo).save_chain(target, chain)
+        written = repo[tree]
+        assert isinstance(written, pygit2.Tree)
+        ident = prefix_id(lines_tree(written, target), lines)
+        cache.GuardCache(repo).save_chain(target, cache.Chain(ident, 0, lines))
+        if lines % GC_EVERY == 0:
+            _housekeep(repo)
         return respond(entry)
     lock = Path(repo.path) / (REF + ".lock")
     if lock.exists():

@@ -6,7 +6,7 @@ The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` print
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,12 +181,12 @@ def _resource_id(text: str) -> str | None:
 
 def _history_breaks(
     repo: pygit2.Repository, tip: str, known: cache.GuardCache
-) -> tuple[set[str], list[Break]]:
+) -> tuple[Container[str], list[Break]]:
     ancestors, found = history.check(repo, tip, known)
     return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
 
 
-def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
+def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
         Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
@@ -239,12 +239,12 @@ def verify_repository(
             on_entry(rid, line, entry, signer, why)
 
     for kept in store.ledgers(repo, tip):
-        anchor, blob, data = kept.anchor, kept.blob, kept.data
+        anchor, blob = kept.anchor, kept.blob
         report.resources += 1
         if kept.problem is not None:
             report.breaks.append(Break(None, None, kept.problem, anchor))
             continue
-        rid = _resource_id(data.decode("utf-8", "replace"))
+        rid = _resource_id(kept.first_line.decode("utf-8", "replace"))
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
             report.breaks.append(
                 Break(rid, 1, "note does not belong to the resource it registers", anchor)
@@ -263,7 +263,7 @@ def verify_repository(
             continue
         signed.clear()
         try:
-            found = store.parse_ledger(anchor, blob, data, known)
+            found = store.parse_ledger(anchor, blob, kept.data, known, kept.prefix)
             state = check_ledger(found, rid, trust or at_head, note_signed)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
@@ -271,7 +271,7 @@ def verify_repository(
         report.entries += len(state.entries)
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
-            known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
+            known.save_chain(anchor, cache.Chain(blob, len(kept.data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     return report
