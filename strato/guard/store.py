@@ -27,7 +27,7 @@ from typing import Any
 
 import pygit2
 
-from strato.guard import cache, ledger
+from strato.guard import cache, ledger, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tropo import notes
@@ -231,8 +231,10 @@ class Snapshot:
     tip: str | None
     resource_id: str
     state: ledger.State | None
-    raw: bytes = b""
+    raw: bytes = b""  # the older layout's note (only read for it)
     legacy: bool = False  # kept as one note: the next append moves it to entry blobs
+    lines: int = 0
+    generation: str = ""  # the cached tail state this came from or was recorded as
 
 
 def parse_ledger(
@@ -260,20 +262,56 @@ def parse_ledger(
 
 
 def load(repo: pygit2.Repository, resource_id: str, tip: str | None = None) -> Snapshot:
+    """``resource_id``'s ledger at ``tip`` (default: the notes ref), folded; resumed from
+    the cached tail state when the ledger extends it (:mod:`strato.guard.tail`), so the
+    cost does not grow with the ledger. ``state.entries`` is read when asked for."""
     tip = gitrepo.read_ref(repo, REF) if tip is None else tip
     anchor = notes.anchor_id(anchor_content(resource_id))
     tree = notes.tree_of(repo, tip)
-    found = stored(repo, tree, anchor, notes.note_blob(repo, tip, anchor))
-    if found.problem is not None:
-        raise GuardError("ledger_corrupt", f"ledger of {resource_id!r}: {found.problem}")
-    if not found.data:
+    note = notes.note_blob(repo, tip, anchor)
+    verified = cache.GuardCache(repo)
+    lines = lines_tree(tree, anchor)
+
+    def full() -> tuple[Stored, list[dict[str, Any]]]:
+        found = stored(repo, tree, anchor, note)
+        if found.problem is not None:
+            raise GuardError("ledger_corrupt", f"ledger of {resource_id!r}: {found.problem}")
+        try:
+            return found, parse_ledger(anchor, found.blob, found.data, verified, found.prefix)
+        except ledger.LedgerBreak as exc:
+            raise exc.as_guard_error(resource_id) from None
+
+    if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
+        count = line_count(tree, anchor)
+        resumed = tail.resume(
+            verified,
+            anchor,
+            resource_id,
+            functools.partial(prefix_id, lines),
+            count,
+            functools.partial(_line, lines, anchor),
+            lambda: full()[1],
+        )
+        if resumed is not None:
+            return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
+    found, entries = full()
+    if not entries:
         return Snapshot(tip, resource_id, None)
     try:
-        entries = parse_ledger(anchor, found.blob, found.data, cache.GuardCache(repo), found.prefix)
         state = ledger.fold(entries, resource_id)
     except ledger.LedgerBreak as exc:
         raise exc.as_guard_error(resource_id) from None
-    return Snapshot(tip, resource_id, state, found.data, found.legacy)
+    generation = "" if found.legacy else tail.remember(verified, anchor, state, found.blob)
+    return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
+
+
+def _line(lines: pygit2.Tree, anchor: str, n: int) -> bytes:
+    """Line ``n`` (from 0) of a ``ledgers/<anchor>`` tree."""
+    blob = lines["/".join(entry_path(anchor, n)[2:])]
+    if not isinstance(blob, pygit2.Blob):
+        raise ValueError(f"line {n + 1} is not a blob")
+    data: bytes = blob.data
+    return data
 
 
 def lines_of(data: bytes) -> list[bytes]:
@@ -385,14 +423,18 @@ def commit(
         except pygit2.GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
         # we sealed the new line on a checked chain: the whole new ledger chains correctly
-        lines = len(snap.state.entries) + 1 if snap.state is not None else 1
+        lines = snap.lines + 1
         written = repo[tree]
         assert isinstance(written, pygit2.Tree)
         ident = prefix_id(lines_tree(written, target), lines)
-        cache.GuardCache(repo).save_chain(target, cache.Chain(ident, 0, lines))
+        answer = respond(entry)  # before the state below moves past the entry
+        verified = cache.GuardCache(repo)
+        verified.save_chain(target, cache.Chain(ident, 0, lines))
+        if snap.state is not None and snap.generation:
+            tail.advance(verified, target, snap.state, entry, ident, snap.generation)
         if lines % GC_EVERY == 0:
             _housekeep(repo)
-        return respond(entry)
+        return answer
     lock = Path(repo.path) / (REF + ".lock")
     if lock.exists():
         raise GuardError(
