@@ -157,15 +157,20 @@ class Reach(Container[str]):
     """The notes commits ``tip`` descends from (itself included), asked of git one at a
     time instead of listed."""
 
-    def __init__(self, repo: pygit2.Repository, tip: str) -> None:
-        self.repo, self.tip = repo, tip
-        self._listed: set[str] | None = None
+    def __init__(
+        self, repo: pygit2.Repository, tip: str, known: cache.GuardCache, listed: set[str] | None = None
+    ) -> None:
+        self.repo, self.tip, self.known = repo, tip, known
+        self._listed = listed
 
     def __contains__(self, sha: object) -> bool:
         if sha == self.tip:
             return True
         if self._listed is None:  # one rev-list, however many are asked about
-            self._listed = {row[0] for row in _graph(self.repo, self.tip)}
+            self._listed = self.known.reached(self.tip)
+            if self._listed is None:
+                self._listed = {row[0] for row in _graph(self.repo, self.tip)}
+                self.known.save_reached(self.tip, self._listed)
         return sha in self._listed
 
 
@@ -175,7 +180,7 @@ def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[C
     Commits whose history was checked before are not compared again."""
     checked = known.checked_history()
     if tip in checked:  # its whole history was checked: nothing to run
-        return Reach(repo, tip), []
+        return Reach(repo, tip, known), []
     graph = _graph(repo, tip)
     ancestors = {row[0] for row in graph}
     fresh = [row for row in graph if row[0] not in checked]
@@ -185,4 +190,5 @@ def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[C
     found = [why for change in _changes(repo, pairs) for why in _judge(repo, change)]
     if not found:
         known.add_history([row[0] for row in fresh])
-    return ancestors, found
+        known.save_reached(tip, ancestors)
+    return Reach(repo, tip, known, ancestors), found

@@ -75,16 +75,37 @@ class Stored:
 
     ``blob`` names the bytes for the verification cache without reading them: in the
     older layout the note's oid, else :func:`prefix_id` of all its lines. ``problem``
-    says why the tree does not hold a readable ledger for ``anchor``.
+    says why the tree does not hold a readable ledger for ``anchor``; the line names are
+    only walked for it when the cache has not seen this very ledger (``checked``).
     """
 
     anchor: str
     blob: str
-    parts: tuple[pygit2.Oid, ...] = ()  # line blobs; () for the older layout
     note: bytes = b""  # the older layout's whole ledger
-    tree: pygit2.Tree | None = None
-    repo: pygit2.Repository | None = None  # where ``parts`` are read from
-    problem: str | None = None
+    tree: pygit2.Tree | None = None  # ``ledgers/<anchor>``
+    repo: pygit2.Repository | None = None  # where the line blobs are read from
+    count: int = 0  # lines, as the last name says
+    checked: bool = False
+    early: str | None = None  # a problem found without walking
+
+    @functools.cached_property
+    def _walked(self) -> tuple[tuple[pygit2.Oid, ...], str | None]:
+        if self.tree is None:
+            return (), None
+        try:
+            return tuple(_entry_blobs(self.tree)), None
+        except _Malformed as exc:
+            return (), str(exc)
+
+    @property
+    def parts(self) -> tuple[pygit2.Oid, ...]:
+        return self._walked[0]
+
+    @functools.cached_property
+    def problem(self) -> str | None:
+        if self.early is not None or self.tree is None or self.checked:
+            return self.early
+        return self._walked[1]
 
     @functools.cached_property
     def data(self) -> bytes:
@@ -95,7 +116,7 @@ class Stored:
 
     @property
     def lines(self) -> int:
-        return len(self.parts)
+        return self.count
 
     @property
     def legacy(self) -> bool:
@@ -104,9 +125,12 @@ class Stored:
     @property
     def first_line(self) -> bytes:
         """The register line, to learn which resource the ledger claims."""
-        if self.repo is None or not self.parts:
+        if self.repo is None or self.tree is None:
             return self.note.split(b"\n", 1)[0]
-        return bytes(self.repo.odb.read(self.parts[0])[1])
+        try:
+            return _line(self.tree, self.anchor, 0)
+        except (KeyError, ValueError):
+            return b""
 
     def prefix(self, lines: int) -> str:
         """:func:`prefix_id` of this ledger's first ``lines`` lines ("" in the older layout)."""
@@ -196,8 +220,17 @@ def line_count(tree: pygit2.Tree | None, anchor: str) -> int:
         return 0
 
 
-def stored(repo: pygit2.Repository, tree: pygit2.Tree | None, anchor: str, note: str | None) -> Stored:
-    """``anchor``'s ledger in a notes tree whose note on it is ``note`` (a blob oid)."""
+def stored(
+    repo: pygit2.Repository,
+    tree: pygit2.Tree | None,
+    anchor: str,
+    note: str | None,
+    verified: cache.GuardCache | None = None,
+) -> Stored:
+    """``anchor``'s ledger in a notes tree whose note on it is ``note`` (a blob oid).
+
+    With ``verified``, a ledger the cache recorded as checked under this very name is not
+    walked again (a prefix id of all the lines fixes every name and blob)."""
     text = notes.blob_data(repo, note) if note is not None else None
     lines = lines_tree(tree, anchor)
     if lines is None:
@@ -205,12 +238,16 @@ def stored(repo: pygit2.Repository, tree: pygit2.Tree | None, anchor: str, note:
         return Stored(anchor, str(pygit2.hash(data)), note=data)
     if text != marker(anchor):
         what = "no note" if text is None else "a note that is a ledger too"
-        return Stored(anchor, "", problem=f"ledger lines under {LEDGERS}/ but {what}")
-    try:
-        parts = _entry_blobs(lines)
-    except _Malformed as exc:
-        return Stored(anchor, "", problem=str(exc))
-    return Stored(anchor, prefix_id(lines, len(parts)), tuple(parts), tree=lines, repo=repo)
+        return Stored(anchor, "", early=f"ledger lines under {LEDGERS}/ but {what}")
+    count = line_count(tree, anchor)
+    name = prefix_id(lines, count)
+    chain = verified.chain(anchor) if verified is not None else None
+    found = Stored(
+        anchor, name, tree=lines, repo=repo, count=count, checked=bool(chain and chain.blob == name)
+    )
+    if not found.checked and found.problem is None and len(found.parts) != count:
+        return Stored(anchor, "", early="the ledger's line names do not count up from 000000")
+    return found
 
 
 def ledgers(repo: pygit2.Repository, tip: str | None) -> list[Stored]:
@@ -221,7 +258,8 @@ def ledgers(repo: pygit2.Repository, tip: str | None) -> list[Stored]:
     if isinstance(top, pygit2.Tree):
         for item in top:
             found.setdefault(item.name or "", None)
-    return [stored(repo, tree, anchor, found[anchor]) for anchor in sorted(found)]
+    verified = cache.GuardCache(repo)
+    return [stored(repo, tree, anchor, found[anchor], verified) for anchor in sorted(found)]
 
 
 @dataclass(frozen=True)
