@@ -185,3 +185,16 @@ def test_a_ledger_both_as_note_and_as_lines_is_refused(moved: Workspace) -> None
     assert any("a note that is a ledger too" in b.message for b in report.breaks)
     with pytest.raises(Exception, match="a note that is a ledger too"):
         engine.transition(moved.repo, MOVE)
+
+
+def test_an_older_ledger_rewritten_in_place_is_still_caught(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    assert verify_repository(moved.repo).ok
+    edited = moved.tmp / "edited.txt"
+    edited.write_text(text.splitlines(keepends=True)[0])  # dropped lines, as one note
+    git(moved.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(edited), ANCHOR)
+    report = verify_repository(moved.repo)
+    assert any(
+        "rewritten, not appended to" in b.message and b.resource_id == RID for b in report.breaks
+    )
