@@ -46,7 +46,7 @@ def _git(repo: pygit2.Repository, args: list[str], stdin: bytes = b"") -> bytes:
 
 def _graph(repo: pygit2.Repository, tip: str) -> list[list[str]]:
     """``[commit, *parents]`` for every notes commit reachable from ``tip``."""
-    out = _git(repo, ["rev-list", "--parents", tip]).decode("ascii")
+    out = _git(repo, ["rev-list", "--topo-order", "--parents", tip]).decode("ascii")
     return [line.split() for line in out.splitlines() if line]
 
 
@@ -110,12 +110,50 @@ def _first_id(data: bytes) -> str | None:
     return rid if isinstance(rid, str) else None
 
 
-def _judge(repo: pygit2.Repository, change: _Change) -> list[Found]:
+class _Counts:
+    """How many lines each ledger has at the parent of the commit being judged.
+
+    Commits are judged oldest first, so along a linear history the counts after one
+    commit are the counts at its child's parent: carried over, not read from trees."""
+
+    def __init__(self, repo: pygit2.Repository) -> None:
+        self.repo = repo
+        self.at: str | None = None
+        self.counts: dict[str, int] = {}
+
+    def start(self, parent: str | None, anchor: str) -> int:
+        if parent is not None and parent == self.at and anchor in self.counts:
+            return self.counts[anchor]
+        found = store.line_count(notes.tree_of(self.repo, parent), anchor)
+        if parent is not None and parent == self.at:
+            self.counts[anchor] = found
+        return found
+
+    def advance(self, change: _Change, starts: dict[str, int]) -> None:
+        if change.parent is None or change.parent != self.at:
+            self.counts = {}
+        self.at = change.commit
+        for anchor, lines in change.added.items():
+            self.counts[anchor] = starts[anchor] + len(lines)
+
+
+def _judge(repo: pygit2.Repository, change: _Change, counts: _Counts) -> list[Found]:
     """Why this commit did more than append to its parent's ledgers (empty if it did not)."""
     sha = change.commit[:12]
+    found: list[Found] = []
+    starts = {anchor: counts.start(change.parent, anchor) for anchor in change.added}
+    counts.advance(change, starts)
+    if (
+        not change.bad
+        and not change.notes
+        and all(
+            sorted(lines) == list(range(starts[a], starts[a] + len(lines)))
+            for a, lines in change.added.items()
+        )
+    ):
+        return found  # the common case: appends only, no tree read
     after = notes.tree_of(repo, change.commit)
     before = notes.tree_of(repo, change.parent)
-    found: list[Found] = []
 
     def rid(anchor: str) -> str | None:  # only to name a break: the first line either side
         for tree in (before, after):
@@ -134,7 +172,7 @@ def _judge(repo: pygit2.Repository, change: _Change) -> list[Found]:
             (rid(anchor), anchor, f"ledger rewritten, not appended to, in notes commit {sha}: {why}")
         )
     for anchor, lines in change.added.items():
-        start = store.line_count(before, anchor)
+        start = starts[anchor]
         if sorted(lines) != list(range(start, start + len(lines))):
             found.append((rid(anchor), anchor, f"ledger lines not appended at the end in notes commit {sha}"))
     for target, (old, new) in change.notes.items():
@@ -187,7 +225,8 @@ def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[C
     pairs: list[tuple[str, str | None]] = []
     for commit, *parents in fresh:
         pairs += [(commit, p) for p in parents] if parents else [(commit, None)]
-    found = [why for change in _changes(repo, pairs) for why in _judge(repo, change)]
+    counts = _Counts(repo)
+    found = [why for change in reversed(_changes(repo, pairs)) for why in _judge(repo, change, counts)]
     if not found:
         known.add_history([row[0] for row in fresh])
         known.save_reached(tip, ancestors)
