@@ -198,3 +198,15 @@ def test_an_older_ledger_rewritten_in_place_is_still_caught(moved: Workspace) ->
     assert any(
         "rewritten, not appended to" in b.message and b.resource_id == RID for b in report.breaks
     )
+
+
+def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    args = [str(STRATO), "guard", "migrate-store", "--root", str(moved.root), "--json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    answers = [json.loads(p.communicate()[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(int(str(a["migrated"])) for a in answers) == 1  # the others saw it done
+    assert ledger_text(moved, ANCHOR) == text and verify_repository(moved.repo).ok
+    assert len(git(moved.root, "rev-list", store.REF).split()) == 3  # 2 old + 1 migration
