@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 import pygit2
 
-from strato.guard import authz, engine, lock, pin
+from strato.guard import authz, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
@@ -363,3 +363,28 @@ def unlock_command(root: Path, as_json: bool, min_age: float) -> None:
     if refused:
         click.echo(f"strato guard: lock kept: {answer['reason']}", err=True)
     sys.exit(1 if refused else 0)
+
+
+@guard.command("migrate-store")
+@root_option
+@json_option
+def migrate_store_command(root: Path, as_json: bool) -> None:
+    """Move every ledger kept in the older layout (the whole ledger as one note) to one
+    blob per line, in one notes commit; the bytes, and so every digest, stay the same.
+
+    Idempotent: with nothing left to move it writes nothing. Safe beside other writers
+    (compare-and-swap on the notes ref). Push the notes ref afterwards as usual.
+
+    \b
+    Example:
+      strato guard migrate-store --json
+      git push origin refs/notes/vivary/guard
+    """
+    try:
+        answer = store.migrate(_repo(root))
+    except GuardError as exc:
+        _fail(exc)
+    if as_json:
+        _emit(answer)
+    else:
+        click.echo(f"{answer['status']}: {answer['migrated']} ledger(s) moved to line blobs")

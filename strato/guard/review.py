@@ -15,7 +15,7 @@ from typing import Any
 
 import pygit2
 
-from strato.guard import authz, config, notesig, pin, store, verify
+from strato.guard import authz, config, ledger, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
@@ -117,18 +117,35 @@ def _base_breaks(
         return {}, [verify.Break(None, None, why + " (rewritten or force-pushed)")]
     known: dict[str, int] = {}
     found: list[verify.Break] = []
-    after = notes.blobs(repo, head_tip)
-    for anchor, blob in notes.blobs(repo, base_tip).items():
-        old = notes.blob_data(repo, blob)
-        known[anchor] = old.count(b"\n")
-        rid = verify.resource_of(old)
-        new = notes.blob_data(repo, after[anchor]) if anchor in after else None
-        if new is None:
-            found.append(verify.Break(rid, None, "ledger of the base was deleted", anchor))
-        elif not new.startswith(old):
-            line = _first_difference(old, new)
-            found.append(verify.Break(rid, line, "line of the base's ledger rewritten or removed", anchor))
+    after = {kept.anchor: kept for kept in store.ledgers(repo, head_tip)}
+    for kept in store.ledgers(repo, base_tip):
+        if kept.problem is not None:  # the base's own ledger: nothing to judge the head by
+            why = f"the base's ledger is unreadable: {kept.problem}"
+            found.append(verify.Break(None, None, why, kept.anchor))
+            continue
+        old = kept.data
+        known[kept.anchor] = old.count(b"\n")
+        rid = ledger.resource_of(kept.first_line)
+        now = after.get(kept.anchor)
+        if now is None:
+            found.append(verify.Break(rid, None, "ledger of the base was deleted", kept.anchor))
+        elif now.problem is not None:
+            why = f"ledger of the base unreadable in the head: {now.problem}"
+            found.append(verify.Break(rid, None, why, kept.anchor))
+        elif not _extends(kept, now):
+            line = _first_difference(old, now.data)
+            why = "line of the base's ledger rewritten or removed"
+            found.append(verify.Break(rid, line, why, kept.anchor))
     return known, found
+
+
+def _extends(base: store.Stored, head: store.Stored) -> bool:
+    """Whether ``head``'s ledger bytes start with all of ``base``'s. Two ledgers kept as
+    line blobs agree when the head's first line blobs are the base's (an oid names the
+    bytes, so no line is read); otherwise, or if they do not, the bytes decide."""
+    if base.parts and not head.legacy and head.parts[: len(base.parts)] == base.parts:
+        return True
+    return head.data.startswith(base.data)
 
 
 def _first_difference(old: bytes, new: bytes) -> int:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
 import pygit2
 
-from strato.guard import authz, cache, config, derive, entries, ledger, notesig, store
+from strato.guard import authz, cache, config, derive, entries, history, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
@@ -204,57 +204,14 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
             raise ledger.LedgerBreak(1, str(exc)) from None
 
 
-def resource_of(data: bytes) -> str | None:
-    """The id a ledger's first line registers, read without trusting anything else."""
-    first = ledger.first_entry(data.decode("utf-8", "replace"))
-    verdict = first.get("verdict") if first else None
-    rid = verdict.get("resource_id") if isinstance(verdict, dict) else None
-    return rid if isinstance(rid, str) else None
-
-
 def _history_breaks(
     repo: pygit2.Repository, tip: str, known: cache.GuardCache
-) -> tuple[set[str], list[Break]]:
-    """Every notes commit reachable from ``tip``, and the breaks where one did more than
-    append to the ledgers its parents had. Commits whose history was checked before are
-    not compared again."""
-    checked = known.checked_history()
-    ancestors: set[str] = set()
-    fresh: list[str] = []
-    found: list[Break] = []
-    blobs: dict[str, dict[str, str]] = {}
-
-    def blobs_of(commit: pygit2.Commit) -> dict[str, str]:
-        key = str(commit.id)
-        if key not in blobs:
-            blobs[key] = notes.blobs(repo, key)
-        return blobs[key]
-
-    # newest first, so a commit's old blob is usually the next commit's new one
-    read = functools.lru_cache(maxsize=8)(functools.partial(notes.blob_data, repo))
-    for commit in notes.commits(repo, tip):
-        sha = str(commit.id)
-        ancestors.add(sha)
-        if sha in checked:
-            continue
-        fresh.append(sha)
-        after = blobs_of(commit)
-        for parent in commit.parents:
-            for anchor, old in blobs_of(parent).items():
-                new = after.get(anchor)
-                if new == old:
-                    continue
-                old_text = read(old)
-                if new is None or not read(new).startswith(old_text):
-                    what = "deleted" if new is None else "rewritten, not appended to"
-                    rid = resource_of(old_text)
-                    found.append(Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor))
-    if not found:
-        known.add_history(fresh)
-    return ancestors, found
+) -> tuple[Container[str], list[Break]]:
+    ancestors, found = history.check(repo, tip, known)
+    return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
 
 
-def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
+def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
         Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
@@ -307,10 +264,13 @@ def verify_repository(
         if on_entry is not None:
             on_entry(rid, line, entry, signer, why)
 
-    for anchor, blob in sorted(notes.blobs(repo, tip).items()):
+    for kept in store.ledgers(repo, tip):
+        anchor, blob = kept.anchor, kept.blob
         report.resources += 1
-        data = notes.blob_data(repo, blob)
-        rid = resource_of(data)
+        if kept.problem is not None:
+            report.breaks.append(Break(None, None, kept.problem, anchor))
+            continue
+        rid = ledger.resource_of(kept.first_line)
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
             report.breaks.append(Break(rid, 1, "note does not belong to the resource it registers", anchor))
             continue
@@ -327,7 +287,7 @@ def verify_repository(
             continue
         signed.clear()
         try:
-            found = store.parse_ledger(anchor, blob, data, known)
+            found = store.parse_ledger(anchor, blob, kept.data, known, kept.prefix)
             state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
@@ -335,7 +295,7 @@ def verify_repository(
         report.entries += len(state.entries)
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
-            known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
+            known.save_chain(anchor, cache.Chain(blob, len(kept.data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:
