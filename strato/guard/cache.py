@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from tropo.git import repo as gitrepo
 from tropo.git.atomic import write_atomic
+from tropo.git.types import Repository, hash_blob
 
 VERSION = 1  # bump when what a check accepts changes
 _HEX = frozenset(string.hexdigits.lower())
@@ -67,7 +66,7 @@ def known_lines(chain: Chain | None, blob: str, data: bytes) -> int:
         0 < size < len(data)
         and data[size - 1 : size] == b"\n"
         and data.count(b"\n", 0, size) == chain.lines
-        and str(pygit2.hash(data[:size])) == chain.blob
+        and hash_blob(data[:size]) == chain.blob
     ):
         return chain.lines
     return 0
@@ -103,7 +102,7 @@ def _is_oid(value: object) -> bool:
 class GuardCache:
     """The cache files of one repository; every read tolerates garbage."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.root = gitrepo.private_dir(repo) / "guard" / f"cache.v{VERSION}"
 
     def _chain_path(self, anchor: str) -> Path:

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-import pygit2
 
 from strato.guard import authz, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
+from tropo.git.types import Repository
 
 USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
 MAX_STDIN = 4 * 1024 * 1024
@@ -46,7 +46,7 @@ def _fail(exc: GuardError) -> NoReturn:
     sys.exit(2 if exc.error_type in USAGE_ERRORS else 1)
 
 
-def _repo(root: Path) -> pygit2.Repository:
+def _repo(root: Path) -> Repository:
     try:
         return gitrepo.require(root)
     except gitrepo.NotARepository as exc:
@@ -81,7 +81,7 @@ def guard() -> None:
 
 def _stdin_command(
     name: str,
-    operation: Callable[[pygit2.Repository, dict[str, Any]], dict[str, Any]],
+    operation: Callable[[Repository, dict[str, Any]], dict[str, Any]],
     example: str,
 ) -> None:
     @guard.command(name, help=f"{(operation.__doc__ or '').strip()}\n\n\b\nExample:\n  {example}")
@@ -212,7 +212,7 @@ since_option = click.option(
 )
 
 
-def _revs(repo: pygit2.Repository, revs: tuple[str, ...]) -> list[str]:
+def _revs(repo: Repository, revs: tuple[str, ...]) -> list[str]:
     try:
         return [str(gitrepo.resolve_commit(repo, r).id) for r in revs]
     except gitrepo.RevisionError as exc:

@@ -1,26 +1,25 @@
 """The notes history only ever appended: checked as one tree diff per notes commit.
 
 Every notes commit is compared with each of its parents by a single streaming
-``git diff-tree --stdin`` process, so the check reads what each commit changed and never
-a whole ledger: ledger lines are entry blobs (see :mod:`strato.guard.store`), and an
-append adds exactly the next line names. A line that was changed or removed, a line
-inserted anywhere but at the end, or a marker note rewritten is a break. Ledgers still
-kept as one note (the older layout) are compared as before, prefix against prefix; the
-commit that moves one to entry blobs must keep its bytes as their prefix.
+``git diff-tree --stdin`` process (:mod:`tropo.git.commitdiff`), so the check reads
+what each commit changed and never a whole ledger: ledger lines are entry blobs (see
+:mod:`strato.guard.store`), and an append adds exactly the next line names. A line that
+was changed or removed, a line inserted anywhere but at the end, or a marker note
+rewritten is a break. Ledgers still kept as one note (the older layout) are compared as
+before, prefix against prefix; the commit that moves one to entry blobs must keep its
+bytes as their prefix.
 """
 
 from __future__ import annotations
 
 import string
-import subprocess
 from collections import defaultdict
 from collections.abc import Container
 from dataclasses import dataclass, field
 
-import pygit2
-
 from strato.guard import cache, ledger, store
-from tropo.git import notes
+from tropo.git import commitdiff, notes
+from tropo.git.types import Blob, Repository
 
 _HEX = frozenset(string.hexdigits.lower())
 Found = tuple[str | None, str, str]  # (resource id if known, anchor, why)
@@ -37,27 +36,14 @@ class _Change:
     bad: list[tuple[str, str]] = field(default_factory=list)  # (anchor, why)
 
 
-def _git(repo: pygit2.Repository, args: list[str], stdin: bytes = b"") -> bytes:
-    proc = subprocess.run(
-        ["git", "--git-dir", repo.path, *args], input=stdin, capture_output=True, check=True
-    )
-    return proc.stdout
-
-
-def _graph(repo: pygit2.Repository, tip: str) -> list[list[str]]:
-    """``[commit, *parents]`` for every notes commit reachable from ``tip``."""
-    out = _git(repo, ["rev-list", "--topo-order", "--parents", tip]).decode("ascii")
-    return [line.split() for line in out.splitlines() if line]
-
-
 def _note_target(path: str) -> str | None:
     """The annotated object a notes-tree path names (fan-out undone), if it is a note."""
     flat = path.replace("/", "")
     return flat if len(flat) == 40 and set(flat) <= _HEX else None
 
 
-def _record(change: _Change, meta: str, path: str) -> None:
-    _, _, old, new, status = meta.split(" ")
+def _record(change: _Change, diff: commitdiff.Change) -> None:
+    path, old, new, status = diff.path, diff.old, diff.new, diff.status
     parts = path.split("/")
     if parts[0] == store.LEDGERS:
         anchor = parts[1] if len(parts) > 1 else ""
@@ -83,23 +69,14 @@ def _record(change: _Change, meta: str, path: str) -> None:
         seen[1] = new
 
 
-def _changes(repo: pygit2.Repository, pairs: list[tuple[str, str | None]]) -> list[_Change]:
+def _changes(repo: Repository, pairs: list[tuple[str, str | None]]) -> list[_Change]:
     """One diff per (commit, parent) pair, all from one ``git diff-tree`` process."""
-    stdin = "".join(f"{c}\n" if p is None else f"{c} {p}\n" for c, p in pairs).encode()
-    out = _git(repo, ["diff-tree", "--stdin", "--root", "--always", "-r", "-z"], stdin)
-    tokens = out.decode("utf-8", "surrogateescape").split("\0")
     found: list[_Change] = []
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token.startswith(":"):
-            _record(found[-1], token[1:], tokens[i + 1])
-            i += 2
-            continue
-        if token:
-            commit, parent = pairs[len(found)]
-            found.append(_Change(commit, parent))
-        i += 1
+    for (commit, parent), diffs in zip(pairs, commitdiff.changes(repo, pairs), strict=True):
+        change = _Change(commit, parent)
+        for diff in diffs:
+            _record(change, diff)
+        found.append(change)
     return found
 
 
@@ -109,7 +86,7 @@ class _Counts:
     Commits are judged oldest first, so along a linear history the counts after one
     commit are the counts at its child's parent: carried over, not read from trees."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self.at: str | None = None
         self.counts: dict[str, int] = {}
@@ -130,7 +107,7 @@ class _Counts:
             self.counts[anchor] = starts[anchor] + len(lines)
 
 
-def _judge(repo: pygit2.Repository, change: _Change, counts: _Counts) -> list[Found]:
+def _judge(repo: Repository, change: _Change, counts: _Counts) -> list[Found]:
     """Why this commit did more than append to its parent's ledgers (empty if it did not)."""
     sha = change.commit[:12]
     found: list[Found] = []
@@ -156,7 +133,7 @@ def _judge(repo: pygit2.Repository, change: _Change, counts: _Counts) -> list[Fo
                 blob = lines[first] if lines is not None else None
             except KeyError:
                 continue
-            if isinstance(blob, pygit2.Blob):
+            if isinstance(blob, Blob):
                 return ledger.resource_of(blob.data)
         return None
 
@@ -190,7 +167,7 @@ class Reach(Container[str]):
     time instead of listed."""
 
     def __init__(
-        self, repo: pygit2.Repository, tip: str, known: cache.GuardCache, listed: set[str] | None = None
+        self, repo: Repository, tip: str, known: cache.GuardCache, listed: set[str] | None = None
     ) -> None:
         self.repo, self.tip, self.known = repo, tip, known
         self._listed = listed
@@ -201,19 +178,19 @@ class Reach(Container[str]):
         if self._listed is None:  # one rev-list, however many are asked about
             self._listed = self.known.reached(self.tip)
             if self._listed is None:
-                self._listed = {row[0] for row in _graph(self.repo, self.tip)}
+                self._listed = {row[0] for row in commitdiff.graph(self.repo, self.tip)}
                 self.known.save_reached(self.tip, self._listed)
         return sha in self._listed
 
 
-def check(repo: pygit2.Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
+def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
     """Every notes commit reachable from ``tip``, and why any of them did more than append.
 
     Commits whose history was checked before are not compared again."""
     checked = known.checked_history()
     if tip in checked:  # its whole history was checked: nothing to run
         return Reach(repo, tip, known), []
-    graph = _graph(repo, tip)
+    graph = commitdiff.graph(repo, tip)
     ancestors = {row[0] for row in graph}
     fresh = [row for row in graph if row[0] not in checked]
     pairs: list[tuple[str, str | None]] = []

@@ -13,13 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
 from strato.guard import authz, config, ledger, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import is_ancestor
+from tropo.git.types import Commit, Repository
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ def _cell(value: object) -> str:
     return html.escape(text).replace("|", "&#124;").replace("`", "&#96;")
 
 
-def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:
+def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
         return pin.require_commit(repo, base_notes)
     pinned = pin.read(base)
@@ -107,7 +106,7 @@ def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | 
 
 
 def _base_breaks(
-    repo: pygit2.Repository, base_tip: str | None, head_tip: str | None
+    repo: Repository, base_tip: str | None, head_tip: str | None
 ) -> tuple[dict[str, int], list[verify.Break]]:
     """Lines each base ledger holds, and the breaks where the head dropped or rewrote them."""
     if base_tip is None:
@@ -165,7 +164,7 @@ def _signer(entry: dict[str, Any], signer: authz.Signer | None) -> str | None:
 
 
 def review(
-    repo: pygit2.Repository,
+    repo: Repository,
     base: str,
     head: str = "HEAD",
     since: list[str] | None = None,
@@ -241,7 +240,7 @@ def review(
     return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, report, rows)
 
 
-def _exists(repo: pygit2.Repository, sha: object) -> bool:
+def _exists(repo: Repository, sha: object) -> bool:
     """Whether ``sha`` is the full id of a commit here. Not containment in the head: the notes ref is
     shared, so entries of other open branches appear in every review (and are judged)."""
     if not isinstance(sha, str) or not pin.SHA.match(sha):

@@ -18,20 +18,29 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.guard import cache, ledger, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
-from tropo.git import notes
+from tropo.git import notes, objects
 from tropo.git import repo as gitrepo
+from tropo.git.types import (
+    FILEMODE_BLOB,
+    FILEMODE_TREE,
+    Blob,
+    GitError,
+    Object,
+    Oid,
+    Repository,
+    Tree,
+    TreeBuilder,
+    hash_blob,
+)
 
 REF = "refs/notes/vivary/guard"
 ANCHOR_PREFIX = b"vivary-guard-anchor\n"
@@ -82,14 +91,14 @@ class Stored:
     anchor: str
     blob: str
     note: bytes = b""  # the older layout's whole ledger
-    tree: pygit2.Tree | None = None  # ``ledgers/<anchor>``
-    repo: pygit2.Repository | None = None  # where the line blobs are read from
+    tree: Tree | None = None  # ``ledgers/<anchor>``
+    repo: Repository | None = None  # where the line blobs are read from
     count: int = 0  # lines, as the last name says
     checked: bool = False
     early: str | None = None  # a problem found without walking
 
     @functools.cached_property
-    def _walked(self) -> tuple[tuple[pygit2.Oid, ...], str | None]:
+    def _walked(self) -> tuple[tuple[Oid, ...], str | None]:
         if self.tree is None:
             return (), None
         try:
@@ -98,7 +107,7 @@ class Stored:
             return (), str(exc)
 
     @property
-    def parts(self) -> tuple[pygit2.Oid, ...]:
+    def parts(self) -> tuple[Oid, ...]:
         return self._walked[0]
 
     @functools.cached_property
@@ -141,23 +150,23 @@ class _Malformed(Exception):
     pass
 
 
-def _entry_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
+def _entry_blobs(tree: Tree) -> list[Oid]:
     """The line blobs under ``ledgers/<anchor>``, in order; every odd name and gap refused.
 
     Reads names only, no blob."""
-    found: list[pygit2.Oid] = []
+    found: list[Oid] = []
 
-    def walk(node: pygit2.Tree, depth: int, prefix: str) -> None:
+    def walk(node: Tree, depth: int, prefix: str) -> None:
         for item in node:
             name = item.name or ""
             where = f"{prefix}{name}"
             if len(name) != 2 or not set(name) <= _HEX:
                 raise _Malformed(f"unexpected entry {where!r} among the ledger's lines")
             if depth < LEVELS:
-                if not isinstance(item, pygit2.Tree):
+                if not isinstance(item, Tree):
                     raise _Malformed(f"{where!r} is not a directory of ledger lines")
                 walk(item, depth + 1, where + "/")
-            elif not isinstance(item, pygit2.Blob) or int(where.replace("/", ""), 16) != len(found):
+            elif not isinstance(item, Blob) or int(where.replace("/", ""), 16) != len(found):
                 raise _Malformed(f"ledger line {where!r} is out of sequence (a line is missing)")
             else:
                 found.append(item.id)
@@ -166,7 +175,7 @@ def _entry_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
     return found
 
 
-def prefix_id(tree: pygit2.Tree | None, lines: int) -> str:
+def prefix_id(tree: Tree | None, lines: int) -> str:
     """A name for the first ``lines`` line blobs of a ``ledgers/<anchor>`` tree.
 
     It hashes, level by level, the oids of the subtrees wholly before the last of those
@@ -179,9 +188,9 @@ def prefix_id(tree: pygit2.Tree | None, lines: int) -> str:
     digits = f"{lines - 1:0{2 * LEVELS}x}"
     parts = [digits[i : i + 2] for i in range(0, 2 * LEVELS, 2)]
     digest = hashlib.sha1(b"vivary-ledger-prefix\n", usedforsecurity=False)
-    node: pygit2.Object = tree
+    node: Object = tree
     for depth, part in enumerate(parts, 1):
-        if not isinstance(node, pygit2.Tree) or part not in node:
+        if not isinstance(node, Tree) or part not in node:
             return ""
         for item in node:
             name = item.name or ""
@@ -192,25 +201,25 @@ def prefix_id(tree: pygit2.Tree | None, lines: int) -> str:
     return digest.hexdigest()
 
 
-def lines_tree(tree: pygit2.Tree | None, anchor: str) -> pygit2.Tree | None:
+def lines_tree(tree: Tree | None, anchor: str) -> Tree | None:
     """``ledgers/<anchor>`` of a notes tree, if there is one."""
     if tree is None or LEDGERS not in tree:
         return None
     top = tree[LEDGERS]
-    if not isinstance(top, pygit2.Tree) or anchor not in top:
+    if not isinstance(top, Tree) or anchor not in top:
         return None
     sub = top[anchor]
-    return sub if isinstance(sub, pygit2.Tree) else None
+    return sub if isinstance(sub, Tree) else None
 
 
-def line_count(tree: pygit2.Tree | None, anchor: str) -> int:
+def line_count(tree: Tree | None, anchor: str) -> int:
     """How many lines ``anchor``'s ledger has as entry blobs: the last name, plus one.
 
     Read down the last name of each level, so it costs the depth, not the ledger."""
-    node: pygit2.Object | None = lines_tree(tree, anchor)
+    node: Object | None = lines_tree(tree, anchor)
     digits = ""
     for _ in range(LEVELS):
-        if not isinstance(node, pygit2.Tree) or len(node) == 0:
+        if not isinstance(node, Tree) or len(node) == 0:
             return 0
         node = node[len(node) - 1]
         digits += node.name or ""
@@ -221,8 +230,8 @@ def line_count(tree: pygit2.Tree | None, anchor: str) -> int:
 
 
 def stored(
-    repo: pygit2.Repository,
-    tree: pygit2.Tree | None,
+    repo: Repository,
+    tree: Tree | None,
     anchor: str,
     note: str | None,
     verified: cache.GuardCache | None = None,
@@ -235,7 +244,7 @@ def stored(
     lines = lines_tree(tree, anchor)
     if lines is None:
         data = text or b""
-        return Stored(anchor, str(pygit2.hash(data)), note=data)
+        return Stored(anchor, hash_blob(data), note=data)
     if text != marker(anchor):
         what = "no note" if text is None else "a note that is a ledger too"
         return Stored(anchor, "", early=f"ledger lines under {LEDGERS}/ but {what}")
@@ -250,12 +259,12 @@ def stored(
     return found
 
 
-def ledgers(repo: pygit2.Repository, tip: str | None) -> list[Stored]:
+def ledgers(repo: Repository, tip: str | None) -> list[Stored]:
     """Every ledger (and every other note) at the notes commit ``tip``, by anchor."""
     tree = notes.tree_of(repo, tip)
     found: dict[str, str | None] = dict(notes.blobs(repo, tip))
     top = tree[LEDGERS] if tree is not None and LEDGERS in tree else None
-    if isinstance(top, pygit2.Tree):
+    if isinstance(top, Tree):
         for item in top:
             found.setdefault(item.name or "", None)
     verified = cache.GuardCache(repo)
@@ -299,7 +308,7 @@ def parse_ledger(
     return found
 
 
-def load(repo: pygit2.Repository, resource_id: str, tip: str | None = None) -> Snapshot:
+def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot:
     """``resource_id``'s ledger at ``tip`` (default: the notes ref), folded; resumed from
     the cached tail state when the ledger extends it (:mod:`strato.guard.tail`), so the
     cost does not grow with the ledger. ``state.entries`` is read when asked for."""
@@ -343,10 +352,10 @@ def load(repo: pygit2.Repository, resource_id: str, tip: str | None = None) -> S
     return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
 
 
-def _line(lines: pygit2.Tree, anchor: str, n: int) -> bytes:
+def _line(lines: Tree, anchor: str, n: int) -> bytes:
     """Line ``n`` (from 0) of a ``ledgers/<anchor>`` tree."""
     blob = lines["/".join(entry_path(anchor, n)[2:])]
-    if not isinstance(blob, pygit2.Blob):
+    if not isinstance(blob, Blob):
         raise ValueError(f"line {n + 1} is not a blob")
     data: bytes = blob.data
     return data
@@ -356,26 +365,26 @@ def lines_of(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def _lines_tree(repo: pygit2.Repository, lines: list[bytes]) -> pygit2.Oid:
+def _lines_tree(repo: Repository, lines: list[bytes]) -> Oid:
     """A whole ``ledgers/<anchor>`` tree for ``lines``, built bottom-up (migration)."""
-    level: list[tuple[str, pygit2.Oid]] = []
+    level: list[tuple[str, Oid]] = []
     for n, line in enumerate(lines):
         level.append((f"{n:0{2 * LEVELS}x}", repo.create_blob(line)))
-    mode = pygit2.GIT_FILEMODE_BLOB
+    mode = FILEMODE_BLOB
     for depth in range(LEVELS, 0, -1):
-        groups: dict[str, pygit2.TreeBuilder] = {}
+        groups: dict[str, TreeBuilder] = {}
         for name, oid in level:
             head, tail = name[: 2 * (depth - 1)], name[2 * (depth - 1) :]
             groups.setdefault(head, repo.TreeBuilder()).insert(tail, oid, mode)
         level = [(head, builder.write()) for head, builder in groups.items()]
-        mode = pygit2.GIT_FILEMODE_TREE
+        mode = FILEMODE_TREE
     ((_, root),) = level
     return root
 
 
 def append_tree(
-    repo: pygit2.Repository, tip: str | None, anchor: str, line: bytes, legacy: bytes = b""
-) -> pygit2.Oid:
+    repo: Repository, tip: str | None, anchor: str, line: bytes, legacy: bytes = b""
+) -> Oid:
     """The notes tree of ``tip`` with ``line`` appended to ``anchor``'s ledger.
 
     A ledger still in the older layout (``legacy``, its note) moves to entry blobs in the
@@ -387,20 +396,6 @@ def append_tree(
     else:
         new = notes.insert(repo, tree, entry_path(anchor, count), repo.create_blob(line))
     return notes.keep_anchors(repo, new, tip, anchor)
-
-
-def _housekeep(repo: pygit2.Repository) -> None:
-    """Let git pack loose objects when it judges there are too many (``git gc --auto``,
-    which git's porcelain runs after a commit and our writes would otherwise skip): each
-    append leaves a handful of small loose objects, and reading tens of thousands of them
-    costs far more than reading a pack. git detaches the work; a failure changes nothing."""
-    subprocess.run(
-        ["git", "--git-dir", repo.path, "gc", "--auto", "--quiet"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
-    )
 
 
 def require(snap: Snapshot) -> ledger.State:
@@ -416,7 +411,7 @@ Step = Callable[[Snapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
 
 
 def commit(
-    repo: pygit2.Repository, resource_id: str, step: Step, read: Snapshot | None = None
+    repo: Repository, resource_id: str, step: Step, read: Snapshot | None = None
 ) -> dict[str, Any]:
     """Run ``step`` against the newest ledger and append its entry atomically.
 
@@ -458,20 +453,20 @@ def commit(
                     break
                 time.sleep(0.01 * waits)
             continue
-        except pygit2.GitError as exc:
+        except GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
         # we sealed the new line on a checked chain: the whole new ledger chains correctly
         lines = snap.lines + 1
         written = repo[tree]
-        assert isinstance(written, pygit2.Tree)
+        assert isinstance(written, Tree)
         ident = prefix_id(lines_tree(written, target), lines)
         answer = respond(entry)  # before the state below moves past the entry
         verified = cache.GuardCache(repo)
         verified.save_chain(target, cache.Chain(ident, 0, lines))
         if snap.state is not None and snap.generation:
             tail.advance(verified, target, snap.state, entry, ident, snap.generation)
-        if lines % GC_EVERY == 0:
-            _housekeep(repo)
+        if lines % GC_EVERY == 0:  # each append leaves a few small loose objects, and reading
+            objects.gc_auto(repo)  # tens of thousands of them costs far more than a pack
         return answer
     lock = Path(repo.path) / (REF + ".lock")
     if lock.exists():
@@ -483,7 +478,7 @@ def commit(
     raise GuardError("ledger_busy", f"{REF} kept moving; try again")
 
 
-def find_entry(repo: pygit2.Repository, digest: str) -> dict[str, Any] | None:
+def find_entry(repo: Repository, digest: str) -> dict[str, Any] | None:
     """The entry with ``digest`` in any ledger whose chain holds, or None."""
     if len(digest) != 64:
         return None
@@ -501,26 +496,26 @@ def find_entry(repo: pygit2.Repository, digest: str) -> dict[str, Any] | None:
 
 
 def _with_lines(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, anchor: str, lines: list[bytes]
-) -> pygit2.Tree:
+    repo: Repository, tree: Tree | None, anchor: str, lines: list[bytes]
+) -> Tree:
     """``tree`` with ``anchor``'s ledger being exactly ``lines`` as entry blobs, and the
     marker as its note."""
-    new = notes.insert(repo, tree, [LEDGERS, anchor], _lines_tree(repo, lines), pygit2.GIT_FILEMODE_TREE)
+    new = notes.insert(repo, tree, [LEDGERS, anchor], _lines_tree(repo, lines), FILEMODE_TREE)
     staged = repo[new]
-    assert isinstance(staged, pygit2.Tree)
+    assert isinstance(staged, Tree)
     done = repo[notes.insert(repo, staged, notes.note_path(tree, anchor), repo.create_blob(marker(anchor)))]
-    assert isinstance(done, pygit2.Tree)
+    assert isinstance(done, Tree)
     return done
 
 
-def replace_tree(repo: pygit2.Repository, tip: str | None, anchor: str, data: bytes) -> pygit2.Oid:
+def replace_tree(repo: Repository, tip: str | None, anchor: str, data: bytes) -> Oid:
     """The notes tree of ``tip`` with ``anchor``'s ledger being exactly ``data``. No check
     at all: what migration writes, and an attacker's tool in tests."""
     new = _with_lines(repo, notes.tree_of(repo, tip), anchor, lines_of(data))
     return notes.keep_anchors(repo, new.id, tip, anchor)
 
 
-def migrate(repo: pygit2.Repository) -> dict[str, Any]:
+def migrate(repo: Repository) -> dict[str, Any]:
     """Move every ledger still kept as one note to entry blobs, in one notes commit.
 
     Idempotent (nothing left to move writes nothing) and compare-and-swap: when another

@@ -12,13 +12,12 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
 from strato.guard import authz, cache, config, derive, entries, history, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
+from tropo.git.types import Commit, Repository
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,11 @@ class EntryHeadTrust:
     """The allowed signers as of the commit each entry was made at (HEAD if unknown),
     at the entry's own time: a local integrity check, not the review boundary."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self._signers: dict[str | None, list[AllowedSigner]] = {}
 
-    def _commit(self, sha: object) -> pygit2.Commit | None:
+    def _commit(self, sha: object) -> Commit | None:
         try:
             if isinstance(sha, str):
                 return gitrepo.resolve_commit(self.repo, sha)
@@ -112,7 +111,7 @@ class EntryHeadTrust:
         return f"{commit.id}:{signers}"
 
 
-def trust_at_entry_head(repo: pygit2.Repository) -> TrustAt:
+def trust_at_entry_head(repo: Repository) -> TrustAt:
     return EntryHeadTrust(repo)
 
 
@@ -150,7 +149,7 @@ def check_ledger(
     resource_id: str,
     trust: TrustAt,
     on_entry: OnEntry | None = None,
-    tree: pygit2.Commit | None = None,
+    tree: Commit | None = None,
 ) -> ledger.State:
     """Fold parsed entries, re-deriving each one the trust judges and checking its
     signature; raises :class:`ledger.LedgerBreak`. ``tree`` is the commit deterministic
@@ -205,7 +204,7 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
 
 
 def _history_breaks(
-    repo: pygit2.Repository, tip: str, known: cache.GuardCache
+    repo: Repository, tip: str, known: cache.GuardCache
 ) -> tuple[Container[str], list[Break]]:
     ancestors, found = history.check(repo, tip, known)
     return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
@@ -220,7 +219,7 @@ def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     ]
 
 
-def _reflog_tips(repo: pygit2.Repository) -> list[str]:
+def _reflog_tips(repo: Repository) -> list[str]:
     try:
         log = repo.references[store.REF].log()
     except KeyError:
@@ -229,12 +228,12 @@ def _reflog_tips(repo: pygit2.Repository) -> list[str]:
 
 
 def verify_repository(
-    repo: pygit2.Repository,
+    repo: Repository,
     *,
     since: list[str] | None = None,
     trust: TrustAt | None = None,
     on_entry: OnEntry | None = None,
-    tree: pygit2.Commit | None = None,
+    tree: Commit | None = None,
 ) -> Report:
     """Check every ledger on the notes ref, its history, and (optionally) that it
     descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
@@ -303,7 +302,7 @@ def verify_repository(
     return report
 
 
-def _notes_signature_breaks(repo: pygit2.Repository, tip: str, since: list[str]) -> list[Break]:
+def _notes_signature_breaks(repo: Repository, tip: str, since: list[str]) -> list[Break]:
     """Notes commits about to be pushed (after ``since``), judged by HEAD's signers now:
     a bad signature always, a missing one when HEAD's config requires signed notes."""
     head = gitrepo.head_commit(repo)

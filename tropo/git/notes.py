@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import string
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pygit2
 
@@ -253,8 +253,12 @@ def write(
     return commit(repo, ref, tip, keep_anchors(repo, new_tree, tip, target), message)
 
 
-def commits(repo: pygit2.Repository, tip: str | None) -> Iterator[pygit2.Commit]:
-    """The notes history from ``tip`` back to its root (newest first)."""
+def commits(repo: pygit2.Repository, tip: str | None, hide: Iterable[str] = ()) -> Iterator[pygit2.Commit]:
+    """The notes history from ``tip`` back to its root (newest first, parents after
+    children), leaving out ``hide`` and everything they reach."""
     if tip is None:
         return
-    yield from repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.TOPOLOGICAL)
+    walker = repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.TOPOLOGICAL)
+    for stop in hide:
+        walker.hide(pygit2.Oid(hex=stop))
+    yield from walker
