@@ -1,9 +1,11 @@
-"""Guard speed vs ledger length: transitions per second and `verify` time, with the
+"""Guard speed vs ledger length: the cost of one append and of `verify`, with the
 verification cache (``.git/vivary/guard``) warm and with it deleted before every
 operation (the uncached path: every line's digest re-checked, every notes commit
-re-compared), both measured in this run on the same repository.
+re-compared), on one repository grown in this run. Append costs are also shown as a
+ratio to the first (shortest) length, the baseline measured in the same run; every
+figure is the median of ``--repeat`` runs.
 
-    python -m bench.guard [--lengths 50,200,400] [--moves 20]
+    python -m bench.guard [--lengths 10,1000,10000] [--moves 10] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -66,27 +69,34 @@ def measure(led: Ledger, moves: int) -> dict[str, float]:
     led.move()  # one append since the last verify: only its line and commit are new
     incremental = timed(lambda: verify_ok(led))
     return {
-        "tps_cached": moves / cached,
-        "tps_uncached": moves / uncached,
+        "append_cached": cached / moves,
+        "append_uncached": uncached / moves,
         "verify_uncached": cold,
         "verify_warm": warm,
         "verify_after_append": incremental,
     }
 
 
+def medians(led: Ledger, moves: int, repeat: int) -> dict[str, float]:
+    runs = [measure(led, moves) for _ in range(repeat)]
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lengths", default="50,200,400")
-    parser.add_argument("--moves", type=int, default=20)
+    parser.add_argument("--lengths", default="10,1000,10000")
+    parser.add_argument("--moves", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per length; medians shown")
     args = parser.parse_args()
     os.environ.setdefault("GIT_AUTHOR_NAME", "bench")
     os.environ.setdefault("GIT_AUTHOR_EMAIL", "bench@example.com")
     os.environ.setdefault("GIT_COMMITTER_NAME", "bench")
     os.environ.setdefault("GIT_COMMITTER_EMAIL", "bench@example.com")
     print(
-        f"{'entries':>7} | {'tx/s cached':>11} {'uncached':>9} {'ratio':>6} | "
-        f"{'verify uncached':>15} {'warm':>8} {'+1 entry':>9} {'ratio':>7}"
+        f"{'entries':>7} | {'append ms':>9} {'x base':>6} {'uncached':>9} {'x base':>6} | "
+        f"{'verify uncached':>15} {'warm':>8} {'+1 entry':>9}"
     )
+    base: dict[str, float] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         led = Ledger(Path(tmp) / "repo")
         done = 1
@@ -94,14 +104,17 @@ def main() -> None:
             while done < length:
                 led.move()
                 done += 1
-            r = measure(led, args.moves)
-            done += 2 * args.moves + 1
+            r = medians(led, args.moves, args.repeat)
+            done += (2 * args.moves + 1) * args.repeat
+            base = base or r
             print(
-                f"{length:>7} | {r['tps_cached']:>11.1f} {r['tps_uncached']:>9.1f} "
-                f"{r['tps_cached'] / r['tps_uncached']:>5.1f}x | "
+                f"{length:>7} | {1000 * r['append_cached']:>9.1f} "
+                f"{r['append_cached'] / base['append_cached']:>5.2f}x "
+                f"{1000 * r['append_uncached']:>9.1f} "
+                f"{r['append_uncached'] / base['append_uncached']:>5.2f}x | "
                 f"{r['verify_uncached']:>14.3f}s {r['verify_warm']:>7.3f}s "
-                f"{r['verify_after_append']:>8.3f}s "
-                f"{r['verify_uncached'] / r['verify_after_append']:>6.0f}x"
+                f"{r['verify_after_append']:>8.3f}s",
+                flush=True,
             )
 
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pygit2
-
 from strato.guard import signers as signers_mod
 from strato.guard import sshsig
 from strato.guard.canonical import canonical
 from strato.guard.errors import GuardError
 from tropo.git.revision import read_file
+from tropo.git.types import Commit
 
 SIGNERS_PATH = ".vivary/guard/allowed_signers"
 NS_OVERRIDE = "stratum-guard-override"
@@ -67,7 +66,7 @@ class Signer:
         return {"principal": self.principal, "fingerprint": self.fingerprint}
 
 
-def trusted_signers(commit: pygit2.Commit | None) -> list[signers_mod.AllowedSigner]:
+def trusted_signers(commit: Commit | None) -> list[signers_mod.AllowedSigner]:
     """The allowed signers ``commit`` records; unusable or empty roots refuse."""
     where = f"commit {str(commit.id)[:12]}" if commit is not None else "the repository (no commits)"
     data = read_file(commit, SIGNERS_PATH)

@@ -11,7 +11,8 @@ fresh check concluded about the same bytes under the same trust:
   its trust root was read from and that commit's ``allowed_signers`` blob. A hit needs
   the same blob and the same signers blobs now (a rewritten HEAD or signers file misses).
 - the notes commits whose history was checked append-only: a commit oid fixes its whole
-  history, so the walk stops at the first one already checked.
+  history, so the walk stops at the first one already checked; and, for the newest tip
+  verified, the set of commits it descends from (the rewind check's answer).
 
 The cache is as trusted as the rest of ``.git``: whoever can write there can also replace
 objects and hooks, so it guards against staleness and corruption, not against forgery.
@@ -26,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from tropo.git import repo as gitrepo
 from tropo.git.atomic import write_atomic
+from tropo.git.types import Repository, hash_blob
 
 VERSION = 1  # bump when what a check accepts changes
 _HEX = frozenset(string.hexdigits.lower())
@@ -66,7 +66,7 @@ def known_lines(chain: Chain | None, blob: str, data: bytes) -> int:
         0 < size < len(data)
         and data[size - 1 : size] == b"\n"
         and data.count(b"\n", 0, size) == chain.lines
-        and str(pygit2.hash(data[:size])) == chain.blob
+        and hash_blob(data[:size]) == chain.blob
     ):
         return chain.lines
     return 0
@@ -102,7 +102,7 @@ def _is_oid(value: object) -> bool:
 class GuardCache:
     """The cache files of one repository; every read tolerates garbage."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.root = gitrepo.private_dir(repo) / "guard" / f"cache.v{VERSION}"
 
     def _chain_path(self, anchor: str) -> Path:
@@ -129,7 +129,26 @@ class GuardCache:
             text = self._history_path.read_text("ascii", errors="replace")
         except OSError:
             return set()
-        return {line for line in text.split("\n") if _is_oid(line)}
+        # garbage lines are harmless here: only real oids are ever looked up
+        return set(text.split("\n")) - {""}
+
+    @property
+    def _reach_path(self) -> Path:
+        return self.root / "reach"
+
+    def reached(self, tip: str) -> set[str] | None:
+        """Every notes commit ``tip`` descends from, if recorded for this very tip."""
+        try:
+            first, _, rest = self._reach_path.read_text("ascii", errors="replace").partition("\n")
+        except OSError:
+            return None
+        return set(rest.split("\n")) - {""} if first == tip else None
+
+    def save_reached(self, tip: str, commits: set[str]) -> None:
+        """Record ``tip``'s ancestors (one tip at a time: a commit fixes its history)."""
+        with contextlib.suppress(OSError):
+            data = "".join(f"{c}\n" for c in [tip, *sorted(commits)]).encode("ascii")
+            write_atomic(self._reach_path, data, fsync=False)
 
     def add_history(self, commits: list[str]) -> None:
         if not commits:

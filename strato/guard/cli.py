@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-import pygit2
 
-from strato.guard import authz, engine, lock, pin
+from strato.guard import authz, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.review import visible
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
+from tropo.git.types import Repository
 
 USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
 MAX_STDIN = 4 * 1024 * 1024
@@ -47,7 +47,7 @@ def _fail(exc: GuardError) -> NoReturn:
     sys.exit(2 if exc.error_type in USAGE_ERRORS else 1)
 
 
-def _repo(root: Path) -> pygit2.Repository:
+def _repo(root: Path) -> Repository:
     try:
         return gitrepo.require(root)
     except gitrepo.NotARepository as exc:
@@ -82,7 +82,7 @@ def guard() -> None:
 
 def _stdin_command(
     name: str,
-    operation: Callable[[pygit2.Repository, dict[str, Any]], dict[str, Any]],
+    operation: Callable[[Repository, dict[str, Any]], dict[str, Any]],
     example: str,
 ) -> None:
     @guard.command(name, help=f"{(operation.__doc__ or '').strip()}\n\n\b\nExample:\n  {example}")
@@ -213,7 +213,7 @@ since_option = click.option(
 )
 
 
-def _revs(repo: pygit2.Repository, revs: tuple[str, ...]) -> list[str]:
+def _revs(repo: Repository, revs: tuple[str, ...]) -> list[str]:
     try:
         return [str(gitrepo.resolve_commit(repo, r).id) for r in revs]
     except gitrepo.RevisionError as exc:
@@ -366,3 +366,28 @@ def unlock_command(root: Path, as_json: bool, min_age: float) -> None:
     if refused:
         click.echo(f"strato guard: lock kept: {answer['reason']}", err=True)
     sys.exit(1 if refused else 0)
+
+
+@guard.command("migrate-store")
+@root_option
+@json_option
+def migrate_store_command(root: Path, as_json: bool) -> None:
+    """Move every ledger kept in the older layout (the whole ledger as one note) to one
+    blob per line, in one notes commit; the bytes, and so every digest, stay the same.
+
+    Idempotent: with nothing left to move it writes nothing. Safe beside other writers
+    (compare-and-swap on the notes ref). Push the notes ref afterwards as usual.
+
+    \b
+    Example:
+      strato guard migrate-store --json
+      git push origin refs/notes/vivary/guard
+    """
+    try:
+        answer = store.migrate(_repo(root))
+    except GuardError as exc:
+        _fail(exc)
+    if as_json:
+        _emit(answer)
+    else:
+        click.echo(f"{answer['status']}: {answer['migrated']} ledger(s) moved to line blobs")

@@ -15,10 +15,9 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 
-import pygit2
-
 from strato.guard.errors import GuardError
 from tropo.git.revision import read_file
+from tropo.git.types import Commit
 
 CONFIG_PATH = ".vivary/guard/config.toml"
 AGENTS_PATH = ".vivary/agents.toml"
@@ -33,7 +32,7 @@ class GuardConfig:
     require_signed_notes: bool = False
 
 
-def _toml(commit: pygit2.Commit | None, path: str) -> dict[str, object]:
+def _toml(commit: Commit | None, path: str) -> dict[str, object]:
     data = read_file(commit, path)
     if data is None:
         return {}
@@ -51,7 +50,7 @@ def _number(value: object, path: str, name: str, default: float) -> float:
     return float(value)
 
 
-def load(commit: pygit2.Commit | None) -> GuardConfig:
+def load(commit: Commit | None) -> GuardConfig:
     guard = _toml(commit, CONFIG_PATH)
     allow = guard.get("allow_commands", False)
     if not isinstance(allow, bool):

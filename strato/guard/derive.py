@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pygit2
-
 from strato.guard import authz, predicates
 from strato.guard.canonical import payload_digest
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
 from strato.guard.policy import Predicate
+from tropo.git.types import Blob, Commit
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # who may resolve each kind of step; only a signature makes a human outcome
@@ -70,7 +69,7 @@ def check_register(entry: dict[str, Any]) -> None:
         raise ValueError("the register line's payload_digest is not its policy checksum")
 
 
-def check(entry: dict[str, Any], state: State, tree: pygit2.Commit | None = None) -> None:
+def check(entry: dict[str, Any], state: State, tree: Commit | None = None) -> None:
     """Refuse an entry whose fields are not exactly what its kind and inputs imply."""
     ts = entry["ts_ms"]
     if ts < 0:
@@ -131,7 +130,7 @@ def _policy_change(entry: dict[str, Any]) -> None:
         raise ValueError("a policy change carries a rationale and no idempotency_key")
 
 
-def _transition(entry: dict[str, Any], state: State, tree: pygit2.Commit | None) -> None:
+def _transition(entry: dict[str, Any], state: State, tree: Commit | None) -> None:
     _resolver(entry, "transition")
     if entry["rationale"] is not None:
         raise ValueError("a transition carries no rationale")
@@ -180,7 +179,7 @@ def _recorded_met(pred: Predicate, rec: object, ev: object) -> bool:
     return met
 
 
-def _recheck(pred: Predicate, tree: pygit2.Commit) -> None:
+def _recheck(pred: Predicate, tree: Commit) -> None:
     """A deterministic file predicate recorded as met must hold in the reviewed tree."""
     if not pred.trusted:
         return
@@ -191,7 +190,7 @@ def _recheck(pred: Predicate, tree: pygit2.Commit) -> None:
     if call.name == "server_file_exists":
         path = str(call.args[0])
         try:
-            found = isinstance(tree.tree[path], pygit2.Blob)
+            found = isinstance(tree.tree[path], Blob)
         except (KeyError, ValueError):
             found = False
         if not found:

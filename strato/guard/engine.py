@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.guard import authz, config, descriptors, entries, predicates, store
 from strato.guard import policy as policy_mod
 from strato.guard.canonical import payload_digest, sha256_hex
@@ -22,6 +20,7 @@ from strato.guard.errors import GuardError
 from strato.guard.ledger import State
 from tropo.git import repo as gitrepo
 from tropo.git.revision import read_file
+from tropo.git.types import Repository
 
 
 def fields(
@@ -129,7 +128,7 @@ def _rationale(value: object) -> str:
 # -- register ---------------------------------------------------------------------------
 
 
-def register(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Register a resource's policy; the same policy again is a no-op, another is refused."""
     f = fields(
         req,
@@ -184,7 +183,7 @@ def register(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
 # -- transition -------------------------------------------------------------------------
 
 
-def _receipts(repo: pygit2.Repository) -> Callable[[str], bool]:
+def _receipts(repo: Repository) -> Callable[[str], bool]:
     """``verdict_receipt_clean``: any sound ledger holds that digest as applied or review_clean."""
 
     def clean(digest: str) -> bool:
@@ -194,7 +193,7 @@ def _receipts(repo: pygit2.Repository) -> Callable[[str], bool]:
     return clean
 
 
-def transition(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Attempt from_state -> to_state; the edge's predicates decide, the ledger records it."""
     f = fields(
         req,
@@ -304,7 +303,7 @@ def transition(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any
 
 
 def _signed(
-    repo: pygit2.Repository, armor: object, namespace: str, payload: str
+    repo: Repository, armor: object, namespace: str, payload: str
 ) -> tuple[authz.Signer, dict[str, Any]]:
     signer = authz.check_signature(
         armor,
@@ -317,7 +316,7 @@ def _signed(
     return signer, {"namespace": namespace, "signature": armor, **signer.to_json()}
 
 
-def override(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def override(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Move along a legal edge without its predicates, on a person's one-shot signature."""
     f = fields(
         req,
@@ -355,7 +354,7 @@ _POLICY_FIELDS = ("new_graph",)
 _POLICY_DEFAULTS: dict[str, Any] = {"new_edge_predicates": {}, "new_terminal": [], "new_stakes": {}}
 
 
-def migrate(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def migrate(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the policy in any way, on a person's one-shot signature."""
     f = fields(
         req, ("resource_id", *_POLICY_FIELDS, "authorization", "rationale"), _POLICY_DEFAULTS
@@ -388,7 +387,7 @@ def migrate(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     return store.commit(repo, rid, step)
 
 
-def upgrade(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Extend the policy without a signature; anything but additive is refused."""
     f = fields(req, ("resource_id", *_POLICY_FIELDS, "rationale"), _POLICY_DEFAULTS)
     rid, raw = f["resource_id"], _rationale(f["rationale"])
@@ -413,7 +412,7 @@ def upgrade(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     return store.commit(repo, rid, step)
 
 
-def apply_upgrade(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Apply a signed upgrade descriptor committed at HEAD."""
     f = fields(req, ("resource_id", "descriptor_id"), {})
     rid, ident = f["resource_id"], f["descriptor_id"]
@@ -474,7 +473,7 @@ def apply_upgrade(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, 
     return store.commit(repo, rid, step)
 
 
-def history(repo: pygit2.Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+def history(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """The resource's current state, graph version and whole ledger."""
     f = fields(req, ("resource_id",), {})
     state = store.require(store.load(repo, f["resource_id"]))
@@ -498,7 +497,7 @@ OPERATIONS = {
 }
 
 
-def authorization_request(repo: pygit2.Repository, req: Mapping[str, Any]) -> tuple[str, str]:
+def authorization_request(repo: Repository, req: Mapping[str, Any]) -> tuple[str, str]:
     """The exact payload to sign for an override or migrate now, and its namespace."""
     if not isinstance(req, Mapping):
         raise GuardError("invalid_request", "the request must be one JSON object")

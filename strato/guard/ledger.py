@@ -9,7 +9,7 @@ an edited, dropped, reordered or invented line is found with its line number.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,17 +86,18 @@ class LedgerBreak(Exception):
         return GuardError("ledger_corrupt", f"ledger of {resource_id!r} is broken at {self}")
 
 
-def parse(text: str, known: int = 0) -> list[dict[str, Any]]:
+def parse(text: str, known: int = 0, after: str = "") -> list[dict[str, Any]]:
     """Entries of a ledger note, each digest and link checked.
 
     The first ``known`` lines were checked before (the same bytes, per the cache), so
-    they are only decoded; every later line is checked and must link to them.
+    they are only decoded; every later line is checked and must link to them. ``after``
+    is the digest of the line before ``text`` when ``text`` is a ledger's tail.
     """
     if text and not text.endswith("\n"):
         raise LedgerBreak(text.count("\n") + 1, "last line is not terminated")
     lines = text.splitlines()
     entries = _decode_known(lines[:known]) if known else []
-    prev = entries[-1]["entry_digest"] if entries else ""
+    prev = entries[-1]["entry_digest"] if entries else after
     for n, line in enumerate(lines[len(entries) :], len(entries) + 1):
         try:
             entry = loads(line)
@@ -116,7 +117,9 @@ def parse(text: str, known: int = 0) -> list[dict[str, Any]]:
                 n, "prev_digest does not link to the line before (dropped or reordered)"
             )
         stated = entry["entry_digest"]
-        if stated not in (entry_digest(entry, prev), raw_entry_digest(line, prev)):
+        # the raw digest (a hash over the line's bytes) is the cheap one, and for every
+        # line either engine wrote it is the one that matches; re-serialising is the fallback
+        if stated != raw_entry_digest(line, prev) and stated != entry_digest(entry, prev):
             raise LedgerBreak(n, "entry_digest does not match the entry (edited)")
         entries.append(entry)
         prev = stated
@@ -145,21 +148,43 @@ def first_entry(text: str) -> dict[str, Any] | None:
     return first if isinstance(first, dict) else None
 
 
+def resource_of(data: bytes) -> str | None:
+    """The id a ledger's first line registers, read without trusting anything else: only
+    to name the ledger (a break, the anchor check), never to decide what it allows."""
+    first = first_entry(data.decode("utf-8", "replace"))
+    verdict = first.get("verdict") if first else None
+    rid = verdict.get("resource_id") if isinstance(verdict, dict) else None
+    return rid if isinstance(rid, str) else None
+
+
 @dataclass
 class State:
-    """A resource as its ledger so far says it is."""
+    """A resource as its ledger so far says it is.
+
+    A state resumed from the cache (:mod:`strato.guard.tail`) knows its length, its
+    idempotency keys (``by_key``, looked up on demand) and how to read its entries; it
+    reads them only when ``entries`` is asked for."""
 
     resource_id: str
     policy: policy_mod.Policy
     graph_version: int
     current_state: str
     head: str
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
+    known: list[dict[str, Any]] = field(default_factory=list)
+    by_key: MutableMapping[str, dict[str, Any]] = field(default_factory=dict)
+    length: int = 0
+    read_entries: Callable[[], list[dict[str, Any]]] | None = None
+    policy_line: int = 0  # the entry (from 0) whose verdict holds ``policy``
 
     @property
     def checksum(self) -> str:
         return self.policy.checksum
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        if self.read_entries is not None:
+            self.known, self.read_entries = self.read_entries(), None
+        return self.known
 
     def apply(self, entry: dict[str, Any], line: int) -> None:
         """Advance by one entry, refusing any that is not a legal step from here."""
@@ -194,13 +219,15 @@ class State:
                 why := policy_mod.additive_violation(self.policy, new)
             ):
                 raise LedgerBreak(line, f"unsigned policy change is not additive: {why}")
-            self.policy, self.graph_version = new, version
+            self.policy, self.graph_version, self.policy_line = new, version, self.length
         else:
             raise LedgerBreak(line, f"unknown entry kind {kind!r}/{outcome!r}")
         key = entry["idempotency_key"]
         if key is not None and key not in self.by_key:
             self.by_key[key] = entry
-        self.entries.append(entry)
+        if self.read_entries is None:
+            self.known.append(entry)
+        self.length += 1
         self.head = entry["entry_digest"]
 
 
@@ -239,7 +266,7 @@ def fold(entries: list[dict[str, Any]], resource_id: str, before_each: Hook | No
         raise LedgerBreak(1, "ledger registers another resource (moved note)")
     if version != 1 or first["to_state"] != pol.initial:
         raise LedgerBreak(1, "register entry must start at the initial state, graph_version 1")
-    state = State(resource_id, pol, 1, pol.initial, first["entry_digest"], [first])
+    state = State(resource_id, pol, 1, pol.initial, first["entry_digest"], [first], length=1)
     for n, entry in enumerate(entries[1:], 2):
         if before_each is not None:
             before_each(n, entry, state)

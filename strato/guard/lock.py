@@ -18,20 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.guard import store
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
+from tropo.git.types import Repository
 
 DEFAULT_MIN_AGE_S = 60.0
 
 
-def lock_path(repo: pygit2.Repository) -> Path:
+def lock_path(repo: Repository) -> Path:
     return Path(repo.path) / (store.REF + ".lock")
 
 
-def unlock(repo: pygit2.Repository, min_age_s: float = DEFAULT_MIN_AGE_S) -> dict[str, Any]:
+def unlock(repo: Repository, min_age_s: float = DEFAULT_MIN_AGE_S) -> dict[str, Any]:
     """Remove a stale notes-ref lock; ``status`` says what was decided and why."""
     path = lock_path(repo)
     try:
@@ -64,7 +63,7 @@ def unlock(repo: pygit2.Repository, min_age_s: float = DEFAULT_MIN_AGE_S) -> dic
     return answer
 
 
-def _log(repo: pygit2.Repository, answer: dict[str, Any]) -> None:
+def _log(repo: Repository, answer: dict[str, Any]) -> None:
     log = gitrepo.private_dir(repo) / "guard" / "unlock.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"ts_ms": int(time.time() * 1000), "pid": os.getpid(), **answer})

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pygit2
-
 from strato.guard import sshsig
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner, find
+from tropo.git import notes
+from tropo.git.types import Commit, Repository
 
 NAMESPACE = "git"
 
 
 def signer_of(
-    commit: pygit2.Commit, trusted: list[AllowedSigner], at_s: int
+    commit: Commit, trusted: list[AllowedSigner], at_s: int
 ) -> tuple[AllowedSigner | None, str | None]:
     """(the allowed signer, None) when ``commit`` is validly signed by a trusted key;
     (None, why) otherwise; (None, None) when it carries no signature."""
@@ -40,7 +40,7 @@ def signer_of(
 
 
 def unsigned_breaks(
-    repo: pygit2.Repository,
+    repo: Repository,
     tip: str,
     stops: list[str],
     trusted: Callable[[], list[AllowedSigner]],
@@ -49,11 +49,8 @@ def unsigned_breaks(
 ) -> list[str]:
     """Why each notes commit after ``stops`` up to ``tip`` fails: a signature that does not
     verify against ``trusted`` always; no signature only when ``required``."""
-    walker = repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)
-    for stop in stops:
-        walker.hide(stop)
     found = []
-    for commit in walker:
+    for commit in notes.commits(repo, tip, hide=stops):
         has_sig = bool(commit.gpg_signature[0])
         if not has_sig and not required:
             continue

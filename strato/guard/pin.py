@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pygit2
-
 from strato.guard import store
 from strato.guard.errors import GuardError
 from tropo.git import repo as gitrepo
 from tropo.git.revision import read_file
+from tropo.git.types import Commit, Repository
 
 PIN_PATH = ".vivary/guard/notes-tip"
 NONE = "none"  # the branch has no ledgers yet
@@ -27,7 +26,7 @@ def text(tip: str | None) -> str:
     return f"{tip if tip is not None else NONE}\n"
 
 
-def write(repo: pygit2.Repository) -> str | None:
+def write(repo: Repository) -> str | None:
     """Pin the current notes tip in the work tree (commit it with the change); the tip."""
     tip = gitrepo.read_ref(repo, store.REF)
     path = Path(gitrepo.workdir(repo)) / PIN_PATH
@@ -36,13 +35,13 @@ def write(repo: pygit2.Repository) -> str | None:
     return tip
 
 
-def read_or_none(commit: pygit2.Commit) -> str | None:
+def read_or_none(commit: Commit) -> str | None:
     """The pin file's text as written, None when there is none (no judgement)."""
     data = read_file(commit, PIN_PATH)
     return None if data is None else data.decode("utf-8", "replace").strip()
 
 
-def read(commit: pygit2.Commit) -> str | None:
+def read(commit: Commit) -> str | None:
     """The notes commit ``commit`` pins (None: no ledgers); fails closed with the fix."""
     data = read_file(commit, PIN_PATH)
     where = str(commit.id)[:12]
@@ -60,7 +59,7 @@ def read(commit: pygit2.Commit) -> str | None:
     return value
 
 
-def require_commit(repo: pygit2.Repository, sha: str) -> str:
+def require_commit(repo: Repository, sha: str) -> str:
     """``sha`` as a notes commit this clone has; the fetch to run otherwise."""
     try:
         return str(gitrepo.resolve_commit(repo, sha).id)

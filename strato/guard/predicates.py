@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pygit2
-
 from strato.guard.config import CONFIG_PATH, GuardConfig
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy, Predicate
+from tropo.git import repo as gitrepo
+from tropo.git.types import Repository
 
 Arg = str | list[str]
 _HEXSHA = re.compile(r"^[0-9a-fA-F]{4,40}$")
@@ -100,7 +100,7 @@ def check_policy(policy: Policy, config: GuardConfig) -> None:
 class Evidence:
     """What predicates may look at: the work tree, the object store, other ledgers."""
 
-    repo: pygit2.Repository
+    repo: Repository
     root: Path
     config: GuardConfig
     receipt_clean: Callable[[str], bool]
@@ -118,8 +118,9 @@ def _commit_exists(ev: Evidence, sha: str) -> tuple[bool, str]:
     met = False
     if _HEXSHA.match(sha):
         try:
-            met = isinstance(ev.repo.revparse_single(sha).peel(pygit2.Commit), pygit2.Commit)
-        except (KeyError, ValueError, pygit2.GitError):
+            gitrepo.resolve_commit(ev.repo, sha)  # a tag peels to its commit, as before
+            met = True
+        except gitrepo.RevisionError:
             met = False
     return met, f"commit {sha[:12]} {'present' if met else 'absent'}"
 

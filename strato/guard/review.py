@@ -14,13 +14,12 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
-from strato.guard import authz, config, notesig, pin, store, verify
+from strato.guard import authz, config, ledger, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import is_ancestor
+from tropo.git.types import Commit, Repository
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def _cell(value: object) -> str:
 _DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 
 
-def unambiguous(repo: pygit2.Repository, rev: str) -> str:
+def unambiguous(repo: Repository, rev: str) -> str:
     """``rev``, refused when its ref name means more than one ref: anyone who can push a
     tag ``origin/main`` would otherwise choose the base (its signers, its pin)."""
     name = re.split(r"[~^:]|@\{", rev, maxsplit=1)[0]
@@ -139,7 +138,7 @@ def unambiguous(repo: pygit2.Repository, rev: str) -> str:
     return rev
 
 
-def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | None) -> str | None:
+def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
         return pin.require_commit(repo, unambiguous(repo, base_notes))
     pinned = pin.read(base)
@@ -147,7 +146,7 @@ def _base_notes(repo: pygit2.Repository, base: pygit2.Commit, base_notes: str | 
 
 
 def _base_breaks(
-    repo: pygit2.Repository, base_tip: str | None, head_tip: str | None
+    repo: Repository, base_tip: str | None, head_tip: str | None
 ) -> tuple[dict[str, int], list[verify.Break]]:
     """Lines each base ledger holds, and the breaks where the head dropped or rewrote them."""
     if base_tip is None:
@@ -157,18 +156,35 @@ def _base_breaks(
         return {}, [verify.Break(None, None, why + " (rewritten or force-pushed)")]
     known: dict[str, int] = {}
     found: list[verify.Break] = []
-    after = notes.blobs(repo, head_tip)
-    for anchor, blob in notes.blobs(repo, base_tip).items():
-        old = notes.blob_data(repo, blob)
-        known[anchor] = old.count(b"\n")
-        rid = verify.resource_of(old)
-        new = notes.blob_data(repo, after[anchor]) if anchor in after else None
-        if new is None:
-            found.append(verify.Break(rid, None, "ledger of the base was deleted", anchor))
-        elif not new.startswith(old):
-            line = _first_difference(old, new)
-            found.append(verify.Break(rid, line, "line of the base's ledger rewritten or removed", anchor))
+    after = {kept.anchor: kept for kept in store.ledgers(repo, head_tip)}
+    for kept in store.ledgers(repo, base_tip):
+        if kept.problem is not None:  # the base's own ledger: nothing to judge the head by
+            why = f"the base's ledger is unreadable: {kept.problem}"
+            found.append(verify.Break(None, None, why, kept.anchor))
+            continue
+        old = kept.data
+        known[kept.anchor] = old.count(b"\n")
+        rid = ledger.resource_of(kept.first_line)
+        now = after.get(kept.anchor)
+        if now is None:
+            found.append(verify.Break(rid, None, "ledger of the base was deleted", kept.anchor))
+        elif now.problem is not None:
+            why = f"ledger of the base unreadable in the head: {now.problem}"
+            found.append(verify.Break(rid, None, why, kept.anchor))
+        elif not _extends(kept, now):
+            line = _first_difference(old, now.data)
+            why = "line of the base's ledger rewritten or removed"
+            found.append(verify.Break(rid, line, why, kept.anchor))
     return known, found
+
+
+def _extends(base: store.Stored, head: store.Stored) -> bool:
+    """Whether ``head``'s ledger bytes start with all of ``base``'s. Two ledgers kept as
+    line blobs agree when the head's first line blobs are the base's (an oid names the
+    bytes, so no line is read); otherwise, or if they do not, the bytes decide."""
+    if base.parts and not head.legacy and head.parts[: len(base.parts)] == base.parts:
+        return True
+    return head.data.startswith(base.data)
 
 
 def _first_difference(old: bytes, new: bytes) -> int:
@@ -188,7 +204,7 @@ def _signer(entry: dict[str, Any], signer: authz.Signer | None) -> str | None:
 
 
 def review(
-    repo: pygit2.Repository,
+    repo: Repository,
     base: str,
     head: str = "HEAD",
     since: list[str] | None = None,
@@ -274,7 +290,7 @@ def review(
     return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, report, rows)
 
 
-def _exists(repo: pygit2.Repository, sha: object) -> bool:
+def _exists(repo: Repository, sha: object) -> bool:
     """Whether ``sha`` is the full id of a commit here. Not containment in the head: the notes ref is
     shared, so entries of other open branches appear in every review (and are judged)."""
     if not isinstance(sha, str) or not pin.SHA.match(sha):

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-import pygit2
-
-from strato.guard import authz, cache, config, derive, entries, ledger, notesig, store
+from strato.guard import authz, cache, config, derive, entries, history, ledger, notesig, store
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
+from tropo.git.types import Commit, Repository
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,11 @@ class EntryHeadTrust:
     """The allowed signers as of the commit each entry was made at (HEAD if unknown),
     at the entry's own time: a local integrity check, not the review boundary."""
 
-    def __init__(self, repo: pygit2.Repository) -> None:
+    def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self._signers: dict[str | None, list[AllowedSigner]] = {}
 
-    def _commit(self, sha: object) -> pygit2.Commit | None:
+    def _commit(self, sha: object) -> Commit | None:
         try:
             if isinstance(sha, str):
                 return gitrepo.resolve_commit(self.repo, sha)
@@ -112,7 +111,7 @@ class EntryHeadTrust:
         return f"{commit.id}:{signers}"
 
 
-def trust_at_entry_head(repo: pygit2.Repository) -> TrustAt:
+def trust_at_entry_head(repo: Repository) -> TrustAt:
     return EntryHeadTrust(repo)
 
 
@@ -150,7 +149,7 @@ def check_ledger(
     resource_id: str,
     trust: TrustAt,
     on_entry: OnEntry | None = None,
-    tree: pygit2.Commit | None = None,
+    tree: Commit | None = None,
 ) -> ledger.State:
     """Fold parsed entries, re-deriving each one the trust judges and checking its
     signature; raises :class:`ledger.LedgerBreak`. ``tree`` is the commit deterministic
@@ -204,57 +203,14 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
             raise ledger.LedgerBreak(1, str(exc)) from None
 
 
-def resource_of(data: bytes) -> str | None:
-    """The id a ledger's first line registers, read without trusting anything else."""
-    first = ledger.first_entry(data.decode("utf-8", "replace"))
-    verdict = first.get("verdict") if first else None
-    rid = verdict.get("resource_id") if isinstance(verdict, dict) else None
-    return rid if isinstance(rid, str) else None
-
-
 def _history_breaks(
-    repo: pygit2.Repository, tip: str, known: cache.GuardCache
-) -> tuple[set[str], list[Break]]:
-    """Every notes commit reachable from ``tip``, and the breaks where one did more than
-    append to the ledgers its parents had. Commits whose history was checked before are
-    not compared again."""
-    checked = known.checked_history()
-    ancestors: set[str] = set()
-    fresh: list[str] = []
-    found: list[Break] = []
-    blobs: dict[str, dict[str, str]] = {}
-
-    def blobs_of(commit: pygit2.Commit) -> dict[str, str]:
-        key = str(commit.id)
-        if key not in blobs:
-            blobs[key] = notes.blobs(repo, key)
-        return blobs[key]
-
-    # newest first, so a commit's old blob is usually the next commit's new one
-    read = functools.lru_cache(maxsize=8)(functools.partial(notes.blob_data, repo))
-    for commit in notes.commits(repo, tip):
-        sha = str(commit.id)
-        ancestors.add(sha)
-        if sha in checked:
-            continue
-        fresh.append(sha)
-        after = blobs_of(commit)
-        for parent in commit.parents:
-            for anchor, old in blobs_of(parent).items():
-                new = after.get(anchor)
-                if new == old:
-                    continue
-                old_text = read(old)
-                if new is None or not read(new).startswith(old_text):
-                    what = "deleted" if new is None else "rewritten, not appended to"
-                    rid = resource_of(old_text)
-                    found.append(Break(rid, None, f"ledger {what} in notes commit {sha[:12]}", anchor))
-    if not found:
-        known.add_history(fresh)
-    return ancestors, found
+    repo: Repository, tip: str, known: cache.GuardCache
+) -> tuple[Container[str], list[Break]]:
+    ancestors, found = history.check(repo, tip, known)
+    return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
 
 
-def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
+def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
         Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
@@ -263,7 +219,7 @@ def _rewind_breaks(ancestors: set[str], since: list[str]) -> list[Break]:
     ]
 
 
-def _reflog_tips(repo: pygit2.Repository) -> list[str]:
+def _reflog_tips(repo: Repository) -> list[str]:
     try:
         log = repo.references[store.REF].log()
     except KeyError:
@@ -271,22 +227,22 @@ def _reflog_tips(repo: pygit2.Repository) -> list[str]:
     return [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
 
 
-def tip_break(repo: pygit2.Repository, tip: str | None) -> Break | None:
+def tip_break(repo: Repository, tip: str | None) -> Break | None:
     """The notes ref must name a commit: a force-push may point it at any object."""
     obj = None if tip is None else repo.get(tip)
-    if tip is None or isinstance(obj, pygit2.Commit):
+    if tip is None or isinstance(obj, Commit):
         return None
     what = "missing object" if obj is None else type(obj).__name__.lower()
     return Break(None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit")
 
 
 def verify_repository(
-    repo: pygit2.Repository,
+    repo: Repository,
     *,
     since: list[str] | None = None,
     trust: TrustAt | None = None,
     on_entry: OnEntry | None = None,
-    tree: pygit2.Commit | None = None,
+    tree: Commit | None = None,
 ) -> Report:
     """Check every ledger on the notes ref, its history, and (optionally) that it
     descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
@@ -319,10 +275,13 @@ def verify_repository(
         if on_entry is not None:
             on_entry(rid, line, entry, signer, why)
 
-    for anchor, blob in sorted(notes.blobs(repo, tip).items()):
+    for kept in store.ledgers(repo, tip):
+        anchor, blob = kept.anchor, kept.blob
         report.resources += 1
-        data = notes.blob_data(repo, blob)
-        rid = resource_of(data)
+        if kept.problem is not None:
+            report.breaks.append(Break(None, None, kept.problem, anchor))
+            continue
+        rid = ledger.resource_of(kept.first_line)
         if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
             report.breaks.append(Break(rid, 1, "note does not belong to the resource it registers", anchor))
             continue
@@ -339,7 +298,7 @@ def verify_repository(
             continue
         signed.clear()
         try:
-            found = store.parse_ledger(anchor, blob, data, known)
+            found = store.parse_ledger(anchor, blob, kept.data, known, kept.prefix)
             state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
@@ -347,7 +306,7 @@ def verify_repository(
         report.entries += len(state.entries)
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
-            known.save_chain(anchor, cache.Chain(blob, len(data), len(found), keys))
+            known.save_chain(anchor, cache.Chain(blob, len(kept.data), len(found), keys))
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:
@@ -355,7 +314,7 @@ def verify_repository(
     return report
 
 
-def _notes_signature_breaks(repo: pygit2.Repository, tip: str, since: list[str]) -> list[Break]:
+def _notes_signature_breaks(repo: Repository, tip: str, since: list[str]) -> list[Break]:
     """Notes commits about to be pushed (after ``since``), judged by HEAD's signers now:
     a bad signature always, a missing one when HEAD's config requires signed notes."""
     head = gitrepo.head_commit(repo)

@@ -17,12 +17,14 @@ from typing import Any
 from strato.distill import model
 from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.guard import ledger
+from strato.guard import store as guard_store
 from strato.guard.errors import GuardError
 from strato.heartbeat import hygiene, memory, playbook, refusals, report, store
 from strato.heartbeat.proposal import KINDS, Proposal
 from strato.heartbeat.settings import Settings
 from tropo.check.roots import ConfigError
-from tropo.git import gitcli, gitlog
+from tropo.git import gitcli, gitlog, notes
+from tropo.git import repo as gitrepo
 from tropo.git.source import Source, SourceError
 
 Check = Callable[[], list[Proposal]]
@@ -121,20 +123,17 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
         return [*hygiene.gate_waits(waits, now, settings.gate_wait_hours), *retries]
 
     def guard_checks() -> list[Proposal]:
-        from strato.guard.store import ANCHOR_PREFIX, REF  # one note (a ledger) per resource
-
-        pairs = gitlog.notes(root, REF)
-        texts = gitcli.blobs(root, [oid for pair in pairs for oid in pair])
+        repo = gitrepo.require(root)
+        tip = gitrepo.read_ref(repo, guard_store.REF)
         resources, overrides = [], []
-        for note, anchor in pairs:
-            name = texts.get(anchor, b"")
-            if not name.startswith(ANCHOR_PREFIX) or note not in texts:
-                continue
-            rid = name[len(ANCHOR_PREFIX):].decode("utf-8", "replace")
+        for kept in guard_store.ledgers(repo, tip):
+            rid = ledger.resource_of(kept.first_line) if kept.problem is None else None
+            if rid is None or notes.anchor_id(guard_store.anchor_content(rid)) != kept.anchor:
+                continue  # not a ledger, or a broken one: `strato guard verify`'s to report
             try:
-                state = ledger.load(texts[note].decode("utf-8"), rid)
-            except (GuardError, ValueError):
-                continue  # a broken ledger is `strato guard verify`'s to report
+                state = guard_store.require(guard_store.load(repo, rid, tip))
+            except GuardError:
+                continue
             last = max((int(e.get("ts_ms") or 0) for e in state.entries), default=0)
             resources.append((rid, state.current_state, state.current_state in state.policy.terminal, last))
             overrides += memory.override_lessons(rid, state.entries)

@@ -14,12 +14,18 @@ Anchors are kept reachable: every write also records each annotated anchor blob 
 a non-note entry and keeps it through its own rewrites; being in the notes commit's tree,
 the anchors survive ``git gc --prune=now`` and ``git notes prune`` and travel with every
 push, fetch and clone of the notes ref, in the same atomic update as the note itself.
+
+Notes commits are signed the way ``git commit -S`` signs them (by ``git commit-tree -S``,
+so every ``gpg.format`` git knows works) when ``vivary.signNotes`` is true, or when it is
+unset and ``commit.gpgsign`` is true: whoever signs their commits signs their notes.
 """
 
 from __future__ import annotations
 
+import os
 import string
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Iterable, Iterator
 
 import pygit2
 
@@ -39,7 +45,7 @@ def anchor_id(content: bytes) -> str:
     return str(pygit2.hash(content))
 
 
-def _tree(repo: pygit2.Repository, tip: str | None) -> pygit2.Tree | None:
+def tree_of(repo: pygit2.Repository, tip: str | None) -> pygit2.Tree | None:
     if tip is None:
         return None
     tree = repo[tip].peel(pygit2.Tree)
@@ -76,7 +82,7 @@ def _child(tree: pygit2.Tree, name: str) -> pygit2.Object:
 
 def note_blob(repo: pygit2.Repository, tip: str | None, target: str) -> str | None:
     """The oid of the note blob on ``target`` in the notes commit ``tip``, or None."""
-    tree = _tree(repo, tip)
+    tree = tree_of(repo, tip)
     if tree is None:
         return None
     path = _locate(tree, target)
@@ -108,7 +114,7 @@ def _walk(tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
 
 def blobs(repo: pygit2.Repository, tip: str | None) -> dict[str, str]:
     """Every note in ``tip``: annotated object hex -> note blob hex."""
-    tree = _tree(repo, tip)
+    tree = tree_of(repo, tip)
     return {} if tree is None else {target: str(oid) for target, oid in _walk(tree, "")}
 
 
@@ -116,7 +122,7 @@ def duplicated(repo: pygit2.Repository, tip: str | None) -> list[str]:
     """Objects ``tip`` holds more than one note for (flat and fanned-out paths at once).
     Readers here take the flat one; ``git notes show`` concatenates them, so a reader of
     git's output and a reader of ours would see different text."""
-    tree = _tree(repo, tip)
+    tree = tree_of(repo, tip)
     seen: dict[str, int] = {}
     for target, _ in _walk(tree, "") if tree is not None else ():
         seen[target] = seen.get(target, 0) + 1
@@ -125,16 +131,14 @@ def duplicated(repo: pygit2.Repository, tip: str | None) -> list[str]:
 
 def kept_anchors(repo: pygit2.Repository, tip: str | None) -> set[str]:
     """The anchors ``tip``'s tree keeps reachable."""
-    tree = _tree(repo, tip)
+    tree = tree_of(repo, tip)
     if tree is None or ANCHORS not in tree:
         return set()
     sub = _child(tree, ANCHORS)
     return {e.name for e in sub if e.name} if isinstance(sub, pygit2.Tree) else set()
 
 
-def _keep_anchors(
-    repo: pygit2.Repository, tree: pygit2.Oid, tip: str | None, target: str
-) -> pygit2.Oid:
+def keep_anchors(repo: pygit2.Repository, tree: pygit2.Oid, tip: str | None, target: str) -> pygit2.Oid:
     """``tree`` with ``anchors/`` holding every annotated blob (older ledgers included)."""
     kept = kept_anchors(repo, tip)
     missing = ({target} | set(blobs(repo, tip))) - kept
@@ -153,19 +157,92 @@ def _keep_anchors(
     return new
 
 
-def _replace(
-    repo: pygit2.Repository, tree: pygit2.Tree | None, path: list[str], blob: pygit2.Oid
+def insert(
+    repo: pygit2.Repository,
+    tree: pygit2.Tree | None,
+    path: list[str],
+    oid: pygit2.Oid,
+    mode: int = pygit2.GIT_FILEMODE_BLOB,
 ) -> pygit2.Oid:
+    """``tree`` with ``oid`` at ``path``, missing subtrees created: one new tree per
+    level, so the cost is the path's depth, not the tree's size."""
     builder = repo.TreeBuilder() if tree is None else repo.TreeBuilder(tree)
     name, rest = path[0], path[1:]
     if not rest:
-        builder.insert(name, blob, pygit2.GIT_FILEMODE_BLOB)
+        builder.insert(name, oid, mode)
     else:
-        sub = _child(tree, name) if tree is not None else None
-        assert sub is None or isinstance(sub, pygit2.Tree)
-        builder.insert(name, _replace(repo, sub, rest, blob), pygit2.GIT_FILEMODE_TREE)
-    oid: pygit2.Oid = builder.write()
-    return oid
+        sub = _child(tree, name) if tree is not None and name in tree else None
+        sub = sub if isinstance(sub, pygit2.Tree) else None
+        builder.insert(name, insert(repo, sub, rest, oid, mode), pygit2.GIT_FILEMODE_TREE)
+    new: pygit2.Oid = builder.write()
+    return new
+
+
+def note_path(tree: pygit2.Tree | None, target: str) -> list[str]:
+    """Where ``target``'s note is (fan-out kept), or the flat name for a new note."""
+    return (_locate(tree, target) if tree is not None else None) or [target]
+
+
+class SigningError(Exception):
+    """git could not sign a notes commit (no key, agent down): nothing was written."""
+
+
+def signs(repo: pygit2.Repository) -> bool:
+    """Whether notes commits are signed here (see the module doc)."""
+    config = repo.config
+    for name in ("vivary.signNotes", "commit.gpgsign"):
+        if name in config:
+            try:
+                return bool(config.get_bool(name))
+            except pygit2.GitError:
+                raise SigningError(f"git config {name} is not a boolean") from None
+    return False
+
+
+def _signed_commit(
+    repo: pygit2.Repository,
+    sig: pygit2.Signature,
+    message: str,
+    tree: pygit2.Oid,
+    parents: list[pygit2.Oid],
+) -> pygit2.Oid:
+    """A commit made and signed by ``git commit-tree -S``, as ``git commit -S`` makes it."""
+    when = (
+        f"{sig.time} {'+' if sig.offset >= 0 else '-'}{abs(sig.offset) // 60:02d}{abs(sig.offset) % 60:02d}"
+    )
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": sig.name,
+        "GIT_AUTHOR_EMAIL": sig.email,
+        "GIT_AUTHOR_DATE": when,
+        "GIT_COMMITTER_NAME": sig.name,
+        "GIT_COMMITTER_EMAIL": sig.email,
+        "GIT_COMMITTER_DATE": when,
+    }
+    args = ["git", "--git-dir", repo.path, "commit-tree", "-S", str(tree)]
+    for parent in parents:
+        args += ["-p", str(parent)]
+    proc = subprocess.run(args, input=message.encode(), capture_output=True, env=env, check=False)
+    if proc.returncode != 0:
+        why = " ".join(proc.stderr.decode("utf-8", "replace").split()) or f"exit {proc.returncode}"
+        raise SigningError(f"cannot sign the notes commit: {why}")
+    return pygit2.Oid(hex=proc.stdout.decode().strip())
+
+
+def commit(repo: pygit2.Repository, ref: str, tip: str | None, tree: pygit2.Oid, message: str) -> str:
+    """Commit ``tree`` on top of ``tip`` (signed if configured) and move ``ref`` by CAS.
+
+    Raises :class:`tropo.git.repo.RefRaceError` when ``ref`` no longer points at ``tip``,
+    :class:`SigningError` when signing is configured and fails (``ref`` is not moved).
+    """
+    sig = gitrepo.signature(repo)
+    parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+    if signs(repo):
+        new = _signed_commit(repo, sig, message, tree, parents)
+    else:
+        new = repo.create_commit(None, sig, sig, message, tree, parents)
+    gitrepo.cas_ref(repo, ref, new, tip, message.splitlines()[0])
+    return str(new)
 
 
 def write(
@@ -180,22 +257,19 @@ def write(
 
     The tree also keeps every annotated anchor blob reachable (see the module doc).
 
-    Raises :class:`tropo.git.repo.RefRaceError` when ``ref`` no longer points at ``tip``.
-    Returns the new notes commit.
+    Raises as :func:`commit` does; returns the new notes commit.
     """
-    tree = _tree(repo, tip)
-    path = (_locate(tree, target) if tree is not None else None) or [target]
-    new_tree = _replace(repo, tree, path, repo.create_blob(content))
-    new_tree = _keep_anchors(repo, new_tree, tip, target)
-    sig = gitrepo.signature(repo)
-    parents = [] if tip is None else [pygit2.Oid(hex=tip)]
-    commit = repo.create_commit(None, sig, sig, message, new_tree, parents)
-    gitrepo.cas_ref(repo, ref, commit, tip, message.splitlines()[0])
-    return str(commit)
+    tree = tree_of(repo, tip)
+    new_tree = insert(repo, tree, note_path(tree, target), repo.create_blob(content))
+    return commit(repo, ref, tip, keep_anchors(repo, new_tree, tip, target), message)
 
 
-def commits(repo: pygit2.Repository, tip: str | None) -> Iterator[pygit2.Commit]:
-    """The notes history from ``tip`` back to its root (newest first)."""
+def commits(repo: pygit2.Repository, tip: str | None, hide: Iterable[str] = ()) -> Iterator[pygit2.Commit]:
+    """The notes history from ``tip`` back to its root (newest first, parents after
+    children), leaving out ``hide`` and everything they reach."""
     if tip is None:
         return
-    yield from repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.TOPOLOGICAL)
+    walker = repo.walk(pygit2.Oid(hex=tip), pygit2.enums.SortMode.TOPOLOGICAL)
+    for stop in hide:
+        walker.hide(pygit2.Oid(hex=stop))
+    yield from walker

@@ -4,6 +4,7 @@ without disturbing the person's checkout."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping
 
 import pygit2
@@ -58,3 +59,16 @@ def entry_oid(repo: pygit2.Repository, commit: pygit2.Oid | str, name: str) -> p
         return None
     oid: pygit2.Oid = tree[name].id
     return oid
+
+
+def gc_auto(repo: pygit2.Repository) -> None:
+    """Let git pack loose objects when it judges there are too many (``git gc --auto``,
+    which git's porcelain runs after a commit and writes made here would otherwise skip).
+    git detaches the work; a failure changes nothing."""
+    subprocess.run(
+        ["git", "--git-dir", repo.path, "gc", "--auto", "--quiet"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )

@@ -31,3 +31,10 @@ def valid_ref_name(name: str) -> bool:
 def oid(hex_id: str) -> Oid:
     """An object id from its 40 hex digits (ValueError otherwise)."""
     return pygit2.Oid(hex=hex_id)
+
+
+# The guard builds its ledger trees itself (one blob per line, strato.guard.store).
+Object = pygit2.Object
+TreeBuilder = pygit2.TreeBuilder
+FILEMODE_BLOB = pygit2.GIT_FILEMODE_BLOB
+FILEMODE_TREE = pygit2.GIT_FILEMODE_TREE

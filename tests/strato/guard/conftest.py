@@ -11,8 +11,9 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import pin
-from tests.conftest import commit_all, write_files
+from strato.guard import pin, store
+from tests.conftest import commit_all, git, write_files
+from tropo.git import notes
 from tropo.git import repo as gitrepo
 
 POLICY: dict[str, Any] = {
@@ -104,3 +105,35 @@ def key(tmp_path: Path) -> Key:
     keys = tmp_path / "keys"
     keys.mkdir(exist_ok=True)
     return make_key(keys)
+
+
+def ledger_text(ws: Workspace, anchor: str) -> str:
+    """The bytes of ``anchor``'s ledger at the notes tip, whichever layout keeps them."""
+    repo = ws.repo
+    tip = gitrepo.read_ref(repo, store.REF)
+    note = notes.note_blob(repo, tip, anchor)
+    return store.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
+
+
+def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
+    """Replace a ledger's bytes wholesale in a new notes commit, as anyone who can push
+    the notes ref can; returns the new notes tip."""
+    repo = ws.repo
+    tip = gitrepo.read_ref(repo, store.REF)
+    tree = store.replace_tree(repo, tip, anchor, text.encode())
+    return notes.commit(repo, store.REF, tip, tree, "hand-edited ledger\n")
+
+
+def drop_ledger(ws: Workspace, anchor: str) -> str:
+    """Delete a ledger (its note and its lines) in new notes commits, as anyone who can
+    push the notes ref can; returns the new notes tip."""
+    git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor)
+    repo = ws.repo
+    tip = gitrepo.read_ref(repo, store.REF)
+    tree = notes.tree_of(repo, tip)
+    assert tree is not None
+    lines = repo.TreeBuilder(tree[store.LEDGERS])
+    lines.remove(anchor)
+    top = repo.TreeBuilder(tree)
+    top.insert(store.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
+    return notes.commit(repo, store.REF, tip, top.write(), "deleted ledger\n")

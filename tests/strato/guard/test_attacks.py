@@ -21,7 +21,17 @@ from strato.guard.errors import GuardError
 from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, outside_code, ssh_sign
+from tests.strato.guard.conftest import (
+    POLICY,
+    Key,
+    Workspace,
+    drop_ledger,
+    ledger_text,
+    make_key,
+    outside_code,
+    put_ledger,
+    ssh_sign,
+)
 from tests.strato.guard.test_verify import reseal
 from tropo.git.notes import anchor_id
 
@@ -34,16 +44,13 @@ def anchor(rid: str = RID) -> str:
 
 
 def ledger(ws: Workspace, rid: str = RID) -> list[dict[str, Any]]:
-    text = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor(rid))
-    return [json.loads(line) for line in text.splitlines()]
+    return [json.loads(line) for line in ledger_text(ws, anchor(rid)).splitlines()]
 
 
 def forge(ws: Workspace, entries: list[dict[str, Any]], rid: str = RID) -> None:
-    """Write ``entries`` as the note with every digest recomputed, with git notes itself
-    (an ordinary notes commit on top of the current one)."""
-    path = ws.tmp / "note.txt"
-    path.write_text(reseal(entries))
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), anchor(rid))
+    """Write ``entries`` as the ledger's lines with every digest recomputed, in an
+    ordinary notes commit on top of the current one (the bytes review reads)."""
+    put_ledger(ws, anchor(rid), reseal(entries))
 
 
 def sign_override(ws: Workspace, key: Key, rationale: str) -> dict[str, Any]:
@@ -297,20 +304,25 @@ def test_replay_reorder_truncate_delete(ws: Workspace, key: Key, pr: str) -> Non
     git(ws.root, "checkout", "-q", "-b", "next")
     entries = ledger(ws)  # register, transition, deviation: all at the base
     back = {**entries[1], "from_state": "released", "to_state": "review"}
-    cases = {
-        "replayed deviation": [*entries, entries[2]],
-        "reordered": [entries[0], entries[2], entries[1]],
-        "truncated": entries[:2],
-        "edited base line": [entries[0], {**entries[1], "ts_ms": 1}, entries[2]],
-        "unknown step": [*entries, back],
+    rewritten = "line of the base's ledger rewritten or removed"
+    cases = {  # the first reason given: base lines by the base comparison, new ones by verify
+        "replayed deviation": ([*entries, entries[2]], "line 4: signature does not verify"),
+        "reordered": ([entries[0], entries[2], entries[1]], f"line 2: {rewritten}"),
+        "truncated": (entries[:2], f"line 3: {rewritten}"),
+        "edited base line": ([entries[0], {**entries[1], "ts_ms": 1}, entries[2]], f"line 2: {rewritten}"),
+        "unknown step": ([*entries, back], "line 4: edge released->review is not in the policy"),
     }
-    for name, forged in cases.items():
+    for name, (forged, reason) in cases.items():
         forge(ws, forged)
         why = refusal(judged(ws, base))
-        assert RID in why, (name, why)
-    git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor())
+        assert why.startswith(f"{RID!r} {reason}"), (name, why)
+    git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor())  # the marker only
     why = refusal(judged(ws, base))
-    assert "deleted" in why and RID in why
+    assert why == f"{RID!r}: ledger of the base unreadable in the head: ledger lines under ledgers/ but no note"
+    forge(ws, entries)
+    drop_ledger(ws, anchor())  # the note and every line
+    why = refusal(judged(ws, base))
+    assert why == f"{RID!r}: ledger of the base was deleted"
 
 
 def test_entry_claiming_a_commit_the_base_never_had(ws: Workspace, pr: str) -> None:

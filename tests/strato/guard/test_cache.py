@@ -14,7 +14,14 @@ import pytest
 from strato.guard import cache, engine, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
+from tests.strato.guard.conftest import (
+    POLICY,
+    Key,
+    Workspace,
+    ledger_text,
+    put_ledger,
+    ssh_sign,
+)
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
@@ -28,9 +35,9 @@ def anchor() -> str:
 
 
 def note_blob(ws: Workspace) -> str:
-    blob = notes.note_blob(ws.repo, gitrepo.read_ref(ws.repo, store.REF), anchor())
-    assert blob is not None
-    return blob
+    """The oid of the ledger's bytes as one blob: what the cache is keyed by."""
+    (kept,) = [s for s in store.ledgers(ws.repo, gitrepo.read_ref(ws.repo, store.REF))]
+    return kept.blob
 
 
 def cache_dir(ws: Workspace) -> Path:
@@ -38,9 +45,7 @@ def cache_dir(ws: Workspace) -> Path:
 
 
 def put(ws: Workspace, text: str) -> None:
-    path = ws.tmp / "note.txt"
-    path.write_text(text)
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), anchor())
+    put_ledger(ws, anchor(), text)
 
 
 @pytest.fixture
@@ -62,7 +67,7 @@ def test_every_append_leaves_the_new_blob_known(moved: Workspace) -> None:
 
 
 def test_known_lines_only_for_the_same_bytes_or_an_append(moved: Workspace) -> None:
-    data = notes.blob_data(moved.repo, note_blob(moved))
+    data = ledger_text(moved, anchor()).encode()
     first4 = b"".join(data.splitlines(keepends=True)[:4])
     chain = cache.Chain(str(notes.anchor(moved.repo, first4)), len(first4), 4)
     assert cache.known_lines(chain, note_blob(moved), data) == 4  # an append of 3 lines
@@ -100,7 +105,7 @@ def test_corrupt_cache_files_are_misses(moved: Workspace) -> None:
 
 def test_a_warm_cache_never_hides_an_edit(moved: Workspace) -> None:
     assert verify_repository(moved.repo).ok
-    text = notes.blob_data(moved.repo, note_blob(moved)).decode()
+    text = ledger_text(moved, anchor())
     lines = text.splitlines(keepends=True)
     put(moved, "".join(lines[:3]) + lines[3].replace('"applied"', '"refused"') + "".join(lines[4:]))
     report = verify_repository(moved.repo)
@@ -112,7 +117,7 @@ def test_a_warm_cache_never_hides_an_edit(moved: Workspace) -> None:
 
 def test_a_forged_line_appended_to_a_known_prefix_is_checked(moved: Workspace) -> None:
     verify_repository(moved.repo)
-    text = notes.blob_data(moved.repo, note_blob(moved)).decode()
+    text = ledger_text(moved, anchor())
     last = json.loads(text.splitlines()[-1])
     forged = {**last, "prev_digest": last["entry_digest"], "from_state": "draft"}
     put(moved, text + json.dumps(forged, sort_keys=True, separators=(",", ":")) + "\n")

@@ -13,7 +13,14 @@ import pytest
 
 from strato.guard import store
 from tests.conftest import commit_all, git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
+from tests.strato.guard.conftest import (
+    POLICY,
+    Key,
+    Workspace,
+    ledger_text,
+    put_ledger,
+    ssh_sign,
+)
 
 STRATO = str(Path(sys.executable).parent / "strato")
 RID = "cli:1"
@@ -142,10 +149,8 @@ def test_verify_reports_resource_and_line(ws: Workspace) -> None:
     registered(ws)
     run(ws, "transition", stdin={"resource_id": RID, "from_state": "draft", "to_state": "review"})
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
-    lines = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor).splitlines()
-    edited = ws.tmp / "edited"
-    edited.write_text(lines[0] + "\n" + lines[1].replace('"agent"', '"human"') + "\n")
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(edited), anchor)
+    lines = ledger_text(ws, anchor).splitlines()
+    put_ledger(ws, anchor, lines[0] + "\n" + lines[1].replace('"agent"', '"human"') + "\n")
     proc = run(ws, "verify")
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"guard ledger broken: '{RID}' line 2: entry_digest")

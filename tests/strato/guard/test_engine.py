@@ -70,10 +70,12 @@ def test_register_is_idempotent_and_refuses_another_policy(ws: Workspace) -> Non
     assert notes_tip(ws) == tip  # nothing written
     refused("guard_already_registered", register, ws, terminal=["released", "draft"])
     assert notes_tip(ws) == tip
-    # the ledger is a real git note on the anchor git itself can show
+    # the note on the anchor is the marker git itself can show; the lines are entry blobs
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
     shown = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor)
-    assert shown.startswith('{"entry_digest":"') and '"kind":"register"' in shown
+    assert shown.encode() == store.marker(anchor)
+    text = git(ws.root, "show", f"{store.REF}:{store.LEDGERS}/{anchor}/00/00/00")
+    assert text.startswith('{"entry_digest":"') and '"kind":"register"' in text
 
 
 def test_transition_refused_then_applied_with_evidence(ws: Workspace) -> None:

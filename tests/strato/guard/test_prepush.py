@@ -9,7 +9,7 @@ from pathlib import Path
 from hooks import install as installer
 from strato.guard import engine, store
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace
+from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
 
 
 def _remote(ws: Workspace) -> Path:
@@ -31,10 +31,8 @@ def test_a_tampered_ledger_refuses_the_push(ws: Workspace) -> None:
     bare = _remote(ws)
     engine.register(ws.repo, {"resource_id": "svc:api", **copy.deepcopy(POLICY)})
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
-    text = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor)
-    forged = ws.tmp / "forged.txt"
-    forged.write_text(text.replace('"initial":"draft"', '"initial":"released"'))
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(forged), anchor)
+    text = ledger_text(ws, anchor)
+    put_ledger(ws, anchor, text.replace('"initial":"draft"', '"initial":"released"'))
     proc = subprocess.run(["git", "push", "origin", "main"], cwd=ws.root, capture_output=True, text=True,
                           check=False)
     assert proc.returncode != 0

@@ -16,8 +16,7 @@ import pytest
 
 from strato.guard import engine, lock, store
 from strato.guard.errors import GuardError
-from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace
+from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
@@ -98,10 +97,8 @@ def test_unlock_refuses_over_a_ledger_that_does_not_verify(registered: Workspace
     ws = registered
     engine.transition(ws.repo, MOVE)
     anchor = notes.anchor_id(store.anchor_content(RID))
-    first = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor).splitlines()[0]
-    note = ws.tmp / "note.txt"
-    note.write_text(first + "\n")  # a dropped line: the history shows a rewrite
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(note), anchor)
+    first = ledger_text(ws, anchor).splitlines()[0]
+    put_ledger(ws, anchor, first + "\n")  # a dropped line: the history shows a deletion
     path = kill_holding_lock(ws)
     code, out, err = unlock_cli(ws, "--min-age", "0")
     assert code == 1 and out["status"] == "refused" and "does not verify" in err

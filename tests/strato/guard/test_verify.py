@@ -12,7 +12,14 @@ import pytest
 from strato.guard import engine, store, verify_repository
 from strato.guard.canonical import seal
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ssh_sign
+from tests.strato.guard.conftest import (
+    POLICY,
+    Key,
+    Workspace,
+    ledger_text,
+    put_ledger,
+    ssh_sign,
+)
 
 RID = "svc:api"
 
@@ -42,14 +49,12 @@ def anchor(ws: Workspace, rid: str = RID) -> str:
 
 
 def lines(ws: Workspace) -> list[str]:
-    return git(ws.root, "notes", "--ref=vivary/guard", "show", anchor(ws)).splitlines()
+    return ledger_text(ws, anchor(ws)).splitlines()
 
 
 def put(ws: Workspace, text: str, target: str | None = None) -> None:
-    """Overwrite a note the way a person would, with git notes itself."""
-    path = ws.tmp / "note.txt"
-    path.write_text(text)
-    git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(path), target or anchor(ws))
+    """Overwrite a ledger the way anyone who can push the notes ref can."""
+    put_ledger(ws, target or anchor(ws), text)
 
 
 def reseal(entries: list[dict[str, Any]]) -> str:
@@ -133,7 +138,7 @@ def test_illegal_step_is_caught(busy: Workspace) -> None:
 
 
 def test_note_moved_to_another_resource(busy: Workspace) -> None:
-    text = git(busy.root, "notes", "--ref=vivary/guard", "show", anchor(busy))
+    text = ledger_text(busy, anchor(busy))
     put(busy, text, anchor(busy, "svc:other"))
     report = verify_repository(busy.repo)
     assert any(

@@ -31,6 +31,7 @@ def test_write_read_and_git_agrees(repo_dir: Path) -> None:
     assert notes.read(repo, tip1, target) == b"one\n"  # history keeps every version
     assert git(repo_dir, "notes", "--ref=test", "show", target) == "one\ntwo\n"
     assert [str(c.id) for c in notes.commits(repo, tip2)] == [tip2, tip1]
+    assert [str(c.id) for c in notes.commits(repo, tip2, hide=[tip1])] == [tip2]
     # and a note git writes, we read
     other = notes.anchor(repo, b"b")
     git(repo_dir, "notes", "--ref=test", "add", "-m", "from git", other)

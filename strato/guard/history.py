@@ -1,0 +1,204 @@
+"""The notes history only ever appended: checked as one tree diff per notes commit.
+
+Every notes commit is compared with each of its parents by a single streaming
+``git diff-tree --stdin`` process (:mod:`tropo.git.commitdiff`), so the check reads
+what each commit changed and never a whole ledger: ledger lines are entry blobs (see
+:mod:`strato.guard.store`), and an append adds exactly the next line names. A line that
+was changed or removed, a line inserted anywhere but at the end, or a marker note
+rewritten is a break. Ledgers still kept as one note (the older layout) are compared as
+before, prefix against prefix; the commit that moves one to entry blobs must keep its
+bytes as their prefix.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import defaultdict
+from collections.abc import Container
+from dataclasses import dataclass, field
+
+from strato.guard import cache, ledger, store
+from tropo.git import commitdiff, notes
+from tropo.git.types import Blob, Repository
+
+_HEX = frozenset(string.hexdigits.lower())
+Found = tuple[str | None, str, str]  # (resource id if known, anchor, why)
+
+
+@dataclass
+class _Change:
+    """What one notes commit did, relative to one parent."""
+
+    commit: str
+    parent: str | None
+    notes: dict[str, list[str | None]] = field(default_factory=dict)  # target -> [old, new]
+    added: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    bad: list[tuple[str, str]] = field(default_factory=list)  # (anchor, why)
+
+
+def _note_target(path: str) -> str | None:
+    """The annotated object a notes-tree path names (fan-out undone), if it is a note."""
+    flat = path.replace("/", "")
+    return flat if len(flat) == 40 and set(flat) <= _HEX else None
+
+
+def _record(change: _Change, diff: commitdiff.Change) -> None:
+    path, old, new, status = diff.path, diff.old, diff.new, diff.status
+    parts = path.split("/")
+    if parts[0] == store.LEDGERS:
+        anchor = parts[1] if len(parts) > 1 else ""
+        digits = "".join(parts[2:])
+        if (
+            status == "A"
+            and len(parts) == 2 + store.LEVELS
+            and all(len(p) == 2 for p in parts[2:])
+            and set(digits) <= _HEX
+        ):
+            change.added[anchor].append(int(digits, 16))
+        else:
+            what = {"A": "an entry added out of place", "D": "a line removed"}.get(status, "a line changed")
+            change.bad.append((anchor, f"{what} ({path})"))
+        return
+    target = _note_target(path)
+    if target is None:
+        return  # anchors/ and other non-note entries: git notes keeps them, so do we
+    seen = change.notes.setdefault(target, [None, None])
+    if status in ("D", "M"):
+        seen[0] = old
+    if status in ("A", "M"):
+        seen[1] = new
+
+
+def _changes(repo: Repository, pairs: list[tuple[str, str | None]]) -> list[_Change]:
+    """One diff per (commit, parent) pair, all from one ``git diff-tree`` process."""
+    found: list[_Change] = []
+    for (commit, parent), diffs in zip(pairs, commitdiff.changes(repo, pairs), strict=True):
+        change = _Change(commit, parent)
+        for diff in diffs:
+            _record(change, diff)
+        found.append(change)
+    return found
+
+
+class _Counts:
+    """How many lines each ledger has at the parent of the commit being judged.
+
+    Commits are judged oldest first, so along a linear history the counts after one
+    commit are the counts at its child's parent: carried over, not read from trees."""
+
+    def __init__(self, repo: Repository) -> None:
+        self.repo = repo
+        self.at: str | None = None
+        self.counts: dict[str, int] = {}
+
+    def start(self, parent: str | None, anchor: str) -> int:
+        if parent is not None and parent == self.at and anchor in self.counts:
+            return self.counts[anchor]
+        found = store.line_count(notes.tree_of(self.repo, parent), anchor)
+        if parent is not None and parent == self.at:
+            self.counts[anchor] = found
+        return found
+
+    def advance(self, change: _Change, starts: dict[str, int]) -> None:
+        if change.parent is None or change.parent != self.at:
+            self.counts = {}
+        self.at = change.commit
+        for anchor, lines in change.added.items():
+            self.counts[anchor] = starts[anchor] + len(lines)
+
+
+def _judge(repo: Repository, change: _Change, counts: _Counts) -> list[Found]:
+    """Why this commit did more than append to its parent's ledgers (empty if it did not)."""
+    sha = change.commit[:12]
+    found: list[Found] = []
+    starts = {anchor: counts.start(change.parent, anchor) for anchor in change.added}
+    counts.advance(change, starts)
+    if (
+        not change.bad
+        and not change.notes
+        and all(
+            sorted(lines) == list(range(starts[a], starts[a] + len(lines)))
+            for a, lines in change.added.items()
+        )
+    ):
+        return found  # the common case: appends only, no tree read
+    after = notes.tree_of(repo, change.commit)
+    before = notes.tree_of(repo, change.parent)
+
+    def rid(anchor: str) -> str | None:  # only to name a break: the first line either side
+        for tree in (before, after):
+            lines = store.lines_tree(tree, anchor)
+            first = "/".join(store.entry_path(anchor, 0)[2:])
+            try:
+                blob = lines[first] if lines is not None else None
+            except KeyError:
+                continue
+            if isinstance(blob, Blob):
+                return ledger.resource_of(blob.data)
+        return None
+
+    for anchor, why in change.bad:
+        found.append(
+            (rid(anchor), anchor, f"ledger rewritten, not appended to, in notes commit {sha}: {why}")
+        )
+    for anchor, lines in change.added.items():
+        start = starts[anchor]
+        if sorted(lines) != list(range(start, start + len(lines))):
+            found.append((rid(anchor), anchor, f"ledger lines not appended at the end in notes commit {sha}"))
+    for target, (old, new) in change.notes.items():
+        if old is None or old == new:
+            continue
+        old_data = notes.blob_data(repo, old)
+        was_marker = old_data == store.marker(target)
+        name = rid(target) if was_marker else ledger.resource_of(old_data)
+        if new is None:
+            found.append((name, target, f"ledger deleted in notes commit {sha}"))
+        elif was_marker:
+            found.append((name, target, f"ledger note rewritten in notes commit {sha}"))
+        else:
+            grown = store.stored(repo, after, target, new)  # legacy, or moved to lines
+            if grown.problem is not None or not grown.data.startswith(old_data):
+                found.append((name, target, f"ledger rewritten, not appended to, in notes commit {sha}"))
+    return found
+
+
+class Reach(Container[str]):
+    """The notes commits ``tip`` descends from (itself included), asked of git one at a
+    time instead of listed."""
+
+    def __init__(
+        self, repo: Repository, tip: str, known: cache.GuardCache, listed: set[str] | None = None
+    ) -> None:
+        self.repo, self.tip, self.known = repo, tip, known
+        self._listed = listed
+
+    def __contains__(self, sha: object) -> bool:
+        if sha == self.tip:
+            return True
+        if self._listed is None:  # one rev-list, however many are asked about
+            self._listed = self.known.reached(self.tip)
+            if self._listed is None:
+                self._listed = {row[0] for row in commitdiff.graph(self.repo, self.tip)}
+                self.known.save_reached(self.tip, self._listed)
+        return sha in self._listed
+
+
+def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
+    """Every notes commit reachable from ``tip``, and why any of them did more than append.
+
+    Commits whose history was checked before are not compared again."""
+    checked = known.checked_history()
+    if tip in checked:  # its whole history was checked: nothing to run
+        return Reach(repo, tip, known), []
+    graph = commitdiff.graph(repo, tip)
+    ancestors = {row[0] for row in graph}
+    fresh = [row for row in graph if row[0] not in checked]
+    pairs: list[tuple[str, str | None]] = []
+    for commit, *parents in fresh:
+        pairs += [(commit, p) for p in parents] if parents else [(commit, None)]
+    counts = _Counts(repo)
+    found = [why for change in reversed(_changes(repo, pairs)) for why in _judge(repo, change, counts)]
+    if not found:
+        known.add_history([row[0] for row in fresh])
+        known.save_reached(tip, ancestors)
+    return Reach(repo, tip, known, ancestors), found

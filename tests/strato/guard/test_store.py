@@ -1,0 +1,212 @@
+"""The ledger layout in git: one blob per line, bucketed; ledgers in the older one-note
+layout still read, moved by their next append or by `strato guard migrate-store`; and
+every way of editing the line blobs other than appending is a break."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from strato.guard import engine, ledger, store, verify_repository
+from tests.conftest import git
+from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tropo.git import notes
+from tropo.git import repo as gitrepo
+
+STRATO = Path(sys.executable).with_name("strato")
+RID = "svc:store"
+ANCHOR = notes.anchor_id(store.anchor_content(RID))
+MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+BACK = {"resource_id": RID, "from_state": "review", "to_state": "draft"}
+
+
+def tip(ws: Workspace) -> str | None:
+    return gitrepo.read_ref(ws.repo, store.REF)
+
+
+@pytest.fixture
+def moved(ws: Workspace) -> Workspace:
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    (ws.root / "NOTES.md").write_text("n\n")
+    assert engine.transition(ws.repo, MOVE)["status"] == "applied"
+    assert engine.transition(ws.repo, BACK)["status"] == "applied"
+    assert verify_repository(ws.repo).ok
+    return ws
+
+
+def old_layout(ws: Workspace, text: str) -> None:
+    """The ledger ``text`` as today's release writes it: the whole ledger as one git note,
+    grown by appends (written with git notes itself), on a fresh notes ref. The anchor
+    blob is in the object store already (the engine wrote it)."""
+    git(ws.root, "update-ref", "-d", store.REF)
+    lines = text.splitlines(keepends=True)
+    note = ws.tmp / "ledger.txt"
+    for n in (1, len(lines)):
+        note.write_text("".join(lines[:n]))
+        git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(note), ANCHOR)
+
+
+def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
+    proc = subprocess.run(
+        [STRATO, "guard", "migrate-store", "--root", str(ws.root), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_each_line_is_its_own_blob_at_its_bucketed_name(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    for n, line in enumerate(text.splitlines(keepends=True)):
+        path = "/".join(store.entry_path(ANCHOR, n))
+        assert git(moved.root, "cat-file", "blob", f"{store.REF}:{path}") == line
+    assert git(moved.root, "notes", "--ref=vivary/guard", "show", ANCHOR).encode() == (
+        store.marker(ANCHOR)
+    )
+
+
+def test_lines_read_back_in_order_across_bucket_boundaries(ws: Workspace) -> None:
+    lines = [f"line {n}\n" for n in range(600)]  # crosses 00/00/ff -> 00/01/00 and more
+    put_ledger(ws, ANCHOR, "".join(lines))
+    tree = notes.tree_of(ws.repo, tip(ws))
+    assert store.line_count(tree, ANCHOR) == 600
+    assert ledger_text(ws, ANCHOR) == "".join(lines)
+    assert store.entry_path(ANCHOR, 256)[2:] == ["00", "01", "00"]
+
+
+def test_an_older_reader_finds_a_note_it_refuses(moved: Workspace) -> None:
+    with pytest.raises(ledger.LedgerBreak):
+        ledger.parse(store.marker(ANCHOR).decode())
+
+
+def test_a_ledger_in_the_older_layout_reads_verifies_and_migrates(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    assert notes.read(moved.repo, tip(moved), ANCHOR) == text.encode()
+    assert store.ledgers(moved.repo, tip(moved))[0].legacy
+    assert verify_repository(moved.repo).ok
+    before = tip(moved)
+    code, answer = migrate_cli(moved)
+    assert (code, answer["status"], answer["migrated"]) == (0, "migrated", 1)
+    assert tip(moved) != before and ledger_text(moved, ANCHOR) == text
+    assert not store.ledgers(moved.repo, tip(moved))[0].legacy
+    assert verify_repository(moved.repo).ok
+    after = tip(moved)
+    code, answer = migrate_cli(moved)  # idempotent: nothing left to move writes nothing
+    assert (code, answer["status"], tip(moved)) == (0, "up_to_date", after)
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"
+    assert verify_repository(moved.repo).ok
+
+
+def test_an_append_moves_an_older_ledger_by_itself(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"
+    grown = store.ledgers(moved.repo, tip(moved))[0]
+    assert not grown.legacy and grown.data.startswith(text.encode()) and grown.lines == 4
+    assert verify_repository(moved.repo).ok
+
+
+def test_a_migration_that_changes_the_bytes_is_a_rewrite(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    put_ledger(moved, ANCHOR, text.replace('"agent"', '"human"', 1))
+    report = verify_repository(moved.repo)
+    assert any("rewritten, not appended to" in b.message for b in report.breaks)
+
+
+def _edit_lines(ws: Workspace, edit: dict[str, pygit2.Oid | None], message: str) -> None:
+    """A notes commit that sets (or, with None, removes) line blobs by their path."""
+    repo = ws.repo
+    old = tip(ws)
+    tree = notes.tree_of(repo, old)
+    for path, oid in edit.items():
+        parts = path.split("/")
+        assert tree is not None
+        if oid is None:
+            parent = tree["/".join(parts[:-1])]
+            assert isinstance(parent, pygit2.Tree)
+            builder = repo.TreeBuilder(parent)
+            builder.remove(parts[-1])
+            new = notes.insert(repo, tree, parts[:-1], builder.write(), pygit2.GIT_FILEMODE_TREE)
+        else:
+            new = notes.insert(repo, tree, parts, oid)
+        got = repo[new]
+        assert isinstance(got, pygit2.Tree)
+        tree = got
+    assert tree is not None
+    notes.commit(repo, store.REF, old, tree.id, message)
+
+
+def line_path(n: int) -> str:
+    return "/".join(store.entry_path(ANCHOR, n))
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        ("change", "a line changed"),
+        ("remove_last", "a line removed"),
+        ("insert_gap", "not appended at the end"),
+        ("misplaced", "added out of place"),
+    ],
+)
+def test_any_edit_but_an_append_breaks_the_history(moved: Workspace, edit: str, why: str) -> None:
+    repo = moved.repo
+    text = ledger_text(moved, ANCHOR).splitlines(keepends=True)
+    other = repo.create_blob(text[1].replace("draft", "released").encode())
+    edits: dict[str, dict[str, pygit2.Oid | None]] = {
+        "change": {line_path(1): other},
+        "remove_last": {line_path(2): None},
+        "insert_gap": {line_path(5): other},
+        "misplaced": {f"{store.LEDGERS}/{ANCHOR}/00/00/zz": other},
+    }
+    _edit_lines(moved, edits[edit], "edit\n")
+    report = verify_repository(moved.repo)
+    assert not report.ok
+    assert any(why in b.message and b.resource_id == RID for b in report.breaks), report.breaks
+
+
+def test_a_ledger_both_as_note_and_as_lines_is_refused(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    repo = moved.repo
+    old = gitrepo.read_ref(repo, store.REF)
+    tree = notes.tree_of(repo, old)
+    new = notes.insert(repo, tree, notes.note_path(tree, ANCHOR), repo.create_blob(text.encode()))
+    notes.commit(repo, store.REF, old, new, "two ledgers\n")
+    report = verify_repository(moved.repo)
+    assert any("a note that is a ledger too" in b.message for b in report.breaks)
+    with pytest.raises(Exception, match="a note that is a ledger too"):
+        engine.transition(moved.repo, MOVE)
+
+
+def test_an_older_ledger_rewritten_in_place_is_still_caught(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    assert verify_repository(moved.repo).ok
+    edited = moved.tmp / "edited.txt"
+    edited.write_text(text.splitlines(keepends=True)[0])  # dropped lines, as one note
+    git(moved.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(edited), ANCHOR)
+    report = verify_repository(moved.repo)
+    assert any(
+        "rewritten, not appended to" in b.message and b.resource_id == RID for b in report.breaks
+    )
+
+
+def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
+    text = ledger_text(moved, ANCHOR)
+    old_layout(moved, text)
+    args = [str(STRATO), "guard", "migrate-store", "--root", str(moved.root), "--json"]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    answers = [json.loads(p.communicate()[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(int(str(a["migrated"])) for a in answers) == 1  # the others saw it done
+    assert ledger_text(moved, ANCHOR) == text and verify_repository(moved.repo).ok
+    assert len(git(moved.root, "rev-list", store.REF).split()) == 3  # 2 old + 1 migration

@@ -1,0 +1,117 @@
+"""Appends resume the folded state from the cached tail record: the same answers as a
+full fold (state, idempotency keys), lines another clone appended are caught up, and a
+record that does not describe the ledger's lines is never used."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from strato.guard import cache, engine, store, tail
+from strato.guard.errors import GuardError
+from tests.conftest import git
+from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tropo.git import notes
+from tropo.git import repo as gitrepo
+
+RID = "svc:tail"
+ANCHOR = notes.anchor_id(store.anchor_content(RID))
+MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+BACK = {"resource_id": RID, "from_state": "review", "to_state": "draft"}
+
+
+@pytest.fixture
+def moved(ws: Workspace) -> Workspace:
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    (ws.root / "NOTES.md").write_text("n\n")
+    assert engine.transition(ws.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "applied"
+    assert engine.transition(ws.repo, BACK)["status"] == "applied"
+    return ws
+
+
+def record(ws: Workspace) -> tail.Tail | None:
+    return tail.read(cache.GuardCache(ws.repo), ANCHOR)
+
+
+def resumed(ws: Workspace) -> bool:
+    snap = store.load(ws.repo, RID)
+    return snap.generation != "" and snap.state is not None and snap.state.read_entries is not None
+
+
+def test_a_load_resumes_and_answers_as_a_full_fold(moved: Workspace) -> None:
+    found = record(moved)
+    assert found is not None and found.lines == 3 and found.current_state == "draft"
+    assert resumed(moved)
+    snap = store.load(moved.repo, RID)
+    assert snap.state is not None and snap.state.current_state == "draft"
+    full = [json.loads(line) for line in ledger_text(moved, ANCHOR).splitlines()]
+    assert snap.state.entries == full  # read on demand, the same entries
+    replay = engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})
+    assert replay["status"] == "replayed"
+    with pytest.raises(GuardError) as info:
+        engine.transition(moved.repo, {**BACK, "idempotency_key": "k1"})
+    assert info.value.error_type == "idempotency_conflict"
+
+
+def test_lines_another_clone_appended_are_caught_up(moved: Workspace, tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(moved.root, "remote", "add", "origin", str(bare))
+    git(moved.root, "push", "-q", "origin", "HEAD:refs/heads/main", f"{store.REF}:{store.REF}")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    git(other, "fetch", "-q", "origin", f"{store.REF}:{store.REF}")
+    repo = gitrepo.require(other)
+    (other / "NOTES.md").write_text("n\n")
+    assert engine.transition(repo, {**MOVE, "idempotency_key": "k2"})["status"] == "applied"
+    git(other, "push", "-q", "origin", f"{store.REF}:{store.REF}")
+    git(moved.root, "fetch", "-q", "origin", f"+{store.REF}:{store.REF}")
+    before = record(moved)
+    assert before is not None and before.lines == 3
+    snap = store.load(moved.repo, RID)  # resumes at 3 lines and applies the fourth
+    assert snap.generation == before.generation and snap.state is not None
+    assert snap.state.current_state == "review" and snap.state.length == 4
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k2"})["status"] == (
+        "replayed"
+    )
+
+
+def test_a_rewritten_ledger_is_folded_again_not_resumed(moved: Workspace) -> None:
+    first = ledger_text(moved, ANCHOR).splitlines(keepends=True)[0]
+    put_ledger(moved, ANCHOR, first)  # someone replaced the ledger with its first line
+    snap = store.load(moved.repo, RID)
+    assert snap.state is not None and snap.state.length == 1
+    assert snap.state.by_key.get("k1") is None
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == (
+        "applied"
+    )
+
+
+@pytest.mark.parametrize("garbage", ["{", '{"lines": 3}', "[]"])
+def test_a_garbage_record_is_a_miss(moved: Workspace, garbage: str) -> None:
+    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    path.write_text(garbage)
+    assert not resumed(moved)  # folded in full, and recorded again
+    assert resumed(moved)
+
+
+def test_a_record_that_lies_about_its_lines_is_a_miss(moved: Workspace) -> None:
+    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    lie = json.loads(path.read_text())
+    path.write_text(json.dumps({**lie, "current_state": "review", "ident": "0" * 40}))
+    snap = store.load(moved.repo, RID)
+    assert snap.state is not None and snap.state.current_state == "draft"
+
+
+def test_keys_that_cannot_be_recorded_leave_no_record(moved: Workspace) -> None:
+    root = cache.GuardCache(moved.repo).root
+    subprocess.run(["rm", "-rf", str(root / "keys")], check=True)
+    (root / "keys").write_text("not a directory")
+    (root / "tails" / f"{ANCHOR}.json").unlink()
+    assert not resumed(moved) and record(moved) is None  # and it cannot resume later
+    replay = engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})
+    assert replay["status"] == "replayed"  # the full fold still knows the key

@@ -1,0 +1,159 @@
+"""The layering rules of docs/architecture.md, read from the imports themselves.
+
+Every import counts, including those inside functions (a deferred import is still a
+dependency); only ``if TYPE_CHECKING:`` blocks are left out, since they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tropo", "strato", "exo", "hooks", "create_vivary")
+# Who may import whom: the arrows of docs/architecture.md, transitively closed.
+MAY_IMPORT = {
+    "tropo": set(),
+    "strato": {"tropo"},
+    "exo": {"tropo"},
+    "hooks": {"strato", "exo", "tropo"},
+    "create_vivary": {"hooks", "strato", "exo", "tropo"},
+}
+REPOSITORY_LAYER = "tropo.git"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except the bodies of ``if TYPE_CHECKING:``."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in [child, *_runtime_nodes(child)])
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules (and outside top-level names) that ``name`` imports."""
+    found: set[str] = set()
+    is_package = path.name == "__init__.py"
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                found.add(full if full in known else module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle between project modules (a package's own ``__init__`` aside), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in graph or node.startswith(dep + "."):
+                continue
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep):], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycles_between_modules() -> None:
+    cycle = _cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_packages_import_only_downwards() -> None:
+    upward = sorted(
+        f"{name} imports {dep}"
+        for name, deps in import_graph().items()
+        for dep in deps
+        if (top := dep.split(".")[0]) in PACKAGES
+        and top != name.split(".")[0]
+        and top not in MAY_IMPORT[name.split(".")[0]]
+    )
+    assert upward == []
+
+
+def test_only_the_repository_layer_imports_pygit2() -> None:
+    outside = sorted(
+        name
+        for name, deps in import_graph().items()
+        if any(d == "pygit2" or d.startswith("pygit2.") for d in deps)
+        and not (name == REPOSITORY_LAYER or name.startswith(REPOSITORY_LAYER + "."))
+    )
+    assert outside == []
+
+
+def _runs_git(path: Path) -> list[int]:
+    """Lines that build a command line starting with the ``git`` program."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.List | ast.Tuple) and node.elts:
+            first = node.elts[0]
+            if isinstance(first, ast.Constant) and first.value == "git":
+                lines.append(node.lineno)
+        if isinstance(node, ast.Call) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) \
+                    and first.value.split(" ")[0] == "git" and "subprocess" in ast.unparse(node.func):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_repository_layer_runs_git() -> None:
+    outside = sorted(
+        f"{path.relative_to(ROOT)}:{line}"
+        for name, path in modules().items()
+        if not name.startswith(REPOSITORY_LAYER)
+        for line in _runs_git(path)
+    )
+    assert outside == []
+
+
+@pytest.mark.parametrize(
+    ("graph", "cycle"),
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, None),
+        ({"a": {"b"}, "b": {"a"}}, ["a", "b", "a"]),
+        ({"p": {"p.x"}, "p.x": {"p"}}, None),  # a package's __init__ re-exporting its module
+    ],
+)
+def test_the_cycle_finder_itself(graph: dict[str, set[str]], cycle: list[str] | None) -> None:
+    assert _cycle(graph) == cycle
