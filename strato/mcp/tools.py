@@ -404,4 +404,4 @@ def blast(ctx: Context, a: BlastArgs) -> Document:
     return reports.blast(ws, ws.graph(), a.id, a.depth)
 
 
-from strato.mcp import agent_tools  # noqa: E402,F401 - importing it registers its tools (it needs `tool`, above)
+from strato.mcp import agent_tools, distill_tools  # noqa: E402,F401 - importing them registers their tools (they need `tool`, above)
