@@ -52,7 +52,7 @@ def _sources(ctx: Context, a: DistillArgs) -> service.Sources:
     if a.project_dir is None:
         return service.default_sources(ctx.root)
     allowed = claude_projects().resolve()
-    folder = Path(a.project_dir).expanduser().resolve()
+    folder = (ctx.root / Path(a.project_dir).expanduser()).resolve()  # relative: from the root
     if not folder.is_relative_to(allowed):
         raise ToolError(f"invalid_project_dir: {a.project_dir} is not a folder under {allowed}")
     if not folder.is_dir():

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from strato.distill import transcripts
 from strato.heartbeat import store
+from strato.mcp.tools import Context, ToolError, call
 from tests.strato.distill.shapes import claude_session, codex_session
 from tests.strato.mcp.conftest import Session, run_server
 
@@ -154,3 +157,46 @@ def test_deciding_is_not_a_tool(workspace: Path) -> None:
         assert schema["properties"]["write"]["default"] is False
 
     run_server(workspace, scenario)
+
+
+def test_a_secret_in_a_transcript_never_reaches_an_answer(workspace: Path, homes: tuple[Path, Path]) -> None:
+    claude, _ = homes
+    secret = "ghp_" + "a1B2c3D4e5" * 4
+    leaky = [*FLOW[:2], ("Bash", f"git commit -m 'wip' && curl -H 'Authorization: token {secret}' x")]
+    for n, calls in enumerate(([*leaky, ("Read", None), *leaky], leaky)):
+        claude_session(project(claude, workspace), f"s{n}", workspace, calls)
+
+    async def scenario(s: Session) -> None:
+        [candidate] = (await s.ok("stratum_distill", {"workspace_root": ".", "write": True}))["candidates"]
+        shown = await s.ok("strato_heartbeat_show", {"id": candidate["id"]})
+        text = json.dumps(shown)
+        assert "curl" in text and secret not in text and secret[:12] not in text
+
+    run_server(workspace, scenario)
+    assert secret not in json.dumps(proposals(workspace))
+
+
+SEGMENTS = st.sampled_from(["..", ".", "a", "link", "projects", "ws", "elsewhere", "~", "/"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(SEGMENTS, min_size=1, max_size=6), st.booleans())
+def test_project_dir_never_reads_outside_the_projects_folder(
+        workspace: Path, homes: tuple[Path, Path], tmp_path: Path, parts: list[str], absolute: bool) -> None:
+    """An adversary chooses the whole path; whatever is read is under the projects
+    folder, which holds no transcript here, while every folder outside it holds one."""
+    claude, _ = homes
+    projects = claude / "projects"
+    (projects / "a").mkdir(parents=True, exist_ok=True)
+    if not (projects / "link").is_symlink():
+        (projects / "link").symlink_to(tmp_path)
+        for folder in (tmp_path, tmp_path / "elsewhere", claude):
+            claude_session(folder, "s", workspace, FLOW)
+    path = str(projects.joinpath(*parts)) if absolute else "/".join(parts)
+    ctx = Context(workspace)
+    try:
+        doc = call(ctx, "stratum_distill", {"workspace_root": ".", "mode": "stats", "project_dir": path})
+    except ToolError as exc:
+        assert str(exc).startswith("invalid_project_dir: ") and "\n" not in str(exc)
+    else:
+        assert doc["files"] == 0 and doc["calls"] == 0, path
