@@ -67,6 +67,11 @@ def distill(ctx: Context, a: DistillArgs) -> Document:
     workflow seen `min_count` times across two sessions, staged in the private sidecar
     only with `write: true`; `top` and `stats` stage nothing. Nothing is ever installed:
     a person runs `strato heartbeat apply ID`."""
+    bad = "invalid arguments for stratum_distill"
+    if a.write and a.mode != "extract":
+        raise ToolError(f"{bad}: write: only mode extract stages (not {a.mode})")
+    if "n" in a.model_fields_set and a.mode != "top":
+        raise ToolError(f"{bad}: n: only mode top takes it (not {a.mode})")
     sources = _sources(ctx, a)
     value: dict[str, Any]
     if a.mode == "stats":

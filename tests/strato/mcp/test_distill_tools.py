@@ -124,6 +124,8 @@ def test_bad_requests_are_refused_in_one_line_and_change_nothing(
             "bool as int": ({**where, "window_days": True}, "window_days: Input should be a valid integer"),
             "below two": ({**where, "min_count": 1}, "min_count: Input should be greater than or equal to 2"),
             "bad mode": ({**where, "mode": "apply"}, "mode: Input should be 'extract', 'top' or 'stats'"),
+            "write in stats": ({**where, "mode": "stats"}, "write: only mode extract stages (not stats)"),
+            "n in extract": ({**where, "n": 3}, "n: only mode top takes it (not extract)"),
             "no root": ({"write": True}, "workspace_root: Field required"),
             "root outside": ({**where, "workspace_root": str(tmp_path)}, "invalid_workspace_root: "),
             "root escapes": ({**where, "workspace_root": "../elsewhere"}, "invalid_workspace_root: "),
