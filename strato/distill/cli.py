@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from strato.distill import miner, service
+from strato.distill import service
 from tropo.git import gitcli
 
 
@@ -45,10 +45,6 @@ def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...]) -> t
                                 list(codex) or ([] if projects else default.codex))
 
 
-def _row(w: miner.Workflow) -> dict[str, Any]:
-    return {"steps": list(w.steps), "count": w.count, "sessions": w.sessions}
-
-
 @click.group("distill")
 def distill() -> None:
     """Mine agent transcripts (Claude Code, Codex) for workflows that earned a skill.
@@ -68,9 +64,7 @@ def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...
                   window_days: int | None, as_json: bool) -> None:
     """Count files, lines, calls and what was skipped; stages nothing."""
     top, sources = _setup(root, projects, codex)
-    found, stats = service.scan(top, sources, window_days)
-    value = {**stats.as_dict(), "workflows": len(found),
-             "candidates": len(miner.candidates(found, min_count)), "applied": False}
+    value = service.stats_document(top, sources, min_count, window_days)
     click.echo(json.dumps(value, sort_keys=True) if as_json else
                "\n".join(f"{k}: {v}" for k, v in sorted(value.items())))
 
@@ -82,9 +76,9 @@ def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple
                 min_count: int, window_days: int | None, as_json: bool) -> None:
     """The most repeated workflows; stages nothing."""
     top, sources = _setup(root, projects, codex)
-    found, _ = service.scan(top, sources, window_days)
-    rows = [_row(w) for w in found[:limit]]
-    click.echo(json.dumps({"workflows": rows, "applied": False}, sort_keys=True) if as_json else
+    value = service.top_document(top, sources, window_days, limit)
+    rows = value["workflows"]
+    click.echo(json.dumps(value, sort_keys=True) if as_json else
                "\n".join(f"{r['count']:>4}x {r['sessions']} sessions  {' -> '.join(r['steps'])}"
                          for r in rows))
 

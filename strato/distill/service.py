@@ -48,16 +48,36 @@ def skill_proposals(root: Path, sources: Sources, min_count: int, window_days: i
     return [skill.proposal(w, head) for w in miner.candidates(found, min_count)]
 
 
+def stats_document(root: Path, sources: Sources, min_count: int,
+                   window_days: int | None) -> dict[str, Any]:
+    """What ``stats`` answers: the reader's counts and how many workflows and
+    candidates they give; stages nothing."""
+    found, stats = scan(root, sources, window_days)
+    return {**stats.as_dict(), "workflows": len(found),
+            "candidates": len(miner.candidates(found, min_count)), "applied": False}
+
+
+def top_document(root: Path, sources: Sources, window_days: int | None, limit: int) -> dict[str, Any]:
+    """What ``top`` answers: the ``limit`` most repeated workflows; stages nothing."""
+    found, _ = scan(root, sources, window_days)
+    rows = [{"steps": list(w.steps), "count": w.count, "sessions": w.sessions} for w in found[:limit]]
+    return {"workflows": rows, "applied": False}
+
+
 def extract(root: Path, sources: Sources, min_count: int, window_days: int | None,
-            now: float | None = None) -> list[dict[str, Any]]:
+            now: float | None = None, write: bool = True) -> list[dict[str, Any]]:
     """Stage the candidates beside the heartbeat's proposals (the only writer here);
-    the new ones go through the optional model step (:mod:`strato.distill.model`)."""
+    the new ones go through the optional model step (:mod:`strato.distill.model`).
+    With ``write`` false, the same answer with the outcome staging would have, and
+    nothing written (MCP's default)."""
     side = store.sidecar(root)
     day = report.today(time.time() if now is None else now)
     out: list[dict[str, Any]] = []
     for p in skill_proposals(root, sources, min_count, window_days, now):
-        out.append({"id": p.id, "revision": p.revision, "title": p.title,
-                    "files": sorted(p.files), "outcome": store.offer(side, p, day)})
+        out.append({"id": p.id, "revision": p.revision, "title": p.title, "files": sorted(p.files),
+                    "outcome": store.offer(side, p, day) if write else store.outcome(side, p)})
+    if not write:
+        return out
     fresh = [str(c["id"]) for c in out if c["outcome"] in ("new", "revised")]
     done = model.rewrite_new(root, fresh, settings.load(root).distill_tokens)
     for c in out:

@@ -96,14 +96,12 @@ def _ask(text: str) -> str | None:
 def status_command(root: Path, as_json: bool) -> None:
     """List staged proposals and their decisions."""
     top = _root(root)
-    side = store.sidecar(top)
-    records = store.all_records(side)
-    rows = [{k: r.get(k) for k in ("id", "revision", "kind", "status", "title")} for r in records]
-    head = store.load_state(side).get("head")
+    value = store.summary(store.sidecar(top))
+    rows, head = value["proposals"], value["last_head"]
     lines = [f"last heartbeat at {head[:12] if isinstance(head, str) else 'never'}; "
              f"{len(rows)} proposal(s)"]
     lines += [f"{r['status']:<8} {r['id']}  {r['title']}" for r in rows]
-    _emit({"last_head": head, "proposals": rows}, as_json, "\n".join(lines))
+    _emit(value, as_json, "\n".join(lines))
 
 
 @heartbeat.command("show")

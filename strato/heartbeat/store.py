@@ -69,21 +69,36 @@ def all_records(side: Path) -> list[dict[str, Any]]:
     return [r for r in records if isinstance(r, dict)]
 
 
+def outcome(side: Path, proposal: Proposal) -> str:
+    """What staging a proposal would do: ``new`` (never seen), ``revised`` (new
+    evidence), ``known`` (this revision is already staged) or ``rejected`` (a person
+    said no to its subject). Reads only."""
+    old = _read_json(_path(side, proposal.id))
+    if not isinstance(old, dict):
+        return "new"
+    if old.get("status") == "rejected":
+        return "rejected"
+    return "known" if old.get("revision") == proposal.revision else "revised"
+
+
 def offer(side: Path, proposal: Proposal, day: str) -> str:
-    """Stage a proposal: ``new`` (never seen), ``revised`` (new evidence), ``known``
-    (this revision is already staged) or ``rejected`` (a person said no to its subject)."""
+    """Stage a proposal unless it is ``known`` or ``rejected`` (see :func:`outcome`)."""
+    result = outcome(side, proposal)
+    if result in ("known", "rejected"):
+        return result
     path = _path(side, proposal.id)
     old = _read_json(path)
-    if isinstance(old, dict):
-        if old.get("status") == "rejected":
-            return "rejected"
-        if old.get("revision") == proposal.revision:
-            return "known"
     record = proposal.as_dict()
     revisions = list(old.get("revisions", [])) if isinstance(old, dict) else []
     record.update(status="open", revisions=[*revisions, proposal.revision], staged=day)
     _write_json(path, record)
-    return "revised" if isinstance(old, dict) else "new"
+    return result
+
+
+def summary(side: Path) -> dict[str, Any]:
+    """What ``status`` answers: the last heartbeat's HEAD and each proposal's state."""
+    rows = [{k: r.get(k) for k in ("id", "revision", "kind", "status", "title")} for r in all_records(side)]
+    return {"last_head": load_state(side).get("head"), "proposals": rows}
 
 
 def title(record: dict[str, Any]) -> str:

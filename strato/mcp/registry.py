@@ -46,6 +46,10 @@ class Args(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class NoArgs(Args):
+    """A tool that takes no arguments (any key is refused)."""
+
+
 Handler = Callable[[Context, Any], Document]
 
 

@@ -16,7 +16,7 @@ from strato.guard import authz
 from strato.guard import engine as guard_engine
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
+from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs import views
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
@@ -105,10 +105,6 @@ def gate_resolve(ctx: Context, a: GateArgs) -> Document:
     decision = "kill" if a.decision == "reject" else a.decision
     outcome = runs.gate(a.runId, a.stepId, decision, a.gateToken, a.note, via="mcp", client=ctx.client)
     return views.outcome_view(runs, outcome)
-
-
-class NoArgs(Args):
-    pass
 
 
 @tool("strato_gates", NoArgs)
