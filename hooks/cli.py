@@ -1,4 +1,5 @@
-"""The ``vivary`` command: ``vivary hooks install | uninstall | status``."""
+"""The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``) and
+``vivary hooks install | uninstall | status``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from hooks import graph
+from hooks import frontdoor, graph
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS
 from tropo.git import gitcli
@@ -51,13 +52,26 @@ def _emit_actions(as_json: bool, top: Path, names: tuple[str, ...], actions: lis
     )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=frontdoor.FrontDoor, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
-def main() -> None:
-    """Vivary git integration.
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """The Vivary front door: task verbs routed to the commands that own them, and git hooks.
 
-    Example: vivary hooks install --root my-workspace
+    `--` ends the front door's own options, as in `vivary -- check --help`.
+
+    \b
+    Examples:
+      vivary check --json
+      vivary control --governed --json request.json
+      vivary hooks install --root my-workspace
     """
+    if ctx.invoked_subcommand is None:  # bare `vivary` shows the verbs, as the suite's does
+        click.echo(ctx.get_help())
+
+
+frontdoor.register(main)
 
 
 @main.group()

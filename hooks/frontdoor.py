@@ -1,0 +1,138 @@
+"""The ``vivary`` front door: the suite's task verbs, each routed to the command that owns it.
+
+A verb is an argument-vector prefix for another command, never a second implementation:
+``vivary check ARGS`` is ``tropo check ARGS``, ``vivary control ARGS`` is ``exo control ARGS``
+(which still demands ``--governed``, as the suite's does). tropo, strato and exo sit below
+hooks and run in process; create-vivary sits above hooks, so its verbs run its console
+entry as a subprocess instead of importing it. Verbs whose owner does not exist here yet
+answer with a one-line refusal (exit 2) naming the issue that builds them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+
+@dataclass(frozen=True)
+class Route:
+    """One task verb: where it is listed, and which command (and operation) runs it."""
+
+    verb: str
+    group: str
+    summary: str
+    owner: str  # the standalone command that owns the verb
+    operation: tuple[str, ...]  # arguments put before the user's
+    entry: str | None  # "module:attribute" of a click command run in process
+    missing: str | None = None  # why it is not available yet (then nothing runs)
+
+
+ISSUE = "issue 18"
+
+ROUTES = (
+    Route("create", "Workspace", "Create a Vivary workspace scaffold",
+          "create-vivary", ("init",), None),
+    Route("adopt", "Workspace", "Plan governed context for an existing workspace",
+          "create-vivary", ("adopt",), None),
+    Route("doctor", "Workspace", "Validate a Vivary workspace scaffold",
+          "create-vivary", ("doctor",), None),
+    Route("capabilities", "Workspace", "List the optional preset capabilities",
+          "create-vivary", ("capabilities",), None,
+          missing="create-vivary has no capabilities command yet (create-vivary 0.4.3 parity)"),
+    Route("check", "Graph and retrieval",
+          "Validate the context graph and report errors and warnings",
+          "tropo", ("check",), "tropo.cli.main:main"),
+    Route("find", "Graph and retrieval", "Retrieve a token-budgeted context set for a query",
+          "tropo", ("find",), "tropo.cli.main:main"),
+    Route("decide", "Policy", "Evaluate one governed decision request",
+          "strato", ("decide",), "strato.cli:main"),
+    Route("review", "Review", "Run a review rule pack over the context graph",
+          "tropo", ("review",), None, missing="review packs are not built yet"),
+    Route("impact", "Review", "Show what one node affects",
+          "tropo", ("impact",), None, missing="impact is not built yet"),
+    Route("control", "Coordination", "Dispatch one governed Core control request",
+          "exo", ("control",), "exo.cli:main"),
+    Route("logs", "Receipts", "Summarize local JSONL run receipts (and `logs email`)",
+          "vivary", ("logs",), None, missing="run receipts and `vivary logs` are not built yet"),
+)
+
+BY_VERB = {route.verb: route for route in ROUTES}
+
+
+def _console(name: str) -> str | None:
+    """The console script installed beside this interpreter, else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else shutil.which(name)
+
+
+def dispatch(route: Route, args: list[str]) -> int:
+    """Run the verb's owner on ``operation + args`` and return its exit status."""
+    if route.missing is not None:
+        click.echo(f"vivary {route.verb}: not available yet: {route.missing} ({ISSUE})", err=True)
+        return 2
+    argv = [*route.operation, *args]
+    if route.entry is None:
+        exe = _console(route.owner)
+        if exe is None:
+            click.echo(f"vivary {route.verb}: {route.owner} is not installed", err=True)
+            return 2
+        return subprocess.run([exe, *argv], check=False).returncode
+    module, _, attribute = route.entry.partition(":")
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    try:
+        command.main(args=argv, prog_name="vivary", standalone_mode=True)  # always exits
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        click.echo(exc.code, err=True)  # what the interpreter prints for sys.exit("...")
+        return 1
+
+
+def _help(route: Route) -> str:
+    if route.missing is not None:
+        return f"{route.summary}: not available yet ({ISSUE})."
+    return f"{route.summary}: runs `{' '.join((route.owner, *route.operation))} ARGS`."
+
+
+def _verb_command(route: Route) -> click.Command:
+    @click.pass_context
+    def run(ctx: click.Context, args: tuple[str, ...]) -> None:
+        ctx.exit(dispatch(route, list(args)))
+
+    return click.Command(
+        route.verb,
+        callback=run,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        help=_help(route),
+        short_help=route.summary,
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    )
+
+
+class FrontDoor(click.Group):
+    """The ``vivary`` group: task verbs listed by area, then the group's own commands."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        width = max(len(route.verb) for route in ROUTES)
+        for group in dict.fromkeys(route.group for route in ROUTES):
+            with formatter.section(group):
+                formatter.write_dl([(r.verb.ljust(width), r.summary)
+                                    for r in ROUTES if r.group == group])
+        own = [(name, cmd.get_short_help_str()) for name, cmd in sorted(self.commands.items())
+               if name not in BY_VERB]
+        if own:
+            with formatter.section("Commands"):
+                formatter.write_dl(own)
+
+
+def register(group: click.Group) -> None:
+    """Add every task verb to ``group`` (the ``vivary`` command)."""
+    for route in ROUTES:
+        group.add_command(_verb_command(route))
