@@ -39,6 +39,8 @@ upstream: .upstream/.installed
 .upstream/.installed:
 	$(PYTHON) -m venv .upstream
 	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-strato==0.1.3 vivary-core==0.2.7 vivary-exo==0.3.1 create-vivary==0.4.3
+	# the suite's `vivary` front door itself (its ozone review packs are not needed by the parity tests)
+	.upstream/bin/pip install -q --no-deps vivary==0.2.0
 	touch .upstream/.installed
 	# create-vivary 0.3.x (full scaffolds) for doctor's compatibility test; optional.
 	$(PYTHON) -m venv .upstream03 && .upstream03/bin/pip install -q 'create-vivary==0.3.*' \
