@@ -1,4 +1,4 @@
-"""The ``vivary`` command: ``vivary hooks install | uninstall | status``."""
+"""The ``vivary`` command: ``vivary hooks install | uninstall | status`` and ``vivary logs``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from hooks import graph
 from hooks import install as installer
+from hooks.logs import logs
 from hooks.scripts import DEFAULT_HOOKS
 from tropo.git import gitcli
 
@@ -162,3 +163,6 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
         + [f"vivary: {len(found)}{new} finding(s) at {head_rev} ({verdict.mode}, base {base})"],
     )
     sys.exit(1 if found else 0)
+
+
+main.add_command(logs)
