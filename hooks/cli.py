@@ -1,5 +1,5 @@
-"""The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``) and
-``vivary hooks install | uninstall | status``."""
+"""The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``),
+``vivary hooks install | uninstall | status | check`` and ``vivary logs`` (``hooks.logs``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import click
 
 from hooks import frontdoor, graph
 from hooks import install as installer
+from hooks.logs import logs
 from hooks.scripts import DEFAULT_HOOKS
 from tropo.git import gitcli
 
@@ -176,3 +177,6 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
         + [f"vivary: {len(found)}{new} finding(s) at {head_rev} ({verdict.mode}, base {base})"],
     )
     sys.exit(1 if found else 0)
+
+
+main.add_command(logs)

@@ -58,8 +58,6 @@ ROUTES = (
           "tropo", ("impact",), None, missing="impact is not built yet"),
     Route("control", "Coordination", "Dispatch one governed Core control request",
           "exo", ("control",), "exo.cli:main"),
-    Route("logs", "Receipts", "Summarize local JSONL run receipts (and `logs email`)",
-          "vivary", ("logs",), None, missing="run receipts and `vivary logs` are not built yet"),
 )
 
 BY_VERB = {route.verb: route for route in ROUTES}

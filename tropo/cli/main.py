@@ -19,6 +19,7 @@ import click
 from tropo.check import reports
 from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
+from tropo.cli.receipts import ReceiptGroup
 from tropo.git.atomic import write_atomic
 from tropo.git.source import NotARepository, RevisionError, Source, SourceError
 
@@ -108,7 +109,7 @@ def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
     return out
 
 
-class LazyGroup(click.Group):
+class LazyGroup(ReceiptGroup):
     """Commands whose modules are imported only when named (or listed in --help): a
     warm ``tropo check`` should not pay for the retrieval and review machinery."""
 
@@ -125,8 +126,8 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-@click.group(cls=LazyGroup, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
+             receipt_default="check", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 @click.pass_context
 def main(ctx: click.Context) -> None:
