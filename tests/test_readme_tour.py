@@ -1,7 +1,7 @@
 """The README's quick tour, run literally: each line of its shell block in a fresh
 folder, in order, through `bash`, with this distribution's commands first on PATH. A
-line that exits non-zero fails the test with the line and its output. Docs pages'
-blocks that say a test runs them are run the same way, inside a fresh scaffold."""
+line that exits non-zero fails the test with the line and its output. The docs pages'
+blocks are run by tests/test_docs_examples.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -53,13 +51,3 @@ def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:
     assert "refs/vivary/runs/review-1/head" in subprocess.run(
         ["git", "-C", str(ws), "for-each-ref", "--format=%(refname)"], capture_output=True, text=True, check=True
     ).stdout
-
-
-@pytest.mark.parametrize(
-    ("page", "heading"),
-    [("docs/runs.md", "## Try it"), ("docs/decide.md", "### The request format, and building one")],
-)
-def test_docs_example_blocks_run_in_a_fresh_scaffold(tmp_path: Path, page: str, heading: str) -> None:
-    lines = block_lines((ROOT / page).read_text(encoding="utf-8"), heading)
-    ws = run_lines(tmp_path, [*SCAFFOLD, *lines])
-    assert ws.name == "my-ws"
