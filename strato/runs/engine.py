@@ -42,7 +42,7 @@ class Engine(RunContext):
         decision: str,
         token: str | None,
         note: str | None = None,
-        resolved_by: str = "human",
+        resolved_by: str = "agent",
         client: str | None = None,
     ) -> None:
         """`client` names the MCP client that decided (from its handshake), kept beside

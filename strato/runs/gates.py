@@ -31,7 +31,7 @@ def resolve(
     decision: str,
     token: str | None,
     note: str | None = None,
-    resolved_by: str = "human",
+    resolved_by: str = "agent",
     client: str | None = None,
 ) -> None:
     """Apply one decision to the waiting gate at `path`; `Refused` before any change

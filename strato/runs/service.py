@@ -127,15 +127,17 @@ class Runs:
         decision: str,
         token: str | None = None,
         note: str | None = None,
-        resolved_by: str = "human",
-        via: str = "terminal",
+        resolved_by: str = "agent",
+        via: str = "cli",
         client: str | None = None,
     ) -> Outcome:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result).
         `via` is how the decision arrived, as the caller knows it from its own transport
         (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
-        policy is checked against it, and over MCP the decision is the agent's."""
+        policy is checked against it, and over MCP the decision is the agent's. The
+        defaults are the agent's and no terminal: only a caller that knows a person is at
+        its terminal says `resolved_by="human", via="terminal"`."""
         policy = self.config.gates
         if via == "mcp":
             resolved_by = "agent"
