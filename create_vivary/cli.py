@@ -16,6 +16,7 @@ from create_vivary import init as init_mod
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import TemplateError
+from tropo.cli.clijson import JsonErrorsGroup
 from tropo.git import gitcli
 from tropo.git.rooted import UnsafePath
 
@@ -52,7 +53,7 @@ def _files_text(files: list[dict[str, Any]]) -> list[str]:
     return [f"  {f['action']:9} {f['path']}" for f in files if f["action"] != "unchanged"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """Create, adopt and check Vivary workspaces.

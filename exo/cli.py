@@ -23,7 +23,7 @@ from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
 from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
-from tropo.cli.clijson import echo_error
+from tropo.cli.clijson import JsonErrorsGroup, echo_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,7 +70,9 @@ def _remote_option(func: F) -> F:
     )(func)
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=JsonErrorsGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(package_name="vivary-git", prog_name="exo")
 @click.pass_context
 def main(ctx: click.Context) -> None:

@@ -11,6 +11,7 @@ import click
 from hooks import graph
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS
+from tropo.cli.clijson import JsonErrorsGroup
 from tropo.git import gitcli
 
 _root = click.option(
@@ -51,7 +52,7 @@ def _emit_actions(as_json: bool, top: Path, names: tuple[str, ...], actions: lis
     )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """Vivary git integration.

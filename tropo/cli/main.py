@@ -18,7 +18,7 @@ import click
 
 from tropo.check import reports
 from tropo.check.roots import CONFIG_NAME, ConfigError
-from tropo.cli.clijson import echo_error
+from tropo.cli.clijson import JsonErrorsGroup, echo_error
 from tropo.git.atomic import write_atomic
 from tropo.git.source import NotARepository, RevisionError, Source, SourceError
 
@@ -108,7 +108,7 @@ def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
     return out
 
 
-class LazyGroup(click.Group):
+class LazyGroup(JsonErrorsGroup):
     """Commands whose modules are imported only when named (or listed in --help): a
     warm ``tropo check`` should not pay for the retrieval and review machinery."""
 
