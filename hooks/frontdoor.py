@@ -19,6 +19,8 @@ from pathlib import Path
 
 import click
 
+from tropo.cli.clijson import JsonErrorsGroup
+
 
 @dataclass(frozen=True)
 class Route:
@@ -114,7 +116,7 @@ def _verb_command(route: Route) -> click.Command:
     )
 
 
-class FrontDoor(click.Group):
+class FrontDoor(JsonErrorsGroup):
     """The ``vivary`` group: task verbs listed by area, then the group's own commands."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -12,9 +12,10 @@ from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
 from strato.runs.cli import run_cmd, runs_group
+from tropo.cli.clijson import JsonErrorsGroup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard, MCP server."""

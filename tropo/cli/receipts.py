@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from tropo.cli.clijson import JsonErrorsGroup
+
 SCHEMA = "vivary.run_receipt.v1"
 ENV = "VIVARY_RECEIPT_LOG"
 OPTION = "--receipt"
@@ -266,9 +268,10 @@ def record_run(group: click.Group, *, tool: str, default: str, argv: Sequence[st
         print(f"{tool}: receipt: {_safe_message(exc)}", file=sys.stderr)
 
 
-class ReceiptGroup(click.Group):
+class ReceiptGroup(JsonErrorsGroup):
     """A command group whose every run can leave a receipt: the one shared place where a
-    CLI takes ``--receipt PATH`` (at any position) and ``VIVARY_RECEIPT_LOG``."""
+    CLI takes ``--receipt PATH`` (at any position) and ``VIVARY_RECEIPT_LOG``; its usage
+    errors under ``--json`` are JSON like every other error."""
 
     def __init__(self, *args: Any, receipt_tool: str, receipt_default: str,
                  **kwargs: Any) -> None:

@@ -1,0 +1,52 @@
+"""Usage errors under `--json` (tropo/cli/clijson.py): every one of our five commands, run
+as the installed console script, prints one JSON object on stdout and one line on stderr,
+exits 2 and writes nothing; without `--json` click's own usage text is left as it was."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+USAGE_ERRORS = [
+    (["tropo", "check", "--json", "--rev"], "requires an argument"),  # an option without its value
+    (["tropo", "graph", "--json", "--no-such-option"], "No such option"),
+    (["exo", "claim", "--json"], "Missing argument 'ID'"),  # a missing argument
+    (["strato", "flow", "validate", "--json"], "Missing argument 'FILE'"),
+    (["strato", "no-such-command", "--json"], "No such command"),
+    (["vivary", "hooks", "check", "--json", "--base"], "requires an argument"),
+    (
+        ["create-vivary", "init", "ws", "--json", "--preset", "nope"],
+        "Invalid value for '--preset'",
+    ),  # bad value
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_a_usage_error_under_json_is_one_object_on_stdout_and_one_line_on_stderr(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    proc = subprocess.run(
+        [str(BIN / argv[0]), *argv[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout) == {"ok": False, "error": json.loads(proc.stdout)["error"], "exitCode": 2}
+    assert message in json.loads(proc.stdout)["error"]
+    assert len(proc.stderr.splitlines()) == 1 and message in proc.stderr
+    assert "Traceback" not in proc.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_without_json_click_prints_its_usage_text_on_stderr_and_nothing_on_stdout(tmp_path: Path) -> None:
+    proc = subprocess.run([str(BIN / "exo"), "claim"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("Usage: exo claim") and "Missing argument 'ID'" in proc.stderr
+
