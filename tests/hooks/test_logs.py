@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import upstream_bin
+from tests.conftest import missing, upstream_bin
 
 VIVARY = Path(sys.executable).parent / "vivary"
 
@@ -62,7 +62,7 @@ def test_logs_matches_the_suites_front_door(args: list[str], tmp_path: Path) -> 
     probe = python and subprocess.run([str(python), "-I", "-c", "import vivary_cli"],
                                       capture_output=True, check=False).returncode == 0
     if not probe:
-        pytest.skip("the suite's front door (vivary==0.2.0) is not in the upstream venv")
+        missing("the suite's front door (vivary==0.2.0) is not in the upstream venv: run `make upstream`")
     (tmp_path / "receipts.jsonl").write_text(LOG)
     argv = ["logs", *args]
     ours = _run(argv, tmp_path, [str(VIVARY)])
