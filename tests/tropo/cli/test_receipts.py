@@ -17,7 +17,7 @@ import pytest
 
 from create_vivary.cli import main as create_main
 from exo.cli import main as exo_main
-from tests.conftest import upstream_bin
+from tests.conftest import missing, upstream_bin
 from tropo.cli import receipts
 from tropo.cli.main import main as tropo_main
 
@@ -51,7 +51,7 @@ for case in json.load(sys.stdin):
 def _suite(module: str, arg: str, cases: list[dict[str, Any]] | None = None) -> str:
     python = upstream_bin("python")
     if python is None:
-        pytest.skip("upstream suite not installed: run `make upstream` to compare")
+        missing("upstream suite not installed: run `make upstream` to compare")
     proc = subprocess.run([str(python), "-I", "-c", _SUITE_SCRIPT, module, arg], check=True,
                           input=json.dumps(cases or []), capture_output=True, text=True,
                           env={**os.environ, "VIVARY_RECEIPT_LOG": ""})
