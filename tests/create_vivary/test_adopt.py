@@ -22,6 +22,14 @@ BROWNFIELD = {
 }
 
 
+def approved_adopt(root: Path, *args: str) -> tuple[int, dict[str, object]]:
+    """Adopt as a person does: read the plan, then apply exactly that plan by its hash."""
+    code, plan = run_json("create-vivary", "adopt", str(root), *args)
+    assert code == 0, plan
+    return run_json("create-vivary", "adopt", str(root), *args, "--yes", "--plan",
+                    str(plan["plan_hash"]))
+
+
 def _snapshot(root: Path) -> dict[str, bytes]:
     return {rel: (root / rel).read_bytes() for rel in BROWNFIELD}
 
@@ -47,7 +55,7 @@ def test_the_default_is_a_plan_that_writes_nothing(brownfield: Path) -> None:
 
 def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> None:
     before = _snapshot(brownfield)
-    code, out = run_json("create-vivary", "adopt", str(brownfield), "--yes")
+    code, out = approved_adopt(brownfield)
     assert code == 0, out["doctor"]["errors"]
     assert out["mode"] == "applied" and out["ok"]
     assert _snapshot(brownfield) == before
@@ -61,7 +69,7 @@ def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> N
 
 def test_a_plain_folder_is_made_a_repository(tmp_path: Path) -> None:
     (tmp_path / "code.py").write_text("x = 1\n")
-    code, out = run_json("create-vivary", "adopt", str(tmp_path), "--yes")
+    code, out = approved_adopt(tmp_path)
     assert code == 0 and out["git_init"] is True and out["preset"] == "coding"
     assert (tmp_path / ".git").is_dir() and (tmp_path / "USER.md").is_file()
     assert git(tmp_path, "check-ignore", "USER.md").strip() == "USER.md"
@@ -108,7 +116,7 @@ def test_a_clone_of_this_project_can_be_adopted(tmp_path: Path) -> None:
     clone = tmp_path / "vivary"
     git(tmp_path, "clone", "-q", str(Path(templates.__file__).resolve().parent.parent), str(clone))
     assert "{{" in (clone / "templates/base/tropo.toml").read_text()
-    code, out = run_json("create-vivary", "adopt", str(clone), "--yes")
+    code, out = approved_adopt(clone)
     assert code == 0, out
     proc = run_cli("tropo", "check", "--root", str(clone), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -144,7 +152,7 @@ def test_existing_findings_are_counted_and_the_ratchet_is_offered(repo_dir: Path
     assert code == 0 and out["existing_findings"] == 2 and out["ratchet"] is False
     assert any("--ratchet" in f for f in out["followups"])
     assert ".vivary/hooks.toml" not in out["would_create"]
-    code, out = run_json("create-vivary", "adopt", str(repo_dir), "--ratchet", "--yes")
+    code, out = approved_adopt(repo_dir, "--ratchet")
     assert out["ratchet"] is True and ".vivary/hooks.toml" in out["created"]
     assert 'mode = "ratchet"' in (repo_dir / ".vivary/hooks.toml").read_text()
     assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
