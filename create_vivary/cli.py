@@ -15,6 +15,7 @@ from create_vivary import capabilities as caps
 from create_vivary import doctor as doctor_mod
 from create_vivary import init as init_mod
 from create_vivary import journal, minimal, thin, trend, wizard
+from create_vivary import record as record_mod
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import TemplateError
@@ -405,3 +406,44 @@ def _recover(target: Path, tx_hash: str, yes: bool, approved: str | None, as_jso
             *([] if yes else [f"recovery plan: {rhash} (apply: --recover {tx_hash} --yes --plan {rhash})"]),
         ],
     )
+
+
+@main.command(name="record")
+@_dir
+@click.argument("record")
+@click.option("--from", "source", required=True, type=click.Path(path_type=Path),
+              help="The complete UTF-8 Markdown record to propose.")
+@click.option("--capsule", required=True, type=click.Path(path_type=Path),
+              help="The Task Capsule JSON of the work (tropo find --governed).")
+@click.option("--yes", is_flag=True, help="Apply the approved plan (default: dry-run).")
+@click.option("--plan", "approved", metavar="HASH",
+              help="The plan hash of the dry-run you approved; required with --yes.")
+@click.option("--repo-root", type=click.Path(path_type=Path),
+              help="Accepted for create-vivary 0.4.3 compatibility; our tropo is built in.")
+@_json
+def record_command(target: Path, record: str, source: Path, capsule: Path, yes: bool,
+                   approved: str | None, repo_root: Path | None, as_json: bool) -> None:
+    """Propose (or, approved, add) one record under .vivary/records/ of a thin workspace.
+
+    \b
+    Example: tropo find --governed "what changed" --root ws > capsule.json
+             create-vivary record ws changes/first-slice.md --from slice.md --capsule capsule.json
+             create-vivary record ws changes/first-slice.md --from slice.md \\
+                 --capsule capsule.json --yes --plan sha256:...
+    """
+    plan = _guarded(as_json, lambda: record_mod.plan(target, record, source, capsule, _problems))
+    if yes:
+        _guarded(as_json, lambda: record_mod.apply(plan, approved, _problems))
+    body = {"ok": True, **plan.as_json(), "applied": yes}
+    _emit(as_json, body, [
+        f"create-vivary record: {'applied' if yes else 'would apply'} one {plan.action} to {plan.path}",
+        f"capsule: {plan.capsule['id']} ({plan.capsule['fingerprint']})",
+        f"source: {plan.source}",
+        f"before: {plan.before_hash or 'absent'}",
+        f"after: {body['after_hash']}",
+        f"plan_hash: {plan.hash}",
+    ])
+
+
+def _problems(root: Path) -> list[str]:
+    return doctor_mod.diagnose(root).errors

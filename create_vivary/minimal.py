@@ -74,6 +74,8 @@ def plan(target: Path, preset: str, adapters: tuple[str, ...], active_context: s
     if blocker is not None:
         raise Refused(f"refusing to scaffold because a destination parent path is a file: {blocker}")
     files |= thin.config_files(choice, always_storage=False)
+    if choice.memory != "none":
+        files[".gitignore"] += thin.MEMORY_RULES.encode()
     for rel in files:
         try:
             check_target(root, rel)
@@ -83,9 +85,9 @@ def plan(target: Path, preset: str, adapters: tuple[str, ...], active_context: s
 
 
 def _missing_dirs(root: Path, files: dict[str, bytes]) -> list[Path]:
-    """The folders writing ``files`` will create: the target, its missing parents, and
-    the folders inside it, so a rollback removes exactly those."""
-    wanted = {root, *root.parents}
+    """The folders writing ``files`` will create, the target and those inside it, so a
+    rollback removes exactly those."""
+    wanted = {root}
     for rel in files:
         wanted.update((root / rel).parents)
     return sorted((d for d in wanted if not d.exists()), key=lambda d: len(d.parts))
@@ -93,10 +95,13 @@ def _missing_dirs(root: Path, files: dict[str, bytes]) -> list[Path]:
 
 def apply(p: SeedPlan, check: Callable[[], None] | None = None) -> list[str]:
     """Write the seed, then ``check`` it; on any failure remove what this run made."""
+    absent = [d for d in reversed(p.root.parents) if not d.exists()]
+    if absent:  # only the target itself is made, never the folders it would sit in
+        raise Refused(f"safe destination ancestor does not exist: {absent[0]}")
     made = _missing_dirs(p.root, p.files)
     written: list[Path] = []
     try:
-        p.root.mkdir(parents=True, exist_ok=True)
+        p.root.mkdir(exist_ok=True)
         for rel, data in p.files.items():
             written.append(write_within(p.root, rel, data))
         if check is not None:

@@ -110,6 +110,13 @@ def seed(project: str, preset: str, adapters: tuple[str, ...],
     return {path: text.encode("utf-8") for path, text in files.items()}
 
 
+# create-vivary 0.4.3's doctor fails a memory workspace whose .gitignore lacks these,
+# and its init does not write them: ours does (docs/lifecycle.md, deliberate differences).
+MEMORY_RULES = ("# Vivary semantic memory: private paths its privacy check requires\n"
+                "USER.md\nMEMORY.md\nmemory/*\n!memory/.gitkeep\nheartbeat-reports/*\n"
+                "!heartbeat-reports/.gitkeep\n.strato/private/\n")
+
+
 def storage_config(storage: str, provider: str) -> bytes:
     """``.vivary/storage.toml`` for a tier; a cloud provider without a template is the
     file backend, as in 0.4.3."""
@@ -146,7 +153,7 @@ def auto_pick(storage: str | None, provider: str | None, privacy: str | None) ->
 def config_files(choice: Storage, *, always_storage: bool) -> dict[str, bytes]:
     """The config files a choice writes: ``init`` writes storage.toml only for a tier
     other than files (``always_storage`` is ``wizard``, which always writes it)."""
-    out = {}
+    out: dict[str, bytes] = {}
     if always_storage or choice.storage != "file":
         out[STORAGE_CONFIG] = storage_config(choice.storage, choice.provider)
     if choice.memory != "none":
