@@ -184,6 +184,7 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) 
 def apply(p: AdoptPlan, approved: str) -> dict[str, object]:
     """Carry out the plan whose hash a person approved, under a journal (see
     :mod:`create_vivary.journal`); a failure takes back what was written."""
+    journal.refuse_if_unfinished(p.root)
     if approved != p.hash:
         raise Refused(f"plan hash mismatch: approved {approved}, current {p.hash} "
                       "(the tree changed since the plan; review the new plan)")

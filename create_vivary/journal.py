@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,15 @@ def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool) -> None:
+def refuse_if_unfinished(root: Path) -> None:
     journal = root / PATH
     if journal.exists() or journal.is_symlink():
         raise Refused(f"an unfinished adoption journal exists ({PATH}); recover it first: "
                       f"`create-vivary adopt {root} --recover <its plan hash>`")
+
+
+def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool) -> None:
+    refuse_if_unfinished(root)
     body = {"schema": SCHEMA, "plan_hash": tx_hash, "git_init": git_init,
             "created": [{"path": a.path, "after_hash": _digest(a.data)} for a in created]}
     write_within(root, PATH, (json.dumps(body, sort_keys=True, indent=2) + "\n").encode())
@@ -73,13 +78,13 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
     rows = []
     for entry in _read(root, tx_hash)["created"]:
         rel = entry["path"]
+        if not os.path.lexists(root / rel):  # never written (or its folder is not one)
+            rows.append({"path": rel, "operation": "no-op", "current_hash": None})
+            continue
         try:
             dest = check_target(root, rel)
         except UnsafePath as exc:
             raise Refused(f"recovery destination is unsafe: {exc}") from exc
-        if not dest.exists():
-            rows.append({"path": rel, "operation": "no-op", "current_hash": None})
-            continue
         current = _digest(dest.read_bytes())
         if current != entry["after_hash"]:
             raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")

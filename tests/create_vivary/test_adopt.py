@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import templates
+from create_vivary import adopt as adopt_mod
+from create_vivary import journal
+from create_vivary import plan as plan_mod
 from create_vivary.adopt import exclusions, guess_preset
+from tropo.git import rooted
+from tropo.git.rooted import UnsafePath
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import run_cli, run_json
 
@@ -172,3 +178,100 @@ def test_a_clean_schema_gets_no_offer(ws_with_schema: Path) -> None:
     code, out = run_json("create-vivary", "adopt", str(ws_with_schema))
     assert code == 0 and out["existing_findings"] == 0
     assert not any("--ratchet" in f for f in out["followups"])
+
+
+def test_apply_needs_the_hash_of_the_plan_and_refuses_once_the_tree_changed(brownfield: Path) -> None:
+    code, plan = run_json("create-vivary", "adopt", str(brownfield))
+    assert code == 0
+    before = sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                    if ".git" not in p.parts)
+    without = run_cli("create-vivary", "adopt", str(brownfield), "--yes")
+    assert without.returncode == 1 and "requires --plan" in without.stderr
+    wrong = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", "sha256:" + "0" * 64)
+    assert wrong.returncode == 1 and "plan hash mismatch" in wrong.stderr
+    (brownfield / "notes" / "b.md").write_text("# plain, edited after the review\n")
+    changed = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", plan["plan_hash"])
+    assert changed.returncode == 1 and changed.stderr.count("\n") == 1
+    assert "the tree changed since the plan" in changed.stderr
+    after = sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                   if ".git" not in p.parts)
+    assert after == before
+
+
+def _crash_after(count: int) -> Callable[..., Path]:
+    """A write_within that dies (as a kill would: no handler runs) after ``count`` writes."""
+    real = rooted.write_within
+    done: list[str] = []
+
+    def write(root: Path, rel: str, data: bytes, mode: int = 0o644) -> Path:
+        if rel != journal.PATH and len(done) == count:
+            raise KeyboardInterrupt("power cut")
+        path = real(root, rel, data, mode)
+        if rel != journal.PATH:
+            done.append(rel)
+        return path
+
+    return write
+
+
+def test_an_interrupted_adopt_is_recovered_by_its_hash(
+    brownfield: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    existing = _snapshot(brownfield)
+    p = adopt_mod.plan(brownfield, None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(3))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    assert (brownfield / journal.PATH).is_file()
+    again = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", p.hash)
+    assert again.returncode == 1 and "unfinished adoption journal" in again.stderr
+    code, dry = run_json("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
+    assert code == 0 and dry["mode"] == "recovery-dry-run"
+    ops = [r["operation"] for r in dry["recovery_actions"]]
+    assert ops.count("delete-created") == 3 and set(ops) == {"delete-created", "no-op"}
+    assert (brownfield / journal.PATH).is_file()  # the dry run wrote nothing
+    other = run_cli("create-vivary", "adopt", str(brownfield), "--recover", "sha256:" + "1" * 64)
+    assert other.returncode == 1 and "journal is for plan" in other.stderr
+    bad = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash, "--yes",
+                  "--plan", p.hash)
+    assert bad.returncode == 1 and "recovery plan hash mismatch" in bad.stderr
+    code, done = run_json("create-vivary", "adopt", str(brownfield), "--recover", p.hash, "--yes",
+                          "--plan", dry["recovery_plan_hash"])
+    assert code == 0 and done["mode"] == "recovered"
+    assert not (brownfield / ".vivary").exists()
+    assert _snapshot(brownfield) == existing
+    assert sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == sorted(BROWNFIELD)
+
+
+def test_recovery_never_deletes_a_file_edited_after_the_crash(
+    brownfield: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = adopt_mod.plan(brownfield, None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    first = next(f.path for f in p.files if f.action == "create")
+    (brownfield / first).write_text("a person wrote here after the crash\n")
+    proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
+    assert proc.returncode == 1 and f"changed since the interrupted adopt: {first}" in proc.stderr
+    assert (brownfield / first).read_text() == "a person wrote here after the crash\n"
+
+
+def test_a_failed_write_takes_back_what_adopt_wrote(brownfield: Path) -> None:
+    """A real failure mid-adopt: a planned folder turns into a file between plan and apply."""
+    code, plan = run_json("create-vivary", "adopt", str(brownfield))
+    p = adopt_mod.plan(brownfield, None, "ws")
+    late = sorted({f.path.split("/")[0] for f in p.files if f.action == "create" and "/" in f.path})[-1]
+    existing = _snapshot(brownfield)
+    with pytest.raises(UnsafePath):
+        (brownfield / late).write_text("in the way\n")
+        adopt_mod.apply(p, p.hash)
+    (brownfield / late).unlink()
+    assert _snapshot(brownfield) == existing
+    assert not (brownfield / journal.PATH).exists()
+    assert sorted(q.relative_to(brownfield).as_posix() for q in brownfield.rglob("*")
+                  if q.is_file() and ".git" not in q.parts) == sorted(BROWNFIELD)
+    assert code == 0 and plan["plan_hash"] == p.hash
