@@ -101,7 +101,8 @@ def _storage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--project", help="Project label written into the nodes (default: folder name).")
 @click.option("--force", is_flag=True,
               help="Write into a non-empty folder; overwrites scaffold files (not with --minimal).")
-@click.option("--commit", is_flag=True, help="git init, install the hooks, make the first commit.")
+@click.option("--commit", is_flag=True,
+              help="Make the first commit through the hooks (with --minimal: git init and hooks too).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and its hash; write nothing.")
 @click.option("--auto", is_flag=True, help="No prompts (implies --yes).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")

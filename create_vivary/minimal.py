@@ -37,10 +37,11 @@ def check_empty(root: Path) -> None:
         raise Refused(f"init target is not a directory: {root}")
     if root.exists():
         try:
-            entries = next(os.scandir(root), None)
+            with os.scandir(root) as listing:
+                first = next(listing, None)
         except OSError as exc:
             raise Refused(f"cannot inspect init target: {exc.strerror}: {root}") from exc
-        if entries is not None:
+        if first is not None:
             raise Refused("init requires a new or empty directory; use create-vivary adopt "
                           "for every existing workspace, including thin workspaces")
 
@@ -55,10 +56,7 @@ def _file_in_parent_position(root: Path) -> Path | None:
 @dataclass(frozen=True)
 class SeedPlan:
     root: Path
-    preset: str
-    adapters: tuple[str, ...]
-    choice: thin.Storage
-    files: dict[str, bytes]
+    files: dict[str, bytes]  # workspace path -> bytes, in the order they are written
 
 
 def plan(target: Path, preset: str, adapters: tuple[str, ...], active_context: str | None,
@@ -81,7 +79,7 @@ def plan(target: Path, preset: str, adapters: tuple[str, ...], active_context: s
             check_target(root, rel)
         except UnsafePath as exc:
             raise Refused(str(exc)) from exc
-    return SeedPlan(root, preset, adapters, choice, files)
+    return SeedPlan(root, files)
 
 
 def _missing_dirs(root: Path, files: dict[str, bytes]) -> list[Path]:

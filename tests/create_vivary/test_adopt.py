@@ -96,10 +96,15 @@ def ws_with_schema(repo_dir: Path) -> Path:
     return repo_dir
 
 
-def test_a_missing_folder_is_refused(tmp_path: Path) -> None:
+def test_a_missing_folder_or_a_file_is_refused(tmp_path: Path) -> None:
     proc = run_cli("create-vivary", "adopt", str(tmp_path / "nope"), "--yes")
     assert proc.returncode == 1 and "not an existing directory" in proc.stderr
     assert not (tmp_path / "nope").exists()
+    (tmp_path / "afile").write_text("x\n")
+    for extra in ([], ["--recover", "sha256:" + "0" * 64]):
+        proc = run_cli("create-vivary", "adopt", str(tmp_path / "afile"), *extra)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert (tmp_path / "afile").read_text() == "x\n"
 
 
 def test_preset_guess() -> None:

@@ -142,3 +142,11 @@ def test_the_memory_rules_are_the_only_difference_from_0_4_3s_gitignore() -> Non
     plain = thin.seed("ws", "coding", (), None)[".gitignore"].decode()
     assert plain.startswith("# >>> vivary private/runtime >>>")
     assert "memory/*" in thin.MEMORY_RULES and "memory/*" not in plain
+
+
+def test_our_preset_init_refuses_an_unwritable_place_in_one_line_too(tmp_path: Path) -> None:
+    target = _unwritable(tmp_path)
+    before = tree(tmp_path)
+    proc = run_cli("create-vivary", "init", str(target), "--yes")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert tree(tmp_path) == before and not target.exists()
