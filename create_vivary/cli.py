@@ -232,8 +232,12 @@ def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: 
                           "or the choices (--storage, --memory, ...)")
     choice = wizard.decide(answers, command="wizard")
     files = thin.config_files(choice, always_storage=True)
+    ignore = root / ".gitignore"
+    rules = thin.with_memory_rules(
+        ignore.read_bytes() if ignore.is_file() and not ignore.is_symlink() else None, choice.memory)
     if not dry_run:
-        _guarded(as_json, lambda: [write_within(root, rel, data) for rel, data in files.items()])
+        writes = {**files, **({".gitignore": rules} if rules is not None else {})}
+        _guarded(as_json, lambda: [write_within(root, rel, data) for rel, data in writes.items()])
     if as_json:
         click.echo(json.dumps({
             "ok": True, "root": str(root), "storage": choice.storage, "provider": choice.provider,

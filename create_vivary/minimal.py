@@ -72,8 +72,7 @@ def plan(target: Path, preset: str, adapters: tuple[str, ...], active_context: s
     if blocker is not None:
         raise Refused(f"refusing to scaffold because a destination parent path is a file: {blocker}")
     files |= thin.config_files(choice, always_storage=False)
-    if choice.memory != "none":
-        files[".gitignore"] += thin.MEMORY_RULES.encode()
+    files[".gitignore"] = thin.with_memory_rules(files[".gitignore"], choice.memory) or files[".gitignore"]
     for rel in files:
         try:
             check_target(root, rel)

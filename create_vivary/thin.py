@@ -117,6 +117,14 @@ MEMORY_RULES = ("# Vivary semantic memory: private paths its privacy check requi
                 "!heartbeat-reports/.gitkeep\n.strato/private/\n")
 
 
+def with_memory_rules(current: bytes | None, memory: str) -> bytes | None:
+    """The ``.gitignore`` a memory policy needs, or None when it needs no change."""
+    if memory == "none" or (current is not None and MEMORY_RULES.encode() in current):
+        return None
+    base = current or b""
+    return base + (b"" if not base or base.endswith(b"\n") else b"\n") + MEMORY_RULES.encode()
+
+
 def storage_config(storage: str, provider: str) -> bytes:
     """``.vivary/storage.toml`` for a tier; a cloud provider without a template is the
     file backend, as in 0.4.3."""

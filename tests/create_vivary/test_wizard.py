@@ -7,6 +7,7 @@ import json
 import os
 import select
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from create_vivary.thin import MEMORY_RULES
@@ -116,3 +117,18 @@ def test_without_a_terminal_init_minimal_asks_nothing(tmp_path: Path) -> None:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == ""
     assert not (tmp_path / "ws/.vivary/storage.toml").exists()
+
+
+def test_a_memory_policy_from_the_wizard_passes_both_doctors(
+    tmp_path: Path, upstream: Callable[[str], Path]
+) -> None:
+    assert run_cli("create-vivary", "init", "ws", "--minimal", cwd=tmp_path).returncode == 0
+    proc = run_cli("create-vivary", "wizard", "ws", "--no-wizard", "--memory", "cognee", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "ws/.gitignore").read_text().endswith(MEMORY_RULES)
+    again = run_cli("create-vivary", "wizard", "ws", "--no-wizard", "--memory", "local", cwd=tmp_path)
+    assert again.returncode == 0 and (tmp_path / "ws/.gitignore").read_text().count(MEMORY_RULES) == 1
+    for exe in (BIN / "create-vivary", upstream("create-vivary")):
+        doctor = subprocess.run([str(exe), "doctor", "ws", "--json"], cwd=tmp_path,
+                                capture_output=True, text=True, check=False)
+        assert doctor.returncode == 0 and json.loads(doctor.stdout)["errors"] == [], exe
