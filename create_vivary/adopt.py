@@ -20,6 +20,7 @@ from create_vivary.scaffold import (
     GRAPH_DIRS,
     PRIVATE_DIR,
     PRIVATE_FILES,
+    RATCHET,
     SCHEMA,
     is_shell,
     render,
@@ -31,7 +32,6 @@ CODE_SUFFIXES = frozenset(
     | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
 )
 MD_SUFFIXES = frozenset({".md", ".markdown"})
-RATCHET = (".vivary/hooks.toml", b'mode = "ratchet"  # hooks refuse only findings HEAD lacks\n')
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from create_vivary.plan import FileAction, Refused
-from create_vivary.scaffold import plan_hash
+from create_vivary.presets import PRESETS
+from create_vivary.scaffold import RATCHET, plan_hash, render
+from tropo.git import gitcli
 from tropo.git.rooted import UnsafePath, check_target, write_within
 
 PATH = ".vivary/runtime/adopt-journal.json"
@@ -70,13 +72,29 @@ def _read(root: Path, tx_hash: str) -> dict[str, Any]:
         raise Refused("the adoption journal is malformed; nothing was changed")
     if body.get("plan_hash") != tx_hash:
         raise Refused(f"the adoption journal is for plan {body.get('plan_hash')}, not {tx_hash}")
+    foreign = sorted({e["path"] for e in entries} - adoptable())
+    if foreign:  # a journal is a file in the tree: it may name only what adopt writes
+        raise Refused(f"the adoption journal names a path adopt never writes: {foreign[0]}")
     return dict(body)
+
+
+def adoptable() -> set[str]:
+    """Every path any adopt can create: the scaffold of each preset, and the ratchet."""
+    paths = {RATCHET[0]}
+    for preset in PRESETS:
+        paths.update(render(preset, "workspace"))
+    return paths
 
 
 def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
     """The recovery plan's hash and its rows (path, operation, current hash)."""
     rows = []
-    for entry in _read(root, tx_hash)["created"]:
+    entries = _read(root, tx_hash)["created"]
+    if gitcli.toplevel(root) == root.resolve():
+        tracked = sorted(gitcli.tracked(root, [e["path"] for e in entries]))
+        if tracked:  # adopt never commits, so what git tracks was there before it
+            raise Refused(f"the adoption journal names a file git tracks: {tracked[0]}")
+    for entry in entries:
         rel = entry["path"]
         if not os.path.lexists(root / rel):  # never written (or its folder is not one)
             rows.append({"path": rel, "operation": "no-op", "current_hash": None})

@@ -90,7 +90,7 @@ def capsule_binding(root: Path, path: Path) -> dict[str, str]:
         raise Refused(f"record capsule must be a {CAPSULE_SCHEMA} (tropo find --governed)")
     if not is_intact(capsule):
         raise Refused("record capsule integrity verification failed")
-    if capsule["task"]["scope"] != [str(root)]:
+    if capsule["task"]["scope"] != [os.path.realpath(root)]:
         raise Refused("record capsule was compiled for another workspace")
     ws = open_workspace(root)
     now = (snapshot_fingerprint(ws.snapshot.fingerprint())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -280,3 +282,18 @@ def test_a_failed_write_takes_back_what_adopt_wrote(brownfield: Path) -> None:
     assert sorted(q.relative_to(brownfield).as_posix() for q in brownfield.rglob("*")
                   if q.is_file() and ".git" not in q.parts) == sorted(BROWNFIELD)
     assert code == 0 and plan["plan_hash"] == p.hash
+
+
+def test_a_planted_journal_cannot_make_recovery_delete_the_users_files(brownfield: Path) -> None:
+    """The journal is a file in the tree, so whoever wrote the tree chose its bytes: a
+    journal naming the user's README (with the right digest) or a path outside is refused."""
+    readme = (brownfield / "README.md").read_bytes()
+    for path in ("README.md", "../outside.md", "src/app.py"):
+        body = {"schema": journal.SCHEMA, "plan_hash": "sha256:" + "a" * 64, "git_init": False,
+                "created": [{"path": path, "after_hash": "sha256:" + hashlib.sha256(readme).hexdigest()}]}
+        (brownfield / ".vivary/runtime").mkdir(parents=True, exist_ok=True)
+        (brownfield / journal.PATH).write_text(json.dumps(body))
+        proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", body["plan_hash"])
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, (path, proc.stderr)
+        assert "never writes" in proc.stderr or "git tracks" in proc.stderr, (path, proc.stderr)
+    assert (brownfield / "README.md").read_bytes() == readme
