@@ -119,7 +119,7 @@ def init(target: Path, preset: str, minimal: bool, project: str | None, force: b
              create-vivary init ws --minimal --adapter claude --memory local --json
     """
     if minimal:
-        _init_minimal(target, preset, project, commit, dry_run, auto, yes, as_json, seed)
+        _init_minimal(target, preset, project, commit, dry_run, auto, as_json, seed)
         return
     given = [name for name in _SEED_ONLY if seed[name] not in (None, (), False)]
     if given:
@@ -164,8 +164,9 @@ def _answers(seed: dict[str, Any], auto: bool, dry_run: bool, as_json: bool) -> 
 
 
 def _init_minimal(target: Path, preset: str, project: str | None, commit: bool, dry_run: bool,
-                  auto: bool, yes: bool, as_json: bool, seed: dict[str, Any]) -> None:
-    """create-vivary 0.4.3's init: same checks, same files, same report."""
+                  auto: bool, as_json: bool, seed: dict[str, Any]) -> None:
+    """create-vivary 0.4.3's init: same checks, same files, same report (its --yes only
+    confirms installs, and we install nothing)."""
     adapters = tuple(seed["adapter"])
     root = _guarded(as_json, lambda: minimal.resolve_target(target))
     _guarded(as_json, lambda: minimal.check_empty(root))
@@ -200,9 +201,9 @@ def _init_minimal(target: Path, preset: str, project: str | None, commit: bool, 
 
 
 def _healthy(root: Path) -> None:
-    report = doctor_mod.diagnose(root)
-    if not report.ok:
-        raise Refused("doctor failed after init: " + "; ".join(report.errors))
+    problems = _problems(root)
+    if problems:
+        raise Refused("doctor failed after init: " + "; ".join(problems))
 
 
 @main.command(name="wizard")
@@ -223,7 +224,7 @@ def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: 
     Example: create-vivary wizard .                      (at a terminal)
              create-vivary wizard . --no-wizard --memory local --json
     """
-    answers = _answers({**seed, "adapter": ()}, auto, dry_run, as_json)
+    answers = _answers(seed, auto, dry_run, as_json)
     root = _guarded(as_json, lambda: minimal.resolve_target(target))
     decided_by_flags = (auto or yes or seed["no_wizard"] or answers.any_storage_flag()
                         or seed["memory"] is not None)
