@@ -88,7 +88,7 @@ def review_cmd(pack: str, strict: bool, root: Path | None, staged: bool, rev: st
       tropo review --rev main --pack editorial
     """
     ws = _workspace(root, staged, rev, no_cache)
-    document = packs.review(_graph(ws), lambda: _files(ws), packs.selected(pack))
+    document = packs.review(_graph(ws), _files(ws), packs.selected(pack))
     if as_json:
         _print(document)
     else:

@@ -9,7 +9,7 @@ unless the caller asks for ``strict``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from tropo.check.graph import Graph
@@ -140,16 +140,15 @@ def editorial(graph: Graph) -> list[Finding]:
     return out
 
 
-def review(graph: Graph, files: Callable[[], budget.Files], packs: Iterable[str]) -> dict[str, Any]:
+def review(graph: Graph, files: budget.Files, packs: Iterable[str]) -> dict[str, Any]:
     """The suite's review document: node count, packs run, warning and note counts and
-    the findings, pack by pack. ``files`` is called only by the context-budget pack
-    (listing a large tree costs more than reviewing its graph)."""
+    the findings, pack by pack."""
     names = list(packs)
     findings: list[Finding] = []
     if "structure" in names:
         findings += structure(graph)
     if "context-budget" in names:
-        findings += budget.context_budget(files())
+        findings += budget.context_budget(files)
     if "editorial" in names:
         findings += editorial(graph)
     warnings = sum(1 for f in findings if f["severity"] == "warn")
