@@ -15,7 +15,7 @@ from strato.flow import types as ty
 from strato.flow.expr import ExprError, evaluate
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task, render_value
 from strato.flow.spec import AnyStep, DoStep, EvaluateStep, FanoutStep, GateStep, RunStep, SetStep
-from strato.runs import fanout_steps, gates
+from strato.runs import fanout_steps, gates, verification
 from strato.runs.budgets import reserve, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -137,11 +137,14 @@ def _run_evaluate(
     if ctx.evaluator is None:
         fail_step(ctx, frame, step, st, "evaluate: no command runner configured", None, forced=True)
         return
+    if verification.skip_evaluate(ctx, frame, step, st):
+        return
     done = ctx.evaluator(step.evaluate.command, value, step.evaluate.timeout_ms)
     extra = {"durationMs": done.duration_ms}
     reason = done.failure
     if reason is None:
         reason = check(ctx.spec, step.out, None, done.output, {}, scope, ctx.root, None).reason
+    verification.record(ctx, frame, step, st, reason)
     if reason is not None:
         fail_step(ctx, frame, step, st, reason, done.output, forced=True, extra=extra)
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow.spec import GateStep
+from strato.runs import verification
 from strato.runs.context import Frame, RunContext
 from strato.runs.iterate import carry_on_revise
 from strato.runs.outcomes import fail_scope
@@ -56,6 +57,8 @@ def resolve(
         "gate_resolved", path, decision=decision, target=target, **by, **({"note": note} if note else {})
     )
     st.pop("gateToken", None)
+    if decision != "approve":
+        verification.override(ctx, frame, step, decision, resolved_by)
     if decision == "revise":
         _revise(ctx, frame, step, st, target)
     else:

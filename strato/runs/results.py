@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow.spec import DoStep, FanoutStep
-from strato.runs import consumer
+from strato.runs import consumer, verification
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -104,13 +104,16 @@ def _settle(
         return
     failure = result.get("failure")
     if failure is not None:
+        verification.record(ctx, frame, step, st, f"agent reported failure: {failure}")
         fail_step(ctx, frame, step, st, f"agent reported failure: {failure}", output, extra=extra)
         return
     scope = ctx.scope_for(frame)
     bindings = {"input": scope.input}
-    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge)
+    skip = verification.judged_to_skip(ctx, frame, step, st)
+    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge, skip)
     for judged in verdict.judged:
         ctx.emit("judged", frame.prefix + step.id, **judged)
+    verification.record(ctx, frame, step, st, verdict.reason, skip)
     if verdict.reason is not None:
         fail_step(ctx, frame, step, st, verdict.reason, output, extra=extra)
         return
