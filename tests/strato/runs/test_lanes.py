@@ -175,7 +175,7 @@ def _trusted(tmp_path: Path, count: int = 12) -> tuple[Workspace, Runs]:
 
 
 def test_a_failure_resets_the_lane_to_full_verification(tmp_path: Path) -> None:
-    ws, runs = _trusted(tmp_path)
+    _ws, runs = _trusted(tmp_path)
     audit = run_once(runs, "bad", "forbidden")  # the deterministic ensure always runs
     assert audit["status"] == "failed"
     record = lane(runs)
@@ -188,7 +188,7 @@ def test_a_failure_resets_the_lane_to_full_verification(tmp_path: Path) -> None:
 
 
 def test_a_judge_failure_caught_while_trusted_also_resets(tmp_path: Path) -> None:
-    ws, runs = _trusted(tmp_path, 15)
+    _ws, runs = _trusted(tmp_path, 15)
     for n in range(60):  # rude outputs until one is sampled in and caught
         audit = run_once(runs, f"rude{n}", "RUDE words")
         if audit["status"] == "failed":
@@ -201,7 +201,7 @@ def test_a_judge_failure_caught_while_trusted_also_resets(tmp_path: Path) -> Non
 
 
 def test_a_change_of_the_steps_spec_resets_the_lane(tmp_path: Path) -> None:
-    ws, runs = _trusted(tmp_path)
+    _ws, runs = _trusted(tmp_path)
     changed = SPEC.replace("the text is polite", "the text is kind")
     for n in range(lanes.TRUST_AFTER):
         [decision] = decisions(run_once(runs, f"c{n}", "hello", spec=changed))
@@ -322,7 +322,7 @@ def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_rea
 
 
 def test_lanes_travel_with_push_and_fetch_and_show_in_strato_lanes(tmp_path: Path) -> None:
-    ws, runs = _trusted(tmp_path, lanes.TRUST_AFTER)
+    ws, _runs = _trusted(tmp_path, lanes.TRUST_AFTER)
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(ws.root, "push", "-q", str(remote), f"{REF}:{REF}")
