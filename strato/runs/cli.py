@@ -353,6 +353,12 @@ def audit_cmd(run_id: str, root: Path, as_json: bool) -> None:
         return
     for ev in report["events"]:
         click.echo(_event_line(ev))
+    click.echo("attempts:")
+    for row in report["attempts"]:
+        number = "gate" if row.get("gate") else f"#{row['attempt']}"
+        why = f"  {row['reason']}" if row["reason"] else ""
+        resolution = row["resolution"] or "-"
+        click.echo(f"  {row['stepId']:<16} {number:<5} {row['outcome']:<10} {resolution:<11}{why}")
     click.echo(f"status: {report['status']}")
 
 

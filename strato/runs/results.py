@@ -57,6 +57,8 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
         entry["contract"] = dict(ctx.spec.contracts.get(step.out, {}))
     if "previousFailure" in st:
         entry["previousFailure"] = st["previousFailure"]
+    if "context" in st:
+        entry["context"] = st["context"]
     return entry
 
 
@@ -95,7 +97,9 @@ def _settle(
     spend = {k: v for k, v in usage.items() if k != "dispatches"}
     for ledger in ledgers:
         ledger.debit(spend)
-    extra = {"usage": usage} if usage else {}
+    extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if "context" in st:  # what the dispatch was given, kept on its attempt
+        extra["context"] = st.pop("context")
     output = result.get("output")
     if "dispatches" in usage:
         fail_step(ctx, frame, step, st, "dispatches are engine-accounted", output, extra=extra)

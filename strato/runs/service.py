@@ -14,6 +14,7 @@ from typing import Any
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.engine import Engine
@@ -217,6 +218,7 @@ class Runs:
             "flowSpent": snap.state["flowSpent"],
             "carry": snap.state.get("carry", {}),
             "head": snap.head,
+            "attempts": attempt_rows(events),
         }
         for key in ("output", "failure"):
             if key in snap.state:
