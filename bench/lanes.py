@@ -58,7 +58,8 @@ def spec(calls: int, stakes: str) -> str:
           - judged: {{statement: "the {sid} is right", stakes: {stakes}}}"""
         for i, sid in enumerate(STEPS)
     )
-    parts = "\n".join(f'      - id: p{k}\n        run: unit\n        with: {{n: "{k}"}}' for k in range(calls))
+    call = '      - id: p{k}\n        run: unit\n        with: {{n: "{k}"}}'
+    parts = "\n".join(call.format(k=k) for k in range(calls))
     return f"""version: 1
 contracts:
   A: {{text: string}}
@@ -166,8 +167,9 @@ def main() -> None:
     print(f"{'mode':<14} {'outputs':>7} {'judge calls':>11} {'injected':>8} {'caught':>6} {'missed':>6} "
           f"{'bad@rate1':>9} {'missed@rate1':>12} {'seconds':>8}")
     for name, row in (("adaptive", adaptive), ("always-verify", always)):
-        print(f"{name:<14} {row['outputs']:>7} {row['judgeCalls']:>11} {row['injected']:>8} {row['caught']:>6} "
-              f"{row['missed']:>6} {row['injectedUntrusted']:>9} {row['missedUntrusted']:>12} {row['seconds']:>8.1f}")
+        counts = f"{row['outputs']:>7} {row['judgeCalls']:>11} {row['injected']:>8} {row['caught']:>6}"
+        misses = f"{row['missed']:>6} {row['injectedUntrusted']:>9} {row['missedUntrusted']:>12}"
+        print(f"{name:<14} {counts} {misses} {row['seconds']:>8.1f}")
     print(f"judge calls adaptive / always-verify: {adaptive['judgeCalls'] / always['judgeCalls']:.2f}x")
     ok = adaptive["missedUntrusted"] == 0 and always["missed"] == 0
     print("every injected failure in a lane that had not earned trust was caught: " + ("yes" if ok else "NO"))
