@@ -71,3 +71,17 @@ def _result(row: dict[str, Any], detail: dict[str, Any]) -> None:
     row.update(outcome=outcome, reason=detail.get("reason"), resolution=resolution)
     if "context" in detail:
         row["context"] = detail["context"]
+
+
+def state_rows(scope: dict[str, Any], prefix: str = "") -> list[dict[str, Any]]:
+    """The attempts a run's state keeps (each step's current round, subflows included),
+    as rows of the same shape: what `strato flow show` lists."""
+    rows: list[dict[str, Any]] = []
+    for sid, st in scope["steps"].items():
+        for a in st.get("attempts", []):
+            rows.append({"stepId": prefix + sid, "attempt": a.get("attempt"), "at": a.get("at"),
+                         "outcome": a.get("outcome"), "reason": a.get("reason"),
+                         "resolution": a.get("resolution")})
+        if "sub" in st:
+            rows += state_rows(st["sub"], f"{prefix}{sid}/")
+    return rows

@@ -129,6 +129,9 @@ def _print_summary(view: dict[str, Any], as_json: bool) -> None:
         click.echo(f"         {entry['do'][:200]}")
     for gate in view["gates"]:
         click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
+    for row in view.get("attempts", []):
+        why = f"  {row['reason']}" if row["reason"] else ""
+        click.echo(f"  tried  {row['stepId']} #{row['attempt']} {row['outcome']} -> {row['resolution']}{why}")
     if "output" in view:
         click.echo(f"  output {json.dumps(view['output'])}")
     if "failure" in view:

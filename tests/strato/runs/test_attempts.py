@@ -138,3 +138,19 @@ def test_strato_flow_audit_prints_the_attempts(tmp_path: Path) -> None:
     first, second = [ln.split() for ln in text.splitlines() if ln.strip().startswith("w ")]
     assert first[:4] == ["w", "#1", "failed", "retried"] and "result.text" in first
     assert second[:4] == ["w", "#2", "pending", "-"]  # handed out again, not reported yet
+
+
+def test_strato_flow_show_lists_the_current_rounds_attempts(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    ws.agents([])
+    runs = ws.runs()
+    run_id = runs.plan(SPEC, {}, "show").snap.run_id
+    _report(runs, run_id, "w", "bad")
+    _report(runs, run_id, "w", "good")
+    code, view = ws.strato_json("flow", "show", run_id)
+    assert code == 0
+    assert [(r["stepId"], r["attempt"], r["outcome"], r["resolution"]) for r in view["attempts"]] == [
+        ("w", 1, "failed", "retried"), ("w", 2, "succeeded", "approved"),
+    ]
+    text = ws.strato("flow", "show", run_id, check=True).stdout
+    assert "tried  w #1 failed -> retried  ensure[0] failed" in text
