@@ -27,8 +27,13 @@ STEPS = ("draft", "check", "summary", "title")
 
 AGENT = """
 import hashlib, json, sys
-prompt = sys.argv[1]
-print(json.dumps({"text": "out-" + hashlib.sha256(prompt.encode()).hexdigest()[:16]}))
+prompt, seen = sys.argv[1], sys.argv[2]
+key = hashlib.sha256(prompt.encode()).hexdigest()[:16]
+with open(seen, "a+") as fh:  # a retry with the same prompt answers differently
+    fh.seek(0)
+    n = fh.read().split().count(key)
+    fh.write(key + "\\n")
+print(json.dumps({"text": f"out-{key}-{n}"}))
 """
 
 JUDGE = """
@@ -85,7 +90,7 @@ def workspace(folder: Path, fail_rate: float) -> tuple[Path, Path]:
     (folder / "agent.py").write_text(AGENT)
     (folder / "judge.py").write_text(JUDGE)
     log = folder / "judge.log"
-    agent = json.dumps([sys.executable, str(folder / "agent.py"), "{prompt}"])
+    agent = json.dumps([sys.executable, str(folder / "agent.py"), "{prompt}", str(folder / "seen.log")])
     judge = json.dumps([sys.executable, str(folder / "judge.py"), "{prompt}", str(log), str(fail_rate)])
     (root / ".vivary").mkdir()
     (root / ".vivary" / "agents.toml").write_text(
@@ -164,14 +169,15 @@ def main() -> None:
     rows = [measure(stakes, args.calls, args.fail_rate) for stakes in ("cheap", "paranoid")]
     adaptive, always = rows
     print(f"{4 * args.calls} agent steps in 4 lanes, judge rejects {args.fail_rate:.0%} of outputs")
-    print(f"{'mode':<14} {'outputs':>7} {'judge calls':>11} {'injected':>8} {'caught':>6} {'missed':>6} "
-          f"{'bad@rate1':>9} {'missed@rate1':>12} {'seconds':>8}")
+    print(f"{'mode':<14} {'status':<10} {'outputs':>7} {'judge calls':>11} {'injected':>8} {'caught':>6} "
+          f"{'missed':>6} {'bad@rate1':>9} {'missed@rate1':>12} {'seconds':>8}")
     for name, row in (("adaptive", adaptive), ("always-verify", always)):
         counts = f"{row['outputs']:>7} {row['judgeCalls']:>11} {row['injected']:>8} {row['caught']:>6}"
         misses = f"{row['missed']:>6} {row['injectedUntrusted']:>9} {row['missedUntrusted']:>12}"
-        print(f"{name:<14} {counts} {misses} {row['seconds']:>8.1f}")
+        print(f"{name:<14} {row['status']:<10} {counts} {misses} {row['seconds']:>8.1f}")
     print(f"judge calls adaptive / always-verify: {adaptive['judgeCalls'] / always['judgeCalls']:.2f}x")
     ok = adaptive["missedUntrusted"] == 0 and always["missed"] == 0
+    ok = ok and adaptive["status"] == always["status"] == "completed"
     print("every injected failure in a lane that had not earned trust was caught: " + ("yes" if ok else "NO"))
     if not ok:
         raise SystemExit(1)

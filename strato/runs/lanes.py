@@ -5,10 +5,13 @@ The rule, in full: a lane verifies every output until it has `TRUST_AFTER` clean
 verifications in a row; each further streak of `TRUST_AFTER` clean ones halves the rate,
 down to `FLOOR` (never zero). A failure, an override, or a change of the step's spec or
 of the agent's configuration (their digests) resets the lane to full verification.
-Whether one output is checked is a pure function of (run id, step path, epoch, attempt)
-and the rate, so an audit recomputes every decision from the evidence recorded beside
-it (`replay`). Everything here is pure: the lanes live in the repository
-(`strato.runs.lanestore`) and the engine applies this rule (`strato.runs.verification`).
+Whether one output is checked is a pure function of (run id, step path, epoch, attempt,
+nonce) and the rate, so an audit recomputes every decision from the evidence recorded
+beside it (`replay`). The nonce is drawn by the engine once the output exists and is
+recorded with the decision: everything else in the seed is known to the agent before it
+answers, and an agent that could compute its own draw would know when it is unwatched.
+Everything here is pure: the lanes live in the repository (`strato.runs.lanestore`) and
+the engine applies this rule (`strato.runs.verification`).
 """
 
 from __future__ import annotations
@@ -50,10 +53,10 @@ def rate(streak: int) -> float:
     return max(FLOOR, 0.5 ** (streak // TRUST_AFTER))
 
 
-def draw(run_id: str, path: str, epoch: int, attempt: int) -> float:
-    """A number in [0, 1) fixed by the output's identity: the same output always draws
-    the same number, so the decision can be recomputed by anyone."""
-    seed = f"{run_id}\0{path}\0{epoch}\0{attempt}".encode()
+def draw(run_id: str, path: str, epoch: int, attempt: int, nonce: str) -> float:
+    """A number in [0, 1) fixed by the output's identity and its nonce: anyone with the
+    recorded evidence recomputes the same number."""
+    seed = f"{run_id}\0{path}\0{epoch}\0{attempt}\0{nonce}".encode()
     return int.from_bytes(hashlib.sha256(seed).digest()[:8], "big") / 2**64
 
 
@@ -85,18 +88,20 @@ def decide(
     record: Mapping[str, Any] | None,
     digests: tuple[str, str],
     seed: tuple[str, str, int, int],
+    nonce: str,
 ) -> Decision:
     """Run or skip the costly checks of the output `seed` names (run id, step path,
     epoch, attempt) in `lane`, whose stored record is `record`."""
     streak, reset = standing(record, *digests)
     run_id, path, epoch, attempt = seed
     share = rate(streak)
-    number = draw(run_id, path, epoch, attempt)
+    number = draw(run_id, path, epoch, attempt, nonce)
     evidence = {
         "lane": lane.key,
         "runId": run_id,
         "epoch": epoch,
         "attempt": attempt,
+        "nonce": nonce,
         "streak": streak,
         "rate": share,
         "draw": number,
@@ -119,7 +124,8 @@ def replay(step_path: str, evidence: Mapping[str, Any]) -> bool:
     if evidence.get("trustAfter") != TRUST_AFTER or evidence.get("floor") != FLOOR:
         raise ValueError("the decision was made under another rule")
     share = rate(int(evidence["streak"]))
-    number = draw(str(evidence["runId"]), step_path, int(evidence["epoch"]), int(evidence["attempt"]))
+    epoch, attempt = int(evidence["epoch"]), int(evidence["attempt"])
+    number = draw(str(evidence["runId"]), step_path, epoch, attempt, str(evidence["nonce"]))
     if share != evidence["rate"] or number != evidence["draw"]:
         raise ValueError("the recorded rate or draw does not follow from the evidence")
     return share >= 1.0 or number < share

@@ -6,12 +6,15 @@ events), and afterwards records what the output showed as evidence for the lane.
 Deterministic checks (contracts, expressions, file predicates) always run; a judged
 ensure with `stakes: paranoid` always runs; an `evaluate` step whose output a later
 step or the flow output reads always runs. Without a `LaneBook` (an engine used on its
-own) every check runs and nothing is recorded. The rule itself is `strato.runs.lanes`.
+own) every check runs and nothing is recorded. The rule itself is `strato.runs.lanes`;
+the decision's nonce is drawn here, after the output exists, so no agent can know in
+advance whether its output will be checked.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any
 
 from strato.flow.leaves import step_leaves
@@ -40,7 +43,8 @@ def _decide(ctx: RunContext, frame: Frame, step: AnyStep, st: dict[str, Any]) ->
     assert ctx.lanes is not None
     lane = _lane(frame, step)
     seed = (str(ctx.run["id"]), frame.prefix + step.id, int(st["epoch"]), len(st["attempts"]) + 1)
-    return lane, decide(lane, ctx.lanes.records.get(lane.key), _digests(ctx, frame, step, lane), seed)
+    record = ctx.lanes.records.get(lane.key)
+    return lane, decide(lane, record, _digests(ctx, frame, step, lane), seed, secrets.token_hex(16))
 
 
 def judged_to_skip(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any]) -> frozenset[int]:

@@ -98,11 +98,29 @@ def test_the_rate_is_full_until_trust_then_halves_per_streak_down_to_a_floor_abo
     assert lanes.rate(10_000) == lanes.FLOOR > 0
 
 
-def test_the_draw_is_fixed_by_the_outputs_identity_and_differs_between_outputs() -> None:
-    a = lanes.draw("run-1", "w", 0, 1)
-    assert a == lanes.draw("run-1", "w", 0, 1)
-    others = {lanes.draw("run-1", "w", 0, 2), lanes.draw("run-2", "w", 0, 1), lanes.draw("run-1", "w", 1, 1)}
+def test_the_draw_is_fixed_by_the_outputs_identity_and_nonce_and_differs_between_outputs() -> None:
+    a = lanes.draw("run-1", "w", 0, 1, "n")
+    assert a == lanes.draw("run-1", "w", 0, 1, "n")
+    others = {
+        lanes.draw("run-1", "w", 0, 2, "n"),
+        lanes.draw("run-2", "w", 0, 1, "n"),
+        lanes.draw("run-1", "w", 1, 1, "n"),
+        lanes.draw("run-1", "w", 0, 1, "m"),
+    }
     assert a not in others and all(0 <= x < 1 for x in {a, *others})
+
+
+def test_an_agent_cannot_know_its_draw_before_it_answers(tmp_path: Path) -> None:
+    """Everything an agent sees before answering (run id, step, epoch, attempt) leaves
+    the draw open: the same output identity in two workspaces draws differently."""
+    draws = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        ws = _workspace(tmp_path / name)
+        [decision] = decisions(run_once(ws.runs(), "same-id", "hello"))
+        draws.append(decision["detail"]["draw"])
+        assert len(decision["detail"]["nonce"]) == 32
+    assert draws[0] != draws[1]
 
 
 def test_replay_refuses_evidence_whose_rate_or_draw_was_altered() -> None:
@@ -111,6 +129,7 @@ def test_replay_refuses_evidence_whose_rate_or_draw_was_altered() -> None:
         {"clean": 12, "specDigest": "s", "configDigest": "c"},
         ("s", "c"),
         ("r", "w", 0, 1),
+        "nonce",
     )
     assert lanes.replay("w", decision.evidence) == decision.verify
     with pytest.raises(ValueError):
@@ -119,6 +138,8 @@ def test_replay_refuses_evidence_whose_rate_or_draw_was_altered() -> None:
         lanes.replay("w", {**decision.evidence, "draw": 0.0})
     with pytest.raises(ValueError):
         lanes.replay("w", {**decision.evidence, "streak": 0})
+    with pytest.raises(ValueError):
+        lanes.replay("w", {**decision.evidence, "nonce": "other"})
 
 
 # --- lanes in runs
