@@ -43,7 +43,18 @@ class LaneStore:
             raise LanesCorrupt(f"{REF} {tip[:12]}: {FILE} is not JSON: {exc}") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
             raise LanesCorrupt(f"{REF} {tip[:12]}: {FILE} has no lanes object")
+        for key, record in doc["lanes"].items():
+            if not _well_formed(key, record):
+                raise LanesCorrupt(f"{REF} {tip[:12]}: lane {key[:80]!r} is malformed")
         return tip, doc["lanes"]
+
+    def standing(self) -> dict[str, dict[str, Any]]:
+        """The lanes to decide by: none at all (so every output is verified) when the
+        ref cannot be read; `strato lanes` reports why."""
+        try:
+            return self.read()[1]
+        except LanesCorrupt:
+            return {}
 
     def record(self, evidence: Iterable[Mapping[str, Any]]) -> str | None:
         """Fold `evidence` into the lanes and move the ref; the new tip (None: nothing
@@ -52,12 +63,16 @@ class LaneStore:
         if not items:
             return None
         for _ in range(MAX_RACE_RETRIES):
-            tip, lanes = self.read()
+            tip, note = read_ref(self.repo, REF), ""
+            try:
+                lanes = self.read()[1]
+            except LanesCorrupt as exc:  # start over on top of it: history keeps what it was
+                lanes, note = {}, f" (the previous tip was unreadable, lanes start over: {exc})"
             for item in items:
                 fold(lanes, item)
             body = json.dumps({"version": 1, "lanes": lanes}, sort_keys=True, indent=1).encode()
             subject = ", ".join(sorted({f"{i['kind']} {i['lane']}" for i in items}))[:200]
-            message = f"lanes: {subject}\n\n{json.dumps(items, sort_keys=True)}\n"
+            message = f"lanes: {subject}{note}\n\n{json.dumps(items, sort_keys=True)}\n"
             commit = write_commit(self.repo, {FILE: body}, [oid(tip)] if tip else [], message)
             try:
                 with ref_writer(self.repo, REF):
@@ -77,3 +92,15 @@ class LaneStore:
             body = message.split("\n\n", 1)[1] if "\n\n" in message else "[]"
             out.append(json.loads(body))
         return out[::-1]
+
+
+COUNTS = ("clean", "verified", "skipped", "failures", "resets")
+
+
+def _well_formed(key: str, record: Any) -> bool:
+    """A record the rule can read: its key names a lane and its counts are counts."""
+    if not isinstance(record, dict) or key.count("/") < 2:
+        return False
+    counts = all(type(record.get(k, 0)) is int and record.get(k, 0) >= 0 for k in COUNTS)
+    digests = all(isinstance(record.get(k), str) for k in ("specDigest", "configDigest"))
+    return counts and digests

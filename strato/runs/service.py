@@ -72,7 +72,7 @@ class Runs:
         judge = self.config.judge
         shared = {"judge": None if judge is None else asdict(judge)}
         configs = {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
-        return LaneBook(self.lanes.read()[1], configs)
+        return LaneBook(self.lanes.standing(), configs)
 
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)

@@ -8,6 +8,7 @@ consumer agent would, and the lanes read back from `refs/vivary/lanes`."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -210,7 +211,7 @@ def test_a_failure_resets_the_lane_to_full_verification(tmp_path: Path) -> None:
 
 def test_a_judge_failure_caught_while_trusted_also_resets(tmp_path: Path) -> None:
     _ws, runs = _trusted(tmp_path, 15)
-    for n in range(60):  # rude outputs until one is sampled in and caught
+    for n in range(200):  # rude outputs until one is sampled in (at 1/8 or more) and caught
         audit = run_once(runs, f"rude{n}", "RUDE words")
         if audit["status"] == "failed":
             break
@@ -370,3 +371,55 @@ def test_strato_lanes_on_a_corrupt_ref_is_one_line_and_exit_1(tmp_path: Path) ->
     git(ws.root, "update-ref", REF, "HEAD")
     proc = ws.strato("lanes")
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not JSON" in proc.stderr
+
+
+def _git_in(cwd: Path, text: str, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, input=text, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _forge(ws: Workspace, lanes_json: str, message: str) -> None:
+    """Move the lanes ref as an agent with a shell could: plain git plumbing."""
+    blob = _git_in(ws.root, lanes_json, "hash-object", "-w", "--stdin")
+    tree = _git_in(ws.root, f"100644 blob {blob}\tlanes.json\n", "mktree")
+    parent = git(ws.root, "rev-parse", REF).strip()
+    commit = git(ws.root, "commit-tree", tree, "-p", parent, "-m", message).strip()
+    git(ws.root, "update-ref", REF, commit)
+
+
+def test_strato_lanes_check_finds_a_tip_that_its_history_does_not_explain(tmp_path: Path) -> None:
+    ws, runs = _trusted(tmp_path, lanes.TRUST_AFTER)
+    assert ws.strato("lanes", "--check").returncode == 0
+    _tip, current = LaneStore(runs.repo).read()
+    forged = {LANE: {**current[LANE], "clean": 100, "rate": lanes.FLOOR}}
+    _forge(ws, json.dumps({"version": 1, "lanes": forged}), "lanes: tidy")
+    proc = ws.strato("lanes", "--check")
+    assert proc.returncode == 1 and "not what its history of evidence folds to" in proc.stdout
+
+
+def test_strato_lanes_check_finds_clean_evidence_no_run_recorded(tmp_path: Path) -> None:
+    ws, runs = _trusted(tmp_path, lanes.TRUST_AFTER)
+    _tip, current = LaneStore(runs.repo).read()
+    fake = [{"kind": "clean", "lane": LANE, "runId": "never-ran", "stepId": "w", "attempt": 1,
+             "specDigest": current[LANE]["specDigest"], "configDigest": current[LANE]["configDigest"]}
+            for _ in range(20)]
+    replayed = json.loads(json.dumps(current))
+    for item in fake:
+        lanes.fold(replayed, item)
+    _forge(ws, json.dumps({"version": 1, "lanes": replayed}), "lanes: clean\n\n" + json.dumps(fake))
+    code, report = ws.strato_json("lanes", "--check")
+    assert code == 1 and not report["ok"]
+    assert len(report["findings"]) == 20 and "'never-ran'" in report["findings"][0]
+
+
+def test_a_malformed_lanes_ref_means_full_verification_and_is_reported(tmp_path: Path) -> None:
+    ws, runs = _trusted(tmp_path, 8)
+    _tip, current = LaneStore(runs.repo).read()
+    _forge(ws, json.dumps({"version": 1, "lanes": {LANE: {**current[LANE], "clean": "lots"}}}), "lanes: x")
+    proc = ws.strato("lanes")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "malformed" in proc.stderr
+    [decision] = decisions(run_once(runs, "after", "hello"))
+    assert decision["type"] == "verified" and decision["detail"]["streak"] == 0
+    record = lane(runs)  # the next evidence starts the lanes over on top of the bad tip
+    assert record["clean"] == 1
+    assert "unreadable" in git(ws.root, "log", "-1", "--format=%s", REF)
