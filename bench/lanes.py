@@ -165,19 +165,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=50, help="subflow calls (4 agent steps each)")
     parser.add_argument("--fail-rate", type=float, default=0.03, help="share of outputs the judge rejects")
+    parser.add_argument("--repeat", type=int, default=1, help="adaptive runs (each draws its own nonces)")
     args = parser.parse_args()
-    rows = [measure(stakes, args.calls, args.fail_rate) for stakes in ("cheap", "paranoid")]
-    adaptive, always = rows
+    always = measure("paranoid", args.calls, args.fail_rate)  # every check runs: one run says it all
+    rows = [(f"adaptive #{n + 1}", measure("cheap", args.calls, args.fail_rate)) for n in range(args.repeat)]
     print(f"{4 * args.calls} agent steps in 4 lanes, judge rejects {args.fail_rate:.0%} of outputs")
     print(f"{'mode':<14} {'status':<10} {'outputs':>7} {'judge calls':>11} {'injected':>8} {'caught':>6} "
           f"{'missed':>6} {'bad@rate1':>9} {'missed@rate1':>12} {'seconds':>8}")
-    for name, row in (("adaptive", adaptive), ("always-verify", always)):
+    for name, row in [("always-verify", always), *rows]:
         counts = f"{row['outputs']:>7} {row['judgeCalls']:>11} {row['injected']:>8} {row['caught']:>6}"
         misses = f"{row['missed']:>6} {row['injectedUntrusted']:>9} {row['missedUntrusted']:>12}"
         print(f"{name:<14} {row['status']:<10} {counts} {misses} {row['seconds']:>8.1f}")
-    print(f"judge calls adaptive / always-verify: {adaptive['judgeCalls'] / always['judgeCalls']:.2f}x")
-    ok = adaptive["missedUntrusted"] == 0 and always["missed"] == 0
-    ok = ok and adaptive["status"] == always["status"] == "completed"
+    calls = sum(row["judgeCalls"] for _, row in rows) / len(rows)
+    print(f"judge calls adaptive (mean) / always-verify: {calls / always['judgeCalls']:.2f}x")
+    ok = always["missed"] == 0 and always["status"] == "completed"
+    ok = ok and all(row["missedUntrusted"] == 0 and row["status"] == "completed" for _, row in rows)
     print("every injected failure in a lane that had not earned trust was caught: " + ("yes" if ok else "NO"))
     if not ok:
         raise SystemExit(1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,16 @@ class Runs:
             self._judge = judge_runner(self.config.judge, self.root, self.pacing_dir)
         return self._judge
 
-    def lane_book(self) -> LaneBook:
-        """The lanes as they stand, for one operation (strato.runs.verification)."""
+    @cached_property
+    def config_digests(self) -> dict[str, str]:
+        """Each agent's configuration as its lanes see it: its own table and the judge's."""
         judge = self.config.judge
         shared = {"judge": None if judge is None else asdict(judge)}
-        configs = {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
-        return LaneBook(self.lanes.standing(), configs)
+        return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
+
+    def lane_book(self) -> LaneBook:
+        """The lanes as they stand, for one operation (strato.runs.verification)."""
+        return LaneBook(self.lanes.standing(), self.config_digests)
 
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)
