@@ -50,16 +50,16 @@ def _decide(ctx: RunContext, frame: Frame, step: AnyStep, st: dict[str, Any]) ->
 def judged_to_skip(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any]) -> frozenset[int]:
     """The indices of the step's judged ensures not to run on this output (paranoid
     ones never are); records the decision."""
-    judged = [i for i, e in enumerate(step.ensure or []) if isinstance(e, JudgedEnsure)]
+    judged = {i: e for i, e in enumerate(step.ensure or []) if isinstance(e, JudgedEnsure)}
     if not judged or ctx.lanes is None:
         return frozenset()
     _, decision = _decide(ctx, frame, step, st)
-    kept = [i for i in judged if step.ensure[i].judged.stakes == HIGH_STAKES]  # type: ignore[index,union-attr]
+    kept = [i for i, e in judged.items() if e.judged.stakes == HIGH_STAKES]
     sampled = [i for i in judged if i not in kept]
     path = frame.prefix + step.id
     if decision.verify or not sampled:
         reason = decision.reason if sampled else "high stakes: never skipped"
-        ctx.emit("verified", path, check="judged", reason=reason, ensures=judged, **decision.evidence)
+        ctx.emit("verified", path, check="judged", reason=reason, ensures=list(judged), **decision.evidence)
         return frozenset()
     ctx.emit(
         "skipped", path, check="judged", reason=decision.reason, ensures=sampled, highStakes=kept,
@@ -80,28 +80,32 @@ def record(
     it; a clean output counts only if a costly check ran on it."""
     if ctx.lanes is None or not _has_lane(step):
         return
-    lane = _lane(frame, step)
-    spec_digest, config_digest = _digests(ctx, frame, step, lane)
     if isinstance(step, DoStep):
         judged = {i for i, e in enumerate(step.ensure or []) if isinstance(e, JudgedEnsure)}
         checked = bool(judged - set(skipped)) if not isinstance(skipped, bool) else not skipped
     else:
         checked = not skipped
     kind = "failure" if failure is not None else ("clean" if checked else "skipped")
-    item: dict[str, Any] = {
+    why = {} if failure is None else {"reason": failure[:300]}
+    _evidence(ctx, frame, step, kind, len(st["attempts"]) + 1, checked=checked, **why)
+
+
+def _evidence(ctx: RunContext, frame: Frame, step: AnyStep, kind: str, attempt: int, **extra: Any) -> None:
+    """One piece of evidence for the step's lane (folded in by the service)."""
+    assert ctx.lanes is not None
+    lane = _lane(frame, step)
+    spec_digest, config_digest = _digests(ctx, frame, step, lane)
+    ctx.lanes.evidence.append({
         "kind": kind,
         "lane": lane.key,
         "runId": ctx.run["id"],
         "stepId": frame.prefix + step.id,
-        "attempt": len(st["attempts"]) + 1,
-        "checked": checked,
+        "attempt": attempt,
         "specDigest": spec_digest,
         "configDigest": config_digest,
         "at": ctx.clock(),
-    }
-    if failure is not None:
-        item["reason"] = failure[:300]
-    ctx.lanes.evidence.append(item)
+        **extra,
+    })
 
 
 def _has_lane(step: AnyStep) -> bool:
@@ -157,16 +161,5 @@ def override(ctx: RunContext, frame: Frame, gate: GateStep, decision: str, by: s
     for step in frame.flow.typed_steps:
         st = frame.steps[step.id]
         if step.id in above and _has_lane(step) and st["status"] == "succeeded":
-            lane = _lane(frame, step)
-            spec_digest, config_digest = _digests(ctx, frame, step, lane)
-            ctx.lanes.evidence.append({
-                "kind": "override",
-                "lane": lane.key,
-                "runId": ctx.run["id"],
-                "stepId": frame.prefix + step.id,
-                "attempt": len(st["attempts"]),
-                "reason": f"gate {gate.id} {decision} by {by}",
-                "specDigest": spec_digest,
-                "configDigest": config_digest,
-                "at": ctx.clock(),
-            })
+            reason = f"gate {gate.id} {decision} by {by}"
+            _evidence(ctx, frame, step, "override", len(st["attempts"]), reason=reason)
