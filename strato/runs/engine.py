@@ -51,17 +51,22 @@ class Engine(RunContext):
         self.advance()
 
     def cancel(self, by: str = "cli", reason: str | None = None) -> None:
+        """End the run; `burned` names the steps it stopped while they were handed out
+        or waiting, and counts the fanout items among them (Stratum's payload)."""
         self.require_running()
-        burned = 0
+        steps: list[str] = []
+        items = 0
         for frame in self.frames():
-            for st in frame.steps.values():
+            for sid, st in frame.steps.items():
                 if st["status"] in ACTIVE:
-                    burned += 1
+                    steps.append(frame.prefix + sid)
+                items += sum(1 for it in st.get("fanout", {}).get("items", []) if it["status"] in ACTIVE)
                 for holder in token_holders(st):
                     holder.pop("dispatchToken", None)
                     holder.pop("gateToken", None)
         self.run.update(status="cancelled", failure={"attempt": 0, "reason": reason or "cancelled"})
-        self.emit("flow_cancelled", by=by, reason=reason, burned={"steps": burned})
+        detail: dict[str, Any] = {"by": by, "burned": {"steps": steps, "items": items}}
+        self.emit("flow_cancelled", **detail, **({"reason": reason} if reason else {}))
 
     def restore(self, label: str, saved: dict[str, Any]) -> None:
         """Go back to a checkpoint's state; spend never rolls back and every live token
