@@ -17,7 +17,7 @@ from strato.guard import engine as guard_engine
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
-from strato.runs import views
+from strato.runs import background, views
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.git.repo import NotARepository, RevisionError, resolve_commit
@@ -104,6 +104,7 @@ def gate_resolve(ctx: Context, a: GateArgs) -> Document:
     runs = ctx.runs()
     decision = "kill" if a.decision == "reject" else a.decision
     outcome = runs.gate(a.runId, a.stepId, decision, a.gateToken, a.note, via="mcp", client=ctx.client)
+    background.wake(runs, outcome.snap.run_id)  # a background run carries on in its runner
     return views.outcome_view(runs, outcome)
 
 

@@ -100,6 +100,7 @@ flows:
     output:
       from: "${draft.output}"
       contract: Note
+    max_rounds: 3
     steps:
       - id: draft
         do: "draft ${input.tag}"
