@@ -17,42 +17,32 @@ from typing import Any
 
 from tests.conftest import commit_all, write_files
 
-_LOG = """
-import json, os, sys, time
-step, tag = sys.argv[1].split()[:2]
+# One script plays every agent; the first word of the step's `do` says which. The
+# specs name the built-in `claude`, so they stay valid outside this workspace too.
+PLAY = """
+import json, os, signal, sys, time
+mode, step, tag = sys.argv[1].split()[:3]
 log = f"calls-{tag}.log"
-seen = sum(1 for line in open(log)) if os.path.exists(log) else 0
 with open(log, "a") as fh:
     fh.write(f"{step} {os.getpid()}\\n")
 mine = sum(1 for line in open(log) if line.split()[0] == step)
+if mode == "slow":  # takes a while (long enough for a kill to land mid-call), then answers
+    time.sleep(float(os.environ.get("SLOW_S", "0.3")))
+    print(json.dumps({"text": f"{step} done"}))
+elif mode == "wrong":  # wrong the first time it is asked for a step, right the second
+    time.sleep(0.1)
+    print(json.dumps({"text": "right" if mine >= 2 else "wrong"}))
+elif mode == "hostile":  # ignores SIGTERM, forks three children that ignore it too, never answers
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for _ in range(3):
+        if os.fork() == 0:
+            break
+    with open(f"pids-{tag}.txt", "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    while True:
+        time.sleep(1)
+# "silent": exits 0 without printing anything
 """
-
-AGENTS = {
-    # takes a while (long enough for a kill to land mid-call), then answers
-    "slow": _LOG + """
-time.sleep(float(os.environ.get("SLOW_S", "0.3")))
-print(json.dumps({"text": f"{step} done"}))
-""",
-    # wrong the first time it is asked for a step, right the second
-    "wrong": _LOG + """
-time.sleep(0.1)
-print(json.dumps({"text": "right" if mine >= 2 else "wrong"}))
-""",
-    # exits 0 without printing anything
-    "silent": _LOG,
-    # ignores SIGTERM, forks three children that ignore it too, never answers
-    "hostile": _LOG + """
-import signal
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-for _ in range(3):
-    if os.fork() == 0:
-        break
-with open(f"pids-{tag}.txt", "a") as fh:
-    fh.write(f"{os.getpid()}\\n")
-while True:
-    time.sleep(1)
-""",
-}
 
 STEPS_SPEC = """\
 version: 1
@@ -69,21 +59,21 @@ flows:
       contract: Note
     steps:
       - id: draft
-        do: "draft ${input.tag}"
-        agent: slow
+        do: "slow draft ${input.tag}"
+        agent: claude
         out: Note
       - id: fix
         after: [draft]
-        do: "fix ${input.tag}"
-        agent: wrong
+        do: "wrong fix ${input.tag}"
+        agent: claude
         out: Note
         ensure:
           - expr: "result.text == 'right'"
         attempts: 3
       - id: finish
         after: [fix]
-        do: "finish ${input.tag}"
-        agent: slow
+        do: "slow finish ${input.tag}"
+        agent: claude
         out: Note
 """
 
@@ -103,8 +93,8 @@ flows:
     max_rounds: 3
     steps:
       - id: draft
-        do: "draft ${input.tag}"
-        agent: slow
+        do: "slow draft ${input.tag}"
+        agent: claude
         out: Note
       - id: review
         after: [draft]
@@ -115,7 +105,7 @@ flows:
 """
 
 
-def one_step_spec(agent: str) -> str:
+def one_step_spec(mode: str) -> str:
     return f"""\
 version: 1
 contracts:
@@ -131,24 +121,19 @@ flows:
       contract: Note
     steps:
       - id: work
-        do: "work ${{input.tag}}"
-        agent: {agent}
+        do: "{mode} work ${{input.tag}}"
+        agent: claude
         out: Note
         attempts: 2
 """
 
 
 def make_workspace(root: Path) -> Path:
-    files = {f"agents/{name}.py": body for name, body in AGENTS.items()}
-    toml = "".join(
-        f'[agents.{name}]\nargv = [{json.dumps(sys.executable)}, "agents/{name}.py", "{{prompt}}"]\n'
-        for name in AGENTS
-    )
-    files[".vivary/agents.toml"] = toml
-    files["specs/steps.yaml"] = STEPS_SPEC
-    files["specs/gated.yaml"] = GATED_SPEC
-    files[".gitignore"] = "calls-*.log\npids-*.txt\n"
-    write_files(root, files)
+    toml = f'[agents.claude]\nargv = [{json.dumps(sys.executable)}, "agents/play.py", "{{prompt}}"]\n'
+    write_files(root, {
+        "agents/play.py": PLAY, ".vivary/agents.toml": toml, "specs/steps.yaml": STEPS_SPEC,
+        "specs/gated.yaml": GATED_SPEC, ".gitignore": "calls-*.log\npids-*.txt\n",
+    })
     commit_all(root, "workspace")
     return root
 
