@@ -172,6 +172,17 @@ def test_an_agent_that_exits_without_output_fails_the_run_as_in_the_foreground(w
     assert calls(workspace, "s-bg") == dispatched
 
 
+def test_resume_carries_a_planned_run_on_in_the_background(workspace: Path) -> None:
+    code, planned, _ = strato(workspace, "flow", "plan", str(workspace / "specs/steps.yaml"), "--input", "tag=res")
+    assert code == 0 and [e["id"] for e in planned["ready"]] == ["draft"] and calls(workspace, "res") == []
+    code, doc, _ = strato(workspace, "flow", "resume", planned["runId"])
+    assert code == 0 and doc["bg"]["status"] in ("running", "completed")
+    assert ended(workspace, planned["runId"])["output"] == {"text": "finish done"}
+    assert calls(workspace, "res") == ["draft", "fix", "fix", "finish"]
+    code, _, err = strato(workspace, "flow", "resume", "no-such-run")
+    assert code == 1 and err.count("\n") == 1
+
+
 def test_two_runners_never_drive_one_run(workspace: Path) -> None:
     runs = Runs(workspace)
     run_id = background.start(runs, STEPS_SPEC, {"tag": "two"})
@@ -221,4 +232,5 @@ def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foregrou
         state = Runs(workspace).load(run_id).state
         assert _ending(state) == expected, f"seed {seed}, run {i}"
         assert calls(workspace, tag) == dispatched, f"seed {seed}, run {i}: dispatches {calls(workspace, tag)}"
+    print(f"seed {seed}: {kills} kills of a live runner in 30 runs")
     assert kills >= 15, f"seed {seed}: only {kills} kills landed on a live runner"
