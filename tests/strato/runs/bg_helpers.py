@@ -1,6 +1,7 @@
-"""Workspaces for background runs: agents are small Python scripts (slow, wrong, silent,
-hostile) that append one line per call to `calls-<tag>.log`, so a test counts dispatches
-by their side effect, and a hostile one writes every pid it forks to `pids-<tag>.txt`."""
+"""Workspaces for background runs: the agent is a small Python script playing a slow, a
+wrong, a silent or a hostile agent, that appends one line per call to `calls-<tag>.log`
+(so a test counts dispatches by their side effect); the hostile one writes every pid it
+forks to `pids-<tag>.txt`."""
 
 from __future__ import annotations
 
