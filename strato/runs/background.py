@@ -273,9 +273,9 @@ def bg_status(runs: Runs, snap: Snapshot) -> dict[str, Any]:
 POLL_STATUSES = frozenset({"running", "completed", "failed", "budget_exhausted"})
 
 
-def events(runs: Runs, run_id: str) -> list[dict[str, Any]]:
-    """Every event of the run, oldest first, from the history of its ref."""
-    return [ev for _, t in runs.store.history(run_id) for ev in t.get("events", [])]
+def events(runs: Runs, snap: Snapshot) -> list[dict[str, Any]]:
+    """Every event of the run up to `snap`, oldest first, from the history of its ref."""
+    return [ev for _, t in runs.store.since(snap.head, None) for ev in t.get("events", [])]
 
 
 def ledger(runs: Runs, snap: Snapshot) -> dict[str, Any]:
@@ -295,11 +295,11 @@ def poll(runs: Runs, run_id: str, cursor: int = 0) -> dict[str, Any]:
     run_id = runs.store.resolve(run_id)
     if cursor < 0:
         raise Refused("invalid_cursor", f"cursor {cursor} is negative")
-    wake(runs, run_id)
     snap = runs.load(run_id)
-    history = events(runs, run_id)
+    history = events(runs, snap)
     if cursor > len(history):
         raise Refused("invalid_cursor", f"cursor {cursor} is past the end of the run's {len(history)} events")
+    wake(runs, run_id)  # a new runner only adds commits after this answer's head
     state = snap.state
     status = state["status"] if state["status"] in POLL_STATUSES else "failed"
     doc: dict[str, Any] = {

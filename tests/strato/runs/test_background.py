@@ -157,7 +157,7 @@ def test_cancel_with_no_runner_is_recorded_by_the_canceller(workspace: Path) -> 
     wait_for(lambda: background.poll(runs, run_id)["bg"]["status"] == "waiting_gate", "the gate")
     assert wait_for(lambda: no_runner(workspace, run_id), "no runner")
     assert background.cancel(runs, run_id, "mcp") == "cancelled"
-    detail = next(e for e in background.events(runs, run_id) if e["type"] == "flow_cancelled")["detail"]
+    detail = next(e for e in background.events(runs, runs.load(run_id)) if e["type"] == "flow_cancelled")["detail"]
     assert detail == {"by": "mcp", "burned": {"steps": ["review"], "items": 0}}
 
 
