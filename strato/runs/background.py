@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.agentruns import groups
-from strato.runs import bgdispatch
+from strato.runs import bgdispatch, wire
 from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
 from strato.runs.runlock import exclusive, is_held
@@ -270,47 +270,17 @@ def bg_status(runs: Runs, snap: Snapshot) -> dict[str, Any]:
     return out
 
 
-POLL_STATUSES = frozenset({"running", "completed", "failed", "budget_exhausted"})
-
-
-def events(runs: Runs, snap: Snapshot) -> list[dict[str, Any]]:
-    """Every event of the run up to `snap`, oldest first, from the history of its ref."""
-    return [ev for _, t in runs.store.since(snap.head, None) for ev in t.get("events", [])]
-
-
-def ledger(runs: Runs, snap: Snapshot) -> dict[str, Any]:
-    """Stratum's `ledger`: what the run spent and the entry flow's budget, if it has one."""
-    out: dict[str, Any] = {"spent": dict(snap.state["flowSpent"])}
-    limits = runs.engine(snap, judge=False).root_frame.ledgers[0].limits()
-    if limits:
-        out["budget"] = limits
-    return out
-
-
 def poll(runs: Runs, run_id: str, cursor: int = 0) -> dict[str, Any]:
-    """Stratum's `stratum_flow_bg_poll` answer: the events from `cursor`, the ledger, the
-    outcome and the `bg` block. A background run with work and no runner (killed, or a
-    server restarted) gets a new runner here. A cancelled run answers `failed` (the
-    answer has no `cancelled` variant); `bg.status` says `cancelled`."""
-    run_id = runs.store.resolve(run_id)
-    if cursor < 0:
-        raise Refused("invalid_cursor", f"cursor {cursor} is negative")
+    """Stratum's `stratum_flow_bg_poll` answer: `stratum_flow_poll`'s (events from
+    `cursor` in the reference's kinds, ledger, output or failure) and the `bg` block. A
+    background run with work and no runner (killed, or its server restarted) gets a new
+    runner here. `bg` is read first: a run only moves on, so when `bg` says the run
+    ended the rest of the answer says so too."""
     snap = runs.load(run_id)
-    history = events(runs, snap)
-    if cursor > len(history):
-        raise Refused("invalid_cursor", f"cursor {cursor} is past the end of the run's {len(history)} events")
-    wake(runs, run_id)  # a new runner only adds commits after this answer's head
-    state = snap.state
-    status = state["status"] if state["status"] in POLL_STATUSES else "failed"
-    doc: dict[str, Any] = {
-        "status": status, "runId": run_id, "events": history[cursor:], "nextCursor": len(history),
-        "ledger": ledger(runs, snap), "bg": bg_status(runs, snap),
-    }
-    if "output" in state and state["status"] == "completed":
-        doc["output"] = state["output"]
-    if "failure" in state and status != "completed" and state["status"] != "running":
-        doc["failure"] = state["failure"]
-    return doc
+    bg = bg_status(runs, snap)
+    doc = wire.poll(runs, snap.run_id, cursor)  # refuses a bad cursor before anything starts
+    wake(runs, snap.run_id)
+    return {**doc, "bg": bg}
 
 
 def main(argv: list[str]) -> int:

@@ -117,8 +117,15 @@ class Runs:
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")
 
-    def done(self, run_id: str, step: str, token: str | None, result: Any) -> Outcome:
-        return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
+    def done(self, run_id: str, step: str, token: str | None, result: Any, current: bool = False) -> Outcome:
+        """Report a step's result with the token it was handed out with; `current` reports
+        it for the dispatch outstanding now instead (Stratum's step_done names none: the
+        compare-and-swap on the ref still refuses it if the run moved meanwhile)."""
+
+        def act(e: Engine) -> None:
+            e.step_done(step, result, e.issued_token(step) if current else token)
+
+        return self.apply(run_id, "done", act, stepId=step)
 
     def gate(
         self,

@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from strato.agentruns import groups
-from strato.mcp.contract import answer_violations
+from strato.mcp.contract import answer_violations, event_violations
 from tests.conftest import commit_all
 from tests.strato.mcp.conftest import Session
 from tests.strato.runs.bg_helpers import (
@@ -60,6 +60,8 @@ async def server(root: Path) -> AsyncIterator[Session]:
 async def checked(s: Session, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     doc = await s.ok(tool, arguments)
     assert answer_violations(tool, doc) == [], doc
+    for event in doc.get("events", []):
+        assert event_violations(event) == [], event
     return doc
 
 

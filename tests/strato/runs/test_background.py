@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from strato.agentruns import groups
-from strato.runs import background
+from strato.runs import background, wire
 from strato.runs.runlock import is_held
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL
@@ -140,7 +140,7 @@ def test_cancel_stops_an_agent_that_ignores_sigterm_and_everything_it_forked(wor
     assert view["status"] == "cancelled"
     assert groups.members(pgid) == [] and not any(groups.alive(p) for p in procs)
     doc = background.poll(runs, run_id)
-    assert doc["status"] == "failed" and doc["failure"]["reason"] == "superseded"
+    assert doc["status"] == "failed" and doc["failure"] == {"attempt": 0, "reason": "cancelled: superseded"}
     assert doc["bg"] == {"status": "cancelled", "cancelRequested": True, "pendingGates": []}
     cancelled = [e for e in doc["events"] if e["type"] == "flow_cancelled"]
     assert len(cancelled) == 1
@@ -157,7 +157,7 @@ def test_cancel_with_no_runner_is_recorded_by_the_canceller(workspace: Path) -> 
     wait_for(lambda: background.poll(runs, run_id)["bg"]["status"] == "waiting_gate", "the gate")
     assert wait_for(lambda: no_runner(workspace, run_id), "no runner")
     assert background.cancel(runs, run_id, "mcp") == "cancelled"
-    detail = next(e for e in background.events(runs, runs.load(run_id)) if e["type"] == "flow_cancelled")["detail"]
+    detail = next(e for e in wire.events(runs, run_id) if e["type"] == "flow_cancelled")["detail"]
     assert detail == {"by": "mcp", "burned": {"steps": ["review"], "items": 0}}
 
 
@@ -167,7 +167,7 @@ def test_an_agent_that_exits_without_output_fails_the_run_as_in_the_foreground(w
     assert expected["status"] == "failed" and dispatched == ["work", "work"]
     run_id = background.start(Runs(workspace), spec, {"tag": "s-bg"})
     doc = ended(workspace, run_id)
-    assert doc["status"] == "failed" and doc["failure"] == expected["failure"]
+    assert doc["status"] == "failed" and doc["failure"] == wire.failure(expected)
     assert _ending(Runs(workspace).load(run_id).state) == expected
     assert calls(workspace, "s-bg") == dispatched
 
