@@ -175,9 +175,7 @@ def test_a_gate_resolved_over_mcp_starts_a_runner_again(workspace: Path) -> None
             pid = runner_pid(workspace, run_id)
             assert pid is not None
             await until(_async(lambda: not is_runner(pid)), "the runner exits at the gate")
-            token = (await s.ok("strato_gates"))["gates"][0]["gateToken"]
-            await s.ok("stratum_gate_resolve", {"runId": run_id, "stepId": "review", "decision": "revise",
-                                                "gateToken": token})
+            await checked(s, "stratum_gate_resolve", {"runId": run_id, "stepId": "review", "decision": "revise"})
             await until(_async(lambda: calls(workspace, "g") == ["draft", "draft"]), "draft runs again")
             doc = await poll_until(s, run_id, "waiting_gate")
             assert doc["bg"]["pendingGates"] == ["review"]
