@@ -1,43 +1,19 @@
-"""Background flow runs over MCP, in the shapes of Stratum's `stratum_flow_run_bg`,
-`stratum_flow_bg_poll` and `stratum_flow_cancel_bg`: the run goes on in a detached
-runner (see `strato.runs.background`), so a client may disconnect, and a restarted
-server polls and cancels the same run from its ref."""
+"""Following and stopping background flow runs over MCP, in the shapes of Stratum's
+`stratum_flow_bg_poll` and `stratum_flow_cancel_bg` (`stratum_flow_run_bg` is a plan,
+beside `stratum_plan` in :mod:`strato.mcp.tools`): the run goes on in a detached runner
+(see `strato.runs.background`), so a client may disconnect, and a restarted server polls
+and cancels the same run from its ref."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 from pydantic import Field
 
-from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
+from strato.mcp.registry import Args, Context, Document, Tool, collector
 from strato.runs import background
 from strato.runs.state import RUN_TERMINAL
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)
-
-
-class RunBgArgs(Args):
-    spec: dict[str, Any] | str = Field(description="The spec: an object, or YAML text.")
-    input: dict[str, Any] = Field(description="The entry flow's input.")
-    workspaceRoot: str | None = Field(None, description="The workspace (this server's, or a folder in it).")
-
-
-@tool("stratum_flow_run_bg", RunBgArgs)
-def run_bg(ctx: Context, a: RunBgArgs) -> Document:
-    """Start a run of the spec's entry flow driven by a detached runner: answers at
-    once with its runId; follow it with stratum_flow_bg_poll."""
-    if a.workspaceRoot is not None and not _inside(ctx.root, a.workspaceRoot):
-        raise ToolError(f"invalid_workspace_root: {a.workspaceRoot} is outside the workspace {ctx.root}")
-    text = a.spec if isinstance(a.spec, str) else json.dumps(a.spec, indent=1)
-    return {"status": "running", "runId": background.start(ctx.runs(), text, a.input)}
-
-
-def _inside(root: Path, where: str) -> bool:
-    path = Path(where)
-    return (path if path.is_absolute() else root / path).resolve().is_relative_to(root.resolve())
 
 
 class PollArgs(Args):

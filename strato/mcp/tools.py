@@ -96,18 +96,31 @@ def _inside(ctx: Context, where: str | None, key: str) -> None:
                         {"error_type": "invalid_workspace_root", "message": f"{where} is outside {ctx.root}"})
 
 
-@tool("stratum_plan", PlanArgs)
-def plan(ctx: Context, a: PlanArgs) -> Document:
-    """Start a run of the spec's entry flow (stored under refs/vivary/runs/): `ready` with
-    the steps to do, each with its prompt (`do`) and contract."""
+def _plan_request(ctx: Context, a: PlanArgs) -> tuple[str, dict[str, Any]]:
+    """The spec text and input of a plan request, or the refusal `stratum_plan` answers."""
     _inside(ctx, a.workspaceRoot, "workspaceRoot")
     text = _spec_text(a.spec)
     if text is None:
         raise Refused("spec_invalid", NOT_A_SPEC)
     if not isinstance(a.input, dict):
         raise Refused("INPUT_CONTRACT_INVALID", "input must be an object (the entry flow's input)")
+    return text, a.input
+
+
+@tool("stratum_plan", PlanArgs)
+def plan(ctx: Context, a: PlanArgs) -> Document:
+    """Start a run of the spec's entry flow (stored under refs/vivary/runs/): `ready` with
+    the steps to do, each with its prompt (`do`) and contract."""
     runs = ctx.runs()
-    return wire.runstate(runs, runs.plan(text, a.input).snap)
+    return wire.runstate(runs, runs.plan(*_plan_request(ctx, a)).snap)
+
+
+@tool("stratum_flow_run_bg", PlanArgs)
+def run_bg(ctx: Context, a: PlanArgs) -> Document:
+    """Start a run as stratum_plan does, driven by a detached runner (agents from
+    .vivary/agents.toml do its steps): `running` with its runId at once; follow it with
+    stratum_flow_bg_poll, stop it with stratum_flow_cancel_bg."""
+    return {"status": "running", "runId": background.start(ctx.runs(), *_plan_request(ctx, a))}
 
 
 class RunArgs(Args):

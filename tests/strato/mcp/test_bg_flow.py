@@ -18,6 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from strato.agentruns import groups
+from strato.mcp import contract
 from strato.mcp.contract import answer_violations, event_violations
 from tests.conftest import commit_all
 from tests.strato.mcp.conftest import Session
@@ -181,6 +182,46 @@ def test_a_gate_resolved_over_mcp_starts_a_runner_again(workspace: Path) -> None
             assert doc["bg"]["pendingGates"] == ["review"]
 
     anyio.run(main)
+
+
+# (tool, status) no request reaches, and why
+UNREACHABLE = {
+    ("stratum_flow_cancel_bg", "running"): "the runner sees a cancel within a tick and stops the agents "
+    "within their grace; only a fanout still running after ~35 s (the runner sees a cancel after it) "
+    "leaves the run running when the answer is due",
+}
+
+
+def test_every_answer_of_the_background_tools_that_a_request_can_reach(workspace: Path) -> None:
+    budget = STEPS_SPEC.replace("    steps:", "    budget: {dispatches: 1}\n    steps:", 1)
+    seen: set[tuple[str, str]] = set()
+
+    async def main() -> None:
+        async with server(workspace) as s:
+            async def answer(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                doc = await checked(s, tool, arguments)
+                seen.add((tool, doc["status"]))
+                return doc
+
+            for spec, tag, end in ((STEPS_SPEC, "v-ok", "completed"), (one_step_spec("silent"), "v-f", "failed"),
+                                   (budget, "v-b", "budget_exhausted"), (one_step_spec("hostile"), "v-c", None)):
+                run_id = (await answer("stratum_flow_run_bg", {"spec": spec, "input": {"tag": tag}}))["runId"]
+                await answer("stratum_flow_bg_poll", {"runId": run_id})
+                if end is None:
+                    await until(_async(lambda: len(pids(workspace, "v-c")) == 4), "the agent runs")
+                    assert (await answer("stratum_flow_cancel_bg", {"runId": run_id}))["status"] == "cancelled"
+                    continue
+                doc = await poll_until(s, run_id, end)
+                seen.add(("stratum_flow_bg_poll", doc["status"]))
+                assert doc["status"] == end
+                assert await answer("stratum_flow_cancel_bg", {"runId": run_id}) == {"status": end}
+            cancelled = await checked(s, "stratum_flow_bg_poll", {"runId": run_id})
+            assert cancelled["status"] == "failed" and cancelled["bg"]["status"] == "cancelled"
+
+    anyio.run(main)
+    want = {(t, v) for t in ("stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg")
+            for v in contract.TOOLS[t].statuses} - set(UNREACHABLE)
+    assert seen == want
 
 
 def _async(check: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
