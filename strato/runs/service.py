@@ -119,13 +119,13 @@ class Runs:
 
     def done(self, run_id: str, step: str, token: str | None, result: Any, current: bool = False) -> Outcome:
         """Report a step's result with the token it was handed out with; `current` reports
-        it for the dispatch outstanding now instead (Stratum's step_done names none: the
-        compare-and-swap on the ref still refuses it if the run moved meanwhile)."""
-
-        def act(e: Engine) -> None:
-            e.step_done(step, result, e.issued_token(step) if current else token)
-
-        return self.apply(run_id, "done", act, stepId=step)
+        it for the dispatch outstanding now instead (Stratum's step_done names none). That
+        token is read once, before the first attempt: if the run moves meanwhile (another
+        report, a revert, a cancel), the retry after the lost race is refused as stale
+        rather than taken as the result of a newer dispatch."""
+        if current:
+            token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
+        return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
 
     def gate(
         self,
