@@ -241,10 +241,10 @@ class CancelArgs(Args):
 
 @tool("strato_flow_cancel", CancelArgs)
 def cancel(ctx: Context, a: CancelArgs) -> Document:
-    """Cancel a run: its outstanding dispatch and gate tokens become stale (the document
-    of `strato flow cancel --json`)."""
-    runs = ctx.runs()
-    return views.outcome_view(runs, runs.cancel(a.runId, a.reason))
+    """Cancel a run: its outstanding dispatch and gate tokens become stale; a background
+    run's runner first stops the agents it started (the document of `strato flow cancel
+    --json`)."""
+    return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
 
 
 @tool("stratum_audit", RunArgs)

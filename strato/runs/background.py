@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.agentruns import groups
-from strato.runs import bgdispatch, wire
+from strato.runs import bgdispatch, views, wire
 from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
 from strato.runs.runlock import exclusive, is_held
@@ -240,6 +240,22 @@ def cancel(runs: Runs, run_id: str, by: str, reason: str | None = None, wait_s: 
         if state["status"] in RUN_TERMINAL or time.monotonic() > deadline:
             return str(state["status"])
         time.sleep(bgdispatch.TICK_S)
+
+
+def cancel_view(runs: Runs, run_id: str, by: str, reason: str | None = None) -> dict[str, Any]:
+    """`strato flow cancel`'s document for any run. A run that is not a background run
+    ends at once (its outstanding tokens go stale); a background run ends once its runner
+    has stopped the agents it started: the document's status is still `running` if that
+    has not happened within the wait."""
+    snap = runs.load(run_id)
+    if not is_background(snap.state):
+        return views.outcome_view(runs, runs.cancel(snap.run_id, reason, by=by))
+    if snap.state["status"] in RUN_TERMINAL:
+        raise Refused("run_not_running", f"run is {snap.state['status']}")
+    cancel(runs, snap.run_id, by, reason)
+    after = runs.load(snap.run_id)
+    done = [ev for _, t in runs.store.since(after.head, snap.head) for ev in t.get("events", [])]
+    return views.outcome_view(runs, Outcome(after, done))
 
 
 # --- poll

@@ -19,7 +19,7 @@ import click
 from strato.runs import background
 from strato.runs.runlock import exclusive
 from strato.runs.service import Runs
-from strato.runs.state import RESOLVERS, RUN_TERMINAL, Refused
+from strato.runs.state import RESOLVERS, RUN_TERMINAL
 from strato.runs.store import Outcome
 from strato.runs.views import (
     EXPECTED_ERRORS,
@@ -339,18 +339,10 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
 
     Example: strato flow cancel <run> --reason "superseded"
     """
-    runs = _runs(root)
-    snap = runs.load(run_id)
-    if not background.is_background(snap.state):
-        _print_summary(outcome_view(runs, runs.cancel(run_id, reason)), as_json)
-        return
-    if snap.state["status"] in RUN_TERMINAL:
-        raise Refused("run_not_running", f"run is {snap.state['status']}")
-    status = background.cancel(runs, snap.run_id, "cli", reason)
-    view = summary(runs, runs.load(snap.run_id))
+    view = background.cancel_view(_runs(root), run_id, "cli", reason)
     _print_summary(view, as_json)
-    if status != "cancelled":
-        _fail(1, f"cancel of {snap.run_id} is recorded; its runner has not stopped it yet ({status})")
+    if view["status"] != "cancelled":
+        _fail(1, f"cancel of {view['runId']} is recorded; its runner has not stopped the run yet")
 
 
 @runs_group.command("audit")
