@@ -13,7 +13,16 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from bench import demo_decide, demo_exo, demo_flows, demo_flowspec, demo_guard, demo_heartbeat, demo_lifecycle
+from bench import (
+    demo_bg,
+    demo_decide,
+    demo_exo,
+    demo_flows,
+    demo_flowspec,
+    demo_guard,
+    demo_heartbeat,
+    demo_lifecycle,
+)
 
 BIN = Path(sys.executable).parent
 
@@ -62,6 +71,7 @@ def main() -> None:
         say("a typed flow: validate the spec, then run it through a human gate")
         demo_flowspec.tour(ws, run)
         demo_flows.tour(ws, run)
+        demo_bg.tour(ws)
         demo_heartbeat.tour(ws, run)
         say("demo done")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
-from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.agents import AgentsConfig, CallResult, agent_prompt, call, judge_runner, load_config
 from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
@@ -197,8 +197,8 @@ class Runs:
         detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
         return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
-    def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
-        return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
+    def cancel(self, run_id: str, reason: str | None = None, by: str = "cli") -> Outcome:
+        return self.apply(run_id, "cancel", lambda e: e.cancel(by, reason))
 
     def commit(self, run_id: str, label: str) -> Snapshot:
         snap = self.store.load(run_id)
@@ -265,9 +265,16 @@ class Runs:
 
     # --- engine mode
 
-    def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
+    def drive(
+        self,
+        run_id: str,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        dispatch: Callable[[str, dict[str, Any]], Outcome] | None = None,
+    ) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
-        are left waiting."""
+        are left waiting. `dispatch` runs one ready step (default: `self.dispatch`; a
+        background runner passes one whose agents outlive it)."""
+        dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
         while True:
             snap = self.store.load(run_id)
@@ -286,10 +293,14 @@ class Runs:
             if not mine:
                 return snap
             for entry in mine:
-                self._emit(on_event, self.dispatch(run_id, entry).events)
+                self._emit(on_event, dispatch(run_id, entry).events)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
+        return self.report(run_id, entry, res)
+
+    def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
+        """Record what the agent of a ready step gave, with the token it was handed."""
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
