@@ -180,3 +180,46 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
 
 
 main.add_command(logs)
+
+
+@main.command("serve")
+@_root
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to listen on (0: pick a free one; the line printed names it).")
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="ADDR",
+              help="Address to bind; anything but 127.0.0.1 prints a warning.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in your browser.")
+@click.option("--demo", is_flag=True, help="Replay a recorded sample run: no repository needed.")
+@click.option("--export-demo", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Write the demo as static files to DIR (a new or empty folder) and exit.")
+def serve_cmd(root: Path, port: int, host: str, open_browser: bool, demo: bool,
+              export_demo: Path | None) -> None:
+    """The workbench: a local web page of runs, gates, board, guard, heartbeat and lanes.
+
+    Prints one line, `vivary: serving http://127.0.0.1:PORT/?token=TOKEN`; the token is
+    new each start and is needed for every read of the repository and every decision.
+
+    \b
+    Examples:
+      vivary serve --open
+      vivary serve --port 8765 --root my-workspace
+      vivary serve --demo
+      vivary serve --export-demo site/
+    """
+    from workbench import export, launch
+
+    if export_demo is not None:
+        try:
+            written = export.export_demo(export_demo)
+        except export.ExportRefused as exc:
+            click.echo(f"vivary: {exc}", err=True)
+            sys.exit(1)
+        click.echo(f"vivary: wrote the demo ({len(written)} files) to {export_demo}; "
+                   f"open {export_demo / 'index.html'}")
+        return
+    try:
+        source = launch.demo_source() if demo else launch.repo_source(_repo_root(root))
+        launch.run(source, host, port, open_browser)
+    except launch.LaunchError as exc:
+        click.echo(f"vivary: {exc}", err=True)
+        sys.exit(2)

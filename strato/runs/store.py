@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tropo.git.chains import commits_since, ref_names
+from tropo.git.chains import commits_since, ref_names, ref_tips
 from tropo.git.objects import blob_at, entry_oid, write_commit
 from tropo.git.reflock import ref_writer
 from tropo.git.repo import cas_ref, read_ref
@@ -161,6 +161,13 @@ class RunStore:
     def run_ids(self) -> list[str]:
         names = ref_names(self.repo, PREFIX)
         return sorted(name[len(PREFIX) : -len("/head")] for name in names if name.endswith("/head"))
+
+    def tips(self) -> dict[str, tuple[str, int]]:
+        """Every run's head commit and its time, from one pass over the refs: what moved
+        since the last look, and which runs were active last, without loading a state."""
+        tips = ref_tips(self.repo, PREFIX)
+        heads = {name: tip for name, tip in tips.items() if name.endswith("/head")}
+        return {name[len(PREFIX) : -len("/head")]: tip for name, tip in heads.items()}
 
     # --- checkpoints
 

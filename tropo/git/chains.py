@@ -22,3 +22,15 @@ def commits_since(repo: pygit2.Repository, head: str, seen: str | None = None) -
     if seen is not None:
         walker.hide(pygit2.Oid(hex=seen))
     return [(str(c.id), c.message) for c in walker]
+
+
+def ref_tips(repo: pygit2.Repository, prefix: str) -> dict[str, tuple[str, int]]:
+    """Each ref under `prefix` with the commit it points at and that commit's time
+    (seconds since the epoch): one pass over the refs, one header read per tip, so a
+    watcher can tell what moved and order chains by activity without reading them."""
+    out: dict[str, tuple[str, int]] = {}
+    for name in repo.references:
+        if name.startswith(prefix):
+            commit = repo.references[name].peel(pygit2.Commit)
+            out[name] = (str(commit.id), commit.commit_time)
+    return out

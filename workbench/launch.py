@@ -1,0 +1,46 @@
+"""What `vivary serve` starts, and the one-line errors when it cannot: the serve extra
+missing, the port taken, a bad address. Starlette and uvicorn load only here, so the
+front door works without the extra."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import click
+
+from workbench.source import Source
+
+
+class LaunchError(Exception):
+    """The workbench cannot start (exit 2)."""
+
+
+def _require_extra() -> None:
+    lacking = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if lacking:
+        raise LaunchError(f"the workbench needs {' and '.join(lacking)}: pip install 'vivary-git[serve]'")
+
+
+def repo_source(root: Path) -> Source:
+    from workbench.repo import RepoSource
+
+    return RepoSource(root)
+
+
+def demo_source() -> Source:
+    from workbench.demo import DemoSource
+
+    return DemoSource.recorded()
+
+
+def run(source: Source, host: str, port: int, open_browser: bool) -> None:
+    _require_extra()
+    from workbench.server import serve
+
+    try:
+        serve(source, host, port, open_browser, click.echo, lambda text: click.echo(text, err=True))
+    except OSError as exc:
+        raise LaunchError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        return
