@@ -22,7 +22,7 @@
   }
   const token = () => sessionStorage.getItem(KEY) || "";
 
-  // --- DOM, text only (no HTML from data ever reaches innerHTML)
+  // --- DOM built node by node: no text from the data is ever parsed as HTML
   function el(tag, attrs, ...kids) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
