@@ -44,7 +44,8 @@
       el("tbody", {}, rows.length ? rows : [el("tr", {}, el("td", { colspan: heads.length, class: "muted" }, "none"))]));
   }
   function show(...nodes) {
-    view.replaceChildren(...(state.demo ? [el("strong", { class: "demo demo-label" }, "DEMO DATA")] : []), ...nodes);
+    const label = state.demo ? [el("strong", { class: "demo demo-label" }, "DEMO DATA")] : [];
+    view.replaceChildren(...label, ...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false));
   }
   function say(message, kind, extra) {
     notice.className = kind || "";
