@@ -19,7 +19,7 @@ from strato.runs.service import Runs
 from tests.conftest import commit_all, git, write_files
 
 BIN = Path(sys.executable).parent
-LINE = re.compile(r"vivary: serving http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+)\n\Z")
+LINE = re.compile(r"vivary: serving http://([0-9.]+):(\d+)/\?token=([A-Za-z0-9_-]+)\n\Z")
 
 SPEC = """\
 version: 1
@@ -57,21 +57,22 @@ class Answer:
 @dataclass
 class Server:
     proc: subprocess.Popen[str]
+    address: str
     port: int
     token: str
     line: str
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/?token={self.token}"
+        return f"http://{self.address}:{self.port}/?token={self.token}"
 
     def request(self, method: str, path: str, headers: dict[str, str] | None = None,
                 body: bytes | str | None = None, host: str | None = None, auth: bool = False) -> Answer:
         """One request with exactly these headers (Host too: http.client adds none)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn = http.client.HTTPConnection(self.address, self.port, timeout=30)
         try:
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            sent = {"Host": host or f"127.0.0.1:{self.port}", **(headers or {})}
+            sent = {"Host": host or f"{self.address}:{self.port}", **(headers or {})}
             if auth:
                 sent["Authorization"] = f"Bearer {self.token}"
             data = body.encode() if isinstance(body, str) else body
@@ -109,7 +110,7 @@ def start(*args: str, cwd: Path | None = None) -> Server:
         proc.kill()
         _, err = proc.communicate(timeout=30)
         raise AssertionError(f"vivary serve printed {line!r}; stderr: {err}")
-    return Server(proc, int(found.group(1)), found.group(2), line)
+    return Server(proc, found.group(1), int(found.group(2)), found.group(3), line)
 
 
 @contextlib.contextmanager

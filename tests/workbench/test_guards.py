@@ -4,6 +4,7 @@ post, JSON-only writes, path traversal, and the strict policy on every answer.""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,10 +26,30 @@ def server(ws: Path) -> Iterator[Server]:
 
 
 def test_prints_one_line_naming_a_real_port_and_a_fresh_token(server: Server, ws: Path) -> None:
-    assert server.port > 0 and len(server.token) >= 40
+    assert server.address == "127.0.0.1" and server.port > 0 and len(server.token) >= 40
+    assert server.line == f"vivary: serving http://127.0.0.1:{server.port}/?token={server.token}\n"
     assert server.request("GET", "/api/health").json() == {"ok": True, "demo": False}
     with serving("--root", str(ws)) as other:
         assert other.token != server.token and other.port != server.port
+
+
+def test_it_listens_on_127_0_0_1_only(server: Server) -> None:
+    for address in ("127.0.0.2", _outward_address()):
+        if address is None:
+            continue
+        with socket.socket() as s, pytest.raises(OSError):
+            s.settimeout(5)
+            s.connect((address, server.port))
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default route, if it has one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET: nothing is sent for a UDP connect
+            return str(s.getsockname()[0])
+        except OSError:
+            return None
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "LOCALHOST:{port}"])

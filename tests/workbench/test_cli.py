@@ -1,0 +1,67 @@
+"""`vivary serve` on the command line: its help, the one line it prints, the warning for
+an address beyond loopback, the demo export and its refusals, and one-line errors."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+from tests.workbench.serving import BIN, serving
+
+
+def _vivary(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "vivary"), *args], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def test_help_has_examples(tmp_path: Path) -> None:
+    proc = _vivary("serve", "--help", cwd=tmp_path)
+    assert proc.returncode == 0 and "vivary serve --demo" in proc.stdout and "--export-demo" in proc.stdout
+    assert "serve" in _vivary("--help", cwd=tmp_path).stdout
+
+
+def test_outside_a_repository_it_refuses_in_one_line(tmp_path: Path) -> None:
+    proc = _vivary("serve", "--root", str(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "not a git work tree" in proc.stderr
+
+
+def test_a_taken_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        proc = _vivary("serve", "--demo", "--port", str(taken.getsockname()[1]), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("vivary: cannot listen on 127.0.0.1:") and proc.stderr.count("\n") == 1
+    assert _vivary("serve", "--port", "70000", cwd=tmp_path).returncode == 2
+
+
+def test_another_address_needs_the_flag_and_warns(tmp_path: Path) -> None:
+    with serving("--demo", "--host", "127.0.0.2", cwd=tmp_path) as server:
+        assert server.proc.stderr is not None
+        assert "warning: serving on 127.0.0.2" in server.proc.stderr.readline()
+        assert server.line.startswith(f"vivary: serving http://127.0.0.2:{server.port}/?token=")
+        assert server.request("GET", "/api/health", host=f"127.0.0.2:{server.port}").status == 200
+        assert server.request("GET", "/api/health", host=f"localhost:{server.port}").status == 200
+        assert server.request("GET", "/api/health", host=f"evil.example:{server.port}").status == 403
+    with serving("--demo", cwd=tmp_path) as plain:
+        assert plain.address == "127.0.0.1"
+
+
+def test_export_demo_writes_the_page_and_refuses_a_folder_in_use(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    first = _vivary("serve", "--export-demo", str(out), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert {p.name for p in out.rglob("*") if p.is_file()} == {
+        "index.html", ".vivary-demo-export", "app.js", "app.css", "static-data.js"}
+    page = (out / "index.html").read_text()
+    assert '<script src="assets/static-data.js"></script>' in page and "<script>" not in page
+    assert "demo-note" in (out / "assets" / "static-data.js").read_text()
+    again = _vivary("serve", "--export-demo", str(out), cwd=tmp_path)  # an earlier export: rewritten
+    assert again.returncode == 0
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "mine.txt").write_text("keep me")
+    refused = _vivary("serve", "--export-demo", str(busy), cwd=tmp_path)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1
+    assert [p.name for p in busy.iterdir()] == ["mine.txt"]
