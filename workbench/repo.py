@@ -102,7 +102,7 @@ class RepoSource:
     # --- runs
 
     def tips(self) -> dict[str, str]:
-        return {run_id: head for run_id, (head, _) in self._runs().store.tips().items()}
+        return self._runs().store.heads()
 
     def runs(self, offset: int, limit: int) -> dict[str, Any]:
         """Runs, most recently moved first; only the page's runs are loaded."""
