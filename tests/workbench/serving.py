@@ -99,10 +99,10 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-def start(*args: str, cwd: Path | None = None) -> Server:
+def start(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Server:
     """`vivary serve ARGS` as a process; returns once it printed its line."""
     proc = subprocess.Popen([str(BIN / "vivary"), "serve", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     found = LINE.match(line)
@@ -114,8 +114,8 @@ def start(*args: str, cwd: Path | None = None) -> Server:
 
 
 @contextlib.contextmanager
-def serving(*args: str, cwd: Path | None = None) -> Iterator[Server]:
-    server = start(*args, cwd=cwd)
+def serving(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Iterator[Server]:
+    server = start(*args, cwd=cwd, env=env)
     try:
         yield server
     finally:

@@ -244,3 +244,18 @@ def test_heartbeat_proposals_are_accepted_and_rejected_with_the_token(ws: Path) 
         assert server.post(f"/api/heartbeat/{pid}", {"decision": "reject"}).json()["status"] == "rejected"
         shown = {p["id"]: p["status"] for p in server.get("/api/heartbeat").json()["proposals"]}
         assert shown[pid] == "rejected"
+
+
+def test_the_board_claims_and_graph_of_a_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    subprocess.run([str(BIN / "create-vivary"), "init", str(ws), "--preset", "coding", "--commit", "--yes"],
+                   check=True, capture_output=True)
+    subprocess.run([str(BIN / "exo"), "claim", "local-ci-baseline", "--agent", "@connie"], cwd=ws, check=True,
+                   capture_output=True)
+    with serving("--root", str(ws)) as server:
+        board = server.get("/api/board").json()
+        held = {i["id"]: i["assignee"] for i in board["items"]}
+        assert held["local-ci-baseline"] == "connie"
+        assert board["claims"] == [{"id": "local-ci-baseline", "refs": ["refs/heads/claim/local-ci-baseline"]}]
+        page = server.get("/api/graph").json()["html"]
+        assert '<meta name="generator" content="tropo view">' in page and '"local-ci-baseline"' in page

@@ -49,6 +49,8 @@ class Watched:
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.requested: list[str] = []
+        self.page.on("request", lambda r: self.requested.append(r.url))
 
     def shot(self, name: str) -> None:
         DOCS.mkdir(parents=True, exist_ok=True)
@@ -103,6 +105,9 @@ def test_a_gate_appears_live_is_approved_from_the_page_and_audited_as_a_person(
     assert [e["detail"] for e in resolved] == [{"decision": "approve", "target": None, "resolvedBy": "human",
                                                 "note": "reads well, ship it"}]
     assert watched.errors == []
+    origin = f"http://127.0.0.1:{server.port}/"
+    assert [u for u in watched.requested if not u.startswith(origin) and not u.startswith("data:")] == []
+    assert not any("token=" in u for u in watched.requested[1:])  # only the URL first opened had it
 
 
 def test_demo_mode_renders_every_view_with_no_repository(watched: Watched, tmp_path: Path) -> None:

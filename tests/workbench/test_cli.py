@@ -3,8 +3,10 @@ an address beyond loopback, the demo export and its refusals, and one-line error
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 from tests.workbench.serving import BIN, serving
@@ -65,3 +67,16 @@ def test_export_demo_writes_the_page_and_refuses_a_folder_in_use(tmp_path: Path)
     refused = _vivary("serve", "--export-demo", str(busy), cwd=tmp_path)
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1
     assert [p.name for p in busy.iterdir()] == ["mine.txt"]
+
+
+def test_open_hands_the_printed_url_to_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    with serving("--demo", "--open", cwd=tmp_path, env={**os.environ, "BROWSER": str(browser)}) as server:
+        for _ in range(600):
+            if opened.is_file() and opened.read_text():
+                break
+            time.sleep(0.05)
+        assert opened.read_text().strip() == server.url
