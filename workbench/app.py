@@ -39,14 +39,16 @@ PUBLIC = frozenset({"/", "/api/health", *(f"/assets/{name}" for name in ASSETS)}
 MAX_BODY = 64 * 1024
 POLL_S = 0.5  # how often the event stream looks at the run refs
 KEEPALIVE_S = 15.0
-INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
+INLINE = re.compile(r"<(script|style)(\s[^>]*)?>(.*?)</\1>", re.S | re.I)
 
 
 def inline_hashes(page: str) -> tuple[str, ...]:
     """CSP hashes of the inline scripts and styles of a page the package ships (`tropo
     view`'s): the graph frame may run exactly those, and nothing else inline."""
+    bodies = [body for _, attrs, body in INLINE.findall(page)
+              if "src=" not in attrs and "application/json" not in attrs]  # data blocks never run
     return tuple(sorted({"sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
-                         for _, body in INLINE.findall(page)}))
+                         for body in bodies}))
 
 
 def graph_hashes() -> tuple[str, ...]:

@@ -55,3 +55,4 @@ def test_every_view_is_labelled_and_nothing_can_be_decided() -> None:
         assert refused.value.status == 403
     with pytest.raises(Refusal):
         demo.run("../etc", 0, 5)
+
