@@ -23,7 +23,6 @@ from bench.demo import Runner
 from exo.workspace import load_worktree
 from strato.runs.service import Runs
 from tropo.git.types import Commit
-from tropo.review import view as graph_view
 from workbench.repo import RepoSource, detail, events_of, row
 
 FIXTURE = Path(__file__).resolve().parent.parent / "workbench" / "demo" / "sample-run.json"
@@ -58,6 +57,15 @@ def frames(root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def graph_of(root: Path) -> dict[str, Any]:
+    """The workspace graph itself (not a drawing of it: the demo draws it with the
+    `tropo view` of the day)."""
+    graph = load_worktree(root).graph
+    nodes = [{"id": n.id, "type": n.type, "path": n.path, "title": n.title, "fields": n.fields}
+             for n in graph.nodes.values()]
+    return {"nodes": nodes, "edges": [list(e) for e in graph.edges]}
+
+
 def record(root: Path) -> dict[str, Any]:
     source = RepoSource(root)
     return {
@@ -69,7 +77,7 @@ def record(root: Path) -> dict[str, Any]:
         "review": source.review("HEAD~1", "HEAD"),
         "heartbeat": source.heartbeat(),
         "lanes": source.lanes(),
-        "graph": graph_view.page_data("graph", load_worktree(root).graph),
+        "graph": graph_of(root),
     }
 
 

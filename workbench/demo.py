@@ -14,6 +14,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from tropo.check.graph import Edge, Graph, Node
 from tropo.review import view as graph_view
 from workbench.source import Refusal, page
 
@@ -89,7 +90,12 @@ class DemoSource:
         return self._labelled(self.data["lanes"])
 
     def graph_page(self) -> str:
-        return graph_view.render(self.data["graph"])
+        """The recorded graph drawn by this version's `tropo view`."""
+        recorded = self.data["graph"]
+        nodes = {n["id"]: Node(n["id"], n["type"], n["path"], n["title"], n["fields"])
+                 for n in recorded["nodes"]}
+        graph = Graph(nodes, [Edge(*e) for e in recorded["edges"]])
+        return graph_view.render(graph_view.page_data("graph", graph))
 
     def static_views(self) -> dict[str, Any]:
         """Every answer the page asks for, at the end of the run: a static export."""
