@@ -181,3 +181,25 @@ def test_the_page_says_when_the_server_dies_and_picks_up_after_a_restart(
     # the browser logs each request that failed while the server was down (the cut
     # stream, refused connections, the old token's 401); nothing else went wrong
     assert [e for e in watched.errors if not e.startswith("Failed to load resource")] == []
+
+
+def test_the_lanes_view_draws_lanes_in_the_shape_strato_lanes_reports(watched: Watched, tmp_path: Path) -> None:
+    """strato has no lanes on this branch yet, so the server answers "not available"; the
+    page's table for them is drawn here from an answer in `strato lanes --json`'s shape
+    (issue 17's engine half), given to the page in place of the server's."""
+    lanes = {"available": True, "rule": "verify all until 5 clean, then halve per streak; floor 1/8",
+             "lanes": [{"lane": "write/draft/claude", "flow": "write", "step": "draft", "agent": "claude",
+                        "clean": 7, "rate": 0.25, "verified": 9, "skipped": 3, "failures": 1,
+                        "lastReset": "failure"}]}
+    with serving("--demo", cwd=tmp_path) as server:
+        page = watched.page
+        page.goto(server.url)
+        page.wait_for_selector("#conn[data-state=live]")
+        page.goto(f"http://127.0.0.1:{server.port}/#/lanes")
+        page.wait_for_selector("text=Not available")
+        page.route("**/api/lanes", lambda route: route.fulfill(json=lanes))
+        page.reload()
+        row = page.locator("tr[data-lane='write/draft/claude']")
+        row.wait_for()
+        assert row.locator("td").all_inner_texts() == ["write", "draft", "claude", "7", "25%", "9", "3", "1", "failure"]
+    assert watched.errors == []

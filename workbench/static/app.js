@@ -287,8 +287,13 @@
   async function lanesView() {
     const l = await api("/api/lanes");
     if (!l.available) { show(el("h2", {}, "Lanes"), el("p", { class: "unavailable" }, "Not available: " + l.reason)); return; }
-    show(el("h2", {}, "Lanes"), table(["flow", "step", "agent", "clean", "rate", "evidence"], l.lanes.map((x) => el("tr", {},
-      el("td", {}, x.flow), el("td", {}, x.step), el("td", {}, x.agent), el("td", {}, text(x.clean)), el("td", {}, text(x.rate)), el("td", { class: "mono" }, text(x.evidence))))));
+    const pct = (r) => (typeof r === "number" ? `${Math.round(r * 1000) / 10}%` : text(r));
+    show(el("h2", {}, "Lanes"), l.rule ? el("p", { class: "muted" }, text(l.rule)) : null,
+      table(["flow", "step", "agent", "clean streak", "verification rate", "verified", "skipped", "failures", "last reset"],
+        l.lanes.map((x) => el("tr", { "data-lane": x.lane || "" },
+          el("td", {}, text(x.flow)), el("td", {}, text(x.step)), el("td", {}, text(x.agent)), el("td", {}, text(x.clean)),
+          el("td", {}, pct(x.rate)), el("td", {}, text(x.verified)), el("td", {}, text(x.skipped)),
+          el("td", {}, text(x.failures)), el("td", {}, text(x.lastReset))))));
   }
 
   async function graphView() {
