@@ -10,13 +10,9 @@ encodings) is refused even before its missing token.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
@@ -25,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from workbench.assets import ASSETS, asset
 from workbench.guards import Served, host_refusal, origin_refusal, token_refusal
 from workbench.source import DEFAULT_LIMIT, Refusal, Source
 
@@ -34,29 +31,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 PUBLIC = frozenset({"/", "/api/health", *(f"/assets/{name}" for name in ASSETS)})
 MAX_BODY = 64 * 1024
 POLL_S = 0.5  # how often the event stream looks at the run refs
 KEEPALIVE_S = 15.0
-INLINE = re.compile(r"<(script|style)(\s[^>]*)?>(.*?)</\1>", re.S | re.I)
-
-
-def inline_hashes(page: str) -> tuple[str, ...]:
-    """CSP hashes of the inline scripts and styles of a page the package ships (`tropo
-    view`'s): the graph frame may run exactly those, and nothing else inline."""
-    bodies = [body for _, attrs, body in INLINE.findall(page)
-              if "src=" not in attrs and "application/json" not in attrs]  # data blocks never run
-    return tuple(sorted({"sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
-                         for body in bodies}))
-
-
-def graph_hashes() -> tuple[str, ...]:
-    return inline_hashes(resources.files("tropo.review").joinpath("view.html").read_text(encoding="utf-8"))
-
-
-def asset(name: str) -> bytes:
-    return resources.files("workbench").joinpath("static", name).read_bytes()
 
 
 def _headers(served: Served, path: str) -> list[tuple[bytes, bytes]]:

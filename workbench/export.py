@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.app import ASSETS, asset, graph_hashes
+from workbench.assets import ASSETS, asset, graph_hashes
 from workbench.demo import DemoSource
 from workbench.guards import Served
 

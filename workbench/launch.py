@@ -4,7 +4,6 @@ front door works without the extra."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import click
@@ -17,9 +16,12 @@ class LaunchError(Exception):
 
 
 def _require_extra() -> None:
-    lacking = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
-    if lacking:
-        raise LaunchError(f"the workbench needs {' and '.join(lacking)}: pip install 'vivary-git[serve]'")
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise LaunchError(f"the workbench needs {exc.name or 'starlette and uvicorn'}: "
+                          "pip install 'vivary-git[serve]'") from None
 
 
 def repo_source(root: Path) -> Source:

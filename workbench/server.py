@@ -9,7 +9,7 @@ import sys
 import webbrowser
 from collections.abc import Callable
 
-from workbench.app import create_app, graph_hashes
+from workbench.assets import graph_hashes
 from workbench.guards import Served, new_token
 from workbench.source import Source
 
@@ -40,6 +40,8 @@ def serve(source: Source, host: str, port: int, open_browser: bool,
           say: Callable[[str], None], warn: Callable[[str], None]) -> None:
     """Serve ``source`` until interrupted; ``say`` gets the one line with the URL."""
     import uvicorn  # the serve extra: only now
+
+    from workbench.app import create_app
 
     sock = bind(host, port)
     extra = None if host == LOOPBACK else (f"[{host}]" if ":" in host else host)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -80,3 +81,16 @@ def test_open_hands_the_printed_url_to_the_browser(tmp_path: Path) -> None:
                 break
             time.sleep(0.05)
         assert opened.read_text().strip() == server.url
+
+
+def test_without_the_serve_extra_it_says_what_to_install(tmp_path: Path) -> None:
+    blocked = "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None; " \
+              "from hooks.cli import main; main(sys.argv[1:])"
+    proc = subprocess.run([sys.executable, "-c", blocked, "serve", "--demo"], capture_output=True, text=True,
+                          check=False, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "vivary: the workbench needs starlette: pip install 'vivary-git[serve]'\n"
+    out = tmp_path / "site"  # the static export needs no server
+    exported = subprocess.run([sys.executable, "-c", blocked, "serve", "--export-demo", str(out)],
+                              capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert exported.returncode == 0 and (out / "index.html").is_file()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from workbench.app import graph_hashes, inline_hashes
+from workbench.assets import graph_hashes, inline_hashes
 
 
 def test_the_graph_frame_may_run_exactly_tropo_views_inline_code() -> None:
