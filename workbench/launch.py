@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from workbench.server import Announce
 from workbench.source import Source
 
 
@@ -36,12 +37,12 @@ def demo_source() -> Source:
     return DemoSource.recorded()
 
 
-def run(source: Source, host: str, port: int, open_browser: bool) -> None:
+def run(source: Source, host: str, port: int, open_browser: bool, announce: Announce) -> None:
     _require_extra()
     from workbench.server import serve
 
     try:
-        serve(source, host, port, open_browser, click.echo, lambda text: click.echo(text, err=True))
+        serve(source, host, port, open_browser, announce, lambda text: click.echo(text, err=True))
     except OSError as exc:
         raise LaunchError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:

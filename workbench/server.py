@@ -14,6 +14,7 @@ from workbench.guards import Served, new_token
 from workbench.source import Source
 
 LOOPBACK = "127.0.0.1"
+Announce = Callable[[str, int, str], None]  # (url, port, token): told once, when listening
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -37,8 +38,8 @@ def url(served: Served, host: str) -> str:
 
 
 def serve(source: Source, host: str, port: int, open_browser: bool,
-          say: Callable[[str], None], warn: Callable[[str], None]) -> None:
-    """Serve ``source`` until interrupted; ``say`` gets the one line with the URL."""
+          announce: Announce, warn: Callable[[str], None]) -> None:
+    """Serve ``source`` until interrupted; ``announce`` is told the URL once, listening."""
     import uvicorn  # the serve extra: only now
 
     from workbench.app import create_app
@@ -50,7 +51,7 @@ def serve(source: Source, host: str, port: int, open_browser: bool,
         warn(f"vivary: warning: serving on {host}, not only this machine's loopback: anyone who can "
              "reach it and sees the token can read the repository and decide gates")
     link = url(served, host)
-    say(f"vivary: serving {link}")
+    announce(link, served.port, served.token)
     sys.stdout.flush()
     if open_browser:
         webbrowser.open(link)

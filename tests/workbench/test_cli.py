@@ -3,6 +3,7 @@ an address beyond loopback, the demo export and its refusals, and one-line error
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -94,3 +95,26 @@ def test_without_the_serve_extra_it_says_what_to_install(tmp_path: Path) -> None
     exported = subprocess.run([sys.executable, "-c", blocked, "serve", "--export-demo", str(out)],
                               capture_output=True, text=True, check=False, cwd=tmp_path)
     assert exported.returncode == 0 and (out / "index.html").is_file()
+
+
+def test_under_json_the_line_and_the_errors_are_one_object(tmp_path: Path) -> None:
+    proc = subprocess.Popen([str(BIN / "vivary"), "serve", "--demo", "--json"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        doc = json.loads(proc.stdout.readline())
+        assert doc == {"ok": True, "demo": True, "port": doc["port"], "token": doc["token"],
+                       "url": f"http://127.0.0.1:{doc['port']}/?token={doc['token']}"}
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    refused = _vivary("serve", "--json", "--root", str(tmp_path), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert json.loads(refused.stdout)["ok"] is False
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("x")
+    export = _vivary("serve", "--json", "--export-demo", str(busy), cwd=tmp_path)
+    assert export.returncode == 1 and json.loads(export.stdout)["exitCode"] == 1
+    fresh = _vivary("serve", "--json", "--export-demo", str(tmp_path / "new"), cwd=tmp_path)
+    assert json.loads(fresh.stdout) == {"ok": True, "wrote": str(tmp_path / "new"), "files": 5}
