@@ -203,3 +203,18 @@ def test_the_lanes_view_draws_lanes_in_the_shape_strato_lanes_reports(watched: W
         row.wait_for()
         assert row.locator("td").all_inner_texts() == ["write", "draft", "claude", "7", "25%", "9", "3", "1", "failure"]
     assert watched.errors == []
+
+
+def test_an_open_run_follows_its_ref_when_someone_else_decides(watched: Watched, tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    plan_waiting(ws, "r1")
+    with serving("--root", str(ws)) as server:
+        page = watched.page
+        page.goto(server.url + "#/runs/r1")
+        page.locator("[data-gate=review]").wait_for()
+        Runs(ws).gate("r1", "review", "revise", note="from the terminal", resolved_by="human", via="terminal")
+        page.locator("[data-gate=review]").wait_for(state="detached")  # the gate moved on: its buttons go
+        page.wait_for_function("() => document.querySelector('main').innerText.includes('step_reset')")
+        shown = page.locator("main").inner_text()
+        assert "gate_resolved" in shown and '"resolvedBy":"human"' in shown and "from the terminal" in shown
+    assert watched.errors == []
