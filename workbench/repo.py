@@ -21,6 +21,7 @@ from strato.guard.errors import GuardError
 from strato.heartbeat import apply as heartbeat_apply
 from strato.heartbeat import store as heartbeat_store
 from strato.runs import views
+from strato.runs.lanes_cli import lanes_view
 from strato.runs.service import Runs
 from strato.runs.state import Refused
 from strato.runs.store import RunNotFound, Snapshot, check_run_id
@@ -31,7 +32,6 @@ from workbench.source import Refusal, gate_request, page
 # refusals of a gate decision that mean "the gate is not as you saw it"
 STALE = frozenset({"stale_token", "gate_not_waiting", "run_not_running", "race_lost"})
 EVENT_CACHE = 8  # runs whose event lists are kept (keyed by head commit: never out of date)
-LANES_MISSING = "lanes (adaptive verification, issue 17) are not in this version of strato yet"
 
 
 def attempt_view(attempt: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +210,11 @@ class RepoSource:
         raise Refusal(400, "bad_request", 'decision must be "accept" or "reject"')
 
     def lanes(self) -> dict[str, Any]:
-        return {"available": False, "reason": LANES_MISSING, "lanes": []}
+        """`strato lanes --json`: each lane's clean streak, verification rate and resets."""
+        try:
+            return {"available": True, **lanes_view(self.root)}
+        except Refused as exc:  # a malformed lanes ref: said, never shown as lanes
+            raise Refusal(409, exc.code, str(exc)) from None
 
     def graph_page(self) -> str:
         """`tropo view`'s page of the workspace graph."""

@@ -148,3 +148,43 @@ def report_draft(root: Path, run_id: str, text: str) -> None:
 
 def gate_token(root: Path, run_id: str) -> str:
     return str(next(g["gateToken"] for g in Runs(root).gates() if g["runId"] == run_id))
+
+
+JUDGED = """\
+version: 1
+contracts:
+  A: {text: string}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${w.output}", contract: A}
+    steps:
+      - id: w
+        do: "write"
+        out: A
+        attempts: 1
+        ensure:
+          - judged: {statement: "the text is polite", stakes: cheap}
+"""
+
+
+def judged_workspace(root: Path) -> Path:
+    """A repository whose judge is a script (it fails outputs containing RUDE): every
+    judged ensure is evidence for the lane main/w/claude."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q")
+    judge = root / ".vivary" / "judge.py"
+    write_files(root, {".vivary/judge.py": (
+        "import json, sys\n"
+        "print(json.dumps({'holds': 'RUDE' not in sys.argv[1], 'reason': 'checked'}))\n")})
+    argv = json.dumps([sys.executable, str(judge), "{prompt}"])
+    write_files(root, {".vivary/agents.toml": f"[judge]\nargv = {argv}\ntimeout_s = 60\n"})
+    commit_all(root, "a judge")
+    return root
+
+
+def judged_run(root: Path, run_id: str, text: str) -> None:
+    runs = Runs(root)
+    snap = runs.plan(JUDGED, {}, run_id).snap
+    runs.done(run_id, "w", snap.state["scope"]["steps"]["w"]["dispatchToken"], {"output": {"text": text}})

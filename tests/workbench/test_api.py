@@ -196,7 +196,7 @@ def test_the_other_views_read_the_repository(server: Server, ws: Path) -> None:
     assert bad.status == 400 and bad.json()["code"] == "invalid_revision"
     assert server.get("/api/heartbeat").json() == {"last_head": None, "proposals": []}
     lanes = server.get("/api/lanes").json()
-    assert lanes["available"] is False and "not" in lanes["reason"]
+    assert lanes["available"] is True and lanes["lanes"] == []  # no judged ensure has run here
     assert server.get("/api/graph").status == 409
     assert server.post("/api/heartbeat/memory-0123456789ab", {"decision": "accept"}).status == 404
     assert server.post("/api/heartbeat/..", {"decision": "reject"}).status in (400, 404)

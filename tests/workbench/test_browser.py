@@ -15,9 +15,19 @@ from typing import Any
 
 import pytest
 
+from strato.runs.lanes_cli import lanes_view
 from strato.runs.service import Runs
 from tests.conftest import commit_all, git, missing, write_files
-from tests.workbench.serving import BIN, SPEC, Server, plan_waiting, serving, start
+from tests.workbench.serving import (
+    BIN,
+    SPEC,
+    Server,
+    judged_run,
+    judged_workspace,
+    plan_waiting,
+    serving,
+    start,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "img"
 CHROMIUM = "/usr/bin/chromium"
@@ -118,7 +128,7 @@ def test_demo_mode_renders_every_view_with_no_repository(watched: Watched, tmp_p
         assert page.locator("#demo-banner").is_visible()
         watched.shot("demo")
         for tab, seen in (("board", "local-ci-baseline"), ("guard", "release:1.0"), ("heartbeat", "playbook"),
-                          ("lanes", "Not available"), ("runs/demo-note", "Steps and attempts")):
+                          ("lanes", "verification rate"), ("runs/demo-note", "Steps and attempts")):
             page.goto(f"http://127.0.0.1:{server.port}/#/{tab}")
             page.wait_for_function("(s) => document.querySelector('main').innerText.includes(s)", arg=seen)
             assert page.locator("main .demo-label").inner_text() == "DEMO DATA", tab
@@ -183,25 +193,24 @@ def test_the_page_says_when_the_server_dies_and_picks_up_after_a_restart(
     assert [e for e in watched.errors if not e.startswith("Failed to load resource")] == []
 
 
-def test_the_lanes_view_draws_lanes_in_the_shape_strato_lanes_reports(watched: Watched, tmp_path: Path) -> None:
-    """strato has no lanes on this branch yet, so the server answers "not available"; the
-    page's table for them is drawn here from an answer in `strato lanes --json`'s shape
-    (issue 17's engine half), given to the page in place of the server's."""
-    lanes = {"available": True, "rule": "verify all until 5 clean, then halve per streak; floor 1/8",
-             "lanes": [{"lane": "write/draft/claude", "flow": "write", "step": "draft", "agent": "claude",
-                        "clean": 7, "rate": 0.25, "verified": 9, "skipped": 3, "failures": 1,
-                        "lastReset": "failure"}]}
-    with serving("--demo", cwd=tmp_path) as server:
+def test_the_lanes_view_shows_each_lanes_streak_and_rate(watched: Watched, tmp_path: Path) -> None:
+    ws = judged_workspace(tmp_path / "ws")
+    for n, text in enumerate(("kind words", "more kind words", "RUDE words", "kind again")):
+        judged_run(ws, f"j{n}", text)  # the third fails its judge: the lane resets
+    expected = lanes_view(ws)["lanes"]
+    [lane] = expected
+    with serving("--root", str(ws)) as server:
         page = watched.page
-        page.goto(server.url)
-        page.wait_for_selector("#conn[data-state=live]")
-        page.goto(f"http://127.0.0.1:{server.port}/#/lanes")
-        page.wait_for_selector("text=Not available")
-        page.route("**/api/lanes", lambda route: route.fulfill(json=lanes))
-        page.reload()
-        row = page.locator("tr[data-lane='write/draft/claude']")
+        page.goto(server.url + "#/lanes")
+        row = page.locator(f"tr[data-lane='{lane['lane']}']")
         row.wait_for()
-        assert row.locator("td").all_inner_texts() == ["write", "draft", "claude", "7", "25%", "9", "3", "1", "failure"]
+        cells = row.locator("td").all_inner_texts()
+        assert cells[:5] == [lane["flow"], lane["step"], lane["agent"], str(lane["clean"]),
+                             f"{round(lane['rate'] * 1000) / 10:g}%"]
+        assert cells[5:] == [str(lane["verified"]), str(lane["skipped"]), str(lane["failures"]),
+                             str(lane["lastReset"])]
+        assert lane["failures"] == 1 and lane["clean"] == 1
+        watched.shot("lanes")
     assert watched.errors == []
 
 

@@ -288,7 +288,11 @@
     const l = await api("/api/lanes");
     if (!l.available) { show(el("h2", {}, "Lanes"), el("p", { class: "unavailable" }, "Not available: " + l.reason)); return; }
     const pct = (r) => (typeof r === "number" ? `${Math.round(r * 1000) / 10}%` : text(r));
-    show(el("h2", {}, "Lanes"), l.rule ? el("p", { class: "muted" }, text(l.rule)) : null,
+    const r = l.rule || {};
+    const rule = r.trustAfter !== undefined
+      ? `Every output is verified until a lane has ${r.trustAfter} clean verifications; then ${r.decay}, never below ${pct(r.floor)}. A failure, an override or a change of spec or agent resets it.`
+      : text(l.rule);
+    show(el("h2", {}, "Lanes"), el("p", { class: "muted" }, rule),
       table(["flow", "step", "agent", "clean streak", "verification rate", "verified", "skipped", "failures", "last reset"],
         l.lanes.map((x) => el("tr", { "data-lane": x.lane || "" },
           el("td", {}, text(x.flow)), el("td", {}, text(x.step)), el("td", {}, text(x.agent)), el("td", {}, text(x.clean)),
