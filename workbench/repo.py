@@ -80,7 +80,7 @@ def detail(runs: Runs, snap: Snapshot, events: list[dict[str, Any]], offset: int
         "steps": step_views(snap.state),
         "usage": {"flow": snap.state["flowSpent"],
                   "steps": {s: st.get("spent", {}) for s, st in snap.state["scope"]["steps"].items()}},
-        "judged": [ev for ev in events if ev["type"] in ("judged", "skipped")],
+        "judged": [ev for ev in events if ev["type"] in ("judged", "verified", "skipped")],
         "checkpoints": runs.store.checkpoints(snap.run_id),
         "events": {"total": len(events), "offset": start, "limit": limit, "items": newest[start:end]},
     }

@@ -104,7 +104,9 @@ def test_a_gate_appears_live_is_approved_from_the_page_and_audited_as_a_person(
         row.locator("a").click()
         gate = page.locator("[data-gate=review]")
         gate.wait_for()
-        assert "failed" in page.locator("main").inner_text()  # the rejected first attempt
+        shown = page.locator("main").inner_text()
+        assert "failed" in shown and "retried" in shown  # the rejected first attempt and its resolution
+        assert "task " in shown  # the dispatch's context loads, in estimated tokens
         gate.locator("textarea").fill("reads well, ship it")
         watched.shot("gate")
         gate.locator("button[data-decision=approve]").click()
@@ -211,6 +213,10 @@ def test_the_lanes_view_shows_each_lanes_streak_and_rate(watched: Watched, tmp_p
                              str(lane["lastReset"])]
         assert lane["failures"] == 1 and lane["clean"] == 1
         watched.shot("lanes")
+        page.goto(f"http://127.0.0.1:{server.port}/#/runs/j2")  # the judged check that failed
+        page.wait_for_function("() => document.querySelector('main').innerText.includes('Judged')")
+        judged = page.locator("main table").nth(1).inner_text()
+        assert "judged" in judged and "verified" in judged
     assert watched.errors == []
 
 

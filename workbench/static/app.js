@@ -209,13 +209,15 @@
     return step.attempts.map((a) => el("tr", {},
       el("td", {}, a.attempt), el("td", {}, badge(a.outcome)), el("td", {}, text(a.reason)),
       el("td", {}, text(a.resolution)), el("td", {}, a.resolvedBy ? `${a.decision || ""} by ${a.resolvedBy}` : "—"),
-      el("td", {}, spent(a.usage)), el("td", { class: "muted" }, text(a.at))));
+      el("td", {}, context(a.context)), el("td", {}, spent(a.usage)), el("td", { class: "muted" }, text(a.at))));
   }
+  // the estimated tokens of every context load the dispatch was given
+  const context = (c) => (c && c.loads ? `${c.tokens} (${c.loads.map((l) => `${l.kind} ${l.tokens}`).join(", ")})` : "—");
 
   async function runView(id) {
     const run = await api(`/api/runs/${encodeURIComponent(id)}?offset=${state.eventsOffset}&limit=100`);
     const steps = run.steps.map((s) => [el("h3", {}, `${s.id} `, badge(s.status), el("span", { class: "muted" }, ` epoch ${s.epoch}, spent ${spent(s.spent)}`)),
-      s.attempts.length ? table(["#", "outcome", "reason", "resolution", "decided", "usage", "at"], attemptRows(s)) : el("p", { class: "muted" }, "no attempts yet")]);
+      s.attempts.length ? table(["#", "outcome", "reason", "resolution", "decided", "context tokens", "usage", "at"], attemptRows(s)) : el("p", { class: "muted" }, "no attempts yet")]);
     const events = run.events.items.map((e) => el("tr", {},
       el("td", { class: "muted" }, e.at), el("td", {}, e.type), el("td", { class: "mono" }, text(e.stepId)), el("td", { class: "mono" }, text(e.detail))));
     const judged = run.judged.map((e) => el("tr", {}, el("td", {}, e.type), el("td", { class: "mono" }, text(e.stepId)), el("td", { class: "mono" }, text(e.detail))));
