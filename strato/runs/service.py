@@ -148,7 +148,14 @@ class Runs:
         if eng.lanes is not None:
             self.lanes.record(eng.lanes.evidence)
 
-    def done(self, run_id: str, step: str, token: str | None, result: Any) -> Outcome:
+    def done(self, run_id: str, step: str, token: str | None, result: Any, current: bool = False) -> Outcome:
+        """Report a step's result with the token it was handed out with; `current` reports
+        it for the dispatch outstanding now instead (Stratum's step_done names none). That
+        token is read once, before the first attempt: if the run moves meanwhile (another
+        report, a revert, a cancel), the retry after the lost race is refused as stale
+        rather than taken as the result of a newer dispatch."""
+        if current:
+            token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
         return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
 
     def gate(
