@@ -74,6 +74,9 @@ def main() -> None:
         demo_bg.tour(ws)
         demo_heartbeat.tour(ws, run)
         say("demo done")
+    print("See it in the workbench (a recorded run of this tour, no repository needed):")
+    print("  vivary serve --demo --open")
+    print("or on a workspace of your own: vivary serve --open --root PATH", flush=True)
 
 
 if __name__ == "__main__":

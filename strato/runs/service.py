@@ -29,6 +29,9 @@ from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
 
 MAX_RACE_RETRIES = 50
+# the transports a person decides through: their own terminal, or the workbench page
+# (`vivary serve`), which proves it with the per-start token only that person was shown
+PERSON_TRANSPORTS = ("terminal", "workbench")
 
 
 class SpecInvalid(Exception):
@@ -169,22 +172,24 @@ class Runs:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result).
         `via` is how the decision arrived, as the caller knows it from its own transport
-        (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
+        (`terminal`, `cli` without one, `mcp`, `workbench`), never from what a client says: the gate
         policy is checked against it, and over MCP the decision is the agent's. The
         defaults are the agent's and no terminal: only a caller that knows a person is at
-        its terminal says `resolved_by="human", via="terminal"`."""
+        its terminal (or holds the workbench's token) says `resolved_by="human"` with
+        `via="terminal"` (or `"workbench"`)."""
         policy = self.config.gates
         if via == "mcp":
             resolved_by = "agent"
 
         def act(e: Engine) -> None:
             frame, gate_step, st = e.locate(step)
-            in_person = via == "terminal" and resolved_by == "human"
+            in_person = via in PERSON_TRANSPORTS and resolved_by == "human"
             if policy.needs_person(frame.name, gate_step.id) and not in_person:
                 raise Refused(
                     "gate_needs_person",
                     f"gate {step} ({frame.name}) must be decided by a person: run "
-                    "`strato flow gate` at a terminal ([gates] person in .vivary/agents.toml)",
+                    "`strato flow gate` at a terminal or the workbench (`vivary serve`) "
+                    "([gates] person in .vivary/agents.toml)",
                 )
             if via == "mcp" and not policy.mcp_may_resolve(frame.name, gate_step.id):
                 raise Refused(
