@@ -2,10 +2,13 @@
 run waiting at a gate appears live and is approved from the page, the decision is the
 person's in the run's audit; demo mode and its static export render with no
 repository; the page says when the server dies and picks up again after a restart. No
-console errors on the way. The screenshots are docs/workbench.md's."""
+console errors on the way. The screenshots are docs/workbench.md's: every run takes them,
+into a temporary folder unless ``VIVARY_SCREENSHOTS`` names one (``VIVARY_SCREENSHOTS=docs/img``
+refreshes the docs' copies), so a test run never dirties the tracked tree."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -29,7 +32,6 @@ from tests.workbench.serving import (
     start,
 )
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "img"
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -53,7 +55,8 @@ def browser() -> Iterator[Any]:
 class Watched:
     """A page whose console errors and uncaught exceptions are kept."""
 
-    def __init__(self, browser: Any) -> None:
+    def __init__(self, browser: Any, shots: Path) -> None:
+        self.shots = shots
         self.context = browser.new_context(viewport={"width": 1280, "height": 800})
         self.page = self.context.new_page()
         self.errors: list[str] = []
@@ -63,16 +66,18 @@ class Watched:
         self.page.on("request", lambda r: self.requested.append(r.url))
 
     def shot(self, name: str) -> None:
-        DOCS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(DOCS / f"workbench-{name}.png"))
+        self.shots.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(self.shots / f"workbench-{name}.png"))
+        assert (self.shots / f"workbench-{name}.png").stat().st_size > 0
 
     def close(self) -> None:
         self.context.close()
 
 
 @pytest.fixture
-def watched(browser: Any) -> Iterator[Watched]:
-    w = Watched(browser)
+def watched(browser: Any, tmp_path: Path) -> Iterator[Watched]:
+    chosen = os.environ.get("VIVARY_SCREENSHOTS")
+    w = Watched(browser, Path(chosen).resolve() if chosen else tmp_path / "screenshots")
     yield w
     w.close()
 
