@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strato.guard import cache, engine, ledger, running, store, verify_repository
+from strato.guard.errors import GuardError
 from strato.guard.review import review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text
+from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
@@ -365,3 +367,15 @@ def test_parse_refuses_out_of_range_fields(field: str, value: object) -> None:
     body = {"v": 1, **asdict(running.Running(3, "a" * 64, "draft", 2, 1, "c" * 64)), field: value}
     data = (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode()
     assert running.parse(data) is None
+
+
+def test_a_last_line_whose_digest_does_not_match_its_bytes_is_not_resumed_from(moved: Workspace) -> None:
+    """The record names the last line's stated digest; the line's bytes must hash to it."""
+    record = state_blob(moved)
+    lines = ledger_text(moved, ANCHOR).splitlines(keepends=True)
+    lines[-1] = re.sub(r'"ts_ms":\s*\d+', '"ts_ms":1', lines[-1])
+    put_ledger(moved, ANCHOR, "".join(lines))
+    put_state(moved, record)  # the record still names that digest and that state
+    drop_cache(moved)
+    with pytest.raises(GuardError, match="entry_digest does not match the entry"):
+        store.load(moved.repo, RID)  # read in full, and refused
