@@ -101,6 +101,10 @@ def test_every_append_writes_the_state_its_lines_fold_to(ws: Workspace) -> None:
         step()
         seen.append(state_blob(ws))
         assert seen[-1] == running.render(running.of_state(folded(ws)))
+        drop_cache(ws)  # and a writer with no cache takes it, whatever the last line was
+        snap = store.load(ws.repo, RID)
+        assert snap.generation == "" and snap.state is not None
+        assert running.of_state(snap.state) == running.of_state(folded(ws))
     last = running.parse(seen[-1] or b"")
     assert last is not None and (last.lines, last.current_state, last.graph_version, last.policy_line) == (
         6,
