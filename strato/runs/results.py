@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow.spec import DoStep, FanoutStep
-from strato.runs import consumer
+from strato.runs import consumer, verification
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -57,7 +57,21 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
         entry["contract"] = dict(ctx.spec.contracts.get(step.out, {}))
     if "previousFailure" in st:
         entry["previousFailure"] = st["previousFailure"]
+    if "context" in st:
+        entry["context"] = st["context"]
     return entry
+
+
+def issued_token(ctx: RunContext, path: str) -> str | None:
+    """The dispatch token a ready step or consumer item (`<fanout>/<index>`) holds now."""
+    head, _, index = path.rpartition("/")
+    if head and index.isdigit():
+        _, _, st = ctx.locate(head)
+        items = st.get("fanout", {}).get("items", [])
+        return items[int(index)].get("dispatchToken") if int(index) < len(items) else None
+    _, _, st = ctx.locate(path)
+    token = st.get("dispatchToken")
+    return token if isinstance(token, str) else None
 
 
 def step_done(ctx: RunContext, path: str, result: Any, token: str | None) -> None:
@@ -95,7 +109,9 @@ def _settle(
     spend = {k: v for k, v in usage.items() if k != "dispatches"}
     for ledger in ledgers:
         ledger.debit(spend)
-    extra = {"usage": usage} if usage else {}
+    extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if "context" in st:  # what the dispatch was given, kept on its attempt
+        extra["context"] = st.pop("context")
     output = result.get("output")
     if "dispatches" in usage:
         fail_step(ctx, frame, step, st, "dispatches are engine-accounted", output, extra=extra)
@@ -104,13 +120,16 @@ def _settle(
         return
     failure = result.get("failure")
     if failure is not None:
+        verification.record(ctx, frame, step, st, f"agent reported failure: {failure}")
         fail_step(ctx, frame, step, st, f"agent reported failure: {failure}", output, extra=extra)
         return
     scope = ctx.scope_for(frame)
     bindings = {"input": scope.input}
-    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge)
+    skip = verification.judged_to_skip(ctx, frame, step, st)
+    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge, skip)
     for judged in verdict.judged:
         ctx.emit("judged", frame.prefix + step.id, **judged)
+    verification.record(ctx, frame, step, st, verdict.reason, skip)
     if verdict.reason is not None:
         fail_step(ctx, frame, step, st, verdict.reason, output, extra=extra)
         return

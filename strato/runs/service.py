@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
-from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.agents import AgentsConfig, CallResult, agent_prompt, call, judge_runner, load_config
+from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
+from strato.runs.lanes import LaneBook, digest
+from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
@@ -24,6 +29,9 @@ from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
 
 MAX_RACE_RETRIES = 50
+# the transports a person decides through: their own terminal, or the workbench page
+# (`vivary serve`), which proves it with the per-start token only that person was shown
+PERSON_TRANSPORTS = ("terminal", "workbench")
 
 
 class SpecInvalid(Exception):
@@ -39,6 +47,7 @@ class Runs:
         self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
+        self.lanes = LaneStore(self.repo)
         self._specs: dict[str, Spec] = {}
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
@@ -62,6 +71,17 @@ class Runs:
             self._judge = judge_runner(self.config.judge, self.root, self.pacing_dir)
         return self._judge
 
+    @cached_property
+    def config_digests(self) -> dict[str, str]:
+        """Each agent's configuration as its lanes see it: its own table and the judge's."""
+        judge = self.config.judge
+        shared = {"judge": None if judge is None else asdict(judge)}
+        return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
+
+    def lane_book(self) -> LaneBook:
+        """The lanes as they stand, for one operation (strato.runs.verification)."""
+        return LaneBook(self.lanes.standing(), self.config_digests)
+
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)
         if key not in self._specs:
@@ -77,7 +97,8 @@ class Runs:
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
         judged = self.judge() if judge else None
-        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos)
+        book = self.lane_book() if judge else None
+        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos, lanes=book)
 
     def load(self, run_id: str) -> Snapshot:
         return self.store.load(run_id)
@@ -91,7 +112,7 @@ class Runs:
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
-        eng = Engine(spec, state, self.root, self.judge(), self.evaluator)
+        eng = Engine(spec, state, self.root, self.judge(), self.evaluator, lanes=self.lane_book())
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
@@ -99,6 +120,7 @@ class Runs:
             head = self.store.create(state["id"], eng.run, spec_text, message)
         except RefRaceError:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
+        self._record_lanes(eng)
         snap = Snapshot(state["id"], head, eng.run)
         self._specs[self.store.spec_key(snap)] = spec
         return Outcome(snap, eng.events)
@@ -110,14 +132,30 @@ class Runs:
             snap = self.store.load(run_id)
             eng = self.engine(snap)
             action(eng)
+            if eng.lanes is not None:  # lowering trust early is always safe
+                self.lanes.record(eng.lanes.resets())
             try:
                 new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
             except RefRaceError:
                 continue
+            if eng.lanes is not None:
+                self.lanes.record(eng.lanes.gains())
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")
 
-    def done(self, run_id: str, step: str, token: str | None, result: Any) -> Outcome:
+    def _record_lanes(self, eng: Engine) -> None:
+        """Fold a new run's lane evidence in (it exists only once its ref does)."""
+        if eng.lanes is not None:
+            self.lanes.record(eng.lanes.evidence)
+
+    def done(self, run_id: str, step: str, token: str | None, result: Any, current: bool = False) -> Outcome:
+        """Report a step's result with the token it was handed out with; `current` reports
+        it for the dispatch outstanding now instead (Stratum's step_done names none). That
+        token is read once, before the first attempt: if the run moves meanwhile (another
+        report, a revert, a cancel), the retry after the lost race is refused as stale
+        rather than taken as the result of a newer dispatch."""
+        if current:
+            token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
         return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
 
     def gate(
@@ -134,22 +172,24 @@ class Runs:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result).
         `via` is how the decision arrived, as the caller knows it from its own transport
-        (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
+        (`terminal`, `cli` without one, `mcp`, `workbench`), never from what a client says: the gate
         policy is checked against it, and over MCP the decision is the agent's. The
         defaults are the agent's and no terminal: only a caller that knows a person is at
-        its terminal says `resolved_by="human", via="terminal"`."""
+        its terminal (or holds the workbench's token) says `resolved_by="human"` with
+        `via="terminal"` (or `"workbench"`)."""
         policy = self.config.gates
         if via == "mcp":
             resolved_by = "agent"
 
         def act(e: Engine) -> None:
             frame, gate_step, st = e.locate(step)
-            in_person = via == "terminal" and resolved_by == "human"
+            in_person = via in PERSON_TRANSPORTS and resolved_by == "human"
             if policy.needs_person(frame.name, gate_step.id) and not in_person:
                 raise Refused(
                     "gate_needs_person",
                     f"gate {step} ({frame.name}) must be decided by a person: run "
-                    "`strato flow gate` at a terminal ([gates] person in .vivary/agents.toml)",
+                    "`strato flow gate` at a terminal or the workbench (`vivary serve`) "
+                    "([gates] person in .vivary/agents.toml)",
                 )
             if via == "mcp" and not policy.mcp_may_resolve(frame.name, gate_step.id):
                 raise Refused(
@@ -162,8 +202,8 @@ class Runs:
         detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
         return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
-    def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
-        return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
+    def cancel(self, run_id: str, reason: str | None = None, by: str = "cli") -> Outcome:
+        return self.apply(run_id, "cancel", lambda e: e.cancel(by, reason))
 
     def commit(self, run_id: str, label: str) -> Snapshot:
         snap = self.store.load(run_id)
@@ -195,6 +235,7 @@ class Runs:
             "flowSpent": snap.state["flowSpent"],
             "carry": snap.state.get("carry", {}),
             "head": snap.head,
+            "attempts": attempt_rows(events),
         }
         for key in ("output", "failure"):
             if key in snap.state:
@@ -229,9 +270,16 @@ class Runs:
 
     # --- engine mode
 
-    def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
+    def drive(
+        self,
+        run_id: str,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        dispatch: Callable[[str, dict[str, Any]], Outcome] | None = None,
+    ) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
-        are left waiting."""
+        are left waiting. `dispatch` runs one ready step (default: `self.dispatch`; a
+        background runner passes one whose agents outlive it)."""
+        dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
         while True:
             snap = self.store.load(run_id)
@@ -250,10 +298,14 @@ class Runs:
             if not mine:
                 return snap
             for entry in mine:
-                self._emit(on_event, self.dispatch(run_id, entry).events)
+                self._emit(on_event, dispatch(run_id, entry).events)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
+        return self.report(run_id, entry, res)
+
+    def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
+        """Record what the agent of a ready step gave, with the token it was handed."""
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
