@@ -103,13 +103,17 @@ class Runs:
         self._specs[self.store.spec_key(snap)] = spec
         return Outcome(snap, eng.events)
 
-    def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
-        """Load, act, commit with CAS; on a lost race start over from the new head."""
+    def apply(
+        self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any
+    ) -> Outcome:
+        """Load, act, commit with CAS; on a lost race start over from the new head. An
+        action that returns False changed nothing: no transition is written."""
         run_id = self.store.resolve(run_id)
         for _ in range(MAX_RACE_RETRIES):
             snap = self.store.load(run_id)
             eng = self.engine(snap)
-            action(eng)
+            if action(eng) is False:
+                return Outcome(snap, [])
             try:
                 new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
             except RefRaceError:
@@ -117,8 +121,32 @@ class Runs:
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")
 
-    def done(self, run_id: str, step: str, token: str | None, result: Any) -> Outcome:
-        return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
+    def done(
+        self,
+        run_id: str,
+        step: str,
+        token: str | None,
+        result: Any,
+        claims: dict[str, Any] | None = None,
+        source: str = "step_done",
+    ) -> Outcome:
+        """Report a step's result; `claims` (dispatchId, generation, contractDigest,
+        revisionDigest) must match the hand-out as the token must."""
+        return self.apply(
+            run_id, "done", lambda e: e.step_done(step, result, token, claims, source), stepId=step
+        )
+
+    def usage_report(
+        self, run_id: str, dispatch_id: str, usage: Any, telemetry: Any = None
+    ) -> Outcome:
+        """Debit a dispatch's usage once: a repeat (or the loser of a race with the same
+        report) writes nothing and answers with the run as it is."""
+        return self.apply(
+            run_id,
+            "usage",
+            lambda e: e.usage_report(dispatch_id, usage, telemetry),
+            dispatchId=dispatch_id,
+        )
 
     def gate(
         self,
@@ -257,10 +285,10 @@ class Runs:
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
-        usage = {**res.usage, "ms": res.duration_ms}
-        result["usage"] = usage
+        result["usage"] = {**res.usage, "ms": res.duration_ms}
+        result["telemetry"] = {"durationMs": res.duration_ms, "model": entry["agent"]}
         try:
-            return self.done(run_id, entry["id"], entry["dispatchToken"], result)
+            return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale
             return Outcome(self.store.load(run_id), [])
 
