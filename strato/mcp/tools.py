@@ -76,15 +76,20 @@ class StepDoneArgs(Args):
     runId: str
     stepId: str
     dispatchToken: str
-    result: dict[str, Any] = Field(description="{output, failure?, usage?}")
+    result: dict[str, Any] = Field(description="{output, failure?, usage?, telemetry?}")
+    generation: int | None = Field(None, description="The ready entry's generation.")
+    contractDigest: str | None = Field(None, description="The ready entry's contractDigest.")
+    revisionDigest: str | None = Field(None, description="The ready entry's revisionDigest.")
 
 
 @tool("stratum_step_done", StepDoneArgs)
 def step_done(ctx: Context, a: StepDoneArgs) -> Document:
-    """Report a step's result with the dispatch token it was handed; the engine checks the
-    contract and ensures and returns the run with what is ready next."""
+    """Report a step's result with the dispatch token it was handed (and, to be refused
+    if the step was handed out again since, its generation and digests); the engine
+    checks the contract and ensures and returns the run with what is ready next."""
     runs = ctx.runs()
-    return views.outcome_view(runs, runs.done(a.runId, a.stepId, a.dispatchToken, a.result))
+    claims = a.model_dump(include={"generation", "contractDigest", "revisionDigest"}, exclude_none=True)
+    return views.outcome_view(runs, runs.done(a.runId, a.stepId, a.dispatchToken, a.result, claims))
 
 
 class GateArgs(Args):
