@@ -422,3 +422,37 @@ def test_the_cli_reports_usage_once_and_refuses_bad_reports(tmp_path: Path) -> N
         entry["revisionDigest"],
     )
     assert proc.returncode == 0, proc.stderr
+
+
+GATED = """
+version: 1
+contracts:
+  R: {n: integer}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${work.output}", contract: R}
+    max_rounds: 3
+    steps:
+      - id: work
+        do: "work"
+        out: R
+      - id: review
+        after: [work]
+        gate: {on_approve: null, on_revise: work, on_kill: null, max_rounds: 3}
+"""
+
+
+def test_generations_go_on_across_a_revise_round(tmp_path: Path) -> None:
+    _ws, runs = _plan(tmp_path, GATED)
+    first = _ready(runs, "work")
+    runs.done("r1", "work", first["dispatchToken"], {"output": {"n": 1}})
+    runs.gate("r1", "review", "revise", note="again")
+    second = _ready(runs, "work")
+    assert (first["epoch"], second["epoch"]) == (0, 1)
+    assert (first["generation"], second["generation"]) == (1, 2)
+    assert second["revisionDigest"] != first["revisionDigest"]
+    with pytest.raises(Refused) as refused:
+        runs.done("r1", "work", second["dispatchToken"], {"output": {"n": 2}}, {"generation": 1})
+    assert refused.value.code == "stale_generation"
