@@ -120,12 +120,12 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = task_ledgers(frame, step, st)
-    calls = item.pop("calls", [])
+    calls = item.get("calls", [])  # the same item comes again if the ref moved: read only
     for ledger in ledgers:
         ledger.debit({"dispatches": len(calls)})
     for made in calls:
         _record_call(eng, path, step, st["epoch"], item["index"], made, ledgers)
-    st["fanout"]["items"][item["index"]] = item
+    st["fanout"]["items"][item["index"]] = {k: v for k, v in item.items() if k != "calls"}
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
@@ -309,7 +309,7 @@ class _ItemRunner:
                     "stage": i,
                     "attempt": n,
                     "usage": spend,
-                    "telemetry": {"durationMs": res.duration_ms, "model": stage.agent},
+                    "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
                     "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
                     **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
                 }

@@ -15,6 +15,7 @@ from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
+from strato.runs.dispatches import engine_telemetry
 from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
 from strato.runs.planning import FlowInfo, plan
@@ -286,7 +287,7 @@ class Runs:
         if res.failure is not None:
             result = {"failure": res.failure}
         result["usage"] = {**res.usage, "ms": res.duration_ms}
-        result["telemetry"] = {"durationMs": res.duration_ms, "model": entry["agent"]}
+        result["telemetry"] = engine_telemetry(entry["agent"], res.duration_ms)
         try:
             return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from strato.runs.dispatches import engine_telemetry, telemetry_errors
+from strato.runs.fanout import record_item
 from strato.runs.service import Runs
 from strato.runs.state import Refused
 from tests.strato.flow.engine_helpers import Workspace, make_workspace, reply
@@ -456,3 +458,62 @@ def test_generations_go_on_across_a_revise_round(tmp_path: Path) -> None:
     with pytest.raises(Refused) as refused:
         runs.done("r1", "work", second["dispatchToken"], {"output": {"n": 2}}, {"generation": 1})
     assert refused.value.code == "stale_generation"
+
+
+def test_the_engines_own_telemetry_always_passes_its_checks() -> None:
+    for name, ms in (("claude", 5), ("", 0), ("a\x00b\n", -3), ("x" * 500, 10**12)):
+        telemetry = engine_telemetry(name, ms)
+        assert telemetry_errors(telemetry) == [], (name, telemetry)
+    assert engine_telemetry("", 1)["model"] == "unknown"
+    assert engine_telemetry("a\x00b", 1)["model"] == "ab"
+
+
+ENGINE_FANOUT = """
+version: 1
+contracts:
+  R: {n: integer}
+flows:
+  entry: main
+  main:
+    input: {xs: "integer[]"}
+    output: {from: "${total.output}", contract: R}
+    steps:
+      - id: each
+        fanout:
+          over: "${input.xs}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - do: "Count ${item}"
+              out: R
+      - id: total
+        after: [each]
+        set: {n: "len(result.each)"}
+        out: R
+"""
+
+
+def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its_calls(
+    tmp_path: Path,
+) -> None:
+    _ws, runs = _plan(tmp_path, ENGINE_FANOUT, {"xs": [7]})
+    call = {
+        "dispatchId": "call-1",
+        "stage": 0,
+        "attempt": 1,
+        "usage": {"usd": 0.5, "ms": 9},
+        "telemetry": {"durationMs": 9, "model": "claude"},
+        "inputs": "sha256:x",
+    }
+    item = {"index": 0, "item": 7, "status": "succeeded", "output": {"n": 7}, "attempts": [], "calls": [call]}
+    snap = runs.load("r1")
+    for _ in range(2):  # the first engine's transition lost the race; the service retries
+        eng = runs.engine(runs.store.at("r1", snap.head))
+        record_item(eng, "each", item)
+        assert eng.run["flowSpent"] == {"usd": 0.5, "ms": 9, "dispatches": 1}
+        (debit,) = [ev for ev in eng.events if ev["type"] == "usage_debit"]
+        assert debit["detail"]["dispatchId"] == "call-1"
+        assert debit["detail"]["item"] == {"itemIndex": 0, "stage": 0, "generation": 1}
+        assert "calls" not in eng.run["scope"]["steps"]["each"]["fanout"]["items"][0]
