@@ -168,7 +168,7 @@ def _dispatch(operation: str, state: dict[str, Any], given: dict[str, Any]) -> d
     if operation == "handoff":
         return evidence.handoff(state["claims"], given)
     if operation == "record_execution":
-        return evidence.record_execution(state["execution_log"])
+        return evidence.record_execution(state["execution_log"], given["receipt"], given["capsule"])
     if operation == "complete":
         return tasks.complete(state["task"], state["execution_log"])
     return tasks.task_view(state["task"], state["execution_log"])

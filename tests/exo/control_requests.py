@@ -3,11 +3,15 @@ valid ones, and malformed bytes, for every operation."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from exo.control import ledger
+from tests.strato.decide import builders
 
 SCHEMA = "vivary.exo-control-request/v0"
 OPERATIONS = ("claim", "release", "expire_leases", "dependencies", "handoff",
@@ -66,9 +70,53 @@ def _edge(rng: random.Random, capsule: str) -> dict[str, Any]:
             "outcome": rng.choice(["passed", "failed", "skipped"]), "detail": None}
 
 
+#: When a receipt was made, around the claims' creation (2026-01-01T00:00Z).
+RECEIPT_TIMES = [datetime(2025, 12, 31, 12, tzinfo=UTC), datetime(2026, 1, 1, 3, tzinfo=UTC),
+                 datetime(2026, 1, 1, 6, tzinfo=UTC), datetime(2026, 1, 1, 12, tzinfo=UTC),
+                 datetime(2026, 1, 3, tzinfo=UTC)]
+
+
+@functools.cache
+def _capsules() -> tuple[dict[str, Any], ...]:
+    base = builders.capsule()
+    return (base, builders.with_unknown(base),
+            builders.capsule(observed_at=builders.T0 + timedelta(days=1)))
+
+
+def _evidence(rng: random.Random, actor: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A real capsule and a receipt of it, sometimes bent: another capsule's receipt,
+    another actor's, or one field changed without resealing."""
+    capsule, other = rng.sample(_capsules(), 2)
+    outcomes = rng.choice([("passed",), ("failed",), ("passed", "skipped"), ()])
+    receipt = builders.receipt(other if rng.random() < 0.1 else capsule, outcomes=outcomes,
+                               created_at=rng.choice(RECEIPT_TIMES),
+                               actor=actor if rng.random() < 0.8 else "someone-else")
+    roll = rng.random()
+    if roll < 0.15:
+        receipt = _poke(receipt, rng)
+    elif roll < 0.25:
+        capsule = _poke(capsule, rng)
+    return receipt, copy.deepcopy(capsule)
+
+
+def _log_for(rng: random.Random, receipt: dict[str, Any], capsule: dict[str, Any]) -> list[Any]:
+    """An execution log that may already hold this receipt's edges (a replay), a
+    conflicting copy of one, or unrelated edges."""
+    from exo.control.evidence import derive_edges
+
+    edges, _ = derive_edges(receipt, capsule)
+    roll = rng.random()
+    if roll < 0.25 and edges:
+        return edges[:1]
+    if roll < 0.4 and edges:
+        flipped = "failed" if edges[0]["outcome"] != "failed" else "passed"
+        return [{**edges[0], "outcome": flipped}]
+    return [_edge(rng, "capsule_1") for _ in range(rng.randint(0, 2))][:1]
+
+
 def valid(op: str, rng: random.Random) -> dict[str, Any]:
     """A well-formed request for ``op`` (its answer may still be a refusal)."""
-    claims = ledger_of(rng, rng.randint(0, 4))
+    claims = ledger_of(rng, rng.randint(op == "handoff", 4))
     if op == "claim":
         state, given = {"claims": claims}, _claim_input(rng)
     elif op == "release":
@@ -94,16 +142,21 @@ def valid(op: str, rng: random.Random) -> dict[str, Any]:
         unique = list({e["edge_id"]: e for e in edges}.values())
         state, given = {"task": task, "execution_log": unique}, {}
     elif op == "record_execution":
-        edges = [_edge(rng, "capsule_1") for _ in range(rng.randint(0, 3))]
-        state = {"execution_log": edges if rng.random() < 0.5 else edges[:1]}
-        given = {"receipt": {}, "capsule": {}}
+        receipt, capsule = _evidence(rng, "bot")
+        state = {"execution_log": _log_for(rng, receipt, capsule)}
+        given = {"receipt": receipt, "capsule": capsule}
     else:
         held = rng.choice(claims) if claims and rng.random() < 0.8 else None
+        receipt, capsule = _evidence(rng, held["actor"]["id"] if held else "bot")
+        revision = capsule.get("workspace", {}).get("fingerprint") if rng.random() < 0.85 else "r"
         state = {"claims": claims}
-        given = {"claim_id": held["claim_id"] if held else "claim_x", "receipt": {},
-                 "capsule": {}, "from_actor": held["actor"] if held and rng.random() < 0.8
-                 else rng.choice(ACTORS), "to_actor": ACTORS[1], "workspace_revision": "r",
+        given = {"claim_id": held["claim_id"] if held else "claim_x", "receipt": receipt,
+                 "capsule": capsule, "from_actor": held["actor"] if held and rng.random() < 0.8
+                 else rng.choice(ACTORS), "to_actor": rng.choice(ACTORS[:4]),
+                 "workspace_revision": revision,
                  "created_at": rng.choice(INSTANTS if rng.random() < 0.2 else INSTANTS[:4])}
+        if rng.random() < 0.3:
+            given["to_authority_class"] = rng.choice(["contributor", "owner", "boss", None])
     return {"schema": SCHEMA, "operation": op, "state": state, "input": given}
 
 

@@ -1,9 +1,12 @@
 """``tropo view``: the graph (or one node's blast radius) as one self-contained HTML file.
 
-:func:`layout` and :func:`render` are pure: nodes are placed in labelled columns (by
-type, or by distance for a blast radius) on a grid wide enough that labels never
-overlap, broken targets get a column of their own, and the page (``view.html``, no
-network, no external assets) draws them with pan, zoom and a details panel.
+:func:`page_data` and :func:`render` are pure. Nodes are laid out in layers by the
+direction of their edges (:mod:`tropo.review.layered`): a ref points right, to the
+node it names, and a blast radius reads right to left from its target. Each layer is a
+column on a grid wide enough that labels never overlap; nodes with no edge at all
+stand in a last column of their own. The page (``view.html``, no network, no external
+assets) draws arrows, shows an edge's label on hover, fits the window on load and
+focuses a node's neighbourhood on a click.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from importlib import resources
 from typing import Any
 
 from tropo.check.graph import Graph
+from tropo.review.layered import back_edges, longest_path_layers, order
 
-CELL_W, CELL_H = 190, 26  # grid cell: a 24-character label at 11px fits without overlap
-ROWS = 40  # nodes per column before a group wraps into another column
-GROUP_GAP = 80
+CELL_W, CELL_H = 190, 26  # widest cell: a 24-character label at 11px fits without overlap
+LABEL = 24  # characters of an id the page shows before it cuts it with an ellipsis
+CHAR_W = 7  # px per character at 11px, a little over the widest common sans-serif's average
+ROWS = 40  # nodes per column before a layer wraps into another column
+LAYER_GAP = 70  # room between layers for the curve and arrowhead of every edge
 GENERATOR = b'<meta name="generator" content="tropo view">'  # in view.html's <head>
 PALETTE = ("#4f7cff", "#23b26d", "#e0823d", "#b455d6", "#d6455a", "#2bb8c4", "#9a8c2b",
            "#5d6b82", "#c2185b", "#00897b")
@@ -27,52 +33,74 @@ def colours(types: list[str]) -> dict[str, str]:
     return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(sorted(types))}
 
 
-def layout(groups: list[tuple[str, list[str]]]) -> tuple[dict[str, tuple[int, int]], list[dict[str, Any]]]:
-    """Grid positions for each id and a header per group, groups left to right."""
-    pos: dict[str, tuple[int, int]] = {}
+def grid(rows: list[list[int]], labels: list[str],
+         widths: list[int]) -> tuple[list[tuple[int, int]], list[dict[str, Any]]]:
+    """Grid positions for each node (rows[k] is layer k, top to bottom) and a header per
+    layer; layers left to right, short ones centred on the tallest, each column as wide
+    as its longest label (``widths``: characters per node)."""
+    count = sum(len(row) for row in rows)
+    pos = [(0, 0)] * count
     headers = []
+    tallest = min(ROWS, max((len(row) for row in rows), default=0))
     x = 0
-    for label, ids in groups:
-        if not ids:
+    for row, label in zip(rows, labels, strict=True):
+        if not row:
             continue
-        headers.append({"label": f"{label} ({len(ids)})", "x": x, "y": -30})
-        for i, nid in enumerate(ids):
-            pos[nid] = (x + (i // ROWS) * CELL_W, (i % ROWS) * CELL_H)
-        x += math.ceil(len(ids) / ROWS) * CELL_W + GROUP_GAP
+        top = (tallest - min(ROWS, len(row))) * CELL_H // 2
+        headers.append({"label": f"{label} ({len(row)})", "x": x, "y": top - 30})
+        cell = min(CELL_W, 16 + CHAR_W * max(min(LABEL, widths[v]) for v in row))
+        for i, node in enumerate(row):
+            pos[node] = (x + (i // ROWS) * cell, top + (i % ROWS) * CELL_H)
+        x += math.ceil(len(row) / ROWS) * cell + LAYER_GAP
     return pos, headers
+
+
+def _layers(names: list[str], pairs: list[tuple[int, int]],
+            ranks: dict[str, int] | None) -> tuple[list[int], list[str]]:
+    """Each node's layer and each layer's label: by edge direction for the whole graph
+    (nodes without edges last), by distance for a blast radius (target rightmost)."""
+    n = len(names)
+    if ranks is None:
+        flipped = back_edges(n, pairs)
+        layer = longest_path_layers(n, [(d, s) if i in flipped else (s, d)
+                                        for i, (s, d) in enumerate(pairs)])
+        linked = {v for pair in pairs for v in pair}
+        alone = max(layer, default=0) + 1 if linked else 0
+        layer = [layer[v] if v in linked else alone for v in range(n)]
+        labels = [f"depth {k}" for k in range(alone)] + ["no refs"]
+        return layer, labels[:max(layer, default=0) + 1]
+    deepest = max(ranks.values())
+    layer = [deepest - ranks[name] if name in ranks else 0 for name in names]
+    for src, dst in pairs:  # a broken target sits one layer right of what refs it
+        if names[dst] not in ranks:
+            layer[dst] = max(layer[dst], layer[src] + 1)
+    labels = [f"distance {deepest - k}" if k < deepest else "target" for k in range(deepest + 1)]
+    return layer, labels + ["broken targets"] * (max(layer) - deepest)
 
 
 def page_data(title: str, g: Graph, keep: set[str] | None = None,
               ranks: dict[str, int] | None = None) -> dict[str, Any]:
     """What the page draws: positioned nodes (real and broken targets) and edges."""
-    ids = sorted(g.nodes if keep is None else keep)
-    chosen = set(ids)
+    chosen = set(g.nodes if keep is None else keep)
+    ids = sorted(chosen, key=lambda nid: (g.nodes[nid].type is None, g.nodes[nid].type or "", nid))
     edges = [e for e in g.edges if e.src in chosen and (e.broken or e.dst in chosen)]
     ghosts = sorted({e.dst for e in edges if e.broken})
-    if ranks is None:
-        by_type: dict[str, list[str]] = {}
-        for nid in ids:
-            by_type.setdefault(g.nodes[nid].type or "untyped", []).append(nid)
-        groups = sorted(by_type.items(), key=lambda kv: (kv[0] == "untyped", kv[0]))
-    else:
-        by_rank: dict[int, list[str]] = {}
-        for nid in ids:
-            by_rank.setdefault(ranks[nid], []).append(nid)
-        groups = [("target" if r == 0 else f"distance {r}", by_rank[r]) for r in sorted(by_rank)]
-    pos, headers = layout([*groups, ("broken targets", [f"\0{t}" for t in ghosts])])
-    index = {nid: i for i, nid in enumerate(ids)}
-    index.update({f"\0{t}": len(ids) + i for i, t in enumerate(ghosts)})
+    names = [*ids, *(f"\0{t}" for t in ghosts)]
+    index = {name: i for i, name in enumerate(names)}
+    ends = [(index[e.src], index[f"\0{e.dst}" if e.broken else e.dst]) for e in edges]
+    layer, labels = _layers(names, ends, ranks)
+    pos, headers = grid(order(layer, ends), labels, [len(name.lstrip("\0")) for name in names])
     nodes = [{"id": nid, "type": g.nodes[nid].type, "path": g.nodes[nid].path,
               "title": g.nodes[nid].title, "fields": g.nodes[nid].fields,
-              "x": pos[nid][0], "y": pos[nid][1]} for nid in ids]
-    nodes += [{"id": t, "ghost": True, "x": pos[f"\0{t}"][0], "y": pos[f"\0{t}"][1]} for t in ghosts]
+              "x": pos[i][0], "y": pos[i][1]} for i, nid in enumerate(ids)]
+    nodes += [{"id": t, "ghost": True, "x": pos[len(ids) + i][0], "y": pos[len(ids) + i][1]}
+              for i, t in enumerate(ghosts)]
     return {
         "title": title,
         "colours": colours([n.type or "untyped" for n in (g.nodes[i] for i in ids)]),
         "headers": headers,
         "nodes": nodes,
-        "edges": [[index[e.src], e.field, index[f"\0{e.dst}" if e.broken else e.dst], e.broken]
-                  for e in edges],
+        "edges": [[s, e.field, d, e.broken] for e, (s, d) in zip(edges, ends, strict=True)],
     }
 
 

@@ -49,6 +49,14 @@ def _big_workspace(root: Path, nodes: int, hub_refs: int) -> None:
     write_files(root, files)
 
 
+def _label_heights(page: Page) -> list[float]:
+    """The rendered height of every label the page shows (hidden ones excluded)."""
+    heights: list[float] = page.evaluate(
+        "[...document.querySelectorAll('g.node text')].map(t => t.getBoundingClientRect().height)"
+        ".filter(h => h > 0)")
+    return heights
+
+
 def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     _big_workspace(repo_dir, 500, 120)
     commit_all(repo_dir)
@@ -63,22 +71,44 @@ def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     assert page.evaluate("document.querySelectorAll('g.node.ghost').length") == 1  # missing-target
     assert "note" in page.evaluate("document.getElementById('legend').textContent")
     assert page.evaluate("document.querySelector('path.broken').getAttribute('d').length") > 0
-    # Labels stay readable: rendered at least 6px high, and no two labels overlap.
-    assert page.evaluate("Math.min(...[...document.querySelectorAll('g.node text')]"
-                         ".map(t => t.getBoundingClientRect().height))") >= 6
-    overlaps = page.evaluate("""(() => { const r = [...document.querySelectorAll('g.node text')]
-        .map(t => t.getBoundingClientRect()); let n = 0;
-        for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) {
-          const a = r[i], b = r[j];
-          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) n++; }
-        return n; })()""")
-    assert overlaps == 0
-    # A real mouse click on the hub shows its id, fields and its 120 inbound neighbours.
+    # On load the whole graph fits the window; labels too small to read are hidden.
+    inside = page.evaluate("""(() => { const v = document.getElementById('viewport').getBoundingClientRect(),
+        s = document.getElementById('svg').getBoundingClientRect();
+        return v.left >= s.left - 1 && v.right <= s.right + 1 && v.top >= s.top - 1 && v.bottom <= s.bottom + 1; })()""")
+    assert inside
+    assert all(h >= 6 for h in _label_heights(page))
+    # Edges point the layers' way with an arrowhead each; hovering one names its field.
+    assert page.evaluate("document.querySelector('#edges path.arrows').getAttribute('d').split('z').length - 1") == 121
+    spot = page.evaluate("""(() => { const g = [...document.querySelectorAll('#edges .edge-g')]
+        .find(g => !g.querySelector('.broken')), p = g.querySelector('.edge-hit'),
+        m = p.getPointAtLength(p.getTotalLength() / 2), c = p.getScreenCTM();
+        return [m.x * c.a + c.e, m.y * c.d + c.f]; })()""")
+    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=spot[0], y=spot[1])
+    assert page.evaluate("getComputedStyle(document.getElementById('tip')).display") == "block"
+    assert page.evaluate("document.getElementById('tip').textContent").endswith(" —about→ the-hub")
+    # A real mouse click on the hub focuses its neighbourhood: its 120 inbound neighbours
+    # stay, everything else fades, and every label still shown is readable and apart.
     box = page.evaluate("(() => { const r = document.querySelector('g.node[data-id=\"the-hub\"] circle')"
                         ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
     page.click(*box)
     assert page.evaluate("document.getElementById('selected-id').textContent") == "the-hub"
     assert "inbound (120)" in page.evaluate("document.getElementById('panel').textContent")
+    assert page.evaluate("document.querySelectorAll('g.node.near').length") == 121
+    assert page.evaluate("document.querySelectorAll('#focus .edge-g').length") == 120
+    assert page.evaluate("getComputedStyle(document.querySelector('g.node:not(.near)')).opacity") == "0.15"
+    heights = _label_heights(page)
+    assert len(heights) >= 121 and min(heights) >= 6
+    overlaps = page.evaluate("""(() => { const r = [...document.querySelectorAll('g.node text')]
+        .map(t => t.getBoundingClientRect()).filter(r => r.height > 0); let n = 0;
+        for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) {
+          const a = r[i], b = r[j];
+          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) n++; }
+        return n; })()""")
+    assert overlaps == 0
+    # A click on the background clears the focus.
+    page.click(5, 300)
+    assert page.evaluate("document.querySelectorAll('g.node.near').length") == 0
+    assert page.evaluate("document.getElementById('svg').classList.contains('focused')") is False
     # Wheel zoom and drag pan change the view transform.
     before = page.evaluate("document.getElementById('viewport').getAttribute('transform')")
     page.call("Input.dispatchMouseEvent", type="mouseWheel", x=400, y=300, deltaX=0, deltaY=-120)
