@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from strato.mcp.contract import event_violations
 from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
 
 
@@ -48,6 +49,7 @@ def test_a_usage_report_is_debited_once_and_bad_reports_are_refused(workspace: P
         audit = await s.ok("stratum_audit", {"runId": "r1"})
         debits = [ev for ev in audit["events"] if ev["type"] == "usage_debit"]
         assert len(debits) == 1 and debits[0]["detail"]["model"] == "gpt-5-codex"
+        assert event_violations(debits[0]) == []
         assert audit["flowSpent"]["usd"] == 0.5
 
     run_server(workspace, scenario)

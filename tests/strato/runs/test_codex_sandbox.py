@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from strato.mcp.contract import event_violations
 from strato.runs.agents import AgentConfigError, load_config
 from strato.runs.service import Runs
 from tests.conftest import git
@@ -81,10 +82,12 @@ def test_codex_in_a_fanout_worktree_may_write_there_and_its_files_are_merged(tmp
     assert sorted(ev["detail"]["itemIndex"] for ev in events) == [0, 1]
     assert all(ev["detail"]["policy"] == {"sandbox": "workspace-write"} for ev in events)
     assert all(ev["detail"]["provenance"] == {"source": "fanout isolation: worktree"} for ev in events)
+    assert all(event_violations(ev) == [] for ev in events)
     # each call was a dispatch of its own, debited once
     debits = [ev for ev in runs.audit(run_id)["events"] if ev["type"] == "usage_debit"]
     assert sorted(d["detail"]["item"]["itemIndex"] for d in debits) == [0, 1]
     assert all(d["detail"]["source"] == "engine" and d["detail"]["model"] == "codex" for d in debits)
+    assert all(event_violations(d) == [] for d in debits)
     assert [d["detail"]["seq"] for d in debits] == [1, 2]
 
 

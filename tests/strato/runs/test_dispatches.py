@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from strato.mcp.contract import event_violations
 from strato.runs.dispatches import engine_telemetry, telemetry_errors
 from strato.runs.fanout import record_item
 from strato.runs.service import Runs
@@ -81,7 +82,12 @@ def _ready(runs: Runs, step: str = "a") -> dict[str, Any]:
 
 
 def _events(runs: Runs, kind: str) -> list[dict[str, Any]]:
-    return [ev for ev in runs.audit("r1")["events"] if ev["type"] == kind]
+    """The run's events of one kind; `usage_debit` ones are checked against the
+    reference's payload (no undeclared key, every type right) on the way."""
+    found = [ev for ev in runs.audit("r1")["events"] if ev["type"] == kind]
+    for ev in found if kind == "usage_debit" else []:
+        assert event_violations(ev) == [], ev
+    return found
 
 
 def test_a_ready_entry_carries_its_dispatch_generation_and_digests(tmp_path: Path) -> None:
@@ -514,6 +520,7 @@ def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its
         record_item(eng, "each", item)
         assert eng.run["flowSpent"] == {"usd": 0.5, "ms": 9, "dispatches": 1}
         (debit,) = [ev for ev in eng.events if ev["type"] == "usage_debit"]
+        assert event_violations(debit) == []
         assert debit["detail"]["dispatchId"] == "call-1"
         assert debit["detail"]["item"] == {"itemIndex": 0, "stage": 0, "generation": 1}
         assert "calls" not in eng.run["scope"]["steps"]["each"]["fanout"]["items"][0]
