@@ -159,7 +159,7 @@ def _make_ready(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any],
     attempt = len(st["attempts"]) + 1
     path = frame.prefix + step.id
     st.update(status="ready", prompt=prompt)
-    record = {"key": path, "stepId": path, "attempt": attempt, "epoch": st["epoch"]}
+    record = {"stepId": path, "attempt": attempt, "epoch": st["epoch"]}
     contract = dispatches.contract_digest(ctx.spec, step)
     dispatches.issue(ctx, record, contract, dispatches.inputs_digest(prompt), st)
     ctx.emit("ready", path, attempt=attempt)

@@ -77,7 +77,6 @@ def _start_stage(
     attempt = len(_stage_attempts(it)) + 1
     it.update(status="ready", prompt=prompt)
     record = {
-        "key": path,
         "stepId": frame.prefix + step.id,
         "attempt": attempt,
         "epoch": st["epoch"],
@@ -122,7 +121,7 @@ def descriptor(ctx: RunContext, frame: Frame, step: FanoutStep, it: dict[str, An
         entry["contract"] = dict(ctx.spec.contracts.get(stage.out, {}))
     if "previousFailure" in it:
         entry["previousFailure"] = it["previousFailure"]
-    return {**entry, **dispatches.handout(ctx, it)}
+    return {**entry, **dispatches.handout(it)}
 
 
 def item_done(

@@ -86,67 +86,81 @@ def issue(
     holder: dict[str, Any] | None = None,
     dispatch_id: str | None = None,
 ) -> str:
-    """Record one dispatch (`record`: `key` the step or item path, `stepId`, `attempt`,
-    `epoch`, `item?`) with its generation and digests; a `holder` (the step or item
-    state handed out) gets a fresh token and the id. Returns the dispatch id."""
+    """Record one dispatch (`record`: `stepId`, `attempt`, `epoch`, `item?` with
+    `itemIndex` and `stage`) with its generation; a `holder` (the step or item state
+    handed out) gets a fresh token, the id, the generation and both digests. The table
+    keeps only what a later usage report needs. Returns the dispatch id."""
+    key = _key(record)
     generations: dict[str, int] = ctx.run.setdefault("generations", {})
-    generation = generations[record["key"]] = generations.get(record["key"], 0) + 1
-    revision = {
-        "runId": ctx.run["id"],
-        "spec": ctx.run["revisionDigest"],
-        "dispatch": record["key"],
-        "epoch": record["epoch"],
-        "attempt": record["attempt"],
-        "generation": generation,
-        "inputs": inputs,
-    }
+    generation = generations[key] = generations.get(key, 0) + 1
     dispatch_id = dispatch_id or new_token()
-    ctx.run.setdefault("dispatches", {})[dispatch_id] = {
-        **record,
-        "generation": generation,
-        "contractDigest": contract,
-        "inputsDigest": inputs,
-        "revisionDigest": fingerprint(revision),
-    }
+    ctx.run.setdefault("dispatches", {})[dispatch_id] = {**record, "generation": generation}
     if holder is not None:
-        holder.update(dispatchToken=new_token(), dispatchId=dispatch_id)
+        revision = {
+            "runId": ctx.run["id"],
+            "spec": ctx.run["revisionDigest"],
+            "dispatch": key,
+            "epoch": record["epoch"],
+            "attempt": record["attempt"],
+            "generation": generation,
+            "inputs": inputs,
+        }
+        holder.update(
+            dispatchToken=new_token(),
+            dispatchId=dispatch_id,
+            generation=generation,
+            contractDigest=contract,
+            revisionDigest=fingerprint(revision),
+        )
     return dispatch_id
+
+
+def _key(record: Mapping[str, Any]) -> str:
+    """What generations count: the step path, or `<step path>/<index>` for an item."""
+    item = record.get("item")
+    return str(record["stepId"]) + (f"/{item['itemIndex']}" if item else "")
 
 
 def reissue(ctx: RunContext, holder: dict[str, Any]) -> None:
     """Hand a live step or item out again (a checkpoint restore): a new token, id and
     generation, so results for the earlier hand-out are stale by every check."""
     old = ctx.run.get("dispatches", {}).get(holder.get("dispatchId"))
-    if old is None:  # a run recorded before dispatch ids: rotate the token alone
+    if old is None or "stepId" not in old:  # recorded before dispatch ids: rotate the token
         holder["dispatchToken"] = new_token()
         return
-    kept = {k: old[k] for k in ("key", "stepId", "attempt", "epoch", "item") if k in old}
-    issue(ctx, kept, old["contractDigest"], old["inputsDigest"], holder)
+    kept = {k: old[k] for k in ("stepId", "attempt", "epoch", "item") if k in old}
+    inputs = inputs_digest(holder["prompt"], holder.get("item"), holder.get("prev"))
+    issue(ctx, kept, holder["contractDigest"], inputs, holder)
 
 
-def handout(ctx: RunContext, holder: dict[str, Any]) -> dict[str, Any]:
+HANDOUT = ("dispatchId", "generation", "contractDigest", "revisionDigest")
+
+
+def handout(holder: dict[str, Any]) -> dict[str, Any]:
     """What a ready entry shows of its dispatch."""
-    record = ctx.run.get("dispatches", {}).get(holder.get("dispatchId"))
-    if record is None:
-        return {}
-    keys = ("generation", "contractDigest", "revisionDigest")
-    return {"dispatchId": holder["dispatchId"], **{k: record[k] for k in keys}}
+    return {k: holder[k] for k in HANDOUT if k in holder}
 
 
-def check_claims(ctx: RunContext, holder: dict[str, Any], path: str, claims: Mapping[str, Any]) -> None:
+def take(holder: dict[str, Any]) -> str | None:
+    """A result was accepted for the holder's hand-out: it is no longer out. Its id."""
+    for key in ("dispatchToken", *HANDOUT[1:]):
+        holder.pop(key, None)
+    dispatch_id = holder.pop("dispatchId", None)
+    return dispatch_id if isinstance(dispatch_id, str) else None
+
+
+def check_claims(holder: dict[str, Any], path: str, claims: Mapping[str, Any]) -> None:
     """Refuse a result whose claims about its hand-out are not the current one's."""
-    current = handout(ctx, holder)
     for key, code in CLAIMS.items():
         if key not in claims or claims[key] is None:
             continue
         claimed = claims[key]
         wanted = int if key == "generation" else str
-        if type(claimed) is not wanted or claimed != current.get(key):
-            shown = current.get("generation", "?")
+        if type(claimed) is not wanted or claimed != holder.get(key):
             raise Refused(
                 code,
                 f"step result for {path} is stale: its {key} does not match the current "
-                f"hand-out (generation {shown})",
+                f"hand-out (generation {holder.get('generation', '?')})",
             )
 
 
@@ -171,12 +185,9 @@ class Accepted:
 
     def settle(self, ctx: RunContext, ledgers: list[Ledger]) -> None:
         """Debit the usage once per dispatch (a usage report may have come first)."""
-        record = ctx.run.get("dispatches", {}).get(self.dispatch_id)
-        if record is not None:
+        if self.dispatch_id in ctx.run.get("dispatches", {}):
             if self.reported:
                 debit(ctx, str(self.dispatch_id), self.usage, self.telemetry, self.source, ledgers)
-            elif self.telemetry:
-                record["telemetry"] = self.telemetry
             return
         spend = {k: v for k, v in self.usage.items() if k != "dispatches"}
         for ledger in ledgers:  # a run recorded before dispatch ids
@@ -200,10 +211,7 @@ def debit(
     amount = {k: v for k, v in usage.items() if k != "dispatches"}
     for ledger in ledgers:
         ledger.debit(amount)
-    record["debitSeq"] = seq
     tel = dict(telemetry or {})
-    if tel:
-        record["telemetry"] = tel
     detail: dict[str, Any] = {
         "seq": seq,
         "dispatchId": dispatch_id,
@@ -220,6 +228,7 @@ def debit(
     if "item" in record:
         detail["item"] = {**record["item"], "generation": record["generation"]}
     ctx.emit("usage_debit", record["stepId"], **detail)
+    ctx.run["dispatches"][dispatch_id] = {"debitSeq": seq}  # the event has the rest
     return True
 
 

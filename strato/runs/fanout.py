@@ -145,7 +145,6 @@ def _record_call(
     """One agent call of an item: a dispatch of its own, its usage debited once, and
     the sandbox it was given when its agent's argv takes one."""
     record = {
-        "key": f"{path}/{index}",
         "stepId": path,
         "attempt": made["attempt"],
         "epoch": epoch,

@@ -58,7 +58,7 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
         entry["contract"] = dict(ctx.spec.contracts.get(step.out, {}))
     if "previousFailure" in st:
         entry["previousFailure"] = st["previousFailure"]
-    return {**entry, **dispatches.handout(ctx, st)}
+    return {**entry, **dispatches.handout(st)}
 
 
 def step_done(
@@ -143,7 +143,7 @@ def _accept(
         raise Refused("stale_token", "step result is stale: missing dispatch token")
     if token != st.get("dispatchToken"):
         raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
-    dispatches.check_claims(ctx, st, path, claims)
+    dispatches.check_claims(st, path, claims)
     if not isinstance(result, dict) or set(result) - RESULT_KEYS:
         raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
     usage = result.get("usage", {})
@@ -154,7 +154,7 @@ def _accept(
     problems = [] if telemetry is None else dispatches.telemetry_errors(telemetry)
     if problems:
         raise Refused("invalid_telemetry", problems[0])
-    st.pop("dispatchToken", None)
+    dispatch_id = dispatches.take(st)
     st["acceptedDispatchToken"] = token
     checked: dict[str, Any] = usage  # usage_errors found nothing wrong with its shape
-    return dispatches.Accepted(checked, "usage" in result, telemetry, st.pop("dispatchId", None), source)
+    return dispatches.Accepted(checked, "usage" in result, telemetry, dispatch_id, source)

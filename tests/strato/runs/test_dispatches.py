@@ -204,12 +204,19 @@ def test_telemetry_of_a_result_is_kept_in_its_attempt_and_its_debit(tmp_path: Pa
     state = runs.load("r1").state
     attempt = state["scope"]["steps"]["a"]["attempts"][-1]
     assert attempt["telemetry"] == telemetry and attempt["dispatchId"] == entry["dispatchId"]
-    assert state["dispatches"][entry["dispatchId"]]["telemetry"] == telemetry
+    assert state["dispatches"][entry["dispatchId"]] == {
+        "stepId": "a",
+        "attempt": 1,
+        "epoch": 0,
+        "generation": 1,
+    }
     assert _events(runs, "usage_debit") == []  # no usage reported: nothing debited yet
     # the usage may follow the result; it is debited then, once
     runs.usage_report("r1", entry["dispatchId"], {"usd": 0.1}, {"durationMs": 42.5, "model": "claude-opus"})
     runs.usage_report("r1", entry["dispatchId"], {"usd": 0.1})
     assert runs.load("r1").state["flowSpent"]["usd"] == 0.1
+    # once debited, the table keeps only what makes a repeat a no-op
+    assert runs.load("r1").state["dispatches"][entry["dispatchId"]] == {"debitSeq": 1}
 
 
 BAD_TELEMETRY = [
