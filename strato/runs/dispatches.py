@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strato.flow.spec import DoStep, FanoutStep, Spec, Stage
+from strato.flow.spec import AnyStep, DoStep, FanoutStep, Spec, Stage
 from strato.runs.budgets import breach, overspent, task_ledgers
-from strato.runs.context import RunContext
+from strato.runs.context import Frame, RunContext
 from strato.runs.ledger import Ledger
 from strato.runs.state import Refused, new_token, now_iso
 from tropo.canonical import fingerprint
@@ -237,18 +237,16 @@ def report(
 ) -> bool:
     """A usage report for any dispatch this run handed out, current or superseded, in a
     running or a finished run (spend is real either way). False: already debited. The
-    ledgers debited are the step's, where its frame is still live, else the flow's; an
-    overspent ledger ends what it covers while the dispatch is still out, and an
-    overspent flow ledger ends a running run whatever the dispatch."""
+    ledgers debited are the step's and those above it (for a step of a subflow that has
+    finished, its `run` step's and above); an overspent ledger ends what it covers while
+    the dispatch is still out, and an overspent flow ledger ends a running run whatever
+    the dispatch."""
     record = ctx.run.get("dispatches", {}).get(dispatch_id)
     if record is None:
         raise Refused("unknown_dispatch", f"no dispatch {dispatch_id!r} in run {ctx.run['id']}")
     if "debitSeq" in record:
         return False
-    try:
-        frame, step, st = ctx.locate(record["stepId"])
-    except Refused:  # its subflow has finished: only the flow ledger still counts
-        return debit(ctx, dispatch_id, usage, telemetry, "usage_report", ctx.root_frame.ledgers[:1])
+    frame, step, st = _nearest(ctx, record["stepId"])
     ledgers = task_ledgers(frame, step, st)
     debit(ctx, dispatch_id, usage, telemetry, "usage_report", ledgers)
     if ctx.run["status"] != "running":
@@ -261,6 +259,18 @@ def report(
     elif ledgers[0].over():
         breach(ctx, frame, step, st, ledgers[0], ledgers[0].over())
     return True
+
+
+def _nearest(ctx: RunContext, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:
+    """The step at `path`, or the `run` step of the nearest subflow above it that is
+    still live (a finished subflow's frame is gone; its `run` step keeps its ledger)."""
+    while True:
+        try:
+            return ctx.locate(path)
+        except Refused:
+            path = path.rpartition("/")[0]
+            if not path:
+                raise
 
 
 def _live_holder(st: dict[str, Any], record: dict[str, Any], dispatch_id: str) -> dict[str, Any] | None:

@@ -531,3 +531,46 @@ def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its
         assert debit["detail"]["dispatchId"] == "call-1"
         assert debit["detail"]["item"] == {"itemIndex": 0, "stage": 0, "generation": 1}
         assert "calls" not in eng.run["scope"]["steps"]["each"]["fanout"]["items"][0]
+
+
+NESTED = """
+version: 1
+contracts:
+  R: {n: integer}
+flows:
+  entry: main
+  child:
+    input: {}
+    output: {from: "${w.output}", contract: R}
+    steps:
+      - id: w
+        do: "work in the subflow"
+        out: R
+  main:
+    input: {}
+    output: {from: "${last.output}", contract: R}
+    budget: {usd: 1.0}
+    steps:
+      - id: sub
+        run: child
+        with: {}
+        budget: {usd: 5.0}
+      - id: last
+        after: [sub]
+        do: "last after ${sub.output.n}"
+        out: R
+"""
+
+
+def test_usage_of_a_finished_subflows_step_counts_against_its_run_step_and_the_flow(tmp_path: Path) -> None:
+    _ws, runs = _plan(tmp_path, NESTED)
+    inner = _ready(runs, "sub/w")
+    runs.done("r1", "sub/w", inner["dispatchToken"], {"output": {"n": 1}})
+    assert runs.load("r1").state["scope"]["steps"]["sub"]["status"] == "succeeded"
+    runs.usage_report("r1", inner["dispatchId"], {"usd": 2.0})
+    state = runs.load("r1").state
+    assert state["scope"]["steps"]["sub"]["spent"]["usd"] == 2.0
+    assert state["flowSpent"]["usd"] == 2.0
+    assert state["status"] == "budget_exhausted"  # the flow ledger is over: the run ends
+    (debit,) = _events(runs, "usage_debit")
+    assert debit["stepId"] == "sub/w"
