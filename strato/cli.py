@@ -12,6 +12,7 @@ from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
 from strato.runs.cli import run_cmd, runs_group
+from strato.runs.lanes_cli import lanes_command
 from tropo.cli.clijson import JsonErrorsGroup
 
 
@@ -33,6 +34,7 @@ main.add_command(mcp_command)
 main.add_command(heartbeat)
 main.add_command(distill)
 main.add_command(agent)
+main.add_command(lanes_command)
 
 
 if __name__ == "__main__":

@@ -61,12 +61,15 @@ class Budget(_Strict):
     tokens: PositiveInt | None = None
     dispatches: PositiveInt | None = None
     ms: PositiveInt | None = None
+    # our extension (Stratum v1 specs stay valid): the most estimated tokens of context
+    # one dispatch may be given; a larger prompt is refused before it is handed out
+    context: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _not_empty(self) -> Budget:
-        if all(v is None for v in (self.usd, self.tokens, self.dispatches, self.ms)):
+        if all(v is None for v in (self.usd, self.tokens, self.dispatches, self.ms, self.context)):
             raise PydanticCustomError(
-                "budget_empty", "budget needs at least one of usd, tokens, dispatches, ms"
+                "budget_empty", "budget needs at least one of usd, tokens, dispatches, ms, context"
             )
         return self
 

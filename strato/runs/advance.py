@@ -15,7 +15,7 @@ from strato.flow import types as ty
 from strato.flow.expr import ExprError, evaluate
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task, render_value
 from strato.flow.spec import AnyStep, DoStep, EvaluateStep, FanoutStep, GateStep, RunStep, SetStep
-from strato.runs import dispatches, fanout_steps, gates
+from strato.runs import dispatches, fanout_steps, gates, tokens, verification
 from strato.runs.budgets import reserve, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -137,11 +137,14 @@ def _run_evaluate(
     if ctx.evaluator is None:
         fail_step(ctx, frame, step, st, "evaluate: no command runner configured", None, forced=True)
         return
+    if verification.skip_evaluate(ctx, frame, step, st):
+        return
     done = ctx.evaluator(step.evaluate.command, value, step.evaluate.timeout_ms)
     extra = {"durationMs": done.duration_ms}
     reason = done.failure
     if reason is None:
         reason = check(ctx.spec, step.out, None, done.output, {}, scope, ctx.root, None).reason
+    verification.record(ctx, frame, step, st, reason)
     if reason is not None:
         fail_step(ctx, frame, step, st, reason, done.output, forced=True, extra=extra)
         return
@@ -154,15 +157,20 @@ def _make_ready(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any],
     except (Unresolved, RefSyntaxError) as exc:
         fail_step(ctx, frame, step, st, f"render failed: {exc}", None)
         return
+    context, refused = tokens.costed(ctx.spec.contracts, frame, step, st, prompt)
+    if refused is not None:  # nothing was dispatched: no retry would fit either
+        extra = {"refused": True, "context": context}
+        fail_step(ctx, frame, step, st, refused, None, forced=True, extra=extra)
+        return
     if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
         return
     attempt = len(st["attempts"]) + 1
     path = frame.prefix + step.id
-    st.update(status="ready", prompt=prompt)
+    st.update(status="ready", prompt=prompt, context=context)
     record = {"stepId": path, "attempt": attempt, "epoch": st["epoch"]}
     contract = dispatches.contract_digest(ctx.spec, step)
     dispatches.issue(ctx, record, contract, dispatches.inputs_digest(prompt), st)
-    ctx.emit("ready", path, attempt=attempt)
+    ctx.emit("ready", path, attempt=attempt, context=context)
 
 
 def _start_subflow(ctx: RunContext, frame: Frame, step: RunStep, st: dict[str, Any], scope: Scope) -> None:

@@ -132,6 +132,9 @@ def _print_summary(view: dict[str, Any], as_json: bool) -> None:
         click.echo(f"         {entry['do'][:200]}")
     for gate in view["gates"]:
         click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
+    for row in view.get("attempts", []):
+        why = f"  {row['reason']}" if row["reason"] else ""
+        click.echo(f"  tried  {row['stepId']} #{row['attempt']} {row['outcome']} -> {row['resolution']}{why}")
     if "output" in view:
         click.echo(f"  output {json.dumps(view['output'])}")
     if "failure" in view:
@@ -406,6 +409,12 @@ def audit_cmd(run_id: str, root: Path, as_json: bool) -> None:
         return
     for ev in report["events"]:
         click.echo(_event_line(ev))
+    click.echo("attempts:")
+    for row in report["attempts"]:
+        number = "gate" if row.get("gate") else f"#{row['attempt']}"
+        why = f"  {row['reason']}" if row["reason"] else ""
+        resolution = row["resolution"] or "-"
+        click.echo(f"  {row['stepId']:<16} {number:<5} {row['outcome']:<10} {resolution:<11}{why}")
     click.echo(f"status: {report['status']}")
 
 

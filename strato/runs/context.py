@@ -18,6 +18,7 @@ from strato.flow.refs import Scope
 from strato.flow.spec import AnyStep, Flow, RunStep, Spec
 from strato.runs.checks import Judge
 from strato.runs.commands import Evaluator
+from strato.runs.lanes import LaneBook
 from strato.runs.ledger import Ledger
 from strato.runs.planning import FlowInfo, flow_info
 from strato.runs.state import Refused, now_iso
@@ -58,6 +59,7 @@ class RunContext:
     events: list[dict[str, Any]] = field(default_factory=list)
     clock: Callable[[], str] = now_iso
     infos: dict[str, FlowInfo] = field(default_factory=dict)
+    lanes: LaneBook | None = None  # adaptive verification (strato.runs.verification)
 
     def emit(self, kind: str, step: str | None = None, **detail: Any) -> None:
         event: dict[str, Any] = {"at": self.clock(), "type": kind}

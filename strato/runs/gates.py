@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow.spec import GateStep
+from strato.runs import verification
 from strato.runs.context import Frame, RunContext
 from strato.runs.iterate import carry_on_revise
 from strato.runs.outcomes import fail_scope
@@ -56,6 +57,8 @@ def resolve(
         "gate_resolved", path, decision=decision, target=target, **by, **({"note": note} if note else {})
     )
     st.pop("gateToken", None)
+    if decision != "approve":
+        verification.override(ctx, frame, step, decision, resolved_by)
     if decision == "revise":
         _revise(ctx, frame, step, st, target)
     else:
@@ -75,13 +78,15 @@ def _approve_or_kill(
         "attempt": 0,
         "reason": f"gate {step.id} {'approved' if decision == 'approve' else 'killed flow'}",
     }
+    resolution = {"outcome": decision, "resolution": "approved" if decision == "approve" else "overridden"}
+    record = {"attempt": len(st["attempts"]) + 1, "at": ctx.clock(), "decision": decision, **by, **resolution}
+    st["attempts"].append(record)
     if decision == "kill" and target is None:
         st.update(status="failed", failure=failure)
         ctx.run.update(status="failed", failure={**failure, "killed": True})
         ctx.emit("failed", frame.prefix + step.id, reason=failure["reason"], killed=True)
         return
     st["status"] = "succeeded"
-    st["attempts"].append({"attempt": len(st["attempts"]) + 1, "at": ctx.clock(), "decision": decision, **by})
     if target is not None:
         frame.steps[target]["routed"] = {"attempt": 0, "reason": f"gate {decision}"}
         ctx.emit("routed", frame.prefix + step.id, target=frame.prefix + target)

@@ -21,7 +21,8 @@ def succeed(
     ctx: RunContext, frame: Frame, step: AnyStep, st: dict[str, Any], output: Any, extra: dict[str, Any]
 ) -> None:
     attempt = len(st["attempts"]) + 1
-    st["attempts"].append({"attempt": attempt, "at": ctx.clock(), "result": output, **extra})
+    resolution = {"outcome": "succeeded", "resolution": "approved"}
+    st["attempts"].append({"attempt": attempt, "at": ctx.clock(), "result": output, **extra, **resolution})
     st.update(status="succeeded", output=output)
     st.pop("previousFailure", None)
     ctx.emit("result", frame.prefix + step.id, success=True, attempt=attempt)
@@ -45,12 +46,14 @@ def fail_step(
     if output is not None and previous is not None and deep_equal(previous.get("result"), output):
         reason += " (no retry: identical evidence)"
         forced = True
-    st["attempts"].append(
-        {"attempt": attempt, "at": ctx.clock(), "result": output, "failure": reason, **(extra or {})}
-    )
+    record = {"attempt": attempt, "at": ctx.clock(), "result": output, "failure": reason, **(extra or {})}
+    record.update(outcome="refused" if record.get("refused") else "failed", reason=reason)
+    st["attempts"].append(record)
     limit = getattr(step, "attempts", None) or DEFAULT_ATTEMPTS
     retry = (attempt < limit) if may_retry is None else may_retry
     path = frame.prefix + step.id
+    target = getattr(step, "on_fail", None)
+    record["resolution"] = "retried" if retry and not forced else ("routed" if target else "gave up")
     if retry and not forced:
         st.update(status="pending", previousFailure={"attempt": attempt, "reason": reason})
         ctx.emit("result", path, success=False, attempt=attempt, reason=reason, retry=True, **(extra or {}))
@@ -59,7 +62,6 @@ def fail_step(
     st.update(status="failed", failure=failure)
     st.pop("previousFailure", None)
     ctx.emit("result", path, success=False, attempt=attempt, reason=reason, retry=False, **(extra or {}))
-    target = getattr(step, "on_fail", None)
     if target:
         frame.steps[target]["routed"] = failure
         ctx.emit("routed", path, target=frame.prefix + target, failure=failure)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from strato.flow.spec import DoStep, FanoutStep
-from strato.runs import consumer, dispatches
+from strato.runs import consumer, dispatches, verification
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -58,6 +58,8 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
         entry["contract"] = dict(ctx.spec.contracts.get(step.out, {}))
     if "previousFailure" in st:
         entry["previousFailure"] = st["previousFailure"]
+    if "context" in st:
+        entry["context"] = st["context"]
     return {**entry, **dispatches.handout(st)}
 
 
@@ -104,6 +106,8 @@ def _settle(
     ledgers = task_ledgers(frame, step, st)
     taken.settle(ctx, ledgers)
     extra = taken.extra()
+    if "context" in st:  # what the dispatch was given, kept on its attempt
+        extra["context"] = st.pop("context")
     output = result.get("output")
     if "dispatches" in taken.usage:
         fail_step(ctx, frame, step, st, "dispatches are engine-accounted", output, extra=extra)
@@ -112,13 +116,16 @@ def _settle(
         return
     failure = result.get("failure")
     if failure is not None:
+        verification.record(ctx, frame, step, st, f"agent reported failure: {failure}")
         fail_step(ctx, frame, step, st, f"agent reported failure: {failure}", output, extra=extra)
         return
     scope = ctx.scope_for(frame)
     bindings = {"input": scope.input}
-    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge)
+    skip = verification.judged_to_skip(ctx, frame, step, st)
+    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge, skip)
     for judged in verdict.judged:
         ctx.emit("judged", frame.prefix + step.id, **judged)
+    verification.record(ctx, frame, step, st, verdict.reason, skip)
     if verdict.reason is not None:
         fail_step(ctx, frame, step, st, verdict.reason, output, extra=extra)
         return

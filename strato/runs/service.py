@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.dispatches import engine_telemetry
 from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
+from strato.runs.lanes import LaneBook, digest
+from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
@@ -40,6 +45,7 @@ class Runs:
         self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
+        self.lanes = LaneStore(self.repo)
         self._specs: dict[str, Spec] = {}
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
@@ -63,6 +69,17 @@ class Runs:
             self._judge = judge_runner(self.config.judge, self.root, self.pacing_dir)
         return self._judge
 
+    @cached_property
+    def config_digests(self) -> dict[str, str]:
+        """Each agent's configuration as its lanes see it: its own table and the judge's."""
+        judge = self.config.judge
+        shared = {"judge": None if judge is None else asdict(judge)}
+        return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
+
+    def lane_book(self) -> LaneBook:
+        """The lanes as they stand, for one operation (strato.runs.verification)."""
+        return LaneBook(self.lanes.standing(), self.config_digests)
+
     def spec_of(self, snap: Snapshot) -> Spec:
         key = self.store.spec_key(snap)
         if key not in self._specs:
@@ -78,7 +95,8 @@ class Runs:
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
         judged = self.judge() if judge else None
-        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos)
+        book = self.lane_book() if judge else None
+        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos, lanes=book)
 
     def load(self, run_id: str) -> Snapshot:
         return self.store.load(run_id)
@@ -92,7 +110,7 @@ class Runs:
         if spec is None:
             raise SpecInvalid(errors)
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
-        eng = Engine(spec, state, self.root, self.judge(), self.evaluator)
+        eng = Engine(spec, state, self.root, self.judge(), self.evaluator, lanes=self.lane_book())
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
@@ -100,6 +118,7 @@ class Runs:
             head = self.store.create(state["id"], eng.run, spec_text, message)
         except RefRaceError:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
+        self._record_lanes(eng)
         snap = Snapshot(state["id"], head, eng.run)
         self._specs[self.store.spec_key(snap)] = spec
         return Outcome(snap, eng.events)
@@ -115,12 +134,21 @@ class Runs:
             eng = self.engine(snap)
             if action(eng) is False:
                 return Outcome(snap, [])
+            if eng.lanes is not None:  # lowering trust early is always safe
+                self.lanes.record(eng.lanes.resets())
             try:
                 new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
             except RefRaceError:
                 continue
+            if eng.lanes is not None:
+                self.lanes.record(eng.lanes.gains())
             return Outcome(new, eng.events)
         raise Refused("race_lost", f"run {run_id} kept moving; try again")
+
+    def _record_lanes(self, eng: Engine) -> None:
+        """Fold a new run's lane evidence in (it exists only once its ref does)."""
+        if eng.lanes is not None:
+            self.lanes.record(eng.lanes.evidence)
 
     def done(
         self,
@@ -224,6 +252,7 @@ class Runs:
             "flowSpent": snap.state["flowSpent"],
             "carry": snap.state.get("carry", {}),
             "head": snap.head,
+            "attempts": attempt_rows(events),
         }
         for key in ("output", "failure"):
             if key in snap.state:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from strato.runs.agents import AgentConfigError, GatePolicy
+from strato.runs.attempts import state_rows
 from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
 from strato.runs.service import Runs, SpecInvalid
@@ -129,6 +130,7 @@ def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
     view = summary(runs, snap)
     view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
     view["checkpoints"] = runs.store.checkpoints(snap.run_id)
+    view["attempts"] = state_rows(snap.state["scope"])
     return view
 
 
