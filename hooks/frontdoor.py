@@ -55,9 +55,9 @@ ROUTES = (
     Route("decide", "Policy", "Evaluate one governed decision request",
           "strato", ("decide",), "strato.cli:main"),
     Route("review", "Review", "Run a review rule pack over the context graph",
-          "tropo", ("review",), None, missing="review packs are not built yet"),
+          "tropo", ("review",), "tropo.cli.main:main"),
     Route("impact", "Review", "Show what one node affects",
-          "tropo", ("impact",), None, missing="impact is not built yet"),
+          "tropo", ("impact",), "tropo.cli.main:main"),
     Route("control", "Coordination", "Dispatch one governed Core control request",
           "exo", ("control",), "exo.cli:main"),
 )

@@ -489,3 +489,17 @@ def event_violations(event: Any) -> list[str]:
     if variant is None:
         return [f"event type {kind!r} is not a run event kind of the reference"]
     return violations(event, variant)
+
+
+# The document of a contract tool's error (an MCP tool error, `isError`): the tool's own
+# `error` variant where it has one; a foreground `stratum_agent_run` that fails carries
+# the `error` of `stratum_agent_poll` (its own surface lists none); every other tool the
+# reference's ERR with its status.
+TOOL_ERROR = Variant("status", "error", _obj("{error_type: string, message: string}", {}))
+
+
+def error_violations(tool: str, doc: Any) -> list[str]:
+    """How the document of a tool error of ``tool`` breaks the error shape it has."""
+    owner = "stratum_agent_poll" if tool == "stratum_agent_run" else tool
+    variant = TOOLS[owner].variant("error") if owner in TOOLS else None
+    return violations(doc, variant or TOOL_ERROR)

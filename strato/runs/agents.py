@@ -314,8 +314,10 @@ def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None) -> 
             'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
         )
         res = call(spec, prompt, cwd, pacing_dir, exit_zero=True)
+        spent = {"model": spec.name, "usage": res.usage}  # the judge agent, as .vivary/agents.toml names it
         if res.failure is not None or not isinstance(res.output, dict):
-            return {"holds": False, "reason": res.failure or "judge gave no verdict"}
-        return {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}
+            return {"holds": False, "reason": res.failure or "judge gave no verdict", **spent}
+        verdict = {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}
+        return {**verdict, **spent}
 
     return judge

@@ -158,9 +158,17 @@ class Runs:
         result: Any,
         claims: dict[str, Any] | None = None,
         source: str = "step_done",
+        current: bool = False,
     ) -> Outcome:
-        """Report a step's result; `claims` (dispatchId, generation, contractDigest,
-        revisionDigest) must match the hand-out as the token must."""
+        """Report a step's result with the token it was handed out with; `claims`
+        (dispatchId, generation, contractDigest, revisionDigest) must match the hand-out
+        as the token must. `current` reports it for the dispatch outstanding now instead
+        (Stratum's step_done names none). That token is read once, before the first
+        attempt: if the run moves meanwhile (another report, a revert, a cancel), the
+        retry after the lost race is refused as stale rather than taken as the result of
+        a newer dispatch."""
+        if current:
+            token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
         return self.apply(
             run_id, "done", lambda e: e.step_done(step, result, token, claims, source), stepId=step
         )
