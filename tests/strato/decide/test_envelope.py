@@ -32,3 +32,10 @@ def test_an_instant_without_a_zone_or_with_a_lowercase_z_is_refused(text: Any) -
 def test_a_request_without_a_capsule_object_is_refused_not_crashed(capsule: Any) -> None:
     codes = validate(b.request(capsule=capsule))
     assert codes[-2:] == ["invalid_capsule", "invalid_capsule_observed_at"]
+
+
+@pytest.mark.parametrize("workspace", [..., None, "x", ["fingerprint"]])
+def test_a_request_whose_workspace_is_not_an_object_is_refused_not_crashed(
+        workspace: Any) -> None:
+    """The capsule is still checked against a request that names no workspace."""
+    assert validate(b.request(workspace=workspace)) == ["invalid_workspace"]
