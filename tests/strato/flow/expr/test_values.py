@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from strato.flow.expr import ExprError
-from strato.flow.expr.values import SAFE_INT, number, number_text, truthy
+from strato.flow.expr.values import SAFE_INT, number, number_text, to_json, truthy
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -58,3 +58,13 @@ def test_numbers_print_as_javascripts_string_does(value: float, text: str) -> No
     """Integral values below 1e21 in full; from 1e21 (and for small fractions) the
     exponent form with an explicit sign and no leading zeros (`1e-7`, not `1e-07`)."""
     assert number_text(value) == text
+
+
+def test_json_text_may_be_exactly_as_long_as_its_limit_and_not_one_character_more() -> None:
+    assert to_json([1, 2], 5) == "[1,2]"
+    assert to_json([1, 2]) == "[1,2]"
+    for limit in (0, 1, 2, 3, 4):
+        with pytest.raises(ExprError) as info:
+            to_json([1, 2], limit)
+        assert (info.value.kind, info.value.message) == (
+            "resource_limit", f"text longer than {limit} characters")
