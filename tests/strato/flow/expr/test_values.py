@@ -68,3 +68,12 @@ def test_json_text_may_be_exactly_as_long_as_its_limit_and_not_one_character_mor
             to_json([1, 2], limit)
         assert (info.value.kind, info.value.message) == (
             "resource_limit", f"text longer than {limit} characters")
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (True, "true"), (False, "false"), (None, "null"), ("é\u2028", '"é\u2028"'),
+    ({"é": 1, "b": [True, None]}, '{"é":1,"b":[true,null]}'), ({}, "{}"), ([], "[]"),
+])
+def test_json_text_is_compact_and_keeps_non_ascii_as_is(value: Any, text: str) -> None:
+    """JSON.stringify's text: no spaces, booleans as words, non-ASCII unescaped."""
+    assert to_json(value) == text
