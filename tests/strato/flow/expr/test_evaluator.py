@@ -21,6 +21,7 @@ def _error(source: str, context: dict[str, Any], root: Path | None = None) -> Ex
 
 @pytest.mark.parametrize(("items", "low", "high"), [
     ([3, 1, 2], 1, 3), ([-1.5, 2, 0], -1.5, 2), ([7], 7, 7), (["b", "c", "a"], "a", "c"),
+    (["\uffff", "\U0001f600"], "\U0001f600", "\uffff"),  # JavaScript's UTF-16 order
 ])
 def test_min_and_max_pick_from_numbers_or_strings(items: list[Any], low: Any,
                                                   high: Any) -> None:
