@@ -35,13 +35,17 @@ mutation: $(STAMP)
 	$(VENV)/bin/mutmut results
 
 # The published Vivary suite in its own virtualenv: an oracle for formats and speed.
-upstream: .upstream/.installed
-.upstream/.installed:
+# The stamp names what is in it: an oracle made before vivary-ozone joined gets it added.
+UPSTREAM_STAMP := .upstream/.installed-ozone
+upstream: $(UPSTREAM_STAMP)
+$(UPSTREAM_STAMP):
 	$(PYTHON) -m venv .upstream
-	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-strato==0.1.3 vivary-core==0.2.7 vivary-exo==0.3.1 create-vivary==0.4.3
-	# the suite's `vivary` front door itself (its ozone review packs are not needed by the parity tests)
+	# vivary-ozone 0.3.2 (the review packs' oracle) needs only vivary-core and vivary-tropo,
+	# already pinned here: it installs with its dependencies and moves none of them
+	.upstream/bin/pip install -q vivary-tropo==0.5.4 vivary-strato==0.1.3 vivary-core==0.2.7 vivary-exo==0.3.1 create-vivary==0.4.3 vivary-ozone==0.3.2
+	# the suite's `vivary` front door itself
 	.upstream/bin/pip install -q --no-deps vivary==0.2.0
-	touch .upstream/.installed
+	touch $(UPSTREAM_STAMP)
 	# create-vivary 0.3.x (full scaffolds) for doctor's compatibility test; optional.
 	$(PYTHON) -m venv .upstream03 && .upstream03/bin/pip install -q 'create-vivary==0.3.*' \
 		|| echo "warning: create-vivary 0.3.x not installable; its compatibility test will skip"

@@ -1,4 +1,13 @@
-"""Every MCP tool, joined from the modules that define them, and the one way to call one."""
+"""Every MCP tool, joined from the modules that define them, and the one way to call one.
+
+A tool of Stratum's contract (:mod:`strato.mcp.contract`) is held to it here, in one
+place: its request is checked against the contract's keys and types before anything
+runs, its errors are the contract's `error` document (`{status: "error", error_type,
+message}`, plus what the tool's error variant declares), and its answer is checked
+before it is sent; so are the answers and errors of our extras that answer as one of
+them (`strato_step_done` as `stratum_step_done`, ...). An answer that breaks the
+contract is a bug, reported as one: no tool can drift from the surface a Stratum client
+reads without the server saying so."""
 
 from __future__ import annotations
 
@@ -9,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from strato.guard.errors import GuardError
-from strato.mcp import agent_tools, distill_tools, tools
+from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools
 from strato.mcp.registry import Context, Document, Tool, ToolError
 from strato.runs import views
 from tropo.check import reports
@@ -17,16 +26,36 @@ from tropo.check.config import ConfigError
 from tropo.git.repo import RevisionError
 from tropo.git.snapshot import SourceError
 
-TOOLS: dict[str, Tool] = {**tools.TOOLS, **agent_tools.TOOLS, **distill_tools.TOOLS}
+TOOLS: dict[str, Tool] = {**tools.TOOLS, **agent_tools.TOOLS, **distill_tools.TOOLS, **bg_tools.TOOLS}
+
+
+class ContractBreach(AssertionError):
+    """A contract tool produced an answer outside the contract (a bug in the server)."""
 
 
 def call(ctx: Context, name: str, arguments: Any) -> Document:
     """Validate ``arguments`` for tool ``name`` and run it."""
     if name not in TOOLS:
         raise ToolError(f"unknown tool {name!r} (list the tools to see what exists)")
-    spec = TOOLS[name]
+    shaped = name if name in contract.TOOLS else tools.ANSWERS_AS.get(name)
+    if shaped is None:
+        return _run(ctx, name, arguments)
     try:
-        args = spec.args.model_validate(arguments if arguments is not None else {})
+        doc = _run(ctx, name, arguments)
+    except ToolError as exc:
+        raise ToolError(str(exc), _error_answer(shaped, str(exc), exc.document)) from None
+    if problems := contract.answer_violations(shaped, doc):
+        raise ContractBreach(f"{name} answered outside the contract: {'; '.join(problems[:3])}")
+    return doc
+
+
+def _run(ctx: Context, name: str, arguments: Any) -> Document:
+    spec = TOOLS[name]
+    given = arguments if arguments is not None else {}
+    if name in contract.TOOLS and (problems := contract.request_violations(name, given)):
+        raise ToolError(f"invalid arguments for {name}: {problems[0]}")
+    try:
+        args = spec.args.model_validate(given)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "arguments"
@@ -36,6 +65,23 @@ def call(ctx: Context, name: str, arguments: Any) -> Document:
         if name in tools.FLOW_TOOLS:
             doc = views.withhold_gate_tokens(doc, ctx.runs().config.gates)
         return doc
+
+
+def _error_answer(name: str, message: str, document: Document | None) -> Document:
+    """A contract tool's error as the contract's `error` document: the subsystem's code
+    (or error type) and message, and only the extra keys the tool's error variant
+    declares (`available` for a checkpoint that does not exist). A document that is one
+    already (the guard's envelope, a failed agent run's poll answer) is kept as it is."""
+    invalid = message.startswith("invalid arguments")
+    got = document or ({"code": "invalid_arguments"} if invalid else {})
+    if got.get("status") == "error":  # already a contract document (the guard's, an agent run's)
+        return got
+    error_type = got.get("error_type") or got.get("code") or "error"
+    answer: Document = {"status": "error", "error_type": str(error_type)}
+    answer["message"] = got.get("message", message)
+    variant = contract.TOOLS[name].variant("error")
+    declared = variant.body.keys() if variant is not None else {}
+    return {**answer, **{k: v for k, v in got.items() if k in declared and k not in answer}}
 
 
 @contextmanager
@@ -52,4 +98,3 @@ def _expected_errors() -> Iterator[None]:
         raise ToolError(f"config error: {exc}") from None
     except (SourceError, RevisionError, reports.UnknownNode) as exc:
         raise ToolError(str(exc)) from None
-

@@ -11,13 +11,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from strato.decide.decision import Refusal, decide
+from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.guard import authz
 from strato.guard import engine as guard_engine
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
+from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
-from strato.runs import views
+from strato.runs import background, views, wire
+from strato.runs.state import Refused
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.git.repo import NotARepository, RevisionError, resolve_commit
@@ -27,39 +30,97 @@ TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)
 
 
-# --- flows (Stratum's tool names and argument names)
+# --- flows: Stratum's request keys and answers (strato.mcp.contract); strato_* extras
 
 
-def _spec_text(spec: dict[str, Any] | str) -> str:
-    """A spec given as an object is written as JSON, which is YAML, so runs freeze text."""
-    return spec if isinstance(spec, str) else json.dumps(spec, indent=1)
+def _spec_text(spec: Any) -> str | None:
+    """A spec given as an object is written as JSON, which is YAML, so runs freeze text;
+    anything else is no spec (None)."""
+    if isinstance(spec, str):
+        return spec
+    return json.dumps(spec, indent=1) if isinstance(spec, dict) else None
+
+
+NOT_A_SPEC = "spec must be an object or YAML text"
 
 
 class ValidateArgs(Args):
-    spec: dict[str, Any] | str = Field(description="The spec: an object, or YAML text.")
+    spec: Any = Field(description="The spec: an object, or YAML text.")
 
 
 @tool("stratum_validate", ValidateArgs)
 def validate(ctx: Context, a: ValidateArgs) -> Document:
-    """Validate a Stratum v1 flow spec without running it: {valid} or {valid: false, errors}."""
-    spec, errors = load_spec(_spec_text(a.spec), ctx.runs().config.agents)
+    """Validate a Stratum v1 flow spec without running it: `valid`, or `invalid` with
+    every structural error (or the first semantic one) as {code, path, message}."""
+    text = _spec_text(a.spec)
+    if text is None:
+        error = {"code": "spec_not_an_object", "path": "", "message": NOT_A_SPEC}
+        return {"status": "invalid", "errors": [error]}
+    spec, errors = load_spec(text, ctx.runs().config.agents)
     if spec is not None:
-        return {"valid": True}
-    return {"valid": False, "errors": [e.to_json() for e in errors]}
+        return {"status": "valid"}
+    return {"status": "invalid", "errors": [e.to_json() for e in errors]}
+
+
+class CompileSpeckitArgs(Args):
+    tasks_dir: str = Field(description="A spec-kit tasks folder, relative to the workspace.")
+    flow_name: str = Field("tasks", description="The compiled flow's name.")
+
+
+@tool("stratum_compile_speckit", CompileSpeckitArgs)
+def compile_speckit(ctx: Context, a: CompileSpeckitArgs) -> Document:
+    """`strato flow compile-speckit`: a folder of spec-kit `*.md` tasks inside the
+    workspace as a v1 spec (`ok` with yaml, flow_name and one summary per step)."""
+    where = (ctx.root / a.tasks_dir).resolve()
+    if not where.is_relative_to(ctx.root.resolve()):
+        error = f"{a.tasks_dir} is outside the workspace {ctx.root}"
+        raise ToolError(f"invalid_tasks_dir: {error}", {"error_type": "invalid_tasks_dir", "message": error})
+    try:
+        return compile_tasks(where, a.flow_name).to_json()
+    except SpeckitError as exc:
+        doc = {"error_type": exc.error_type, "message": exc.message}
+        raise ToolError(f"{exc.error_type}: {exc.message}", doc) from None
 
 
 class PlanArgs(Args):
-    spec: dict[str, Any] | str = Field(description="The spec: an object, or YAML text.")
-    input: dict[str, Any] = Field(default_factory=dict, description="The entry flow's input.")
-    runId: str | None = Field(None, description="Name the run (letters, digits, dashes).")
+    spec: Any = Field(description="The spec: an object, or YAML text.")
+    input: Any = Field(description="The entry flow's input (an object).")
+    workspaceRoot: str | None = Field(
+        None, description="The server's workspace or a folder in it (runs live in its repository)."
+    )
+
+
+def _inside(ctx: Context, where: str | None, key: str) -> None:
+    if where is not None and not (ctx.root / where).resolve().is_relative_to(ctx.root.resolve()):
+        raise ToolError(f"invalid_workspace_root: {key} {where} is outside the workspace {ctx.root}",
+                        {"error_type": "invalid_workspace_root", "message": f"{where} is outside {ctx.root}"})
+
+
+def _plan_request(ctx: Context, a: PlanArgs) -> tuple[str, dict[str, Any]]:
+    """The spec text and input of a plan request, or the refusal `stratum_plan` answers."""
+    _inside(ctx, a.workspaceRoot, "workspaceRoot")
+    text = _spec_text(a.spec)
+    if text is None:
+        raise Refused("spec_invalid", NOT_A_SPEC)
+    if not isinstance(a.input, dict):
+        raise Refused("INPUT_CONTRACT_INVALID", "input must be an object (the entry flow's input)")
+    return text, a.input
 
 
 @tool("stratum_plan", PlanArgs)
 def plan(ctx: Context, a: PlanArgs) -> Document:
-    """Start a run of the spec's entry flow (stored under refs/vivary/runs/) and return its
-    ready steps, each with the dispatchToken to report its result with."""
+    """Start a run of the spec's entry flow (stored under refs/vivary/runs/): `ready` with
+    the steps to do, each with its prompt (`do`) and contract."""
     runs = ctx.runs()
-    return views.outcome_view(runs, runs.plan(_spec_text(a.spec), a.input, a.runId))
+    return wire.runstate(runs, runs.plan(*_plan_request(ctx, a)).snap)
+
+
+@tool("stratum_flow_run_bg", PlanArgs)
+def run_bg(ctx: Context, a: PlanArgs) -> Document:
+    """Start a run as stratum_plan does, driven by a detached runner (agents from
+    .vivary/agents.toml do its steps): `running` with its runId at once; follow it with
+    stratum_flow_bg_poll, stop it with stratum_flow_cancel_bg."""
+    return {"status": "running", "runId": background.start(ctx.runs(), *_plan_request(ctx, a))}
 
 
 class RunArgs(Args):
@@ -68,43 +129,83 @@ class RunArgs(Args):
 
 @tool("stratum_resume", RunArgs)
 def resume(ctx: Context, a: RunArgs) -> Document:
-    """A run's ready steps (with dispatch tokens) and waiting gates, as `strato flow next`."""
-    return views.next_view(ctx.runs(), a.runId)
+    """A run as it is now (due engine-dispatched fanouts run first, as `strato flow next`)."""
+    runs = ctx.runs()
+    views.next_view(runs, a.runId)
+    return wire.runstate(runs, runs.load(a.runId))
+
+
+class StepResult(Args):
+    output: Any = None
+    failure: str | None = None
+    usage: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
 
 
 class StepDoneArgs(Args):
     runId: str
-    stepId: str
-    dispatchToken: str
-    result: dict[str, Any] = Field(description="{output, failure?, usage?}")
+    stepId: str = Field(description="A ready step's id, or `<fanout>/<index>` for a consumer item.")
+    result: StepResult = Field(description="{output?, failure?, usage?, telemetry?}")
+
+
+def _result(r: StepResult) -> dict[str, Any]:
+    return r.model_dump(exclude_unset=True)
 
 
 @tool("stratum_step_done", StepDoneArgs)
 def step_done(ctx: Context, a: StepDoneArgs) -> Document:
-    """Report a step's result with the dispatch token it was handed; the engine checks the
-    contract and ensures and returns the run with what is ready next."""
+    """Report a ready step's result; the engine checks its contract and ensures and the
+    answer is the run with what is ready next. It answers for the step's dispatch as it
+    is now (a retry is a new dispatch: report it again)."""
     runs = ctx.runs()
-    return views.outcome_view(runs, runs.done(a.runId, a.stepId, a.dispatchToken, a.result))
+    return wire.runstate(runs, runs.done(a.runId, a.stepId, None, _result(a.result), current=True).snap)
+
+
+class TokenStepDoneArgs(StepDoneArgs):
+    dispatchToken: str = Field(description="The token the step was handed out with.")
+
+
+@tool("strato_step_done", TokenStepDoneArgs)
+def token_step_done(ctx: Context, a: TokenStepDoneArgs) -> Document:
+    """stratum_step_done that also names the dispatch it reports (its dispatchToken): a
+    result for an issuance that was superseded (a retry, a revert, a cancel) is refused."""
+    runs = ctx.runs()
+    return wire.runstate(runs, runs.done(a.runId, a.stepId, a.dispatchToken, _result(a.result)).snap)
 
 
 class GateArgs(Args):
     runId: str
     stepId: str
-    decision: Literal["approve", "revise", "kill", "reject"]
-    gateToken: str = Field(description="The gate's token from stratum_resume or strato_gates.")
-    note: str | None = None
+    decision: str = Field(description="approve, revise, or kill (reject is kill).")
+
+
+def _decide(ctx: Context, a: GateArgs, token: str | None, note: str | None) -> Document:
+    runs = ctx.runs()
+    decision = "kill" if a.decision == "reject" else a.decision
+    outcome = runs.gate(a.runId, a.stepId, decision, token, note, via="mcp", client=ctx.client)
+    background.wake(runs, outcome.snap.run_id)  # a background run carries on in its runner
+    return wire.runstate(runs, outcome.snap)
 
 
 @tool("stratum_gate_resolve", GateArgs)
 def gate_resolve(ctx: Context, a: GateArgs) -> Document:
-    """Decide a waiting gate: approve, revise (re-run from its revise target) or kill
-    (reject); refused when the token is stale, and unless `[gates] mcp = "resolve"` in
-    .vivary/agents.toml (never for gates it reserves for a person). Recorded as resolved
-    by the agent, with this client's name."""
-    runs = ctx.runs()
-    decision = "kill" if a.decision == "reject" else a.decision
-    outcome = runs.gate(a.runId, a.stepId, decision, a.gateToken, a.note, via="mcp", client=ctx.client)
-    return views.outcome_view(runs, outcome)
+    """Decide the gate waiting now: approve, revise (re-run from its revise target) or kill
+    (reject); refused unless `[gates] mcp = "resolve"` in .vivary/agents.toml (never for
+    gates it reserves for a person). Recorded as resolved by the agent, with this client's
+    name."""
+    return _decide(ctx, a, None, None)
+
+
+class TokenGateArgs(GateArgs):
+    gateToken: str = Field(description="The gate's token from its `ready` entry or strato_gates.")
+    note: str | None = None
+
+
+@tool("strato_gate_resolve", TokenGateArgs)
+def token_gate_resolve(ctx: Context, a: TokenGateArgs) -> Document:
+    """stratum_gate_resolve on the gate round it names (its gateToken: stale once the gate
+    was decided or the run moved past it), with an optional note."""
+    return _decide(ctx, a, a.gateToken, a.note)
 
 
 @tool("strato_gates", NoArgs)
@@ -121,15 +222,16 @@ class CheckpointArgs(Args):
 
 @tool("stratum_commit", CheckpointArgs)
 def commit(ctx: Context, a: CheckpointArgs) -> Document:
-    """Checkpoint a run's current state under a label (a ref; the same label moves)."""
-    return views.commit_view(ctx.runs(), a.flow_id, a.label)
+    """Checkpoint a run's state under a label (a ref; the same label moves). Flow state
+    only: no file changes."""
+    return wire.committed(ctx.runs(), a.flow_id, a.label)
 
 
 @tool("stratum_revert", CheckpointArgs)
 def revert(ctx: Context, a: CheckpointArgs) -> Document:
-    """Return a run to a checkpoint (state only: spend never rolls back; tokens rotate)."""
-    runs = ctx.runs()
-    return views.outcome_view(runs, runs.revert(a.flow_id, a.label))
+    """Return a run to a checkpoint (state only: spend never rolls back, tokens rotate, no
+    file changes): the run's state plus `reverted_to`."""
+    return wire.reverted(ctx.runs(), a.flow_id, a.label)
 
 
 class CancelArgs(Args):
@@ -137,17 +239,31 @@ class CancelArgs(Args):
     reason: str | None = None
 
 
-@tool("stratum_flow_cancel", CancelArgs)
+@tool("strato_flow_cancel", CancelArgs)
 def cancel(ctx: Context, a: CancelArgs) -> Document:
-    """Cancel a run: its outstanding dispatch and gate tokens become stale."""
-    runs = ctx.runs()
-    return views.outcome_view(runs, runs.cancel(a.runId, a.reason))
+    """Cancel a run: its outstanding dispatch and gate tokens become stale; a background
+    run's runner first stops the agents it started (the document of `strato flow cancel
+    --json`)."""
+    return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
 
 
 @tool("stratum_audit", RunArgs)
 def audit(ctx: Context, a: RunArgs) -> Document:
-    """Every event of a run, read from the history of its ref, with steps and spend."""
-    return ctx.runs().audit(a.runId)
+    """Every event of a run (Stratum's kinds, from the history of its ref), its steps and
+    what it spent."""
+    return wire.audit(ctx.runs(), a.runId)
+
+
+class PollArgs(Args):
+    runId: str
+    cursor: int = Field(0, description="The event to start from: 0, or the last answer's nextCursor.")
+
+
+@tool("stratum_flow_poll", PollArgs)
+def flow_poll(ctx: Context, a: PollArgs) -> Document:
+    """A run's events from `cursor` (at most 500; `nextCursor` is where the next page
+    starts), its status, ledger and output or failure."""
+    return wire.poll(ctx.runs(), a.runId, a.cursor)
 
 
 @tool("strato_runs", NoArgs)
@@ -162,11 +278,14 @@ def show(ctx: Context, a: RunArgs) -> Document:
     return views.show_view(ctx.runs(), a.runId)
 
 
+# our extras that answer exactly as a contract tool does (their requests say more)
+ANSWERS_AS = {"strato_step_done": "stratum_step_done", "strato_gate_resolve": "stratum_gate_resolve"}
+
 FLOW_TOOLS = frozenset(
     {
-        "stratum_plan", "stratum_resume", "stratum_step_done", "stratum_gate_resolve",
-        "strato_gates", "stratum_commit", "stratum_revert", "stratum_flow_cancel",
-        "stratum_audit", "strato_runs", "strato_run_show",
+        "stratum_plan", "stratum_resume", "stratum_step_done", "strato_step_done", "stratum_gate_resolve",
+        "strato_gate_resolve", "strato_gates", "stratum_commit", "stratum_revert", "strato_flow_cancel",
+        "stratum_audit", "stratum_flow_poll", "strato_runs", "strato_run_show",
     }
 )  # their documents may hold gate tokens
 
@@ -175,7 +294,8 @@ FLOW_TOOLS = frozenset(
 
 
 class GuardArgs(BaseModel):
-    """Stratum's guard request; the guard itself refuses unknown or mistyped fields."""
+    """Stratum's guard request; the guard itself refuses unknown or mistyped fields (and
+    the contract's request check runs first for Stratum's five guard tools)."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     resource_id: str
@@ -186,17 +306,42 @@ def _guard_request(ctx: Context, a: BaseModel) -> Document:
     where = req.get("workspace_root")
     if isinstance(where, str) and not Path(where).resolve().is_relative_to(ctx.root):
         raise ToolError(f"invalid_workspace_root: {where} is outside the workspace {ctx.root}")
+    if "override_token" in req:  # Stratum's name for what authorizes it: here a person's signature
+        req["authorization"] = req.pop("override_token")
     return req
+
+
+# the engine's answer names that Stratum's surface calls otherwise
+_GUARD_STATUS = {
+    "stratum_guard_override": {"applied": "deviation"},
+    "stratum_guard_history": {"ok": "success"},
+}
+
+
+def _guard_answer(name: str, doc: Document, req: Document) -> Document:
+    """The guard's answer as the contract's variant of it: Stratum's status name and only
+    the keys it declares (the digests and signer `strato guard` adds stay at the CLI)."""
+    status = str(doc["status"])
+    status = _GUARD_STATUS.get(name, {}).get(status, status)
+    variant = contract.TOOLS[name].variant(status)
+    if variant is None:
+        return doc  # not a variant of the contract: the dispatch's check refuses it
+    answer = {**doc, "status": status, **({"rationale": req["rationale"]} if "rationale" in req else {})}
+    return {k: v for k, v in answer.items() if k == "status" or k in variant.body.keys()}  # noqa: SIM118 - Obj.keys()
 
 
 def _guard_tool(operation: str) -> None:
     op = guard_engine.OPERATIONS[operation]
+    stratum = "stratum_guard_" + operation.replace("-", "_")
+    name = stratum if stratum in contract.TOOLS else "strato_guard_" + operation.replace("-", "_")
 
     def handler(ctx: Context, a: GuardArgs) -> Document:
-        return op(ctx.repo(), _guard_request(ctx, a))
+        req = _guard_request(ctx, a)
+        doc = op(ctx.repo(), req)
+        return _guard_answer(name, doc, req) if name in contract.TOOLS else doc
 
     handler.__doc__ = f"`strato guard {operation}`: {op.__doc__} Answers with Stratum's guard JSON."
-    tool("stratum_guard_" + operation.replace("-", "_"), GuardArgs)(handler)
+    tool(name, GuardArgs)(handler)
 
 
 for _operation in guard_engine.OPERATIONS:

@@ -101,6 +101,7 @@ def _ensure(
 
 def _judged(ensure: JudgedEnsure, i: int, output: Any, judge: Judge | None, verdict: Verdict) -> str | None:
     statement, stakes = ensure.judged.statement, ensure.judged.stakes
+    model, usage = "none", {"tokens": 0, "usd": 0}  # no judge ran: nothing was spent
     if judge is None:
         holds, reason = False, "no judge configured (judged ensures fail closed)"
     else:
@@ -108,9 +109,13 @@ def _judged(ensure: JudgedEnsure, i: int, output: Any, judge: Judge | None, verd
             answer = judge(statement, stakes, output)
             holds = answer.get("holds") is True
             reason = str(answer.get("reason", ""))
+            model = str(answer.get("model", "unreported"))
+            spent = answer.get("usage")
+            usage = {k: spent.get(k, 0) if isinstance(spent, dict) else 0 for k in ("tokens", "usd")}
         except Exception as exc:  # a judge that breaks must not pass anything
             holds, reason = False, f"judge failed: {exc}"
-    verdict.judged.append({"statement": statement, "holds": holds, "reason": reason, "stakes": stakes})
+    said = {"statement": statement, "holds": holds, "reason": reason, "stakes": stakes}
+    verdict.judged.append({**said, "model": model, "usage": usage})
     return None if holds else f"ensure[{i}] judged false: {statement} ({reason})"
 
 

@@ -36,6 +36,9 @@ class Engine(RunContext):
         results.step_done(self, path, result, token)
         self.advance()
 
+    def issued_token(self, path: str) -> str | None:
+        return results.issued_token(self, path)
+
     def gate_resolve(
         self,
         path: str,
@@ -51,17 +54,20 @@ class Engine(RunContext):
         self.advance()
 
     def cancel(self, by: str = "cli", reason: str | None = None) -> None:
+        """End the run; what was in flight (steps, consumer items) is recorded as burned."""
         self.require_running()
-        burned = 0
+        steps: list[str] = []
+        items = 0
         for frame in self.frames():
-            for st in frame.steps.values():
+            for sid, st in frame.steps.items():
                 if st["status"] in ACTIVE:
-                    burned += 1
+                    steps.append(frame.prefix + sid)
+                items += sum(it.get("status") == "ready" for it in st.get("fanout", {}).get("items", []))
                 for holder in token_holders(st):
                     holder.pop("dispatchToken", None)
                     holder.pop("gateToken", None)
         self.run.update(status="cancelled", failure={"attempt": 0, "reason": reason or "cancelled"})
-        self.emit("flow_cancelled", by=by, reason=reason, burned={"steps": burned})
+        self.emit("flow_cancelled", by=by, reason=reason, burned={"steps": steps, "items": items})
 
     def restore(self, label: str, saved: dict[str, Any]) -> None:
         """Go back to a checkpoint's state; spend never rolls back and every live token
@@ -77,10 +83,10 @@ class Engine(RunContext):
         }
         self.run["flowSpent"] = merged
         self.forget_frames()
-        restored = 0
+        restored: list[str] = []
         for frame in self.frames():
-            for st in frame.steps.values():
-                restored += 1
+            for sid, st in frame.steps.items():
+                restored.append(frame.prefix + sid)
                 for holder in token_holders(st):
                     for key in ("dispatchToken", "gateToken"):
                         if key in holder:

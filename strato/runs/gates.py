@@ -109,11 +109,14 @@ def _revise(ctx: RunContext, frame: Frame, step: GateStep, st: dict[str, Any], t
     closure = ctx.info(frame.name).graph.closure(target)
     if frame.parent is None:
         carry_on_revise(ctx, frame, step, total, closure)
-    reset = []
+    reset, dropped = [], []
     for sid in [s.id for s in frame.flow.typed_steps if s.id in closure]:
         old = frame.steps[sid]
+        if "sub" in old:  # a `run` step whose subflow had started: that subflow is gone
+            dropped.append(frame.prefix + sid)
         frame.steps[sid] = fresh_step(old["epoch"] + 1)
         reset.append({"stepId": frame.prefix + sid, "fromEpoch": old["epoch"], "toEpoch": old["epoch"] + 1})
     frame.scope["rounds"] = total
     frame.steps[step.id]["iterations"] = iterations + 1
-    ctx.emit("step_reset", frame.prefix + step.id, reason="revise", reset=reset, round=total)
+    path = frame.prefix + step.id
+    ctx.emit("step_reset", path, reason="revise", reset=reset, subflowsDropped=dropped, round=total)

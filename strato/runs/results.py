@@ -62,6 +62,18 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
     return entry
 
 
+def issued_token(ctx: RunContext, path: str) -> str | None:
+    """The dispatch token a ready step or consumer item (`<fanout>/<index>`) holds now."""
+    head, _, index = path.rpartition("/")
+    if head and index.isdigit():
+        _, _, st = ctx.locate(head)
+        items = st.get("fanout", {}).get("items", [])
+        return items[int(index)].get("dispatchToken") if int(index) < len(items) else None
+    _, _, st = ctx.locate(path)
+    token = st.get("dispatchToken")
+    return token if isinstance(token, str) else None
+
+
 def step_done(ctx: RunContext, path: str, result: Any, token: str | None) -> None:
     """Take a reported result for a ready step or consumer item (`<fanout>/<index>`);
     `Refused` before any change if it is not what was handed out."""

@@ -125,13 +125,14 @@ def rejection(outcome: Outcome, step: str) -> dict[str, Any] | None:
 
 def withhold_gate_tokens(doc: Any, policy: GatePolicy) -> Any:
     """`doc` as an MCP client may see it: a gate token is the power to decide that gate,
-    so it stays only in a `gates` entry that the policy lets MCP decide; every other
-    `gateToken` (run state in an audit, say) is dropped, and a withheld one is marked."""
+    so it stays only in a gate entry (of `gates`, or of `ready` on Stratum's wire) that
+    the policy lets MCP decide; every other `gateToken` (run state in an audit, say) is
+    dropped, and a withheld one is marked."""
 
     def visible(gate: Any) -> Any:
         if not isinstance(gate, dict) or "gateToken" not in gate:
             return strip(gate)
-        own = str(gate.get("stepId", "")).rpartition("/")[2]
+        own = str(gate.get("stepId", gate.get("id", ""))).rpartition("/")[2]
         if policy.mcp_may_resolve(str(gate.get("flow", "")), own):
             return gate
         decider = "person" if policy.needs_person(str(gate.get("flow", "")), own) else "cli"
@@ -146,9 +147,11 @@ def withhold_gate_tokens(doc: Any, policy: GatePolicy) -> Any:
 
     if not isinstance(doc, dict):
         return strip(doc)
-    out = {k: strip(v) for k, v in doc.items() if k != "gates"}
-    if isinstance(doc.get("gates"), list):
-        out["gates"] = [visible(g) for g in doc["gates"]]
+    listed = ("gates", "ready")
+    out = {k: strip(v) for k, v in doc.items() if k not in listed}
+    for key in listed:
+        if key in doc:
+            out[key] = [visible(g) for g in doc[key]] if isinstance(doc[key], list) else strip(doc[key])
     return out
 
 

@@ -34,15 +34,13 @@ class RefRaceError(Exception):
 
 
 def discover(path: str | os.PathLike[str]) -> pygit2.Repository | None:
-    """The repository whose work tree contains ``path``, or None outside any."""
+    """The repository whose work tree contains ``path``, or None outside any.
+
+    Opened directly (git searches upwards, as discovery does): pygit2 1.21's
+    ``discover_repository`` returns None without a reference, so each call outside a
+    repository took one from None and a long-lived process aborted once they ran out."""
     try:
-        found = pygit2.discover_repository(str(path))
-    except pygit2.GitError:
-        return None
-    if found is None:
-        return None
-    try:
-        return pygit2.Repository(found)
+        return pygit2.Repository(str(path))
     except pygit2.GitError:
         return None
 

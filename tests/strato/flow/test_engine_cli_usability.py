@@ -80,7 +80,7 @@ def test_a_bad_label_over_mcp_is_a_clean_error(tmp_path: Path) -> None:
         for label in ("a..b", "x.lock", "a."):
             message, doc = await s.error("stratum_commit", {"flow_id": "r", "label": label})
             assert message.startswith("invalid checkpoint label") and doc is not None
-            assert doc["code"] == "invalid_label"
+            assert doc["status"] == "error" and doc["error_type"] == "invalid_label"
         assert (await s.ok("stratum_commit", {"flow_id": "r", "label": "ok.1"}))["checkpoints"] == ["ok.1"]
 
     run_server(ws.root, scenario)

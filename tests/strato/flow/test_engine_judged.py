@@ -85,9 +85,9 @@ def test_a_judge_that_says_holds_true_passes_the_step(tmp_path: Path) -> None:
     ws = _with_judge(tmp_path, json.dumps({"holds": True, "reason": "it is polite"}))
     state, judged = _run(ws, tmp_path)
     assert state["status"] == "completed"
-    assert judged == [
-        {"statement": "the text is polite", "holds": True, "reason": "it is polite", "stakes": "cheap"}
-    ]
+    said = {"statement": "the text is polite", "holds": True, "reason": "it is polite", "stakes": "cheap"}
+    # the judge agent as .vivary/agents.toml names it, and what it reported spending (nothing)
+    assert judged == [{**said, "model": "judge", "usage": {"tokens": 0, "usd": 0}}]
 
 
 def test_a_judge_that_says_holds_false_fails_the_step(tmp_path: Path) -> None:

@@ -15,45 +15,15 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from strato.agentruns import groups
+from strato.mcp.contract import answer_violations
 from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
 from tests.strato.mcp.conftest import Session, run_server
-
-TELEMETRY = {"durationMs": int, "model": str, "effort?": str}
-# status -> {key: type}; a key ending in "?" is optional (stratum-mcp-surface.md)
-SHAPES: dict[str, dict[str, dict[str, Any]]] = {
-    "stratum_agent_run": {
-        "complete": {"text": str, "usage": dict, "telemetry": TELEMETRY},
-        "bg_started": {"runId": str, "pid": int, "streamPath": str},
-    },
-    "stratum_agent_poll": {
-        "not_found": {"runId": str},
-        "running": {"runId": str, "textTail": str, "eventsSeen": int, "streamPath": str},
-        "complete": {"runId": str, "text": str, "usage": dict, "exitCode": int, "telemetry": TELEMETRY},
-        "error": {"runId": str, "textTail": str, "stderrTail": str, "reason?": str, "exitCode?": int,
-                  "eventsSeen?": int, "streamPath?": str, "telemetry?": TELEMETRY},
-    },
-    "stratum_cancel_agent_run": {s: {"runId": str} for s in ("cancelled", "already_complete", "already_error", "not_found")},
-}
-
-
-def conforms(doc: Any, shape: dict[str, Any]) -> None:
-    assert isinstance(doc, dict)
-    keys = {k.rstrip("?") for k in shape}
-    assert set(doc) <= keys, f"undeclared keys {set(doc) - keys}"
-    for key, kind in shape.items():
-        name = key.rstrip("?")
-        if name not in doc:
-            assert key.endswith("?"), f"missing {name}"
-        elif isinstance(kind, dict):
-            conforms(doc[name], kind)
-        else:
-            assert isinstance(doc[name], kind) and not (kind is int and isinstance(doc[name], bool)), name
 
 
 async def answer(s: Session, tool: str, args: dict[str, Any], status: str) -> dict[str, Any]:
     doc = await s.ok(tool, args)
     assert doc["status"] == status, doc
-    conforms({k: v for k, v in doc.items() if k != "status"}, SHAPES[tool][status])
+    assert answer_violations(tool, doc) == []
     return doc
 
 
@@ -78,7 +48,7 @@ def test_every_variant_of_the_three_tools(workspace: Path) -> None:  # noqa: F81
 
         text, crash = await s.error("stratum_agent_run", {**run, "agent": "crash"})
         assert crash is not None and text == f"agent run {crash['runId']} failed: exited 3"
-        conforms({k: v for k, v in crash.items() if k != "status"}, SHAPES["stratum_agent_poll"]["error"])
+        assert answer_violations("stratum_agent_poll", crash) == []
         assert crash["exitCode"] == 3 and "disk on fire" in crash["stderrTail"]
         await answer(s, "stratum_cancel_agent_run", {"runId": crash["runId"]}, "already_error")
 

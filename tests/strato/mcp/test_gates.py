@@ -49,11 +49,10 @@ def _workspace(repo_dir: Path, gates: str | None) -> Path:
     return repo_dir
 
 
-async def _to_gate(s: Session, run_id: str = "r") -> dict[str, Any]:
-    plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "t"}, "runId": run_id})
-    token = plan["ready"][0]["dispatchToken"]
-    args = {"runId": run_id, "stepId": "work", "dispatchToken": token, "result": GOOD}
-    return await s.ok("stratum_step_done", args)
+async def _to_gate(s: Session) -> dict[str, Any]:
+    """Plan a run and do its work step: the run waits at its gate (one `ready` entry)."""
+    plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "t"}})
+    return await s.ok("stratum_step_done", {"runId": plan["runId"], "stepId": "work", "result": GOOD})
 
 
 def _cli(root: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
@@ -62,8 +61,14 @@ def _cli(root: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.
     )
 
 
-def _gate_events(root: Path, run_id: str = "r") -> list[dict[str, Any]]:
-    audit = json.loads(_cli(root, "flow", "audit", run_id, "--json").stdout)
+def _only_run(root: Path) -> str:
+    """The one run of the workspace (MCP clients do not name runs)."""
+    [run] = json.loads(_cli(root, "flow", "list", "--json").stdout)["runs"]
+    return str(run["runId"])
+
+
+def _gate_events(root: Path) -> list[dict[str, Any]]:
+    audit = json.loads(_cli(root, "flow", "audit", _only_run(root), "--json").stdout)
     return [e for e in audit["events"] if e["type"] == "gate_resolved"]
 
 
@@ -73,18 +78,23 @@ def test_by_default_mcp_sees_waiting_gates_without_their_tokens(repo_dir: Path) 
 
     async def scenario(s: Session) -> None:
         at_gate = await _to_gate(s)
-        for doc in (at_gate, await s.ok("strato_gates", {}), await s.ok("stratum_resume", {"runId": "r"}),
-                    await s.ok("stratum_audit", {"runId": "r"}), await s.ok("strato_run_show", {"runId": "r"})):
+        run = {"runId": at_gate["runId"]}
+        for doc in (at_gate, await s.ok("strato_gates", {}), await s.ok("stratum_resume", run),
+                    await s.ok("stratum_audit", run), await s.ok("stratum_flow_poll", run),
+                    await s.ok("strato_run_show", run)):
             assert "gateToken" not in json.dumps(doc)
         [gate] = (await s.ok("strato_gates", {}))["gates"]
         assert gate["stepId"] == "review" and gate["decidedAt"] == "cli"
         # even holding the real token (read by a person at the CLI), MCP may not decide
         cli_token["t"] = json.loads(_cli(root, "flow", "gates", "--json").stdout)["gates"][0]["gateToken"]
-        message, doc = await s.error(
-            "stratum_gate_resolve",
-            {"runId": "r", "stepId": "review", "decision": "approve", "gateToken": cli_token["t"]},
-        )
-        assert doc is not None and doc["code"] == "gate_not_allowed_over_mcp" and "strato flow gate" in message
+        [entry] = at_gate["ready"]
+        assert entry["kind"] == "gate" and entry["decidedAt"] == "cli"
+        for name, extra in (("stratum_gate_resolve", {}), ("strato_gate_resolve", {"gateToken": cli_token["t"]})):
+            message, doc = await s.error(
+                name, {"runId": at_gate["runId"], "stepId": "review", "decision": "approve", **extra}
+            )
+            assert doc is not None and doc["error_type"] == "gate_not_allowed_over_mcp"
+            assert "strato flow gate" in message
 
     _serve(root, scenario)
     assert _gate_events(root) == []
@@ -95,17 +105,15 @@ def test_a_decision_over_mcp_is_recorded_as_the_agent_with_the_clients_name(repo
 
     async def scenario(s: Session) -> None:
         at_gate = await _to_gate(s)
-        token = at_gate["gates"][0]["gateToken"]
+        token = at_gate["ready"][0]["gateToken"]
         assert (await s.ok("strato_gates", {}))["gates"][0]["gateToken"] == token
-        done = await s.ok(
-            "stratum_gate_resolve", {"runId": "r", "stepId": "review", "decision": "approve", "gateToken": token}
-        )
+        done = await s.ok("stratum_gate_resolve", {"runId": at_gate["runId"], "stepId": "review", "decision": "approve"})
         assert done["status"] == "completed"
 
     _serve(root, scenario, client="Claude Code")
     [event] = _gate_events(root)
     assert event["detail"]["resolvedBy"] == "agent" and event["detail"]["client"] == "Claude Code 6.6"
-    show = json.loads(_cli(root, "flow", "audit", "r", "--json").stdout)
+    show = json.loads(_cli(root, "flow", "audit", _only_run(root), "--json").stdout)
     [attempt] = show["steps"]["review"]["attempts"]
     assert attempt["resolvedBy"] == "agent" and attempt["client"] == "Claude Code 6.6"
 
@@ -115,29 +123,29 @@ def test_a_gate_reserved_for_a_person_is_refused_over_mcp_and_off_a_terminal(rep
 
     async def scenario(s: Session) -> None:
         at_gate = await _to_gate(s)
-        [gate] = at_gate["gates"]
+        [gate] = at_gate["ready"]
         assert "gateToken" not in gate and gate["decidedAt"] == "person"
 
     _serve(root, scenario)
     token = json.loads(_cli(root, "flow", "gates", "--json").stdout)["gates"][0]["gateToken"]
 
     async def forged(s: Session) -> None:
-        message, doc = await s.error(
-            "stratum_gate_resolve", {"runId": "r", "stepId": "review", "decision": "approve", "gateToken": token}
-        )
-        assert doc is not None and doc["code"] == "gate_needs_person" and "terminal" in message
+        run = _only_run(root)
+        for name, extra in (("stratum_gate_resolve", {}), ("strato_gate_resolve", {"gateToken": token})):
+            message, doc = await s.error(name, {"runId": run, "stepId": "review", "decision": "approve", **extra})
+            assert doc is not None and doc["error_type"] == "gate_needs_person" and "terminal" in message
 
     _serve(root, forged, client="human")  # a client calling itself "human" changes nothing
     # a script without a terminal, or a person claiming to be an agent, is refused too
-    piped = _cli(root, "flow", "gate", "approve", "r", "review")
+    piped = _cli(root, "flow", "gate", "approve", _only_run(root), "review")
     assert piped.returncode == 1 and piped.stderr.startswith("error: gate review (reviewed) must be decided by a person")
     assert _gate_events(root) == []
     # a person at a (pseudo-)terminal decides it
     primary, secondary = pty.openpty()
     try:
-        as_agent = _cli(root, "flow", "gate", "approve", "r", "review", "--resolved-by", "agent", stdin=secondary)
+        as_agent = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--resolved-by", "agent", stdin=secondary)
         assert as_agent.returncode == 1 and "person" in as_agent.stderr
-        at_tty = _cli(root, "flow", "gate", "approve", "r", "review", "--json", stdin=secondary)
+        at_tty = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--json", stdin=secondary)
     finally:
         os.close(primary)
         os.close(secondary)
@@ -154,7 +162,7 @@ def test_a_cli_decision_without_a_terminal_is_the_agents_by_default(repo_dir: Pa
         await _to_gate(s)
 
     _serve(root, scenario)
-    assert _cli(root, "flow", "gate", "approve", "r", "review").returncode == 0
+    assert _cli(root, "flow", "gate", "approve", _only_run(root), "review").returncode == 0
     [event] = _gate_events(root)
     assert event["detail"]["resolvedBy"] == "agent"
 
@@ -164,7 +172,7 @@ def test_a_whole_flow_may_be_reserved_and_bad_policy_is_a_config_error(repo_dir:
 
     async def scenario(s: Session) -> None:
         at_gate = await _to_gate(s)
-        assert at_gate["gates"][0]["decidedAt"] == "person"
+        assert at_gate["ready"][0]["decidedAt"] == "person"
 
     _serve(root, scenario)
     (root / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "always"\n')

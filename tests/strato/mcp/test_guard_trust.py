@@ -14,8 +14,9 @@ def test_resolved_by_human_from_an_mcp_client_is_refused(workspace: Path) -> Non
         "graph": {"draft": ["done"]},
         "initial": "draft",
         "terminal": ["done"],
+        "edge_predicates": {},
     }
-    move = {"resource_id": "release:1", "from_state": "draft", "to_state": "done"}
+    move = {"resource_id": "release:1", "from_state": "draft", "to_state": "done", "artifacts": {}}
 
     async def scenario(s: Session) -> None:
         assert (await s.ok("stratum_guard_register", policy))["status"] == "registered"

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from strato.mcp import contract
 from tests.conftest import git
 from tests.strato.decide.builders import request as decision_request
 from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
@@ -32,16 +33,20 @@ def test_lists_every_tool_with_a_strict_schema(workspace: Path) -> None:
         tools = {t.name: t for t in (await s.raw.list_tools()).tools}
         assert {
             "stratum_plan", "stratum_resume", "stratum_step_done", "stratum_gate_resolve",
-            "strato_gates", "stratum_commit", "stratum_revert", "stratum_flow_cancel",
-            "stratum_audit", "strato_runs", "strato_run_show", "stratum_validate",
-            "stratum_guard_register", "stratum_guard_transition", "stratum_guard_history",
-            "strato_guard_verify", "strato_decide", "tropo_check", "tropo_graph", "tropo_blast",
+            "strato_gates", "stratum_commit", "stratum_revert", "strato_flow_cancel",
+            "stratum_audit", "stratum_flow_poll", "strato_runs", "strato_run_show", "stratum_validate",
+            "stratum_compile_speckit", "stratum_guard_register", "stratum_guard_transition",
+            "stratum_guard_history", "strato_guard_verify", "strato_decide", "tropo_check", "tropo_graph",
+            "tropo_blast", "strato_step_done", "strato_gate_resolve",
         } <= set(tools)
         done = tools["stratum_step_done"]
         assert done.input_schema["type"] == "object"
-        assert set(done.input_schema["required"]) == {"runId", "stepId", "dispatchToken", "result"}
+        assert set(done.input_schema["required"]) == {"runId", "stepId", "result"}
         assert done.input_schema["additionalProperties"] is False
+        assert set(tools["strato_step_done"].input_schema["required"]) == {"runId", "stepId", "dispatchToken", "result"}
         assert all(t.description for t in tools.values())
+        stratum = {n for n in tools if n.startswith("stratum_")}
+        assert stratum - set(contract.TOOLS) == {"stratum_distill"}  # Stratum's README tool, not in the surface file
 
     run_server(workspace, scenario)
 
@@ -52,89 +57,93 @@ def test_consumer_runs_a_flow_to_a_gate_and_through_it(workspace: Path) -> None:
     (workspace / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "resolve"\n')
 
     async def scenario(s: Session) -> None:
-        plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "git"}, "runId": "r1"})
-        assert plan["status"] == "running" and plan["runId"] == "r1"
-        assert plan["events"][0]["type"] == "planned"
+        plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "git"}})
+        assert plan["status"] == "ready" and plan["ledger"] == {"spent": {"dispatches": 1}}
+        run_id = plan["runId"]
         (work,) = plan["ready"]
         assert work["id"] == "work" and "git" in work["do"]
         token = work["dispatchToken"]
 
         # a wrong token is refused and changes nothing
-        head = plan["head"]
+        head = (await s.ok("strato_run_show", {"runId": run_id}))["head"]
         message, doc = await s.error(
-            "stratum_step_done",
-            {"runId": "r1", "stepId": "work", "dispatchToken": "nope", "result": {"output": {}}},
+            "strato_step_done", {"runId": run_id, "stepId": "work", "dispatchToken": "nope", "result": {"output": {}}}
         )
-        assert doc is not None and doc["ok"] is False and doc["error"] == message
-        assert (await s.ok("stratum_resume", {"runId": "r1"}))["head"] == head
+        assert doc == {"status": "error", "error_type": "stale_token", "message": message}
+        assert (await s.ok("strato_run_show", {"runId": run_id}))["head"] == head
 
         # a result that fails the ensure is retried with a fresh token
         low = {"output": {"text": "draft", "score": 0.2}}
-        retry = await s.ok("stratum_step_done", {"runId": "r1", "stepId": "work", "dispatchToken": token, "result": low})
+        retry = await s.ok("strato_step_done", {"runId": run_id, "stepId": "work", "dispatchToken": token, "result": low})
         (again,) = retry["ready"]
         assert again["dispatchToken"] != token and again["attempt"] == 2
         good = {"output": {"text": "final", "score": 0.9}}
-        at_gate = await s.ok(
-            "stratum_step_done", {"runId": "r1", "stepId": "work", "dispatchToken": again["dispatchToken"], "result": good}
-        )
-        assert at_gate["ready"] == [] and [g["stepId"] for g in at_gate["gates"]] == ["review"]
-        gate_token = at_gate["gates"][0]["gateToken"]
+        at_gate = await s.ok("stratum_step_done", {"runId": run_id, "stepId": "work", "result": good})
+        assert at_gate["status"] == "ready"
+        [gate] = at_gate["ready"]
+        assert (gate["id"], gate["kind"], gate["flow"]) == ("review", "gate", "reviewed")
+        gate_token = gate["gateToken"]
         assert (await s.ok("strato_gates", {}))["gates"][0]["gateToken"] == gate_token
 
         # same document as the CLI's --json, computed by the same code
-        shown = await s.ok("strato_run_show", {"runId": "r1"})
-        assert cli("strato", "flow", "show", "r1", "--root", root, "--json") == (0, shown)
+        shown = await s.ok("strato_run_show", {"runId": run_id})
+        assert cli("strato", "flow", "show", run_id, "--root", root, "--json") == (0, shown)
 
-        saved = await s.ok("stratum_commit", {"flow_id": "r1", "label": "at-gate"})
-        assert saved["checkpoints"] == ["at-gate"]
+        saved = await s.ok("stratum_commit", {"flow_id": run_id, "label": "at-gate"})
+        assert saved == {
+            "status": "committed", "flow_id": run_id, "label": "at-gate", "step_number": 1,
+            "current_step_id": "review", "checkpoints": ["at-gate"],
+        }
 
         # revise sends the work back; the old gate token is then stale
         revised = await s.ok(
-            "stratum_gate_resolve", {"runId": "r1", "stepId": "review", "decision": "revise", "gateToken": gate_token, "note": "more"}
+            "strato_gate_resolve",
+            {"runId": run_id, "stepId": "review", "decision": "revise", "gateToken": gate_token, "note": "more"},
         )
         (redo,) = revised["ready"]
         assert redo["id"] == "work"
         message, _ = await s.error(
-            "stratum_gate_resolve", {"runId": "r1", "stepId": "review", "decision": "approve", "gateToken": gate_token}
+            "strato_gate_resolve", {"runId": run_id, "stepId": "review", "decision": "approve", "gateToken": gate_token}
         )
         assert "gate" in message
-        second = await s.ok(
-            "stratum_step_done", {"runId": "r1", "stepId": "work", "dispatchToken": redo["dispatchToken"], "result": good}
-        )
-        done = await s.ok(
-            "stratum_gate_resolve",
-            {"runId": "r1", "stepId": "review", "decision": "approve", "gateToken": second["gates"][0]["gateToken"]},
-        )
+        await s.ok("stratum_step_done", {"runId": run_id, "stepId": "work", "result": good})
+        done = await s.ok("stratum_gate_resolve", {"runId": run_id, "stepId": "review", "decision": "approve"})
         assert done["status"] == "completed" and done["output"] == good["output"]
 
-        audit = await s.ok("stratum_audit", {"runId": "r1"})
+        audit = await s.ok("stratum_audit", {"runId": run_id})
         kinds = [e["type"] for e in audit["events"]]
         assert kinds.count("gate_resolved") == 2 and kinds[-1] == "completed"
-        assert cli("strato", "flow", "audit", "r1", "--root", root, "--json") == (0, audit)
+        assert audit["events"][-1]["detail"] == {"output": good["output"]}
+        full = cli("strato", "flow", "audit", run_id, "--root", root, "--json")[1]
+        assert [e["type"] for e in full["events"] if e["type"] != "routed"] == kinds  # the CLI says more
 
         # back to the checkpoint: waiting at the gate again, with a rotated token
-        back = await s.ok("stratum_revert", {"flow_id": "r1", "label": "at-gate"})
-        assert back["status"] == "running" and back["gates"][0]["gateToken"] != gate_token
-        cancelled = await s.ok("stratum_flow_cancel", {"runId": "r1", "reason": "enough"})
+        back = await s.ok("stratum_revert", {"flow_id": run_id, "label": "at-gate"})
+        assert back["status"] == "ready" and back["reverted_to"] == "at-gate"
+        assert back["ready"][0]["gateToken"] != gate_token
+        cancelled = await s.ok("strato_flow_cancel", {"runId": run_id, "reason": "enough"})
         assert cancelled["status"] == "cancelled" and cancelled["gates"] == []
+        resumed = await s.ok("stratum_resume", {"runId": run_id})
+        assert resumed["status"] == "failed" and resumed["failure"] == {"attempt": 0, "reason": "cancelled: enough"}
         runs = await s.ok("strato_runs", {})
-        assert [(r["runId"], r["status"]) for r in runs["runs"]] == [("r1", "cancelled")]
+        assert [(r["runId"], r["status"]) for r in runs["runs"]] == [(run_id, "cancelled")]
 
     run_server(workspace, scenario)
-    assert "refs/vivary/runs/r1/head" in run_refs(workspace)
-    assert "refs/vivary/runs/r1/checkpoints/at-gate" in run_refs(workspace)
+    refs = run_refs(workspace)
+    assert len([r for r in refs if r.endswith("/head")]) == 1
+    assert any(r.endswith("/checkpoints/at-gate") for r in refs)
 
 
 def test_spec_as_object_and_validation(workspace: Path) -> None:
     async def scenario(s: Session) -> None:
-        assert await s.ok("stratum_validate", {"spec": GATE_SPEC}) == {"valid": True}
+        assert await s.ok("stratum_validate", {"spec": GATE_SPEC}) == {"status": "valid"}
         bad = await s.ok("stratum_validate", {"spec": {"version": 1, "flows": {}}})
-        assert bad["valid"] is False and bad["errors"][0]["code"]
-        message, doc = await s.error("stratum_plan", {"spec": {"version": 1, "flows": {}}})
-        assert message.startswith("invalid spec") and doc is not None and doc["code"] == "spec_invalid"
+        assert bad["status"] == "invalid" and bad["errors"][0]["code"]
+        message, doc = await s.error("stratum_plan", {"spec": {"version": 1, "flows": {}}, "input": {}})
+        assert message.startswith("invalid spec") and doc is not None and doc["error_type"] == "spec_invalid"
         as_object = yaml.safe_load(GATE_SPEC)
-        assert await s.ok("stratum_validate", {"spec": as_object}) == {"valid": True}
-        plan = await s.ok("stratum_plan", {"spec": as_object, "input": {"topic": "objects"}})
+        assert await s.ok("stratum_validate", {"spec": as_object}) == {"status": "valid"}
+        plan = await s.ok("stratum_plan", {"spec": as_object, "input": {"topic": "objects"}, "workspaceRoot": "."})
         assert [r["do"] for r in plan["ready"]] == ["Write about objects"]
 
     run_server(workspace, scenario)
@@ -183,11 +192,11 @@ def test_guard_register_transition_history_verify(workspace: Path) -> None:
         "terminal": ["done"],
         "edge_predicates": {"draft->done": [{"id": "ok", "statement": 'server_file_exists("OK")'}]},
     }
-    move = {"resource_id": "release:1", "from_state": "draft", "to_state": "done"}
+    move = {"resource_id": "release:1", "from_state": "draft", "to_state": "done", "artifacts": {}}
 
     async def scenario(s: Session) -> None:
         registered = await s.ok("stratum_guard_register", policy)
-        assert registered["status"] == "registered"
+        assert registered["status"] == "registered" and set(registered) == {"status", "guard_id", "checksum"}
         refused = await s.ok("stratum_guard_transition", move)
         assert refused["status"] == "refused"
         (workspace / "OK").write_text("yes\n")
@@ -199,6 +208,9 @@ def test_guard_register_transition_history_verify(workspace: Path) -> None:
         assert verified["ok"] is True and verified["resources"] == 1
 
         message, doc = await s.error("stratum_guard_transition", {**move, "colour": "red"})
+        assert message == "invalid arguments for stratum_guard_transition: colour: undeclared key"
+        assert doc == {"status": "error", "error_type": "invalid_arguments", "message": message}
+        message, doc = await s.error("strato_guard_upgrade", {"resource_id": "release:1", "colour": "red"})
         assert message.startswith("invalid_request") and doc is not None and doc["status"] == "error"
         message, _ = await s.error("stratum_guard_register", {**policy, "resource_id": "other", "workspace_root": "/"})
         assert "outside the workspace" in message
@@ -228,11 +240,12 @@ def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(workspace: Path)
         message, _ = await s.error("stratum_nonsense", {})
         assert "unknown tool" in message
         cases = [
-            ("stratum_step_done", {"runId": 7, "stepId": "w", "dispatchToken": "t", "result": {}}, "runId"),
-            ("stratum_step_done", {"runId": "r", "stepId": "w", "result": {}}, "dispatchToken"),
-            ("stratum_plan", {"spec": GATE_SPEC, "input": "topic=git"}, "input"),
+            ("stratum_step_done", {"runId": 7, "stepId": "w", "result": {}}, "runId"),
+            ("stratum_step_done", {"runId": "r", "stepId": "w", "dispatchToken": "t", "result": {}}, "dispatchToken"),
+            ("strato_step_done", {"runId": "r", "stepId": "w", "result": {}}, "dispatchToken"),
             ("stratum_plan", {"spec": GATE_SPEC, "inputs": {}}, "inputs"),
-            ("stratum_gate_resolve", {"runId": "r", "stepId": "s", "decision": "maybe", "gateToken": "t"}, "decision"),
+            ("stratum_plan", {"spec": GATE_SPEC, "input": {}, "runId": "mine"}, "runId"),
+            ("stratum_gate_resolve", {"runId": "r", "stepId": "s", "decision": "approve", "gateToken": "t"}, "gateToken"),
             ("tropo_blast", {"id": "core", "depth": 0}, "depth"),
             ("tropo_check", {"lenient": "yes"}, "lenient"),
         ]
@@ -240,9 +253,9 @@ def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(workspace: Path)
             message, _ = await s.error(name, arguments)
             assert message.startswith(f"invalid arguments for {name}: {field}"), message
         message, doc = await s.error("stratum_resume", {"runId": "missing"})
-        assert doc is not None and doc["code"] == "run_not_found"
-        message, doc = await s.error("stratum_plan", {"spec": GATE_SPEC, "input": {}, "runId": "bad id!"})
-        assert doc is not None and doc["code"] == "invalid_run_id"
+        assert doc is not None and doc["error_type"] == "run_not_found"
+        message, doc = await s.error("stratum_plan", {"spec": GATE_SPEC, "input": "topic=git"})
+        assert doc is not None and doc["error_type"] == "INPUT_CONTRACT_INVALID"
         assert await s.ok("strato_runs", {}) == {"runs": []}
 
     run_server(workspace, scenario)

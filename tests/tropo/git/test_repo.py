@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from pathlib import Path
 
 import pygit2
@@ -19,6 +20,14 @@ def test_discover_outside_repo(tmp_path: Path) -> None:
     assert gitrepo.discover(tmp_path) is None
     with pytest.raises(gitrepo.NotARepository):
         gitrepo.require(tmp_path)
+
+
+def test_discover_outside_repo_keeps_none_alive(tmp_path: Path) -> None:
+    # pygit2.discover_repository returned None unreferenced: 10k misses aborted the process.
+    before = sys.getrefcount(None)
+    for _ in range(2000):
+        assert gitrepo.discover(tmp_path) is None
+    assert sys.getrefcount(None) >= before - 50
 
 
 def test_resolve_commit_errors(repo_dir: Path) -> None:

@@ -1,0 +1,132 @@
+"""``tropo review`` (the review packs) and ``tropo impact`` (what depends on one node):
+the published suite's review layer over our graph, reached by ``vivary review`` and
+``vivary impact`` too.
+
+Their JSON documents and exit statuses are vivary-ozone 0.3.2's: advisory 0 (1 with
+``--strict`` when warnings exist), and 1, as the suite, when no workspace is found or the
+node is unknown. The graph comes from the graph cache (one read for a tree seen before).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from tropo.check.graph import Graph
+from tropo.check.roots import ConfigError
+from tropo.check.workspace import Workspace, open_workspace
+from tropo.cli.clijson import echo_error
+from tropo.cli.main import fail, main, source_of, workspace_options
+from tropo.git.files import LINK
+from tropo.git.source import NotARepository, RevisionError, SourceError
+from tropo.review import budget, packs
+
+
+def _refuse(message: str) -> NoReturn:
+    """A workspace that cannot be reviewed: exit 1, as the suite's review layer."""
+    echo_error(message, 1)
+    click.echo(f"tropo: {message}", err=True)
+    sys.exit(1)
+
+
+def _workspace(root: Path | None, staged: bool, rev: str | None, no_cache: bool) -> Workspace:
+    source = source_of(staged, rev)
+    try:
+        ws = open_workspace(root, source, use_cache=not no_cache)
+        ws.schema  # noqa: B018 - surface config errors here, as one line
+    except ConfigError as exc:
+        _refuse(str(exc))
+    except (SourceError, RevisionError, NotARepository) as exc:
+        fail(str(exc))
+    return ws
+
+
+def _files(ws: Workspace) -> budget.Files:
+    def read(rel: str) -> bytes | None:
+        try:
+            return ws.read_bytes(rel)
+        except (KeyError, OSError):
+            return None
+
+    return budget.Files({rel: e.mode != LINK for rel, e in ws.entries.items()}, read)
+
+
+def _print(document: object) -> None:
+    click.echo(json.dumps(document, indent=2))  # ASCII-escaped, as the suite prints it
+
+
+def _graph(ws: Workspace) -> Graph:
+    from tropo.review.graph_cache import graph_of  # opens the repository: only when needed
+
+    try:
+        return graph_of(ws)
+    except ConfigError as exc:
+        _refuse(str(exc))
+
+
+@main.command("review")
+@click.option("--pack", type=click.Choice(packs.CHOICES), default="structure", show_default=True,
+              help="Rule pack to run; `all` runs every pack.")
+@click.option("--strict", is_flag=True, help="A gate: exit 1 when any warning is found.")
+@workspace_options
+def review_cmd(pack: str, strict: bool, root: Path | None, staged: bool, rev: str | None,
+               no_cache: bool, as_json: bool) -> None:
+    """Review the whole graph with a rule pack: gaps no single document shows (a change
+    nothing verifies, an orphan, a draft nobody reviewed, a bloated routing file).
+    Advisory (exit 0) unless --strict.
+
+    \b
+    Packs: structure (default), context-budget, editorial, all.
+    Examples:
+      tropo review
+      tropo review --pack all --json
+      tropo review --staged --strict        # a pre-commit gate
+      tropo review --rev main --pack editorial
+    """
+    ws = _workspace(root, staged, rev, no_cache)
+    document = packs.review(_graph(ws), _files(ws), packs.selected(pack))
+    if as_json:
+        _print(document)
+    else:
+        for line in packs.render(document):
+            click.echo(line)
+        click.echo(f"\ntropo: reviewed {document['reviewed']} node(s), "
+                   f"{document['warnings']} warning(s), {document['notes']} note(s)")
+    sys.exit(1 if strict and document["warnings"] else 0)
+
+
+@main.command("impact")
+@click.argument("node_id", metavar="ID", required=False)
+@workspace_options
+def impact_cmd(node_id: str | None, root: Path | None, staged: bool, rev: str | None,
+               no_cache: bool, as_json: bool) -> None:
+    """What depends on ID (its blast radius): every node that transitively refs it,
+    nearest first, with the field it is reached through.
+
+    \b
+    Examples:
+      tropo impact codebase
+      tropo impact codebase --json --rev HEAD~1
+    """
+    if not node_id:
+        _refuse("impact requires a node id (tropo impact ID)")
+    ws = _workspace(root, staged, rev, no_cache)
+    g = _graph(ws)
+    if node_id not in g.nodes:
+        _refuse(f"no node with id {node_id!r} (run `tropo review` or `tropo graph`)")
+    rows = sorted(g.blast(node_id).items(), key=lambda kv: (kv[1][0], kv[0]))
+    if as_json:
+        _print({"target": node_id, "impacted": len(rows),
+                "nodes": [{"id": nid, "distance": dist, "via": via, "type": g.nodes[nid].type}
+                          for nid, (dist, via) in rows]})
+    elif not rows:
+        click.echo(f"tropo: nothing depends on '{node_id}' (no inbound edges)")
+    else:
+        click.echo(f"tropo: impact of '{node_id}' — {len(rows)} node(s) depend on it")
+        for nid, (dist, via) in rows:
+            click.echo(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})")
+    sys.exit(0)
