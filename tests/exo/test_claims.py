@@ -73,6 +73,27 @@ def test_second_claim_is_refused_naming_the_holder(repo_dir: Path) -> None:
         == {"item": "connie"}
 
 
+
+def test_a_claim_branch_records_who_claimed_in_its_reflog(repo_dir: Path) -> None:
+    _make(repo_dir)
+    claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    reflog = git(repo_dir, "reflog", "show", "--format=%gs", "refs/heads/claim/item")
+    assert reflog.splitlines() == ["exo: claim item for @connie"]
+
+
+def test_losing_a_local_race_names_the_winner_by_its_branch(repo_dir: Path) -> None:
+    """The loser of a local race: its check found no claim branch, then another process
+    created one before its compare-and-swap. ``_create`` is called at that moment (the
+    branch exists now), which is exactly what the loser's process meets."""
+    base = _make(repo_dir)
+    won = claims.claim(_repo(repo_dir), "item", ITEM, "connie")
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims._create(_repo(repo_dir), "refs/heads/claim/item", pygit2.Oid(hex=base),
+                       "exo: claim item for @dave", "item", ITEM)
+    assert str(info.value) == "item is already claimed by @connie (claim/item)"
+    assert info.value.holder == "connie"
+    assert git(repo_dir, "rev-parse", "claim/item").strip() == won.commit
+
 def test_repository_states_that_cannot_be_claimed_from(repo_dir: Path) -> None:
     with pytest.raises(claims.ClaimError, match="no commits"):
         claims.claim(_repo(repo_dir), "item", ITEM, "connie")

@@ -1,0 +1,79 @@
+"""JSON values with JavaScript's semantics, function by function: the normalised
+numbers, truthiness and number text that every expression result goes through (written
+against what mutation testing left alive, docs/testing.md)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from strato.flow.expr import ExprError
+from strato.flow.expr.values import SAFE_INT, number, number_text, to_json, truthy
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (7, 7), (-SAFE_INT, -SAFE_INT), (SAFE_INT, SAFE_INT),
+    (4.0, 4), (-4.0, -4), (float(SAFE_INT), SAFE_INT), (2.5, 2.5),
+    (SAFE_INT * 4, float(SAFE_INT * 4)), (-SAFE_INT * 4, float(-SAFE_INT * 4)),
+    (float(SAFE_INT * 4), float(SAFE_INT * 4)),
+])
+def test_numbers_are_integers_exactly_within_two_to_the_53(value: float,
+                                                          expected: float) -> None:
+    """Integral results up to 2**53 are ints (they print without `.0`); beyond it a
+    number is a float, as in JavaScript, where no integer type exists."""
+    result = number(value)
+    assert result == expected
+    assert type(result) is type(expected)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_non_finite_result_is_a_typed_error(value: float) -> None:
+    with pytest.raises(ExprError) as info:
+        number(value)
+    assert (info.value.kind, info.value.message) == (
+        "type_error", "arithmetic result is not a finite number")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, False), (False, False), (0, False), (0.0, False), (-0.0, False),
+    (math.nan, False), ("", False), ([], False), ({}, False),
+    (True, True), (1, True), (-1, True), (0.5, True), (-0.5, True), (math.inf, True),
+    ("0", True), ("false", True), ([0], True), ([None], True), ({"a": None}, True),
+])
+def test_truthiness_is_javascripts(value: Any, expected: bool) -> None:
+    assert truthy(value) is expected
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0, "0"), (-3, "-3"), (10**20, "100000000000000000000"),
+    (10**20 + 1, "100000000000000000001"), (10**21, "1e+21"), (-10**21, "-1e+21"),
+    (10**22, "1e+22"),
+    (1.0, "1"), (-0.0, "0"), (2.5, "2.5"), (-2.5, "-2.5"), (1e20, "100000000000000000000"),
+    (1e21, "1e+21"), (-1e21, "-1e+21"), (1.5e300, "1.5e+300"), (1e-7, "1e-7"),
+    (-1e-7, "-1e-7"), (1.5e-7, "1.5e-7"), (1.25e-10, "1.25e-10"),
+])
+def test_numbers_print_as_javascripts_string_does(value: float, text: str) -> None:
+    """Integral values below 1e21 in full; from 1e21 (and for small fractions) the
+    exponent form with an explicit sign and no leading zeros (`1e-7`, not `1e-07`)."""
+    assert number_text(value) == text
+
+
+def test_json_text_may_be_exactly_as_long_as_its_limit_and_not_one_character_more() -> None:
+    assert to_json([1, 2], 5) == "[1,2]"
+    assert to_json([1, 2]) == "[1,2]"
+    for limit in (0, 1, 2, 3, 4):
+        with pytest.raises(ExprError) as info:
+            to_json([1, 2], limit)
+        assert (info.value.kind, info.value.message) == (
+            "resource_limit", f"text longer than {limit} characters")
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (True, "true"), (False, "false"), (None, "null"), ("é\u2028", '"é\u2028"'),
+    ({"é": 1, "b": [True, None]}, '{"é":1,"b":[true,null]}'), ({}, "{}"), ([], "[]"),
+])
+def test_json_text_is_compact_and_keeps_non_ascii_as_is(value: Any, text: str) -> None:
+    """JSON.stringify's text: no spaces, booleans as words, non-ASCII unescaped."""
+    assert to_json(value) == text
