@@ -113,9 +113,10 @@ def remote_oid(cwd: Path, remote: str, ref: str) -> str | None:
 
 
 def fetch_objects(cwd: Path, remote: str, ref: str) -> None:
-    """Fetch what ``ref`` on ``remote`` points at, writing no ref (not even FETCH_HEAD),
-    so its history can be compared with local commits."""
-    proc = _git(cwd, "fetch", "--no-tags", "--no-write-fetch-head", "--quiet", remote, ref)
+    """Fetch what ``ref`` on ``remote`` points at, writing no ref (not even FETCH_HEAD, nor
+    the configured refspecs' opportunistic updates: ``--refmap=``), so its history can be
+    compared with local commits without moving any."""
+    proc = _git(cwd, "fetch", "--no-tags", "--no-write-fetch-head", "--refmap=", "--quiet", remote, ref)
     if proc.returncode != 0:
         message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
         raise RemoteError(f"cannot fetch {ref} from {remote!r}: {message}")
