@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from strato.guard import pin, store
+from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tropo.git import push as gitpush
 from tropo.git import repo as gitrepo
@@ -32,19 +33,45 @@ def check(push: Push) -> list[str]:
         remote_tip = None
     if remote_tip is not None and remote_tip in repo:
         since.append(remote_tip)
-    return [str(b) for b in verify_repository(repo, since=since).breaks]
+    return _uncommitted(repo, push) + [str(b) for b in verify_repository(repo, since=since).breaks]
+
+
+def _branches(push: Push) -> list[tuple[str, str]]:
+    """(branch name, commit) of each branch the push creates or moves, claims left out."""
+    return [
+        (u.remote_ref.removeprefix(BRANCHES), u.local_sha)
+        for u in push.updates
+        if u.local_sha != ZERO and u.remote_ref.startswith(BRANCHES) and not u.remote_ref.startswith(CLAIMS)
+    ]
+
+
+def _uncommitted(repo: Repository, push: Push) -> list[str]:
+    """A guard write moved the work tree's pin to the notes tip after the last commit: the
+    branch pushed from HEAD pins something else, so its review would fail. One commit fixes it."""
+    head = None if repo.is_bare else gitrepo.head_commit(repo)
+    if head is None:
+        return []
+    try:
+        worktree = pin.read_worktree(repo)
+    except GuardError:
+        return []
+    if worktree is None or pin.judge(repo, worktree).kind != "current" or pin.read_or_none(head) == worktree:
+        return []
+    return [
+        f"{branch}: the work tree pins notes commit {worktree[:12]} but the branch does not: commit it "
+        f"(`git add {pin.PIN_PATH} && git commit`)"
+        for branch, sha in _branches(push)
+        if sha == str(head.id)
+    ]
 
 
 def _pins(repo: Repository, push: Push) -> dict[str, str]:
     """The notes commit each branch being pushed pins (branches pinning none left out)."""
     out = {}
-    for update in push.updates:
-        ref = update.remote_ref
-        if update.local_sha == ZERO or not ref.startswith(BRANCHES) or ref.startswith(CLAIMS):
-            continue
-        pinned = pin.read_or_none(gitrepo.resolve_commit(repo, update.local_sha))
+    for branch, sha in _branches(push):
+        pinned = pin.read_or_none(gitrepo.resolve_commit(repo, sha))
         if pinned is not None and pinned != pin.NONE:
-            out[ref.removeprefix(BRANCHES)] = pinned
+            out[branch] = pinned
     return out
 
 
