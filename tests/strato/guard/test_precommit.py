@@ -122,3 +122,23 @@ def test_diverged_notes_and_a_garbage_pin_are_refused(hooked: Workspace) -> None
     garbage = commit(ws)
     assert garbage.returncode == 1 and "\x1b" not in garbage.stderr and len(garbage.stderr) < 300
     assert "is neither a commit id nor `none`" in garbage.stderr
+
+
+def test_a_clean_merge_carrying_a_stale_pin_is_refused_then_completed(hooked: Workspace) -> None:
+    ws = hooked
+    installer.install(ws.root, ("pre-merge-commit",))
+    git(ws.root, "checkout", "-q", "-b", "side")
+    ws.commit({"side.txt": "s\n"})
+    git(ws.root, "checkout", "-q", "main")
+    engine.transition(ws.repo, {"resource_id": "pc:1", "from_state": "draft", "to_state": "review"})
+    merge = subprocess.run(["git", "merge", "--no-ff", "-q", "-m", "merge side", "side"], cwd=ws.root,
+                           capture_output=True, text=True, check=False)
+    assert merge.returncode != 0
+    assert "vivary: merge refused: guard: the staged pin names notes commit" in merge.stderr
+    assert git(ws.root, "rev-parse", "-q", "--verify", "MERGE_HEAD").strip()  # the merge waits
+    fix = subprocess.run(["bash", "-c", pin.FIX], cwd=ws.root, capture_output=True, text=True, check=False,
+                         env={"PATH": f"{Path(STRATO).parent}:/usr/bin:/bin"})
+    assert fix.returncode == 0, fix.stderr
+    assert commit(ws).returncode == 0
+    assert len(git(ws.root, "log", "-1", "--format=%P").split()) == 2
+    assert git(ws.root, "show", f"HEAD:{pin.PIN_PATH}").strip() == tip(ws)
