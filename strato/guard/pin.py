@@ -117,6 +117,8 @@ def follow(repo: Repository) -> str | None:
         tip = write(repo)
     except GuardError as exc:
         return exc.message
+    except OSError as exc:  # the write to the notes went through: say, never fail it
+        return f"{PIN_PATH} not updated: {exc}"
     return f"{PIN_PATH} now pins notes commit {(tip or NONE)[:12]}: commit it with your change"
 
 
