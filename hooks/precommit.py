@@ -1,24 +1,37 @@
 """pre-commit and pre-merge-commit: the check of the staged snapshot (what the commit, or
-the clean merge, would record), strict or ratchet as HEAD's `.vivary/hooks.toml` says."""
+the clean merge, would record), strict or ratchet as HEAD's `.vivary/hooks.toml` says,
+and the registered checks (the guard's: a staged notes pin must be current)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from hooks import graph
+from hooks import graph, registry
 from tropo.check.roots import ConfigError
 from tropo.git.source import Source, SourceError
 
 
+def registered(root: Path, what: str) -> bool:
+    """Run the registered pre-commit checks; whether they all passed (each problem said)."""
+    ok = True
+    for name, target in sorted(registry.PRE_COMMIT.items()):
+        for problem in registry.resolve(target)(root):
+            print(f"vivary: {what} refused: {name}: {problem} (or bypass once with --no-verify)",
+                  file=sys.stderr)
+            ok = False
+    return ok
+
+
 def main(root: Path, what: str = "commit") -> int:
+    ok = registered(root, what)
     try:
         verdict = graph.judge(root, Source.index(), graph.commit(root, "HEAD"))
     except (ConfigError, SourceError, graph.HookConfigError) as exc:
         print(f"vivary: {what} refused: {exc}", file=sys.stderr)
         return 1
     if not verdict.findings:
-        return 0
+        return 0 if ok else 1
     lines = [f.render() for f in verdict.findings]
     print("\n".join(lines), file=sys.stderr)
     from strato.heartbeat.refusals import record  # the heartbeat learns from refusals

@@ -1,4 +1,5 @@
-"""pre-push: run the registered checks, then push claim branches and guard ledgers along.
+"""pre-push: run the registered checks, push claim branches and guard ledgers along, then
+run the checks that need those on the remote (a branch's pinned guard notes).
 
 git hands the hook the remote and, on stdin, one line per ref being pushed. A failing
 check refuses the push. Claim branches (``claim/*``) travel with any push to the same
@@ -56,15 +57,20 @@ def push_along(push: Push) -> list[str]:
     return warnings
 
 
+def refused(problems: list[str]) -> int:
+    for p in problems:
+        print(p, file=sys.stderr)
+    print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
+    return 1
+
+
 def main(root: Path, args: list[str], stdin: str) -> int:
     remote, url = [*args, "", ""][:2]
     push = Push(root, remote, url, parse_updates(stdin))
     problems = run_checks(push, registry.PRE_PUSH)
     if problems:
-        for p in problems:
-            print(p, file=sys.stderr)
-        print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
+        return refused(problems)
     for warning in push_along(push):
         print(f"vivary: {warning}", file=sys.stderr)
-    return 0
+    problems = run_checks(push, registry.PRE_PUSH_AFTER_ALONG)
+    return refused(problems) if problems else 0

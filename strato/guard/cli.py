@@ -80,6 +80,12 @@ def guard() -> None:
     """
 
 
+def _followed(repo: Repository, before: str | None) -> None:
+    """When the command moved the notes ref, move the work tree's pin along and say so."""
+    if gitrepo.read_ref(repo, store.REF) != before and (said := pin.follow(repo)) is not None:
+        click.echo(f"strato guard: {said}", err=True)
+
+
 def _stdin_command(
     name: str,
     operation: Callable[[Repository, dict[str, Any]], dict[str, Any]],
@@ -99,10 +105,13 @@ def _stdin_command(
             req = _request()
             if signature is not None:
                 req.setdefault("authorization", signature.read_text(errors="replace"))
-            result = operation(_repo(root), req)
+            repo = _repo(root)
+            before = gitrepo.read_ref(repo, store.REF)
+            result = operation(repo, req)
         except GuardError as exc:
             _fail(exc)
         _emit(result)
+        _followed(repo, before)
         sys.exit(1 if result.get("status") == "refused" else 0)
 
 
@@ -312,26 +321,46 @@ def review_command(
 @guard.command("pin")
 @root_option
 @json_option
-def pin_command(root: Path, as_json: bool) -> None:
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 (with the reason) unless the "
+              "work tree's pin names the current notes commit.")
+def pin_command(root: Path, as_json: bool, check: bool) -> None:
     """Write the current notes commit to .vivary/guard/notes-tip, to commit with the change.
 
     Review takes the ledgers of the notes commit the base branch pins as already
-    accepted, so pin after your last guard write and commit the file.
+    accepted, so the head's pin must name the notes it adds. Guard writes move a pin the
+    work tree already has forward by themselves, and the pre-commit hook refuses a
+    staged pin the notes have moved past; this writes one by hand (and starts pinning).
 
     \b
-    Example:
+    Examples:
       strato guard pin && git add .vivary/guard/notes-tip && git commit -m "guard: pin notes"
+      strato guard pin --check --json
     """
     try:
-        tip = pin.write(_repo(root))
+        repo = _repo(root)
+        if check:
+            state = pin.judge(repo, pin.read_worktree(repo))
+        else:
+            tip = pin.write(repo)
     except GuardError as exc:
         _fail(exc)
     except gitrepo.NotARepository as exc:
         _fail(GuardError("not_a_repository", str(exc)))
+    if not check:
+        if as_json:
+            _emit({"path": pin.PIN_PATH, "notes_tip": tip})
+        else:
+            click.echo(f"{pin.PIN_PATH}: {tip or pin.NONE}")
+        return
+    reason = state.reason()
     if as_json:
-        _emit({"path": pin.PIN_PATH, "notes_tip": tip})
-    else:
-        click.echo(f"{pin.PIN_PATH}: {tip or pin.NONE}")
+        _emit({"path": pin.PIN_PATH, "pinned": state.pinned, "notes_tip": state.tip,
+               "state": state.kind, "current": reason is None, "reason": reason})
+    elif reason is None:
+        click.echo(f"{pin.PIN_PATH}: current ({state.tip or pin.NONE})")
+    if reason is not None:
+        click.echo(f"strato guard: pin not current: {reason}", err=True)
+    sys.exit(0 if reason is None else 1)
 
 
 @guard.command("unlock")
@@ -385,9 +414,12 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
       git push origin refs/notes/vivary/guard
     """
     try:
-        answer = store.migrate(_repo(root))
+        repo = _repo(root)
+        before = gitrepo.read_ref(repo, store.REF)
+        answer = store.migrate(repo)
     except GuardError as exc:
         _fail(exc)
+    _followed(repo, before)
     if as_json:
         _emit(answer)
     else:

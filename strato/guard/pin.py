@@ -3,36 +3,123 @@
 Notes refs are not protected on common hosts; branches are. A base branch that names
 its notes commit in ``.vivary/guard/notes-tip`` fixes, through its own protection,
 which ledger lines review takes as already accepted (see docs/guard.md, threat model).
+Keeping the pin current (guard writes move it, the hooks check it) is a convenience for
+honest contributors: review never trusts anything but the base's pin.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from dataclasses import dataclass
 
 from strato.guard import store
 from strato.guard.errors import GuardError
 from tropo.git import repo as gitrepo
-from tropo.git.revision import read_file
+from tropo.git.revision import is_ancestor, read_file
+from tropo.git.rooted import UnsafePath, check_target, write_within
 from tropo.git.types import Commit, Repository
 
 PIN_PATH = ".vivary/guard/notes-tip"
 NONE = "none"  # the branch has no ledgers yet
 SHA = re.compile(r"^[0-9a-f]{40}$")
 FETCH = f"git fetch origin '+{store.REF}:{store.REF}'"
+FIX = f"strato guard pin && git add {PIN_PATH}"
+MAX_PIN = 256  # a pin is 41 bytes; more is not a pin (and is not read)
 
 
 def text(tip: str | None) -> str:
     return f"{tip if tip is not None else NONE}\n"
 
 
+def _unsafe(exc: UnsafePath) -> GuardError:
+    return GuardError("pin_unsafe", f"{PIN_PATH}: {exc}; not touched")
+
+
 def write(repo: Repository) -> str | None:
-    """Pin the current notes tip in the work tree (commit it with the change); the tip."""
+    """Pin the current notes tip in the work tree (commit it with the change); the tip.
+    Never through a symlink: a branch could point the pin at any file of the user's."""
     tip = gitrepo.read_ref(repo, store.REF)
-    path = Path(gitrepo.workdir(repo)) / PIN_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text(tip))
+    try:
+        write_within(gitrepo.workdir(repo), PIN_PATH, text(tip).encode())
+    except UnsafePath as exc:
+        raise _unsafe(exc) from None
     return tip
+
+
+def read_worktree(repo: Repository) -> str | None:
+    """The work tree's pin as written (None: there is none), read without following a link."""
+    try:
+        path = check_target(gitrepo.workdir(repo), PIN_PATH)
+    except UnsafePath as exc:
+        raise _unsafe(exc) from None
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_PIN)
+    except FileNotFoundError:
+        return None
+    return data.decode("utf-8", "replace").strip()
+
+
+@dataclass(frozen=True)
+class State:
+    """How a pin relates to this clone's notes tip."""
+
+    kind: str  # current | stale | diverged | behind | missing | invalid
+    pinned: str | None  # the pin's text, None when there is no pin
+    tip: str | None  # the notes tip, None when this clone has no guard notes
+
+    def reason(self, what: str = "the pin") -> str | None:
+        """One line: why ``what`` is not current and the command that fixes it."""
+        pinned, tip = (self.pinned or "")[:12], (self.tip or NONE)[:12]
+        return {
+            "current": None,
+            "missing": f"there is no {PIN_PATH}: run `{FIX}`",
+            "invalid": f"{what} ({PIN_PATH}) is neither a commit id nor `{NONE}`: run `{FIX}`",
+            "stale": f"{what} names notes commit {pinned} but the guard notes are at {tip}: run `{FIX}`",
+            "behind": f"{what} names notes commit {pinned}, which the guard notes here (at {tip}) "
+            f"do not contain: run `git fetch origin {store.REF}:{store.REF}`",
+            "diverged": f"the guard notes at {tip} do not descend from notes commit {pinned} that "
+            f"{what} names (the notes ref was reset, or another clone appended): re-pin only if "
+            f"that is intended: `{FIX}`",
+        }[self.kind]
+
+
+def judge(repo: Repository, pinned: str | None) -> State:
+    """Whether ``pinned`` (a pin's text) names this clone's notes tip, and if not, which
+    way they differ: the notes moved past it (stale), the clone lacks it (behind), or
+    neither descends from the other (diverged)."""
+    tip = gitrepo.read_ref(repo, store.REF)
+    if pinned is None:
+        return State("missing", None, tip)
+    if pinned != NONE and not SHA.match(pinned):
+        return State("invalid", pinned, tip)
+    if pinned == text(tip).strip():
+        return State("current", pinned, tip)
+    if pinned == NONE:
+        return State("stale", pinned, tip)
+    if tip is None or pinned not in repo or is_ancestor(repo, tip, pinned):
+        return State("behind", pinned, tip)
+    return State("stale" if is_ancestor(repo, pinned, tip) else "diverged", pinned, tip)
+
+
+def follow(repo: Repository) -> str | None:
+    """After a guard write: move the work tree's pin forward to the new notes tip; one line
+    saying what was done, or None when the work tree keeps no pin (the project does not
+    pin) or it is current. Only forward: a pin the notes do not descend from stays, said."""
+    if repo.is_bare:
+        return None
+    try:
+        state = judge(repo, read_worktree(repo))
+        if state.kind in ("missing", "current"):
+            return None
+        if state.kind != "stale":
+            return f"{PIN_PATH} not updated: {state.reason()}"
+        tip = write(repo)
+    except GuardError as exc:
+        return exc.message
+    except OSError as exc:  # the write to the notes went through: say, never fail it
+        return f"{PIN_PATH} not updated: {exc}"
+    return f"{PIN_PATH} now pins notes commit {(tip or NONE)[:12]}: commit it with your change"
 
 
 def read_or_none(commit: Commit) -> str | None:

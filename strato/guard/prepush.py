@@ -1,16 +1,23 @@
-"""The guard's pre-push check: every ledger must verify before it leaves this clone."""
+"""The guard's pre-push checks: every ledger must verify before it leaves this clone, and
+every branch pushed must pin guard notes the remote has (else its review cannot run)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from strato.guard import store
+from strato.guard import pin, store
+from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tropo.git import push as gitpush
 from tropo.git import repo as gitrepo
+from tropo.git.revision import is_ancestor
 
 if TYPE_CHECKING:
     from tropo.git.push import Push
+    from tropo.git.types import Repository
+
+ZERO = "0" * 40
+BRANCHES, CLAIMS = "refs/heads/", "refs/heads/claim/"
 
 
 def check(push: Push) -> list[str]:
@@ -26,4 +33,72 @@ def check(push: Push) -> list[str]:
         remote_tip = None
     if remote_tip is not None and remote_tip in repo:
         since.append(remote_tip)
-    return [str(b) for b in verify_repository(repo, since=since).breaks]
+    return _uncommitted(repo, push) + [str(b) for b in verify_repository(repo, since=since).breaks]
+
+
+def _branches(push: Push) -> list[tuple[str, str]]:
+    """(branch name, commit) of each branch the push creates or moves, claims left out."""
+    return [
+        (u.remote_ref.removeprefix(BRANCHES), u.local_sha)
+        for u in push.updates
+        if u.local_sha != ZERO and u.remote_ref.startswith(BRANCHES) and not u.remote_ref.startswith(CLAIMS)
+    ]
+
+
+def _uncommitted(repo: Repository, push: Push) -> list[str]:
+    """A guard write moved the work tree's pin to the notes tip after the last commit: the
+    branch pushed from HEAD pins something else, so its review would fail. One commit fixes it."""
+    head = None if repo.is_bare else gitrepo.head_commit(repo)
+    if head is None:
+        return []
+    try:
+        worktree = pin.read_worktree(repo)
+    except GuardError:
+        return []
+    if worktree is None or pin.judge(repo, worktree).kind != "current" or pin.read_or_none(head) == worktree:
+        return []
+    return [
+        f"{branch}: the work tree pins notes commit {worktree[:12]} but the branch does not: commit it "
+        f"(`git add {pin.PIN_PATH} && git commit`)"
+        for branch, sha in _branches(push)
+        if sha == str(head.id)
+    ]
+
+
+def _pins(repo: Repository, push: Push) -> dict[str, str]:
+    """The notes commit each branch being pushed pins (branches pinning none left out)."""
+    out = {}
+    for branch, sha in _branches(push):
+        pinned = pin.read_or_none(gitrepo.resolve_commit(repo, sha))
+        if pinned is not None and pinned != pin.NONE:
+            out[branch] = pinned
+    return out
+
+
+def pins_pushed(push: Push) -> list[str]:
+    """Run once the guard notes travelled along: each branch pushed that pins a notes
+    commit must find it in the remote's notes, or CI's review of it fails closed."""
+    repo = gitrepo.require(push.root)
+    pins = _pins(repo, push)
+    if not pins:
+        return []
+    try:
+        remote_tip = gitpush.remote_oid(push.root, push.remote, store.REF)
+        if remote_tip is not None and remote_tip not in repo:
+            gitpush.fetch_objects(push.root, push.remote, store.REF)
+    except gitpush.RemoteError as exc:
+        return [f"cannot tell whether {push.remote} has the guard notes the branches pin: {exc}"]
+    problems = []
+    for branch, pinned in sorted(pins.items()):
+        if not pin.SHA.match(pinned):  # shown no further: the bytes are anyone's
+            problems.append(f"{branch}: its {pin.PIN_PATH} is not a commit id: run `{pin.FIX}`")
+            continue
+        if remote_tip is not None and is_ancestor(repo, pinned, remote_tip):
+            continue
+        has = "has no guard notes" if remote_tip is None else f"has guard notes at {remote_tip[:12]}"
+        problems.append(
+            f"{branch} pins notes commit {pinned[:12]}, which {push.remote} lacks (it {has}): "
+            f"push the notes (`git push {push.remote} {store.REF}`), or fetch them and re-pin "
+            f"(`{pin.FIX}`) if they moved"
+        )
+    return problems

@@ -124,3 +124,20 @@ def test_the_workspace_cannot_shadow_the_hook_code(ws: Path) -> None:
     git(ws, "add", "hooks", "bisect.py")
     proc = commit(ws)
     assert proc.returncode == 0, proc.stderr
+
+
+def refuse_staged(root: Path) -> list[str]:
+    return [f"{len(git(root, 'diff', '--cached', '--name-only').split())} staged"]
+
+
+def test_registered_checks_refuse_in_one_line_each(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hooks import precommit, registry
+
+    (ws / "x.txt").write_text("x\n")
+    git(ws, "add", "x.txt")
+    assert precommit.main(ws) == 0
+    monkeypatch.setitem(registry.PRE_COMMIT, "zz", f"{__name__}:refuse_staged")
+    assert precommit.main(ws, "merge") == 1
+    assert capsys.readouterr().err == "vivary: merge refused: zz: 1 staged (or bypass once with --no-verify)\n"

@@ -95,3 +95,22 @@ def test_parse_updates_skips_malformed_lines() -> None:
     text = "refs/heads/a 1 refs/heads/a 2\ngarbage\n\nrefs/tags/t 3 refs/tags/t 4\n"
     got = prepush.parse_updates(text)
     assert [u.local_ref for u in got] == ["refs/heads/a", "refs/tags/t"]
+
+
+def refuse_after_along(push: Push) -> list[str]:
+    seen = git(push.root, "ls-remote", "--refs", push.remote, "refs/heads/*").split()[1::2]
+    return [f"saw {' '.join(seen)}"]
+
+
+def test_checks_after_along_see_what_travelled_and_still_refuse(
+    pushed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, bare = pushed
+    git(root, "branch", "claim/a")
+    monkeypatch.setitem(registry.PRE_PUSH_AFTER_ALONG, "late", f"{__name__}:refuse_after_along")
+    head = git(root, "rev-parse", "HEAD").strip()
+    stdin = f"refs/heads/main {head} refs/heads/main {'0' * 40}\n"
+    assert prepush.main(root, ["origin", str(bare)], stdin) == 1
+    err = capsys.readouterr().err
+    assert "late: saw refs/heads/claim/a\n" in err and "push refused: 1 problem" in err
+    assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/claim/a"]

@@ -112,6 +112,16 @@ def remote_oid(cwd: Path, remote: str, ref: str) -> str | None:
     return None
 
 
+def fetch_objects(cwd: Path, remote: str, ref: str) -> None:
+    """Fetch what ``ref`` on ``remote`` points at, writing no ref (not even FETCH_HEAD, nor
+    the configured refspecs' opportunistic updates: ``--refmap=``), so its history can be
+    compared with local commits without moving any."""
+    proc = _git(cwd, "fetch", "--no-tags", "--no-write-fetch-head", "--refmap=", "--quiet", remote, ref)
+    if proc.returncode != 0:
+        message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
+        raise RemoteError(f"cannot fetch {ref} from {remote!r}: {message}")
+
+
 def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
     """Fetch ``ref`` from ``remote`` into the local ref ``into`` (forced: it mirrors the
     remote). Returns the fetched oid, or None when the remote has no such ref."""

@@ -178,6 +178,18 @@ def tree_snapshot(repository: pygit2.Repository, tree: str) -> IndexSnapshot:
     return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}")
 
 
+def read_staged(repository: pygit2.Repository, rel: str) -> bytes | None:
+    """The bytes the index stages at ``rel``, what the next commit records there (the
+    index of ``GIT_INDEX_FILE`` when git sets it); None when it stages no file there."""
+    top = gitrepo.workdir(repository)
+    for rec in _git_records(top, "ls-files", "--stage", "-z", "--", f":(literal){rel}"):
+        meta, _, path = rec.partition("\t")
+        mode, oid, stage = meta.split(" ")
+        if path == rel and stage == "0" and mode != "160000":
+            return _blob(repository, oid)
+    return None
+
+
 def _index_trailer(repository: pygit2.Repository) -> bytes | None:
     """The checksum git writes at the end of the index file the commit would use
     (``GIT_INDEX_FILE`` in a hook); None when there is no index yet."""

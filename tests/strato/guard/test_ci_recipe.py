@@ -4,12 +4,14 @@ pull request passes, an attacker's (own key, force-pushed notes) fails."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from hooks import install as installer
 from strato.guard import engine, store
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
@@ -81,3 +83,38 @@ def test_recipe_passes_a_legit_pr_and_fails_an_attacker(
     bad = ci(remote, "attack", tmp_path / "ci-attack")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "**failed**" in bad.stdout and "not an allowed signer" in bad.stdout
+
+
+def strato(ws: Workspace, *args: str, stdin: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(Path(sys.executable).parent / "strato"), "guard", *args, "--root", str(ws.root)],
+                          input=json.dumps(stdin), capture_output=True, text=True, check=False)
+
+
+def test_a_contributor_who_never_pins_by_hand_passes_the_recipe(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """Guard writes through the CLI move the pin, the installed hooks check it and push the
+    notes along: `git commit -a` and `git push` are all a contributor runs."""
+    remote = origin_with_main(ws, key, tmp_path)
+    git(ws.root, "checkout", "-q", "-b", "flow", "main")
+    ws.commit({"tropo.toml": "", "NOTES.md": "n\n"}, "flow: work")
+    installer.install(ws.root, ("pre-commit", "pre-push"))
+    rid = "release:7"
+    assert strato(ws, "register", stdin={"resource_id": rid, **copy.deepcopy(POLICY)}).returncode == 0
+    step = strato(ws, "transition", stdin={"resource_id": rid, "from_state": "draft", "to_state": "review"})
+    assert step.returncode == 0 and "now pins" in step.stderr
+    ask = {"resource_id": rid, "from_state": "review", "to_state": "released", "rationale": "go"}
+    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
+    signed = strato(ws, "override", stdin={**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    assert signed.returncode == 0 and json.loads(signed.stdout)["status"] == "applied", signed.stdout
+    early = subprocess.run(["git", "push", "origin", "flow"], cwd=ws.root, capture_output=True, text=True,
+                           check=False)
+    assert early.returncode == 1 and "flow: the work tree pins notes commit" in early.stderr
+    assert "git add .vivary/guard/notes-tip && git commit" in early.stderr
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads/flow") == ""
+    git(ws.root, "commit", "-q", "-a", "-m", "flow: guard steps")  # through the pre-commit hook
+    git(ws.root, "push", "-q", "origin", "flow")  # through the pre-push hook: notes travel along
+    assert git(remote, "rev-parse", store.REF).strip() == git(ws.root, "rev-parse", store.REF).strip()
+    good = ci(remote, "flow", tmp_path / "ci-flow")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "Guard review passed" in good.stdout and "alice@example.com" in good.stdout

@@ -7,9 +7,10 @@ import subprocess
 from pathlib import Path
 
 from hooks import install as installer
-from strato.guard import engine, store
+from strato.guard import engine, pin, store
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tropo.git import repo as gitrepo
 
 
 def _remote(ws: Workspace) -> Path:
@@ -38,3 +39,86 @@ def test_a_tampered_ledger_refuses_the_push(ws: Workspace) -> None:
     assert proc.returncode != 0
     assert "guard:" in proc.stderr and "push refused" in proc.stderr
     assert git(bare, "for-each-ref").strip() == ""  # nothing left this clone
+
+
+def _pinned_main(ws: Workspace, rid: str = "svc:api") -> str:
+    """Register ``rid`` and commit the pin on main, as a contributor does; the notes tip."""
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    ws.pin()
+    return git(ws.root, "rev-parse", store.REF).strip()
+
+
+def _push(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "push", "origin", *args], cwd=ws.root, capture_output=True, text=True,
+                          check=False)
+
+
+def _other_clone(ws: Workspace, bare: Path, name: str = "other") -> Path:
+    other = ws.tmp / name
+    git(ws.tmp, "clone", "-q", str(bare), str(other))
+    git(other, "fetch", "-q", "origin", f"{store.REF}:{store.REF}", check=False)
+    return other
+
+
+def test_a_branch_and_the_notes_it_pins_travel_together(ws: Workspace) -> None:
+    bare = _remote(ws)
+    pinned = _pinned_main(ws)
+    proc = _push(ws, "main")
+    assert proc.returncode == 0, proc.stderr
+    assert git(bare, "rev-parse", store.REF).strip() == pinned
+    assert git(bare, "show", f"main:{pin.PIN_PATH}").strip() == pinned
+
+
+def test_a_branch_pinning_notes_the_remote_cannot_get_is_refused(ws: Workspace) -> None:
+    bare = _remote(ws)
+    git(ws.root, "push", "-q", "origin", "main")
+    other = _other_clone(ws, bare)
+    engine.register(gitrepo.require(other), {"resource_id": "svc:other", **copy.deepcopy(POLICY)})
+    git(other, "push", "-q", "--no-verify", "origin", store.REF)  # origin's notes: another history
+    theirs = git(other, "rev-parse", store.REF).strip()
+    before = git(bare, "rev-parse", "main").strip()
+    pinned = _pinned_main(ws)
+    proc = _push(ws, "main")
+    assert proc.returncode == 1
+    assert "guard ledgers not pushed" in proc.stderr  # the notes could not travel along
+    assert (f"guard: main pins notes commit {pinned[:12]}, which origin lacks (it has guard notes at "
+            f"{theirs[:12]}): push the notes") in proc.stderr
+    assert "push refused: 1 problem" in proc.stderr
+    assert git(bare, "rev-parse", "main").strip() == before  # the branch did not leave
+    assert git(bare, "rev-parse", store.REF).strip() == theirs
+
+
+def test_origin_notes_past_the_pin_need_no_fetch(ws: Workspace) -> None:
+    """Another clone appended after ours was pushed: the pin is in origin's notes, though
+    this clone has not fetched them; checking that writes no local ref."""
+    bare = _remote(ws)
+    pinned = _pinned_main(ws)
+    assert _push(ws, "main").returncode == 0
+    other = _other_clone(ws, bare)
+    engine.register(gitrepo.require(other), {"resource_id": "svc:other", **copy.deepcopy(POLICY)})
+    git(other, "push", "-q", "--no-verify", "origin", store.REF)
+    ws.commit({"more.txt": "more\n"})
+    git(ws.root, "config", "--add", "remote.origin.fetch", "+refs/notes/*:refs/notes/*")  # a common set-up
+    moved = git(ws.root, "rev-parse", "origin/main", "main").split()  # the push moves origin/main
+    refs = git(ws.root, "for-each-ref").replace(*moved)
+    proc = _push(ws, "main")
+    assert proc.returncode == 0, proc.stderr
+    assert git(bare, "rev-parse", "main").strip() == git(ws.root, "rev-parse", "main").strip()
+    assert git(ws.root, "for-each-ref") == refs and not (ws.root / ".git" / "FETCH_HEAD").exists()
+    assert git(ws.root, "rev-parse", store.REF).strip() == pinned
+
+
+def test_a_garbage_pin_is_refused_without_echoing_it(ws: Workspace) -> None:
+    bare = _remote(ws)
+    ws.commit({pin.PIN_PATH: "\x1b]0;owned\x07\n"})
+    proc = _push(ws, "main")
+    assert proc.returncode == 1 and "\x1b" not in proc.stderr
+    assert f"guard: main: its {pin.PIN_PATH} is not a commit id" in proc.stderr
+    assert git(bare, "for-each-ref").strip() == ""
+
+
+def test_a_branch_pinning_no_ledgers_pushes_without_notes(ws: Workspace) -> None:
+    bare = _remote(ws)
+    ws.pin()
+    assert _push(ws, "main").returncode == 0
+    assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]

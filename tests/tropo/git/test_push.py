@@ -48,3 +48,17 @@ def test_unreachable_remote_is_a_remote_error(tmp_path: Path) -> None:
         push.remote_oid(one, "gone", "refs/heads/claim/x")
     with pytest.raises(push.RemoteError):
         push.push_ref(one, "no-such-remote", head, "refs/heads/claim/x", None)
+
+
+def test_fetch_objects_brings_the_commit_and_writes_no_ref(tmp_path: Path) -> None:
+    one, two, _head = _clone_pair(tmp_path)
+    write_files(one, {"c.md": "c\n"})
+    newer = commit_all(one)
+    git(one, "push", "-q", "origin", "HEAD:refs/heads/main")
+    refs = git(two, "for-each-ref")
+    assert git(two, "cat-file", "-t", newer, check=False) == ""
+    push.fetch_objects(two, "origin", "refs/heads/main")
+    assert git(two, "cat-file", "-t", newer).strip() == "commit"
+    assert git(two, "for-each-ref") == refs and not (two / ".git" / "FETCH_HEAD").exists()
+    with pytest.raises(push.RemoteError, match="refs/heads/nope"):
+        push.fetch_objects(two, "origin", "refs/heads/nope")
