@@ -116,7 +116,7 @@ class LazyGroup(ReceiptGroup):
     LAZY: ClassVar[dict[str, str]] = {"query": "tropo.cli.retrieval", "find": "tropo.cli.retrieval",
             "diff": "tropo.cli.review", "plan": "tropo.cli.review", "log": "tropo.cli.review",
             "map": "tropo.cli.review", "view": "tropo.cli.review",
-            "review": "tropo.cli.packs", "impact": "tropo.cli.packs"}
+            "review": "tropo.cli.packs", "impact": "tropo.cli.packs", "verify": "tropo.cli.verify"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
