@@ -13,7 +13,16 @@ import tempfile
 from pathlib import Path
 from typing import Protocol
 
-from bench import demo_decide, demo_exo, demo_flows, demo_flowspec, demo_guard, demo_heartbeat, demo_lifecycle
+from bench import (
+    demo_bg,
+    demo_decide,
+    demo_exo,
+    demo_flows,
+    demo_flowspec,
+    demo_guard,
+    demo_heartbeat,
+    demo_lifecycle,
+)
 
 BIN = Path(sys.executable).parent
 
@@ -62,8 +71,12 @@ def main() -> None:
         say("a typed flow: validate the spec, then run it through a human gate")
         demo_flowspec.tour(ws, run)
         demo_flows.tour(ws, run)
+        demo_bg.tour(ws)
         demo_heartbeat.tour(ws, run)
         say("demo done")
+    print("See it in the workbench (a recorded run of this tour, no repository needed):")
+    print("  vivary serve --demo --open")
+    print("or on a workspace of your own: vivary serve --open --root PATH", flush=True)
 
 
 if __name__ == "__main__":

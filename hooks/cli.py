@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -180,3 +181,64 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
 
 
 main.add_command(logs)
+
+
+@main.command("serve")
+@_root
+@_json
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port to listen on (0: pick a free one; the line printed names it).")
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="ADDR",
+              help="Address to bind; anything but 127.0.0.1 prints a warning.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in your browser.")
+@click.option("--demo", is_flag=True, help="Replay a recorded sample run: no repository needed.")
+@click.option("--export-demo", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Write the demo as static files to DIR (a new or empty folder) and exit.")
+def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: bool, demo: bool,
+              export_demo: Path | None) -> None:
+    """The workbench: a local web page of runs, gates, board, guard, heartbeat and lanes.
+
+    Prints one line, `vivary: serving http://127.0.0.1:PORT/?token=TOKEN` (under --json
+    one object with url, port and token); the token is new each start and is needed for
+    every read of the repository and every decision.
+
+    \b
+    Examples:
+      vivary serve --open
+      vivary serve --port 8765 --root my-workspace
+      vivary serve --demo
+      vivary serve --export-demo site/
+    """
+    from tropo.cli.clijson import echo_error
+    from workbench import export, launch
+
+    def fail(message: str, code: int) -> NoReturn:
+        echo_error(message, code)
+        click.echo(f"vivary: {message}", err=True)
+        sys.exit(code)
+
+    if export_demo is not None:
+        try:
+            written = export.export_demo(export_demo)
+        except export.ExportRefused as exc:
+            fail(str(exc), 1)
+        _emit(as_json, {"ok": True, "wrote": str(export_demo), "files": len(written)},
+              [f"vivary: wrote the demo ({len(written)} files) to {export_demo}; "
+               f"open {export_demo / 'index.html'}"])
+        return
+
+    def announce(link: str, port: int, token: str) -> None:
+        _emit(as_json, {"ok": True, "url": link, "port": port, "token": token, "demo": demo},
+              [f"vivary: serving {link}"])
+
+    try:
+        if demo:
+            source = launch.demo_source()
+        else:
+            top = gitcli.toplevel(root) if root.is_dir() else None
+            if top is None:
+                fail(f"not a git work tree: {root}; run `git init` first (or try `vivary serve --demo`)", 2)
+            source = launch.repo_source(top)
+        launch.run(source, host, port, open_browser, announce)
+    except launch.LaunchError as exc:
+        fail(str(exc), 2)

@@ -13,14 +13,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tropo", "strato", "exo", "hooks", "create_vivary")
+PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary")
 # Who may import whom: the arrows of docs/architecture.md, transitively closed.
 MAY_IMPORT = {
     "tropo": set(),
     "strato": {"tropo"},
     "exo": {"tropo"},
-    "hooks": {"strato", "exo", "tropo"},
-    "create_vivary": {"hooks", "strato", "exo", "tropo"},
+    "workbench": {"strato", "exo", "tropo"},
+    "hooks": {"workbench", "strato", "exo", "tropo"},
+    "create_vivary": {"hooks", "workbench", "strato", "exo", "tropo"},
 }
 REPOSITORY_LAYER = "tropo.git"
 

@@ -18,4 +18,6 @@ def test_make_demo_tour_runs_end_to_end() -> None:
     assert "strato decide: " in out  # act, or request_gate while the scaffold has an open gate
     assert "is already claimed by @connie" in err  # a refusal: one line on stderr
     assert "Guard review passed" in out
-    assert out.rstrip().endswith("== demo done")
+    assert "== demo done" in out
+    assert out.rstrip().splitlines()[-2].strip() == "vivary serve --demo --open"  # ends with the workbench
+    assert out.rstrip().endswith("vivary serve --open --root PATH")

@@ -3,7 +3,7 @@
 The hook (:func:`post_commit`) writes ``pending`` in the sidecar and, unless a runner
 already holds the lock, starts ``python -m strato.heartbeat.runner ROOT`` in its own
 session with no terminal and no pipes, then returns: git never waits for the heartbeat.
-The runner holds ``run.lock`` with ``fcntl.flock`` (the kernel releases it when the
+The runner holds ``run.lock`` with ``fcntl.flock`` (`strato.runs.runlock`; the kernel releases it when the
 process dies, even by kill -9), waits ``debounce_ms`` for a burst to end, clears the
 mark and runs; a mark left while it ran means one more run. A runner killed mid-run
 leaves its mark aside, so the next one redoes that run (its proposals are already
@@ -14,16 +14,14 @@ gives one or two runs, never 50, and never two at once in one repository.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 from strato.heartbeat import switch
+from strato.runs.runlock import exclusive
 from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
@@ -32,22 +30,6 @@ _HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_ED
 
 def _side(root: Path) -> Path:
     return gitcli.git_dir(root) / "vivary" / "heartbeat"
-
-
-@contextlib.contextmanager
-def _locked(side: Path) -> Iterator[IO[bytes] | None]:
-    """The run lock if it is free (None if another runner holds it)."""
-    side.mkdir(parents=True, exist_ok=True)
-    with open(side / "run.lock", "ab") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield None
-            return
-        try:
-            yield fh
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def post_commit(root: Path) -> None:
@@ -59,7 +41,7 @@ def post_commit(root: Path) -> None:
         side = _side(root)
         side.mkdir(parents=True, exist_ok=True)
         (side / "pending").touch()
-        with _locked(side) as lock:
+        with exclusive(side / "run.lock") as lock:
             if lock is None:
                 return  # the running runner sees the mark when it finishes
         env = {k: v for k, v in os.environ.items() if k not in _HOOK_ENV}
@@ -91,7 +73,7 @@ def drain(root: Path) -> int:
     side = _side(root)
     runs = 0
     while _work(side):
-        with _locked(side) as lock:
+        with exclusive(side / "run.lock") as lock:
             if lock is None:
                 return runs
             while _work(side):

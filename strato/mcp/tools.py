@@ -19,7 +19,7 @@ from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
-from strato.runs import views, wire
+from strato.runs import background, views, wire
 from strato.runs.state import Refused
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
@@ -96,18 +96,31 @@ def _inside(ctx: Context, where: str | None, key: str) -> None:
                         {"error_type": "invalid_workspace_root", "message": f"{where} is outside {ctx.root}"})
 
 
-@tool("stratum_plan", PlanArgs)
-def plan(ctx: Context, a: PlanArgs) -> Document:
-    """Start a run of the spec's entry flow (stored under refs/vivary/runs/): `ready` with
-    the steps to do, each with its prompt (`do`) and contract."""
+def _plan_request(ctx: Context, a: PlanArgs) -> tuple[str, dict[str, Any]]:
+    """The spec text and input of a plan request, or the refusal `stratum_plan` answers."""
     _inside(ctx, a.workspaceRoot, "workspaceRoot")
     text = _spec_text(a.spec)
     if text is None:
         raise Refused("spec_invalid", NOT_A_SPEC)
     if not isinstance(a.input, dict):
         raise Refused("INPUT_CONTRACT_INVALID", "input must be an object (the entry flow's input)")
+    return text, a.input
+
+
+@tool("stratum_plan", PlanArgs)
+def plan(ctx: Context, a: PlanArgs) -> Document:
+    """Start a run of the spec's entry flow (stored under refs/vivary/runs/): `ready` with
+    the steps to do, each with its prompt (`do`) and contract."""
     runs = ctx.runs()
-    return wire.runstate(runs, runs.plan(text, a.input).snap)
+    return wire.runstate(runs, runs.plan(*_plan_request(ctx, a)).snap)
+
+
+@tool("stratum_flow_run_bg", PlanArgs)
+def run_bg(ctx: Context, a: PlanArgs) -> Document:
+    """Start a run as stratum_plan does, driven by a detached runner (agents from
+    .vivary/agents.toml do its steps): `running` with its runId at once; follow it with
+    stratum_flow_bg_poll, stop it with stratum_flow_cancel_bg."""
+    return {"status": "running", "runId": background.start(ctx.runs(), *_plan_request(ctx, a))}
 
 
 class RunArgs(Args):
@@ -170,6 +183,7 @@ def _decide(ctx: Context, a: GateArgs, token: str | None, note: str | None) -> D
     runs = ctx.runs()
     decision = "kill" if a.decision == "reject" else a.decision
     outcome = runs.gate(a.runId, a.stepId, decision, token, note, via="mcp", client=ctx.client)
+    background.wake(runs, outcome.snap.run_id)  # a background run carries on in its runner
     return wire.runstate(runs, outcome.snap)
 
 
@@ -227,10 +241,10 @@ class CancelArgs(Args):
 
 @tool("strato_flow_cancel", CancelArgs)
 def cancel(ctx: Context, a: CancelArgs) -> Document:
-    """Cancel a run: its outstanding dispatch and gate tokens become stale (the document
-    of `strato flow cancel --json`)."""
-    runs = ctx.runs()
-    return views.outcome_view(runs, runs.cancel(a.runId, a.reason))
+    """Cancel a run: its outstanding dispatch and gate tokens become stale; a background
+    run's runner first stops the agents it started (the document of `strato flow cancel
+    --json`)."""
+    return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
 
 
 @tool("stratum_audit", RunArgs)

@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,10 +142,13 @@ class Finished:
 
 
 def run_process(
-    argv: list[str], cwd: Path, timeout_s: float, stdin: bytes | None = None
+    argv: list[str], cwd: Path, timeout_s: float, stdin: bytes | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Finished | str:
-    """Run argv in its own process group, bounded in time (the group is killed) and in
-    output kept; a string when it cannot be started."""
+    """Run argv in its own process group, bounded in time and in output kept; a string
+    when it cannot be started. The group is killed when the process ends or times out:
+    children it left behind would otherwise hold its pipes open forever. `on_start` is
+    told the group's id as soon as it exists (a background run records it to stop it)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -158,6 +161,8 @@ def run_process(
         )
     except OSError as exc:
         return str(exc.strerror or exc)
+    if on_start is not None:
+        on_start(proc.pid)
     out, err = _Tail(), _Tail(4096)
     readers = [
         threading.Thread(target=t.drain, args=(s,), daemon=True)
@@ -172,7 +177,7 @@ def run_process(
         code = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         code = None
-        _kill_group(proc)
+    _kill_group(proc)
     for r in readers:
         r.join()
     ms = int((time.monotonic() - started) * 1000)
@@ -196,8 +201,16 @@ def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = Non
     answer grants trust) a non-zero exit is a failure even after printing one."""
     if pacing_dir is not None and agent.min_interval_s > 0:
         pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
-    argv = [prompt if a == "{prompt}" else a for a in agent.argv]
-    done = run_process(argv, cwd, agent.timeout_s)
+    return interpret(agent, run_process(agent_argv(agent, prompt), cwd, agent.timeout_s), exit_zero=exit_zero)
+
+
+def agent_argv(agent: AgentSpec, prompt: str) -> list[str]:
+    return [prompt if a == "{prompt}" else a for a in agent.argv]
+
+
+def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False) -> CallResult:
+    """What one finished agent process gave: its output and usage, or why it failed
+    (shared by a call in this process and one a background run recorded on disk)."""
     if isinstance(done, str):
         return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
     ms = done.duration_ms

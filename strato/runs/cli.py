@@ -16,6 +16,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from strato.runs import background
+from strato.runs.runlock import exclusive
 from strato.runs.service import Runs
 from strato.runs.state import RESOLVERS, RUN_TERMINAL
 from strato.runs.store import Outcome
@@ -271,7 +273,9 @@ def gate_cmd(
     # a script is not a person: without a terminal the default is the agent
     via = "terminal" if sys.stdin.isatty() else "cli"
     by = resolved_by or ("human" if via == "terminal" else "agent")
-    _finish(runs, runs.gate(run_id, step, engine_decision, token, note, by, via), as_json)
+    outcome = runs.gate(run_id, step, engine_decision, token, note, by, via)
+    background.wake(runs, outcome.snap.run_id)  # a background run carries on without us
+    _finish(runs, outcome, as_json)
 
 
 @runs_group.command("gates")
@@ -332,12 +336,16 @@ def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
 @json_option
 @handled
 def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> None:
-    """Cancel RUN: outstanding tokens become stale.
+    """Cancel RUN: outstanding tokens become stale. A background run's runner stops the
+    agents it started (their whole process groups: SIGTERM, SIGKILL after a grace) and
+    records `flow_cancelled`; this waits until it has (exit 1 if it has not yet).
 
     Example: strato flow cancel <run> --reason "superseded"
     """
-    runs = _runs(root)
-    _print_summary(outcome_view(runs, runs.cancel(run_id, reason)), as_json)
+    view = background.cancel_view(_runs(root), run_id, "cli", reason)
+    _print_summary(view, as_json)
+    if view["status"] != "cancelled":
+        _fail(1, f"cancel of {view['runId']} is recorded; its runner has not stopped the run yet")
 
 
 @runs_group.command("audit")
@@ -402,6 +410,58 @@ def show_cmd(run_id: str, root: Path, as_json: bool) -> None:
     _print_summary(show_view(_runs(root), run_id), as_json)
 
 
+@runs_group.command("poll")
+@click.argument("run_id", metavar="RUN")
+@click.option("--cursor", type=int, default=0, show_default=True, help="Events already read (nextCursor).")
+@root_option
+@json_option
+@handled
+def poll_cmd(run_id: str, cursor: int, root: Path, as_json: bool) -> None:
+    """RUN's events from CURSOR, its ledger and what its background runner is doing
+    (Stratum's stratum_flow_bg_poll). A background run with work and no runner gets a
+    new one. Exit 1 if the run failed or was cancelled.
+
+    \b
+    Examples:
+      strato flow poll <run> --json
+      strato flow poll <run> --cursor 12
+    """
+    doc = background.poll(_runs(root), run_id, cursor)
+    if as_json:
+        click.echo(json.dumps(doc, sort_keys=True))
+    else:
+        for ev in doc["events"]:
+            click.echo(_event_line(ev))
+        bg = doc["bg"]
+        gates = f", waiting: {', '.join(bg['pendingGates'])}" if bg["pendingGates"] else ""
+        click.echo(f"{doc['runId']}: {bg['status']}{gates} (next cursor {doc['nextCursor']})")
+    if doc["status"] == "failed":
+        sys.exit(1)
+
+
+@runs_group.command("resume")
+@click.argument("run_id", metavar="RUN")
+@root_option
+@json_option
+@handled
+def resume_cmd(run_id: str, root: Path, as_json: bool) -> None:
+    """Carry RUN on in the background: mark it a background run and start its runner
+    unless one is running (after a gate decision, a killed runner, a reboot). Prints
+    what `strato flow poll` would.
+
+    Example: strato flow resume <run> --json
+    """
+    runs = _runs(root)
+    run_id = runs.store.resolve(run_id)
+    background.mark(runs, run_id)
+    background.wake(runs, run_id)
+    doc = background.poll(runs, run_id, 0)
+    if as_json:
+        click.echo(json.dumps(doc, sort_keys=True))
+    else:
+        click.echo(f"{doc['runId']}: {doc['bg']['status']}")
+
+
 @runs_group.command("watch")
 @click.argument("run_id", metavar="RUN")
 @click.option(
@@ -442,6 +502,9 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
 @click.option("--input-json", help="All inputs as one JSON object (or @file).")
 @click.option("--id", "run_id", help="Name the run (letters, digits, dashes); default a random uuid.")
 @click.option("--resume", metavar="RUN", help="Drive an existing run (e.g. after a gate decision).")
+@click.option(
+    "--background", "background_", is_flag=True, help="Detach: a runner drives the run; print its id at once."
+)
 @root_option
 @json_option
 @handled
@@ -451,17 +514,20 @@ def run_cmd(
     input_json: str | None,
     run_id: str | None,
     resume: str | None,
+    background_: bool,
     root: Path,
     as_json: bool,
 ) -> None:
     """Run SPEC in engine mode: agents from .vivary/agents.toml do the steps; stops when
-    the run ends or waits at a gate (exit 0), exit 1 if it failed.
+    the run ends or waits at a gate (exit 0), exit 1 if it failed. With --background a
+    detached runner drives it (follow it with `strato flow poll`).
 
     \b
     Example:
       strato run review.yaml --input text=hello --id review-1
       strato flow gate revise review-1 review --note "more detail"
       strato run --resume review-1
+      strato run review.yaml --input text=hello --background --json
     """
     if (spec is None) == (resume is None):
         _fail(2, "give either SPEC or --resume RUN")
@@ -471,9 +537,17 @@ def run_cmd(
         run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
     else:
         run_id = runs.load(resume).run_id  # a unique prefix names the run
+    if background_:
+        background.mark(runs, run_id)
+        background.wake(runs, run_id)
+        click.echo(json.dumps({"status": "running", "runId": run_id}) if as_json else run_id)
+        return
     if not as_json:
         click.echo(f"run {run_id}", err=True)
-    snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
+    with exclusive(background.runner_lock(runs, run_id)) as held:
+        if held is None:
+            _fail(1, f"run {run_id} is driven by its background runner (see `strato flow poll {run_id}`)")
+        snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
     view = summary(runs, snap)
     _print_summary(view, as_json)
     _exit_for(view)

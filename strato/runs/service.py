@@ -14,7 +14,7 @@ from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
-from strato.runs.agents import AgentsConfig, agent_prompt, call, judge_runner, load_config
+from strato.runs.agents import AgentsConfig, CallResult, agent_prompt, call, judge_runner, load_config
 from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
@@ -29,6 +29,9 @@ from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
 
 MAX_RACE_RETRIES = 50
+# the transports a person decides through: their own terminal, or the workbench page
+# (`vivary serve`), which proves it with the per-start token only that person was shown
+PERSON_TRANSPORTS = ("terminal", "workbench")
 
 
 class SpecInvalid(Exception):
@@ -169,22 +172,24 @@ class Runs:
         """Resolve a gate. Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result).
         `via` is how the decision arrived, as the caller knows it from its own transport
-        (`terminal`, `cli` without one, `mcp`), never from what a client says: the gate
+        (`terminal`, `cli` without one, `mcp`, `workbench`), never from what a client says: the gate
         policy is checked against it, and over MCP the decision is the agent's. The
         defaults are the agent's and no terminal: only a caller that knows a person is at
-        its terminal says `resolved_by="human", via="terminal"`."""
+        its terminal (or holds the workbench's token) says `resolved_by="human"` with
+        `via="terminal"` (or `"workbench"`)."""
         policy = self.config.gates
         if via == "mcp":
             resolved_by = "agent"
 
         def act(e: Engine) -> None:
             frame, gate_step, st = e.locate(step)
-            in_person = via == "terminal" and resolved_by == "human"
+            in_person = via in PERSON_TRANSPORTS and resolved_by == "human"
             if policy.needs_person(frame.name, gate_step.id) and not in_person:
                 raise Refused(
                     "gate_needs_person",
                     f"gate {step} ({frame.name}) must be decided by a person: run "
-                    "`strato flow gate` at a terminal ([gates] person in .vivary/agents.toml)",
+                    "`strato flow gate` at a terminal or the workbench (`vivary serve`) "
+                    "([gates] person in .vivary/agents.toml)",
                 )
             if via == "mcp" and not policy.mcp_may_resolve(frame.name, gate_step.id):
                 raise Refused(
@@ -197,8 +202,8 @@ class Runs:
         detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
         return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
-    def cancel(self, run_id: str, reason: str | None = None) -> Outcome:
-        return self.apply(run_id, "cancel", lambda e: e.cancel("cli", reason))
+    def cancel(self, run_id: str, reason: str | None = None, by: str = "cli") -> Outcome:
+        return self.apply(run_id, "cancel", lambda e: e.cancel(by, reason))
 
     def commit(self, run_id: str, label: str) -> Snapshot:
         snap = self.store.load(run_id)
@@ -265,9 +270,16 @@ class Runs:
 
     # --- engine mode
 
-    def drive(self, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> Snapshot:
+    def drive(
+        self,
+        run_id: str,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        dispatch: Callable[[str, dict[str, Any]], Outcome] | None = None,
+    ) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
-        are left waiting."""
+        are left waiting. `dispatch` runs one ready step (default: `self.dispatch`; a
+        background runner passes one whose agents outlive it)."""
+        dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
         while True:
             snap = self.store.load(run_id)
@@ -286,10 +298,14 @@ class Runs:
             if not mine:
                 return snap
             for entry in mine:
-                self._emit(on_event, self.dispatch(run_id, entry).events)
+                self._emit(on_event, dispatch(run_id, entry).events)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
+        return self.report(run_id, entry, res)
+
+    def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
+        """Record what the agent of a ready step gave, with the token it was handed."""
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}

@@ -18,7 +18,7 @@ ACTIVE = frozenset({"ready", "running", "waiting_gate"})
 RUN_TERMINAL = frozenset({"completed", "failed", "budget_exhausted", "cancelled"})
 RESOLVERS = ("human", "agent", "system")  # who decided a gate (kept in its history)
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
-USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label"})
+USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label", "invalid_cursor"})
 
 
 class Refused(Exception):

@@ -12,9 +12,9 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from tropo.git.chains import commits_since, ref_names
+from tropo.git.chains import commits_since, ref_names, ref_targets, ref_tips
 from tropo.git.objects import blob_at, entry_oid, write_commit
 from tropo.git.reflock import ref_writer
 from tropo.git.repo import cas_ref, read_ref
@@ -22,6 +22,7 @@ from tropo.git.types import Oid, Repository, oid, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
+T = TypeVar("T")
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 
 
@@ -162,6 +163,16 @@ class RunStore:
         names = ref_names(self.repo, PREFIX)
         return sorted(name[len(PREFIX) : -len("/head")] for name in names if name.endswith("/head"))
 
+    def heads(self) -> dict[str, str]:
+        """Every run's head commit, from one pass over the refs: what moved since the
+        last look, without reading any object."""
+        return _by_run(ref_targets(self.repo, PREFIX))
+
+    def tips(self) -> dict[str, tuple[str, int]]:
+        """Every run's head commit and its time: which runs were active last, without
+        loading a state."""
+        return _by_run(ref_tips(self.repo, PREFIX))
+
     # --- checkpoints
 
     def checkpoints(self, run_id: str) -> list[str]:
@@ -179,6 +190,11 @@ class RunStore:
         if commit is None:
             raise CheckpointNotFound(label, self.checkpoints(run_id))
         return self.at(run_id, commit)
+
+
+def _by_run(refs: dict[str, T]) -> dict[str, T]:
+    """`refs/vivary/runs/<id>/head` -> value, keyed by run id (checkpoints left out)."""
+    return {name[len(PREFIX) : -len("/head")]: v for name, v in refs.items() if name.endswith("/head")}
 
 
 def _message(message: dict[str, Any]) -> str:

@@ -22,3 +22,22 @@ def commits_since(repo: pygit2.Repository, head: str, seen: str | None = None) -
     if seen is not None:
         walker.hide(pygit2.Oid(hex=seen))
     return [(str(c.id), c.message) for c in walker]
+
+
+
+def ref_targets(repo: pygit2.Repository, prefix: str) -> dict[str, str]:
+    """Each ref under `prefix` with the object it points at: one pass over the refs and
+    no object read, the cheap way for a watcher to see what moved."""
+    return {ref.name: str(ref.target) for ref in repo.references.iterator()
+            if ref.name.startswith(prefix) and isinstance(ref.target, pygit2.Oid)}
+
+
+def ref_tips(repo: pygit2.Repository, prefix: str) -> dict[str, tuple[str, int]]:
+    """Each ref under `prefix` with the commit it points at and that commit's time
+    (seconds since the epoch), to order chains by activity without reading them."""
+    out: dict[str, tuple[str, int]] = {}
+    for name, target in ref_targets(repo, prefix).items():
+        found = repo[target]
+        if found.type == pygit2.enums.ObjectType.COMMIT:
+            out[name] = (target, found.peel(pygit2.Commit).commit_time)
+    return out

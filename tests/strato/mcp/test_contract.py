@@ -20,9 +20,13 @@ from tests.strato.guard.conftest import make_key, ssh_sign
 from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
 
 # tools of the reference another branch is building: not served yet
-PENDING = {"stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg"}
+PENDING: set[str] = set()
 # driven into each variant, against the same contract module, by tests/strato/mcp/test_agent_runs.py
-DRIVEN_ELSEWHERE = {"stratum_agent_run", "stratum_agent_poll", "stratum_cancel_agent_run"}
+# and tests/strato/mcp/test_bg_flow.py
+DRIVEN_ELSEWHERE = {
+    "stratum_agent_run", "stratum_agent_poll", "stratum_cancel_agent_run",
+    "stratum_flow_run_bg", "stratum_flow_bg_poll", "stratum_flow_cancel_bg",
+}
 # (tool, status) no request can reach, and why
 UNREACHABLE = {
     (

@@ -1,0 +1,309 @@
+"""Background flow runs: a detached runner drives the run while nobody holds a line.
+
+The run's state is its ref, as for every run; a background run is marked there
+(`background` in `run.json`), and so is a cancel asked of it
+(`background.cancelRequested`). The runner is ``python -m strato.runs.background ROOT
+RUN`` in a session of its own, started through a short-lived parent so it is nobody's
+child; its output goes to ``.git/vivary/bg/<run>/runner.log``. For its whole life it
+holds ``.git/vivary/bg/<run>/runner.lock`` (a kernel lock, see `strato.runs.runlock`):
+a second runner, or a foreground `strato run --resume`, finds it held and leaves the
+run alone, and a runner killed by kill -9 leaves it free for the next one. The next one
+is started by whatever notices work and no runner: a poll, a gate decision, `strato
+flow resume`, a cancel.
+
+Each agent runs in a dispatch process of its own (`strato.runs.bgdispatch`), so a
+runner that dies mid-step does not lose the step or run its agent twice. The runner
+exits when nothing is left for it to do (the run ended, or only gates wait for a
+person): no process spins at a gate. A cancel is recorded in the ref; the runner sees
+it within a tick, stops the agents' process groups and records `flow_cancelled`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from strato.agentruns import groups
+from strato.runs import bgdispatch, views, wire
+from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
+from strato.runs.engine import Engine
+from strato.runs.runlock import exclusive, is_held
+from strato.runs.service import Runs
+from strato.runs.state import RUN_TERMINAL, Refused, now_iso
+from strato.runs.store import Outcome, Snapshot
+from tropo.git.repo import private_dir
+
+CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
+LOG_LIMIT = 1 << 20
+# the runner's parent exits at once, so the runner is reparented and nobody must reap it
+_DETACH = "import subprocess, sys; subprocess.Popen(sys.argv[1:], close_fds=True)"
+
+
+class Cancelled(Exception):
+    """A cancel was asked while the runner drove the run."""
+
+
+def bg_dir(runs: Runs, run_id: str) -> Path:
+    return private_dir(runs.repo) / "bg" / run_id
+
+
+def runner_lock(runs: Runs, run_id: str) -> Path:
+    return bg_dir(runs, run_id) / "runner.lock"
+
+
+def is_background(state: dict[str, Any]) -> bool:
+    return isinstance(state.get("background"), dict)
+
+
+def cancel_request(state: dict[str, Any]) -> dict[str, Any] | None:
+    req = state.get("background", {}).get("cancelRequested") if is_background(state) else None
+    return req if isinstance(req, dict) else None
+
+
+# --- starting
+
+
+def start(runs: Runs, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> str:
+    """Plan the run, mark it as a background run and start its runner; its id."""
+    run_id = runs.plan(spec_text, inputs, run_id).snap.run_id
+    mark(runs, run_id)
+    wake(runs, run_id)
+    return run_id
+
+
+def mark(runs: Runs, run_id: str) -> None:
+    """Record in the ref that this run is driven in the background (kept if it already is)."""
+
+    def act(e: Engine) -> None:
+        e.run.setdefault("background", {"since": now_iso()})
+
+    if not is_background(runs.load(run_id).state):
+        runs.apply(run_id, "background", act)
+
+
+def has_work(runs: Runs, snap: Snapshot) -> bool:
+    """A runner has something to do: a cancel to record, an agent step or a fanout to run."""
+    if snap.state["status"] in RUN_TERMINAL:
+        return False
+    if cancel_request(snap.state) is not None:
+        return True
+    eng = runs.engine(snap, judge=False)
+    return bool(eng.running_fanouts()) or any("itemIndex" not in e for e in eng.ready())
+
+
+def wake(runs: Runs, run_id: str) -> bool:
+    """Start a runner for a background run that has work and no runner; True if one
+    was started (a runner already there, or nothing to do: False)."""
+    run_id = runs.store.resolve(run_id)
+    snap = runs.load(run_id)
+    if not is_background(snap.state) or not has_work(runs, snap) or is_held(runner_lock(runs, run_id)):
+        return False
+    launch(runs, run_id)
+    return True
+
+
+def launch(runs: Runs, run_id: str) -> None:
+    folder = bg_dir(runs, run_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "runner.log"
+    if log.exists() and log.stat().st_size > LOG_LIMIT:
+        log.unlink()
+    runner = [sys.executable, "-m", "strato.runs.background", str(runs.root), run_id]
+    argv = [sys.executable, "-c", _DETACH, *runner]
+    with open(log, "ab") as out:
+        subprocess.Popen(
+            argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+            start_new_session=True, close_fds=True,
+        ).wait()
+
+
+# --- the runner
+
+
+def drive(runs: Runs, run_id: str) -> None:
+    """Be the run's runner until nothing is left to do (returns at once if another is)."""
+    with exclusive(runner_lock(runs, run_id)) as held:
+        if held is None:
+            return
+        (bg_dir(runs, run_id) / "runner.pid").write_text(str(os.getpid()))
+        watch = _CancelWatch(runs, run_id)
+        while True:
+            snap = runs.load(run_id)
+            if snap.state["status"] in RUN_TERMINAL:
+                break
+            req = cancel_request(snap.state)
+            if req is not None:
+                _record_cancel(runs, run_id, req)
+                break
+            try:
+                runs.drive(run_id, dispatch=lambda rid, entry: _dispatch(runs, rid, entry, watch))
+            except Cancelled:
+                continue
+            if cancel_request(runs.load(run_id).state) is None:
+                break  # the run ended or waits for a person: the runner goes
+        _forget_dispatches(runs, run_id)
+
+
+class _CancelWatch:
+    """Whether a cancel was asked: one ref read per look, the state only when it moved."""
+
+    def __init__(self, runs: Runs, run_id: str) -> None:
+        self.runs, self.run_id = runs, run_id
+        self.head: str | None = None
+        self.asked = False
+
+    def __call__(self) -> bool:
+        if not self.asked:
+            head = self.runs.store.head(self.run_id)
+            if head != self.head:
+                self.head = head
+                self.asked = cancel_request(self.runs.store.at(self.run_id, head).state) is not None
+        return self.asked
+
+
+def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
+    if cancelled():
+        raise Cancelled
+    agent = runs.config.get(entry["agent"])
+
+    def paced() -> None:
+        if agent.min_interval_s > 0:
+            pace(runs.pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
+
+    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
+    argv = agent_argv(agent, agent_prompt(entry))
+    done = bgdispatch.run(folder, argv, runs.root, agent.timeout_s, paced, cancelled)
+    if done is None:
+        raise Cancelled
+    return runs.report(run_id, entry, interpret(agent, done))
+
+
+def _record_cancel(runs: Runs, run_id: str, req: dict[str, Any]) -> None:
+    """Stop every dispatch still running, then end the run as cancelled."""
+    for folder in _dispatches(runs, run_id):
+        bgdispatch.stop(folder)
+    with contextlib.suppress(Refused):  # it ended (or another caller cancelled it) meanwhile
+        runs.cancel(run_id, req.get("reason"), by=str(req.get("by", "cli")))
+
+
+def _dispatches(runs: Runs, run_id: str) -> list[Path]:
+    root = bg_dir(runs, run_id) / "dispatch"
+    return sorted(root.iterdir()) if root.is_dir() else []
+
+
+def _forget_dispatches(runs: Runs, run_id: str) -> None:
+    """Drop the folders of dispatches whose token the run no longer hands out (their
+    results are recorded, or stale); a live dispatch is never removed."""
+    snap = runs.load(run_id)
+    live = {e["dispatchToken"] for e in runs.engine(snap, judge=False).ready()}
+    for folder in _dispatches(runs, run_id):
+        if folder.name not in live and not is_held(folder / "lock"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- cancel
+
+
+def cancel(runs: Runs, run_id: str, by: str, reason: str | None = None, wait_s: float = CANCEL_WAIT_S) -> str:
+    """Ask a run to stop and wait (up to `wait_s`) until it has: the run's status after
+    (`running` if the runner has not finished stopping it yet). A run without a runner
+    is cancelled here, under the runner lock, so two callers never both record it."""
+    run_id = runs.store.resolve(run_id)
+    snap = runs.load(run_id)
+    if snap.state["status"] in RUN_TERMINAL:
+        return str(snap.state["status"])
+    if cancel_request(snap.state) is None:
+        asked = {"by": by, "at": now_iso(), **({"reason": reason} if reason else {})}
+
+        def act(e: Engine) -> None:
+            if e.run["status"] not in RUN_TERMINAL:
+                bg = e.run.setdefault("background", {"since": now_iso()})
+                bg.setdefault("cancelRequested", asked)
+
+        runs.apply(run_id, "cancel_request", act, by=by)
+    deadline = time.monotonic() + wait_s
+    while True:
+        with exclusive(runner_lock(runs, run_id)) as held:
+            state = runs.load(run_id).state
+            if held is not None and state["status"] not in RUN_TERMINAL:
+                req = cancel_request(state)
+                assert req is not None
+                _record_cancel(runs, run_id, req)
+                _forget_dispatches(runs, run_id)
+                state = runs.load(run_id).state
+        if state["status"] in RUN_TERMINAL or time.monotonic() > deadline:
+            return str(state["status"])
+        time.sleep(bgdispatch.TICK_S)
+
+
+def cancel_view(runs: Runs, run_id: str, by: str, reason: str | None = None) -> dict[str, Any]:
+    """`strato flow cancel`'s document for any run. A run that is not a background run
+    ends at once (its outstanding tokens go stale); a background run ends once its runner
+    has stopped the agents it started: the document's status is still `running` if that
+    has not happened within the wait."""
+    snap = runs.load(run_id)
+    if not is_background(snap.state):
+        return views.outcome_view(runs, runs.cancel(snap.run_id, reason, by=by))
+    if snap.state["status"] in RUN_TERMINAL:
+        raise Refused("run_not_running", f"run is {snap.state['status']}")
+    cancel(runs, snap.run_id, by, reason)
+    after = runs.load(snap.run_id)
+    done = [ev for _, t in runs.store.since(after.head, snap.head) for ev in t.get("events", [])]
+    return views.outcome_view(runs, Outcome(after, done))
+
+
+# --- poll
+
+
+def bg_status(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+    """The `bg` block of a poll: what the background side of the run is doing."""
+    state = snap.state
+    eng = runs.engine(snap, judge=False)
+    pending = [
+        frame.prefix + sid
+        for frame in eng.frames()
+        for sid, st in frame.steps.items()
+        if st["status"] == "waiting_gate"
+    ] if state["status"] == "running" else []
+    requested = cancel_request(state) is not None
+    if state["status"] in RUN_TERMINAL:
+        status = state["status"]
+    elif requested:
+        status = "cancelling"
+    elif pending and not has_work(runs, snap):
+        status = "waiting_gate"
+    else:
+        status = "running"
+    out: dict[str, Any] = {"status": status, "cancelRequested": requested, "pendingGates": pending}
+    if pending:
+        out["gateStepId"] = pending[0]
+    return out
+
+
+def poll(runs: Runs, run_id: str, cursor: int = 0) -> dict[str, Any]:
+    """Stratum's `stratum_flow_bg_poll` answer: `stratum_flow_poll`'s (events from
+    `cursor` in the reference's kinds, ledger, output or failure) and the `bg` block. A
+    background run with work and no runner (killed, or its server restarted) gets a new
+    runner here. `bg` is read first: a run only moves on, so when `bg` says the run
+    ended the rest of the answer says so too."""
+    snap = runs.load(run_id)
+    bg = bg_status(runs, snap)
+    doc = wire.poll(runs, snap.run_id, cursor)  # refuses a bad cursor before anything starts
+    wake(runs, snap.run_id)
+    return {**doc, "bg": bg}
+
+
+def main(argv: list[str]) -> int:
+    root, run_id = Path(argv[0]), argv[1]
+    drive(Runs(root), run_id)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

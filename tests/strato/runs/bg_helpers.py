@@ -1,0 +1,194 @@
+"""Workspaces for background runs: the agent is a small Python script playing a slow, a
+wrong, a silent or a hostile agent, that appends one line per call to `calls-<tag>.log`
+(so a test counts dispatches by their side effect); the hostile one writes every pid it
+forks to `pids-<tag>.txt`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import commit_all, write_files
+
+# One script plays every agent; the first word of the step's `do` says which. The
+# specs name the built-in `claude`, so they stay valid outside this workspace too.
+PLAY = """
+import json, os, signal, sys, time
+mode, step, tag = sys.argv[1].split()[:3]
+log = f"calls-{tag}.log"
+with open(log, "a") as fh:
+    fh.write(f"{step} {os.getpid()}\\n")
+mine = sum(1 for line in open(log) if line.split()[0] == step)
+if mode == "slow":  # takes a while (long enough for a kill to land mid-call), then answers
+    time.sleep(float(os.environ.get("SLOW_S", "0.3")))
+    print(json.dumps({"text": f"{step} done"}))
+elif mode == "wrong":  # wrong the first time it is asked for a step, right the second
+    time.sleep(0.1)
+    print(json.dumps({"text": "right" if mine >= 2 else "wrong"}))
+elif mode == "hostile":  # ignores SIGTERM, forks three children that ignore it too, never answers
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for _ in range(3):
+        if os.fork() == 0:
+            break
+    with open(f"pids-{tag}.txt", "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    while True:
+        time.sleep(1)
+# "silent": exits 0 without printing anything
+"""
+
+STEPS_SPEC = """\
+version: 1
+contracts:
+  Note:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      tag: string
+    output:
+      from: "${finish.output}"
+      contract: Note
+    steps:
+      - id: draft
+        do: "slow draft ${input.tag}"
+        agent: claude
+        out: Note
+      - id: fix
+        after: [draft]
+        do: "wrong fix ${input.tag}"
+        agent: claude
+        out: Note
+        ensure:
+          - expr: "result.text == 'right'"
+        attempts: 3
+      - id: finish
+        after: [fix]
+        do: "slow finish ${input.tag}"
+        agent: claude
+        out: Note
+"""
+
+GATED_SPEC = """\
+version: 1
+contracts:
+  Note:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      tag: string
+    output:
+      from: "${draft.output}"
+      contract: Note
+    max_rounds: 3
+    steps:
+      - id: draft
+        do: "slow draft ${input.tag}"
+        agent: claude
+        out: Note
+      - id: review
+        after: [draft]
+        gate:
+          on_approve: null
+          on_revise: draft
+          on_kill: null
+"""
+
+
+def one_step_spec(mode: str) -> str:
+    return f"""\
+version: 1
+contracts:
+  Note:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      tag: string
+    output:
+      from: "${{work.output}}"
+      contract: Note
+    steps:
+      - id: work
+        do: "{mode} work ${{input.tag}}"
+        agent: claude
+        out: Note
+        attempts: 2
+"""
+
+
+def make_workspace(root: Path) -> Path:
+    toml = f'[agents.claude]\nargv = [{json.dumps(sys.executable)}, "agents/play.py", "{{prompt}}"]\n'
+    write_files(root, {
+        "agents/play.py": PLAY, ".vivary/agents.toml": toml, "specs/steps.yaml": STEPS_SPEC,
+        "specs/gated.yaml": GATED_SPEC, ".gitignore": "calls-*.log\npids-*.txt\n",
+    })
+    commit_all(root, "workspace")
+    return root
+
+
+def calls(root: Path, tag: str) -> list[str]:
+    """The steps dispatched for run `tag`, one per agent process started, in order."""
+    log = root / f"calls-{tag}.log"
+    return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def pids(root: Path, tag: str) -> list[int]:
+    path = root / f"pids-{tag}.txt"
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def kill_hostiles(root: Path) -> None:
+    """A failed test must not leave an agent that ignores SIGTERM running."""
+    for path in root.glob("pids-*.txt"):
+        for pid in path.read_text().split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def wait_for(condition: Callable[[], Any], what: str, bound_s: float = 180) -> Any:
+    """Poll a condition; the bound only keeps a broken run from hanging the suite."""
+    deadline = time.monotonic() + bound_s
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.05)
+    return value
+
+
+def strato(root: Path, *args: str, stdin: str | None = None) -> tuple[int, Any, str]:
+    """Run `strato ARGS --root ROOT --json`: (exit code, its JSON, stderr)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "strato.cli", *args, "--root", str(root), "--json"],
+        capture_output=True, text=True, check=False, input=stdin,
+    )
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
+
+
+def runner_pid(root: Path, run_id: str) -> int | None:
+    path = root / ".git" / "vivary" / "bg" / run_id / "runner.pid"
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def is_runner(pid: int) -> bool:
+    """`pid` is a live background runner (not a zombie, not a reused pid)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and b"strato.runs.background" in cmdline

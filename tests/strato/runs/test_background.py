@@ -1,0 +1,236 @@
+"""Background flow runs with real subprocess agents: a detached runner drives the run from
+its ref, survives nothing (kill -9 at random points: a new runner resumes and no step's
+agent runs twice), waits at gates with no process left, and a cancel stops every agent
+process it started, read from /proc."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from strato.agentruns import groups
+from strato.runs import background, wire
+from strato.runs.runlock import is_held
+from strato.runs.service import Runs
+from strato.runs.state import RUN_TERMINAL
+from tests.strato.runs.bg_helpers import (
+    STEPS_SPEC,
+    calls,
+    is_runner,
+    kill_hostiles,
+    make_workspace,
+    one_step_spec,
+    pids,
+    runner_pid,
+    strato,
+    wait_for,
+)
+
+
+@pytest.fixture
+def workspace(repo_dir: Path) -> Iterator[Path]:
+    yield make_workspace(repo_dir)
+    kill_hostiles(repo_dir)
+
+
+def foreground(root: Path, spec: str, tag: str) -> tuple[dict[str, Any], list[str]]:
+    """The same spec run in the foreground: what a background run must end as."""
+    runs = Runs(root)
+    snap = runs.drive(runs.plan(spec, {"tag": tag}).snap.run_id)
+    return _ending(snap.state), calls(root, tag)
+
+
+def _ending(state: dict[str, Any]) -> dict[str, Any]:
+    steps = {k: (v["status"], len(v["attempts"]), v.get("output")) for k, v in state["scope"]["steps"].items()}
+    return {"status": state["status"], "output": state.get("output"), "failure": state.get("failure"),
+            "steps": steps}
+
+
+def ended(root: Path, run_id: str) -> dict[str, Any]:
+    """Poll (which restarts a dead runner) until the run ends."""
+    def done() -> dict[str, Any] | None:
+        doc = background.poll(Runs(root), run_id)
+        return doc if doc["bg"]["status"] in RUN_TERMINAL else None
+    return wait_for(done, f"run {run_id} ends")  # type: ignore[no-any-return]
+
+
+def no_runner(root: Path, run_id: str) -> bool:
+    pid = runner_pid(root, run_id)
+    lock = root / ".git" / "vivary" / "bg" / run_id / "runner.lock"
+    return not is_held(lock) and (pid is None or not is_runner(pid))
+
+
+def test_a_background_run_ends_as_the_foreground_run_does(workspace: Path) -> None:
+    expected, dispatched = foreground(workspace, STEPS_SPEC, "fg")
+    assert dispatched == ["draft", "fix", "fix", "finish"]  # the wrong agent was retried once
+
+    code, started, _ = strato(workspace, "run", str(workspace / "specs/steps.yaml"), "--input", "tag=bg", "--background")
+    assert code == 0 and set(started) == {"status", "runId"} and started["status"] == "running"
+    run_id = started["runId"]  # the process that started it has exited
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "completed" and doc["output"] == {"text": "finish done"}
+    assert _ending(Runs(workspace).load(run_id).state) == expected
+    assert calls(workspace, "bg") == dispatched
+    assert doc["bg"] == {"status": "completed", "cancelRequested": False, "pendingGates": []}
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
+
+
+def test_poll_pages_events_from_a_cursor(workspace: Path) -> None:
+    run_id = background.start(Runs(workspace), STEPS_SPEC, {"tag": "page"})
+    everything = ended(workspace, run_id)["events"]
+    assert next(e["type"] for e in everything) == "planned" and everything[-1]["type"] == "completed"
+
+    code, doc, _ = strato(workspace, "flow", "poll", run_id, "--cursor", "3")
+    assert code == 0 and doc["events"] == everything[3:] and doc["nextCursor"] == len(everything)
+    code, doc, _ = strato(workspace, "flow", "poll", run_id, "--cursor", str(len(everything)))
+    assert code == 0 and doc["events"] == []
+    code, doc, err = strato(workspace, "flow", "poll", run_id, "--cursor", str(len(everything) + 1))
+    assert code == 2 and doc["code"] == "invalid_cursor" and err.count("\n") == 1
+    code, doc, err = strato(workspace, "flow", "poll", run_id, "--cursor", "-1")
+    assert code == 2 and doc["code"] == "invalid_cursor"
+    code, doc, err = strato(workspace, "flow", "poll", "no-such-run")
+    assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1
+
+
+def test_a_gate_waits_with_no_runner_and_a_decision_starts_one(workspace: Path) -> None:
+    code, started, _ = strato(workspace, "run", str(workspace / "specs/gated.yaml"), "--input", "tag=gate", "--background")
+    run_id = started["runId"]
+
+    def waiting() -> dict[str, Any] | None:
+        doc = strato(workspace, "flow", "poll", run_id)[1]
+        return doc if doc["bg"]["status"] == "waiting_gate" else None
+
+    doc = wait_for(waiting, "the run waits at its gate")
+    assert doc["status"] == "running"
+    assert doc["bg"] == {"status": "waiting_gate", "cancelRequested": False, "pendingGates": ["review"],
+                         "gateStepId": "review"}
+    assert wait_for(lambda: no_runner(workspace, run_id), "no runner waits at the gate")
+    assert strato(workspace, "flow", "poll", run_id)[1]["bg"]["status"] == "waiting_gate"
+    assert no_runner(workspace, run_id), "a poll at a gate started a runner with nothing to do"
+
+    # revise sends the run back to `draft`: the decision itself starts a runner
+    code, _, err = strato(workspace, "flow", "gate", "revise", run_id, "review", "--resolved-by", "agent")
+    assert code == 0, err
+    wait_for(lambda: calls(workspace, "gate") == ["draft", "draft"], "draft is dispatched again")
+    doc = wait_for(waiting, "the run waits at its gate again")
+    assert doc["bg"]["pendingGates"] == ["review"]
+    code, _, _ = strato(workspace, "flow", "gate", "approve", run_id, "review", "--resolved-by", "agent")
+    assert ended(workspace, run_id)["output"] == {"text": "draft done"}
+    assert calls(workspace, "gate") == ["draft", "draft"]
+
+
+def test_cancel_stops_an_agent_that_ignores_sigterm_and_everything_it_forked(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, one_step_spec("hostile"), {"tag": "h"})
+    procs = wait_for(lambda: len(pids(workspace, "h")) == 4 and pids(workspace, "h"), "four agent processes")
+    pgid = os.getpgid(procs[0])
+    assert sorted(groups.members(pgid)) == sorted(procs)
+    os.killpg(pgid, signal.SIGTERM)  # what a plain kill does to it: nothing
+    assert sorted(groups.members(pgid)) == sorted(procs)
+
+    code, view, err = strato(workspace, "flow", "cancel", run_id, "--reason", "superseded")
+    assert code == 0, err
+    assert view["status"] == "cancelled"
+    assert groups.members(pgid) == [] and not any(groups.alive(p) for p in procs)
+    doc = background.poll(runs, run_id)
+    assert doc["status"] == "failed" and doc["failure"] == {"attempt": 0, "reason": "cancelled: superseded"}
+    assert doc["bg"] == {"status": "cancelled", "cancelRequested": True, "pendingGates": []}
+    cancelled = [e for e in doc["events"] if e["type"] == "flow_cancelled"]
+    assert len(cancelled) == 1
+    assert cancelled[0]["detail"] == {"by": "cli", "reason": "superseded", "burned": {"steps": ["work"], "items": 0}}
+    assert calls(workspace, "h") == ["work"]
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
+    code, _, err = strato(workspace, "flow", "cancel", run_id)
+    assert code == 1 and "cancelled" in err
+
+
+def test_cancel_with_no_runner_is_recorded_by_the_canceller(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, (workspace / "specs" / "gated.yaml").read_text(), {"tag": "c"})
+    wait_for(lambda: background.poll(runs, run_id)["bg"]["status"] == "waiting_gate", "the gate")
+    assert wait_for(lambda: no_runner(workspace, run_id), "no runner")
+    assert background.cancel(runs, run_id, "mcp") == "cancelled"
+    detail = next(e for e in wire.events(runs, run_id) if e["type"] == "flow_cancelled")["detail"]
+    assert detail == {"by": "mcp", "burned": {"steps": ["review"], "items": 0}}
+
+
+def test_an_agent_that_exits_without_output_fails_the_run_as_in_the_foreground(workspace: Path) -> None:
+    spec = one_step_spec("silent")
+    expected, dispatched = foreground(workspace, spec, "s-fg")
+    assert expected["status"] == "failed" and dispatched == ["work", "work"]
+    run_id = background.start(Runs(workspace), spec, {"tag": "s-bg"})
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "failed" and doc["failure"] == wire.failure(expected)
+    assert _ending(Runs(workspace).load(run_id).state) == expected
+    assert calls(workspace, "s-bg") == dispatched
+
+
+def test_resume_carries_a_planned_run_on_in_the_background(workspace: Path) -> None:
+    code, planned, _ = strato(workspace, "flow", "plan", str(workspace / "specs/steps.yaml"), "--input", "tag=res")
+    assert code == 0 and [e["id"] for e in planned["ready"]] == ["draft"] and calls(workspace, "res") == []
+    code, doc, _ = strato(workspace, "flow", "resume", planned["runId"])
+    assert code == 0 and doc["bg"]["status"] in ("running", "completed")
+    assert ended(workspace, planned["runId"])["output"] == {"text": "finish done"}
+    assert calls(workspace, "res") == ["draft", "fix", "fix", "finish"]
+    code, _, err = strato(workspace, "flow", "resume", "no-such-run")
+    assert code == 1 and err.count("\n") == 1
+
+
+def test_two_runners_never_drive_one_run(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, STEPS_SPEC, {"tag": "two"})
+    for _ in range(4):  # as a crowd of pollers that all saw no runner would
+        background.launch(runs, run_id)
+    assert ended(workspace, run_id)["status"] == "completed"
+    assert calls(workspace, "two") == ["draft", "fix", "fix", "finish"]
+
+
+def test_a_foreground_resume_refuses_a_run_its_runner_drives(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, one_step_spec("hostile"), {"tag": "fr"})
+    wait_for(lambda: len(pids(workspace, "fr")) == 4, "the agent runs")
+    code, _, err = strato(workspace, "run", "--resume", run_id)
+    assert code == 1 and "background runner" in err and err.count("\n") == 1
+    assert background.cancel(runs, run_id, "cli") == "cancelled"
+
+
+def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foreground(workspace: Path) -> None:
+    """kill -9 of the runner at a random moment (between or inside steps, while an agent
+    runs or just after it answered), then a poll restarts it: every run ends as the
+    foreground run of the same spec did, with each step's agent started exactly as often."""
+    if os.nice(0) < 19:
+        os.nice(19 - os.nice(0))  # a heavy loop on a shared machine: everything it starts inherits this
+    expected, dispatched = foreground(workspace, STEPS_SPEC, "k-fg")
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    kills = 0
+    for i in range(30):
+        tag = f"k{i}"
+        runs = Runs(workspace)
+        run_id = background.start(runs, STEPS_SPEC, {"tag": tag})
+        for _ in range(rng.randint(1, 2)):
+            after = rng.randint(0, len(dispatched))  # dispatches started before the kill
+
+            def due(tag: str = tag, after: int = after, run_id: str = run_id) -> bool:
+                polled = background.poll(Runs(workspace), run_id)  # as a client would: it restarts a dead runner
+                return len(calls(workspace, tag)) >= after or polled["bg"]["status"] in RUN_TERMINAL
+
+            wait_for(due, f"{after} dispatches of {tag}")
+            time.sleep(rng.uniform(0, 0.4))  # a random point, not a wait for an event
+            pid = runner_pid(workspace, run_id)
+            if pid is not None and is_runner(pid):
+                os.kill(pid, signal.SIGKILL)
+                kills += 1
+        ended(workspace, run_id)
+        state = Runs(workspace).load(run_id).state
+        assert _ending(state) == expected, f"seed {seed}, run {i}"
+        assert calls(workspace, tag) == dispatched, f"seed {seed}, run {i}: dispatches {calls(workspace, tag)}"
+    print(f"seed {seed}: {kills} kills of a live runner in 30 runs")
+    assert kills >= 15, f"seed {seed}: only {kills} kills landed on a live runner"
