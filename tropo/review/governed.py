@@ -215,7 +215,7 @@ def _claim_lists_agree(receipt: JSON) -> bool:
         for values in lists
     ):
         return False
-    in_scope, verified, unverified = lists
+    in_scope, verified, unverified = (list(values) for values in lists if isinstance(values, list))
     if set(verified) & set(unverified) or set(verified) | set(unverified) != set(in_scope):
         return False
     checks = receipt["checks"]
@@ -314,8 +314,10 @@ def refusal_codes(request: Any) -> list[str]:
     receipt = request.get("receipt")
     if isinstance(receipt, dict):
         codes.extend(f"unknown_receipt_field:{field}" for field in sorted(set(receipt) - receipts.FIELDS))
-    if "receipt" in request and receipt_readable and not (
-        _receipt_shape(receipt, capsule) and receipts.checks_authorized(receipt["checks"], capsule)
+    if "receipt" in request and receipt_readable and isinstance(capsule, dict) and not (
+        isinstance(receipt, dict)
+        and _receipt_shape(receipt, capsule)
+        and receipts.checks_authorized(receipt["checks"], capsule)
     ):
         codes.append("invalid_receipt")
     codes.extend(receipt_codes(receipt, observed, verified))

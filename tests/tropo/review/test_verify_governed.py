@@ -266,7 +266,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, 
         missing("upstream ozone not installed: run `make upstream` to compare")
     tmp = tmp_path_factory.mktemp("verify")
     cases = _cases(tmp)
-    runs = [{"argv": argv} for _, argv in cases.values()]
+    runs: list[JSON] = [{"argv": argv} for _, argv in cases.values()]
     runs += [{"argv": ["verify", "-", "--governed", "--json"], "stdin": text}
              for text, _ in list(cases.values())[:5]]
     names = [*cases, *(f"stdin:{name}" for name in list(cases)[:5])]
@@ -308,3 +308,59 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
     for (name, (_, expected)), mine, suite in zip(DIFFERENCES.items(), ours, theirs, strict=True):
         assert (mine["code"], json.loads(mine["stdout"])) == (2, expected), name
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
+
+
+def _cli(exe: Path | str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    proc = subprocess.run([str(exe), *args], input=stdin, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("name", ["sufficient", "failed_check", "no_receipt", "gate_unknown_field"])
+def test_tropo_verify_text_is_the_suites_but_for_the_program_name(
+        name: str, tmp_path: Path, upstream: Callable[[str], Path]) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({**_valid(), **_refused()}[name]))
+    for flags in ([], ["--strict"]):
+        code, out, err = _cli(Path(sys.executable).parent / "tropo", "verify", str(path), "--governed", *flags)
+        suite = _cli(upstream("ozone"), "verify", str(path), "--governed", *flags)
+        assert (code, out.replace("tropo verify: ", "ozone verify: ")) == suite[:2]
+        assert err == ""
+
+
+def test_tropo_verify_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    tropo = Path(sys.executable).parent / "tropo"
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request()))
+    code, out, err = _cli(tropo, "verify", str(path))
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--governed" in err
+    code, out, err = _cli(tropo, "verify", "--governed")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    code, out, err = _cli(tropo, "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
+    assert (code, json.loads(out)) == (2, refusal(["invalid_request_document"]))
+    assert err == "tropo verify: invalid request document: duplicate key 'a'\n"
+    code, out, err = _cli(tropo, "verify", "--help")
+    assert code == 0 and "Examples:" in out
+
+
+@pytest.mark.parametrize("front", ["tropo", "vivary"])
+def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
+                                                    upstream: Callable[[str], Path]) -> None:
+    exe = Path(sys.executable).parent / front
+    path = tmp_path / "request.json"
+    text = json.dumps(request())
+    path.write_text(text)
+    alias = tmp_path / "alias.json"
+    alias.symlink_to(path)
+    for args, stdin in (([str(path), "--receipt", str(path)], ""),
+                        ([str(path), f"--receipt={alias}"], ""),
+                        (["-", "--receipt", str(tmp_path / "log.jsonl")], text)):
+        code, out, err = _cli(exe, "verify", *args, "--governed", "--json", stdin=stdin)
+        suite = _cli(upstream("ozone"), "verify", *args, "--governed", "--json", stdin=stdin)
+        assert (code, out) == (2, "") == suite[:2], args
+        assert err == f"{front}: receipt: receipt path must not identify the request document\n"
+    assert path.read_text() == text and not (tmp_path / "log.jsonl").exists()
+    code, out, _ = _cli(exe, "verify", str(path), "--help", "--receipt", str(path))
+    assert code == 0 and "REQUEST" in out and path.read_text() == text
+    log = tmp_path / "runs.jsonl"
+    code, out, _ = _cli(exe, "verify", str(path), "--governed", "--json", "--receipt", str(log))
+    assert code == 0 and json.loads(log.read_text())["command"] == "verify"

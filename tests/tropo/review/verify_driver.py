@@ -19,7 +19,8 @@ def _entry() -> Callable[[list[str]], object]:
         from hooks.cli import main
 
         return lambda argv: main.main(args=argv, prog_name="vivary", standalone_mode=True)
-    return ozone.main
+    entry: Callable[[list[str]], object] = ozone.main
+    return entry
 
 
 def _run(entry: Callable[[list[str]], object], argv: list[str], stdin: str | None) -> dict[str, object]:
