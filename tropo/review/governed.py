@@ -27,6 +27,9 @@ REFUSAL_SCHEMA = "vivary.ozone-verification-refusal/v0"
 FIELDS = frozenset({"schema", "workspace", "verified_at", "capsule", "receipt", "gate", "graph", "content"})
 #: Canonical-JSON work (values plus escaped characters) a request may cost to inspect.
 MAX_WORK = 10_000_000
+#: Containers nested deeper than this (the request object is level 1) are refused: the
+#: depth from which the suite's recursive canonical-value check gives up, made a rule.
+MAX_DEPTH = 331
 MAX_IDENTIFIER_BYTES = 128
 MAX_SCOPE_COMPARISONS = 100_000
 MAX_SCOPE_SCALAR_WORK = 10_000_000
@@ -73,6 +76,20 @@ def work_within(value: Any, limit: int = MAX_WORK) -> bool:
             stack.extend(item)
         if work + len(stack) > limit:
             return False
+    return True
+
+
+def depth_within(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether no container in ``value`` is nested more than ``limit`` levels deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return False
+        stack.extend((child, level + 1) for child in children)
     return True
 
 
@@ -328,6 +345,8 @@ def verify(request: Any) -> JSON:
     """The verification of one governed request, or its refusal. Never raises."""
     if not work_within(request):
         return refusal(["request_work_unbounded"])
+    if not depth_within(request):
+        return refusal(["request_too_deeply_nested"])
     codes = refusal_codes(request)
     if codes:
         return refusal(codes)

@@ -192,6 +192,8 @@ def _texts() -> dict[str, str]:
         "unsafe_integer": valid[:-1] + f',"n":{2**53}}}',
         "unsafe_integer_in_capsule": valid.replace('"max_claims": 24', f'"max_claims": {2**60}'),
         "deep_nesting": "[" * 100_000 + "]" * 100_000,
+        "nested_in_claim_evidence": json.dumps(request(deep := b.seal(edit(
+            CAPSULE, "claims.0.evidence", [json.loads("[" * 340 + "]" * 340)])), receipt=b.receipt(deep))),
         "oversized_string": json.dumps(request(gate={"name": "m" * 10_000_001})),
         "oversized_escapes": json.dumps(request(extra="\u0001" * 1_700_000)),
     }
@@ -364,3 +366,17 @@ def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
     log = tmp_path / "runs.jsonl"
     code, out, _ = _cli(exe, "verify", str(path), "--governed", "--json", "--receipt", str(log))
     assert code == 0 and json.loads(log.read_text())["command"] == "verify"
+
+
+@pytest.mark.parametrize("levels", [329, 330, 331, 332])
+def test_nesting_is_refused_from_the_suites_depth(levels: int, tmp_path: Path,
+                                                  upstream: Callable[[str], Path]) -> None:
+    """The suite's limit is its recursion limit, so it moves with the caller's stack; ours is
+    a fixed rule (MAX_DEPTH), equal to the suite's as a command."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request())[:-1] + ', "extra": ' + "[" * levels + "]" * levels + "}")
+    args = ("verify", str(path), "--governed", "--json")
+    mine = _cli(Path(sys.executable).parent / "tropo", *args)
+    suite = _cli(upstream("ozone"), *args)
+    assert mine[:2] == suite[:2]
+    assert ("request_too_deeply_nested" in mine[1]) == (levels >= 331)
