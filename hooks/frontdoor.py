@@ -57,6 +57,8 @@ ROUTES = (
           "tropo", ("review",), "tropo.cli.main:main"),
     Route("impact", "Review", "Show what one node affects",
           "tropo", ("impact",), "tropo.cli.main:main"),
+    Route("verify", "Review", "Verify one governed capsule, receipt and gate",
+          "tropo", ("verify",), "tropo.cli.main:main"),
     Route("control", "Coordination", "Dispatch one governed Core control request",
           "exo", ("control",), "exo.cli:main"),
 )

@@ -18,9 +18,10 @@ from strato.decide.decision import (
     load_request,
     render,
 )
-from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES, parse_instant
+from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES
 from strato.decide.request import RequestBuildError, build_request
 from tropo.review.capsule import is_intact
+from tropo.review.freshness import parse_instant
 from tropo.review.receipt import OUTCOMES, ReceiptError, build_receipt
 
 

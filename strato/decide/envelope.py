@@ -9,16 +9,15 @@ be decided.
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from tropo.review.capsule import is_capsule, is_intact
+from tropo.review.freshness import MAX_AGE, age_code, parse_instant, receipt_codes
 from tropo.review.paths import is_absolute_root, same_roots
 
 REQUEST_SCHEMA = "vivary.strato-decision-request/v0"
 POLICY_VERSION = "vivary.strato-policy/v0"
-#: Requests, capsule observations and receipts older than this at `decision_at` are stale.
-MAX_AGE = timedelta(seconds=300)
 #: The identity a decision echoes back; a refusal echoes none of it.
 ECHOED_FIELDS = (
     "policy_version",
@@ -37,17 +36,6 @@ _MAX_ACTOR_ID_BYTES = 256
 
 def _nonblank(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
-
-
-def parse_instant(value: Any) -> datetime | None:
-    """A timezone-aware ISO-8601 instant (`Z` accepted), or None."""
-    if not _nonblank(value):
-        return None
-    try:
-        instant = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    except ValueError:
-        return None
-    return instant if instant.tzinfo is not None else None
 
 
 def _canonical_actor_id(value: Any) -> bool:
@@ -118,14 +106,6 @@ def _scope_paths(request: dict[str, Any]) -> list[str] | None:
     return list(scope["paths"])
 
 
-def _age_code(earlier: datetime | None, later: datetime | None, future: str, stale: str) -> list[str]:
-    if earlier is None or later is None:
-        return []
-    if earlier > later:
-        return [future]
-    return [stale] if later - earlier > MAX_AGE else []
-
-
 def _capsule_codes(request: dict[str, Any], scope: list[str] | None) -> list[str]:
     capsule = request.get("capsule")
     codes = []
@@ -149,23 +129,12 @@ def _observed_at(request: dict[str, Any]) -> datetime | None:
     return parse_instant(workspace.get("observed_at")) if isinstance(workspace, dict) else None
 
 
-def _receipt_codes(receipt: Any, observed: datetime | None, decided: datetime | None) -> list[str]:
-    if not isinstance(receipt, dict) or "created_at" not in receipt:
-        return []
-    created = parse_instant(receipt["created_at"])
-    if created is None:
-        return ["invalid_receipt_created_at"]
-    if observed is not None and created < observed:
-        return ["receipt_precedes_capsule"]
-    return _age_code(created, decided, "receipt_from_future", "stale_receipt")
-
-
 def _clock_codes(decided: datetime | None, now: datetime | None) -> list[str]:
     """With a trusted clock, `decision_at` must be the recent past: a caller can
     neither date a decision ahead nor back-date one to keep evidence fresh."""
     if now is None:
         return []
-    return _age_code(decided, now, "decision_from_future", "stale_decision")
+    return age_code(decided, now, "decision_from_future", "stale_decision")
 
 
 def validate(request: Any, now: datetime | None = None) -> list[str]:
@@ -190,7 +159,7 @@ def validate(request: Any, now: datetime | None = None) -> list[str]:
         codes.append("invalid_requested_at")
     if decided is None:
         codes.append("invalid_decision_at")
-    codes.extend(_age_code(requested, decided, "request_from_future", "stale_request"))
+    codes.extend(age_code(requested, decided, "request_from_future", "stale_request"))
     codes.extend(_clock_codes(decided, now))
 
     codes.extend(_capsule_codes(request, scope))
@@ -204,7 +173,7 @@ def validate(request: Any, now: datetime | None = None) -> list[str]:
 
     if "verdict" in request and "receipt" not in request:
         codes.append("verdict_requires_receipt")
-    codes.extend(_receipt_codes(request.get("receipt"), observed, decided))
+    codes.extend(receipt_codes(request.get("receipt"), observed, decided))
     for field, names, code in (
         ("state", frozenset({"turns_used", "actions_used"}), "invalid_state"),
         ("limits", frozenset({"max_turns", "max_actions"}), "invalid_limits"),

@@ -9,7 +9,7 @@ import importlib
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
@@ -116,7 +116,7 @@ class LazyGroup(ReceiptGroup):
     LAZY: ClassVar[dict[str, str]] = {"query": "tropo.cli.retrieval", "find": "tropo.cli.retrieval",
             "diff": "tropo.cli.review", "plan": "tropo.cli.review", "log": "tropo.cli.review",
             "map": "tropo.cli.review", "view": "tropo.cli.review",
-            "review": "tropo.cli.packs", "impact": "tropo.cli.packs"}
+            "review": "tropo.cli.packs", "impact": "tropo.cli.packs", "verify": "tropo.cli.verify"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.LAZY})
@@ -127,8 +127,15 @@ class LazyGroup(ReceiptGroup):
         return super().get_command(ctx, cmd_name)
 
 
+def verify_request(argv: Sequence[str]) -> str | None:
+    """The request document ``tropo verify`` reads on this command line, if any."""
+    words = [token for token in argv if token == "-" or not token.startswith("-")]
+    return words[1] if len(words) > 1 and words[0] == "verify" else None
+
+
 @click.group(cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
-             receipt_default="check", context_settings={"help_option_names": ["-h", "--help"]})
+             receipt_default="check", receipt_request=verify_request,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 @click.pass_context
 def main(ctx: click.Context) -> None:

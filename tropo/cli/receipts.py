@@ -25,7 +25,7 @@ import platform
 import stat
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,16 +268,33 @@ def record_run(group: click.Group, *, tool: str, default: str, argv: Sequence[st
         print(f"{tool}: receipt: {_safe_message(exc)}", file=sys.stderr)
 
 
+def names_request(target: str, request: str | None) -> bool:
+    """Whether a receipt appended at ``target`` could land in the request document the
+    command reads: the same file, or any target when the request is stdin (a pipe has no
+    identity to compare, so this fails closed)."""
+    if request is None:
+        return False
+    if request == "-":
+        return True
+    try:
+        return os.path.samefile(os.path.expanduser(request), os.path.expanduser(target))
+    except (OSError, ValueError):
+        return False
+
+
 class ReceiptGroup(JsonErrorsGroup):
     """A command group whose every run can leave a receipt: the one shared place where a
     CLI takes ``--receipt PATH`` (at any position) and ``VIVARY_RECEIPT_LOG``; its usage
-    errors under ``--json`` are JSON like every other error."""
+    errors under ``--json`` are JSON like every other error. ``receipt_request`` names the
+    request document a command line reads, which a receipt must never be appended to."""
 
     def __init__(self, *args: Any, receipt_tool: str, receipt_default: str,
+                 receipt_request: Callable[[Sequence[str]], str | None] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.receipt_tool = receipt_tool
         self.receipt_default = receipt_default
+        self.receipt_request = receipt_request
         self.params.append(click.Option([OPTION], metavar="PATH", expose_value=False,
                                         help=HELP))
 
@@ -286,6 +303,17 @@ class ReceiptGroup(JsonErrorsGroup):
              **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         started = time.monotonic()
+        target, _ = receipt_target(argv)
+        reads = self.receipt_request
+        request = reads(strip_receipt_option(argv)) if target and reads else None
+        if target and names_request(target, request):
+            if not {"-h", "--help"} & set(argv):
+                print(f"{prog_name or self.receipt_tool}: receipt: receipt path must not identify "
+                      "the request document", file=sys.stderr)
+                sys.exit(2)
+            # help never reads the request: run it without a receipt rather than refuse
+            return super().main(strip_receipt_option(argv), prog_name, complete_var,
+                                standalone_mode, **extra)
         code, error_type = 0, None
         try:
             result = super().main(strip_receipt_option(argv), prog_name, complete_var,

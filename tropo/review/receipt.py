@@ -15,6 +15,7 @@ from tropo.canonical import deterministic_id, fingerprint, is_lossless
 from tropo.review.capsule import body
 
 SCHEMA = "vivary.execution-receipt/v0"
+VERDICT_SCHEMA = "vivary.receipt-verdict/v0"
 FIELDS = frozenset(
     {
         "receipt_id",
@@ -35,6 +36,8 @@ FIELDS = frozenset(
 )
 OUTCOMES = ("passed", "failed", "skipped")
 PROVENANCE_NOTE = "provenance reference only; not proof of correctness"
+#: Reasons meaning "not a receipt at all" (refused) rather than "a receipt that fails".
+_UNRECOGNIZED = frozenset({"missing_receipt", "unsupported_schema"})
 
 
 class ReceiptError(ValueError):
@@ -191,3 +194,16 @@ def verify_receipt(receipt: Any, capsule: dict[str, Any] | None = None) -> list[
     if not checks_authorized(receipt["checks"], capsule):
         return ["receipt_invalid"]
     return []
+
+
+def receipt_verdict(receipt: Any, capsule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`verify_receipt`'s answer as Vivary's fingerprinted `vivary.receipt-verdict/v0`
+    document: `verified`, `insufficient` (a receipt that fails) or `refused` (none)."""
+    codes = verify_receipt(receipt, capsule)
+    if codes and codes[0] in _UNRECOGNIZED:
+        outcome, rid = "refused", None
+    else:
+        outcome = "insufficient" if codes else "verified"
+        rid = receipt["receipt_id"] if _text(receipt.get("receipt_id")) else None
+    content = {"schema": VERDICT_SCHEMA, "outcome": outcome, "reason_codes": codes, "receipt_id": rid}
+    return {**content, "fingerprint": fingerprint(content)}

@@ -1,0 +1,382 @@
+"""``vivary verify --governed`` side by side with the suite's ``ozone verify --governed``
+(vivary-ozone 0.3.2): generated requests around real compiled capsules and receipts, valid,
+mutated and malformed, give byte-identical stdout and the same exit status, and the
+generator reaches every reason code ours can give. The two deliberate differences
+(docs/review.md) are listed in DIFFERENCES and asserted, never skipped."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.strato.decide import builders as b
+from tropo.review.capsule_graph import GRAPH_CHECK
+from tropo.review.governed import refusal
+
+DRIVER = Path(__file__).with_name("verify_driver.py")
+JSON = dict[str, Any]
+T = b.T0
+
+
+def sealed(base: JSON, **workspace: Any) -> JSON:
+    """A compiled capsule a graphless verification accepts: a repair topology
+    fingerprint, and the task declaring the checks it requires."""
+    capsule = copy.deepcopy(base)
+    capsule["workspace"].update({"repair_topology_fingerprint": "topology_1", **workspace})
+    capsule["workspace"] = {k: v for k, v in capsule["workspace"].items() if v is not ...}
+    capsule["task"]["required_checks"] = copy.deepcopy(capsule["required_checks"])
+    return b.seal(capsule)
+
+
+CAPSULE = sealed(b.capsule())
+GATE = {"name": "merge", "required_checks": [GRAPH_CHECK["name"]], "require_claims_verified": True}
+
+
+def request(capsule: JSON | None = None, receipt: Any = ..., **fields: Any) -> JSON:
+    capsule = CAPSULE if capsule is None else capsule
+    doc: JSON = {
+        "schema": "vivary.ozone-verification-request/v0",
+        "workspace": {"fingerprint": capsule["workspace"]["fingerprint"]},
+        "verified_at": b.iso(T + timedelta(seconds=90)),
+        "capsule": capsule,
+        "receipt": b.receipt(capsule) if receipt is ... else receipt,
+        "gate": GATE,
+    }
+    if receipt is None:
+        del doc["receipt"]
+    doc.update(fields)
+    return {k: v for k, v in doc.items() if v is not ...}
+
+
+def edit(doc: JSON, path: str, value: Any) -> JSON:
+    """``doc`` with the dotted ``path`` set to ``value`` (``...`` deletes it)."""
+    doc = copy.deepcopy(doc)
+    *parents, last = path.split(".")
+    target: Any = doc
+    for key in parents:
+        target = target[int(key)] if isinstance(target, list) else target[key]
+    if value is ...:
+        del target[last]
+    elif isinstance(target, list):
+        target[int(last)] = value
+    else:
+        target[last] = value
+    return doc
+
+
+def resealed_receipt(receipt: JSON, path: str, value: Any) -> JSON:
+    from tropo.canonical import fingerprint
+    from tropo.review.capsule import body
+
+    changed = edit(receipt, path, value)
+    changed["fingerprint"] = fingerprint(body(changed, "receipt_id", "fingerprint"))
+    return changed
+
+
+def _valid() -> dict[str, Any]:
+    conflict = sealed(b.with_conflict(b.capsule()))
+    unknown = sealed(b.with_unknown(b.capsule()))
+    rec = b.receipt(CAPSULE)
+    return {
+        "sufficient": request(),
+        "failed_check": request(receipt=b.receipt(CAPSULE, outcomes=("failed",))),
+        "skipped_check": request(receipt=b.receipt(CAPSULE, outcomes=("skipped",))),
+        "worst_of_two": request(receipt=b.receipt(CAPSULE, outcomes=("passed", "failed"))),
+        "no_checks_run": request(receipt=b.receipt(CAPSULE, outcomes=())),
+        "no_receipt": request(receipt=None),
+        "no_receipt_name_only_gate": request(receipt=None, gate={"name": "merge"}),
+        "no_receipt_claims_gate": request(receipt=None, gate={"name": "m", "require_claims_verified": True}),
+        "gate_name_only": request(gate={"name": "merge"}),
+        "gate_other_check": request(gate={"name": "m", "required_checks": ["lint"]}),
+        "gate_null_constraints": request(gate={"name": "m", "required_checks": None,
+                                               "max_unresolved_conflicts": None}),
+        "conflict_over_limit": request(conflict, gate={"name": "m", "max_unresolved_conflicts": 0}),
+        "conflict_at_limit": request(conflict, gate={"name": "m", "max_unresolved_conflicts": 1}),
+        "conflict_fraction": request(conflict, gate={"name": "m", "max_unresolved_conflicts": 0.5}),
+        "unknown_over_limit": request(unknown, gate={"name": "m", "max_unresolved_unknowns": 0}),
+        "unknown_negative_limit": request(unknown, gate={"name": "m", "max_unresolved_unknowns": -1}),
+        "tampered_receipt": request(receipt=edit(rec, "fingerprint", "sha256:" + "0" * 64)),
+        "forged_receipt_id": request(receipt=edit(rec, "receipt_id", "receipt_0000000000000000")),
+        "receipt_runtime_edited": request(receipt=edit(rec, "runtime.harness", "other")),
+        "receipt_model_resealed": request(receipt=resealed_receipt(rec, "runtime.model", "m-1")),
+        "receipt_verified_at_edge": request(verified_at=b.iso(T + timedelta(seconds=300))),
+        "offset_timestamp": request(verified_at=(T + timedelta(seconds=90)).isoformat()),
+    }
+
+
+def _refused() -> dict[str, Any]:
+    rec = b.receipt(CAPSULE)
+    over_budget = sealed(b.capsule(max_claims=2))
+    budget_cut = sealed(edit(CAPSULE, "budget.max_claims", 3))
+    duplicate = copy.deepcopy(CAPSULE)
+    duplicate["claims"].append(copy.deepcopy(duplicate["claims"][0]))
+    outside = copy.deepcopy(CAPSULE)
+    for checks in (outside["required_checks"], outside["task"]["required_checks"]):
+        checks[0]["cwd"] = "/elsewhere"
+    wide_scope = edit(CAPSULE, "task.scope", [b.ROOT, *(f"/{i:04d}" + "a" * 1000 for i in range(999))])
+    return {
+        "unknown_field": request(extra=1),
+        "wrong_schema": request(schema="vivary.ozone-verification-request/v1"),
+        "decision_schema": request(schema="vivary.strato-decision-request/v0"),
+        "workspace_extra_key": request(workspace={"fingerprint": "x", "path": "/"}),
+        "workspace_blank": request(workspace={"fingerprint": "  "}),
+        "workspace_mismatch": request(workspace={"fingerprint": "sha256:other"}),
+        "verified_at_naive": request(verified_at="2026-07-26T12:01:30"),
+        "verified_at_garbage": request(verified_at="yesterday"),
+        "verified_before_observed": request(verified_at=b.iso(T - timedelta(seconds=1))),
+        "stale_capsule": request(verified_at=b.iso(T + timedelta(seconds=301))),
+        "stale_receipt_too": request(verified_at=b.iso(T + timedelta(seconds=900))),
+        "receipt_before_capsule": request(receipt=b.receipt(CAPSULE, created_at=T - timedelta(seconds=5))),
+        "receipt_from_future": request(receipt=b.receipt(CAPSULE, created_at=T + timedelta(seconds=120))),
+        "receipt_created_at_garbage": request(receipt=edit(rec, "created_at", "soon")),
+        "receipt_unknown_field": request(receipt=edit(rec, "signature", "x")),
+        "receipt_missing_field": request(receipt=edit(rec, "provenance", ...)),
+        "receipt_null": request(receipt=None) | {"receipt": None},
+        "receipt_claims_lie": request(receipt=resealed_receipt(rec, "claims_verified", [])),
+        "receipt_unauthorized_check": request(receipt=resealed_receipt(rec, "checks.0.command", "true")),
+        "receipt_other_capsule": request(receipt=b.receipt(sealed(b.capsule(question="Who owns gates?")))),
+        "capsule_unknown_field": request(edit(CAPSULE, "notes", "x"), receipt=rec),
+        "capsule_not_object": request(receipt=None) | {"capsule": ["capsule"]},
+        "capsule_missing": {k: v for k, v in request().items() if k != "capsule"},
+        "capsule_tampered": request(edit(CAPSULE, "claims.0.selection_reason", "trust me"), receipt=rec),
+        "capsule_refingerprinted_wrong_id": request(b.seal(CAPSULE) | {"capsule_id": "capsule_0"}, receipt=rec),
+        "capsule_claim_budget": request(budget_cut, receipt=b.receipt(budget_cut)),
+        "capsule_duplicate_claim": request(b.seal(duplicate), receipt=None),
+        "capsule_no_topology": request(sealed(b.capsule(), repair_topology_fingerprint=...), receipt=None),
+        "capsule_long_topology": request(sealed(b.capsule(), repair_topology_fingerprint="t" * 127),
+                                         receipt=None),
+        "capsule_undeclared_checks": request(b.seal(edit(CAPSULE, "task.required_checks", ...)), receipt=None),
+        "capsule_over_budget_omission": request(over_budget, receipt=b.receipt(over_budget)),
+        "capsule_check_outside_scope": request(b.seal(outside), receipt=None),
+        "capsule_content_bound": request(sealed(b.capsule(), content_fingerprint="sha256:c"), receipt=None),
+        "capsule_no_observed_at": request(sealed(b.capsule(), observed_at=...), receipt=None),
+        "capsule_scope_work_unbounded": request(b.seal(wide_scope), receipt=None),
+        "gate_missing": {k: v for k, v in request().items() if k != "gate"},
+        "gate_blank_name": request(gate={"name": " "}),
+        "gate_not_object": request(gate="merge"),
+        "gate_unknown_field": request(gate={**GATE, "waive": True}),
+        "gate_checks_not_list": request(gate={"name": "m", "required_checks": "tropo-check"}),
+        "gate_checks_not_strings": request(gate={"name": "m", "required_checks": [1]}),
+        "gate_flag_not_bool": request(gate={"name": "m", "require_claims_verified": "yes"}),
+        "gate_limit_bool": request(gate={"name": "m", "max_unresolved_conflicts": True}),
+        "gate_limit_string": request(gate={"name": "m", "max_unresolved_unknowns": "0"}),
+        "everything_wrong": {"schema": 1, "workspace": [], "capsule": {}, "gate": {}, "receipt": {}},
+        "empty_object": {},
+    }
+
+
+def _texts() -> dict[str, str]:
+    """Malformed bytes: what a JSON serializer would never write."""
+    valid = json.dumps(request())
+    return {
+        "array": "[]",
+        "string": '"request"',
+        "number": "3",
+        "null": "null",
+        "not_json": "{schema:",
+        "empty": "",
+        "trailing_garbage": valid + "}",
+        "bom": "\ufeff" + valid,
+        "nan": valid[:-1] + ',"nan":NaN}',
+        "infinity_gate": json.dumps(request(gate={"name": "m", "max_unresolved_conflicts": 1}))
+        .replace('"max_unresolved_conflicts": 1', '"max_unresolved_conflicts": Infinity'),
+        "overflowing_number": valid[:-1] + ',"n":1e400}',
+        "unsafe_integer": valid[:-1] + f',"n":{2**53}}}',
+        "unsafe_integer_in_capsule": valid.replace('"max_claims": 24', f'"max_claims": {2**60}'),
+        "deep_nesting": "[" * 100_000 + "]" * 100_000,
+        "nested_in_claim_evidence": json.dumps(request(deep := b.seal(edit(
+            CAPSULE, "claims.0.evidence", [json.loads("[" * 340 + "]" * 340)])), receipt=b.receipt(deep))),
+        "oversized_string": json.dumps(request(gate={"name": "m" * 10_000_001})),
+        "oversized_escapes": json.dumps(request(extra="\u0001" * 1_700_000)),
+    }
+
+
+#: Deliberate differences: ours refuses where the suite reads something.
+DIFFERENCES = {
+    # A duplicate key is refused; the suite lets the last one win (a reviewer and the
+    # verifier could read different requests).
+    "duplicate_gate_key": (json.dumps(request(gate={"name": "m"}))[:-1] + ', "gate": ' + json.dumps(GATE) + "}",
+                           refusal(["invalid_request_document"])),
+    # Context-repair proposals are not built yet: a graph or content context is refused.
+    "graph_context": (json.dumps(request(graph={"schema": "vivary.workspace-graph/v0"})),
+                      refusal(["repair_context_unsupported"])),
+    "content_context": (json.dumps(request(content={"checkouts": []})),
+                        refusal(["repair_context_unsupported"])),
+}
+
+#: Every reason code our verification can give, and so the generator must reach.
+CODES = {
+    # refusals
+    "invalid_json_value", "unknown_request_shape", "unknown_field:extra", "invalid_schema",
+    "invalid_workspace", "workspace_mismatch", "invalid_verified_at", "unknown_capsule_field:notes",
+    "invalid_capsule", "repair_work_unbounded", "invalid_repair_capsule", "duplicate_claim_id",
+    "capsule_claim_budget_exceeded", "capsule_fingerprint_mismatch",
+    "graph_required_for_compiler_omissions", "graph_required_for_effective_checks",
+    "content_context_required", "graph_required_for_content_context", "invalid_capsule_observed_at",
+    "capsule_observed_after_verification", "stale_capsule", "invalid_gate", "unknown_gate_field:waive",
+    "unknown_receipt_field:signature", "invalid_receipt", "invalid_receipt_created_at",
+    "receipt_precedes_capsule", "receipt_from_future", "stale_receipt", "request_work_unbounded",
+    "invalid_request_document", "request_too_deeply_nested",
+    # receipt and gate verdicts
+    "missing_receipt", "fingerprint_mismatch", "receipt_id_mismatch", "receipt_invalid",
+    "receipt_missing_for_required_checks", "receipt_missing_for_claims_verification",
+    "required_check_missing", "required_check_failed", "claims_not_fully_verified",
+    "unresolved_conflicts_exceed_limit", "unresolved_unknowns_exceed_limit",
+}
+
+
+def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
+    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused()}.items()}
+    texts.update(_texts())
+    cases = {}
+    for index, (name, text) in enumerate(sorted(texts.items())):
+        path = tmp / f"{name}.json"
+        path.write_bytes(text.encode("utf-8"))
+        flags = ["--json", "--strict"] if index % 2 else ["--json"]
+        cases[name] = (text, ["verify", str(path), "--governed", *flags])
+    bad = tmp / "latin1.json"
+    bad.write_bytes(json.dumps(request(extra="\u00e9")).encode("latin-1"))
+    cases["not_utf8"] = ("", ["verify", str(bad), "--governed", "--json"])
+    cases["no_such_file"] = ("", ["verify", str(tmp / "absent.json"), "--governed", "--json"])
+    return cases
+
+
+def _drive(python: Path | str, runs: list[JSON]) -> list[JSON]:
+    proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(runs),
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: list[JSON] = json.loads(proc.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, JSON]]:
+    from tests.conftest import upstream_bin
+
+    ozone = upstream_bin("ozone")
+    if ozone is None:
+        from tests.conftest import missing
+
+        missing("upstream ozone not installed: run `make upstream` to compare")
+    tmp = tmp_path_factory.mktemp("verify")
+    cases = _cases(tmp)
+    runs: list[JSON] = [{"argv": argv} for _, argv in cases.values()]
+    runs += [{"argv": ["verify", "-", "--governed", "--json"], "stdin": text}
+             for text, _ in list(cases.values())[:5]]
+    names = [*cases, *(f"stdin:{name}" for name in list(cases)[:5])]
+    theirs = _drive(ozone.parent / "python", runs)
+    ours = _drive(sys.executable, runs)
+    return dict(zip(names, zip(ours, theirs, strict=True), strict=True))
+
+
+def test_generated_requests_match_the_suite(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    assert len(compared) >= 50
+    for name, (ours, theirs) in compared.items():
+        assert (ours["code"], ours["stdout"]) == (theirs["code"], theirs["stdout"]), name
+
+
+def test_every_outcome_and_exit_status_is_reached(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    outcomes = {(json.loads(ours["stdout"])["outcome"], ours["code"]) for ours, _ in compared.values()}
+    assert {("sufficient", 0), ("insufficient", 0), ("insufficient", 1), ("refused", 2)} <= outcomes
+
+
+def test_the_generator_reaches_every_reason_code(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    seen: set[str] = set()
+    for ours, _ in compared.values():
+        result = json.loads(ours["stdout"])
+        seen.update(result["reason_codes"])
+        for verdict in ("receipt_verdict", "gate_verdict"):
+            seen.update((result[verdict] or {}).get("reason_codes", []))
+    assert CODES - seen == set()
+    assert seen - CODES == set()  # a code we give but do not list is an untested code
+
+
+def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path], tmp_path: Path) -> None:
+    runs = []
+    for name, (text, _) in DIFFERENCES.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        runs.append({"argv": ["verify", str(path), "--governed", "--json"]})
+    ours = _drive(sys.executable, runs)
+    theirs = _drive(upstream("ozone").parent / "python", runs)
+    for (name, (_, expected)), mine, suite in zip(DIFFERENCES.items(), ours, theirs, strict=True):
+        assert (mine["code"], json.loads(mine["stdout"])) == (2, expected), name
+        assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
+
+
+def _cli(exe: Path | str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    proc = subprocess.run([str(exe), *args], input=stdin, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("name", ["sufficient", "failed_check", "no_receipt", "gate_unknown_field"])
+def test_tropo_verify_text_is_the_suites_but_for_the_program_name(
+        name: str, tmp_path: Path, upstream: Callable[[str], Path]) -> None:
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({**_valid(), **_refused()}[name]))
+    for flags in ([], ["--strict"]):
+        code, out, err = _cli(Path(sys.executable).parent / "tropo", "verify", str(path), "--governed", *flags)
+        suite = _cli(upstream("ozone"), "verify", str(path), "--governed", *flags)
+        assert (code, out.replace("tropo verify: ", "ozone verify: ")) == suite[:2]
+        assert err == ""
+
+
+def test_tropo_verify_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    tropo = Path(sys.executable).parent / "tropo"
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request()))
+    code, out, err = _cli(tropo, "verify", str(path))
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--governed" in err
+    code, out, err = _cli(tropo, "verify", "--governed")
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    code, out, err = _cli(tropo, "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
+    assert (code, json.loads(out)) == (2, refusal(["invalid_request_document"]))
+    assert err == "tropo verify: invalid request document: duplicate key 'a'\n"
+    code, out, err = _cli(tropo, "verify", "--help")
+    assert code == 0 and "Examples:" in out
+
+
+@pytest.mark.parametrize("front", ["tropo", "vivary"])
+def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
+                                                    upstream: Callable[[str], Path]) -> None:
+    exe = Path(sys.executable).parent / front
+    path = tmp_path / "request.json"
+    text = json.dumps(request())
+    path.write_text(text)
+    alias = tmp_path / "alias.json"
+    alias.symlink_to(path)
+    for args, stdin in (([str(path), "--receipt", str(path)], ""),
+                        ([str(path), f"--receipt={alias}"], ""),
+                        (["-", "--receipt", str(tmp_path / "log.jsonl")], text)):
+        code, out, err = _cli(exe, "verify", *args, "--governed", "--json", stdin=stdin)
+        suite = _cli(upstream("ozone"), "verify", *args, "--governed", "--json", stdin=stdin)
+        assert (code, out) == (2, "") == suite[:2], args
+        assert err == f"{front}: receipt: receipt path must not identify the request document\n"
+    assert path.read_text() == text and not (tmp_path / "log.jsonl").exists()
+    code, out, _ = _cli(exe, "verify", str(path), "--help", "--receipt", str(path))
+    assert code == 0 and "REQUEST" in out and path.read_text() == text
+    log = tmp_path / "runs.jsonl"
+    code, out, _ = _cli(exe, "verify", str(path), "--governed", "--json", "--receipt", str(log))
+    assert code == 0 and json.loads(log.read_text())["command"] == "verify"
+
+
+@pytest.mark.parametrize("levels", [329, 330, 331, 332])
+def test_nesting_is_refused_from_the_suites_depth(levels: int, tmp_path: Path,
+                                                  upstream: Callable[[str], Path]) -> None:
+    """The suite's limit is its recursion limit, so it moves with the caller's stack; ours is
+    a fixed rule (MAX_DEPTH), equal to the suite's as a command."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request())[:-1] + ', "extra": ' + "[" * levels + "]" * levels + "}")
+    args = ("verify", str(path), "--governed", "--json")
+    mine = _cli(Path(sys.executable).parent / "tropo", *args)
+    suite = _cli(upstream("ozone"), *args)
+    assert mine[:2] == suite[:2]
+    assert ("request_too_deeply_nested" in mine[1]) == (levels >= 331)

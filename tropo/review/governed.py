@@ -1,0 +1,375 @@
+"""Governed verification `vivary.ozone-verification-request/v0`: one capsule, perhaps the
+receipt of the turn run against it, and a gate, checked together without writing anything.
+
+The request is refused (`vivary.ozone-verification-refusal/v0`, every reason listed) unless
+each part has its exact shape, binds to the others and is fresh at `verified_at`; otherwise
+the answer carries the receipt verdict, the gate verdict and one outcome, `sufficient`,
+`insufficient` or `refused`, in the vocabulary of Vivary's Ozone.
+
+Context-repair proposals (a request with a workspace `graph` or `content` context) are
+not built here yet: such a request is refused as `repair_context_unsupported`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tropo.canonical import is_lossless
+from tropo.review import capsule as capsules
+from tropo.review import gate as gates
+from tropo.review import receipt as receipts
+from tropo.review.freshness import age_code, parse_instant, receipt_codes
+from tropo.review.paths import is_within
+
+REQUEST_SCHEMA = "vivary.ozone-verification-request/v0"
+SCHEMA = "vivary.ozone-verification/v0"
+REFUSAL_SCHEMA = "vivary.ozone-verification-refusal/v0"
+FIELDS = frozenset({"schema", "workspace", "verified_at", "capsule", "receipt", "gate", "graph", "content"})
+#: Canonical-JSON work (values plus escaped characters) a request may cost to inspect.
+MAX_WORK = 10_000_000
+#: Containers nested deeper than this (the request object is level 1) are refused: the
+#: depth from which the suite's recursive canonical-value check gives up, made a rule.
+MAX_DEPTH = 331
+MAX_IDENTIFIER_BYTES = 128
+MAX_SCOPE_COMPARISONS = 100_000
+MAX_SCOPE_SCALAR_WORK = 10_000_000
+_REPAIR_CONTEXT = ("graph", "content")
+_CONTROLS = "".join(map(chr, range(0x20)))
+JSON = dict[str, Any]
+
+
+def refusal(codes: list[str]) -> JSON:
+    return {
+        "schema": REFUSAL_SCHEMA,
+        "outcome": "refused",
+        "reason_codes": list(dict.fromkeys(codes)),
+        "receipt_verdict": None,
+        "gate_verdict": None,
+        "repair_proposal": None,
+    }
+
+
+def _string_cost(text: str) -> int:
+    """Bytes of `text` in ASCII-escaped JSON, quotes excluded."""
+    if text.isascii():
+        controls = len(text) - len(text.translate({ord(c): None for c in _CONTROLS}))
+        return len(text) + text.count('"') + text.count("\\") + 5 * controls
+    return sum(
+        2 if ch in '"\\' else 6 if ord(ch) < 0x20 else 1 if ord(ch) < 0x80 else 6 if ord(ch) <= 0xFFFF else 12
+        for ch in text
+    )
+
+
+def work_within(value: Any, limit: int = MAX_WORK) -> bool:
+    """Whether inspecting ``value`` costs at most ``limit`` units (one per value, key
+    included, plus each string's escaped length). Iterative and stops at the limit."""
+    work, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        work += 1
+        if isinstance(item, str):
+            work += _string_cost(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        if work + len(stack) > limit:
+            return False
+    return True
+
+
+def depth_within(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether no container in ``value`` is nested more than ``limit`` levels deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return False
+        stack.extend((child, level + 1) for child in children)
+    return True
+
+
+def _nonblank(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _identifier(value: Any) -> bool:
+    """A non-blank string short enough to key a repair proposal by."""
+    return _nonblank(value) and 2 + _string_cost(value) <= MAX_IDENTIFIER_BYTES
+
+
+def _scope_work_bounded(scope: Any, paths: Any) -> bool:
+    if not (
+        isinstance(scope, list)
+        and isinstance(paths, list)
+        and all(isinstance(root, str) for root in scope)
+        and all(isinstance(path, str) for path in paths)
+    ):
+        return False
+    if len(scope) * len(paths) > MAX_SCOPE_COMPARISONS:
+        return False
+    scalar = len(paths) * sum(map(len, scope)) + len(scope) * sum(map(len, paths))
+    return scalar <= MAX_SCOPE_SCALAR_WORK
+
+
+def narrated_paths(capsule: JSON) -> list[Any]:
+    """Every path the capsule's records name (subjects, records, conflict sides)."""
+    paths: list[Any] = []
+    for field in ("claims", "conflicts", "unknowns", "omissions"):
+        for entry in capsule.get(field, []):
+            paths.append(entry.get("subject_path"))
+            if entry.get("kind") != "content_lines_truncated":
+                paths.append(entry.get("path"))
+            sides = entry.get("sides")
+            if isinstance(sides, list):
+                paths.extend(side.get("path") for side in sides if isinstance(side, dict))
+    return [path for path in paths if path is not None]
+
+
+def _scope_valid(capsule: JSON) -> bool:
+    task = capsule["task"]
+    if "scope" not in task:
+        return True
+    scope = task["scope"]
+    paths = narrated_paths(capsule)
+    return _scope_work_bounded(scope, paths) and all(
+        _nonblank(path) and any(is_within(root, path) for root in scope) for path in paths
+    )
+
+
+def repair_safe(capsule: JSON) -> bool:
+    """A shaped capsule a repair could key on: its scope holds every narrated path, its
+    topology fingerprint and claim ids and facts are bounded identifiers, and no claim
+    says the same thing twice. (The rest of a repair's needs the shape already implies.)"""
+    if not (_scope_valid(capsule) and _identifier(capsule["workspace"].get("repair_topology_fingerprint"))):
+        return False
+    said = [(claim["subject"], claim["fact"], claim["claim"]) for claim in capsule["claims"]]
+    return len(set(said)) == len(said) and all(
+        _identifier(claim["id"]) and _identifier(claim["fact"]) for claim in capsule["claims"]
+    )
+
+
+def _envelope_codes(request: JSON) -> list[str]:
+    codes = [f"unknown_field:{field}" for field in sorted(set(request) - FIELDS)]
+    if request.get("schema") != REQUEST_SCHEMA:
+        codes.append("invalid_schema")
+    workspace = request.get("workspace")
+    if not (
+        isinstance(workspace, dict)
+        and set(workspace) == {"fingerprint"}
+        and _nonblank(workspace["fingerprint"])
+    ):
+        codes.append("invalid_workspace")
+    if parse_instant(request.get("verified_at")) is None:
+        codes.append("invalid_verified_at")
+    return codes
+
+
+def _capsule_codes(capsule: Any, claimed_workspace: Any) -> tuple[list[str], bool]:
+    """Why the capsule cannot be verified, and whether a receipt may be read against it."""
+    if not isinstance(capsule, dict):
+        return ["invalid_capsule"], False
+    unknown = sorted(set(capsule) - capsules.FIELDS)
+    if unknown:
+        return [f"unknown_capsule_field:{field}" for field in unknown], False
+    if not capsules.is_capsule(capsule):
+        return ["invalid_capsule"], False
+    task = capsule["task"]
+    scope = task.get("scope") or []
+    codes = []
+    if not _scope_work_bounded(scope, narrated_paths(capsule)):
+        codes.append("repair_work_unbounded")
+        safe = False
+    elif not (safe := repair_safe(capsule)):
+        codes.append("invalid_repair_capsule")
+    declared = task.get("required_checks", [])
+    cwds = [check["cwd"] for check in declared]
+    if len({claim["id"] for claim in capsule["claims"]}) != len(capsule["claims"]):
+        codes.append("duplicate_claim_id")
+    elif len(capsule["claims"]) > capsule["budget"]["max_claims"]:
+        codes.append("capsule_claim_budget_exceeded")
+    elif not capsules.is_intact(capsule):
+        codes.append("capsule_fingerprint_mismatch")
+    elif _nonblank(claimed_workspace) and capsule["workspace"]["fingerprint"] != claimed_workspace:
+        codes.append("workspace_mismatch")
+    elif not _scope_work_bounded(scope, cwds):
+        codes.append("repair_work_unbounded")
+    elif not all(not scope or any(is_within(root, cwd) for root in scope) for cwd in cwds if cwd):
+        codes.append("invalid_capsule")
+    elif any(o.get("kind") in _GRAPH_OMISSIONS for o in capsule["omissions"]):
+        codes.append("graph_required_for_compiler_omissions")
+    elif capsule["required_checks"] != declared:
+        codes.append("graph_required_for_effective_checks")
+    else:
+        return codes, safe
+    return codes, False
+
+
+#: Omissions whose provenance only the workspace graph can disambiguate.
+_GRAPH_OMISSIONS = frozenset({"filtered_out", "claims_over_budget", "collation_domain_excluded"})
+
+
+def _observed_at(capsule: Any) -> Any:
+    workspace = capsule.get("workspace") if isinstance(capsule, dict) else None
+    return parse_instant(workspace.get("observed_at")) if isinstance(workspace, dict) else None
+
+
+def _gate_codes(gate: Any) -> list[str]:
+    if not isinstance(gate, dict) or not _nonblank(gate.get("name")):
+        return ["invalid_gate"]
+    codes = [f"unknown_gate_field:{field}" for field in sorted(set(gate) - gates.FIELDS)]
+    return codes if gates.well_formed(gate) else [*codes, "invalid_gate"]
+
+
+def _claim_lists_agree(receipt: JSON) -> bool:
+    lists = [receipt.get(f"claims_{name}") for name in ("in_scope", "verified", "unverified")]
+    if not all(
+        isinstance(values, list) and all(map(_nonblank, values)) and len(set(values)) == len(values)
+        for values in lists
+    ):
+        return False
+    in_scope, verified, unverified = (list(values) for values in lists if isinstance(values, list))
+    if set(verified) & set(unverified) or set(verified) | set(unverified) != set(in_scope):
+        return False
+    checks = receipt["checks"]
+    passed = bool(checks) and all(check["outcome"] == "passed" for check in checks)
+    return verified == (in_scope if passed else []) and unverified == ([] if passed else in_scope)
+
+
+def _check_shape(check: Any) -> bool:
+    return (
+        isinstance(check, dict)
+        and check.get("outcome") in receipts.OUTCOMES
+        and _nonblank(check.get("name"))
+        and _nonblank(check.get("command"))
+        and ("detail" not in check or _nonblank(check["detail"]))
+    )
+
+
+def _receipt_shape(receipt: Any, capsule: JSON) -> bool:
+    """The receipt is complete, internally consistent and bound to exactly this capsule:
+    its claims, conflicts and unknowns are the capsule's, verified only if all passed."""
+    if not (
+        isinstance(receipt, dict)
+        and set(receipt) >= receipts.FIELDS
+        and receipt.get("schema") == receipts.SCHEMA
+        and _nonblank(receipt.get("receipt_id"))
+        and _nonblank(receipt.get("fingerprint"))
+    ):
+        return False
+    bound, workspace, runtime = receipt["capsule"], receipt["workspace"], receipt["runtime"]
+    if not (
+        isinstance(bound, dict)
+        and set(bound) == {"id", "fingerprint"}
+        and all(map(_nonblank, bound.values()))
+        and isinstance(workspace, dict)
+        and set(workspace) == {"fingerprint", "observed_at"}
+        and _nonblank(workspace["fingerprint"])
+        and parse_instant(workspace["observed_at"]) is not None
+        and isinstance(runtime, dict)
+        and _nonblank(runtime.get("actor"))
+        and all(field not in runtime or _nonblank(runtime[field]) for field in ("harness", "model"))
+        and isinstance(receipt["checks"], list)
+        and all(map(_check_shape, receipt["checks"]))
+        and _claim_lists_agree(receipt)
+    ):
+        return False
+    conflicts, unknowns, provenance = (
+        receipt["unresolved_conflicts"], receipt["unresolved_unknowns"], receipt["provenance"]
+    )
+    if not (
+        isinstance(conflicts, list)
+        and all(
+            isinstance(c, dict) and set(c) == {"id", "decision"} and all(map(_nonblank, c.values()))
+            for c in conflicts
+        )
+        and len({c["id"] for c in conflicts}) == len(conflicts)
+        and isinstance(unknowns, list)
+        and all(isinstance(u, dict) for u in unknowns)
+        and isinstance(provenance, list)
+        and all(isinstance(p, dict) and all(_nonblank(p.get(f)) for f in ("kind", "ref", "note"))
+                for p in provenance)
+    ):
+        return False
+    return (
+        bound == {"id": capsule["capsule_id"], "fingerprint": capsule["fingerprint"]}
+        and workspace["fingerprint"] == capsule["workspace"]["fingerprint"]
+        and workspace["observed_at"] == capsule["workspace"].get("observed_at")
+        and receipt["claims_in_scope"] == [claim["id"] for claim in capsule["claims"]]
+        and conflicts == [{"id": c["id"], "decision": c["decision"]} for c in capsule["conflicts"]]
+        and unknowns == capsule["unknowns"]
+    )
+
+
+def refusal_codes(request: Any) -> list[str]:
+    """Every reason the request cannot be verified, in Ozone's order; `[]` when it can."""
+    if not is_lossless(request):
+        return ["invalid_json_value"]
+    if not isinstance(request, dict):
+        return ["unknown_request_shape"]
+    if any(field in request for field in _REPAIR_CONTEXT):
+        return ["repair_context_unsupported"]
+    codes = _envelope_codes(request)
+    workspace = request.get("workspace")
+    capsule = request.get("capsule")
+    capsule_found, receipt_readable = _capsule_codes(
+        capsule, workspace.get("fingerprint") if isinstance(workspace, dict) else None
+    )
+    codes.extend(capsule_found)
+    bound_to = capsule.get("workspace") if isinstance(capsule, dict) else None
+    if isinstance(bound_to, dict) and "content_fingerprint" in bound_to:
+        codes.extend(["content_context_required", "graph_required_for_content_context"])
+    observed, verified = _observed_at(capsule), parse_instant(request.get("verified_at"))
+    if observed is None:
+        codes.append("invalid_capsule_observed_at")
+    codes.extend(age_code(observed, verified, "capsule_observed_after_verification", "stale_capsule"))
+    codes.extend(_gate_codes(request.get("gate")))
+    receipt = request.get("receipt")
+    if isinstance(receipt, dict):
+        codes.extend(f"unknown_receipt_field:{field}" for field in sorted(set(receipt) - receipts.FIELDS))
+    if "receipt" in request and receipt_readable and isinstance(capsule, dict) and not (
+        isinstance(receipt, dict)
+        and _receipt_shape(receipt, capsule)
+        and receipts.checks_authorized(receipt["checks"], capsule)
+    ):
+        codes.append("invalid_receipt")
+    codes.extend(receipt_codes(receipt, observed, verified))
+    return codes
+
+
+def verify(request: Any) -> JSON:
+    """The verification of one governed request, or its refusal. Never raises."""
+    if not work_within(request):
+        return refusal(["request_work_unbounded"])
+    if not depth_within(request):
+        return refusal(["request_too_deeply_nested"])
+    codes = refusal_codes(request)
+    if codes:
+        return refusal(codes)
+    capsule, gate = request["capsule"], request["gate"]
+    if "receipt" in request:
+        receipt_verdict = receipts.receipt_verdict(request["receipt"], capsule)
+        gate_verdict = gates.evaluate(gate, capsule, request["receipt"])
+    else:
+        receipt_verdict = receipts.receipt_verdict(None, capsule)
+        gate_verdict = gates.evaluate(gate, capsule)
+    if gate_verdict["outcome"] == "refused":
+        outcome = "refused"
+    elif receipt_verdict["outcome"] != "verified":
+        outcome = "insufficient"
+    else:
+        outcome = gate_verdict["outcome"]
+    return {
+        "schema": SCHEMA,
+        "workspace": request["workspace"],
+        "verified_at": request["verified_at"],
+        "outcome": outcome,
+        "reason_codes": list(dict.fromkeys(receipt_verdict["reason_codes"] + gate_verdict["reason_codes"])),
+        "receipt_verdict": receipt_verdict,
+        "gate_verdict": gate_verdict,
+        "repair_proposal": None,
+    }
