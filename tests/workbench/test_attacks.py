@@ -17,6 +17,7 @@ import signal
 import socket
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,16 @@ import pytest
 
 from strato.runs.service import Runs
 from tests.conftest import commit_all, git, write_files
-from tests.workbench.serving import BIN, SPEC, Server, gate_token, gated_workspace, report_draft, serving
+from tests.workbench.serving import (
+    BIN,
+    SPEC,
+    Server,
+    gate_token,
+    gated_workspace,
+    plan_waiting,
+    report_draft,
+    serving,
+)
 from tests.workbench.test_browser import Watched, browser  # noqa: F401 (the browser fixture)
 from tests.workbench.test_browser import watched as watched  # the page fixture, re-exported
 
@@ -104,6 +114,46 @@ def test_a_checked_header_sent_twice_is_refused(twice: str) -> None:
         status, body = _raw(server, f"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n{auth}"
                                     f"{extra}\r\nConnection: close\r\n")
         assert status == 400 and json.loads(body)["code"] == "duplicate_header"
+
+
+def _forge(ws: Path, run_id: str, edit: Callable[[str, str], tuple[str, str]]) -> None:
+    """A commit on the run's ref written with git plumbing, as any writer of refs can:
+    ``edit`` turns (run.json, spec.yaml) into what the forger wants."""
+    ref = f"refs/vivary/runs/{run_id}/head"
+    state, spec = edit(git(ws, "show", f"{ref}:run.json"), git(ws, "show", f"{ref}:spec.yaml"))
+    (ws / "run.json").write_text(state)
+    (ws / "spec.yaml").write_text(spec)
+    blobs = [git(ws, "hash-object", "-w", name).strip() for name in ("run.json", "spec.yaml")]
+    (ws / "run.json").unlink()
+    (ws / "spec.yaml").unlink()
+    listing = f"100644 blob {blobs[0]}\trun.json\n100644 blob {blobs[1]}\tspec.yaml\n"
+    tree = subprocess.run(["git", "mktree"], cwd=ws, input=listing, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    commit = git(ws, "commit-tree", tree, "-p", ref, "-m", "forged").strip()
+    git(ws, "update-ref", ref, commit)
+
+
+def test_a_forged_run_ref_does_not_take_the_other_runs_down(tmp_path: Path) -> None:
+    ws = gated_workspace(tmp_path / "ws", "good")
+    plan_waiting(ws, "bad")
+
+    def dotted(state: str, spec: str) -> tuple[str, str]:  # a gate step id that would walk the URL
+        doc = json.loads(state)
+        doc["scope"]["steps"]["../../good/gates/review"] = doc["scope"]["steps"].pop("review")
+        return json.dumps(doc), spec.replace("- id: review", '- id: "../../good/gates/review"')
+
+    _forge(ws, "bad", dotted)
+    with serving("--root", str(ws)) as server:
+        listed = server.get("/api/runs")
+        assert listed.status == 200  # was a 500: one bad ref hid every run and its waiting gate
+        rows = {r["runId"]: r for r in listed.json()["runs"]}
+        assert rows["good"]["gates"][0]["stepId"] == "review"
+        assert rows["bad"]["status"] == "unreadable" and rows["bad"]["gates"] == []
+        shown = server.get("/api/runs/bad")
+        assert shown.status == 409 and shown.json()["code"] == "unreadable_run"
+        head = Runs(ws).store.head("bad")
+        decided = server.post("/api/runs/bad/gates/review", {"decision": "approve", "gateToken": "x"})
+        assert decided.status == 409 and Runs(ws).store.head("bad") == head
 
 
 # --- held: each returns the refusal
