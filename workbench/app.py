@@ -35,6 +35,7 @@ PUBLIC = frozenset({"/", "/api/health", *(f"/assets/{name}" for name in ASSETS)}
 MAX_BODY = 64 * 1024
 POLL_S = 0.5  # how often the event stream looks at the run refs
 KEEPALIVE_S = 15.0
+CHECKED = ("host", "origin", "authorization", "content-type", "sec-fetch-site")  # each at most once
 
 
 def _headers(served: Served, path: str) -> list[tuple[bytes, bytes]]:
@@ -76,7 +77,12 @@ class Checks:
         await self.app(scope, receive, with_headers)
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        pairs = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+        headers = dict(pairs)
+        names = [k for k, _ in pairs]
+        if twice := sorted({k for k in CHECKED if names.count(k) > 1}):
+            # a dict keeps the last one: with two, which one was checked would be luck
+            return 400, "duplicate_header", f"{', '.join(twice)} sent more than once"
         host = headers.get("host")
         if (why := host_refusal(self.served, host)) is not None:
             return 403, "bad_host", why
@@ -88,7 +94,7 @@ class Checks:
             return 403, "cross_site", "a request from another site"
         if path not in PUBLIC and (why := token_refusal(self.served, headers.get("authorization"))):
             return 401, "unauthorized", why
-        if method not in ("GET", "HEAD") and headers.get("content-type", "").split(";")[0].strip() \
+        if method not in ("GET", "HEAD") and headers.get("content-type", "").split(";")[0].strip().lower() \
                 != "application/json":
             return 415, "json_only", "writes take Content-Type: application/json"
         return None

@@ -6,6 +6,7 @@ server would send is a meta tag."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from workbench.assets import ASSETS, asset, graph_hashes
@@ -22,7 +23,7 @@ class ExportRefused(Exception):
 
 def export_demo(target: Path) -> list[Path]:
     """Write the static demo into ``target`` (new, empty, or a previous export)."""
-    ours = (target / MARKER).is_file()
+    ours = (target / MARKER).is_file() and not (target / MARKER).is_symlink()
     if target.exists() and (not target.is_dir() or (any(target.iterdir()) and not ours)):
         raise ExportRefused(f"--export-demo {target}: not an empty folder or an earlier export; "
                             "choose another")
@@ -35,10 +36,28 @@ def export_demo(target: Path) -> list[Path]:
     files = {"index.html": page.encode(), MARKER: b"vivary serve --export-demo\n",
              "assets/static-data.js": f"window.VIVARY_STATIC = {data};\n".encode(),
              **{f"assets/{name}": asset(name) for name in ASSETS}}
+    if (link := _link_inside(target, files)) is not None:
+        raise ExportRefused(f"--export-demo {target}: {link} is a symbolic link (the export writes only "
+                            "inside the folder); remove it or choose another folder")
     written = []
     for rel, content in files.items():
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
+        # O_NOFOLLOW: a link planted after the check above is refused, never written through
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
         written.append(path)
     return written
+
+
+def _link_inside(target: Path, files: dict[str, bytes]) -> Path | None:
+    """The first symbolic link among the paths the export would write (or their folders
+    inside ``target``): writing through one would put files outside the folder."""
+    for rel in files:
+        parts = Path(rel).parts
+        for depth in range(1, len(parts) + 1):
+            path = target.joinpath(*parts[:depth])
+            if path.is_symlink():
+                return path
+    return None

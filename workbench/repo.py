@@ -22,7 +22,7 @@ from strato.heartbeat import apply as heartbeat_apply
 from strato.heartbeat import store as heartbeat_store
 from strato.runs import views
 from strato.runs.lanes_cli import lanes_view
-from strato.runs.service import Runs
+from strato.runs.service import Runs, SpecInvalid
 from strato.runs.state import Refused
 from strato.runs.store import RunNotFound, Snapshot, check_run_id
 from tropo.git import repo as gitrepo
@@ -32,6 +32,9 @@ from workbench.source import Refusal, gate_request, page
 # refusals of a gate decision that mean "the gate is not as you saw it"
 STALE = frozenset({"stale_token", "gate_not_waiting", "run_not_running", "race_lost"})
 EVENT_CACHE = 8  # runs whose event lists are kept (keyed by head commit: never out of date)
+# what reading a run written by hand (any writer of refs can) raises: a spec that does not
+# validate, a run.json that is not JSON or lacks what a run has
+UNREADABLE = (SpecInvalid, RunNotFound, ValueError, KeyError, TypeError, AttributeError, IndexError)
 
 
 def attempt_view(attempt: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +64,16 @@ def row(runs: Runs, snap: Snapshot, moved_at: int) -> dict[str, Any]:
     summary = views.summary(runs, snap)
     summary["gates"] = [{k: v for k, v in g.items() if k != "gateToken"} for g in summary["gates"]]
     return {**summary, "createdAt": snap.state.get("createdAt"), "movedAt": moved_at}
+
+
+def _row_or_unreadable(runs: Runs, run_id: str, head: str, moved_at: int) -> dict[str, Any]:
+    """The run's row, or a row saying it cannot be read: one malformed run ref (anyone who
+    can write refs can make one) must not take the list of every other run down with it."""
+    try:
+        return row(runs, runs.store.at(run_id, head), moved_at)
+    except UNREADABLE as exc:
+        return {"runId": run_id, "flow": None, "status": "unreadable", "problem": str(exc), "head": head,
+                "ready": [], "gates": [], "flowSpent": {}, "createdAt": None, "movedAt": moved_at}
 
 
 def events_of(runs: Runs, head: str) -> list[dict[str, Any]]:
@@ -110,7 +123,7 @@ class RepoSource:
         tips = runs.store.tips()
         order = sorted(tips, key=lambda r: (-tips[r][1], r))
         start, end = page(offset, limit, len(order))
-        rows = [row(runs, runs.store.at(r, tips[r][0]), tips[r][1]) for r in order[start:end]]
+        rows = [_row_or_unreadable(runs, r, *tips[r]) for r in order[start:end]]
         return {"total": len(order), "offset": start, "limit": limit, "runs": rows}
 
     def _all_events(self, runs: Runs, run_id: str, head: str) -> list[dict[str, Any]]:
@@ -133,7 +146,10 @@ class RepoSource:
             snap = runs.store.at(check_run_id(run_id), runs.store.head(run_id))
         except RunNotFound as exc:
             raise Refusal(404, "run_not_found", str(exc)) from None
-        return detail(runs, snap, self._all_events(runs, snap.run_id, snap.head), offset, limit)
+        try:
+            return detail(runs, snap, self._all_events(runs, snap.run_id, snap.head), offset, limit)
+        except UNREADABLE as exc:
+            raise Refusal(409, "unreadable_run", f"run {run_id!r} cannot be read: {exc}") from None
 
     def decide_gate(self, run_id: str, step: str, body: Any) -> dict[str, Any]:
         """A person's decision, through the same call `strato flow gate` makes at a
@@ -150,6 +166,8 @@ class RepoSource:
                 raise Refusal(409, "stale", f"{exc} (reload: the gate moved on)") from None
             status = 404 if exc.code == "unknown_step" else 400 if exc.code == "not_a_gate_step" else 409
             raise Refusal(status, exc.code, str(exc)) from None
+        except UNREADABLE as exc:
+            raise Refusal(409, "unreadable_run", f"run {run_id!r} cannot be read: {exc}") from None
         return views.outcome_view(runs, outcome)
 
     # --- the other views

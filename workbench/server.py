@@ -4,10 +4,14 @@ another address."""
 
 from __future__ import annotations
 
+import html
+import shutil
 import socket
 import sys
+import tempfile
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
 
 from workbench.assets import graph_hashes
 from workbench.guards import Served, new_token
@@ -37,6 +41,21 @@ def url(served: Served, host: str) -> str:
     return f"http://{shown}:{served.port}/?token={served.token}"
 
 
+def launch_page(link: str) -> Path:
+    """A page only this user can read that sends the browser on to ``link``. `--open`
+    hands the browser this file's name, not ``link``: a browser's command line is visible
+    to every user of the machine (`ps`), the file is not (0600 in a 0700 folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="vivary-open-"))  # mode 0700
+    page = folder / "open.html"
+    shown = html.escape(link, quote=True)
+    with page.open("x", encoding="utf-8") as out:  # created under the folder's 0700
+        page.chmod(0o600)
+        out.write(f'<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                  f'<meta http-equiv="refresh" content="0;url={shown}">'
+                  f'<title>Vivary workbench</title><a href="{shown}">Open the workbench</a>\n')
+    return page
+
+
 def serve(source: Source, host: str, port: int, open_browser: bool,
           announce: Announce, warn: Callable[[str], None]) -> None:
     """Serve ``source`` until interrupted; ``announce`` is told the URL once, listening."""
@@ -53,8 +72,13 @@ def serve(source: Source, host: str, port: int, open_browser: bool,
     link = url(served, host)
     announce(link, served.port, served.token)
     sys.stdout.flush()
-    if open_browser:
-        webbrowser.open(link)
+    opened = launch_page(link) if open_browser else None
+    if opened is not None:
+        webbrowser.open(opened.as_uri())
     config = uvicorn.Config(create_app(source, served), log_level="warning", access_log=False,
                             lifespan="off", timeout_graceful_shutdown=1)
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if opened is not None:
+            shutil.rmtree(opened.parent, ignore_errors=True)

@@ -71,7 +71,7 @@ def test_export_demo_writes_the_page_and_refuses_a_folder_in_use(tmp_path: Path)
     assert [p.name for p in busy.iterdir()] == ["mine.txt"]
 
 
-def test_open_hands_the_printed_url_to_the_browser(tmp_path: Path) -> None:
+def test_open_hands_the_browser_a_page_leading_to_the_printed_url(tmp_path: Path) -> None:
     opened = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"
     browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
@@ -81,7 +81,9 @@ def test_open_hands_the_printed_url_to_the_browser(tmp_path: Path) -> None:
             if opened.is_file() and opened.read_text():
                 break
             time.sleep(0.05)
-        assert opened.read_text().strip() == server.url
+        uri = opened.read_text().strip()  # a private page leading to the printed URL, not the URL
+        assert uri.startswith("file://") and server.token not in uri
+        assert server.url in Path(uri.removeprefix("file://")).read_text()
 
 
 def test_without_the_serve_extra_it_says_what_to_install(tmp_path: Path) -> None:
