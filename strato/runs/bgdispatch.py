@@ -34,7 +34,7 @@ TICK_S = 0.05
 MAX_STARTS = 3
 
 
-def _write(path: Path, text: str) -> None:
+def write_whole(path: Path, text: str) -> None:
     """Replace `path` whole: a reader sees the old file or the new one, never half."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -107,7 +107,8 @@ def _start_unless_running(
             return
         (folder / "agent.pgid").unlink(missing_ok=True)
         before_start()
-        _write(folder / "request.json", json.dumps({"argv": argv, "cwd": str(cwd), "timeoutS": timeout_s}))
+        request = {"argv": argv, "cwd": str(cwd), "timeoutS": timeout_s}
+        write_whole(folder / "request.json", json.dumps(request))
         _start(folder, fh.fileno())
     # closing our descriptor never unlocks: the child holds the same open file
 
@@ -140,11 +141,11 @@ def main(folder: Path) -> None:
     req = json.loads((folder / "request.json").read_text(encoding="utf-8"))
 
     def started(pgid: int) -> None:
-        _write(folder / "agent.pgid", str(pgid))
+        write_whole(folder / "agent.pgid", str(pgid))
 
     done = run_process(req["argv"], Path(req["cwd"]), float(req["timeoutS"]), on_start=started)
     record = {"startError": done} if isinstance(done, str) else asdict(done)
-    _write(folder / "finished.json", json.dumps(record))
+    write_whole(folder / "finished.json", json.dumps(record))
 
 
 if __name__ == "__main__":

@@ -234,3 +234,66 @@ def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foregrou
         assert calls(workspace, tag) == dispatched, f"seed {seed}, run {i}: dispatches {calls(workspace, tag)}"
     print(f"seed {seed}: {kills} kills of a live runner in 30 runs")
     assert kills >= 15, f"seed {seed}: only {kills} kills landed on a live runner"
+
+
+def broken_install(tmp: Path) -> str:
+    """A PYTHONPATH under which `strato` cannot be imported: a runner started with it
+    dies at its first import, as one would after a bad upgrade."""
+    (tmp / "strato").mkdir(parents=True)
+    (tmp / "strato" / "__init__.py").write_text('raise ImportError("strato: broken install")\n')
+    return str(tmp)
+
+
+def runner_log(root: Path, run_id: str) -> str:
+    path = root / ".git" / "vivary" / "bg" / run_id / "runner.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_runner_that_crashes_on_every_start_fails_the_run_naming_its_log(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(workspace)
+    run_id = runs.plan(STEPS_SPEC, {"tag": "crash"}).snap.run_id
+    background.mark(runs, run_id)
+    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))  # what every runner inherits
+
+    def failed() -> dict[str, Any] | None:
+        doc = background.poll(Runs(workspace), run_id)  # each poll restarts a dead runner
+        return doc if doc["bg"]["status"] == "failed" else None
+
+    doc = wait_for(failed, "the run is recorded as failed")
+    log = runner_log(workspace, run_id)
+    assert log.count("ImportError: strato: broken install") == background.MAX_FAILED_STARTS
+    reason = f"background runner crashed 3 times in a row without progress (see .git/vivary/bg/{run_id}/runner.log)"
+    assert doc["status"] == "failed" and doc["failure"] == {"attempt": 0, "reason": reason}
+    assert [e["detail"] for e in doc["events"] if e["type"] == "failed"] == [{"attempt": 0, "reason": reason}]
+    state = Runs(workspace).load(run_id).state
+    assert state["status"] == "failed" and "dispatchToken" not in state["scope"]["steps"]["draft"]
+    assert calls(workspace, "crash") == []
+    for _ in range(3):  # an ended run starts no runner
+        background.poll(Runs(workspace), run_id)
+    assert runner_log(workspace, run_id) == log
+
+
+def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(workspace)
+    run_id = runs.plan(STEPS_SPEC, {"tag": "heal"}).snap.run_id
+    background.mark(runs, run_id)
+    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))
+    crashes = background.MAX_FAILED_STARTS - 1
+
+    def crashed() -> bool:
+        died = runner_log(workspace, run_id).count("ImportError: strato: broken install")
+        if died == crashes and no_runner(workspace, run_id):
+            return True
+        background.poll(Runs(workspace), run_id)  # the next start, once the last runner died
+        return False
+
+    wait_for(crashed, f"{crashes} runners crash")
+    monkeypatch.delenv("PYTHONPATH")  # the install is repaired before the last start
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "completed" and calls(workspace, "heal") == ["draft", "fix", "fix", "finish"]
+    starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
+    assert not starts.exists(), starts.read_text()
