@@ -21,19 +21,23 @@ it within a tick, stops the agents' process groups and records `flow_cancelled`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from strato.agentruns import groups
+from strato.flow.spec import FanoutStep
 from strato.runs import bgdispatch, views, wire
-from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
+from strato.runs.agents import AgentSpec, CallResult, agent_argv, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
+from strato.runs.fanout import ItemCall
 from strato.runs.runlock import exclusive, is_held, take
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL, Refused, now_iso, token_holders
@@ -222,7 +226,11 @@ def _drive(runs: Runs, run_id: str) -> None:
             _record_cancel(runs, run_id, req)
             break
         try:
-            runs.drive(run_id, dispatch=lambda rid, entry: _dispatch(runs, rid, entry, watch))
+            runs.drive(
+                run_id,
+                dispatch=lambda rid, entry: _dispatch(runs, rid, entry, watch),
+                fanout_calls=lambda rid, path: _fanout_calls(runs, rid, path, watch),
+            )
         except Cancelled:
             continue
         if cancel_request(runs.load(run_id).state) is None:
@@ -232,37 +240,75 @@ def _drive(runs: Runs, run_id: str) -> None:
 
 
 class _CancelWatch:
-    """Whether a cancel was asked: one ref read per look, the state only when it moved."""
+    """Whether a cancel was asked: one ref read per look, the state only when it moved
+    (looked at from the threads of a fanout's items too)."""
 
     def __init__(self, runs: Runs, run_id: str) -> None:
         self.runs, self.run_id = runs, run_id
         self.head: str | None = None
         self.asked = False
+        self.lock = threading.Lock()
 
     def __call__(self) -> bool:
-        if not self.asked:
-            head = self.runs.store.head(self.run_id)
-            if head != self.head:
-                self.head = head
-                self.asked = cancel_request(self.runs.store.at(self.run_id, head).state) is not None
-        return self.asked
+        with self.lock:
+            if not self.asked:
+                head = self.runs.store.head(self.run_id)
+                if head != self.head:
+                    self.head = head
+                    self.asked = cancel_request(self.runs.store.at(self.run_id, head).state) is not None
+            return self.asked
 
 
-def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
+def _call(
+    runs: Runs, folder: Path, agent: AgentSpec, prompt: str, cwd: Path, cancelled: _CancelWatch
+) -> CallResult:
+    """Run the agent in the dispatch process of `folder` (or take what one already
+    did); Cancelled once a cancel is asked, its process group stopped."""
     if cancelled():
         raise Cancelled
-    agent = runs.config.get(entry["agent"])
 
     def paced() -> None:
         if agent.min_interval_s > 0:
             pace(runs.pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
 
-    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
-    argv = agent_argv(agent, agent_prompt(entry))
-    done = bgdispatch.run(folder, argv, runs.root, agent.timeout_s, paced, cancelled)
+    done = bgdispatch.run(folder, agent_argv(agent, prompt), cwd, agent.timeout_s, paced, cancelled)
     if done is None:
         raise Cancelled
-    return runs.report(run_id, entry, interpret(agent, done))
+    return interpret(agent, done)
+
+
+def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
+    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
+    res = _call(runs, folder, runs.config.get(entry["agent"]), agent_prompt(entry), runs.root, cancelled)
+    return runs.report(run_id, entry, res)
+
+
+def _fanout_calls(runs: Runs, run_id: str, path: str, cancelled: _CancelWatch) -> ItemCall:
+    """The calls of one fanout's items, each in a dispatch process of its own, in a
+    folder named for the fanout's start (the commit that recorded it) and the call's
+    key: a runner that runs the fanout again after its runner died hands back what each
+    call already gave, or waits for the one still running, instead of calling again.
+    Under `isolation: worktree` an item's edits live in a worktree its runner made, and
+    that is made afresh: those items are run again, after stopping what still runs."""
+    started = next(
+        commit
+        for commit, transition in reversed(list(runs.store.history(run_id)))
+        for ev in transition.get("events", [])
+        if ev.get("type") == "fanout_started" and ev.get("stepId") == path
+    )
+    name = hashlib.sha256(f"{started}\0{path}".encode()).hexdigest()[:16]
+    step = runs.engine(runs.load(run_id), judge=False).locate(path)[1]
+    assert isinstance(step, FanoutStep)
+    root = bg_dir(runs, run_id) / "dispatch"
+    if step.fanout.isolation == "worktree":
+        for folder in root.glob(f"item-{name}-*"):
+            bgdispatch.stop(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def call_item(key: str, agent: AgentSpec, prompt: str, cwd: Path) -> CallResult:
+        return _call(runs, root / f"item-{name}-{key}", agent, prompt, cwd, cancelled)
+
+    return call_item
 
 
 def _record_cancel(runs: Runs, run_id: str, req: dict[str, Any]) -> None:

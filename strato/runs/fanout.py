@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
-from strato.runs.agents import AgentsConfig, agent_prompt, call, last_line, run_process
+from strato.runs.agents import AgentsConfig, AgentSpec, CallResult, agent_prompt, call, last_line, run_process
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, Judge, check
 from strato.runs.consumer import require_failure, stage_when
@@ -29,6 +29,11 @@ from tropo.git import worktrees
 from tropo.git.types import Repository, oid
 
 PRE_MERGE_TIMEOUT_S = 900
+
+ItemCall = Callable[[str, AgentSpec, str, Path], CallResult]
+"""How an item's agent is called: (key, agent, prompt, cwd). The key names the call in
+its fanout (`<index>.<stage>.<attempt>`) and is the same when the fanout runs again, so
+a background runner can hand back a call that a runner before it made."""
 
 
 class RunAccess(Protocol):
@@ -80,7 +85,9 @@ class _Allowance:
                 ledger.debit(usage)
 
 
-def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
+def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | None = None) -> Outcome:
+    """Run the fanout's pending items and settle it. An exception `call_item` raises
+    (a background run's cancel) ends the fanout there: no item is recorded after it."""
     snap = runs.load(run_id)
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
@@ -89,6 +96,8 @@ def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
     worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
+    if call_item is not None:
+        worker.call_item = call_item
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
@@ -195,6 +204,7 @@ class _ItemRunner:
     ) -> None:
         self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
         self.run_id, self.allowance, self.judge = run_id, allowance, judge
+        self.call_item: ItemCall = lambda _key, agent, prompt, cwd: call(agent, prompt, cwd, runs.pacing_dir)
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {"index": item["index"], "item": item["item"], "attempts": [], "usage": {}}
@@ -248,7 +258,8 @@ class _ItemRunner:
                 "contract": self.spec.contracts.get(stage.out or "", {}),
                 "previousFailure": previous,
             }
-            res = call(self.runs.config.get(stage.agent), agent_prompt(entry), cwd, self.runs.pacing_dir)
+            key = f"{out['index']}.{i}.{n}"
+            res = self.call_item(key, self.runs.config.get(stage.agent), agent_prompt(entry), cwd)
             spend = {**res.usage, "ms": res.duration_ms}
             self.allowance.settle(spend)
             for k, v in {**spend, "dispatches": 1}.items():

@@ -106,6 +106,49 @@ flows:
 """
 
 
+def fanout_spec(mode: str = "slow") -> str:
+    """A fanout over `input.items` (two at a time, in the workspace): each item's first
+    stage plays `mode`, its second is wrong once; then one step after it."""
+    return f"""\
+version: 1
+contracts:
+  Note:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      tag: string
+      items: "string[]"
+    output:
+      from: "${{finish.output}}"
+      contract: Note
+    steps:
+      - id: fan
+        fanout:
+          over: "${{input.items}}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - do: "{mode} ${{item}} ${{input.tag}}"
+              agent: claude
+              out: Note
+            - do: "wrong ${{item}}-check ${{input.tag}}"
+              agent: claude
+              out: Note
+              ensure:
+                - expr: "result.text == 'right'"
+              attempts: 3
+      - id: finish
+        after: [fan]
+        do: "slow finish ${{input.tag}}"
+        agent: claude
+        out: Note
+"""
+
+
 def one_step_spec(mode: str) -> str:
     return f"""\
 version: 1
