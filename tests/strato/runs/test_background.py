@@ -332,3 +332,37 @@ def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
     assert doc["status"] == "completed" and calls(workspace, "heal") == ["draft", "fix", "fix", "finish"]
     starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
     assert not starts.exists(), (starts.read_text(), runner_log(workspace, run_id))
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_cancel_stops_a_child_that_left_the_agents_process_group_with_setsid(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, one_step_spec("escape"), {"tag": "esc"})
+    escaped = wait_for(lambda: pids(workspace, "esc", "escaped"), "the agent's child left its group")[0]
+    agent = wait_for(lambda: pids(workspace, "esc"), "the agent runs")[0]
+    assert os.getsid(escaped) != os.getsid(agent) and os.getpgid(escaped) not in (os.getpgid(agent), 0)
+    assert escaped not in groups.members(os.getpgid(agent))  # stopping the group alone would miss it
+    dispatch = parent_of(agent)
+    # the child between them exited: the orphan was handed to the dispatch process, not init
+    assert b"strato.runs.bgdispatch" in Path(f"/proc/{dispatch}/cmdline").read_bytes()
+    assert parent_of(escaped) == dispatch
+
+    code, view, err = strato(workspace, "flow", "cancel", run_id)
+    assert code == 0, err
+    assert view["status"] == "cancelled"
+    assert not groups.alive(agent) and not groups.alive(escaped)
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
+
+
+def test_a_child_an_agent_left_in_its_own_session_is_stopped_when_the_agent_answers(workspace: Path) -> None:
+    """It holds the agent's stdout open: without the dispatch stopping it, the agent's
+    output would never end and the step never finish."""
+    run_id = background.start(Runs(workspace), one_step_spec("leave"), {"tag": "lv"})
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "completed" and doc["output"] == {"text": "work done"}
+    escaped = pids(workspace, "lv", "escaped")
+    assert len(escaped) == 1 and not groups.alive(escaped[0])
+    assert calls(workspace, "lv") == ["work"]
