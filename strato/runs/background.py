@@ -178,6 +178,7 @@ def _record_crashes(runs: Runs, run_id: str, failed: int) -> None:
     """End the run as failed: its runner died `failed` times in a row without moving
     it on, so another start would only die again. Its agents are stopped first (we
     hold the runner lock: nobody else drives it)."""
+    _starts_file(runs, run_id).unlink(missing_ok=True)
     for folder in _dispatches(runs, run_id):
         bgdispatch.stop(folder)
     log = bg_dir(runs, run_id) / "runner.log"
@@ -196,7 +197,6 @@ def _record_crashes(runs: Runs, run_id: str, failed: int) -> None:
 
     with contextlib.suppress(Refused):  # it ended meanwhile
         runs.apply(run_id, "runner_failed", act)
-    _starts_file(runs, run_id).unlink(missing_ok=True)
 
 
 # --- the runner

@@ -95,9 +95,7 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
     allowance = _Allowance(task_ledgers(frame, step, st))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
-    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
-    if call_item is not None:
-        worker.call_item = call_item
+    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, call_item)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
@@ -201,10 +199,13 @@ class _ItemRunner:
         run_id: str,
         allowance: _Allowance,
         judge: Judge | None,
+        call_item: ItemCall | None = None,
     ) -> None:
         self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
         self.run_id, self.allowance, self.judge = run_id, allowance, judge
-        self.call_item: ItemCall = lambda _key, agent, prompt, cwd: call(agent, prompt, cwd, runs.pacing_dir)
+        self.call_item: ItemCall = call_item or (
+            lambda _key, agent, prompt, cwd: call(agent, prompt, cwd, runs.pacing_dir)
+        )
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {"index": item["index"], "item": item["item"], "attempts": [], "usage": {}}

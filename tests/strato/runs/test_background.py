@@ -5,6 +5,7 @@ process it started, read from /proc."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -327,11 +328,13 @@ def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
         return idle and died == crashes
 
     wait_for(crashed, f"{crashes} runners crash")
+    starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
+    assert json.loads(starts.read_text())["count"] == crashes
     monkeypatch.delenv("PYTHONPATH")  # the install is repaired before the last start
     doc = ended(workspace, run_id)
     assert doc["status"] == "completed" and calls(workspace, "heal") == ["draft", "fix", "fix", "finish"]
-    starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
-    assert not starts.exists(), (starts.read_text(), runner_log(workspace, run_id))
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")  # it clears the count last
+    assert not starts.exists()
 
 
 def parent_of(pid: int) -> int:
