@@ -35,6 +35,15 @@ def members(pgid: int) -> list[int]:
     return found
 
 
+def parents() -> dict[int, int]:
+    """Each live process and its parent."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(entry.name)) is not None:
+            found[int(entry.name)] = int(fields[1])
+    return found
+
+
 def stop(pgid: int, grace_s: float = GRACE_S) -> bool:
     """SIGTERM the group, SIGKILL what is left after `grace_s`; True when SIGKILL was needed.
     A recorded pgid is only a number on disk: our own group, init's and 0 are never signalled."""

@@ -155,11 +155,14 @@ class Finished:
 def run_process(
     argv: list[str], cwd: Path, timeout_s: float, stdin: bytes | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_exit: Callable[[], None] | None = None,
 ) -> Finished | str:
     """Run argv in its own process group, bounded in time and in output kept; a string
     when it cannot be started. The group is killed when the process ends or times out:
     children it left behind would otherwise hold its pipes open forever. `on_start` is
-    told the group's id as soon as it exists (a background run records it to stop it)."""
+    told the group's id as soon as it exists (a background run records it to stop it);
+    `on_exit` is called once the group is killed, before its pipes are drained (a
+    background dispatch stops there what left the group and may hold them open)."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -189,6 +192,8 @@ def run_process(
     except subprocess.TimeoutExpired:
         code = None
     _kill_group(proc)
+    if on_exit is not None:
+        on_exit()
     for r in readers:
         r.join()
     ms = int((time.monotonic() - started) * 1000)

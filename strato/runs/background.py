@@ -21,28 +21,38 @@ it within a tick, stops the agents' process groups and records `flow_cancelled`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from strato.agentruns import groups
+from strato.flow.spec import FanoutStep
 from strato.runs import bgdispatch, views, wire
-from strato.runs.agents import agent_prompt, interpret, pace
+from strato.runs.agents import READ_ONLY, AgentSpec, CallResult, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
-from strato.runs.runlock import exclusive, is_held
+from strato.runs.fanout import ItemCall
+from strato.runs.runlock import exclusive, is_held, take
 from strato.runs.service import Runs
-from strato.runs.state import RUN_TERMINAL, Refused, now_iso
+from strato.runs.state import RUN_TERMINAL, Refused, now_iso, token_holders
 from strato.runs.store import Outcome, Snapshot
 from tropo.git.repo import private_dir
 
 CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
 LOG_LIMIT = 1 << 20
 # the runner's parent exits at once, so the runner is reparented and nobody must reap it
-_DETACH = "import subprocess, sys; subprocess.Popen(sys.argv[1:], close_fds=True)"
+# (argv[1]: a descriptor to hand on, -1 for none)
+_DETACH = (
+    "import subprocess, sys; fd = int(sys.argv[1]); "
+    "subprocess.Popen(sys.argv[2:], close_fds=True, pass_fds=() if fd < 0 else (fd,))"
+)
+MAX_FAILED_STARTS = 3  # runners that died in a row at one head before the run is failed
 
 
 class Cancelled(Exception):
@@ -99,89 +109,208 @@ def has_work(runs: Runs, snap: Snapshot) -> bool:
 
 def wake(runs: Runs, run_id: str) -> bool:
     """Start a runner for a background run that has work and no runner; True if one
-    was started (a runner already there, or nothing to do: False)."""
+    was started (a runner already there, or nothing to do: False). The runner lock is
+    taken here and handed to the runner, so pollers that all saw no runner start one
+    between them, and each start counted is a runner that really ran."""
     run_id = runs.store.resolve(run_id)
-    snap = runs.load(run_id)
-    if not is_background(snap.state) or not has_work(runs, snap) or is_held(runner_lock(runs, run_id)):
+    if not _wanted(runs, runs.load(run_id)):
         return False
-    launch(runs, run_id)
+    held = take(runner_lock(runs, run_id))
+    if held is None:
+        return False
+    with held:
+        snap = runs.load(run_id)  # again, under the lock: a runner may have just ended it
+        if not _wanted(runs, snap):
+            return False
+        failed = _count_start(runs, run_id, snap.head)
+        if failed >= MAX_FAILED_STARTS:
+            _record_crashes(runs, run_id, failed)
+            return False
+        launch(runs, run_id, held.fileno())
     return True
 
 
-def launch(runs: Runs, run_id: str) -> None:
+def _wanted(runs: Runs, snap: Snapshot) -> bool:
+    return is_background(snap.state) and has_work(runs, snap)
+
+
+def launch(runs: Runs, run_id: str, lock_fd: int | None = None) -> None:
+    """Start a runner, detached; `lock_fd` (an open file holding the runner lock) is
+    handed to it, else it takes the lock itself."""
     folder = bg_dir(runs, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "runner.log"
     if log.exists() and log.stat().st_size > LOG_LIMIT:
         log.unlink()
     runner = [sys.executable, "-m", "strato.runs.background", str(runs.root), run_id]
-    argv = [sys.executable, "-c", _DETACH, *runner]
+    if lock_fd is not None:
+        runner.append(str(lock_fd))
+    argv = [sys.executable, "-c", _DETACH, str(-1 if lock_fd is None else lock_fd), *runner]
     with open(log, "ab") as out:
         subprocess.Popen(
             argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-            start_new_session=True, close_fds=True,
+            start_new_session=True, close_fds=True, pass_fds=() if lock_fd is None else (lock_fd,),
         ).wait()
+
+
+# --- runners that crash
+
+
+def _starts_file(runs: Runs, run_id: str) -> Path:
+    return bg_dir(runs, run_id) / "starts.json"
+
+
+def _count_start(runs: Runs, run_id: str, head: str) -> int:
+    """Record a runner start at `head`; how many runners started before it at this same
+    head and did not end normally (a runner that ends normally clears the count, and
+    one that moved the run on changed its head)."""
+    path = _starts_file(runs, run_id)
+    try:
+        last = json.loads(path.read_text(encoding="utf-8"))
+        failed = int(last["count"]) if last["head"] == head else 0
+    except (OSError, ValueError, TypeError, KeyError):
+        failed = 0
+    bgdispatch.write_whole(path, json.dumps({"head": head, "count": failed + 1}))
+    return failed
+
+
+def _record_crashes(runs: Runs, run_id: str, failed: int) -> None:
+    """End the run as failed: its runner died `failed` times in a row without moving
+    it on, so another start would only die again. Its agents are stopped first (we
+    hold the runner lock: nobody else drives it)."""
+    _starts_file(runs, run_id).unlink(missing_ok=True)
+    for folder in _dispatches(runs, run_id):
+        bgdispatch.stop(folder)
+    log = bg_dir(runs, run_id) / "runner.log"
+    with contextlib.suppress(ValueError):
+        log = log.relative_to(runs.root)
+    reason = f"background runner crashed {failed} times in a row without progress (see {log})"
+
+    def act(e: Engine) -> None:
+        e.require_running()
+        for frame in e.frames():
+            for st in frame.steps.values():
+                for holder in token_holders(st):  # results that land later are stale
+                    holder.pop("dispatchToken", None)
+        e.run.update(status="failed", failure={"attempt": 0, "reason": reason})
+        e.emit("failed", reason=reason, runnerStarts=failed)
+
+    with contextlib.suppress(Refused):  # it ended meanwhile
+        runs.apply(run_id, "runner_failed", act)
 
 
 # --- the runner
 
 
-def drive(runs: Runs, run_id: str) -> None:
-    """Be the run's runner until nothing is left to do (returns at once if another is)."""
+def drive(runs: Runs, run_id: str, inherited: bool = False) -> None:
+    """Be the run's runner until nothing is left to do. With `inherited`, the runner
+    lock came from the process that started us; else it is taken here (and we return
+    at once if another runner holds it)."""
+    if inherited:
+        _drive(runs, run_id)
+        return
     with exclusive(runner_lock(runs, run_id)) as held:
-        if held is None:
-            return
-        (bg_dir(runs, run_id) / "runner.pid").write_text(str(os.getpid()))
-        watch = _CancelWatch(runs, run_id)
-        while True:
-            snap = runs.load(run_id)
-            if snap.state["status"] in RUN_TERMINAL:
-                break
-            req = cancel_request(snap.state)
-            if req is not None:
-                _record_cancel(runs, run_id, req)
-                break
-            try:
-                runs.drive(run_id, dispatch=lambda rid, entry: _dispatch(runs, rid, entry, watch))
-            except Cancelled:
-                continue
-            if cancel_request(runs.load(run_id).state) is None:
-                break  # the run ended or waits for a person: the runner goes
-        _forget_dispatches(runs, run_id)
+        if held is not None:
+            _drive(runs, run_id)
+
+
+def _drive(runs: Runs, run_id: str) -> None:
+    (bg_dir(runs, run_id) / "runner.pid").write_text(str(os.getpid()))
+    watch = _CancelWatch(runs, run_id)
+    while True:
+        snap = runs.load(run_id)
+        if snap.state["status"] in RUN_TERMINAL:
+            break
+        req = cancel_request(snap.state)
+        if req is not None:
+            _record_cancel(runs, run_id, req)
+            break
+        try:
+            runs.drive(
+                run_id,
+                dispatch=lambda rid, entry: _dispatch(runs, rid, entry, watch),
+                fanout_calls=lambda rid, path: _fanout_calls(runs, rid, path, watch),
+            )
+        except Cancelled:
+            continue
+        if cancel_request(runs.load(run_id).state) is None:
+            break  # the run ended or waits for a person: the runner goes
+    _forget_dispatches(runs, run_id)
+    _starts_file(runs, run_id).unlink(missing_ok=True)  # it ended normally
 
 
 class _CancelWatch:
-    """Whether a cancel was asked: one ref read per look, the state only when it moved."""
+    """Whether a cancel was asked: one ref read per look, the state only when it moved
+    (looked at from the threads of a fanout's items too)."""
 
     def __init__(self, runs: Runs, run_id: str) -> None:
         self.runs, self.run_id = runs, run_id
         self.head: str | None = None
         self.asked = False
+        self.lock = threading.Lock()
 
     def __call__(self) -> bool:
-        if not self.asked:
-            head = self.runs.store.head(self.run_id)
-            if head != self.head:
-                self.head = head
-                self.asked = cancel_request(self.runs.store.at(self.run_id, head).state) is not None
-        return self.asked
+        with self.lock:
+            if not self.asked:
+                head = self.runs.store.head(self.run_id)
+                if head != self.head:
+                    self.head = head
+                    self.asked = cancel_request(self.runs.store.at(self.run_id, head).state) is not None
+            return self.asked
 
 
-def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
+def _call(
+    runs: Runs, folder: Path, agent: AgentSpec, prompt: str, cwd: Path, cancelled: _CancelWatch,
+    sandbox: str = READ_ONLY,
+) -> CallResult:
+    """Run the agent in the dispatch process of `folder` (or take what one already
+    did); Cancelled once a cancel is asked, its process group stopped."""
     if cancelled():
         raise Cancelled
-    agent = runs.config.get(entry["agent"])
 
     def paced() -> None:
         if agent.min_interval_s > 0:
             pace(runs.pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
 
-    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
-    argv = agent.argv_for(agent_prompt(entry))
-    done = bgdispatch.run(folder, argv, runs.root, agent.timeout_s, paced, cancelled)
+    done = bgdispatch.run(folder, agent.argv_for(prompt, sandbox), cwd, agent.timeout_s, paced,
+                         cancelled)
     if done is None:
         raise Cancelled
-    return runs.report(run_id, entry, interpret(agent, done))
+    return interpret(agent, done)
+
+
+def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
+    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
+    res = _call(runs, folder, runs.config.get(entry["agent"]), agent_prompt(entry), runs.root, cancelled)
+    return runs.report(run_id, entry, res)
+
+
+def _fanout_calls(runs: Runs, run_id: str, path: str, cancelled: _CancelWatch) -> ItemCall:
+    """The calls of one fanout's items, each in a dispatch process of its own, in a
+    folder named for the fanout's start (the commit that recorded it) and the call's
+    key: a runner that runs the fanout again after its runner died hands back what each
+    call already gave, or waits for the one still running, instead of calling again.
+    Under `isolation: worktree` an item's edits live in a worktree its runner made, and
+    that is made afresh: those items are run again, after stopping what still runs."""
+    started = next(
+        commit
+        for commit, transition in reversed(list(runs.store.history(run_id)))
+        for ev in transition.get("events", [])
+        if ev.get("type") == "fanout_started" and ev.get("stepId") == path
+    )
+    name = hashlib.sha256(f"{started}\0{path}".encode()).hexdigest()[:16]
+    step = runs.engine(runs.load(run_id), judge=False).locate(path)[1]
+    assert isinstance(step, FanoutStep)
+    root = bg_dir(runs, run_id) / "dispatch"
+    if step.fanout.isolation == "worktree":
+        for folder in root.glob(f"item-{name}-*"):
+            bgdispatch.stop(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def call_item(key: str, agent: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
+        return _call(runs, root / f"item-{name}-{key}", agent, prompt, cwd, cancelled, sandbox)
+
+    return call_item
 
 
 def _record_cancel(runs: Runs, run_id: str, req: dict[str, Any]) -> None:
@@ -300,8 +429,10 @@ def poll(runs: Runs, run_id: str, cursor: int = 0) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    """``ROOT RUN [LOCKFD]``: LOCKFD is the inherited runner lock (its file is kept
+    open, so the lock lasts as long as this process)."""
     root, run_id = Path(argv[0]), argv[1]
-    drive(Runs(root), run_id)
+    drive(Runs(root), run_id, inherited=len(argv) > 2)
     return 0
 
 

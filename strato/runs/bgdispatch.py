@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from strato.agentruns import groups
+from strato.agentruns import groups, reaper
 from strato.runs.agents import Finished, run_process
 from strato.runs.runlock import exclusive
 
@@ -34,7 +34,7 @@ TICK_S = 0.05
 MAX_STARTS = 3
 
 
-def _write(path: Path, text: str) -> None:
+def write_whole(path: Path, text: str) -> None:
     """Replace `path` whole: a reader sees the old file or the new one, never half."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -107,7 +107,8 @@ def _start_unless_running(
             return
         (folder / "agent.pgid").unlink(missing_ok=True)
         before_start()
-        _write(folder / "request.json", json.dumps({"argv": argv, "cwd": str(cwd), "timeoutS": timeout_s}))
+        request = {"argv": argv, "cwd": str(cwd), "timeoutS": timeout_s}
+        write_whole(folder / "request.json", json.dumps(request))
         _start(folder, fh.fileno())
     # closing our descriptor never unlocks: the child holds the same open file
 
@@ -136,15 +137,20 @@ def _start(folder: Path, lock_fd: int) -> None:
 
 def main(folder: Path) -> None:
     """Run the recorded request and write `finished.json`; the inherited lock is let go
-    when this process exits, after the file is in place."""
+    when this process exits, after the file is in place. This process is the reaper of
+    orphans below it (`strato.agentruns.reaper`), so what the agent put in a session of
+    its own is re-parented here, and stopped with the agent's group: at its end, or when
+    a cancel stops the group."""
     req = json.loads((folder / "request.json").read_text(encoding="utf-8"))
+    reaper.become_subreaper()
 
     def started(pgid: int) -> None:
-        _write(folder / "agent.pgid", str(pgid))
+        write_whole(folder / "agent.pgid", str(pgid))
 
-    done = run_process(req["argv"], Path(req["cwd"]), float(req["timeoutS"]), on_start=started)
+    argv, cwd, timeout_s = req["argv"], Path(req["cwd"]), float(req["timeoutS"])
+    done = run_process(argv, cwd, timeout_s, on_start=started, on_exit=reaper.stop_descendants)
     record = {"startError": done} if isinstance(done, str) else asdict(done)
-    _write(folder / "finished.json", json.dumps(record))
+    write_whole(folder / "finished.json", json.dumps(record))
 
 
 if __name__ == "__main__":

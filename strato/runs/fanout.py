@@ -21,6 +21,8 @@ from strato.runs.agents import (
     READ_ONLY,
     WORKTREE_WRITE,
     AgentsConfig,
+    AgentSpec,
+    CallResult,
     agent_prompt,
     call,
     last_line,
@@ -38,6 +40,11 @@ from tropo.git import worktrees
 from tropo.git.types import Repository, oid
 
 PRE_MERGE_TIMEOUT_S = 900
+
+ItemCall = Callable[[str, AgentSpec, str, Path, str], CallResult]
+"""How an item's agent is called: (key, agent, prompt, cwd, sandbox). The key names the call in
+its fanout (`<index>.<stage>.<attempt>`) and is the same when the fanout runs again, so
+a background runner can hand back a call that a runner before it made."""
 
 
 class RunAccess(Protocol):
@@ -89,7 +96,9 @@ class _Allowance:
                 ledger.debit(usage)
 
 
-def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
+def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | None = None) -> Outcome:
+    """Run the fanout's pending items and settle it. An exception `call_item` raises
+    (a background run's cancel) ends the fanout there: no item is recorded after it."""
     snap = runs.load(run_id)
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
@@ -97,7 +106,7 @@ def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
     allowance = _Allowance(task_ledgers(frame, step, st))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
-    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
+    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, call_item)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
@@ -235,9 +244,14 @@ class _ItemRunner:
         run_id: str,
         allowance: _Allowance,
         judge: Judge | None,
+        call_item: ItemCall | None = None,
     ) -> None:
         self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
         self.run_id, self.allowance, self.judge = run_id, allowance, judge
+        self.call_item: ItemCall = call_item or (
+            lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
+                                                           sandbox=sandbox)
+        )
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {"index": item["index"], "item": item["item"], "attempts": [], "calls": []}
@@ -299,7 +313,8 @@ class _ItemRunner:
                 "previousFailure": previous,
             }
             agent = self.runs.config.get(stage.agent)
-            res = call(agent, agent_prompt(entry), cwd, self.runs.pacing_dir, sandbox=sandbox)
+            key = f"{out['index']}.{i}.{n}"
+            res = self.call_item(key, agent, agent_prompt(entry), cwd, sandbox)
             spend = {**res.usage, "ms": res.duration_ms}
             self.allowance.settle(spend)
             out["calls"].append(

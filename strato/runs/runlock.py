@@ -28,6 +28,20 @@ def exclusive(path: Path) -> Iterator[IO[bytes] | None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def take(path: Path) -> IO[bytes] | None:
+    """The open file holding the lock on `path`, to hand to a child process (None if
+    another holds it). Closing it does not unlock while the child keeps its copy: the
+    lock goes when the last holder of the open file closes it or dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "ab")  # noqa: SIM115 - the caller owns it
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
+
+
 def is_held(path: Path) -> bool:
     """Someone holds the lock on `path` now (a look, not a promise: it may end next)."""
     if not path.exists():

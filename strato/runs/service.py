@@ -20,7 +20,7 @@ from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
 from strato.runs.dispatches import engine_telemetry
 from strato.runs.engine import Engine
-from strato.runs.fanout import run_fanout
+from strato.runs.fanout import ItemCall, run_fanout
 from strato.runs.lanes import LaneBook, digest
 from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
@@ -305,10 +305,12 @@ class Runs:
         run_id: str,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         dispatch: Callable[[str, dict[str, Any]], Outcome] | None = None,
+        fanout_calls: Callable[[str, str], ItemCall] | None = None,
     ) -> Snapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
-        are left waiting. `dispatch` runs one ready step (default: `self.dispatch`; a
-        background runner passes one whose agents outlive it)."""
+        are left waiting. `dispatch` runs one ready step (default: `self.dispatch`) and
+        `fanout_calls(run, fanout path)` the agents of a fanout's items (default: here);
+        a background runner passes ones whose agents outlive it."""
         dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
         while True:
@@ -319,7 +321,9 @@ class Runs:
             fanouts = eng.running_fanouts()
             if fanouts:
                 frame, step, _ = fanouts[0]
-                self._emit(on_event, run_fanout(self, run_id, frame.prefix + step.id).events)
+                path = frame.prefix + step.id
+                calls = None if fanout_calls is None else fanout_calls(run_id, path)
+                self._emit(on_event, run_fanout(self, run_id, path, calls).events)
                 continue
             ready = eng.ready()
             if not ready:

@@ -42,6 +42,22 @@ elif mode == "hostile":  # ignores SIGTERM, forks three children that ignore it 
         fh.write(f"{os.getpid()}\\n")
     while True:
         time.sleep(1)
+elif mode in ("escape", "leave"):  # a child in a session of its own (fork, setsid, fork), which
+    if os.fork() == 0:  # ignores SIGTERM and keeps stdout open; then hangs, or answers and exits
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            with open(f"escaped-{tag}.txt", "a") as fh:
+                fh.write(f"{os.getpid()}\\n")
+            while True:
+                time.sleep(1)
+        os._exit(0)
+    os.wait()
+    with open(f"pids-{tag}.txt", "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    while mode == "escape":
+        time.sleep(1)
+    print(json.dumps({"text": f"{step} done"}))
 # "silent": exits 0 without printing anything
 """
 
@@ -106,6 +122,49 @@ flows:
 """
 
 
+def fanout_spec(mode: str = "slow") -> str:
+    """A fanout over `input.items` (two at a time, in the workspace): each item's first
+    stage plays `mode`, its second is wrong once; then one step after it."""
+    return f"""\
+version: 1
+contracts:
+  Note:
+    text: string
+flows:
+  entry: main
+  main:
+    input:
+      tag: string
+      items: "string[]"
+    output:
+      from: "${{finish.output}}"
+      contract: Note
+    steps:
+      - id: fan
+        fanout:
+          over: "${{input.items}}"
+          concurrency: 2
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - do: "{mode} ${{item}} ${{input.tag}}"
+              agent: claude
+              out: Note
+            - do: "wrong ${{item}}-check ${{input.tag}}"
+              agent: claude
+              out: Note
+              ensure:
+                - expr: "result.text == 'right'"
+              attempts: 3
+      - id: finish
+        after: [fan]
+        do: "slow finish ${{input.tag}}"
+        agent: claude
+        out: Note
+"""
+
+
 def one_step_spec(mode: str) -> str:
     return f"""\
 version: 1
@@ -133,7 +192,7 @@ def make_workspace(root: Path) -> Path:
     toml = f'[agents.claude]\nargv = [{json.dumps(sys.executable)}, "agents/play.py", "{{prompt}}"]\n'
     write_files(root, {
         "agents/play.py": PLAY, ".vivary/agents.toml": toml, "specs/steps.yaml": STEPS_SPEC,
-        "specs/gated.yaml": GATED_SPEC, ".gitignore": "calls-*.log\npids-*.txt\n",
+        "specs/gated.yaml": GATED_SPEC, ".gitignore": "calls-*.log\npids-*.txt\nescaped-*.txt\n",
     })
     commit_all(root, "workspace")
     return root
@@ -145,14 +204,16 @@ def calls(root: Path, tag: str) -> list[str]:
     return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def pids(root: Path, tag: str) -> list[int]:
-    path = root / f"pids-{tag}.txt"
+def pids(root: Path, tag: str, kind: str = "pids") -> list[int]:
+    """The pids the agents of run `tag` wrote down (`escaped`: their children that left
+    the agent's process group)."""
+    path = root / f"{kind}-{tag}.txt"
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
 def kill_hostiles(root: Path) -> None:
     """A failed test must not leave an agent that ignores SIGTERM running."""
-    for path in root.glob("pids-*.txt"):
+    for path in [*root.glob("pids-*.txt"), *root.glob("escaped-*.txt")]:
         for pid in path.read_text().split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)

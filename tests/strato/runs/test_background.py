@@ -5,6 +5,7 @@ process it started, read from /proc."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -23,6 +24,7 @@ from strato.runs.state import RUN_TERMINAL
 from tests.strato.runs.bg_helpers import (
     STEPS_SPEC,
     calls,
+    fanout_spec,
     is_runner,
     kill_hostiles,
     make_workspace,
@@ -40,10 +42,10 @@ def workspace(repo_dir: Path) -> Iterator[Path]:
     kill_hostiles(repo_dir)
 
 
-def foreground(root: Path, spec: str, tag: str) -> tuple[dict[str, Any], list[str]]:
+def foreground(root: Path, spec: str, tag: str, **inputs: Any) -> tuple[dict[str, Any], list[str]]:
     """The same spec run in the foreground: what a background run must end as."""
     runs = Runs(root)
-    snap = runs.drive(runs.plan(spec, {"tag": tag}).snap.run_id)
+    snap = runs.drive(runs.plan(spec, {"tag": tag, **inputs}).snap.run_id)
     return _ending(snap.state), calls(root, tag)
 
 
@@ -201,28 +203,31 @@ def test_a_foreground_resume_refuses_a_run_its_runner_drives(workspace: Path) ->
     assert background.cancel(runs, run_id, "cli") == "cancelled"
 
 
-def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foreground(workspace: Path) -> None:
-    """kill -9 of the runner at a random moment (between or inside steps, while an agent
-    runs or just after it answered), then a poll restarts it: every run ends as the
-    foreground run of the same spec did, with each step's agent started exactly as often."""
+def killed_at_random(
+    workspace: Path, spec: str, inputs: dict[str, Any], repeats: int, tag: str, ordered: bool = True
+) -> int:
+    """Run `spec` `repeats` times in the background, killing the runner with SIGKILL
+    once or twice at random moments (between or inside steps, while agents run or just
+    after one answered) while polls restart it: every run must end as the foreground run
+    did, with each agent started exactly as often. The number of kills that landed."""
     if os.nice(0) < 19:
         os.nice(19 - os.nice(0))  # a heavy loop on a shared machine: everything it starts inherits this
-    expected, dispatched = foreground(workspace, STEPS_SPEC, "k-fg")
+    expected, dispatched = foreground(workspace, spec, f"{tag}-fg", **inputs)
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     kills = 0
-    for i in range(30):
-        tag = f"k{i}"
+    for i in range(repeats):
+        run_tag = f"{tag}{i}"
         runs = Runs(workspace)
-        run_id = background.start(runs, STEPS_SPEC, {"tag": tag})
+        run_id = background.start(runs, spec, {"tag": run_tag, **inputs})
         for _ in range(rng.randint(1, 2)):
             after = rng.randint(0, len(dispatched))  # dispatches started before the kill
 
-            def due(tag: str = tag, after: int = after, run_id: str = run_id) -> bool:
+            def due(run_tag: str = run_tag, after: int = after, run_id: str = run_id) -> bool:
                 polled = background.poll(Runs(workspace), run_id)  # as a client would: it restarts a dead runner
-                return len(calls(workspace, tag)) >= after or polled["bg"]["status"] in RUN_TERMINAL
+                return len(calls(workspace, run_tag)) >= after or polled["bg"]["status"] in RUN_TERMINAL
 
-            wait_for(due, f"{after} dispatches of {tag}")
+            wait_for(due, f"{after} dispatches of {run_tag}")
             time.sleep(rng.uniform(0, 0.4))  # a random point, not a wait for an event
             pid = runner_pid(workspace, run_id)
             if pid is not None and is_runner(pid):
@@ -231,6 +236,136 @@ def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foregrou
         ended(workspace, run_id)
         state = Runs(workspace).load(run_id).state
         assert _ending(state) == expected, f"seed {seed}, run {i}"
-        assert calls(workspace, tag) == dispatched, f"seed {seed}, run {i}: dispatches {calls(workspace, tag)}"
-    print(f"seed {seed}: {kills} kills of a live runner in 30 runs")
-    assert kills >= 15, f"seed {seed}: only {kills} kills landed on a live runner"
+        got = calls(workspace, run_tag)
+        assert (got if ordered else sorted(got)) == (dispatched if ordered else sorted(dispatched)), (
+            f"seed {seed}, run {i}: dispatches {got}"
+        )
+    print(f"seed {seed}: {kills} kills of a live runner in {repeats} runs")
+    return kills
+
+
+def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foreground(workspace: Path) -> None:
+    kills = killed_at_random(workspace, STEPS_SPEC, {}, 30, "k")
+    assert kills >= 15, f"only {kills} kills landed on a live runner"
+
+
+def test_a_runner_killed_mid_fanout_never_runs_an_item_agent_twice(workspace: Path) -> None:
+    """The same with a fanout: a runner started after a kill hands back the calls its
+    items' agents made (or waits for the ones still running) instead of calling again.
+    Two items run at once, so only the multiset of calls is the foreground's."""
+    kills = killed_at_random(workspace, fanout_spec(), {"items": ["a", "b", "c"]}, 10, "kf", ordered=False)
+    assert kills >= 5, f"only {kills} kills landed on a live runner"
+
+
+def test_cancel_reaches_the_agents_of_a_fanouts_items(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, fanout_spec("hostile"), {"tag": "hf", "items": ["a", "b", "c"]})
+    procs = wait_for(lambda: len(pids(workspace, "hf")) == 8 and pids(workspace, "hf"), "two items' agents, 4 each")
+    code, view, err = strato(workspace, "flow", "cancel", run_id)
+    assert code == 0, err
+    assert view["status"] == "cancelled"
+    assert not any(groups.alive(p) for p in procs)
+    detail = next(e for e in wire.events(runs, run_id) if e["type"] == "flow_cancelled")["detail"]
+    assert detail == {"by": "cli", "burned": {"steps": ["fan"], "items": 0}}
+    assert sorted(calls(workspace, "hf")) == ["a", "b"]  # the third item was never started
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
+    assert not any(groups.alive(p) for p in procs)
+
+
+def broken_install(tmp: Path) -> str:
+    """A PYTHONPATH under which `strato` cannot be imported: a runner started with it
+    dies at its first import, as one would after a bad upgrade."""
+    (tmp / "strato").mkdir(parents=True)
+    (tmp / "strato" / "__init__.py").write_text('raise ImportError("strato: broken install")\n')
+    return str(tmp)
+
+
+def runner_log(root: Path, run_id: str) -> str:
+    path = root / ".git" / "vivary" / "bg" / run_id / "runner.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_a_runner_that_crashes_on_every_start_fails_the_run_naming_its_log(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(workspace)
+    run_id = runs.plan(STEPS_SPEC, {"tag": "crash"}).snap.run_id
+    background.mark(runs, run_id)
+    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))  # what every runner inherits
+
+    def failed() -> dict[str, Any] | None:
+        doc = background.poll(Runs(workspace), run_id)  # each poll restarts a dead runner
+        return doc if doc["bg"]["status"] == "failed" else None
+
+    doc = wait_for(failed, "the run is recorded as failed")
+    log = runner_log(workspace, run_id)
+    assert log.count("ImportError: strato: broken install") == background.MAX_FAILED_STARTS
+    reason = f"background runner crashed 3 times in a row without progress (see .git/vivary/bg/{run_id}/runner.log)"
+    assert doc["status"] == "failed" and doc["failure"] == {"attempt": 0, "reason": reason}
+    assert [e["detail"] for e in doc["events"] if e["type"] == "failed"] == [{"attempt": 0, "reason": reason}]
+    state = Runs(workspace).load(run_id).state
+    assert state["status"] == "failed" and "dispatchToken" not in state["scope"]["steps"]["draft"]
+    assert calls(workspace, "crash") == []
+    for _ in range(3):  # an ended run starts no runner
+        background.poll(Runs(workspace), run_id)
+    assert runner_log(workspace, run_id) == log
+
+
+def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = Runs(workspace)
+    run_id = runs.plan(STEPS_SPEC, {"tag": "heal"}).snap.run_id
+    background.mark(runs, run_id)
+    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))
+    crashes = background.MAX_FAILED_STARTS - 1
+
+    def crashed() -> bool:
+        idle = no_runner(workspace, run_id)  # first: with no runner, the count of deaths is final
+        died = runner_log(workspace, run_id).count("ImportError: strato: broken install")
+        if idle and died < crashes:
+            background.poll(Runs(workspace), run_id)  # starts the next runner
+        return idle and died == crashes
+
+    wait_for(crashed, f"{crashes} runners crash")
+    starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
+    assert json.loads(starts.read_text())["count"] == crashes
+    monkeypatch.delenv("PYTHONPATH")  # the install is repaired before the last start
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "completed" and calls(workspace, "heal") == ["draft", "fix", "fix", "finish"]
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")  # it clears the count last
+    assert not starts.exists()
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_cancel_stops_a_child_that_left_the_agents_process_group_with_setsid(workspace: Path) -> None:
+    runs = Runs(workspace)
+    run_id = background.start(runs, one_step_spec("escape"), {"tag": "esc"})
+    escaped = wait_for(lambda: pids(workspace, "esc", "escaped"), "the agent's child left its group")[0]
+    agent = wait_for(lambda: pids(workspace, "esc"), "the agent runs")[0]
+    assert os.getsid(escaped) != os.getsid(agent) and os.getpgid(escaped) not in (os.getpgid(agent), 0)
+    assert escaped not in groups.members(os.getpgid(agent))  # stopping the group alone would miss it
+    dispatch = parent_of(agent)
+    # the child between them exited: the orphan was handed to the dispatch process, not init
+    assert b"strato.runs.bgdispatch" in Path(f"/proc/{dispatch}/cmdline").read_bytes()
+    assert parent_of(escaped) == dispatch
+
+    code, view, err = strato(workspace, "flow", "cancel", run_id)
+    assert code == 0, err
+    assert view["status"] == "cancelled"
+    assert not groups.alive(agent) and not groups.alive(escaped)
+    assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
+
+
+def test_a_child_an_agent_left_in_its_own_session_is_stopped_when_the_agent_answers(workspace: Path) -> None:
+    """It holds the agent's stdout open: without the dispatch stopping it, the agent's
+    output would never end and the step never finish."""
+    run_id = background.start(Runs(workspace), one_step_spec("leave"), {"tag": "lv"})
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "completed" and doc["output"] == {"text": "work done"}
+    escaped = pids(workspace, "lv", "escaped")
+    assert len(escaped) == 1 and not groups.alive(escaped[0])
+    assert calls(workspace, "lv") == ["work"]
