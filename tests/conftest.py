@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import settings
+
+# No wall-clock limit in any test (hypothesis's default 200 ms deadline is one): on a
+# loaded 2-core machine it fails tests that prove nothing about speed.
+settings.register_profile("vivary", deadline=None)
+settings.load_profile("vivary")
 
 
 @pytest.fixture(autouse=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -56,17 +57,28 @@ def truthy(value: Any) -> bool:
 
 
 def number_text(value: int | float) -> str:
-    """A number as JavaScript's String() prints it (1.0 -> "1", 1e-07 -> "1e-7")."""
+    """A number as JavaScript's String() prints it: the shortest digits that round-trip,
+    in positional form from 1e-6 up to 1e21 and in exponent form outside
+    (1.0 -> "1", 1e-05 -> "0.00001", 1e-07 -> "1e-7", 1e21 -> "1e+21")."""
     if isinstance(value, int):
         return str(value) if abs(value) < 10**21 else number_text(float(value))
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    text = repr(value)
-    if "e" in text:
-        mant, exp = text.split("e")
-        sign = "-" if exp.startswith("-") else "+"
-        text = f"{mant}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
-    return text
+    if not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    shortest = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, shortest.digits))
+    point = len(digits) + int(shortest.exponent)  # the decimal point's place in `digits`
+    if len(digits) <= point <= 21:
+        return sign + digits + "0" * (point - len(digits))
+    if 0 < point <= 21:
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    if -6 < point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    exp = point - 1
+    mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp)}"
 
 
 def to_json(value: Any, limit: int | None = None) -> str:

@@ -53,10 +53,16 @@ def test_truthiness_is_javascripts(value: Any, expected: bool) -> None:
     (1.0, "1"), (-0.0, "0"), (2.5, "2.5"), (-2.5, "-2.5"), (1e20, "100000000000000000000"),
     (1e21, "1e+21"), (-1e21, "-1e+21"), (1.5e300, "1.5e+300"), (1e-7, "1e-7"),
     (-1e-7, "-1e-7"), (1.5e-7, "1.5e-7"), (1.25e-10, "1.25e-10"),
+    # Positional down to 1e-6, where Python's repr turns to exponents at 1e-5 already.
+    (1e-5, "0.00001"), (1e-6, "0.000001"), (-1.5e-6, "-0.0000015"), (0.000123, "0.000123"),
+    (1.2e21, "1.2e+21"), (123.456, "123.456"), (1 / 3, "0.3333333333333333"),
+    (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+    (12345678901234567890.0, "12345678901234567000"),
 ])
 def test_numbers_print_as_javascripts_string_does(value: float, text: str) -> None:
-    """Integral values below 1e21 in full; from 1e21 (and for small fractions) the
-    exponent form with an explicit sign and no leading zeros (`1e-7`, not `1e-07`)."""
+    """Integral values below 1e21 in full; from 1e21 (and below 1e-6) the exponent form
+    with an explicit sign and no leading zeros (`1e-7`, not `1e-07`). Every expected text
+    here is what Node's String() printed for the same double."""
     assert number_text(value) == text
 
 
