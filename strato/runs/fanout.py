@@ -25,6 +25,7 @@ from strato.runs.fanout_steps import FanoutOutcome
 from strato.runs.ledger import Ledger
 from strato.runs.state import Refused
 from strato.runs.store import Outcome, Snapshot
+from strato.runs.verification import ItemLanes, learn
 from tropo.git import worktrees
 from tropo.git.types import Repository, oid
 
@@ -88,7 +89,8 @@ def run_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
     allowance = _Allowance(task_ledgers(frame, step, st))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
-    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge)
+    lanes = None if eng.lanes is None else ItemLanes(eng, frame, step)
+    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, lanes)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
@@ -111,7 +113,11 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = task_ledgers(frame, step, st)
+    item = dict(item)  # a lost race on the run's ref applies this again to the same item
     usage = item.pop("usage", {})
+    for kind, detail in item.pop("events", []):  # what was judged and decided while it ran
+        eng.emit(kind, f"{path}/{item['index']}", **detail)
+    learn(eng, item.pop("evidence", []))
     for ledger in ledgers:
         ledger.debit(usage)
     st["fanout"]["items"][item["index"]] = item
@@ -192,9 +198,10 @@ class _ItemRunner:
         run_id: str,
         allowance: _Allowance,
         judge: Judge | None,
+        lanes: ItemLanes | None,
     ) -> None:
         self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
-        self.run_id, self.allowance, self.judge = run_id, allowance, judge
+        self.run_id, self.allowance, self.judge, self.lanes = run_id, allowance, judge, lanes
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {"index": item["index"], "item": item["item"], "attempts": [], "usage": {}}
@@ -253,12 +260,7 @@ class _ItemRunner:
             self.allowance.settle(spend)
             for k, v in {**spend, "dispatches": 1}.items():
                 out["usage"][k] = out["usage"].get(k, 0) + v
-            reason = res.failure
-            if reason is None:
-                verdict = check(
-                    self.spec, stage.out, stage.ensure, res.output, bindings, scope, cwd, self.judge
-                )
-                reason = verdict.reason
+            reason = self._check(out, i, n, stage, res.output, res.failure, scope, bindings, cwd)
             out["attempts"].append({"stage": i, "attempt": n, "result": res.output, "failure": reason})
             if reason is None:
                 return True, res.output
@@ -266,3 +268,28 @@ class _ItemRunner:
                 return False, f"stage {i}: {reason} (no retry: identical evidence)"
             last, previous = res.output, {"attempt": n, "reason": reason}
         return False, f"stage {i}: {previous['reason'] if previous else 'failed'}"
+
+    def _check(
+        self,
+        out: dict[str, Any],
+        i: int,
+        n: int,
+        stage: Stage,
+        output: Any,
+        failure: str | None,
+        scope: Scope,
+        bindings: dict[str, Any],
+        cwd: Path,
+    ) -> str | None:
+        """Why attempt `n` of stage `i` failed (None: it passed), as a consumer item's
+        result is checked: its lane's decision, the checks, what the judge said."""
+        skip: frozenset[int] = frozenset()
+        if failure is None:
+            skip = self.lanes.judged_to_skip(out, i, n) if self.lanes else skip
+            ensures = stage.ensure
+            verdict = check(self.spec, stage.out, ensures, output, bindings, scope, cwd, self.judge, skip)
+            out.setdefault("events", []).extend(["judged", {**j, "stage": i}] for j in verdict.judged)
+            failure = verdict.reason
+        if self.lanes is not None:
+            self.lanes.record(out, i, n, failure, skip)
+        return failure
