@@ -69,6 +69,12 @@ def check_lanes(root: Path) -> list[str]:
     return findings
 
 
+def check_view(root: Path) -> dict[str, Any]:
+    """The document `strato lanes --check --json` prints (also the MCP tool's)."""
+    findings = check_lanes(root)
+    return {"ok": not findings, "findings": findings}
+
+
 def _decided(runs: RunStore, seen: dict[str, set[tuple[str, str, int]]], item: dict[str, Any]) -> bool:
     run_id = str(item.get("runId"))
     if run_id not in seen:
@@ -108,9 +114,10 @@ def lanes_command(check: bool, root: Path, as_json: bool) -> None:
       strato lanes --check
     """
     if check:
-        findings = check_lanes(root)
+        report = check_view(root)
+        findings = report["findings"]
         if as_json:
-            click.echo(json.dumps({"ok": not findings, "findings": findings}, sort_keys=True))
+            click.echo(json.dumps(report, sort_keys=True))
         else:
             for line in findings:
                 click.echo(line)
