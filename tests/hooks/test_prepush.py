@@ -9,8 +9,12 @@ import pytest
 
 from hooks import install as installer
 from hooks import prepush, registry
+from strato.runs import lanestore
+from strato.runs.lanestore import LaneStore
 from tests.conftest import commit_all, git, write_files
+from tests.strato.runs.test_lanesync import lane_evidence
 from tropo.git.push import Push
+from tropo.git.repo import require
 
 
 @pytest.fixture
@@ -95,3 +99,42 @@ def test_parse_updates_skips_malformed_lines() -> None:
     text = "refs/heads/a 1 refs/heads/a 2\ngarbage\n\nrefs/tags/t 3 refs/tags/t 4\n"
     got = prepush.parse_updates(text)
     assert [u.local_ref for u in got] == ["refs/heads/a", "refs/tags/t"]
+
+
+def test_verification_lanes_travel_with_a_push_and_merge_when_clones_diverged(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    LaneStore(require(root)).record([lane_evidence("clean", 1)])
+    git(root, "push", "-q", "origin", "main")
+    assert git(bare, "rev-parse", lanestore.REF) == git(root, "rev-parse", lanestore.REF)
+    other = root.parent / "other"
+    git(root.parent, "clone", "-q", str(bare), str(other))
+    installer.install(other, ("pre-push",))
+    LaneStore(require(other)).record([lane_evidence("clean", 2)])  # never fetched: no common history
+    LaneStore(require(root)).record([lane_evidence("failure", 3)])
+    write_files(root, {"c.txt": "c\n"})
+    commit_all(root)
+    git(root, "push", "-q", "origin", "main")  # a fast-forward of the remote's lanes
+    write_files(other, {"d.txt": "d\n"})
+    commit_all(other)
+    proc = subprocess.run(["git", "push", "origin", "HEAD:refs/heads/other"], cwd=other, capture_output=True, text=True)
+    assert proc.returncode == 0 and "not pushed" not in proc.stderr, proc.stderr
+    tip = git(other, "rev-parse", lanestore.REF)
+    assert git(bare, "rev-parse", lanestore.REF) == tip
+    assert len(git(other, "rev-list", "--parents", "-n1", lanestore.REF).split()) == 3
+    [record] = LaneStore(require(other)).read()[1].values()
+    assert record["clean"] == 0 and record["failures"] == 1 and record["verified"] == 3
+
+
+def test_lanes_that_cannot_be_merged_warn_but_let_the_push_through(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    LaneStore(require(root)).record([lane_evidence("clean", 1)])
+    tree = git(root, "mktree").strip()  # no lanes.json, and a message that is no evidence
+    forged = git(root, "commit-tree", tree, "-m", "lanes: trust me\n\nnot evidence").strip()
+    git(root, "push", "-q", "--no-verify", "origin", f"{forged}:{lanestore.REF}")
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "vivary: verification lanes not pushed: refusing to merge origin's refs/vivary/lanes" in proc.stderr
+    assert git(bare, "rev-parse", "main") == git(root, "rev-parse", "main")
+    assert git(bare, "rev-parse", lanestore.REF).strip() == forged
