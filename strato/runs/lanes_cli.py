@@ -58,16 +58,17 @@ def check_lanes(root: Path) -> list[str]:
         return [str(exc)]
     replayed: dict[str, dict[str, Any]] = {}
     findings: list[str] = []
-    decided: dict[str, set[tuple[str, str, int]]] = {}
+    decided: dict[str, set[tuple[str, str, int]] | None] = {}
     try:
         log = store.log()
     except LanesCorrupt as exc:
         return [str(exc)]
     for item in log:
         fold(replayed, item)
-        if item.get("kind") == "clean" and not _decided(runs, decided, item):
+        if item.get("kind") == "clean" and (known := _decided(runs, decided, item)) is not True:
             where = f"run {item.get('runId')!r} step {item.get('stepId')!r} attempt {item.get('attempt')}"
-            findings.append(f"{item.get('lane')}: clean evidence for {where} has no verified decision")
+            why = "has no verified decision" + (" (the run is not in this clone)" if known is None else "")
+            findings.append(f"{item.get('lane')}: clean evidence for {where} {why}")
     if replayed != lanes:
         findings.append(f"{REF}: the tip's lanes are not what its history of evidence folds to")
     return findings
@@ -79,20 +80,28 @@ def check_view(root: Path) -> dict[str, Any]:
     return {"ok": not findings, "findings": findings}
 
 
-def _decided(runs: RunStore, seen: dict[str, set[tuple[str, str, int]]], item: dict[str, Any]) -> bool:
+def _decided(
+    runs: RunStore, seen: dict[str, set[tuple[str, str, int]] | None], item: dict[str, Any]
+) -> bool | None:
+    """Whether the run the clean evidence names recorded a `verified` decision for it
+    (None: that run is not in this clone, as after fetching another clone's lanes)."""
     run_id = str(item.get("runId"))
     if run_id not in seen:
-        seen[run_id] = set()
         try:
             history = list(runs.history(run_id))
         except RunNotFound:
-            history = []
-        for _commit, transition in history:
-            for ev in transition.get("events", []):
-                detail = ev.get("detail", {})
-                if ev.get("type") == "verified" and "lane" in detail:
-                    seen[run_id].add((str(detail["lane"]), str(ev.get("stepId")), int(detail["attempt"])))
-    return (str(item.get("lane")), str(item.get("stepId")), item.get("attempt")) in seen[run_id]
+            seen[run_id] = None
+            return None
+        seen[run_id] = {
+            (str(ev["detail"]["lane"]), str(ev.get("stepId")), int(ev["detail"]["attempt"]))
+            for _commit, transition in history
+            for ev in transition.get("events", [])
+            if ev.get("type") == "verified" and "lane" in ev.get("detail", {})
+        }
+    found = seen[run_id]
+    if found is None:
+        return None
+    return (str(item.get("lane")), str(item.get("stepId")), item.get("attempt")) in found
 
 
 @click.command("lanes")

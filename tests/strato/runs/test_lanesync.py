@@ -83,6 +83,10 @@ def test_two_clones_that_diverged_are_merged_into_one_log(tmp_path: Path) -> Non
     assert row["clean"] == 2 and row["lastReset"].startswith("failure: ensure[0] failed")
     assert len(_ids(a)) == len(set(_ids(a))) == 10
 
+    # b's runs are not in a: their clean evidence cannot be confirmed here, and says why
+    code, report = a.strato_json("lanes", "--check")
+    assert code == 1 and report["findings"]
+    assert all("'b" in f and f.endswith("(the run is not in this clone)") for f in report["findings"])
     # with every run's ref here too, the merged lanes replay against the runs they name
     git(b.root, "push", "-q", "origin", "refs/vivary/runs/*:refs/vivary/runs/*")
     git(a.root, "fetch", "-q", "origin", "refs/vivary/runs/*:refs/vivary/runs/*")
