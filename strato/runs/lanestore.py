@@ -22,6 +22,7 @@ from tropo.git.types import Repository, oid
 REF = "refs/vivary/lanes"
 FILE = "lanes.json"
 MAX_RACE_RETRIES = 50
+MAX_MERGE_DEPTH = 100  # merges of merges: more is no history we wrote
 
 
 class LanesCorrupt(Exception):
@@ -89,24 +90,38 @@ class LaneStore:
         common ancestor's log followed by every piece of evidence either side has since,
         each once (by its id), in the order it was taken (`at`, then id). A merge's own
         message is only for review: its log is recomputed from its parents."""
-        segments: list[list[dict[str, Any]]] = []
         commit = read_ref(self.repo, REF) if tip is None else tip
-        while commit is not None:
-            above = parents(self.repo, commit)
+        return [] if commit is None else self._log(commit, {}, 0)
+
+    def _log(self, commit: str, memo: dict[str, list[dict[str, Any]]], depth: int) -> list[dict[str, Any]]:
+        if commit in memo:  # each commit's log once, however its merges share ancestry
+            return memo[commit]
+        if depth > MAX_MERGE_DEPTH:
+            raise LanesCorrupt(f"{REF} commit {commit[:12]}: merges nested over {MAX_MERGE_DEPTH} deep")
+        segments: list[list[dict[str, Any]]] = []
+        start, at = commit, commit
+        base: str | None = None
+        while True:
+            above = parents(self.repo, at)
             if len(above) == 2:
                 base = merge_base(self.repo, *above)
-                segments.append(self._since(base, above))
-                commit = base
-                continue
-            segments.append(_evidence(self.repo, commit))
-            commit = above[0] if above else None
-        return [item for segment in reversed(segments) for item in segment]
+                segments.append(self._since(base, above, memo, depth + 1))
+                break
+            segments.append(_evidence(self.repo, at))
+            if not above:
+                break
+            at = above[0]
+        head = self._log(base, memo, depth + 1) if base else []
+        memo[start] = head + [item for segment in reversed(segments) for item in segment]
+        return memo[start]
 
-    def _since(self, base: str | None, tips: list[str]) -> list[dict[str, Any]]:
-        known = {evidence_id(item) for item in self.log(base)} if base else set()
+    def _since(
+        self, base: str | None, tips: list[str], memo: dict[str, list[dict[str, Any]]], depth: int
+    ) -> list[dict[str, Any]]:
+        known = {evidence_id(item) for item in self._log(base, memo, depth)} if base else set()
         found: dict[str, dict[str, Any]] = {}
         for tip in tips:
-            for item in self.log(tip):
+            for item in self._log(tip, memo, depth):
                 found.setdefault(evidence_id(item), item)
         fresh = [(key, item) for key, item in found.items() if key not in known]
         return [item for key, item in sorted(fresh, key=lambda pair: (str(pair[1].get("at", "")), pair[0]))]
@@ -135,8 +150,9 @@ class LaneStore:
 
     def _merge(self, ours: str, theirs: str) -> str:
         base = merge_base(self.repo, ours, theirs)
-        merged = self.log(base) if base else []
-        tail = self._since(base, [ours, theirs])
+        memo: dict[str, list[dict[str, Any]]] = {}
+        merged = self._log(base, memo, 0) if base else []
+        tail = self._since(base, [ours, theirs], memo, 0)
         lanes: dict[str, dict[str, Any]] = {}
         for item in merged + tail:
             fold(lanes, item)

@@ -12,7 +12,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from strato.runs.lanestore import REF, LaneStore, evidence_id
+import pytest
+
+from strato.runs.lanestore import MAX_MERGE_DEPTH, REF, LanesCorrupt, LaneStore, evidence_id
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace
 from tests.strato.runs.test_lanes import LANE, judged_workspace, run_once
@@ -154,3 +156,21 @@ def test_evidence_ids_are_stable_and_tell_pieces_apart() -> None:
     item = {"kind": "clean", "lane": LANE, "runId": "r", "stepId": "w", "attempt": 1, "at": "t"}
     assert evidence_id(item) == evidence_id(json.loads(json.dumps(item, sort_keys=False)))
     assert evidence_id(item) != evidence_id({**item, "attempt": 2})
+
+
+def test_merges_nested_past_any_history_we_write_are_refused_not_walked_forever(tmp_path: Path) -> None:
+    """Every level of these merges shares its ancestry with the next: walked naively the
+    log would take exponential time; each commit's log is computed once, and past
+    MAX_MERGE_DEPTH the chain is refused as corrupt."""
+    a, _b, _bare = _two_clones(tmp_path)
+    store = LaneStore(a.runs().repo)
+    store.record([lane_evidence("clean", 1)])
+    tree = git(a.root, "rev-parse", f"{REF}^{{tree}}").strip()
+    tip = git(a.root, "rev-parse", REF).strip()
+    for n in range(MAX_MERGE_DEPTH + 2):
+        side = git(a.root, "commit-tree", tree, "-p", tip, "-m", f"lanes: side {n}\n\n[]").strip()
+        tip = git(a.root, "commit-tree", tree, "-p", tip, "-p", side, "-m", f"lanes: merge {n}\n\n[]").strip()
+        if n == MAX_MERGE_DEPTH // 2:
+            assert [i["at"] for i in store.log(tip)] == [lane_evidence("clean", 1)["at"]]
+    with pytest.raises(LanesCorrupt, match="nested"):
+        store.log(tip)
