@@ -8,17 +8,19 @@ finds; then adopt offers the ratchet (``--ratchet``: hooks refuse only new findi
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from create_vivary import presets
+from create_vivary import journal, presets
 from create_vivary.plan import FileAction, Refused, actions_hash, file_actions, write
 from create_vivary.scaffold import (
     ALWAYS_EXCLUDED,
     GRAPH_DIRS,
     PRIVATE_DIR,
     PRIVATE_FILES,
+    RATCHET,
     SCHEMA,
     is_shell,
     render,
@@ -30,7 +32,6 @@ CODE_SUFFIXES = frozenset(
     | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
 )
 MD_SUFFIXES = frozenset({".md", ".markdown"})
-RATCHET = (".vivary/hooks.toml", b'mode = "ratchet"  # hooks refuse only findings HEAD lacks\n')
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,12 @@ class AdoptPlan:
     followups: list[str]
     git_init: bool
     findings: int | None = None  # what the kept schema finds today (None: not checked)
+    tree: str = ""  # digest of every file already there: an approval is for this tree
 
     @property
     def hash(self) -> str:
-        return actions_hash(self.files, excluded=self.excluded, git_init=self.git_init)
+        return actions_hash(self.files, excluded=self.excluded, git_init=self.git_init,
+                            root=str(self.root), preset=self.preset, tree=self.tree)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -72,6 +75,15 @@ def _files(root: Path) -> list[str]:
         rel = Path(here).relative_to(root)
         out.extend((rel / n).as_posix() for n in sorted(names) if not os.path.islink(os.path.join(here, n)))
     return out
+
+
+def tree_digest(root: Path, files: list[str]) -> str:
+    """What is there now, path and bytes, so an approved plan is refused once any of it
+    changes (an added, removed or edited file)."""
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(rel.encode() + b"\0" + hashlib.sha256((root / rel).read_bytes()).digest())
+    return "sha256:" + h.hexdigest()
 
 
 def guess_preset(files: list[str]) -> tuple[str, str]:
@@ -165,11 +177,25 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) 
         for a in file_actions(root, files, overwrite=False)
     ]
     followups.append(f"install the hooks: `vivary hooks install --root {root}`")
-    return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init, findings)
+    return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init, findings,
+                     tree_digest(root, existing))
 
 
-def apply(p: AdoptPlan) -> dict[str, object]:
-    created = write(p.root, p.files)
-    if p.git_init:
-        gitcli.init(p.root)
-    return {**p.as_json(), "created": created}
+def apply(p: AdoptPlan, approved: str) -> dict[str, object]:
+    """Carry out the plan whose hash a person approved, under a journal (see
+    :mod:`create_vivary.journal`); a failure takes back what was written."""
+    journal.refuse_if_unfinished(p.root)
+    if approved != p.hash:
+        raise Refused(f"plan hash mismatch: approved {approved}, current {p.hash} "
+                      "(the tree changed since the plan; review the new plan)")
+    created = [f for f in p.files if f.action == "create"]
+    journal.begin(p.root, p.hash, created, git_init=p.git_init)
+    try:
+        done = write(p.root, created)
+        if p.git_init:
+            gitcli.init(p.root)
+    except Exception:
+        journal.roll_back(p.root, p.hash)
+        raise
+    journal.finish(p.root)
+    return {**p.as_json(), "created": done}

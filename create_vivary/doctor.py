@@ -111,11 +111,14 @@ def _check_graph(report: Report) -> Config | None:
     return ws.config
 
 
-def _check_privacy(report: Report) -> None:
+def _check_privacy(report: Report, *, repository: bool = True) -> None:
     root = report.root
     probes = [*PRIVATE_FILES, PRIVATE_DIR + "probe.md"]
-    ruled = gitcli.ignored(root, probes, rules_only=True)
-    tracked = gitcli.tracked(root, probes)
+    if repository:
+        ruled = gitcli.ignored(root, probes, rules_only=True)
+        tracked = gitcli.tracked(root, probes)
+    else:
+        ruled, tracked = gitcli.ignored_outside(root, probes), set()
     rules = []
     for probe in probes:
         shown = PRIVATE_DIR if probe.startswith(PRIVATE_DIR) else probe
@@ -189,6 +192,14 @@ def _install_hooks(root: Path) -> None:
 def diagnose(root: Path) -> Report:
     top = gitcli.toplevel(root)
     report = Report(root.resolve())
+    if top is None and _contract(root, set()) == THIN_CONTRACT:
+        # create-vivary 0.4's init seeds a folder without `git init`: healthy, not finished.
+        report.warnings.append("not a git repository yet: privacy judged from .gitignore alone; "
+                               "no hooks, no baseline files until `git init`")
+        report.repairs.append(Repair("git-init", ".", f"git init {root}", "manual"))
+        _check_graph(report)
+        _check_privacy(report, repository=False)
+        return report
     if top is None or top != report.root:
         report.errors.append("not the root of a git repository")
         report.repairs.append(Repair("git-init", ".", f"git init {root}", "manual"))

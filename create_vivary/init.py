@@ -86,17 +86,30 @@ def apply(p: InitPlan) -> dict[str, object]:
     written = write(p.root, p.files)
     if p.git_init:
         gitcli.init(p.root)
-    hooks = dict(zip(DEFAULT_HOOKS, hooks_install.install(p.root, DEFAULT_HOOKS), strict=True))
-    sha = None
-    if p.commit:
-        paths = [f.path for f in p.files]
-        to_add = sorted(set(paths) - gitcli.ignored(p.root, paths))
-        gitcli.run(p.root, "add", "--", *to_add)
-        who = () if gitcli.has_identity(p.root) else FALLBACK_IDENTITY
-        try:
-            message = COMMIT_MESSAGE.format(preset=p.preset)
-            gitcli.run(p.root, *who, "commit", "-q", "-m", message)
-        except gitcli.GitError as exc:
-            raise Refused(f"workspace written, but the first commit failed: {exc}") from exc
-        sha = gitcli.run(p.root, "rev-parse", "HEAD").strip()
+    hooks = _install_hooks(p.root)
+    sha = _first_commit(p.root, [f.path for f in p.files], p.preset) if p.commit else None
     return {**p.as_json(), "written": written, "hooks": hooks, "commit": sha}
+
+
+def _install_hooks(root: Path) -> dict[str, str]:
+    return dict(zip(DEFAULT_HOOKS, hooks_install.install(root, DEFAULT_HOOKS), strict=True))
+
+
+def _first_commit(root: Path, paths: list[str], preset: str) -> str:
+    """Commit what git does not ignore of ``paths``, through the hooks just installed."""
+    to_add = sorted(set(paths) - gitcli.ignored(root, paths))
+    gitcli.run(root, "add", "--", *to_add)
+    who = () if gitcli.has_identity(root) else FALLBACK_IDENTITY
+    try:
+        gitcli.run(root, *who, "commit", "-q", "-m", COMMIT_MESSAGE.format(preset=preset))
+    except gitcli.GitError as exc:
+        raise Refused(f"workspace written, but the first commit failed: {exc}") from exc
+    return gitcli.run(root, "rev-parse", "HEAD").strip()
+
+
+def commit_seed(root: Path, paths: list[str], preset: str) -> dict[str, object]:
+    """``--minimal --commit``: the thin seed as a repository with our hooks and a first commit."""
+    if gitcli.toplevel(root) != root.resolve():
+        gitcli.init(root)
+    hooks = _install_hooks(root)
+    return {"hooks": hooks, "commit": _first_commit(root, paths, preset)}

@@ -24,6 +24,8 @@ PRIVATE_FILES = ("USER.md", "MEMORY.md")
 PRIVATE_DIR = ".vivary/private/"
 SCHEMA = "tropo.toml"
 ALWAYS_EXCLUDED = (".git", ".claude", ".agents", ".vivary")
+# The one file adopt writes that no template holds: hooks refuse only new findings.
+RATCHET = (".vivary/hooks.toml", b'mode = "ratchet"  # hooks refuse only findings HEAD lacks\n')
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 
 

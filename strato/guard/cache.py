@@ -8,8 +8,9 @@ fresh check concluded about the same bytes under the same trust:
   (oid, byte size, line count). The same oid is the same bytes; a longer blob whose first
   ``size`` bytes hash to that oid (an append) only needs its new lines checked.
 - with it, what ``verify`` accepted for that blob: for every signed entry, the commit
-  its trust root was read from and that commit's ``allowed_signers`` blob. A hit needs
-  the same blob and the same signers blobs now (a rewritten HEAD or signers file misses).
+  its trust root was read from and that commit's ``allowed_signers`` blob, and the
+  running-state blob found true of it. A hit needs the same blob, the same signers blobs
+  and the same running-state blob now (a rewritten HEAD, signers file or state misses).
 - the notes commits whose history was checked append-only: a commit oid fixes its whole
   history, so the walk stops at the first one already checked; and, for the newest tip
   verified, the set of commits it descends from (the rewind check's answer).
@@ -44,6 +45,7 @@ class Chain:
     size: int
     lines: int
     verified: tuple[SignerKey, ...] | None = None  # set once verify accepted ``blob``
+    running: str = ""  # the running-state blob verify found true of ``blob`` ("" none)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class Chain:
             "size": self.size,
             "lines": self.lines,
             "verified": None if self.verified is None else [list(k) for k in self.verified],
+            "running": self.running,
         }
 
 
@@ -76,9 +79,12 @@ def _chain(obj: object) -> Chain | None:
     if not isinstance(obj, dict) or obj.get("v") != VERSION:
         return None
     blob, size, lines, verified = (obj.get(k) for k in ("blob", "size", "lines", "verified"))
+    state = obj.get("running", "")
     if not (_is_oid(blob) and isinstance(size, int) and isinstance(lines, int) and lines > 0):
         return None
-    assert isinstance(blob, str)
+    if not (state == "" or _is_oid(state)):
+        return None
+    assert isinstance(blob, str) and isinstance(state, str)
     keys: tuple[SignerKey, ...] | None = None
     if isinstance(verified, list):
         if not all(
@@ -92,7 +98,7 @@ def _chain(obj: object) -> Chain | None:
         keys = tuple((k[0], k[1]) for k in verified)
     elif verified is not None:
         return None
-    return Chain(blob, size, lines, keys)
+    return Chain(blob, size, lines, keys, state)
 
 
 def _is_oid(value: object) -> bool:

@@ -373,9 +373,10 @@ def unlock_command(root: Path, as_json: bool, min_age: float) -> None:
 @json_option
 def migrate_store_command(root: Path, as_json: bool) -> None:
     """Move every ledger kept in the older layout (the whole ledger as one note) to one
-    blob per line, in one notes commit; the bytes, and so every digest, stay the same.
+    blob per line, and write the running state (state/<anchor>) of every ledger that
+    lacks it, in one notes commit; the bytes, and so every digest, stay the same.
 
-    Idempotent: with nothing left to move it writes nothing. Safe beside other writers
+    Idempotent: with nothing left to do it writes nothing. Safe beside other writers
     (compare-and-swap on the notes ref). Push the notes ref afterwards as usual.
 
     \b
@@ -390,4 +391,7 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
     if as_json:
         _emit(answer)
     else:
-        click.echo(f"{answer['status']}: {answer['migrated']} ledger(s) moved to line blobs")
+        click.echo(
+            f"{answer['status']}: {answer['migrated']} ledger(s) moved to line blobs, "
+            f"{answer['states']} running state(s) written"
+        )

@@ -208,7 +208,7 @@ class State:
         elif kind == "graph_version" and outcome == "graph_version":
             if src != self.current_state or dst != self.current_state:
                 raise LedgerBreak(line, "a policy change must stay at the current state")
-            new, version = _policy_of(entry, line)
+            new, version = policy_of(entry, line)
             if version != self.graph_version + 1:
                 raise LedgerBreak(
                     line, f"graph_version {version} does not follow {self.graph_version}"
@@ -231,7 +231,7 @@ class State:
         self.head = entry["entry_digest"]
 
 
-def _policy_of(entry: dict[str, Any], line: int) -> tuple[policy_mod.Policy, int]:
+def policy_of(entry: dict[str, Any], line: int) -> tuple[policy_mod.Policy, int]:
     verdict = entry["verdict"]
     if not isinstance(verdict, dict) or not isinstance(verdict.get("policy"), dict):
         raise LedgerBreak(line, "policy entry carries no policy")
@@ -261,7 +261,7 @@ def fold(entries: list[dict[str, Any]], resource_id: str, before_each: Hook | No
     first = entries[0]
     if first["kind"] != "register" or first["outcome"] != "registered":
         raise LedgerBreak(1, "the first entry must register the resource")
-    pol, version = _policy_of(first, 1)
+    pol, version = policy_of(first, 1)
     if first["verdict"].get("resource_id") != resource_id:
         raise LedgerBreak(1, "ledger registers another resource (moved note)")
     if version != 1 or first["to_state"] != pol.initial:

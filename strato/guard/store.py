@@ -10,6 +10,11 @@ layout finds a note it cannot parse and refuses (fails closed) instead of seeing
 ledger. A ledger in the older layout (the whole ledger as the note) is still read, and
 is moved to entry blobs by its next append or by :func:`migrate`.
 
+Beside the lines, ``state/<anchor>`` holds the ledger's running state
+(:mod:`strato.guard.running`), rewritten by every append in the same notes commit: a
+writer with no local cache checks it against the last line and the policy line and
+folds nothing. It is the writer's bytes, so verify checks it and never uses it.
+
 Appends are compare-and-swap on the notes ref: a writer that lost a race re-reads and
 re-checks instead of overwriting.
 """
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.guard import cache, ledger, tail
+from strato.guard import cache, ledger, running, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tropo.git import notes, objects
@@ -96,6 +101,8 @@ class Stored:
     count: int = 0  # lines, as the last name says
     checked: bool = False
     early: str | None = None  # a problem found without walking
+    running: bytes | None = None  # ``state/<anchor>`` (b"" if it is not a blob)
+    running_id: str = ""  # its oid, for the verification cache
 
     @functools.cached_property
     def _walked(self) -> tuple[tuple[Oid, ...], str | None]:
@@ -212,6 +219,15 @@ def lines_tree(tree: Tree | None, anchor: str) -> Tree | None:
     return sub if isinstance(sub, Tree) else None
 
 
+def running_blob(tree: Tree | None, anchor: str) -> tuple[str, bytes] | None:
+    """``state/<anchor>`` of a notes tree (its oid and bytes; b"" if it is not a blob)."""
+    top = tree[running.STATE] if tree is not None and running.STATE in tree else None
+    if not isinstance(top, Tree) or anchor not in top:
+        return None
+    item = top[anchor]
+    return str(item.id), (item.data if isinstance(item, Blob) else b"")
+
+
 def line_count(tree: Tree | None, anchor: str) -> int:
     """How many lines ``anchor``'s ledger has as entry blobs: the last name, plus one.
 
@@ -242,9 +258,12 @@ def stored(
     walked again (a prefix id of all the lines fixes every name and blob)."""
     text = notes.blob_data(repo, note) if note is not None else None
     lines = lines_tree(tree, anchor)
+    oid, state = running_blob(tree, anchor) or ("", None)
     if lines is None:
+        if text is None and state is not None:
+            return Stored(anchor, "", early=f"a running-state blob under {running.STATE}/ for no ledger")
         data = text or b""
-        return Stored(anchor, hash_blob(data), note=data)
+        return Stored(anchor, hash_blob(data), note=data, running=state, running_id=oid)
     if text != marker(anchor):
         what = "no note" if text is None else "a note that is a ledger too"
         return Stored(anchor, "", early=f"ledger lines under {LEDGERS}/ but {what}")
@@ -252,7 +271,14 @@ def stored(
     name = prefix_id(lines, count)
     chain = verified.chain(anchor) if verified is not None else None
     found = Stored(
-        anchor, name, tree=lines, repo=repo, count=count, checked=bool(chain and chain.blob == name)
+        anchor,
+        name,
+        tree=lines,
+        repo=repo,
+        count=count,
+        checked=bool(chain and chain.blob == name),
+        running=state,
+        running_id=oid,
     )
     if not found.checked and found.problem is None and len(found.parts) != count:
         return Stored(anchor, "", early="the ledger's line names do not count up from 000000")
@@ -263,10 +289,11 @@ def ledgers(repo: Repository, tip: str | None) -> list[Stored]:
     """Every ledger (and every other note) at the notes commit ``tip``, by anchor."""
     tree = notes.tree_of(repo, tip)
     found: dict[str, str | None] = dict(notes.blobs(repo, tip))
-    top = tree[LEDGERS] if tree is not None and LEDGERS in tree else None
-    if isinstance(top, Tree):
-        for item in top:
-            found.setdefault(item.name or "", None)
+    for where in (LEDGERS, running.STATE):
+        top = tree[where] if tree is not None and where in tree else None
+        if isinstance(top, Tree):
+            for item in top:
+                found.setdefault(item.name or "", None)
     verified = cache.GuardCache(repo)
     return [stored(repo, tree, anchor, found[anchor], verified) for anchor in sorted(found)]
 
@@ -328,28 +355,45 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
         except ledger.LedgerBreak as exc:
             raise exc.as_guard_error(resource_id) from None
 
+    @functools.cache
+    def folded() -> Snapshot:
+        found, entries = full()
+        if not entries:
+            return Snapshot(tip, resource_id, None)
+        try:
+            state = ledger.fold(entries, resource_id)
+        except ledger.LedgerBreak as exc:
+            raise exc.as_guard_error(resource_id) from None
+        generation = "" if found.legacy else tail.remember(verified, anchor, state, found.blob)
+        return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
+
     if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
         count = line_count(tree, anchor)
+        line = functools.partial(_line, lines, anchor)
         resumed = tail.resume(
             verified,
             anchor,
             resource_id,
             functools.partial(prefix_id, lines),
             count,
-            functools.partial(_line, lines, anchor),
+            line,
             lambda: full()[1],
         )
         if resumed is not None:
             return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
-    found, entries = full()
-    if not entries:
-        return Snapshot(tip, resource_id, None)
-    try:
-        state = ledger.fold(entries, resource_id)
-    except ledger.LedgerBreak as exc:
-        raise exc.as_guard_error(resource_id) from None
-    generation = "" if found.legacy else tail.remember(verified, anchor, state, found.blob)
-    return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
+        # no local record: the one in the notes tree, checked against the lines it names
+        kept = running_blob(tree, anchor)
+        state = running.resume(
+            kept[1] if kept is not None else None,
+            resource_id,
+            count,
+            line,
+            lambda: require(folded()).by_key,
+            lambda: require(folded()).entries,
+        )
+        if state is not None:
+            return Snapshot(tip, resource_id, state, lines=count)
+    return folded()
 
 
 def _line(lines: Tree, anchor: str, n: int) -> bytes:
@@ -383,9 +427,10 @@ def _lines_tree(repo: Repository, lines: list[bytes]) -> Oid:
 
 
 def append_tree(
-    repo: Repository, tip: str | None, anchor: str, line: bytes, legacy: bytes = b""
+    repo: Repository, tip: str | None, anchor: str, line: bytes, state: bytes, legacy: bytes = b""
 ) -> Oid:
-    """The notes tree of ``tip`` with ``line`` appended to ``anchor``'s ledger.
+    """The notes tree of ``tip`` with ``line`` appended to ``anchor``'s ledger and
+    ``state`` (:func:`running.render`) as its running state.
 
     A ledger still in the older layout (``legacy``, its note) moves to entry blobs in the
     same commit; the note becomes the marker."""
@@ -395,7 +440,13 @@ def append_tree(
         new = _with_lines(repo, tree, anchor, [*lines_of(legacy), line]).id
     else:
         new = notes.insert(repo, tree, entry_path(anchor, count), repo.create_blob(line))
-    return notes.keep_anchors(repo, new, tip, anchor)
+    return notes.keep_anchors(repo, _with_state(repo, new, anchor, state), tip, anchor)
+
+
+def _with_state(repo: Repository, tree: Oid, anchor: str, state: bytes) -> Oid:
+    staged = repo[tree]
+    assert isinstance(staged, Tree)
+    return notes.insert(repo, staged, [running.STATE, anchor], repo.create_blob(state))
 
 
 def require(snap: Snapshot) -> ledger.State:
@@ -441,8 +492,10 @@ def commit(
         )
         message = f"guard: {resource_id[:80]} {entry['kind']} {entry['outcome']}\n"
         legacy = snap.raw if snap.legacy else b""
+        before = running.of_state(snap.state) if snap.state is not None else None
+        state = running.render(running.after(before, entry))
         try:
-            tree = append_tree(repo, snap.tip, target, line.encode("utf-8"), legacy)
+            tree = append_tree(repo, snap.tip, target, line.encode("utf-8"), state, legacy)
             notes.commit(repo, REF, snap.tip, tree, message)
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
@@ -509,34 +562,80 @@ def _with_lines(
 
 
 def replace_tree(repo: Repository, tip: str | None, anchor: str, data: bytes) -> Oid:
-    """The notes tree of ``tip`` with ``anchor``'s ledger being exactly ``data``. No check
-    at all: what migration writes, and an attacker's tool in tests."""
+    """The notes tree of ``tip`` with ``anchor``'s ledger being exactly ``data`` and no
+    running state (as an older writer leaves it). No check at all: an attacker's tool in
+    tests."""
     new = _with_lines(repo, notes.tree_of(repo, tip), anchor, lines_of(data))
-    return notes.keep_anchors(repo, new.id, tip, anchor)
+    return notes.keep_anchors(repo, without_state(repo, new, anchor), tip, anchor)
+
+
+def without_state(repo: Repository, tree: Tree, anchor: str) -> Oid:
+    """``tree`` without ``anchor``'s running-state blob."""
+    top = tree[running.STATE] if running.STATE in tree else None  # noqa: SIM401 (no Tree.get)
+    if not isinstance(top, Tree) or anchor not in top:
+        return tree.id
+    states = repo.TreeBuilder(top)
+    states.remove(anchor)
+    root = repo.TreeBuilder(tree)
+    root.insert(running.STATE, states.write(), FILEMODE_TREE)
+    return root.write()
+
+
+def _missing_states(repo: Repository, tip: str | None, found: list[Stored]) -> dict[str, bytes]:
+    """The running-state blob of each ledger that folds, where it lacks that very blob
+    (none yet, an older writer's append since, or bytes that are not true of it)."""
+    wanted: dict[str, bytes] = {}
+    for kept in found:
+        rid = ledger.resource_of(kept.first_line) if kept.problem is None else None
+        if rid is None or notes.anchor_id(anchor_content(rid)) != kept.anchor:
+            continue
+        try:
+            state = load(repo, rid, tip).state
+        except GuardError:  # a broken ledger: verify names it, and no record is true of it
+            continue
+        want = running.render(running.of_state(state)) if state is not None else None
+        if want is not None and kept.running != want:
+            wanted[kept.anchor] = want
+    return wanted
 
 
 def migrate(repo: Repository) -> dict[str, Any]:
-    """Move every ledger still kept as one note to entry blobs, in one notes commit.
+    """Move every ledger still kept as one note to entry blobs, and write the running
+    state of every ledger that lacks it, in one notes commit.
 
-    Idempotent (nothing left to move writes nothing) and compare-and-swap: when another
+    Idempotent (nothing left to do writes nothing) and compare-and-swap: when another
     writer moved the ref first, start again from its tip. The bytes of every ledger stay
     the same, so every digest and the append-only history check still hold.
     """
     for _ in range(MAX_ATTEMPTS):
         tip = gitrepo.read_ref(repo, REF)
-        moved = [s for s in ledgers(repo, tip) if s.problem is None and s.legacy]
-        if not moved:
-            return {"status": "up_to_date", "ref": REF, "tip": tip, "migrated": 0}
+        found = ledgers(repo, tip)
+        moved = [s for s in found if s.problem is None and s.legacy]
+        states = _missing_states(repo, tip, found)
+        if not moved and not states:
+            return {"status": "up_to_date", "ref": REF, "tip": tip, "migrated": 0, "states": 0}
         tree = notes.tree_of(repo, tip)
         for kept in moved:
             tree = _with_lines(repo, tree, kept.anchor, lines_of(kept.data))
+        for anchor, data in states.items():
+            assert tree is not None
+            staged = repo[_with_state(repo, tree.id, anchor, data)]
+            assert isinstance(staged, Tree)
+            tree = staged
         assert tree is not None
-        new_tree = notes.keep_anchors(repo, tree.id, tip, moved[0].anchor)
+        first = moved[0].anchor if moved else next(iter(states))
+        new_tree = notes.keep_anchors(repo, tree.id, tip, first)
         try:
             new_tip = notes.commit(repo, REF, tip, new_tree, "guard: migrate-store\n")
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
         except gitrepo.RefRaceError:
             continue
-        return {"status": "migrated", "ref": REF, "tip": new_tip, "migrated": len(moved)}
+        return {
+            "status": "migrated",
+            "ref": REF,
+            "tip": new_tip,
+            "migrated": len(moved),
+            "states": len(states),
+        }
     raise GuardError("ledger_busy", f"{REF} kept moving; try again")

@@ -12,7 +12,18 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
-from strato.guard import authz, cache, config, derive, entries, history, ledger, notesig, store
+from strato.guard import (
+    authz,
+    cache,
+    config,
+    derive,
+    entries,
+    history,
+    ledger,
+    notesig,
+    running,
+    store,
+)
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
@@ -292,6 +303,7 @@ def verify_repository(
             and chain is not None
             and chain.blob == blob
             and chain.verified is not None
+            and chain.running == kept.running_id
             and all(at_head.key(head) == key for head, key in chain.verified)
         ):
             report.entries += chain.lines
@@ -304,9 +316,15 @@ def verify_repository(
             report.breaks.append(Break(rid, exc.line, exc.message, anchor))
             continue
         report.entries += len(state.entries)
+        if kept.running is not None and (
+            why := running.mismatch(kept.running, found, state)
+        ):  # the writer's bytes: true of the lines, or a break
+            report.breaks.append(Break(rid, None, why, anchor))
+            continue
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
-            known.save_chain(anchor, cache.Chain(blob, len(kept.data), len(found), keys))
+            chain = cache.Chain(blob, len(kept.data), len(found), keys, kept.running_id)
+            known.save_chain(anchor, chain)
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:

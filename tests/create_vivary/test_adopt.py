@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import templates
+from create_vivary import adopt as adopt_mod
+from create_vivary import journal
+from create_vivary import plan as plan_mod
 from create_vivary.adopt import exclusions, guess_preset
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import run_cli, run_json
+from tropo.git import rooted
+from tropo.git.rooted import UnsafePath
 
 BROWNFIELD = {
     "README.md": "# My notes\n",
@@ -20,6 +28,14 @@ BROWNFIELD = {
     "journal.md": "# journal\n",
     "src/app.py": "print('hi')\n",
 }
+
+
+def approved_adopt(root: Path, *args: str) -> tuple[int, dict[str, object]]:
+    """Adopt as a person does: read the plan, then apply exactly that plan by its hash."""
+    code, plan = run_json("create-vivary", "adopt", str(root), *args)
+    assert code == 0, plan
+    return run_json("create-vivary", "adopt", str(root), *args, "--yes", "--plan",
+                    str(plan["plan_hash"]))
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -47,7 +63,7 @@ def test_the_default_is_a_plan_that_writes_nothing(brownfield: Path) -> None:
 
 def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> None:
     before = _snapshot(brownfield)
-    code, out = run_json("create-vivary", "adopt", str(brownfield), "--yes")
+    code, out = approved_adopt(brownfield)
     assert code == 0, out["doctor"]["errors"]
     assert out["mode"] == "applied" and out["ok"]
     assert _snapshot(brownfield) == before
@@ -61,7 +77,7 @@ def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> N
 
 def test_a_plain_folder_is_made_a_repository(tmp_path: Path) -> None:
     (tmp_path / "code.py").write_text("x = 1\n")
-    code, out = run_json("create-vivary", "adopt", str(tmp_path), "--yes")
+    code, out = approved_adopt(tmp_path)
     assert code == 0 and out["git_init"] is True and out["preset"] == "coding"
     assert (tmp_path / ".git").is_dir() and (tmp_path / "USER.md").is_file()
     assert git(tmp_path, "check-ignore", "USER.md").strip() == "USER.md"
@@ -82,10 +98,15 @@ def ws_with_schema(repo_dir: Path) -> Path:
     return repo_dir
 
 
-def test_a_missing_folder_is_refused(tmp_path: Path) -> None:
+def test_a_missing_folder_or_a_file_is_refused(tmp_path: Path) -> None:
     proc = run_cli("create-vivary", "adopt", str(tmp_path / "nope"), "--yes")
     assert proc.returncode == 1 and "not an existing directory" in proc.stderr
     assert not (tmp_path / "nope").exists()
+    (tmp_path / "afile").write_text("x\n")
+    for extra in ([], ["--recover", "sha256:" + "0" * 64]):
+        proc = run_cli("create-vivary", "adopt", str(tmp_path / "afile"), *extra)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert (tmp_path / "afile").read_text() == "x\n"
 
 
 def test_preset_guess() -> None:
@@ -108,7 +129,7 @@ def test_a_clone_of_this_project_can_be_adopted(tmp_path: Path) -> None:
     clone = tmp_path / "vivary"
     git(tmp_path, "clone", "-q", str(Path(templates.__file__).resolve().parent.parent), str(clone))
     assert "{{" in (clone / "templates/base/tropo.toml").read_text()
-    code, out = run_json("create-vivary", "adopt", str(clone), "--yes")
+    code, out = approved_adopt(clone)
     assert code == 0, out
     proc = run_cli("tropo", "check", "--root", str(clone), "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -144,7 +165,7 @@ def test_existing_findings_are_counted_and_the_ratchet_is_offered(repo_dir: Path
     assert code == 0 and out["existing_findings"] == 2 and out["ratchet"] is False
     assert any("--ratchet" in f for f in out["followups"])
     assert ".vivary/hooks.toml" not in out["would_create"]
-    code, out = run_json("create-vivary", "adopt", str(repo_dir), "--ratchet", "--yes")
+    code, out = approved_adopt(repo_dir, "--ratchet")
     assert out["ratchet"] is True and ".vivary/hooks.toml" in out["created"]
     assert 'mode = "ratchet"' in (repo_dir / ".vivary/hooks.toml").read_text()
     assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
@@ -164,3 +185,115 @@ def test_a_clean_schema_gets_no_offer(ws_with_schema: Path) -> None:
     code, out = run_json("create-vivary", "adopt", str(ws_with_schema))
     assert code == 0 and out["existing_findings"] == 0
     assert not any("--ratchet" in f for f in out["followups"])
+
+
+def test_apply_needs_the_hash_of_the_plan_and_refuses_once_the_tree_changed(brownfield: Path) -> None:
+    code, plan = run_json("create-vivary", "adopt", str(brownfield))
+    assert code == 0
+    before = sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                    if ".git" not in p.parts)
+    without = run_cli("create-vivary", "adopt", str(brownfield), "--yes")
+    assert without.returncode == 1 and "requires --plan" in without.stderr
+    wrong = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", "sha256:" + "0" * 64)
+    assert wrong.returncode == 1 and "plan hash mismatch" in wrong.stderr
+    (brownfield / "notes" / "b.md").write_text("# plain, edited after the review\n")
+    changed = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", plan["plan_hash"])
+    assert changed.returncode == 1 and changed.stderr.count("\n") == 1
+    assert "the tree changed since the plan" in changed.stderr
+    after = sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                   if ".git" not in p.parts)
+    assert after == before
+
+
+def _crash_after(count: int) -> Callable[..., Path]:
+    """A write_within that dies (as a kill would: no handler runs) after ``count`` writes."""
+    real = rooted.write_within
+    done: list[str] = []
+
+    def write(root: Path, rel: str, data: bytes, mode: int = 0o644) -> Path:
+        if rel != journal.PATH and len(done) == count:
+            raise KeyboardInterrupt("power cut")
+        path = real(root, rel, data, mode)
+        if rel != journal.PATH:
+            done.append(rel)
+        return path
+
+    return write
+
+
+def test_an_interrupted_adopt_is_recovered_by_its_hash(
+    brownfield: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    existing = _snapshot(brownfield)
+    p = adopt_mod.plan(brownfield, None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(3))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    assert (brownfield / journal.PATH).is_file()
+    again = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", p.hash)
+    assert again.returncode == 1 and "unfinished adoption journal" in again.stderr
+    code, dry = run_json("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
+    assert code == 0 and dry["mode"] == "recovery-dry-run"
+    ops = [r["operation"] for r in dry["recovery_actions"]]
+    assert ops.count("delete-created") == 3 and set(ops) == {"delete-created", "no-op"}
+    assert (brownfield / journal.PATH).is_file()  # the dry run wrote nothing
+    other = run_cli("create-vivary", "adopt", str(brownfield), "--recover", "sha256:" + "1" * 64)
+    assert other.returncode == 1 and "journal is for plan" in other.stderr
+    bad = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash, "--yes",
+                  "--plan", p.hash)
+    assert bad.returncode == 1 and "recovery plan hash mismatch" in bad.stderr
+    code, done = run_json("create-vivary", "adopt", str(brownfield), "--recover", p.hash, "--yes",
+                          "--plan", dry["recovery_plan_hash"])
+    assert code == 0 and done["mode"] == "recovered"
+    assert not (brownfield / ".vivary").exists()
+    assert _snapshot(brownfield) == existing
+    assert sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
+                  if p.is_file() and ".git" not in p.parts) == sorted(BROWNFIELD)
+
+
+def test_recovery_never_deletes_a_file_edited_after_the_crash(
+    brownfield: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = adopt_mod.plan(brownfield, None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    first = next(f.path for f in p.files if f.action == "create")
+    (brownfield / first).write_text("a person wrote here after the crash\n")
+    proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
+    assert proc.returncode == 1 and f"changed since the interrupted adopt: {first}" in proc.stderr
+    assert (brownfield / first).read_text() == "a person wrote here after the crash\n"
+
+
+def test_a_failed_write_takes_back_what_adopt_wrote(brownfield: Path) -> None:
+    """A real failure mid-adopt: a planned folder turns into a file between plan and apply."""
+    code, plan = run_json("create-vivary", "adopt", str(brownfield))
+    p = adopt_mod.plan(brownfield, None, "ws")
+    late = sorted({f.path.split("/")[0] for f in p.files if f.action == "create" and "/" in f.path})[-1]
+    existing = _snapshot(brownfield)
+    with pytest.raises(UnsafePath):
+        (brownfield / late).write_text("in the way\n")
+        adopt_mod.apply(p, p.hash)
+    (brownfield / late).unlink()
+    assert _snapshot(brownfield) == existing
+    assert not (brownfield / journal.PATH).exists()
+    assert sorted(q.relative_to(brownfield).as_posix() for q in brownfield.rglob("*")
+                  if q.is_file() and ".git" not in q.parts) == sorted(BROWNFIELD)
+    assert code == 0 and plan["plan_hash"] == p.hash
+
+
+def test_a_planted_journal_cannot_make_recovery_delete_the_users_files(brownfield: Path) -> None:
+    """The journal is a file in the tree, so whoever wrote the tree chose its bytes: a
+    journal naming the user's README (with the right digest) or a path outside is refused."""
+    readme = (brownfield / "README.md").read_bytes()
+    for path in ("README.md", "../outside.md", "src/app.py"):
+        body = {"schema": journal.SCHEMA, "plan_hash": "sha256:" + "a" * 64, "git_init": False,
+                "created": [{"path": path, "after_hash": "sha256:" + hashlib.sha256(readme).hexdigest()}]}
+        (brownfield / ".vivary/runtime").mkdir(parents=True, exist_ok=True)
+        (brownfield / journal.PATH).write_text(json.dumps(body))
+        proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", body["plan_hash"])
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, (path, proc.stderr)
+        assert "never writes" in proc.stderr or "git tracks" in proc.stderr, (path, proc.stderr)
+    assert (brownfield / "README.md").read_bytes() == readme

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -146,14 +145,18 @@ def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Wor
     from click.core import ParameterSource
 
     # Only --governed needs the capsule modules: plain find and query skip ~10 ms of imports.
-    from tropo.review.capsule_graph import DEFAULT_MAX_CLAIMS, compile_capsule, records_from_graph
+    from tropo.review.capsule_graph import (
+        DEFAULT_MAX_CLAIMS,
+        compile_capsule,
+        records_from_graph,
+        snapshot_fingerprint,
+    )
 
     ranked = ("types", "paths", "edges", "snippet", "k", "budget")
     given = [name for name in ranked if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
     if given:
         fail(f"--governed compiles a capsule: --{given[0].rstrip('s')} does not apply")
-    source = ws.snapshot.fingerprint()
-    fingerprint = "sha256:" + hashlib.sha256(source.encode()).hexdigest() if source else None
+    fingerprint = snapshot_fingerprint(ws.snapshot.fingerprint())
     try:
         capsule = compile_capsule(
             records_from_graph(ws.graph()), question=question, root=str(ws.root),

@@ -100,6 +100,22 @@ def ignored(root: Path, paths: Iterable[str], *, rules_only: bool = False) -> se
     return {p for p in out.split("\0") if p}
 
 
+def ignored_outside(root: Path, paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` the top ``.gitignore`` of ``root`` ignores, for a folder that is
+    not a repository yet: git itself judges, in a scratch repository holding only that
+    file (nested ``.gitignore`` files are not consulted; the user's own excludes are)."""
+    import tempfile
+
+    wanted = list(paths)
+    rules = root / ".gitignore"
+    if not wanted or rules.is_symlink() or not rules.is_file():
+        return set()
+    with tempfile.TemporaryDirectory(prefix="vivary-ignore-") as scratch:
+        run(Path(scratch), "init", "-q")
+        (Path(scratch) / ".gitignore").write_bytes(rules.read_bytes())
+        return ignored(Path(scratch), wanted, rules_only=True)
+
+
 def tracked(root: Path, paths: Iterable[str]) -> set[str]:
     """Which of ``paths`` are in the index."""
     wanted = list(paths)

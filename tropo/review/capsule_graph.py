@@ -7,6 +7,7 @@ caller's job; `tropo find --governed` wires this to a workspace.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -62,6 +63,12 @@ def records_from_graph(graph: Graph) -> list[dict[str, Any]]:
         }
         for node in graph.nodes.values()
     ]
+
+
+def snapshot_fingerprint(source: str | None) -> str | None:
+    """A capsule's workspace fingerprint from its snapshot's (None: derive it from the
+    graph), the one definition `tropo find --governed` and `create-vivary record` share."""
+    return "sha256:" + hashlib.sha256(source.encode()).hexdigest() if source else None
 
 
 def graph_fingerprint(records: Sequence[Mapping[str, Any]]) -> str:

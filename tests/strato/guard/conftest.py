@@ -136,4 +136,6 @@ def drop_ledger(ws: Workspace, anchor: str) -> str:
     lines.remove(anchor)
     top = repo.TreeBuilder(tree)
     top.insert(store.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
-    return notes.commit(repo, store.REF, tip, top.write(), "deleted ledger\n")
+    staged = repo[top.write()]
+    assert isinstance(staged, pygit2.Tree)
+    return notes.commit(repo, store.REF, tip, store.without_state(repo, staged, anchor), "deleted ledger\n")

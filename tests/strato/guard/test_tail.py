@@ -95,7 +95,9 @@ def test_a_rewritten_ledger_is_folded_again_not_resumed(moved: Workspace) -> Non
 def test_a_garbage_record_is_a_miss(moved: Workspace, garbage: str) -> None:
     path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
     path.write_text(garbage)
-    assert not resumed(moved)  # folded in full, and recorded again
+    snap = store.load(moved.repo, RID)
+    assert snap.generation == "" and snap.state is not None  # answered by the notes' running state
+    assert snap.state.by_key["k1"]["to_state"] == "review"  # a key reads (and records) the ledger
     assert resumed(moved)
 
 
