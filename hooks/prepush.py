@@ -1,9 +1,12 @@
-"""pre-push: run the registered checks, push claim branches and guard ledgers along, then
-run the checks that need those on the remote (a branch's pinned guard notes).
+"""pre-push: run the registered checks, push claim branches, guard ledgers and
+verification lanes along, then run the checks that need those on the remote (a
+branch's pinned guard notes).
 
 git hands the hook the remote and, on stdin, one line per ref being pushed. A failing
 check refuses the push. Claim branches (``claim/*``) travel with any push to the same
 remote so other clones see who holds what; git itself skips those already there.
+``refs/vivary/lanes`` goes along merged with the remote's, since two clones' lanes may
+have diverged (a plain push would be refused).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hooks import registry
+from strato.runs import lanestore, lanesync
 from tropo.git import gitcli
 from tropo.git.push import Push, RefUpdate
 
@@ -43,8 +47,9 @@ def run_checks(push: Push, checks: Mapping[str, str]) -> list[str]:
 
 
 def push_along(push: Push) -> list[str]:
-    """Push local claim branches and guard ledgers to the same remote; warning lines."""
-    warnings = []
+    """Push local claim branches, guard ledgers and verification lanes to the same
+    remote; warning lines."""
+    warnings = _sync_lanes(push)
     for prefix, what in ALONG:
         if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", prefix).strip():
             continue
@@ -62,6 +67,20 @@ def refused(problems: list[str]) -> int:
         print(p, file=sys.stderr)
     print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
     return 1
+
+
+def _sync_lanes(push: Push) -> list[str]:
+    """The verification lanes go along too, merged with the remote's when the two clones
+    diverged (`strato.runs.lanesync`); a warning line when they cannot."""
+    if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", lanestore.REF).strip():
+        return []
+    if push.updates and all(u.local_ref == lanestore.REF for u in push.updates):
+        return []  # the user is pushing them already
+    try:
+        lanesync.sync(push.root, push.remote)
+    except lanesync.LanesSyncError as exc:
+        return [f"verification lanes not pushed: {exc}"]
+    return []
 
 
 def main(root: Path, args: list[str], stdin: str) -> int:

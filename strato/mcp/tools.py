@@ -20,6 +20,7 @@ from strato.guard.verify import verify_repository
 from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs import background, views, wire
+from strato.runs.lanes_cli import check_view, lanes_view
 from strato.runs.state import Refused
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
@@ -282,6 +283,18 @@ def list_runs(ctx: Context, a: NoArgs) -> Document:
 def show(ctx: Context, a: RunArgs) -> Document:
     """A run's status, ready steps, gates, step statuses and checkpoints."""
     return views.show_view(ctx.runs(), a.runId)
+
+
+class LanesArgs(Args):
+    check: bool = Field(False, description="Replay the lanes' history against the runs it names instead.")
+
+
+@tool("strato_lanes", LanesArgs)
+def lanes(ctx: Context, a: LanesArgs) -> Document:
+    """`strato lanes --json`: every verification lane (flow/step/agent) with its clean
+    streak, verification rate, counts and last reset; with `check`, what `strato lanes
+    --check --json` prints (`ok`, `findings`). Read-only."""
+    return check_view(ctx.root) if a.check else lanes_view(ctx.root)
 
 
 # our extras that answer exactly as a contract tool does (their requests say more)

@@ -114,11 +114,15 @@ def _run_set(ctx: RunContext, frame: Frame, step: SetStep, st: dict[str, Any], s
     try:
         output = {k: evaluate(v, context, ctx.root) for k, v in step.set.items()}
     except ExprError as exc:
+        verification.record(ctx, frame, step, st, f"set failed: {exc}")
         fail_step(ctx, frame, step, st, f"set failed: {exc}", None, forced=True)
         return
-    verdict = check(
-        ctx.spec, step.out, step.ensure, output, {"input": scope.input}, scope, ctx.root, ctx.judge
-    )
+    skip = verification.judged_to_skip(ctx, frame, step, st)
+    bindings = {"input": scope.input}
+    verdict = check(ctx.spec, step.out, step.ensure, output, bindings, scope, ctx.root, ctx.judge, skip)
+    for judged in verdict.judged:
+        ctx.emit("judged", frame.prefix + step.id, **judged)
+    verification.record(ctx, frame, step, st, verdict.reason, skip)
     if verdict.reason is not None:
         fail_step(ctx, frame, step, st, verdict.reason, output, forced=True)
         return

@@ -15,7 +15,7 @@ from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Stage
-from strato.runs import dispatches
+from strato.runs import dispatches, verification
 from strato.runs.budgets import overspent, reserve, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, check
 from strato.runs.context import Frame, RunContext
@@ -146,16 +146,20 @@ def item_done(
     stage = step.fanout.steps[it["stage"]]
     output = result.get("output")
     reason = None
+    attempt = len(_stage_attempts(it)) + 1
     if "dispatches" in usage:
         reason = "dispatches are engine-accounted"
     elif result.get("failure") is not None:
         reason = f"agent reported failure: {result['failure']}"
+        verification.record_stage(ctx, frame, step, it, attempt, reason)
     else:
         scope, bindings = item_scope(ctx, frame, it)
-        verdict = check(ctx.spec, stage.out, stage.ensure, output, bindings, scope, ctx.root, ctx.judge)
+        skip = verification.stage_judged_to_skip(ctx, frame, step, it, attempt)
+        verdict = check(ctx.spec, stage.out, stage.ensure, output, bindings, scope, ctx.root, ctx.judge, skip)
         for judged in verdict.judged:
             ctx.emit("judged", path, **judged)
         reason = verdict.reason
+        verification.record_stage(ctx, frame, step, it, attempt, reason, skip)
     _record(ctx, step, stage, it, path, output, reason, taken.extra())
 
 

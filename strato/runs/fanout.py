@@ -36,6 +36,7 @@ from strato.runs.fanout_steps import FanoutOutcome
 from strato.runs.ledger import Ledger
 from strato.runs.state import Refused, new_token
 from strato.runs.store import Outcome, Snapshot
+from strato.runs.verification import ItemLanes, learn
 from tropo.git import worktrees
 from tropo.git.types import Repository, oid
 
@@ -106,7 +107,8 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
     allowance = _Allowance(task_ledgers(frame, step, st))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
-    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, call_item)
+    lanes = None if eng.lanes is None else ItemLanes(eng, frame, step)
+    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, lanes, call_item)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
@@ -129,12 +131,16 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = task_ledgers(frame, step, st)
-    calls = item.get("calls", [])  # the same item comes again if the ref moved: read only
+    item = dict(item)  # a lost race on the run's ref applies this again to the same item
+    calls = item.pop("calls", [])
+    for kind, detail in item.pop("events", []):  # what was judged and decided while it ran
+        eng.emit(kind, f"{path}/{item['index']}", **detail)
+    learn(eng, item.pop("evidence", []))
     for ledger in ledgers:
         ledger.debit({"dispatches": len(calls)})
     for made in calls:
         _record_call(eng, path, step, st["epoch"], item["index"], made, ledgers)
-    st["fanout"]["items"][item["index"]] = {k: v for k, v in item.items() if k != "calls"}
+    st["fanout"]["items"][item["index"]] = item
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
@@ -244,10 +250,11 @@ class _ItemRunner:
         run_id: str,
         allowance: _Allowance,
         judge: Judge | None,
+        lanes: ItemLanes | None,
         call_item: ItemCall | None = None,
     ) -> None:
         self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
-        self.run_id, self.allowance, self.judge = run_id, allowance, judge
+        self.run_id, self.allowance, self.judge, self.lanes = run_id, allowance, judge, lanes
         self.call_item: ItemCall = call_item or (
             lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
                                                            sandbox=sandbox)
@@ -328,12 +335,7 @@ class _ItemRunner:
                     **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
                 }
             )
-            reason = res.failure
-            if reason is None:
-                verdict = check(
-                    self.spec, stage.out, stage.ensure, res.output, bindings, scope, cwd, self.judge
-                )
-                reason = verdict.reason
+            reason = self._check(out, i, n, stage, res.output, res.failure, scope, bindings, cwd)
             out["attempts"].append({"stage": i, "attempt": n, "result": res.output, "failure": reason})
             if reason is None:
                 return True, res.output
@@ -341,3 +343,28 @@ class _ItemRunner:
                 return False, f"stage {i}: {reason} (no retry: identical evidence)"
             last, previous = res.output, {"attempt": n, "reason": reason}
         return False, f"stage {i}: {previous['reason'] if previous else 'failed'}"
+
+    def _check(
+        self,
+        out: dict[str, Any],
+        i: int,
+        n: int,
+        stage: Stage,
+        output: Any,
+        failure: str | None,
+        scope: Scope,
+        bindings: dict[str, Any],
+        cwd: Path,
+    ) -> str | None:
+        """Why attempt `n` of stage `i` failed (None: it passed), as a consumer item's
+        result is checked: its lane's decision, the checks, what the judge said."""
+        skip: frozenset[int] = frozenset()
+        if failure is None:
+            skip = self.lanes.judged_to_skip(out, i, n) if self.lanes else skip
+            ensures = stage.ensure
+            verdict = check(self.spec, stage.out, ensures, output, bindings, scope, cwd, self.judge, skip)
+            out.setdefault("events", []).extend(["judged", {**j, "stage": i}] for j in verdict.judged)
+            failure = verdict.reason
+        if self.lanes is not None:
+            self.lanes.record(out, i, n, failure, skip)
+        return failure

@@ -12,6 +12,7 @@ import click
 from strato.runs.cli import handled, json_option, root_option
 from strato.runs.lanes import FLOOR, RULE, TRUST_AFTER, fold, rate
 from strato.runs.lanestore import REF, LanesCorrupt, LaneStore
+from strato.runs.lanesync import LanesSyncError, sync
 from strato.runs.state import Refused
 from strato.runs.store import RunNotFound, RunStore
 from tropo.git.repo import require
@@ -57,41 +58,61 @@ def check_lanes(root: Path) -> list[str]:
         return [str(exc)]
     replayed: dict[str, dict[str, Any]] = {}
     findings: list[str] = []
-    decided: dict[str, set[tuple[str, str, int]]] = {}
-    for items in store.history():
-        for item in items:
-            fold(replayed, item)
-            if item.get("kind") == "clean" and not _decided(runs, decided, item):
-                where = f"run {item.get('runId')!r} step {item.get('stepId')!r} attempt {item.get('attempt')}"
-                findings.append(f"{item.get('lane')}: clean evidence for {where} has no verified decision")
+    decided: dict[str, set[tuple[str, str, int]] | None] = {}
+    try:
+        log = store.log()
+    except LanesCorrupt as exc:
+        return [str(exc)]
+    for item in log:
+        fold(replayed, item)
+        if item.get("kind") == "clean" and (known := _decided(runs, decided, item)) is not True:
+            where = f"run {item.get('runId')!r} step {item.get('stepId')!r} attempt {item.get('attempt')}"
+            why = "has no verified decision" + (" (the run is not in this clone)" if known is None else "")
+            findings.append(f"{item.get('lane')}: clean evidence for {where} {why}")
     if replayed != lanes:
         findings.append(f"{REF}: the tip's lanes are not what its history of evidence folds to")
     return findings
 
 
-def _decided(runs: RunStore, seen: dict[str, set[tuple[str, str, int]]], item: dict[str, Any]) -> bool:
+def check_view(root: Path) -> dict[str, Any]:
+    """The document `strato lanes --check --json` prints (also the MCP tool's)."""
+    findings = check_lanes(root)
+    return {"ok": not findings, "findings": findings}
+
+
+def _decided(
+    runs: RunStore, seen: dict[str, set[tuple[str, str, int]] | None], item: dict[str, Any]
+) -> bool | None:
+    """Whether the run the clean evidence names recorded a `verified` decision for it
+    (None: that run is not in this clone, as after fetching another clone's lanes)."""
     run_id = str(item.get("runId"))
     if run_id not in seen:
-        seen[run_id] = set()
         try:
             history = list(runs.history(run_id))
         except RunNotFound:
-            history = []
-        for _commit, transition in history:
-            for ev in transition.get("events", []):
-                detail = ev.get("detail", {})
-                if ev.get("type") == "verified" and "lane" in detail:
-                    seen[run_id].add((str(detail["lane"]), str(ev.get("stepId")), int(detail["attempt"])))
-    return (str(item.get("lane")), str(item.get("stepId")), item.get("attempt")) in seen[run_id]
+            seen[run_id] = None
+            return None
+        seen[run_id] = {
+            (str(ev["detail"]["lane"]), str(ev.get("stepId")), int(ev["detail"]["attempt"]))
+            for _commit, transition in history
+            for ev in transition.get("events", [])
+            if ev.get("type") == "verified" and "lane" in ev.get("detail", {})
+        }
+    found = seen[run_id]
+    if found is None:
+        return None
+    return (str(item.get("lane")), str(item.get("stepId")), item.get("attempt")) in found
 
 
 @click.command("lanes")
 @click.option("--check", "check", is_flag=True,
               help="Replay the lanes' history against the runs it names; exit 1 on any finding.")
+@click.option("--sync", "remote", metavar="REMOTE",
+              help="Fetch REMOTE's lanes, merge them with these if the clones diverged, push the result.")
 @root_option
 @json_option
 @handled
-def lanes_command(check: bool, root: Path, as_json: bool) -> None:
+def lanes_command(check: bool, remote: str | None, root: Path, as_json: bool) -> None:
     """Verification lanes (flow/step/agent): clean streak, verification rate, last reset.
 
     A lane checks every output until it has a clean streak of TRUST_AFTER (5); each
@@ -101,16 +122,31 @@ def lanes_command(check: bool, root: Path, as_json: bool) -> None:
     The lanes ref is as writable as any ref: `--check` replays its history and
     confirms each clean verification against the run that recorded it.
 
+    `--sync REMOTE` brings this clone's lanes and REMOTE's into one (the pre-push hook
+    does it on every push): two clones that diverged are merged, every piece of
+    evidence either holds folded once, in the order it was taken.
+
     \b
     Example:
       strato lanes
       strato lanes --json
       strato lanes --check
+      strato lanes --sync origin
     """
+    if remote is not None:
+        if check:
+            raise click.UsageError("--sync and --check do not go together")
+        try:
+            line = sync(root, remote)
+        except LanesSyncError as exc:
+            raise Refused("lanes_sync", str(exc)) from None
+        click.echo(json.dumps({"ok": True, "sync": line}, sort_keys=True) if as_json else line)
+        return
     if check:
-        findings = check_lanes(root)
+        report = check_view(root)
+        findings = report["findings"]
         if as_json:
-            click.echo(json.dumps({"ok": not findings, "findings": findings}, sort_keys=True))
+            click.echo(json.dumps(report, sort_keys=True))
         else:
             for line in findings:
                 click.echo(line)

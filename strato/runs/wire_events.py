@@ -5,8 +5,9 @@ payloads. Pure: the caller walks the history and reads a commit's state on reque
 
 The engine records more than the reference has kinds for; those events stay in `strato
 flow audit` and are not sent: `subflow_started`, `fanout_started`, `fanout_item_done`,
-`fanout_pre_merge`, and the `routed` of a gate decision (its `gate_resolved` already
-names the target)."""
+`fanout_pre_merge`, the `routed` of a gate decision (its `gate_resolved` already
+names the target), and a lane's `verified` and `skipped` decisions on judged ensures (the
+step was not skipped; `strato lanes` and the audit show them)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,8 @@ class _Projector:
                 detail["iterate"] = {k: d["iterate"].get(k) for k in ("iteration", "max")}
             return [{**base, "detail": detail}]
         if kind == "skipped":
+            if d.get("check") == "judged":  # a lane skipped a judge, not the step: ours only
+                return []
             return [
                 {**base, **({"detail": {"reason": d["reason"]}} if isinstance(d.get("reason"), str) else {})}
             ]

@@ -9,8 +9,12 @@ import pytest
 
 from hooks import install as installer
 from hooks import prepush, registry
+from strato.runs import lanestore
+from strato.runs.lanestore import LaneStore
 from tests.conftest import commit_all, git, write_files
+from tests.strato.runs.test_lanesync import lane_evidence
 from tropo.git.push import Push
+from tropo.git.repo import require
 
 
 @pytest.fixture
@@ -114,3 +118,42 @@ def test_checks_after_along_see_what_travelled_and_still_refuse(
     err = capsys.readouterr().err
     assert "late: saw refs/heads/claim/a\n" in err and "push refused: 1 problem" in err
     assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/claim/a"]
+
+
+def test_verification_lanes_travel_with_a_push_and_merge_when_clones_diverged(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    LaneStore(require(root)).record([lane_evidence("clean", 1)])
+    git(root, "push", "-q", "origin", "main")
+    assert git(bare, "rev-parse", lanestore.REF) == git(root, "rev-parse", lanestore.REF)
+    other = root.parent / "other"
+    git(root.parent, "clone", "-q", str(bare), str(other))
+    installer.install(other, ("pre-push",))
+    LaneStore(require(other)).record([lane_evidence("clean", 2)])  # never fetched: no common history
+    LaneStore(require(root)).record([lane_evidence("failure", 3)])
+    write_files(root, {"c.txt": "c\n"})
+    commit_all(root)
+    git(root, "push", "-q", "origin", "main")  # a fast-forward of the remote's lanes
+    write_files(other, {"d.txt": "d\n"})
+    commit_all(other)
+    proc = subprocess.run(["git", "push", "origin", "HEAD:refs/heads/other"], cwd=other, capture_output=True, text=True)
+    assert proc.returncode == 0 and "not pushed" not in proc.stderr, proc.stderr
+    tip = git(other, "rev-parse", lanestore.REF)
+    assert git(bare, "rev-parse", lanestore.REF) == tip
+    assert len(git(other, "rev-list", "--parents", "-n1", lanestore.REF).split()) == 3
+    [record] = LaneStore(require(other)).read()[1].values()
+    assert record["clean"] == 0 and record["failures"] == 1 and record["verified"] == 3
+
+
+def test_lanes_that_cannot_be_merged_warn_but_let_the_push_through(pushed: tuple[Path, Path]) -> None:
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    LaneStore(require(root)).record([lane_evidence("clean", 1)])
+    tree = git(root, "mktree").strip()  # no lanes.json, and a message that is no evidence
+    forged = git(root, "commit-tree", tree, "-m", "lanes: trust me\n\nnot evidence").strip()
+    git(root, "push", "-q", "--no-verify", "origin", f"{forged}:{lanestore.REF}")
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=root, capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "vivary: verification lanes not pushed: refusing to merge origin's refs/vivary/lanes" in proc.stderr
+    assert git(bare, "rev-parse", "main") == git(root, "rev-parse", "main")
+    assert git(bare, "rev-parse", lanestore.REF).strip() == forged

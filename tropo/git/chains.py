@@ -24,6 +24,20 @@ def commits_since(repo: pygit2.Repository, head: str, seen: str | None = None) -
     return [(str(c.id), c.message) for c in walker]
 
 
+def parents(repo: pygit2.Repository, commit: str) -> list[str]:
+    """The ids of `commit`'s parents, first parent first."""
+    return [str(p) for p in repo[pygit2.Oid(hex=commit)].peel(pygit2.Commit).parent_ids]
+
+
+def message_of(repo: pygit2.Repository, commit: str) -> str:
+    return repo[pygit2.Oid(hex=commit)].peel(pygit2.Commit).message
+
+
+def merge_base(repo: pygit2.Repository, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits (None: their histories are unrelated)."""
+    found = repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
+    return None if found is None else str(found)
+
 
 def ref_targets(repo: pygit2.Repository, prefix: str) -> dict[str, str]:
     """Each ref under `prefix` with the object it points at: one pass over the refs and

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import Decimal
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from strato.flow.expr.errors import ExprError

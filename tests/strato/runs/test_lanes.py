@@ -43,12 +43,12 @@ flows:
 LANE = "main/w/claude"
 
 
-def _workspace(tmp_path: Path) -> Workspace:
-    """Agents configured (the writer is never called: results are reported by the test,
-    as a consumer agent would), and a judge script that fails outputs containing RUDE
-    and logs every question it is asked."""
+def judged_workspace(tmp_path: Path, rules: list[dict[str, Any]] | None = None) -> Workspace:
+    """Agents configured (scripted by `rules`; without them the writer is never called:
+    results are reported by the test, as a consumer agent would), and a judge script that
+    fails outputs containing RUDE and logs every question it is asked."""
     ws = make_workspace(tmp_path)
-    ws.agents([])
+    ws.agents(rules or [])
     judge = tmp_path / "judge.py"
     judge.write_text(
         textwrap.dedent(
@@ -117,7 +117,7 @@ def test_an_agent_cannot_know_its_draw_before_it_answers(tmp_path: Path) -> None
     draws = []
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        ws = _workspace(tmp_path / name)
+        ws = judged_workspace(tmp_path / name)
         [decision] = decisions(run_once(ws.runs(), "same-id", "hello"))
         draws.append(decision["detail"]["draw"])
         assert len(decision["detail"]["nonce"]) == 32
@@ -147,7 +147,7 @@ def test_replay_refuses_evidence_whose_rate_or_draw_was_altered() -> None:
 
 
 def test_a_thin_lane_verifies_every_output(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     runs = ws.runs()
     for n in range(lanes.TRUST_AFTER):
         audit = run_once(runs, f"r{n}", "hello")
@@ -165,7 +165,7 @@ def test_a_thin_lane_verifies_every_output(tmp_path: Path) -> None:
 def test_earned_trust_skips_checks_by_the_recorded_rule_and_the_audit_replays_every_decision(
     tmp_path: Path,
 ) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     runs = ws.runs()
     verified = skipped = 0
     for n in range(40):
@@ -188,7 +188,7 @@ def test_earned_trust_skips_checks_by_the_recorded_rule_and_the_audit_replays_ev
 
 
 def _trusted(tmp_path: Path, count: int = 12) -> tuple[Workspace, Runs]:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     runs = ws.runs()
     for n in range(count):
         run_once(runs, f"t{n}", "hello")
@@ -244,7 +244,7 @@ def test_a_change_of_the_agents_configuration_resets_the_lane(tmp_path: Path) ->
 
 
 def test_a_paranoid_judged_ensure_is_never_skipped(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     runs = ws.runs()
     for n in range(30):
         [decision] = decisions(run_once(runs, f"p{n}", "hello", stakes="paranoid"))
@@ -278,7 +278,7 @@ flows:
 
 
 def test_a_person_revising_at_a_gate_overrides_the_lanes_that_led_to_it(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     runs = ws.runs()
     for n in range(8):
         snap = runs.plan(GATED, {}, f"g{n}").snap
@@ -318,7 +318,7 @@ flows:
 def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_read_always_runs(
     tmp_path: Path,
 ) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     tool = tmp_path / "tool.py"
     tool.write_text(f"open({str(tmp_path / 'tool.log')!r}, 'a').write('x\\n')\nprint('{{\"passed\": true}}')\n")
     spec = EVALUATED.replace("COMMAND", json.dumps(f"{sys.executable} {tool}"))
@@ -364,7 +364,7 @@ def test_lanes_travel_with_push_and_fetch_and_show_in_strato_lanes(tmp_path: Pat
 
 
 def test_strato_lanes_on_a_corrupt_ref_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path)
+    ws = judged_workspace(tmp_path)
     (ws.root / "lanes.json").write_text("not json")
     git(ws.root, "add", "lanes.json")
     git(ws.root, "commit", "-qm", "bogus")
