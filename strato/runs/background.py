@@ -33,10 +33,11 @@ from strato.agentruns import groups
 from strato.runs import bgdispatch, views, wire
 from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
-from strato.runs.runlock import exclusive, is_held
+from strato.runs.runlock import exclusive, is_held, open_append
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL, Refused, now_iso
 from strato.runs.store import Outcome, Snapshot
+from tropo.git.atomic import write_atomic
 from tropo.git.repo import private_dir
 
 CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
@@ -116,7 +117,7 @@ def launch(runs: Runs, run_id: str) -> None:
         log.unlink()
     runner = [sys.executable, "-m", "strato.runs.background", str(runs.root), run_id]
     argv = [sys.executable, "-c", _DETACH, *runner]
-    with open(log, "ab") as out:
+    with open_append(log) as out:
         subprocess.Popen(
             argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
             start_new_session=True, close_fds=True,
@@ -131,7 +132,7 @@ def drive(runs: Runs, run_id: str) -> None:
     with exclusive(runner_lock(runs, run_id)) as held:
         if held is None:
             return
-        (bg_dir(runs, run_id) / "runner.pid").write_text(str(os.getpid()))
+        write_atomic(bg_dir(runs, run_id) / "runner.pid", str(os.getpid()).encode(), fsync=False)
         watch = _CancelWatch(runs, run_id)
         while True:
             snap = runs.load(run_id)
