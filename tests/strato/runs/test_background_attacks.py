@@ -46,7 +46,7 @@ def test_symlinks_and_hard_links_planted_under_bg_are_never_written_through(
     hard.write_text("precious\n")
     os.link(hard, dispatch / "lock")
 
-    code, doc, err = strato(workspace, "flow", "resume", run_id)
+    code, _, err = strato(workspace, "flow", "resume", run_id)
     assert code == 0, err
 
     def ended() -> bool:
