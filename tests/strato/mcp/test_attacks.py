@@ -9,7 +9,7 @@ from pathlib import Path
 from strato.agentruns.store import BoundedStream
 from tests.conftest import commit_all, write_files
 from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
-from tests.strato.mcp.conftest import Session, run_server
+from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
 
 SECRET = "the victim's secret\n"
 
@@ -71,3 +71,21 @@ def test_paths_out_of_the_workspace_are_refused(workspace: Path, tmp_path: Path)
         assert not (outside / "agent-runs").exists()
 
     run_server(workspace, scenario)
+
+
+def test_a_gate_policy_written_in_the_working_tree_grants_nothing(repo_dir: Path) -> None:
+    write_files(repo_dir, {"specs/review.yaml": GATE_SPEC, ".vivary/agents.toml": '[gates]\nmcp = "view"\n'})
+    commit_all(repo_dir, "gates are a person's")
+    (repo_dir / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "resolve"\n')  # another agent's edit
+
+    async def scenario(s: Session) -> None:
+        plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "t"}})
+        good = {"output": {"text": "final", "score": 0.9}}
+        at_gate = await s.ok("stratum_step_done", {"runId": plan["runId"], "stepId": "work", "result": good})
+        assert "gateToken" not in at_gate["ready"][0]
+        decide = {"runId": plan["runId"], "stepId": "review", "decision": "approve"}
+        _, doc = await s.error("stratum_gate_resolve", decide)
+        assert doc is not None and doc["error_type"] == "gate_not_allowed_over_mcp"
+        assert (await s.ok("stratum_resume", {"runId": plan["runId"]}))["status"] == "ready"
+
+    run_server(repo_dir, scenario)
