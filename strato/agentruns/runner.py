@@ -37,7 +37,7 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
     if run.runner() is None:  # foreground: the caller is the runner
         run.set_runner(os.getpid())
     spec = load_config(root).get(req["agent"])
-    argv = [req["prompt"] if a == "{prompt}" else a for a in spec.argv]
+    argv = spec.argv_for(req["prompt"])
     env = dict(os.environ)
     if req.get("model"):
         env["VIVARY_AGENT_MODEL"] = req["model"]

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from strato.guard.errors import GuardError
-from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools
+from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools, usage_tools
 from strato.mcp.registry import Context, Document, Tool, ToolError
 from strato.runs import views
 from tropo.check import reports
@@ -26,7 +26,9 @@ from tropo.check.config import ConfigError
 from tropo.git.repo import RevisionError
 from tropo.git.snapshot import SourceError
 
-TOOLS: dict[str, Tool] = {**tools.TOOLS, **agent_tools.TOOLS, **distill_tools.TOOLS, **bg_tools.TOOLS}
+TOOLS: dict[str, Tool] = {
+    **tools.TOOLS, **agent_tools.TOOLS, **distill_tools.TOOLS, **bg_tools.TOOLS, **usage_tools.TOOLS
+}
 
 
 class ContractBreach(AssertionError):

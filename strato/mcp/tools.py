@@ -173,14 +173,20 @@ def step_done(ctx: Context, a: StepDoneArgs) -> Document:
 
 class TokenStepDoneArgs(StepDoneArgs):
     dispatchToken: str = Field(description="The token the step was handed out with.")
+    generation: int | None = Field(None, description="The ready entry's generation.")
+    contractDigest: str | None = Field(None, description="The ready entry's contractDigest.")
+    revisionDigest: str | None = Field(None, description="The ready entry's revisionDigest.")
 
 
 @tool("strato_step_done", TokenStepDoneArgs)
 def token_step_done(ctx: Context, a: TokenStepDoneArgs) -> Document:
-    """stratum_step_done that also names the dispatch it reports (its dispatchToken): a
-    result for an issuance that was superseded (a retry, a revert, a cancel) is refused."""
+    """stratum_step_done that also names the dispatch it reports (its dispatchToken and,
+    if given, the ready entry's generation and digests): a result for an issuance that
+    was superseded (a retry, a revert, a cancel) is refused by each."""
     runs = ctx.runs()
-    return wire.runstate(runs, runs.done(a.runId, a.stepId, a.dispatchToken, _result(a.result)).snap)
+    claims = a.model_dump(include={"generation", "contractDigest", "revisionDigest"}, exclude_none=True)
+    done = runs.done(a.runId, a.stepId, a.dispatchToken, _result(a.result), claims)
+    return wire.runstate(runs, done.snap)
 
 
 class GateArgs(Args):

@@ -15,13 +15,13 @@ from strato.flow import types as ty
 from strato.flow.expr import ExprError, evaluate
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task, render_value
 from strato.flow.spec import AnyStep, DoStep, EvaluateStep, FanoutStep, GateStep, RunStep, SetStep
-from strato.runs import fanout_steps, gates, tokens, verification
+from strato.runs import dispatches, fanout_steps, gates, tokens, verification
 from strato.runs.budgets import reserve, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
 from strato.runs.iterate import materialise_carry
 from strato.runs.outcomes import fail_scope, fail_step, finish, succeed
-from strato.runs.state import ACTIVE, TERMINAL, new_scope, new_token
+from strato.runs.state import ACTIVE, TERMINAL, new_scope
 
 
 def advance_run(ctx: RunContext) -> None:
@@ -165,8 +165,12 @@ def _make_ready(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any],
     if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
         return
     attempt = len(st["attempts"]) + 1
-    st.update(status="ready", dispatchToken=new_token(), prompt=prompt, context=context)
-    ctx.emit("ready", frame.prefix + step.id, attempt=attempt, context=context)
+    path = frame.prefix + step.id
+    st.update(status="ready", prompt=prompt, context=context)
+    record = {"stepId": path, "attempt": attempt, "epoch": st["epoch"]}
+    contract = dispatches.contract_digest(ctx.spec, step)
+    dispatches.issue(ctx, record, contract, dispatches.inputs_digest(prompt), st)
+    ctx.emit("ready", path, attempt=attempt, context=context)
 
 
 def _start_subflow(ctx: RunContext, frame: Frame, step: RunStep, st: dict[str, Any], scope: Scope) -> None:

@@ -25,8 +25,12 @@ MAX_KEPT = 1 << 20  # keep the last MiB of stdout: the result is at the end
 # `--` ends option parsing in both CLIs, so a prompt that starts with `-` stays a prompt
 BUILTIN: dict[str, dict[str, Any]] = {
     "claude": {"argv": ["claude", "-p", "--output-format", "json", "--", "{prompt}"], "timeout_s": 900},
-    "codex": {"argv": ["codex", "exec", "-s", "read-only", "--", "{prompt}"], "timeout_s": 900},
+    "codex": {"argv": ["codex", "exec", "-s", "{sandbox}", "--", "{prompt}"], "timeout_s": 900},
 }
+# `{sandbox}` in an argv: what the agent may write. Read-only in the workspace; an
+# engine fanout item's own worktree is the agent's to write (it is merged back, or not)
+READ_ONLY = "read-only"
+WORKTREE_WRITE = "workspace-write"
 
 
 class AgentConfigError(Exception):
@@ -39,6 +43,11 @@ class AgentSpec:
     argv: tuple[str, ...]
     timeout_s: float = 900
     min_interval_s: float = 0
+
+    def argv_for(self, prompt: str, sandbox: str = READ_ONLY) -> list[str]:
+        """The command line for one call: `{prompt}` and `{sandbox}` filled in."""
+        fill = {"{prompt}": prompt, "{sandbox}": sandbox}
+        return [fill.get(a, a) for a in self.argv]
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,8 @@ def _spec(name: str, table: Any) -> AgentSpec:
         raise AgentConfigError(f"{name}: argv must be a non-empty list of strings")
     if sum(a.count("{prompt}") for a in argv) != 1 or "{prompt}" not in argv:
         raise AgentConfigError(f"{name}: argv needs exactly one element that is exactly {{prompt}}")
+    if sum(a.count("{sandbox}") for a in argv) > argv.count("{sandbox}") or argv.count("{sandbox}") > 1:
+        raise AgentConfigError(f"{name}: {{sandbox}} may be one element, exactly {{sandbox}}")
     unknown = set(table) - {"argv", "timeout_s", "min_interval_s"}
     if unknown:
         raise AgentConfigError(f"{name}: unknown keys {sorted(unknown)}")
@@ -208,17 +219,15 @@ def last_line(text: str) -> str:
 
 
 def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None, *,
-         exit_zero: bool = False) -> CallResult:
-    """Run the agent once: paced, bounded in time and in output kept. A working agent's
-    last JSON object counts whatever its exit status; with ``exit_zero`` (a judge, whose
-    answer grants trust) a non-zero exit is a failure even after printing one."""
+         exit_zero: bool = False, sandbox: str = READ_ONLY) -> CallResult:
+    """Run the agent once in `cwd`: paced, bounded in time and in output kept. A working
+    agent's last JSON object counts whatever its exit status; with ``exit_zero`` (a
+    judge, whose answer grants trust) a non-zero exit is a failure even after printing
+    one. `sandbox` fills a `{sandbox}` element of the agent's argv."""
     if pacing_dir is not None and agent.min_interval_s > 0:
         pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
-    return interpret(agent, run_process(agent_argv(agent, prompt), cwd, agent.timeout_s), exit_zero=exit_zero)
-
-
-def agent_argv(agent: AgentSpec, prompt: str) -> list[str]:
-    return [prompt if a == "{prompt}" else a for a in agent.argv]
+    return interpret(agent, run_process(agent.argv_for(prompt, sandbox), cwd, agent.timeout_s),
+                     exit_zero=exit_zero)
 
 
 def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False) -> CallResult:

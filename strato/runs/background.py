@@ -31,7 +31,7 @@ from typing import Any
 
 from strato.agentruns import groups
 from strato.runs import bgdispatch, views, wire
-from strato.runs.agents import agent_argv, agent_prompt, interpret, pace
+from strato.runs.agents import agent_prompt, interpret, pace
 from strato.runs.engine import Engine
 from strato.runs.runlock import exclusive, is_held, open_append
 from strato.runs.service import Runs
@@ -178,7 +178,7 @@ def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _Cancel
             pace(runs.pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
 
     folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
-    argv = agent_argv(agent, agent_prompt(entry))
+    argv = agent.argv_for(agent_prompt(entry))
     done = bgdispatch.run(folder, argv, runs.root, agent.timeout_s, paced, cancelled)
     if done is None:
         raise Cancelled

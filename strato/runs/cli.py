@@ -32,6 +32,7 @@ from strato.runs.views import (
     rejection,
     show_view,
     summary,
+    usage_view,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -128,6 +129,8 @@ def _print_summary(view: dict[str, Any], as_json: bool) -> None:
     click.echo(f"run {view['runId']} ({view['flow']}): {view['status']}")
     for entry in view["ready"]:
         click.echo(f"  ready  {entry['id']} (attempt {entry['attempt']}, token {entry['dispatchToken']})")
+        if "dispatchId" in entry:
+            click.echo(f"         dispatch {entry['dispatchId']}, generation {entry['generation']}")
         click.echo(f"         {entry['do'][:200]}")
     for gate in view["gates"]:
         click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
@@ -213,18 +216,37 @@ def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
 @click.argument("run_id", metavar="RUN")
 @click.argument("step")
 @click.option("--token", required=True, help="The dispatch token from `next`.")
-@click.option("--result", "result_text", required=True, help="JSON {output, failure?, usage?} or @file.")
+@click.option(
+    "--result", "result_text", required=True, help="JSON {output, failure?, usage?, telemetry?} or @file."
+)
+@click.option("--generation", type=click.IntRange(min=1), help="Refused unless it is the current hand-out's.")
+@click.option("--contract-digest", help="Refused unless it is the current hand-out's contractDigest.")
+@click.option("--revision-digest", help="Refused unless it is the current hand-out's revisionDigest.")
 @root_option
 @json_option
 @handled
-def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, as_json: bool) -> None:
-    """Report STEP's result; the engine checks the contract and ensures.
+def done_cmd(
+    run_id: str,
+    step: str,
+    token: str,
+    result_text: str,
+    generation: int | None,
+    contract_digest: str | None,
+    revision_digest: str | None,
+    root: Path,
+    as_json: bool,
+) -> None:
+    """Report STEP's result; the engine checks the contract and ensures. With
+    --generation or a digest from `next`, a result for an earlier hand-out of the step
+    is refused even if its token were current.
 
     Example: strato flow done <run> work --token <t> --result '{"output": {"summary": "ok"}}'
     """
     runs = _runs(root)
     result = _json_arg(result_text, "--result")
-    outcome = runs.done(run_id, step, token, result)
+    given = {"generation": generation, "contractDigest": contract_digest, "revisionDigest": revision_digest}
+    claims = {k: v for k, v in given.items() if v is not None}
+    outcome = runs.done(run_id, step, token, result, claims)
     view = outcome_view(runs, outcome)
     rejected = rejection(outcome, step)
     if rejected is None:
@@ -235,6 +257,37 @@ def done_cmd(run_id: str, step: str, token: str, result_text: str, root: Path, a
     then = "a new attempt is ready" if rejected["retry"] else "no retry left"
     click.echo(f"error: result for {step} rejected: {rejected['reason']} ({then})", err=True)
     sys.exit(1)
+
+
+@runs_group.command("usage")
+@click.argument("run_id", metavar="RUN")
+@click.argument("dispatch_id", metavar="DISPATCH_ID")
+@click.option("--usage", "usage_text", required=True, help="JSON {usd?, tokens?, ms?} or @file.")
+@click.option("--telemetry", "telemetry_text", help="JSON {durationMs, model, effort?} or @file.")
+@root_option
+@json_option
+@handled
+def usage_cmd(
+    run_id: str, dispatch_id: str, usage_text: str, telemetry_text: str | None, root: Path, as_json: bool
+) -> None:
+    """Report what dispatch DISPATCH_ID of RUN cost (the dispatchId from `next`). It is
+    debited from the run's budgets once: a repeat prints `duplicate` and changes
+    nothing (exit 0). A malformed report or an unknown dispatch is refused (exit 1).
+
+    \b
+    Example:
+      strato flow usage <run> <dispatch-id> --usage '{"usd": 0.02, "tokens": 1200}' \\
+        --telemetry '{"durationMs": 5400, "model": "gpt-5-codex", "effort": "high"}'
+    """
+    runs = _runs(root)
+    usage = _json_arg(usage_text, "--usage")
+    telemetry = None if telemetry_text is None else _json_arg(telemetry_text, "--telemetry")
+    view = usage_view(runs, runs.usage_report(run_id, dispatch_id, usage, telemetry), dispatch_id)
+    if as_json:
+        click.echo(json.dumps(view, sort_keys=True))
+        return
+    spent = ", ".join(f"{k} {v:g}" for k, v in sorted(view["ledger"]["spent"].items())) or "nothing"
+    click.echo(f"{view['status']} {dispatch_id} as seq {view['seq']}; run {view['runStatus']}, spent {spent}")
 
 
 @runs_group.command("gate")

@@ -15,11 +15,11 @@ from strato.flow.expr import ExprError, evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Stage
+from strato.runs import dispatches
 from strato.runs.budgets import overspent, reserve, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, check
 from strato.runs.context import Frame, RunContext
 from strato.runs.outcomes import conclude_fanout
-from strato.runs.state import new_token
 
 LIVE = ("pending", "ready")
 
@@ -74,8 +74,18 @@ def _start_stage(
         return
     if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
         return
-    it.update(status="ready", prompt=prompt, dispatchToken=new_token())
-    ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=len(_stage_attempts(it)) + 1)
+    attempt = len(_stage_attempts(it)) + 1
+    it.update(status="ready", prompt=prompt)
+    record = {
+        "stepId": frame.prefix + step.id,
+        "attempt": attempt,
+        "epoch": st["epoch"],
+        "item": {"itemIndex": it["index"], "stage": it["stage"]},
+    }
+    contract = dispatches.contract_digest(ctx.spec, step, it["stage"])
+    inputs = dispatches.inputs_digest(prompt, it["item"], it.get("prev"))
+    dispatches.issue(ctx, record, contract, inputs, it)
+    ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=attempt)
 
 
 def stage_when(expr: str, scope: Scope, bindings: dict[str, Any], root: Path | None) -> bool:
@@ -111,7 +121,7 @@ def descriptor(ctx: RunContext, frame: Frame, step: FanoutStep, it: dict[str, An
         entry["contract"] = dict(ctx.spec.contracts.get(stage.out, {}))
     if "previousFailure" in it:
         entry["previousFailure"] = it["previousFailure"]
-    return entry
+    return {**entry, **dispatches.handout(it)}
 
 
 def item_done(
@@ -121,15 +131,15 @@ def item_done(
     st: dict[str, Any],
     it: dict[str, Any],
     result: dict[str, Any],
-    usage: dict[str, float],
+    taken: dispatches.Accepted,
 ) -> None:
     """Settle one item's result for its current stage (the token is already checked)."""
     path = f"{frame.prefix}{step.id}/{it['index']}"
+    usage = taken.usage
     it.pop("dispatchToken", None)
     it.pop("prompt", None)
     books = task_ledgers(frame, step, st)
-    for ledger in books:
-        ledger.debit({k: v for k, v in usage.items() if k != "dispatches"})
+    taken.settle(ctx, books)
     if overspent(ctx, frame, step, st, books):
         it["status"] = "failed"
         return
@@ -146,7 +156,7 @@ def item_done(
         for judged in verdict.judged:
             ctx.emit("judged", path, **judged)
         reason = verdict.reason
-    _record(ctx, step, stage, it, path, output, reason)
+    _record(ctx, step, stage, it, path, output, reason, taken.extra())
 
 
 def _record(
@@ -157,9 +167,10 @@ def _record(
     path: str,
     output: Any,
     reason: str | None,
+    extra: dict[str, Any],
 ) -> None:
     tried = _stage_attempts(it)
-    attempt = {"stage": it["stage"], "attempt": len(tried) + 1, "at": ctx.clock(), "result": output}
+    attempt = {"stage": it["stage"], "attempt": len(tried) + 1, "at": ctx.clock(), "result": output, **extra}
     ctx.emit("fanout_attempt_result", path, stage=it["stage"], success=reason is None, reason=reason)
     if reason is None:
         it["attempts"].append(attempt)

@@ -13,14 +13,16 @@ applies one of them and then advances the run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from strato.flow.spec import FanoutStep
-from strato.runs import fanout_steps, gates, results
+from strato.runs import dispatches, fanout_steps, gates, results
 from strato.runs.advance import advance_run
 from strato.runs.context import Frame, RunContext
 from strato.runs.fanout_steps import FanoutOutcome
-from strato.runs.state import ACTIVE, new_token, token_holders
+from strato.runs.ledger import usage_errors
+from strato.runs.state import ACTIVE, Refused, new_token, token_holders
 
 
 class Engine(RunContext):
@@ -32,9 +34,32 @@ class Engine(RunContext):
     def ready(self) -> list[dict[str, Any]]:
         return results.ready(self)
 
-    def step_done(self, path: str, result: Any, token: str | None) -> None:
-        results.step_done(self, path, result, token)
+    def step_done(
+        self,
+        path: str,
+        result: Any,
+        token: str | None,
+        claims: Mapping[str, Any] | None = None,
+        source: str = "step_done",
+    ) -> None:
+        results.step_done(self, path, result, token, claims, source)
         self.advance()
+
+    def usage_report(self, dispatch_id: str, usage: Any, telemetry: Any = None) -> bool:
+        """Debit a dispatch's usage once; False (nothing changed) when it already was.
+        `Refused` before any change for a malformed report or an unknown dispatch."""
+        problems = usage_errors(usage)
+        if not problems and "dispatches" in usage:
+            problems = ["usage.dispatches: dispatches are engine-accounted"]
+        if problems:
+            raise Refused("invalid_usage", problems[0])
+        problems = [] if telemetry is None else dispatches.telemetry_errors(telemetry)
+        if problems:
+            raise Refused("invalid_telemetry", problems[0])
+        if not dispatches.report(self, dispatch_id, usage, telemetry):
+            return False
+        self.advance()
+        return True
 
     def issued_token(self, path: str) -> str | None:
         return results.issued_token(self, path)
@@ -70,8 +95,9 @@ class Engine(RunContext):
         self.emit("flow_cancelled", by=by, reason=reason, burned={"steps": steps, "items": items})
 
     def restore(self, label: str, saved: dict[str, Any]) -> None:
-        """Go back to a checkpoint's state; spend never rolls back and every live token
-        is rotated so results and decisions issued after the checkpoint are stale."""
+        """Go back to a checkpoint's state; spend and the dispatch records never roll
+        back, and every live step or item is handed out again (new token, dispatch id
+        and generation) so results and decisions issued after the checkpoint are stale."""
         spent = dict(self.run["flowSpent"])
         for key in ("status", "scope", "carry", "output", "failure"):
             if key in saved:
@@ -88,9 +114,10 @@ class Engine(RunContext):
             for sid, st in frame.steps.items():
                 restored.append(frame.prefix + sid)
                 for holder in token_holders(st):
-                    for key in ("dispatchToken", "gateToken"):
-                        if key in holder:
-                            holder[key] = new_token()
+                    if "dispatchToken" in holder:
+                        dispatches.reissue(self, holder)
+                    if "gateToken" in holder:
+                        holder["gateToken"] = new_token()
         self.emit("checkpoint_reverted", label=label, stepsRestored=restored)
         self.advance()
 

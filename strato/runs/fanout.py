@@ -16,14 +16,23 @@ from typing import Any, Protocol
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
-from strato.runs.agents import AgentsConfig, agent_prompt, call, last_line, run_process
+from strato.runs import dispatches
+from strato.runs.agents import (
+    READ_ONLY,
+    WORKTREE_WRITE,
+    AgentsConfig,
+    agent_prompt,
+    call,
+    last_line,
+    run_process,
+)
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import DEFAULT_ATTEMPTS, Judge, check
 from strato.runs.consumer import require_failure, stage_when
 from strato.runs.engine import Engine
 from strato.runs.fanout_steps import FanoutOutcome
 from strato.runs.ledger import Ledger
-from strato.runs.state import Refused
+from strato.runs.state import Refused, new_token
 from strato.runs.store import Outcome, Snapshot
 from tropo.git import worktrees
 from tropo.git.types import Repository, oid
@@ -111,15 +120,49 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
     ledgers = task_ledgers(frame, step, st)
-    usage = item.pop("usage", {})
+    calls = item.get("calls", [])  # the same item comes again if the ref moved: read only
     for ledger in ledgers:
-        ledger.debit(usage)
-    st["fanout"]["items"][item["index"]] = item
+        ledger.debit({"dispatches": len(calls)})
+    for made in calls:
+        _record_call(eng, path, step, st["epoch"], item["index"], made, ledgers)
+    st["fanout"]["items"][item["index"]] = {k: v for k, v in item.items() if k != "calls"}
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
     if overspent(eng, frame, step, st, ledgers):
         eng.advance()
+
+
+def _record_call(
+    eng: Engine,
+    path: str,
+    step: Any,
+    epoch: int,
+    index: int,
+    made: dict[str, Any],
+    ledgers: list[Ledger],
+) -> None:
+    """One agent call of an item: a dispatch of its own, its usage debited once, and
+    the sandbox it was given when its agent's argv takes one."""
+    record = {
+        "stepId": path,
+        "attempt": made["attempt"],
+        "epoch": epoch,
+        "item": {"itemIndex": index, "stage": made["stage"]},
+    }
+    contract = dispatches.contract_digest(eng.spec, step, made["stage"])
+    dispatch_id = dispatches.issue(eng, record, contract, made["inputs"], dispatch_id=made["dispatchId"])
+    dispatches.debit(eng, dispatch_id, made["usage"], made["telemetry"], "engine", ledgers)
+    if made.get("sandbox"):
+        eng.emit(
+            "sandbox_policy",
+            path,
+            attempt=made["attempt"],
+            itemIndex=index,
+            stage=made["stage"],
+            policy={"sandbox": made["sandbox"]},
+            provenance={"source": f"fanout isolation: {step.fanout.isolation}"},
+        )
 
 
 @dataclass(frozen=True)
@@ -197,15 +240,15 @@ class _ItemRunner:
         self.run_id, self.allowance, self.judge = run_id, allowance, judge
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
-        out = {"index": item["index"], "item": item["item"], "attempts": [], "usage": {}}
+        out = {"index": item["index"], "item": item["item"], "attempts": [], "calls": []}
         if self.step.fanout.isolation == "none":
-            return self._stages(out, self.runs.root)
+            return self._stages(out, self.runs.root, READ_ONLY)
         try:
             wt = worktrees.add(self.runs.repo, self.run_id, f"{self.step.id}-{item['index']}")
         except worktrees.WorktreeError as exc:
             return {**out, "status": "failed", "failure": str(exc), "failureKind": "worktree"}
         try:
-            result = self._stages(out, wt.path)
+            result = self._stages(out, wt.path, WORKTREE_WRITE)
             if result["status"] == "succeeded":
                 result["tree"] = str(worktrees.snapshot(wt))
                 result["base"] = str(wt.base)
@@ -213,7 +256,7 @@ class _ItemRunner:
         finally:
             worktrees.remove(self.runs.repo, wt)
 
-    def _stages(self, out: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    def _stages(self, out: dict[str, Any], cwd: Path, sandbox: str) -> dict[str, Any]:
         prev: Any = None
         stages = self.step.fanout.steps
         for i, stage in enumerate(stages):
@@ -223,14 +266,21 @@ class _ItemRunner:
                 if i == len(stages) - 1:
                     return {**out, "status": "skipped"}
                 continue
-            ok, value = self._attempts(out, i, stage, scope, bindings, cwd)
+            ok, value = self._attempts(out, i, stage, scope, bindings, cwd, sandbox)
             if not ok:
                 return {**out, "status": "failed", "failure": value}
             prev = value
         return {**out, "status": "succeeded", "output": prev}
 
     def _attempts(
-        self, out: dict[str, Any], i: int, stage: Stage, scope: Scope, bindings: dict[str, Any], cwd: Path
+        self,
+        out: dict[str, Any],
+        i: int,
+        stage: Stage,
+        scope: Scope,
+        bindings: dict[str, Any],
+        cwd: Path,
+        sandbox: str,
     ) -> tuple[bool, Any]:
         limit = stage.attempts or self.step.attempts or DEFAULT_ATTEMPTS
         previous: dict[str, Any] | None = None
@@ -248,11 +298,21 @@ class _ItemRunner:
                 "contract": self.spec.contracts.get(stage.out or "", {}),
                 "previousFailure": previous,
             }
-            res = call(self.runs.config.get(stage.agent), agent_prompt(entry), cwd, self.runs.pacing_dir)
+            agent = self.runs.config.get(stage.agent)
+            res = call(agent, agent_prompt(entry), cwd, self.runs.pacing_dir, sandbox=sandbox)
             spend = {**res.usage, "ms": res.duration_ms}
             self.allowance.settle(spend)
-            for k, v in {**spend, "dispatches": 1}.items():
-                out["usage"][k] = out["usage"].get(k, 0) + v
+            out["calls"].append(
+                {
+                    "dispatchId": new_token(),
+                    "stage": i,
+                    "attempt": n,
+                    "usage": spend,
+                    "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
+                    "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
+                    **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
+                }
+            )
             reason = res.failure
             if reason is None:
                 verdict = check(

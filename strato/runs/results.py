@@ -7,10 +7,11 @@ for an `iterate` step, its `until`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from strato.flow.spec import DoStep, FanoutStep
-from strato.runs import consumer, verification
+from strato.runs import consumer, dispatches, verification
 from strato.runs.budgets import overspent, task_ledgers
 from strato.runs.checks import check
 from strato.runs.context import Frame, RunContext
@@ -59,7 +60,7 @@ def _descriptor(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any])
         entry["previousFailure"] = st["previousFailure"]
     if "context" in st:
         entry["context"] = st["context"]
-    return entry
+    return {**entry, **dispatches.handout(st)}
 
 
 def issued_token(ctx: RunContext, path: str) -> str | None:
@@ -74,9 +75,18 @@ def issued_token(ctx: RunContext, path: str) -> str | None:
     return token if isinstance(token, str) else None
 
 
-def step_done(ctx: RunContext, path: str, result: Any, token: str | None) -> None:
+def step_done(
+    ctx: RunContext,
+    path: str,
+    result: Any,
+    token: str | None,
+    claims: Mapping[str, Any] | None = None,
+    source: str = "step_done",
+) -> None:
     """Take a reported result for a ready step or consumer item (`<fanout>/<index>`);
-    `Refused` before any change if it is not what was handed out."""
+    `Refused` before any change if it is not what was handed out: the token, and any
+    of `dispatchId`, `generation`, `contractDigest`, `revisionDigest` in `claims`, must
+    be the current hand-out's."""
     ctx.require_running()
     head, _, index = path.rpartition("/")
     if head and index.isdigit():  # `<fanout>/<index>`: a consumer fanout item
@@ -86,15 +96,15 @@ def step_done(ctx: RunContext, path: str, result: Any, token: str | None) -> Non
             raise Refused("step_not_ready", f"{path} is not a ready fanout item")
         assert isinstance(step, FanoutStep)
         item = items[int(index)]
-        usage = _accept(path, item, result, token)
-        consumer.item_done(ctx, frame, step, st, item, result, usage)
+        taken = _accept(ctx, path, item, result, token, claims or {}, source)
+        consumer.item_done(ctx, frame, step, st, item, result, taken)
         consumer.promote(ctx, frame, step, st)
         return
     frame, step, st = ctx.locate(path)
     if not isinstance(step, DoStep):
         raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
-    usage = _accept(path, st, result, token)
-    _settle(ctx, frame, step, st, result, usage)
+    taken = _accept(ctx, path, st, result, token, claims or {}, source)
+    _settle(ctx, frame, step, st, result, taken)
 
 
 def _settle(
@@ -103,17 +113,15 @@ def _settle(
     step: DoStep,
     st: dict[str, Any],
     result: dict[str, Any],
-    usage: dict[str, float],
+    taken: dispatches.Accepted,
 ) -> None:
     ledgers = task_ledgers(frame, step, st)
-    spend = {k: v for k, v in usage.items() if k != "dispatches"}
-    for ledger in ledgers:
-        ledger.debit(spend)
-    extra: dict[str, Any] = {"usage": usage} if usage else {}
+    taken.settle(ctx, ledgers)
+    extra = taken.extra()
     if "context" in st:  # what the dispatch was given, kept on its attempt
         extra["context"] = st.pop("context")
     output = result.get("output")
-    if "dispatches" in usage:
+    if "dispatches" in taken.usage:
         fail_step(ctx, frame, step, st, "dispatches are engine-accounted", output, extra=extra)
         return
     if overspent(ctx, frame, step, st, ledgers):
@@ -137,22 +145,35 @@ def _settle(
         succeed(ctx, frame, step, st, output, extra)
 
 
-def _accept(path: str, st: dict[str, Any], result: Any, token: str | None) -> dict[str, float]:
-    """Check a reported result against what was handed out (status, token, shape) and
-    take the token; the result's usage. Raises `Refused` before changing anything."""
+def _accept(
+    ctx: RunContext,
+    path: str,
+    st: dict[str, Any],
+    result: Any,
+    token: str | None,
+    claims: Mapping[str, Any],
+    source: str,
+) -> dispatches.Accepted:
+    """Check a reported result against what was handed out (status, token, claims,
+    shape) and take the token. Raises `Refused` before changing anything."""
     if st["status"] != "ready":
         raise Refused("step_not_ready", f"step {path} is not ready (it is {st['status']})")
     if not token:
         raise Refused("stale_token", "step result is stale: missing dispatch token")
     if token != st.get("dispatchToken"):
         raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
+    dispatches.check_claims(st, path, claims)
     if not isinstance(result, dict) or set(result) - RESULT_KEYS:
         raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
     usage = result.get("usage", {})
     problems = usage_errors(usage)
     if problems:
         raise Refused("invalid_result", problems[0])
-    st.pop("dispatchToken", None)
+    telemetry = result.get("telemetry")
+    problems = [] if telemetry is None else dispatches.telemetry_errors(telemetry)
+    if problems:
+        raise Refused("invalid_telemetry", problems[0])
+    dispatch_id = dispatches.take(st)
     st["acceptedDispatchToken"] = token
     checked: dict[str, Any] = usage  # usage_errors found nothing wrong with its shape
-    return checked
+    return dispatches.Accepted(checked, "usage" in result, telemetry, dispatch_id, source)

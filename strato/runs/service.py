@@ -26,6 +26,7 @@ from strato.runs.agents import (
 from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
+from strato.runs.dispatches import engine_telemetry
 from strato.runs.engine import Engine
 from strato.runs.fanout import run_fanout
 from strato.runs.lanes import LaneBook, digest
@@ -136,13 +137,17 @@ class Runs:
         self._specs[self.store.spec_key(snap)] = spec
         return Outcome(snap, eng.events)
 
-    def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome:
-        """Load, act, commit with CAS; on a lost race start over from the new head."""
+    def apply(
+        self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any
+    ) -> Outcome:
+        """Load, act, commit with CAS; on a lost race start over from the new head. An
+        action that returns False changed nothing: no transition is written."""
         run_id = self.store.resolve(run_id)
         for _ in range(MAX_RACE_RETRIES):
             snap = self.store.load(run_id)
             eng = self.engine(snap)
-            action(eng)
+            if action(eng) is False:
+                return Outcome(snap, [])
             if eng.lanes is not None:  # lowering trust early is always safe
                 self.lanes.record(eng.lanes.resets())
             try:
@@ -159,15 +164,40 @@ class Runs:
         if eng.lanes is not None:
             self.lanes.record(eng.lanes.evidence)
 
-    def done(self, run_id: str, step: str, token: str | None, result: Any, current: bool = False) -> Outcome:
-        """Report a step's result with the token it was handed out with; `current` reports
-        it for the dispatch outstanding now instead (Stratum's step_done names none). That
-        token is read once, before the first attempt: if the run moves meanwhile (another
-        report, a revert, a cancel), the retry after the lost race is refused as stale
-        rather than taken as the result of a newer dispatch."""
+    def done(
+        self,
+        run_id: str,
+        step: str,
+        token: str | None,
+        result: Any,
+        claims: dict[str, Any] | None = None,
+        source: str = "step_done",
+        current: bool = False,
+    ) -> Outcome:
+        """Report a step's result with the token it was handed out with; `claims`
+        (dispatchId, generation, contractDigest, revisionDigest) must match the hand-out
+        as the token must. `current` reports it for the dispatch outstanding now instead
+        (Stratum's step_done names none). That token is read once, before the first
+        attempt: if the run moves meanwhile (another report, a revert, a cancel), the
+        retry after the lost race is refused as stale rather than taken as the result of
+        a newer dispatch."""
         if current:
             token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
-        return self.apply(run_id, "done", lambda e: e.step_done(step, result, token), stepId=step)
+        return self.apply(
+            run_id, "done", lambda e: e.step_done(step, result, token, claims, source), stepId=step
+        )
+
+    def usage_report(
+        self, run_id: str, dispatch_id: str, usage: Any, telemetry: Any = None
+    ) -> Outcome:
+        """Debit a dispatch's usage once: a repeat (or the loser of a race with the same
+        report) writes nothing and answers with the run as it is."""
+        return self.apply(
+            run_id,
+            "usage",
+            lambda e: e.usage_report(dispatch_id, usage, telemetry),
+            dispatchId=dispatch_id,
+        )
 
     def gate(
         self,
@@ -320,10 +350,10 @@ class Runs:
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
-        usage = {**res.usage, "ms": res.duration_ms}
-        result["usage"] = usage
+        result["usage"] = {**res.usage, "ms": res.duration_ms}
+        result["telemetry"] = engine_telemetry(entry["agent"], res.duration_ms)
         try:
-            return self.done(run_id, entry["id"], entry["dispatchToken"], result)
+            return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale
             return Outcome(self.store.load(run_id), [])
 

@@ -18,7 +18,10 @@ ACTIVE = frozenset({"ready", "running", "waiting_gate"})
 RUN_TERMINAL = frozenset({"completed", "failed", "budget_exhausted", "cancelled"})
 RESOLVERS = ("human", "agent", "system")  # who decided a gate (kept in its history)
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
-USAGE_CODES = frozenset({"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label", "invalid_cursor"})
+USAGE_CODES = frozenset(
+    {"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label", "invalid_cursor", "invalid_usage",
+     "invalid_telemetry"}
+)
 
 
 class Refused(Exception):

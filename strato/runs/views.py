@@ -84,6 +84,27 @@ def next_view(runs: Runs, run_id: str) -> dict[str, Any]:
     return summary(runs, snap)
 
 
+def usage_view(runs: Runs, outcome: Outcome, dispatch_id: str) -> dict[str, Any]:
+    """A usage report's answer: `debited` with the `seq` it was recorded under, or
+    `duplicate` (already debited, nothing changed) with the first debit's `seq`; the
+    flow ledger as it now stands."""
+    state = outcome.snap.state
+    record = state.get("dispatches", {}).get(dispatch_id, {})
+    debited = any(
+        ev["type"] == "usage_debit" and ev.get("detail", {}).get("dispatchId") == dispatch_id
+        for ev in outcome.events
+    )
+    limits = runs.engine(outcome.snap, judge=False).root_frame.ledgers[0].limits()
+    return {
+        "status": "debited" if debited else "duplicate",
+        "runId": outcome.snap.run_id,
+        "dispatchId": dispatch_id,
+        "seq": record.get("debitSeq"),
+        "ledger": {"spent": state["flowSpent"], **({"budget": limits} if limits else {})},
+        "runStatus": state["status"],
+    }
+
+
 def commit_view(runs: Runs, run_id: str, label: str) -> dict[str, Any]:
     snap = runs.commit(run_id, label)
     return {

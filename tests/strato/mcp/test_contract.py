@@ -39,8 +39,10 @@ UNREACHABLE = {
     ): "a checkpoint is never taken while a fanout is in flight (commit refuses), and "
     "a restored run with steps or gates to hand out is `ready`",
 }
-# event kinds the engine does not produce (yet): usage_debit comes with the usage work
-NOT_PRODUCED = {"resumed", "fanout_item_dispatched", "fanout_ledger_debit", "usage_debit", "sandbox_policy"}
+# event kinds this scenario does not produce: the engine never emits the first three, and
+# sandbox_policy comes only from an engine fanout call whose agent takes a {sandbox}
+# (checked against the contract in tests/strato/runs/test_codex_sandbox.py)
+NOT_PRODUCED = {"resumed", "fanout_item_dispatched", "fanout_ledger_debit", "sandbox_policy"}
 
 REVIEW = """
 version: 1
