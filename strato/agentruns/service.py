@@ -22,8 +22,11 @@ class AgentRunError(Exception):
 
 
 def _inside(root: Path, cwd: str) -> Path:
-    path = (root / cwd).resolve()
-    if not path.is_dir() or not path.is_relative_to(root.resolve()):
+    try:
+        path: Path | None = (root / cwd).resolve()
+    except (ValueError, OSError):  # a NUL byte, a symlink loop: no folder at all
+        path = None
+    if path is None or not path.is_dir() or not path.is_relative_to(root.resolve()):
         raise AgentRunError(f"cwd {cwd!r} is not a folder inside the workspace")
     return path
 

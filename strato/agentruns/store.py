@@ -1,6 +1,8 @@
 """The files of one agent run, and the only code that writes them. Every file is
 written whole and renamed into place; the result is created at most once (a hard link
-fails when it exists), so a runner and a canceller racing to finish a run agree."""
+fails when it exists), so a runner and a canceller racing to finish a run agree. A
+stream is opened and read without following a symlink: another agent in the repository
+may plant one there to a file outside it."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import json
 import os
 import re
 import secrets
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from strato.runs.runlock import open_append
+from tropo.git.atomic import write_atomic
 
 STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
 _ID = re.compile(r"ar-[0-9a-f]{12}")
@@ -26,9 +32,7 @@ def valid_id(run_id: str) -> bool:
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}")
-    tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, sort_keys=True).encode(), fsync=False)
 
 
 def _read(path: Path) -> dict[str, Any] | None:
@@ -82,8 +86,10 @@ class RunDir:
 
     def finish(self, doc: dict[str, Any]) -> bool:
         """Record the outcome unless one is recorded already; True when this one won."""
-        tmp = self.path / f".result.{os.getpid()}.{secrets.token_hex(3)}"
-        tmp.write_text(json.dumps(doc, sort_keys=True), encoding="utf-8")
+        fd, name = tempfile.mkstemp(dir=self.path, prefix=".result.")
+        tmp = Path(name)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(json.dumps(doc, sort_keys=True).encode())
         try:
             os.link(tmp, self.path / "result.json")
         except FileExistsError:
@@ -109,7 +115,7 @@ class RunDir:
 
 def _last_bytes(path: Path, n: int) -> bytes:
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - n))
             return fh.read(n)
     except OSError:
@@ -142,14 +148,14 @@ class BoundedStream:
 
     def __init__(self, path: Path, limit: int = STREAM_LIMIT) -> None:
         self.path, self.limit = path, limit
-        self.fh = open(path, "ab")  # noqa: SIM115 - closed by close(), rotated in write()
+        self.fh = open_append(path)
         self.size = 0
 
     def write(self, chunk: bytes) -> None:
         if self.size + len(chunk) > self.limit and self.size:
             self.fh.close()
             os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-            self.fh, self.size = open(self.path, "ab"), 0  # noqa: SIM115 - as above
+            self.fh, self.size = open_append(self.path), 0
         chunk = chunk[-self.limit :]
         self.fh.write(chunk)
         self.fh.flush()

@@ -72,9 +72,9 @@ class CompileSpeckitArgs(Args):
 def compile_speckit(ctx: Context, a: CompileSpeckitArgs) -> Document:
     """`strato flow compile-speckit`: a folder of spec-kit `*.md` tasks inside the
     workspace as a v1 spec (`ok` with yaml, flow_name and one summary per step)."""
-    where = (ctx.root / a.tasks_dir).resolve()
-    if not where.is_relative_to(ctx.root.resolve()):
-        error = f"{a.tasks_dir} is outside the workspace {ctx.root}"
+    where = _within(ctx.root, a.tasks_dir)
+    if where is None or not all(_within(ctx.root, str(p)) for p in where.glob("*.md")):
+        error = f"{a.tasks_dir!r} is outside the workspace {ctx.root} (or a task file in it is)"
         raise ToolError(f"invalid_tasks_dir: {error}", {"error_type": "invalid_tasks_dir", "message": error})
     try:
         return compile_tasks(where, a.flow_name).to_json()
@@ -91,8 +91,18 @@ class PlanArgs(Args):
     )
 
 
+def _within(root: Path, where: str) -> Path | None:
+    """`where` (relative to `root`, or absolute) resolved, symlinks followed, if that is
+    inside `root`; None if it is not, or is no path at all (a NUL byte)."""
+    try:
+        path = (root / where).resolve()
+    except (ValueError, OSError):
+        return None
+    return path if path.is_relative_to(root.resolve()) else None
+
+
 def _inside(ctx: Context, where: str | None, key: str) -> None:
-    if where is not None and not (ctx.root / where).resolve().is_relative_to(ctx.root.resolve()):
+    if where is not None and _within(ctx.root, where) is None:
         raise ToolError(f"invalid_workspace_root: {key} {where} is outside the workspace {ctx.root}",
                         {"error_type": "invalid_workspace_root", "message": f"{where} is outside {ctx.root}"})
 
@@ -323,7 +333,7 @@ class GuardArgs(BaseModel):
 def _guard_request(ctx: Context, a: BaseModel) -> Document:
     req = a.model_dump()
     where = req.get("workspace_root")
-    if isinstance(where, str) and not Path(where).resolve().is_relative_to(ctx.root):
+    if isinstance(where, str) and _within(ctx.root, where) is None:
         raise ToolError(f"invalid_workspace_root: {where} is outside the workspace {ctx.root}")
     if "override_token" in req:  # Stratum's name for what authorizes it: here a person's signature
         req["authorization"] = req.pop("override_token")

@@ -119,6 +119,19 @@ def load_config(root: Path) -> AgentsConfig:
     return AgentsConfig(agents, judge, _gate_policy(data.get("gates", {})))
 
 
+def committed_gate_policy(data: bytes | None) -> GatePolicy:
+    """`[gates]` of the committed agents.toml (`data`, None when none is committed): the
+    policy that grants an agent gate decisions is never read from the working tree,
+    where any agent in the workspace can write it."""
+    if data is None:
+        return GatePolicy()
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("gates", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise AgentConfigError(f"committed .vivary/agents.toml: {exc}") from None
+    return _gate_policy(table)
+
+
 def _gate_policy(table: Any) -> GatePolicy:
     if not isinstance(table, dict):
         raise AgentConfigError("[gates] must be a table")

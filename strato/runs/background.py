@@ -38,10 +38,11 @@ from strato.runs import bgdispatch, views, wire
 from strato.runs.agents import READ_ONLY, AgentSpec, CallResult, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
 from strato.runs.fanout import ItemCall
-from strato.runs.runlock import exclusive, is_held, take
+from strato.runs.runlock import exclusive, is_held, open_append, take
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL, Refused, now_iso, token_holders
 from strato.runs.store import Outcome, Snapshot
+from tropo.git.atomic import write_atomic
 from tropo.git.repo import private_dir
 
 CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
@@ -146,7 +147,7 @@ def launch(runs: Runs, run_id: str, lock_fd: int | None = None) -> None:
     if lock_fd is not None:
         runner.append(str(lock_fd))
     argv = [sys.executable, "-c", _DETACH, str(-1 if lock_fd is None else lock_fd), *runner]
-    with open(log, "ab") as out:
+    with open_append(log) as out:
         subprocess.Popen(
             argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
             start_new_session=True, close_fds=True, pass_fds=() if lock_fd is None else (lock_fd,),
@@ -215,7 +216,7 @@ def drive(runs: Runs, run_id: str, inherited: bool = False) -> None:
 
 
 def _drive(runs: Runs, run_id: str) -> None:
-    (bg_dir(runs, run_id) / "runner.pid").write_text(str(os.getpid()))
+    write_atomic(bg_dir(runs, run_id) / "runner.pid", str(os.getpid()).encode(), fsync=False)
     watch = _CancelWatch(runs, run_id)
     while True:
         snap = runs.load(run_id)

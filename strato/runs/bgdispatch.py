@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import subprocess
 import sys
 import time
@@ -28,17 +27,17 @@ from pathlib import Path
 
 from strato.agentruns import groups, reaper
 from strato.runs.agents import Finished, run_process
-from strato.runs.runlock import exclusive
+from strato.runs.runlock import exclusive, open_append
+from tropo.git.atomic import write_atomic
 
 TICK_S = 0.05
 MAX_STARTS = 3
 
 
 def write_whole(path: Path, text: str) -> None:
-    """Replace `path` whole: a reader sees the old file or the new one, never half."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Replace `path` whole: a reader sees the old file or the new one, never half (and
+    a symlink planted at `path` is replaced, not written through)."""
+    write_atomic(path, text.encode(), fsync=False)
 
 
 def finished(folder: Path) -> Finished | str | None:
@@ -98,7 +97,7 @@ def stop(folder: Path, grace_s: float = groups.GRACE_S) -> None:
 def _start_unless_running(
     folder: Path, argv: list[str], cwd: Path, timeout_s: float, before_start: Callable[[], None]
 ) -> None:
-    with open(folder / "lock", "ab") as fh:
+    with open_append(folder / "lock") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -127,7 +126,7 @@ def _wait(folder: Path, cancelled: Callable[[], bool], grace_s: float) -> Finish
 
 def _start(folder: Path, lock_fd: int) -> None:
     log = folder / "dispatch.log"
-    with open(log, "ab") as out:
+    with open_append(log) as out:
         subprocess.Popen(
             [sys.executable, "-m", "strato.runs.bgdispatch", str(folder)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,

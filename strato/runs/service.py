@@ -7,14 +7,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
-from strato.runs.agents import AgentsConfig, CallResult, agent_prompt, call, judge_runner, load_config
+from strato.runs.agents import (
+    AgentsConfig,
+    CallResult,
+    agent_prompt,
+    call,
+    committed_gate_policy,
+    judge_runner,
+    load_config,
+)
 from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
 from strato.runs.commands import command_evaluator
@@ -26,6 +34,7 @@ from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
+from tropo.git.objects import file_at_head
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
 
@@ -60,7 +69,9 @@ class Runs:
     @property
     def config(self) -> AgentsConfig:
         if self._config is None:
-            self._config = load_config(self.root)
+            loaded = load_config(self.root)  # the working tree's is still checked whole
+            gates = committed_gate_policy(file_at_head(self.repo, ".vivary/agents.toml"))
+            self._config = replace(loaded, gates=gates)
         return self._config
 
     @property

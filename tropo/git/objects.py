@@ -72,3 +72,16 @@ def gc_auto(repo: pygit2.Repository) -> None:
         stderr=subprocess.DEVNULL,
         check=False,
     )
+
+
+def file_at_head(repo: pygit2.Repository, path: str) -> bytes | None:
+    """A file's content as HEAD commits it (`path` may name a nested file), or None:
+    what the workspace committed, not what someone wrote in its working tree since."""
+    if repo.head_is_unborn:
+        return None
+    tree = repo.head.peel(pygit2.Commit).tree
+    try:
+        obj = repo[tree[path].id]
+    except KeyError:
+        return None
+    return obj.read_raw() if isinstance(obj, pygit2.Blob) else None
