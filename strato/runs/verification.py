@@ -156,8 +156,13 @@ def judged_to_skip(
     decision."""
     if ctx.lanes is None or not _judged(step.ensure):
         return frozenset()
-    out = _step_output(ctx, frame, step, st, len(st["attempts"]) + 1)
-    skip, event = judged_decision(ctx.lanes, out, str(ctx.run["id"]), step.ensure)
+    return _decided(ctx, ctx.lanes, _step_output(ctx, frame, step, st, len(st["attempts"]) + 1),
+                    step.ensure)
+
+
+def _decided(ctx: RunContext, book: LaneBook, out: Output, ensures: list[Ensure] | None) -> frozenset[int]:
+    """`judged_decision` for an output of this run, its event emitted."""
+    skip, event = judged_decision(book, out, str(ctx.run["id"]), ensures)
     if event is not None:
         ctx.emit(event[0], out.path, **event[1])
     return skip
@@ -234,11 +239,7 @@ def stage_judged_to_skip(
     stage = step.fanout.steps[it["stage"]]
     if ctx.lanes is None or not _judged(stage.ensure):
         return frozenset()
-    out = _item_output(ctx, frame, step, it, attempt)
-    skip, event = judged_decision(ctx.lanes, out, str(ctx.run["id"]), stage.ensure)
-    if event is not None:
-        ctx.emit(event[0], out.path, **event[1])
-    return skip
+    return _decided(ctx, ctx.lanes, _item_output(ctx, frame, step, it, attempt), stage.ensure)
 
 
 def record_stage(
