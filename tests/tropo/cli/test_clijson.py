@@ -1,6 +1,6 @@
 """Usage errors under `--json` (tropo/cli/clijson.py): every one of our five commands, run
 as the installed console script, prints one JSON object on stdout and one line on stderr,
-exits 2 and writes nothing; without `--json` click's own usage text is left as it was."""
+exits 2 and writes nothing; without `--json` the same one line on stderr and nothing on stdout."""
 
 from __future__ import annotations
 
@@ -45,8 +45,24 @@ def test_a_usage_error_under_json_is_one_object_on_stdout_and_one_line_on_stderr
     assert "Traceback" not in proc.stderr and list(tmp_path.iterdir()) == []
 
 
-def test_without_json_click_prints_its_usage_text_on_stderr_and_nothing_on_stdout(tmp_path: Path) -> None:
-    proc = subprocess.run([str(BIN / "exo"), "claim"], cwd=tmp_path, capture_output=True, text=True)
+@pytest.mark.parametrize(("argv", "message"), USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_without_json_a_usage_error_is_one_line_on_stderr_naming_the_help(
+    tmp_path: Path, argv: list[str], message: str
+) -> None:
+    words = [a for a in argv[1:] if a != "--json"]
+    proc = subprocess.run(
+        [str(BIN / argv[0]), *words], cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.startswith("Usage: exo claim") and "Missing argument 'ID'" in proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: ") and message in line and line.endswith(" --help)")
+    assert list(tmp_path.iterdir()) == []
 
+
+def test_an_error_that_is_not_about_usage_keeps_its_own_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(BIN / "strato"), "flow", "validate", str(tmp_path / "missing.yaml")],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and "missing.yaml" in proc.stderr
