@@ -202,7 +202,8 @@ def _read_spec(path: Path) -> str:
 @handled
 def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
     """Show RUN's ready steps (with dispatch tokens) and waiting gates. Engine-dispatched
-    fanouts that are due are run first.
+    fanouts that are due are run first, unless another process drives RUN (its
+    background runner, a foreground `strato run`): that one runs them.
 
     Example: strato flow next 3f2c... --json
     """

@@ -34,8 +34,10 @@ UNREACHABLE = {
     (
         "stratum_revert",
         "running",
-    ): "a checkpoint is never taken while a fanout is in flight (commit refuses), and "
-    "a restored run with steps or gates to hand out is `ready`",
+    ): "`running` is a run with nothing to hand out while an engine fanout is in flight; a "
+    "checkpoint is never taken then (commit refuses), a restore re-advances a state that was "
+    "already advanced (it starts no fanout), and consumer items out with a client and not "
+    "returned are entries of `ready`, so a restored run is `ready` or has ended",
 }
 # event kinds this scenario does not produce: sandbox_policy comes only from an engine
 # fanout call whose agent takes a {sandbox} (checked against the contract in
