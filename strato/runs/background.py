@@ -146,13 +146,15 @@ def carry_on(runs: Runs, run_id: str) -> None:
     its due engine fanouts here, or wake the runner of a background run. Never a second
     driver: a run whose runner lock is held (its runner, a foreground `strato run`) is
     left to that one, and the answer says `running` while its fanout is in flight."""
-    run_id = runs.store.resolve(run_id)
-    if is_background(runs.load(run_id).state):
-        wake(runs, run_id)
+    snap = runs.load(run_id)
+    if is_background(snap.state):
+        wake(runs, snap.run_id)
         return
-    with exclusive(runner_lock(runs, run_id)) as held:
+    if not runs.engine(snap, judge=False).running_fanouts():
+        return
+    with exclusive(runner_lock(runs, snap.run_id)) as held:
         if held is not None:
-            views.run_due_fanouts(runs, run_id)
+            views.run_due_fanouts(runs, snap.run_id)
 
 
 def _wanted(runs: Runs, snap: Snapshot) -> bool:

@@ -91,7 +91,7 @@ class _Allowance:
             if key in self.dispatched:
                 return None
             for ledger in self.ledgers:
-                keys = ledger.blocking({"dispatches": 1})
+                keys = ledger.blocking(dispatches.RESERVED)
                 if keys:
                     return f"{ledger.level} budget exhausted ({', '.join(keys)})"
             for ledger in self.ledgers:

@@ -101,6 +101,15 @@ def test_poll_pages_events_from_a_cursor(workspace: Path) -> None:
     assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1
 
 
+def test_an_unknown_run_is_one_line_exit_1_and_starts_nothing(workspace: Path) -> None:
+    for args in (("flow", "poll", "ghost", "--cursor", "0"), ("flow", "cancel", "ghost"), ("flow", "next", "ghost"),
+                 ("flow", "resume", "ghost"), ("run", "--resume", "ghost"), ("run", "--resume", "ghost", "--background")):
+        code, doc, err = strato(workspace, *args)
+        assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
+    assert not (workspace / ".git" / "vivary" / "bg").exists()
+    assert Runs(workspace).store.run_ids() == []
+
+
 def test_a_gate_waits_with_no_runner_and_a_decision_starts_one(workspace: Path) -> None:
     code, started, _ = strato(workspace, "run", str(workspace / "specs/gated.yaml"), "--input", "tag=gate", "--background")
     run_id = started["runId"]
