@@ -519,6 +519,8 @@ async def in_flight(w: Wire, ws: Workspace) -> None:
         if any("Edit slow.txt" in p for p in ws.prompts()):
             break
         await anyio.sleep(0.05)
+    else:
+        raise AssertionError("the runner never started the item's agent")
     doc = await w.ok("stratum_resume", {"runId": run}, "running")
     assert doc["ledger"]["spent"]["dispatches"] == 1
     assert sum("Edit slow.txt" in p for p in ws.prompts()) == 1
