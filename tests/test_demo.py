@@ -18,6 +18,9 @@ def test_make_demo_tour_runs_end_to_end() -> None:
     assert "strato decide: " in out  # act, or request_gate while the scaffold has an open gate
     assert "is already claimed by @connie" in err  # a refusal: one line on stderr
     assert "Guard review passed" in out
+    # one background run, polled to its gate with no process left running
+    assert "strato run flows/note.yaml --input 'topic=background runs' --id demo-bg --background" in out
+    assert '"gateStepId": "review", "pendingGates": ["review"], "status": "waiting_gate"' in out
     assert "== demo done" in out
     assert out.rstrip().splitlines()[-2].strip() == "vivary serve --demo --open"  # ends with the workbench
     assert out.rstrip().endswith("vivary serve --open --root PATH")

@@ -140,10 +140,11 @@ class RunArgs(Args):
 
 @tool("stratum_resume", RunArgs)
 def resume(ctx: Context, a: RunArgs) -> Document:
-    """A run as it is now (due engine-dispatched fanouts run first, as `strato flow next`)."""
+    """Take a run up again (recorded as `resumed`) and answer it as it is now: due
+    engine-dispatched fanouts run first, as `strato flow next`; a background run's
+    runner is woken instead, and the answer is `running` while its fanout is in flight."""
     runs = ctx.runs()
-    views.next_view(runs, a.runId)
-    return wire.runstate(runs, runs.load(a.runId))
+    return wire.runstate(runs, background.take_up(runs, a.runId, "mcp"))
 
 
 class StepResult(Args):

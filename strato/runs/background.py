@@ -123,12 +123,38 @@ def wake(runs: Runs, run_id: str) -> bool:
         snap = runs.load(run_id)  # again, under the lock: a runner may have just ended it
         if not _wanted(runs, snap):
             return False
+        if runs.store.transition_at(snap.head).get("op") != "background":  # not its first runner
+            snap = runs.resume(run_id, "runner").snap
         failed = _count_start(runs, run_id, snap.head)
         if failed >= MAX_FAILED_STARTS:
             _record_crashes(runs, run_id, failed)
             return False
         launch(runs, run_id, held.fileno())
     return True
+
+
+def take_up(runs: Runs, run_id: str, by: str) -> Snapshot:
+    """Resume a run (`stratum_resume`): record it, then carry it on, as `carry_on`."""
+    run_id = runs.store.resolve(run_id)
+    runs.resume(run_id, by)
+    carry_on(runs, run_id)
+    return runs.load(run_id)
+
+
+def carry_on(runs: Runs, run_id: str) -> None:
+    """Before showing what a run has ready (`strato flow next`, `stratum_resume`): run
+    its due engine fanouts here, or wake the runner of a background run. Never a second
+    driver: a run whose runner lock is held (its runner, a foreground `strato run`) is
+    left to that one, and the answer says `running` while its fanout is in flight."""
+    snap = runs.load(run_id)
+    if is_background(snap.state):
+        wake(runs, snap.run_id)
+        return
+    if not runs.engine(snap, judge=False).running_fanouts():
+        return
+    with exclusive(runner_lock(runs, snap.run_id)) as held:
+        if held is not None:
+            views.run_due_fanouts(runs, snap.run_id)
 
 
 def _wanted(runs: Runs, snap: Snapshot) -> bool:

@@ -27,7 +27,6 @@ from strato.runs.views import (
     describe_error,
     failed,
     list_view,
-    next_view,
     outcome_view,
     rejection,
     show_view,
@@ -203,11 +202,15 @@ def _read_spec(path: Path) -> str:
 @handled
 def next_cmd(run_id: str, root: Path, as_json: bool) -> None:
     """Show RUN's ready steps (with dispatch tokens) and waiting gates. Engine-dispatched
-    fanouts that are due are run first.
+    fanouts that are due are run first, unless another process drives RUN (its
+    background runner, a foreground `strato run`): that one runs them.
 
     Example: strato flow next 3f2c... --json
     """
-    view = next_view(_runs(root), run_id)
+    runs = _runs(root)
+    run_id = runs.store.resolve(run_id)
+    background.carry_on(runs, run_id)
+    view = summary(runs, runs.load(run_id))
     _print_summary(view, as_json)
     _exit_for(view)
 
@@ -507,6 +510,7 @@ def resume_cmd(run_id: str, root: Path, as_json: bool) -> None:
     runs = _runs(root)
     run_id = runs.store.resolve(run_id)
     background.mark(runs, run_id)
+    runs.resume(run_id, "cli")
     background.wake(runs, run_id)
     doc = background.poll(runs, run_id, 0)
     if as_json:
@@ -592,6 +596,8 @@ def run_cmd(
         run_id = runs.load(resume).run_id  # a unique prefix names the run
     if background_:
         background.mark(runs, run_id)
+        if resume is not None:
+            runs.resume(run_id, "cli")
         background.wake(runs, run_id)
         click.echo(json.dumps({"status": "running", "runId": run_id}) if as_json else run_id)
         return
@@ -600,6 +606,8 @@ def run_cmd(
     with exclusive(background.runner_lock(runs, run_id)) as held:
         if held is None:
             _fail(1, f"run {run_id} is driven by its background runner (see `strato flow poll {run_id}`)")
+        if resume is not None:
+            runs.resume(run_id, "cli")
         snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
     view = summary(runs, snap)
     _print_summary(view, as_json)

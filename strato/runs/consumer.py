@@ -72,7 +72,7 @@ def _start_stage(
     except (Unresolved, RefSyntaxError) as exc:
         _item_failed(ctx, step, it, path, f"stage {it['stage']}: render failed: {exc}")
         return
-    if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), {"dispatches": 1}):
+    if not reserve(ctx, frame, step, st, task_ledgers(frame, step, st), dict(dispatches.RESERVED)):
         return
     attempt = len(_stage_attempts(it)) + 1
     it.update(status="ready", prompt=prompt)
@@ -86,6 +86,7 @@ def _start_stage(
     inputs = dispatches.inputs_digest(prompt, it["item"], it.get("prev"))
     dispatches.issue(ctx, record, contract, inputs, it)
     ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=attempt)
+    dispatches.handed_out(ctx, path, it["stage"], attempt)
 
 
 def stage_when(expr: str, scope: Scope, bindings: dict[str, Any], root: Path | None) -> bool:

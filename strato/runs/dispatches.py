@@ -133,6 +133,17 @@ def reissue(ctx: RunContext, holder: dict[str, Any]) -> None:
     issue(ctx, kept, holder["contractDigest"], inputs, holder)
 
 
+RESERVED = {"dispatches": 1}  # what each hand-out of work reserves in every ledger
+
+
+def handed_out(ctx: RunContext, item_path: str, stage: int, attempt: int) -> None:
+    """Record that a fanout item's stage attempt was handed out (a consumer item made
+    ready) or started (an engine item's agent call), with the dispatch it reserved:
+    `fanout_ledger_debit` (`source: dispatch`), then `fanout_item_dispatched`."""
+    ctx.emit("fanout_ledger_debit", item_path, amount=dict(RESERVED), source="dispatch")
+    ctx.emit("fanout_item_dispatched", item_path, stage=stage, attempt=attempt)
+
+
 HANDOUT = ("dispatchId", "generation", "contractDigest", "revisionDigest")
 
 
@@ -228,6 +239,9 @@ def debit(
     if "item" in record:
         detail["item"] = {**record["item"], "generation": record["generation"]}
     ctx.emit("usage_debit", record["stepId"], **detail)
+    if "item" in record:  # the item's own view of what its ledgers were debited
+        item_path = f"{record['stepId']}/{record['item']['itemIndex']}"
+        ctx.emit("fanout_ledger_debit", item_path, amount=dict(amount), source=source)
     ctx.run["dispatches"][dispatch_id] = {"debitSeq": seq}  # the event has the rest
     return True
 

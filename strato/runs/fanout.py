@@ -65,30 +65,37 @@ class RunAccess(Protocol):
 
     def engine(self, snap: Snapshot, judge: bool = True) -> Engine: ...
 
-    def apply(self, run_id: str, op: str, action: Callable[[Engine], None], **detail: Any) -> Outcome: ...
+    def apply(
+        self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any
+    ) -> Outcome: ...
 
 
 class _Allowance:
     """The fanout's view of its ledgers while items run, shared by the worker threads:
     each agent call reserves one dispatch and settles its usage here, so an item is
-    refused once any ledger (flow, subflow, the fanout's own) is spent."""
+    refused once any ledger (flow, subflow, the fanout's own) is spent. A call whose
+    dispatch the run already records (a runner before this one started it) reserved
+    its dispatch then."""
 
-    def __init__(self, ledgers: list[Ledger]) -> None:
+    def __init__(self, ledgers: list[Ledger], dispatched: list[str]) -> None:
         self.ledgers = [Ledger(lg.level, lg.budget, dict(lg.spent)) for lg in ledgers]
+        self.dispatched = frozenset(dispatched)
         self.closed = False
         self.lock = threading.Lock()
 
-    def take(self) -> str | None:
-        """Reserve one dispatch; the refusal reason if a ledger would go over."""
+    def take(self, key: str) -> str | None:
+        """Reserve one dispatch for call `key`; the refusal reason if a ledger would go over."""
         with self.lock:
             if self.closed:
                 return "fanout stopped"
+            if key in self.dispatched:
+                return None
             for ledger in self.ledgers:
-                keys = ledger.blocking({"dispatches": 1})
+                keys = ledger.blocking(dispatches.RESERVED)
                 if keys:
                     return f"{ledger.level} budget exhausted ({', '.join(keys)})"
             for ledger in self.ledgers:
-                ledger.debit({"dispatches": 1})
+                ledger.debit(dispatches.RESERVED)
             return None
 
     def settle(self, usage: dict[str, float]) -> None:
@@ -104,18 +111,19 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
-    allowance = _Allowance(task_ledgers(frame, step, st))
+    allowance = _Allowance(task_ledgers(frame, step, st), st["fanout"].get("dispatched", []))
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
     lanes = None if eng.lanes is None else ItemLanes(eng, frame, step)
-    worker = _ItemRunner(runs, eng.spec, step, scope, run_id, allowance, eng.judge, lanes, call_item)
+    worker = _ItemRunner(runs, eng.spec, step, path, scope, run_id, allowance, eng.judge, lanes, call_item)
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
         for item in pool.map(worker.run, pending):
             if allowance.closed:
                 continue  # the step or run ended while this item ran: drop its result
             record: Callable[[Engine], None] = partial(record_item, path=path, item=item)
             try:
-                runs.apply(run_id, "fanout_item", record, stepId=path, item=item["index"])
+                with worker.writing:
+                    runs.apply(run_id, "fanout_item", record, stepId=path, item=item["index"])
             except Refused:
                 allowance.closed = True
     checks = _pre_merge(runs, run_id, path)
@@ -125,20 +133,40 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
         return Outcome(runs.load(run_id), [])
 
 
-def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
+def _running_fanout(eng: Engine, path: str) -> tuple[Any, FanoutStep, dict[str, Any]]:
     eng.require_running()
     frame, step, st = eng.locate(path)
     if st["status"] != "running":
         raise Refused("fanout_not_running", f"fanout {path} is not running")
+    assert isinstance(step, FanoutStep)
+    return frame, step, st
+
+
+def record_dispatch(eng: Engine, path: str, index: int, stage: int, attempt: int) -> bool:
+    """An item's agent call is about to start: its dispatch reserved in every ledger and
+    recorded before the agent runs, once (False: a runner before this one recorded it,
+    and this one is handing back what that call gave)."""
+    frame, step, st = _running_fanout(eng, path)
+    key = f"{index}.{stage}.{attempt}"
+    seen: list[str] = st["fanout"].setdefault("dispatched", [])
+    if key in seen:
+        return False
+    seen.append(key)
+    for ledger in task_ledgers(frame, step, st):
+        ledger.debit(dispatches.RESERVED)
+    dispatches.handed_out(eng, f"{path}/{index}", stage, attempt)
+    return True
+
+
+def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
+    frame, step, st = _running_fanout(eng, path)
     ledgers = task_ledgers(frame, step, st)
     item = dict(item)  # a lost race on the run's ref applies this again to the same item
     calls = item.pop("calls", [])
     for kind, detail in item.pop("events", []):  # what was judged and decided while it ran
         eng.emit(kind, f"{path}/{item['index']}", **detail)
     learn(eng, item.pop("evidence", []))
-    for ledger in ledgers:
-        ledger.debit({"dispatches": len(calls)})
-    for made in calls:
+    for made in calls:  # their dispatches were debited as they started (record_dispatch)
         _record_call(eng, path, step, st["epoch"], item["index"], made, ledgers)
     st["fanout"]["items"][item["index"]] = item
     eng.emit(
@@ -246,6 +274,7 @@ class _ItemRunner:
         runs: RunAccess,
         spec: Spec,
         step: FanoutStep,
+        step_path: str,
         scope: Scope,
         run_id: str,
         allowance: _Allowance,
@@ -253,8 +282,9 @@ class _ItemRunner:
         lanes: ItemLanes | None,
         call_item: ItemCall | None = None,
     ) -> None:
-        self.runs, self.spec, self.step, self.scope = runs, spec, step, scope
+        self.runs, self.spec, self.step, self.step_path, self.scope = runs, spec, step, step_path, scope
         self.run_id, self.allowance, self.judge, self.lanes = run_id, allowance, judge, lanes
+        self.writing = threading.Lock()  # one transition of this fanout at a time
         self.call_item: ItemCall = call_item or (
             lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
                                                            sandbox=sandbox)
@@ -311,7 +341,10 @@ class _ItemRunner:
                 task = render_task(stage.do, scope)
             except (Unresolved, RefSyntaxError) as exc:
                 return False, f"stage {i}: render failed: {exc}"
-            refused = self.allowance.take()
+            key = f"{out['index']}.{i}.{n}"
+            refused = self.allowance.take(key)
+            if refused is None and not self._dispatch(out["index"], i, n):
+                refused = "fanout stopped"
             if refused is not None:
                 return False, f"stage {i}: {refused}"
             entry = {
@@ -320,7 +353,6 @@ class _ItemRunner:
                 "previousFailure": previous,
             }
             agent = self.runs.config.get(stage.agent)
-            key = f"{out['index']}.{i}.{n}"
             res = self.call_item(key, agent, agent_prompt(entry), cwd, sandbox)
             spend = {**res.usage, "ms": res.duration_ms}
             self.allowance.settle(spend)
@@ -343,6 +375,18 @@ class _ItemRunner:
                 return False, f"stage {i}: {reason} (no retry: identical evidence)"
             last, previous = res.output, {"attempt": n, "reason": reason}
         return False, f"stage {i}: {previous['reason'] if previous else 'failed'}"
+
+    def _dispatch(self, index: int, stage: int, attempt: int) -> bool:
+        """Record the call's dispatch in the run before its agent starts; False if the
+        run or the fanout ended meanwhile (the call is not made)."""
+        act = partial(record_dispatch, path=self.step_path, index=index, stage=stage, attempt=attempt)
+        try:
+            with self.writing:
+                self.runs.apply(self.run_id, "fanout_dispatch", act, stepId=self.step_path, item=index)
+        except Refused:
+            self.allowance.closed = True
+            return False
+        return True
 
     def _check(
         self,

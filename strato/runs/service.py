@@ -243,6 +243,23 @@ class Runs:
         detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
         return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
+    def resume(self, run_id: str, by: str) -> Outcome:
+        """Record that `by` (`mcp`, `cli`, `runner`) takes a running run up again: a
+        `resumed` event, unless the run's last transition already is one (resuming a run
+        that has not moved since says nothing new, and runners that die before moving it
+        do not grow its history). An ended run is not resumed."""
+        snap = self.store.load(run_id)
+        if snap.state["status"] != "running" or self.store.transition_at(snap.head).get("op") == "resume":
+            return Outcome(snap, [])
+
+        def act(e: Engine) -> bool:
+            if e.run["status"] != "running":
+                return False
+            e.emit("resumed", by=by)
+            return True
+
+        return self.apply(snap.run_id, "resume", act, by=by)
+
     def cancel(self, run_id: str, reason: str | None = None, by: str = "cli") -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel(by, reason))
 

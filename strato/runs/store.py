@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tropo.git.chains import commits_since, ref_names, ref_targets, ref_tips
+from tropo.git.chains import commits_since, message_of, ref_names, ref_targets, ref_tips
 from tropo.git.objects import blob_at, entry_oid, write_commit
 from tropo.git.reflock import ref_writer
 from tropo.git.repo import cas_ref, read_ref
@@ -151,6 +151,10 @@ class RunStore:
         that has read up to `seen` has not read yet (only the new commits are walked)."""
         chain = [(commit, parse_message(message)) for commit, message in commits_since(self.repo, head, seen)]
         return chain[::-1]
+
+    def transition_at(self, commit: str) -> dict[str, Any]:
+        """The transition one commit recorded (its message)."""
+        return parse_message(message_of(self.repo, commit))
 
     def head(self, run_id: str) -> str:
         """The run's head commit: one ref read, the cheap way to see if it moved."""

@@ -74,14 +74,12 @@ def outcome_view(runs: Runs, outcome: Outcome) -> dict[str, Any]:
     return {**summary(runs, outcome.snap), "events": outcome.events}
 
 
-def next_view(runs: Runs, run_id: str) -> dict[str, Any]:
-    """Run the engine-dispatched fanouts that are due, then show what is ready."""
+def run_due_fanouts(runs: Runs, run_id: str) -> None:
+    """Run the engine-dispatched fanouts that are due (the caller holds the run's runner
+    lock: `strato.runs.background.carry_on`)."""
     snap = runs.load(run_id)
-    if runs.engine(snap, judge=False).running_fanouts():
-        for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
-            run_fanout(runs, snap.run_id, frame.prefix + step.id)
-        snap = runs.load(snap.run_id)
-    return summary(runs, snap)
+    for frame, step, _ in runs.engine(snap, judge=False).running_fanouts():
+        run_fanout(runs, snap.run_id, frame.prefix + step.id)
 
 
 def usage_view(runs: Runs, outcome: Outcome, dispatch_id: str) -> dict[str, Any]:

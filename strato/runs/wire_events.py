@@ -19,7 +19,7 @@ StateAt = Callable[[str], dict[str, Any]]
 
 # kinds the engine emits already in the reference's payload shape (usage and sandbox
 # records are written for the wire)
-AS_IS = frozenset({"usage_debit", "sandbox_policy", "resumed"})
+AS_IS = frozenset({"usage_debit", "sandbox_policy"})
 
 
 def project(chain: Iterable[tuple[str, dict[str, Any]]], state_at: StateAt) -> list[Event]:
@@ -77,7 +77,7 @@ class _Projector:
         base: Event = {"at": at, "type": kind}
         if kind in AS_IS:
             return [{**base, **{k: v for k, v in ev.items() if k in ("stepId", "detail")}}]
-        if kind == "planned":
+        if kind in ("planned", "resumed"):  # who resumed it stays in the audit
             return [base]
         if kind in ("completed", "failed", "budget_exhausted"):
             state = self.state_at(commit)
@@ -174,6 +174,15 @@ class _Projector:
             attempt = _int(d.get("attempt"), 1)
             self.item_attempt[path] = (stage, attempt)
             return [{**base, "detail": {"itemIndex": index}}]
+        if kind == "fanout_item_dispatched":
+            attempt = _int(d.get("attempt"), 1)
+            self.item_attempt[path] = (stage, attempt)
+            return [{**base, "detail": {"itemIndex": index, "stage": stage, "attempt": attempt}}]
+        if kind == "fanout_ledger_debit":
+            debit: dict[str, Any] = {"itemIndex": index, "amount": _dict(d.get("amount"))}
+            if isinstance(d.get("source"), str):
+                debit["source"] = d["source"]
+            return [{**base, "detail": debit}]
         if kind == "fanout_item_skipped":
             return [{**base, "detail": {"itemIndex": index, "stage": stage}}]
         if kind == "fanout_attempt_result":

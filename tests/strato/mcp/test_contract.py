@@ -13,6 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from strato.mcp import contract
 from tests.conftest import commit_all, missing, write_files
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
@@ -30,19 +32,17 @@ DRIVEN_ELSEWHERE = {
 # (tool, status) no request can reach, and why
 UNREACHABLE = {
     (
-        "stratum_resume",
-        "running",
-    ): "resume first runs the due engine fanouts to their end, as `strato flow next`",
-    (
         "stratum_revert",
         "running",
-    ): "a checkpoint is never taken while a fanout is in flight (commit refuses), and "
-    "a restored run with steps or gates to hand out is `ready`",
+    ): "`running` is a run with nothing to hand out while an engine fanout is in flight; a "
+    "checkpoint is never taken then (commit refuses), a restore re-advances a state that was "
+    "already advanced (it starts no fanout), and consumer items out with a client and not "
+    "returned are entries of `ready`, so a restored run is `ready` or has ended",
 }
-# event kinds this scenario does not produce: the engine never emits the first three, and
-# sandbox_policy comes only from an engine fanout call whose agent takes a {sandbox}
-# (checked against the contract in tests/strato/runs/test_codex_sandbox.py)
-NOT_PRODUCED = {"resumed", "fanout_item_dispatched", "fanout_ledger_debit", "sandbox_policy"}
+# event kinds this scenario does not produce: sandbox_policy comes only from an engine
+# fanout call whose agent takes a {sandbox} (checked against the contract in
+# tests/strato/runs/test_codex_sandbox.py)
+NOT_PRODUCED = {"sandbox_policy"}
 
 REVIEW = """
 version: 1
@@ -288,6 +288,7 @@ def _workspace(tmp_path: Path) -> Workspace:
         [
             {"match": "Judge whether", "replies": [{"json": {"holds": False, "reason": "too small"}}]},
             {"match": "Edit a.txt", "replies": [{"write": {"a.txt": "a\n"}, "json": {"file": "a.txt"}}]},
+            {"match": "Edit slow.txt", "replies": [{"sleep": 50, "json": {"file": "slow.txt"}}]},
         ],
         judge=True,
     )
@@ -316,6 +317,7 @@ def test_every_tool_answers_every_variant_it_can_reach_inside_the_contract(tmp_p
         await flows(w)
         await checkpoints(w)
         await fanouts(w, ws.root)
+        await in_flight(w, ws)
         await validation(w, ws.root)
         await guard(w, ws, key)
         seen.update(w.seen)
@@ -335,7 +337,11 @@ async def flows(w: Wire) -> None:
     run = plan["runId"]
     assert [r["id"] for r in plan["ready"]] == ["draft"] and plan["ledger"] == {"spent": {"dispatches": 1}}
     await w.ok("stratum_resume", {"runId": run}, "ready")
-    await w.ok("stratum_audit", {"runId": run}, "running")
+    await w.ok("stratum_resume", {"runId": run}, "ready")  # it has not moved since: said once
+    events = (await w.ok("stratum_audit", {"runId": run}, "running"))["events"]
+    assert [e["type"] for e in events] == ["planned", "carry_updated", "ready", "resumed"] and events[-1] == {
+        "at": events[-1]["at"], "type": "resumed"
+    }
     at_gate = await w.done(run, "draft", DRAFT, "ready")
     [gate] = at_gate["ready"]
     assert (gate["id"], gate["kind"]) == ("review", "gate") and "gateToken" in gate
@@ -471,6 +477,12 @@ async def fanouts(w: Wire, root: Path) -> None:
     assert [e["detail"] for e in events if e["type"] == "fanout_item_skipped"] == [
         {"itemIndex": 1, "stage": 1}
     ]
+    handed = [e["detail"] for e in events if e["type"] == "fanout_item_dispatched"]
+    assert [(d["itemIndex"], d["stage"], d["attempt"]) for d in handed] == [(0, 0, 1), (1, 0, 1), (0, 1, 1), (0, 1, 2)]
+    debits = [e["detail"] for e in events if e["type"] == "fanout_ledger_debit"]
+    assert debits == [{"itemIndex": i, "amount": {"dispatches": 1}, "source": "dispatch"} for i in (0, 1, 0, 0)]
+    kinds = [e["type"] for e in events if e["type"].startswith("fanout_")]
+    assert kinds[:3] == ["fanout_item_ready", "fanout_ledger_debit", "fanout_item_dispatched"]
 
     flying = await w.plan(_engine(), "running", files=["a.txt"])
     await w.ok("stratum_audit", {"runId": flying["runId"]}, "running")
@@ -479,12 +491,43 @@ async def fanouts(w: Wire, root: Path) -> None:
     assert merged["output"] == {"count": 1} and (root / "a.txt").read_text() == "a\n"
     events = (await w.ok("stratum_audit", {"runId": flying["runId"]}, "completed"))["events"]
     assert [e["detail"] for e in events if e["type"] == "fanout_merge"] == [{"itemIndex": 0, "success": True}]
+    # resumed, then the item's call: its dispatch reserved and started before the agent ran, its
+    # usage debited after
+    kinds = [e["type"] for e in events if e["type"] in ("resumed", "usage_debit") or "fanout_" in e["type"]]
+    assert kinds == ["resumed", "fanout_ledger_debit", "fanout_item_dispatched", "usage_debit",
+                     "fanout_ledger_debit", "fanout_merge"]
+    reserved, started, _, spent, _ = (e for e in events if e["type"] in kinds[1:])
+    assert reserved["detail"] == {"itemIndex": 0, "amount": {"dispatches": 1}, "source": "dispatch"}
+    assert started["detail"] == {"itemIndex": 0, "stage": 0, "attempt": 1} and started["stepId"] == "edit"
+    assert spent["detail"]["source"] == "engine" and spent["detail"]["itemIndex"] == 0
+    assert reserved["at"] <= started["at"] <= spent["at"]
 
     after_step = await w.plan(_engine("draft"), "ready", files=["a.txt"])
     await w.done(after_step["runId"], "draft", DRAFT, "running")
     after_gate = await w.plan(_engine("gate"), "ready", files=["a.txt"])
     await w.done(after_gate["runId"], "draft", DRAFT, "ready")
     await w.gate(after_gate["runId"], "approve", "running")
+
+
+async def in_flight(w: Wire, ws: Workspace) -> None:
+    """A background run whose runner is in an engine fanout: `stratum_resume` wakes the
+    runner it has (none: it holds the run) and answers `running`; it never runs the
+    item a second time."""
+    started = await w.s.ok("stratum_flow_run_bg", {"spec": _engine(), "input": {"files": ["slow.txt"]}})
+    run = started["runId"]
+    for _ in range(3600):  # the bound only keeps a broken runner from hanging the suite
+        if any("Edit slow.txt" in p for p in ws.prompts()):
+            break
+        await anyio.sleep(0.05)
+    else:
+        raise AssertionError("the runner never started the item's agent")
+    doc = await w.ok("stratum_resume", {"runId": run}, "running")
+    assert doc["ledger"]["spent"]["dispatches"] == 1
+    assert sum("Edit slow.txt" in p for p in ws.prompts()) == 1
+    assert await w.s.ok("stratum_flow_cancel_bg", {"runId": run}) == {"status": "cancelled"}
+    events = (await w.ok("stratum_flow_poll", {"runId": run}, "failed"))["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("fanout_item_dispatched") < kinds.index("resumed") < kinds.index("flow_cancelled")
 
 
 async def validation(w: Wire, root: Path) -> None:

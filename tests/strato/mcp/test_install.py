@@ -68,6 +68,48 @@ def test_codex_user_config_keeps_the_users_servers_and_settings(repo_dir: Path, 
     assert strato(repo_dir, "install", "--host", "codex")[1]["changed"] is False
 
 
+def _handshake(entry: dict[str, Any], cwd: Path) -> str:
+    """Start the entry as a host does (its command found on PATH, from `cwd`) and shake
+    hands over MCP: the name the server gives."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=str(cwd))
+
+    async def main() -> str:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            return (await session.initialize()).server_info.name
+
+    return anyio.run(main)
+
+
+def test_claude_user_and_codex_project_scopes_write_entries_the_host_can_start(
+    repo_dir: Path, tmp_path: Path
+) -> None:
+    claude = Path(os.environ["HOME"]) / ".claude.json"  # Claude Code keeps its own state here too
+    theirs = {"numStartups": 3, "projects": {"/elsewhere": {"allowedTools": []}}}
+    claude.write_text(json.dumps(theirs))
+    code, dry, _ = strato(repo_dir, "install", "--host", "claude", "--scope", "user", "--dry-run")
+    assert code == 0 and dry["changed"] and dry["dryRun"] and json.loads(claude.read_text()) == theirs
+    code, doc, _ = strato(repo_dir, "install", "--host", "claude", "--scope", "user")
+    written = json.loads(claude.read_text())
+    assert code == 0 and {k: v for k, v in written.items() if k != "mcpServers"} == theirs
+    entry = written["mcpServers"]["strato"]
+    assert entry == {"command": "strato", "args": ["mcp", "--root", str(repo_dir.resolve())]}
+    assert _handshake(entry, tmp_path) == "strato"  # an absolute root: any folder will do
+
+    code, doc, _ = strato(repo_dir, "install", "--host", "codex", "--scope", "project")
+    assert code == 0 and doc["path"] == str(repo_dir / ".codex" / "config.toml")
+    codex = tomllib.loads((repo_dir / ".codex" / "config.toml").read_text())["mcp_servers"]["strato"]
+    assert _handshake(codex, tmp_path) == "strato"
+    code, project, _ = strato(repo_dir, "install", "--host", "claude")  # `--root .`: from the project
+    assert code == 0 and _handshake(project["entry"], repo_dir) == "strato"
+    code, report, _ = strato(repo_dir, "doctor")
+    assert code == 0 and report["ok"] and len(report["checks"]) == 3
+
+
 @pytest.mark.parametrize(("host", "name", "text"), [
     ("claude", ".mcp.json", "{not json"),
     ("claude", ".mcp.json", "[1, 2]"),

@@ -101,6 +101,15 @@ def test_poll_pages_events_from_a_cursor(workspace: Path) -> None:
     assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1
 
 
+def test_an_unknown_run_is_one_line_exit_1_and_starts_nothing(workspace: Path) -> None:
+    for args in (("flow", "poll", "ghost", "--cursor", "0"), ("flow", "cancel", "ghost"), ("flow", "next", "ghost"),
+                 ("flow", "resume", "ghost"), ("run", "--resume", "ghost"), ("run", "--resume", "ghost", "--background")):
+        code, doc, err = strato(workspace, *args)
+        assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
+    assert not (workspace / ".git" / "vivary" / "bg").exists()
+    assert Runs(workspace).store.run_ids() == []
+
+
 def test_a_gate_waits_with_no_runner_and_a_decision_starts_one(workspace: Path) -> None:
     code, started, _ = strato(workspace, "run", str(workspace / "specs/gated.yaml"), "--input", "tag=gate", "--background")
     run_id = started["runId"]
@@ -126,6 +135,12 @@ def test_a_gate_waits_with_no_runner_and_a_decision_starts_one(workspace: Path) 
     code, _, _ = strato(workspace, "flow", "gate", "approve", run_id, "review", "--resolved-by", "agent")
     assert ended(workspace, run_id)["output"] == {"text": "draft done"}
     assert calls(workspace, "gate") == ["draft", "draft"]
+    # the first runner started the run; each decision's runner took it up again
+    runs = Runs(workspace)
+    kinds = [e["type"] for e in wire.events(runs, run_id) if e["type"] in ("resumed", "gate_resolved", "ready")]
+    assert kinds == ["ready", "gate_resolved", "ready", "resumed", "gate_resolved"], kinds
+    audit = [e for e in runs.audit(run_id)["events"] if e["type"] == "resumed"]
+    assert [e["detail"] for e in audit] == [{"by": "runner"}]
 
 
 def test_cancel_stops_an_agent_that_ignores_sigterm_and_everything_it_forked(workspace: Path) -> None:
@@ -181,6 +196,10 @@ def test_resume_carries_a_planned_run_on_in_the_background(workspace: Path) -> N
     assert code == 0 and doc["bg"]["status"] in ("running", "completed")
     assert ended(workspace, planned["runId"])["output"] == {"text": "finish done"}
     assert calls(workspace, "res") == ["draft", "fix", "fix", "finish"]
+    audit = Runs(workspace).audit(planned["runId"])["events"]
+    assert [e.get("detail") for e in audit if e["type"] == "resumed"] == [{"by": "cli"}]  # its runner: no second
+    code, doc, _ = strato(workspace, "flow", "resume", planned["runId"])  # an ended run is not resumed
+    assert code == 0 and [e["type"] for e in doc["events"]].count("resumed") == 1
     code, _, err = strato(workspace, "flow", "resume", "no-such-run")
     assert code == 1 and err.count("\n") == 1
 

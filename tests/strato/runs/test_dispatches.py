@@ -14,7 +14,7 @@ import pytest
 
 from strato.mcp.contract import event_violations
 from strato.runs.dispatches import engine_telemetry, telemetry_errors
-from strato.runs.fanout import record_item
+from strato.runs.fanout import record_dispatch, record_item
 from strato.runs.service import Runs
 from strato.runs.state import Refused
 from tests.strato.flow.engine_helpers import Workspace, make_workspace, reply
@@ -522,8 +522,10 @@ def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its
     }
     item = {"index": 0, "item": 7, "status": "succeeded", "output": {"n": 7}, "attempts": [], "calls": [call]}
     snap = runs.load("r1")
-    for _ in range(2):  # the first engine's transition lost the race; the service retries
+    for _ in range(2):  # the first engine's transitions lost the race; the service retries
         eng = runs.engine(runs.store.at("r1", snap.head))
+        assert record_dispatch(eng, "each", 0, 0, 1) is True  # as the call starts
+        assert record_dispatch(eng, "each", 0, 0, 1) is False  # a later runner's walk: once
         record_item(eng, "each", item)
         assert eng.run["flowSpent"] == {"usd": 0.5, "ms": 9, "dispatches": 1}
         (debit,) = [ev for ev in eng.events if ev["type"] == "usage_debit"]
@@ -531,6 +533,12 @@ def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its
         assert debit["detail"]["dispatchId"] == "call-1"
         assert debit["detail"]["item"] == {"itemIndex": 0, "stage": 0, "generation": 1}
         assert "calls" not in eng.run["scope"]["steps"]["each"]["fanout"]["items"][0]
+        assert [(ev["type"], ev["detail"]) for ev in eng.events if ev["type"].startswith("fanout_")] == [
+            ("fanout_ledger_debit", {"amount": {"dispatches": 1}, "source": "dispatch"}),
+            ("fanout_item_dispatched", {"stage": 0, "attempt": 1}),
+            ("fanout_ledger_debit", {"amount": {"usd": 0.5, "ms": 9}, "source": "engine"}),
+            ("fanout_item_done", {"index": 0, "status": "succeeded", "failure": None}),
+        ]
 
 
 NESTED = """
