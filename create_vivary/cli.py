@@ -56,11 +56,25 @@ def _files_text(files: list[dict[str, Any]]) -> list[str]:
     return [f"  {f['action']:9} {f['path']}" for f in files if f["action"] != "unchanged"]
 
 
-@click.group(cls=ReceiptGroup, receipt_tool="create-vivary", receipt_default="help",
+class _BareTargetGroup(ReceiptGroup):
+    """A first word that names no command is init's target, as in create-vivary 0.4.3:
+    ``create-vivary DIR`` is its init, which here is ``init --minimal``. A folder that
+    shares a command's name is given as ``./doctor`` (or after ``init``)."""
+
+    def route(self, argv: list[str]) -> list[str]:
+        if argv and not argv[0].startswith("-") and argv[0] not in self.commands:
+            return ["init", "--minimal", *argv]
+        return argv
+
+
+@click.group(cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """Create, adopt and check Vivary workspaces.
+
+    A bare `create-vivary DIR [OPTIONS]` is `create-vivary init DIR --minimal [OPTIONS]`
+    (create-vivary 0.4.3's default).
 
     Example: create-vivary init my-workspace --preset coding --commit
     """
