@@ -322,6 +322,12 @@ MAKERS: dict[str, list[str]] = {
     "0.4.3 init, committed": ["theirs", "init", "{ws}", "--active-context", "cocoindex-code", "commit"],
     "our --minimal": ["ours", "init", "{ws}", "--minimal", "--adapter", "agents"],
     "our --minimal --commit": ["ours", "init", "{ws}", "--minimal", "--memory", "cognee", "--commit"],
+    "bare 0.4.3": ["theirs", "{ws}", "--adapter", "agents"],
+    "our bare": ["ours", "{ws}", "--adapter", "claude", "--commit"],
+    "0.4.3 adopt --adapter": ["theirs", "adopt", "{ws}", "--adapter", "claude", "--adapter", "agents"],
+    "our adopt --adapter": ["ours", "adopt", "{ws}", "--adapter", "claude", "--adapter", "agents"],
+    "our adopt --adapter of a 0.4.3 workspace": ["ours", "adopt", "{ws}", "--adapter", "claude",
+                                                 "seeded"],
     **{f"our {p} preset": ["ours", "init", "{ws}", "--preset", p, "--commit"] for p in PRESETS},
 }
 
@@ -332,11 +338,19 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
 ) -> None:
     tool, *argv = MAKERS[maker]
     ws = tmp_path / "ws"
-    commit = "commit" in argv
-    argv = [a.replace("{ws}", str(ws)) for a in argv if a != "commit"]
+    commit, seeded = "commit" in argv, "seeded" in argv
+    argv = [a.replace("{ws}", str(ws)) for a in argv if a not in ("commit", "seeded")]
     exe = upstream("create-vivary") if tool == "theirs" else BIN / "create-vivary"
+    if argv[0] == "adopt":  # a folder of someone's code, or 0.4.3's seed declaring the adapter
+        if seeded:
+            _run(upstream("create-vivary"), ["init", str(ws), *argv[2:]], tmp_path)
+        else:
+            (ws / "src").mkdir(parents=True)
+            (ws / "src/app.py").write_text("print('hi')\n")
+        plan = json.loads(_run(exe, [*argv, "--json"], tmp_path).stdout)
+        argv += ["--yes", "--plan", plan["plan_hash"]]
     made = _run(exe, argv, tmp_path)
-    assert made.returncode == 0, made.stderr
+    assert made.returncode == 0, made.stdout + made.stderr
     if commit:
         _commit(ws)
     checks = {
