@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from create_vivary import adapters as adapters_mod
 from create_vivary import journal, presets
 from create_vivary.plan import FileAction, Refused, actions_hash, file_actions, write
 from create_vivary.scaffold import (
@@ -32,6 +33,8 @@ CODE_SUFFIXES = frozenset(
     | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
 )
 MD_SUFFIXES = frozenset({".md", ".markdown"})
+# The starter copy of AGENTS.md the full-v0.3 contract wants; not for a thin workspace.
+STARTER_AGENTS = "templates/AGENTS.md"
 
 
 @dataclass(frozen=True)
@@ -45,11 +48,18 @@ class AdoptPlan:
     git_init: bool
     findings: int | None = None  # what the kept schema finds today (None: not checked)
     tree: str = ""  # digest of every file already there: an approval is for this tree
+    projections: tuple[adapters_mod.Projection, ...] = ()  # --adapter, as 0.4.3 projects them
+    conflicts: tuple[dict[str, str], ...] = ()  # what refuses the apply
 
     @property
     def hash(self) -> str:
         return actions_hash(self.files, excluded=self.excluded, git_init=self.git_init,
-                            root=str(self.root), preset=self.preset, tree=self.tree)
+                            root=str(self.root), preset=self.preset, tree=self.tree,
+                            adapters=[[p.path, p.status, p.data, p.before] for p in self.projections])
+
+    @property
+    def replaced(self) -> list[adapters_mod.Projection]:
+        return [p for p in self.projections if p.status == "replace"]
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -64,6 +74,8 @@ class AdoptPlan:
             "git_init": self.git_init,
             "existing_findings": self.findings,
             "ratchet": any(f.path == RATCHET[0] for f in self.files),
+            "optional_projections": [p.as_json() for p in self.projections],
+            "conflicts": list(self.conflicts),
         }
 
 
@@ -140,10 +152,12 @@ def _ratchet_offer(root: Path, findings: int | None, ratchet: bool) -> tuple[dic
     return {}, None
 
 
-def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) -> AdoptPlan:
+def plan(target: Path, preset: str | None, project: str, ratchet: bool = False,
+         adapters: tuple[str, ...] = ()) -> AdoptPlan:
     root = target.absolute()
     if not root.is_dir() or root.is_symlink():
         raise Refused(f"not an existing directory: {root}")
+    projections, conflicts = adapters_mod.plan(root, adapters)
     existing = _files(root)
     preset, reason = (preset, "given with --preset") if preset else (
         presets.declared(root) or guess_preset(existing))
@@ -159,6 +173,8 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) 
     findings = None
     if has_schema:
         files = {p: d for p, d in files.items() if is_shell(p)}
+        if not (root / SCHEMA).exists():  # a thin schema reads it as a second `agents`
+            files.pop(STARTER_AGENTS, None)
         findings = existing_findings(root)
     extra, offer = _ratchet_offer(root, findings, ratchet)
     files |= extra
@@ -172,13 +188,14 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False) 
                 f"add {' '.join(PRIVATE_FILES)} {PRIVATE_DIR} to .gitignore, then run "
                 f"`create-vivary doctor {root} --repair --yes`"
             )
+    files |= {p.path: p.data for p in projections if p.status in ("create", "clean")}
     actions = [
         a if a.action == "create" else FileAction(a.path, "keep", a.data)
         for a in file_actions(root, files, overwrite=False)
     ]
     followups.append(f"install the hooks: `vivary hooks install --root {root}`")
     return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init, findings,
-                     tree_digest(root, existing))
+                     tree_digest(root, existing), tuple(projections), tuple(conflicts))
 
 
 def apply(p: AdoptPlan, approved: str) -> dict[str, object]:
@@ -188,10 +205,13 @@ def apply(p: AdoptPlan, approved: str) -> dict[str, object]:
     if approved != p.hash:
         raise Refused(f"plan hash mismatch: approved {approved}, current {p.hash} "
                       "(the tree changed since the plan; review the new plan)")
+    if p.conflicts:
+        raise Refused("adoption plan has conflicts: " + ", ".join(c["path"] for c in p.conflicts))
     created = [f for f in p.files if f.action == "create"]
-    journal.begin(p.root, p.hash, created, git_init=p.git_init)
+    journal.begin(p.root, p.hash, created, git_init=p.git_init, replaced=p.replaced)
     try:
         done = write(p.root, created)
+        done += write(p.root, [FileAction(r.path, "overwrite", r.data) for r in p.replaced])
         if p.git_init:
             gitcli.init(p.root)
     except Exception:

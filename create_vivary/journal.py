@@ -5,8 +5,11 @@ it will create, the digest of the bytes it will write. A finished adopt removes 
 journal; a failed one takes its files back itself. A crash (power loss, kill -9) leaves
 the journal, and ``adopt --recover PLAN_HASH`` plans the way back: each file still
 holding exactly what adopt wrote is deleted, one that is gone is nothing to do, and one
-that changed since is refused, so recovery never deletes a byte a person wrote. The
-recovery plan has its own hash, applied only with ``--yes --plan <recovery-hash>``.
+that changed since is refused, so recovery never deletes a byte a person wrote. An
+adapter adopt replaced (an older release's generated file) is put back the same way:
+its old bytes are rebuilt from the release its marker named and must match the digest
+recorded. The recovery plan has its own hash, applied only with ``--yes --plan
+<recovery-hash>``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from create_vivary import adapters, thin
 from create_vivary.plan import FileAction, Refused
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import RATCHET, plan_hash, render
@@ -41,10 +45,13 @@ def refuse_if_unfinished(root: Path) -> None:
                       f"`create-vivary adopt {root} --recover <its plan hash>`")
 
 
-def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool) -> None:
+def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool,
+          replaced: list[adapters.Projection] | None = None) -> None:
     refuse_if_unfinished(root)
     body = {"schema": SCHEMA, "plan_hash": tx_hash, "git_init": git_init,
-            "created": [{"path": a.path, "after_hash": _digest(a.data)} for a in created]}
+            "created": [{"path": a.path, "after_hash": _digest(a.data)} for a in created],
+            "replaced": [{"path": r.path, "adapter": r.adapter, "before": r.before,
+                          "after_hash": _digest(r.data)} for r in replaced or []]}
     write_within(root, PATH, (json.dumps(body, sort_keys=True, indent=2) + "\n").encode())
 
 
@@ -70,6 +77,9 @@ def _read(root: Path, tx_hash: str) -> dict[str, Any]:
             or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
                        and isinstance(e.get("after_hash"), str) for e in entries)):
         raise Refused("the adoption journal is malformed; nothing was changed")
+    replaced = body.setdefault("replaced", [])
+    if not isinstance(replaced, list) or not all(_replaced_entry(e) for e in replaced):
+        raise Refused("the adoption journal is malformed; nothing was changed")
     if body.get("plan_hash") != tx_hash:
         raise Refused(f"the adoption journal is for plan {body.get('plan_hash')}, not {tx_hash}")
     foreign = sorted({e["path"] for e in entries} - adoptable())
@@ -78,9 +88,20 @@ def _read(root: Path, tx_hash: str) -> dict[str, Any]:
     return dict(body)
 
 
+def _replaced_entry(entry: Any) -> bool:
+    """A replaced adapter as adopt records it: its own path, the older release that
+    generated it, and the digest of what adopt wrote."""
+    return (isinstance(entry, dict) and entry.get("adapter") in thin.ADAPTERS
+            and entry.get("path") == thin.ADAPTERS[entry["adapter"]]
+            and isinstance(entry.get("before"), str) and isinstance(entry.get("after_hash"), str)
+            and adapters.older_release(thin.adapter_doc(entry["adapter"], entry["before"]).encode(),
+                                       entry["adapter"]) == entry["before"])
+
+
 def adoptable() -> set[str]:
-    """Every path any adopt can create: the scaffold of each preset, and the ratchet."""
-    paths = {RATCHET[0]}
+    """Every path any adopt can create: the scaffold of each preset, the ratchet and
+    the adapters."""
+    paths = {RATCHET[0], *thin.ADAPTERS.values()}
     for preset in PRESETS:
         paths.update(render(preset, "workspace"))
     return paths
@@ -89,7 +110,8 @@ def adoptable() -> set[str]:
 def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
     """The recovery plan's hash and its rows (path, operation, current hash)."""
     rows = []
-    entries = _read(root, tx_hash)["created"]
+    body = _read(root, tx_hash)
+    entries = body["created"]
     if gitcli.toplevel(root) == root.resolve():
         tracked = sorted(gitcli.tracked(root, [e["path"] for e in entries]))
         if tracked:  # adopt never commits, so what git tracks was there before it
@@ -107,8 +129,34 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
         if current != entry["after_hash"]:
             raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")
         rows.append({"path": rel, "operation": "delete-created", "current_hash": current})
+    rows += [_restore_row(root, entry) for entry in body["replaced"]]
     body = {"schema": RECOVERY_SCHEMA, "root": str(root), "transaction": tx_hash, "actions": rows}
     return plan_hash(body), rows
+
+
+def _restore_row(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    """Put back a replaced adapter when it holds what adopt wrote; already back is
+    nothing to do; anything else changed since and is refused."""
+    rel = entry["path"]
+    before = _digest(thin.adapter_doc(entry["adapter"], entry["before"]).encode())
+    try:
+        dest = check_target(root, rel)
+    except UnsafePath as exc:
+        raise Refused(f"recovery destination is unsafe: {exc}") from exc
+    current = _digest(dest.read_bytes()) if dest.is_file() else None
+    if current == before:
+        return {"path": rel, "operation": "no-op", "current_hash": current}
+    if current != entry["after_hash"]:
+        raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")
+    return {"path": rel, "operation": "restore-replaced", "current_hash": current,
+            "restore": entry["before"], "adapter": entry["adapter"]}
+
+
+def _undo(root: Path, rows: list[dict[str, Any]]) -> None:
+    _delete(root, [r["path"] for r in rows if r["operation"] == "delete-created"])
+    for row in rows:
+        if row["operation"] == "restore-replaced":
+            write_within(root, row["path"], thin.adapter_doc(row["adapter"], row["restore"]).encode())
 
 
 def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[dict[str, Any]]]:
@@ -118,7 +166,7 @@ def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[d
         raise Refused("recovery apply requires --plan <hash> from the recovery dry-run")
     if approved != rhash:
         raise Refused(f"recovery plan hash mismatch: approved {approved}, current {rhash}")
-    _delete(root, [r["path"] for r in rows if r["operation"] == "delete-created"])
+    _undo(root, rows)
     finish(root)
     return rhash, rows
 
@@ -126,7 +174,7 @@ def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[d
 def roll_back(root: Path, tx_hash: str) -> None:
     """After a failed apply in this process: the same way back, without asking."""
     _, rows = recovery(root, tx_hash)
-    _delete(root, [r["path"] for r in rows if r["operation"] == "delete-created"])
+    _undo(root, rows)
     finish(root)
 
 

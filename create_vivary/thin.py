@@ -68,15 +68,20 @@ def gitignore_block(active_context: str | None) -> str:
     return "\n".join(["# >>> vivary private/runtime >>>", *rules, "# <<< vivary private/runtime <<<"]) + "\n"
 
 
-def adapter_doc(adapter: str) -> str:
-    """One skill that routes an agent runtime to ``.vivary/context.md``, with the
-    source and content digests 0.4.3 uses to recognise its own generated adapters."""
-    body = _text("SKILL.md")
+def adapter_hashes(adapter: str) -> tuple[str, str]:
+    """The source and content digests 0.4.3 uses to recognise its generated adapters."""
     source = (f"{CONTRACT}:{adapter}:route=.vivary/context.md;"
               "commands=tropo-find,tropo-check,create-vivary-doctor")
-    return (f"<!-- generated-by: {ADAPTER_FORMAT} -->\n<!-- adapter: {adapter} -->\n"
-            f"<!-- source-hash: {_digest(source.encode())} -->\n"
-            f"<!-- content-hash: {_digest(body.encode())} -->\n" + body)
+    return _digest(source.encode()), _digest(_text("SKILL.md").encode())
+
+
+def adapter_doc(adapter: str, generator: str = ADAPTER_FORMAT) -> str:
+    """One skill that routes an agent runtime to ``.vivary/context.md``; ``generator``
+    is the release its marker names (an older one only to rebuild a replaced file)."""
+    source_hash, content_hash = adapter_hashes(adapter)
+    return (f"<!-- generated-by: {generator} -->\n<!-- adapter: {adapter} -->\n"
+            f"<!-- source-hash: {source_hash} -->\n<!-- content-hash: {content_hash} -->\n"
+            + _text("SKILL.md"))
 
 
 def _fill(text: str, values: dict[str, str]) -> str:

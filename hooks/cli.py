@@ -1,5 +1,6 @@
 """The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``),
-``vivary hooks install | uninstall | status | check`` and ``vivary logs`` (``hooks.logs``)."""
+``vivary hooks install | uninstall | status | check`` and ``vivary logs`` (``hooks.logs``;
+``vivary email`` is ``vivary logs email``, as in the suite)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import click
 
 from hooks import frontdoor, graph
 from hooks import install as installer
-from hooks.logs import logs
+from hooks.logs import email_cmd, logs
 from hooks.scripts import DEFAULT_HOOKS
 from tropo.git import gitcli
 
@@ -181,6 +182,7 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
 
 
 main.add_command(logs)
+main.add_command(email_cmd, name="email")  # the suite's front door has both spellings
 
 
 @main.command("serve")

@@ -119,16 +119,34 @@ def _expected(theirs: dict[str, bytes | str], opts: list[str]) -> dict[str, byte
 
 
 CASES = [(seed, _options(random.Random(seed)), TARGETS[seed % len(TARGETS)]) for seed in range(64)]
+# ``create-vivary DIR [OPTIONS]``, no command: 0.4.3's default is init, ours init --minimal.
+BARE_CASES = [(seed, _options(random.Random(seed)), TARGETS[seed % len(TARGETS)])
+              for seed in range(100, 150)]
 
 
 @pytest.mark.parametrize(("seed", "opts", "kind"), CASES, ids=[f"case{c[0]}" for c in CASES])
 def test_init_minimal_matches_create_vivary_0_4_3(
     tmp_path: Path, upstream: Callable[[str], Path], seed: int, opts: list[str], kind: str
 ) -> None:
+    _same_init(tmp_path, upstream, opts, kind, command=["init"], ours_adds=["--minimal"])
+
+
+@pytest.mark.parametrize(("seed", "opts", "kind"), BARE_CASES,
+                         ids=[f"bare{c[0]}" for c in BARE_CASES])
+def test_a_bare_target_is_init_as_in_0_4_3(
+    tmp_path: Path, upstream: Callable[[str], Path], seed: int, opts: list[str], kind: str
+) -> None:
+    _same_init(tmp_path, upstream, opts, kind, command=[], ours_adds=[])
+
+
+def _same_init(tmp_path: Path, upstream: Callable[[str], Path], opts: list[str], kind: str, *,
+               command: list[str], ours_adds: list[str]) -> None:
+    """``COMMAND TARGET OPTS`` to 0.4.3 and ``COMMAND TARGET OURS_ADDS OPTS`` to ours:
+    same exit code, same files, same report."""
     theirs_base, ours_base = tmp_path / "theirs", tmp_path / "ours"
     theirs_target, ours_target = _target(theirs_base, kind), _target(ours_base, kind)
-    theirs = _run(upstream("create-vivary"), ["init", str(theirs_target), *opts], tmp_path)
-    ours = _run(BIN / "create-vivary", ["init", str(ours_target), "--minimal", *opts], tmp_path)
+    theirs = _run(upstream("create-vivary"), [*command, str(theirs_target), *opts], tmp_path)
+    ours = _run(BIN / "create-vivary", [*command, str(ours_target), *ours_adds, *opts], tmp_path)
     assert ours.returncode == theirs.returncode, (opts, kind, theirs.stderr, ours.stderr)
     assert tree(ours_base) == _expected(tree(theirs_base), opts), (opts, kind)
     as_json = "--json" in opts
@@ -138,6 +156,49 @@ def test_init_minimal_matches_create_vivary_0_4_3(
         said = theirs.stderr.replace(str(theirs_base), "BASE").strip()
         if ours.returncode == 1 and not as_json and "\n" not in said:  # 0.4.3 said one line too
             assert ours.stderr.replace(str(ours_base), "BASE").strip() == said
+
+
+@pytest.mark.parametrize("name", ["init", "doctor", "wizard", "adopt", "capabilities", "record"])
+def test_a_folder_named_like_a_command_is_that_command_as_in_0_4_3(
+    tmp_path: Path, upstream: Callable[[str], Path], name: str
+) -> None:
+    """``create-vivary doctor`` is the doctor command (missing its target), never an
+    init of a folder called doctor; ``./doctor`` is that init, in both tools."""
+    seen = []
+    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", BIN / "create-vivary")):
+        base = tmp_path / tool
+        base.mkdir()
+        bare = _run(exe, [name], base)
+        after_bare = tree(base)
+        dotted = _run(exe, [f"./{name}", "--json"], base)
+        seen.append((bare.returncode, after_bare, dotted.returncode, tree(base),
+                     _report(dotted, base, as_json=True)))
+    assert seen[1] == seen[0]
+    assert seen[1][1] == {} and seen[1][2] == 0  # the bare word wrote nothing; ./name did
+
+
+BARE_RECEIPTS = [["ws"], ["ws", "--json", "--dry-run"], ["--receipt", "{log}", "ws", "--preset", "writing"],
+                 ["ws", "--adapter", "claude", "--receipt={log}"], ["init"], ["--", "ws"], ["nested/ws"]]
+
+
+@pytest.mark.parametrize("argv", BARE_RECEIPTS, ids=[" ".join(a) for a in BARE_RECEIPTS])
+def test_a_bare_target_leaves_the_receipt_0_4_3_leaves(
+    tmp_path: Path, upstream: Callable[[str], Path], argv: list[str]
+) -> None:
+    """The receipt names the command init, and the flags and count the user typed."""
+    fields = ("command", "flags", "arg_count", "exit_code", "ok", "error_type")
+    got = []
+    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", BIN / "create-vivary")):
+        base = tmp_path / tool
+        base.mkdir()
+        log = base / "receipts.jsonl"
+        line = [a.replace("{log}", str(log)) for a in argv]
+        env = {**os.environ, "VIVARY_RECEIPT_LOG": str(log)}
+        subprocess.run([str(exe), *line], cwd=base, env=env, capture_output=True,
+                       stdin=subprocess.DEVNULL, check=False)
+        receipt = json.loads(log.read_text())
+        got.append({k: receipt.get(k) for k in fields})
+    assert got[1] == got[0]
 
 
 def test_the_generated_cases_reach_every_outcome() -> None:
@@ -261,6 +322,12 @@ MAKERS: dict[str, list[str]] = {
     "0.4.3 init, committed": ["theirs", "init", "{ws}", "--active-context", "cocoindex-code", "commit"],
     "our --minimal": ["ours", "init", "{ws}", "--minimal", "--adapter", "agents"],
     "our --minimal --commit": ["ours", "init", "{ws}", "--minimal", "--memory", "cognee", "--commit"],
+    "bare 0.4.3": ["theirs", "{ws}", "--adapter", "agents"],
+    "our bare": ["ours", "{ws}", "--adapter", "claude", "--commit"],
+    "0.4.3 adopt --adapter": ["theirs", "adopt", "{ws}", "--adapter", "claude", "--adapter", "agents"],
+    "our adopt --adapter": ["ours", "adopt", "{ws}", "--adapter", "claude", "--adapter", "agents"],
+    "our adopt --adapter of a 0.4.3 workspace": ["ours", "adopt", "{ws}", "--adapter", "claude",
+                                                 "seeded"],
     **{f"our {p} preset": ["ours", "init", "{ws}", "--preset", p, "--commit"] for p in PRESETS},
 }
 
@@ -271,11 +338,19 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
 ) -> None:
     tool, *argv = MAKERS[maker]
     ws = tmp_path / "ws"
-    commit = "commit" in argv
-    argv = [a.replace("{ws}", str(ws)) for a in argv if a != "commit"]
+    commit, seeded = "commit" in argv, "seeded" in argv
+    argv = [a.replace("{ws}", str(ws)) for a in argv if a not in ("commit", "seeded")]
     exe = upstream("create-vivary") if tool == "theirs" else BIN / "create-vivary"
+    if argv[0] == "adopt":  # a folder of someone's code, or 0.4.3's seed declaring the adapter
+        if seeded:
+            _run(upstream("create-vivary"), ["init", str(ws), *argv[2:]], tmp_path)
+        else:
+            (ws / "src").mkdir(parents=True)
+            (ws / "src/app.py").write_text("print('hi')\n")
+        plan = json.loads(_run(exe, [*argv, "--json"], tmp_path).stdout)
+        argv += ["--yes", "--plan", plan["plan_hash"]]
     made = _run(exe, argv, tmp_path)
-    assert made.returncode == 0, made.stderr
+    assert made.returncode == 0, made.stdout + made.stderr
     if commit:
         _commit(ws)
     checks = {

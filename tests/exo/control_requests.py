@@ -160,6 +160,33 @@ def valid(op: str, rng: random.Random) -> dict[str, Any]:
     return {"schema": SCHEMA, "operation": op, "state": state, "input": given}
 
 
+def _collide(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """``request`` with one identity reused: a claim, task or execution edge repeated
+    (exactly, or under the same id with another body), or an edge already in the log
+    from another receipt that shares the receipt's id or an edge id."""
+    state, given = request["state"], request["input"]
+    claims = state.get("claims")
+    if claims:
+        first = claims[0]
+        twin = rng.choice([dict(first), {**first, "scope": {"project": "z", "paths": ["zz"]}}])
+        state["claims"] = [*claims, twin]
+    elif "tasks" in state:
+        state["tasks"].append({**state["tasks"][0], "status": "done"})
+    elif "execution_log" in state:
+        log = state["execution_log"]
+        receipt = given.get("receipt")
+        if type(receipt) is dict and rng.random() < 0.5:
+            from exo.control.evidence import derive_edges
+
+            edges, _ = derive_edges(receipt, given["capsule"])
+            other = [{**e, "capsule_id": "capsule_9"} for e in edges[:1]]
+            foreign = [{**_edge(rng, "capsule_1"), "receipt_id": receipt.get("receipt_id")}]
+            state["execution_log"] = [*log, *rng.choice([other, foreign, edges + edges[:1]])]
+        elif log:
+            state["execution_log"] = [*log, rng.choice([log[0], {**log[0], "command": "other"}])]
+    return request
+
+
 def _poke(value: Any, rng: random.Random) -> Any:
     """``value`` with one nested scalar or field changed, added or removed."""
     if isinstance(value, dict) and value:
@@ -223,3 +250,9 @@ def documents(op: str, seed: int, count: int) -> list[bytes]:
         else:
             out.append(malformed(op, rng))
     return out
+
+
+def collisions(op: str, seed: int, count: int) -> list[bytes]:
+    """``count`` valid requests for ``op``, each with one identity reused."""
+    rng = random.Random(f"collide:{op}:{seed}")
+    return [json.dumps(_collide(valid(op, rng), rng)).encode() for _ in range(count)]

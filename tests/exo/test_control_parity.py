@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from exo.cli import main
-from tests.exo.control_requests import OPERATIONS, documents
+from tests.exo.control_requests import OPERATIONS, collisions, documents
 
 EXO = str(Path(sys.executable).parent / "exo")
 PER_OPERATION = 60
@@ -33,7 +33,7 @@ def _outcome(answer: dict[str, Any]) -> str:
         return str(result["reason_codes"][0])
     if "added" in result:
         return "added" if result["added"] else "replayed"
-    return str(result["decision"])
+    return str(result.get("decision", "answered"))
 
 
 #: What the evidence generator must reach, per operation (reason codes, or the
@@ -119,6 +119,26 @@ def test_evidence_paths_all_reached(operation: str, tmp_path: Path,
     assert _ours(tmp_path, docs) == theirs
     seen = {_outcome(json.loads(str(row[0][1]))) for row in theirs}
     wanted = EVIDENCE[operation]
+    assert wanted <= seen, wanted - seen
+
+
+#: What reusing an identity must reach (see ``control_requests._collide``).
+COLLISIONS = {"claim": {"unknown_claim_shape"}, "dependencies": {"unknown_task"},
+              "task_view": {"unknown_execution_log_shape", "execution_edge_identity_conflict"},
+              "record_execution": {"added", "unknown_execution_log_shape",
+                                   "execution_edge_identity_conflict"}}
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_reused_identities_answer_as_the_suite(operation: str, tmp_path: Path,
+                                               upstream: Callable[[str], Path]) -> None:
+    """A claim or task repeated, an edge id recorded with another body, an edge of
+    another receipt under the same receipt id: the suite's refusal (or append), each."""
+    docs = collisions(operation, seed=9, count=PER_OPERATION)
+    theirs = _theirs(upstream("exo"), docs)
+    assert _ours(tmp_path, docs) == theirs
+    seen = {_outcome(json.loads(str(row[0][1]))) for row in theirs}
+    wanted = COLLISIONS.get(operation, set())
     assert wanted <= seen, wanted - seen
 
 

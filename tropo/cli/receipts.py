@@ -131,7 +131,8 @@ def flag_names(argv: Sequence[str], vocab: Vocabulary) -> list[str]:
 
 def build(*, tool: str, version: str, argv: Sequence[str], vocab: Vocabulary, exit_code: int,
           duration_ms: int, source: str, error_type: str | None = None,
-          now: datetime.datetime | None = None) -> dict[str, Any]:
+          now: datetime.datetime | None = None,
+          routed: Sequence[str] | None = None) -> dict[str, Any]:
     """The receipt document (pure: the caller supplies the clock and the outcome)."""
     stamp = (now or datetime.datetime.now(datetime.UTC)).isoformat()
     record: dict[str, Any] = {
@@ -139,7 +140,7 @@ def build(*, tool: str, version: str, argv: Sequence[str], vocab: Vocabulary, ex
         "timestamp": stamp.replace("+00:00", "Z"),
         "tool": tool,
         "version": version,
-        "command": command_name(argv, vocab),
+        "command": command_name(argv if routed is None else routed, vocab),
         "flags": flag_names(argv, vocab),
         "arg_count": len(argv),
         "exit_code": exit_code,
@@ -253,8 +254,11 @@ def _tool_version() -> str:
 
 
 def record_run(group: click.Group, *, tool: str, default: str, argv: Sequence[str],
-               started: float, exit_code: int, error_type: str | None) -> None:
-    """Write this run's receipt if one was asked for; a failure is one stderr line."""
+               started: float, exit_code: int, error_type: str | None,
+               routed: Sequence[str] | None = None) -> None:
+    """Write this run's receipt if one was asked for; a failure is one stderr line.
+    ``routed`` is the command line as parsed, when the group rewrote it: it names the
+    command; the flags and the count stay those the user typed."""
     path, source = receipt_target(argv)
     if not path or not source:
         return
@@ -262,7 +266,7 @@ def record_run(group: click.Group, *, tool: str, default: str, argv: Sequence[st
         line = encode(build(tool=tool, version=_tool_version(), argv=argv,
                             vocab=vocabulary(group, default), exit_code=exit_code,
                             duration_ms=int((time.monotonic() - started) * 1000),
-                            source=source, error_type=error_type))
+                            source=source, error_type=error_type, routed=routed))
         append(path, line)
     except OSError as exc:
         print(f"{tool}: receipt: {_safe_message(exc)}", file=sys.stderr)
@@ -298,6 +302,11 @@ class ReceiptGroup(JsonErrorsGroup):
         self.params.append(click.Option([OPTION], metavar="PATH", expose_value=False,
                                         help=HELP))
 
+    def route(self, argv: list[str]) -> list[str]:
+        """The command line to parse, from the one given (without ``--receipt``): a
+        group with a default command inserts it here."""
+        return argv
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
@@ -312,12 +321,12 @@ class ReceiptGroup(JsonErrorsGroup):
                       "the request document", file=sys.stderr)
                 sys.exit(2)
             # help never reads the request: run it without a receipt rather than refuse
-            return super().main(strip_receipt_option(argv), prog_name, complete_var,
-                                standalone_mode, **extra)
+            return super().main(self.route(strip_receipt_option(argv)), prog_name,
+                                complete_var, standalone_mode, **extra)
         code, error_type = 0, None
+        routed = self.route(strip_receipt_option(argv))
         try:
-            result = super().main(strip_receipt_option(argv), prog_name, complete_var,
-                                  standalone_mode, **extra)
+            result = super().main(routed, prog_name, complete_var, standalone_mode, **extra)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
             error_type = "SystemExit" if code == 2 else None  # usage/config, as the suite
@@ -327,5 +336,5 @@ class ReceiptGroup(JsonErrorsGroup):
             raise
         finally:
             record_run(self, tool=self.receipt_tool, default=self.receipt_default, argv=argv,
-                       started=started, exit_code=code, error_type=error_type)
+                       started=started, exit_code=code, error_type=error_type, routed=routed)
         return result
