@@ -1,8 +1,9 @@
 """``vivary verify --governed`` side by side with the suite's ``ozone verify --governed``
 (vivary-ozone 0.3.2): generated requests around real compiled capsules and receipts, valid,
 mutated and malformed, give byte-identical stdout and the same exit status, and the
-generator reaches every reason code ours can give. The two deliberate differences
-(docs/review.md) are listed in DIFFERENCES and asserted, never skipped."""
+generator reaches every reason code ours can give. Requests carrying a workspace graph are
+compared wherever ours can answer (every shape rule, binding and bound); the deliberate
+differences (docs/review.md) are listed in DIFFERENCES and asserted, never skipped."""
 
 from __future__ import annotations
 
@@ -173,6 +174,161 @@ def _refused() -> dict[str, Any]:
     }
 
 
+def _checkout(cid: str, path: str | None = None, **facts: Any) -> JSON:
+    known = {name: {"status": "known", "value": value} for name, value in facts.items()}
+    return {"id": cid, "kind": "checkout", "path": path or f"{b.ROOT}/{cid}",
+            "facts": {"is_git_repository": {"status": "known", "value": True}, **known}}
+
+
+def _of(checkout: str, repository: str = "repository_a") -> JSON:
+    return {"id": f"edge_{checkout}", "kind": "checkout_of", "from": checkout, "to": repository}
+
+
+def graph(checkouts: int = 2, **fields: Any) -> JSON:
+    """A workspace graph of the capsule's workspace and instant: one repository and its
+    checkouts, each of the same origin."""
+    origin = [{"name": "origin", "fetch_url": "https://example.test/a.git"}]
+    nodes = [_checkout(f"checkout_{i}", remotes=origin, head_revision="abc") for i in range(checkouts)]
+    doc: JSON = {
+        "schema": "vivary.workspace-graph/v0",
+        "workspace_fingerprint": CAPSULE["workspace"]["fingerprint"],
+        "observed_at": CAPSULE["workspace"]["observed_at"],
+        "allowlist": [b.ROOT],
+        "nodes": [{"id": "repository_a", "kind": "repository"}, *nodes],
+        "edges": [_of(node["id"]) for node in nodes],
+        "conflicts": [],
+        "unknowns": [],
+    }
+    doc.update(fields)
+    return {k: v for k, v in doc.items() if v is not ...}
+
+
+def _conflict(*sides: str, **fields: Any) -> JSON:
+    return {"id": "conflict_1", "kind": "divergent_checkouts", "repository": "repository_a",
+            "sides": [{"checkout": c, "path": f"{b.ROOT}/{c}"} for c in sides], **fields}
+
+
+def _divergent(repositories: int) -> JSON:
+    """Repositories of two checkouts each, every pair in conflict."""
+    nodes, edges, conflicts = [], [], []
+    for r in range(repositories):
+        pair = [{"id": f"c{r}_{i}", "kind": "checkout", "path": f"{b.ROOT}/c{r}_{i}", "facts": {}} for i in (0, 1)]
+        nodes += [{"id": f"repository_{r}", "kind": "repository"}, *pair]
+        edges += [_of(node["id"], f"repository_{r}") for node in pair]
+        conflicts.append({"id": f"conflict_{r}", "kind": "divergent_checkouts", "repository": f"repository_{r}",
+                          "sides": [{"checkout": node["id"], "path": node["path"]} for node in pair]})
+    return graph(0, nodes=nodes, edges=edges, conflicts=conflicts)
+
+
+def _with_nodes(*nodes: JSON, edges: list[JSON] | None = None) -> JSON:
+    base = graph(0)
+    return graph(0, nodes=[*base["nodes"], *nodes], edges=edges if edges is not None else [])
+
+
+def _graphs() -> dict[str, Any]:
+    """Requests whose graph the suite refuses, or stops reading, before it would re-project
+    it: every shape rule, both bindings, every bound."""
+    g = graph()
+    many = [_checkout(f"checkout_{i}", head_revision="abc") for i in range(301)]
+    plain = [{"id": f"c{r}_{i}", "kind": "checkout", "path": f"{b.ROOT}/c{r}_{i}", "facts": {}}
+             for r in range(2) for i in range(300)]
+    shared = [_checkout(f"checkout_{i}", remotes=[{"name": "origin", "fetch_url": "u"}]) for i in range(46)]
+    over_budget = sealed(b.capsule(max_claims=3))
+    subjects = [{"id": s, "kind": "checkout", "path": f"{b.ROOT}/{s}", "facts": {}}
+                for s in ("loop-policy", "gates", "next-step")]
+    crowd = subjects + [{"id": f"x_{i}", "kind": "checkout", "path": f"{b.ROOT}/x_{i}", "facts": {}}
+                        for i in range(298)]
+    cut = over_budget["omissions"][0]
+    huge = sealed(over_budget | {"omissions": [{**cut, "omitted_count": 2**53 // 12 + 1,
+                                                "omitted": (cut["omitted"] * 16)[:16], "truncated": True}]})
+    wide = sealed(edit(CAPSULE, "task.scope", [b.ROOT, *(f"/r{i:03d}" for i in range(99))]))
+    dirty = [{"state": "M", "path": f"f{i}"} for i in range(1001)]
+    cases: dict[str, Any] = {
+        "graph_list": [], "graph_string": "graph", "graph_null": None, "graph_number": 7,
+        "graph_empty": {}, "graph_wrong_schema": graph(schema="vivary.workspace-graph/v1"),
+        "graph_no_schema": graph(schema=...), "graph_no_fingerprint": graph(workspace_fingerprint=...),
+        "graph_blank_fingerprint": graph(workspace_fingerprint=" "), "graph_number_fingerprint": graph(
+            workspace_fingerprint=1), "graph_no_observed_at": graph(observed_at=...),
+        "graph_observed_garbage": graph(observed_at="noon"),
+        "graph_observed_naive": graph(observed_at="2026-07-26T12:00:00"),
+        "graph_nodes_object": graph(nodes={}), "graph_edges_missing": graph(edges=...),
+        "graph_conflicts_string": graph(conflicts="none"), "graph_unknowns_null": graph(unknowns=None),
+        "graph_too_many_nodes": graph(nodes=[{"id": f"n{i}", "kind": "file"} for i in range(1001)]),
+        "graph_too_many_edges": graph(edges=[{"kind": "link"}] * 1001),
+        "graph_too_many_conflicts": _divergent(301),
+        "graph_too_many_unknowns": graph(unknowns=[{}] * 1001),
+        "graph_unknown_not_object": graph(unknowns=["gone"]),
+        "graph_unknown_blank_path": graph(unknowns=[{"path": ""}]),
+        "graph_unknown_number_subject": graph(unknowns=[{"subject_path": 3}]),
+        "graph_node_not_object": graph(nodes=[*g["nodes"], "node"]),
+        "graph_node_blank_id": _with_nodes({"id": " ", "kind": "file"}),
+        "graph_node_long_id": _with_nodes({"id": "n" * 127, "kind": "file"}),
+        "graph_node_escaped_id": _with_nodes({"id": '"' * 64, "kind": "file"}),
+        "graph_node_duplicate_id": graph(nodes=[*g["nodes"], g["nodes"][1]]),
+        "graph_node_blank_kind": _with_nodes({"id": "n", "kind": ""}),
+        "graph_node_facts_list": _with_nodes({"id": "n", "kind": "file", "facts": []}),
+        "graph_checkout_no_path": _with_nodes({"id": "c", "kind": "checkout", "facts": {}}),
+        "graph_checkout_blank_path": _with_nodes({"id": "c", "kind": "checkout", "path": " ", "facts": {}}),
+        "graph_edge_not_object": graph(edges=[*g["edges"], 1]),
+        "graph_edge_from_nothing": graph(edges=[*g["edges"], _of("checkout_9")]),
+        "graph_edge_to_checkout": graph(edges=[_of("checkout_0", "checkout_1")]),
+        "graph_edge_uncollatable": _with_nodes(_checkout("checkout_\u2603"), edges=[_of("checkout_\u2603")]),
+        "graph_checkout_two_repositories": graph(
+            nodes=[*g["nodes"], {"id": "repository_b", "kind": "repository"}],
+            edges=[*g["edges"], _of("checkout_0", "repository_b")]),
+        "graph_conflict_not_object": graph(conflicts=[[]]),
+        "graph_conflict_wrong_kind": graph(conflicts=[_conflict("checkout_0", "checkout_1", kind="drift")]),
+        "graph_conflict_duplicate_id": graph(conflicts=[_conflict("checkout_0", "checkout_1")] * 2),
+        "graph_conflict_no_repository": graph(conflicts=[_conflict("checkout_0", "checkout_1",
+                                                                   repository="repository_z")]),
+        "graph_conflict_sides_object": graph(conflicts=[_conflict(sides={})]),
+        "graph_conflict_side_path": graph(conflicts=[_conflict("checkout_0", "checkout_1") | {
+            "sides": [{"checkout": "checkout_0", "path": "/else"}, {"checkout": "checkout_1",
+                                                                  "path": f"{b.ROOT}/checkout_1"}]}]),
+        "graph_conflict_one_side": graph(conflicts=[_conflict("checkout_0")]),
+        "graph_conflict_partial": graph(3, conflicts=[_conflict("checkout_0", "checkout_1")]),
+        "graph_conflict_repeated_side": graph(conflicts=[_conflict("checkout_0", "checkout_1", "checkout_1")]),
+        "graph_checkout_no_facts": _with_nodes({"id": "c", "kind": "checkout", "path": "/c"}),
+        "graph_git_flag_string": _with_nodes({"id": "c", "kind": "checkout", "path": "/c",
+                                              "facts": {"is_git_repository": "yes"}}),
+        "graph_remotes_text": _with_nodes(_checkout("c") | {"facts": {
+            "is_git_repository": {"value": True}, "remotes": {"status": "known", "value": "origin"}}}),
+        "graph_other_workspace": graph(workspace_fingerprint="sha256:other"),
+        "graph_invalid_workspace_too": request(workspace={"fingerprint": ""}, graph=g),
+        "graph_capsule_unsafe": request(sealed(b.capsule(), repair_topology_fingerprint=...), receipt=None,
+                                        graph=graph(observed_at="2020-01-01T00:00:00Z")),
+        "graph_capsule_tampered": request(edit(CAPSULE, "claims.0.selection_reason", "trust me"),
+                                          graph=graph(observed_at=b.iso(T, z=False))),
+        "graph_other_instant": graph(observed_at=b.iso(T + timedelta(seconds=1))),
+        "graph_same_instant_other_text": graph(observed_at=b.iso(T, z=False)),
+        "graph_content_required": request(bound := sealed(b.capsule(), content_fingerprint="sha256:c"),
+                                          receipt=None, graph=graph(workspace_fingerprint=bound["workspace"][
+                                              "fingerprint"])),
+        "graph_checkouts_unbounded": _with_nodes(*many),
+        "graph_refusals_unbounded": request(wide, receipt=None, graph=graph(
+            workspace_fingerprint=wide["workspace"]["fingerprint"], refusals=[{"path": "/x"}] * 1001)),
+        "graph_worktree_root_number": _with_nodes(_checkout("c", worktree_root=5)),
+        "graph_estimate_unbounded": request(huge, receipt=None, graph=graph(
+            workspace_fingerprint=huge["workspace"]["fingerprint"])),
+        "graph_pair_scans_unbounded": graph(
+            nodes=[{"id": "repository_0", "kind": "repository"}, {"id": "repository_1", "kind": "repository"},
+                   *plain], edges=[_of(n["id"], f"repository_{n['id'][1]}") for n in plain]),
+        "graph_route_proposals_unbounded": request(over_budget, receipt=None, graph=graph(
+            workspace_fingerprint=over_budget["workspace"]["fingerprint"],
+            nodes=[{"id": "repository_a", "kind": "repository"}, *crowd], edges=[_of(n["id"]) for n in crowd])),
+        "graph_dirty_entries_text": _with_nodes({"id": "c", "kind": "checkout", "path": "/c", "facts": {
+            "dirty_entries": {"status": "known", "value": "M f"}}}),
+        "graph_dirty_entries_many": _with_nodes({"id": "c", "kind": "checkout", "path": "/c", "facts": {
+            "dirty_entries": {"status": "known", "value": dirty}}}),
+        "graph_neighbors_unbounded": _with_nodes(*shared, edges=[_of(n["id"]) for n in shared]),
+        "graph_path_work_unbounded": _with_nodes({"id": "c", "kind": "checkout", "path": "/" + "p" * 9_999,
+                                                  "facts": {"dirty_entries": {"status": "known",
+                                                                              "value": dirty[:1000]}}}),
+    }
+    return {name: value if isinstance(value, dict) and "schema" in value and "capsule" in value
+            else request(graph=value) for name, value in cases.items()}
+
+
 def _texts() -> dict[str, str]:
     """Malformed bytes: what a JSON serializer would never write."""
     valid = json.dumps(request())
@@ -205,12 +361,29 @@ DIFFERENCES = {
     # verifier could read different requests).
     "duplicate_gate_key": (json.dumps(request(gate={"name": "m"}))[:-1] + ', "gate": ' + json.dumps(GATE) + "}",
                            refusal(["invalid_request_document"])),
-    # Context-repair proposals are not built yet: a graph or content context is refused.
-    "graph_context": (json.dumps(request(graph={"schema": "vivary.workspace-graph/v0"})),
-                      refusal(["repair_context_unsupported"])),
+    # A graph that passes every bound is refused: the suite goes on to re-project it and
+    # recompile the capsule against it, which we do not have. Hand-made, so not canonical:
+    "graph_not_canonical": (json.dumps(request(graph=graph())), refusal(["repair_context_unsupported"])),
+    # A content context is refused whole, however well or badly formed.
     "content_context": (json.dumps(request(content={"checkouts": []})),
                         refusal(["repair_context_unsupported"])),
+    "content_malformed": (json.dumps(request(content=[])), refusal(["repair_context_unsupported"])),
 }
+
+#: What the suite observed and compiled, for a graph and capsule it verifies with proposals.
+SUITE_SPEC = {
+    "observation": {
+        "observed_at": b.iso(T), "allowlist": [b.ROOT], "refusals": [],
+        "checkouts": [{"path": f"{b.ROOT}/{name}", "facts": {
+            "is_git_repository": {"status": "known", "value": True},
+            "head_revision": {"status": "known", "value": "abc"},
+            "remotes": {"status": "known", "value": [{"name": "origin", "fetch_url": "https://example.test/a.git"}]},
+        }} for name in ("a", "b")],
+    },
+    "task": {"question": "What is the head revision?", "scope": [b.ROOT]},
+    "budget": {"max_claims": 2},
+}
+
 
 #: Every reason code our verification can give, and so the generator must reach.
 CODES = {
@@ -224,7 +397,8 @@ CODES = {
     "capsule_observed_after_verification", "stale_capsule", "invalid_gate", "unknown_gate_field:waive",
     "unknown_receipt_field:signature", "invalid_receipt", "invalid_receipt_created_at",
     "receipt_precedes_capsule", "receipt_from_future", "stale_receipt", "request_work_unbounded",
-    "invalid_request_document", "request_too_deeply_nested",
+    "invalid_request_document", "request_too_deeply_nested", "invalid_repair_graph",
+    "repair_graph_workspace_mismatch", "repair_graph_context_mismatch", "repair_estimate_unbounded",
     # receipt and gate verdicts
     "missing_receipt", "fingerprint_mismatch", "receipt_id_mismatch", "receipt_invalid",
     "receipt_missing_for_required_checks", "receipt_missing_for_claims_verification",
@@ -234,7 +408,7 @@ CODES = {
 
 
 def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
-    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused()}.items()}
+    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused(), **_graphs()}.items()}
     texts.update(_texts())
     cases = {}
     for index, (name, text) in enumerate(sorted(texts.items())):
@@ -251,7 +425,7 @@ def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
 
 def _drive(python: Path | str, runs: list[JSON]) -> list[JSON]:
     proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(runs),
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result: list[JSON] = json.loads(proc.stdout)
     return result
@@ -312,8 +486,28 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
 
 
+def test_a_graph_the_suite_verifies_with_proposals_is_refused(upstream: Callable[[str], Path],
+                                                              tmp_path: Path) -> None:
+    """The difference that matters: a capsule the suite compiled from its own graph, where
+    the suite answers with repair proposals and we refuse."""
+    proc = subprocess.run([str(upstream("ozone").parent / "python"), str(DRIVER.with_name("suite_capsule.py"))],
+                          input=json.dumps(SUITE_SPEC), capture_output=True, text=True, check=True, timeout=120)
+    compiled = json.loads(proc.stdout)
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request(compiled["capsule"], receipt=None, gate={"name": "merge"},
+                                       graph=compiled["graph"])))
+    run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
+    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    assert (mine["code"], json.loads(mine["stdout"])) == (2, refusal(["repair_context_unsupported"]))
+    answer = json.loads(suite["stdout"])
+    assert (suite["code"], answer["outcome"]) == (0, "insufficient")
+    kinds = [proposal["kind"] for proposal in answer["repair_proposal"]["proposals"]]
+    assert kinds == ["open_first", "open_first", "split", "deduplicate"]
+
+
 def _cli(exe: Path | str, *args: str, stdin: str = "") -> tuple[int, str, str]:
-    proc = subprocess.run([str(exe), *args], input=stdin, capture_output=True, text=True, check=False)
+    proc = subprocess.run([str(exe), *args], input=stdin, capture_output=True, text=True, check=False,
+                          timeout=120)
     return proc.returncode, proc.stdout, proc.stderr
 
 
