@@ -6,9 +6,10 @@ each part has its exact shape, binds to the others and is fresh at `verified_at`
 the answer carries the receipt verdict, the gate verdict and one outcome, `sufficient`,
 `insufficient` or `refused`, in the vocabulary of Vivary's Ozone.
 
-A workspace `graph` is checked as the suite checks it up to the point where it would be
-re-projected (`repair_context.py`); proposals over it, and any `content` context, are not
-built yet and are refused as `repair_context_unsupported`.
+A workspace `graph` (`repair_context.py`) and `content` (`content_context.py`) are checked
+as the suite checks them up to the point where the graph would be re-projected; proposals
+over them are not built yet, and a graph that passes every bound is refused as
+`repair_context_unsupported`.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any, NamedTuple
 
 from tropo.canonical import is_lossless
 from tropo.review import capsule as capsules
+from tropo.review import content_context, repair_context
 from tropo.review import gate as gates
 from tropo.review import receipt as receipts
-from tropo.review import repair_context
 from tropo.review.bounds import depth_within, identifier, nonblank, scope_work_bounded, work_within
 from tropo.review.freshness import age_code, parse_instant, receipt_codes
 from tropo.review.paths import is_within
@@ -246,8 +247,6 @@ def refusal_codes(request: Any) -> list[str]:
         return ["invalid_json_value"]
     if not isinstance(request, dict):
         return ["unknown_request_shape"]
-    if "content" in request:
-        return ["repair_context_unsupported"]
     codes = _envelope_codes(request)
     workspace = request.get("workspace")
     capsule = request.get("capsule")
@@ -256,11 +255,14 @@ def refusal_codes(request: Any) -> list[str]:
     found = _capsule_codes(capsule, claimed, with_graph)
     codes.extend(found.codes)
     bound_to = capsule.get("workspace") if isinstance(capsule, dict) else None
-    content_valid = not (isinstance(bound_to, dict) and "content_fingerprint" in bound_to)
-    if not content_valid:
-        codes.append("content_context_required")
-        if not with_graph:
-            codes.append("graph_required_for_content_context")
+    content_valid = True
+    if isinstance(bound_to, dict):
+        required = "content_fingerprint" in bound_to
+        content_found = content_context.codes(request.get("content"), required)  # absent: None
+        if required and not with_graph:
+            content_found.append("graph_required_for_content_context")
+        codes.extend(content_found)
+        content_valid = not content_found
     observed, verified = _observed_at(capsule), parse_instant(request.get("verified_at"))
     if observed is None:
         codes.append("invalid_capsule_observed_at")

@@ -329,6 +329,98 @@ def _graphs() -> dict[str, Any]:
             else request(graph=value) for name, value in cases.items()}
 
 
+MATCH = {"path": "docs/a.md", "line": 3, "excerpt": "loop step", "term": "loop", "evidence": {"command": "git grep"}}
+
+
+def _searched(name: str = "a", **fields: Any) -> JSON:
+    record: JSON = {"raw_path": f"{b.ROOT}/{name}/", "path": f"{b.ROOT}/{name}", "status": "observed",
+                    "head_revision": "abc", "privacy_fingerprint": "sha256:p", "matches": [MATCH], "omissions": []}
+    record.update(fields)
+    return {k: v for k, v in record.items() if v is not ...}
+
+
+def content(**fields: Any) -> JSON:
+    """A complete workspace-content artifact: one searched checkout with one match."""
+    doc: JSON = {"schema": "vivary.workspace-content/v0", "observed_at": b.iso(T), "terms": ["loop", "step"],
+                 "allowlist": [b.ROOT], "checkouts": [_searched()], "refusals": []}
+    doc.update(fields)
+    return {k: v for k, v in doc.items() if v is not ...}
+
+
+def _refused_root(path: str, reason: str = "outside_allowlist", **fields: Any) -> JSON:
+    return {"raw_path": path, "path": path, "status": "refused", "reason": reason, **fields}
+
+
+def _contents() -> dict[str, Any]:
+    """Requests carrying content, beside a capsule bound to content and one that is not:
+    the three empty forms, complete artifacts, each record rule broken, every bound."""
+    bound = sealed(b.capsule(), content_fingerprint="sha256:c")
+    unknown = {"raw_path": f"{b.ROOT}/u", "path": f"{b.ROOT}/u", "status": "unknown", "reason": "grep_unavailable",
+               "matches": [], "omissions": [], "evidence": {"command": "git grep"}}
+    lines = {"kind": "content_lines_truncated", "path": "docs/a.md", "omitted_count": 2, "reason": "cap"}
+    files = {"kind": "content_files_truncated", "omitted_count": 2, "total_files_matched": 5, "reason": "cap"}
+    private = {"kind": "privacy_matches_excluded", "omitted_count": 1, "reason": "ignored",
+               "evidence": {"command": "git check-ignore"}}
+    plain = {"content_null": None, "content_empty": {}, "content_no_checkouts": {"checkouts": []},
+             "content_artifact_of_nothing": content(checkouts=[]), "content_unbound_capsule": content()}
+    cases: dict[str, Any] = {
+        "content_bound_valid": content(), "content_bound_empty": {},
+        "content_bound_artifact_of_nothing": content(checkouts=[]),
+        "content_list": [], "content_string": "content", "content_missing_terms": content(terms=...),
+        "content_extra_field": content(note="x"), "content_wrong_schema": content(schema="vivary.content/v0"),
+        "content_observed_naive": content(observed_at="2026-07-26T12:00:00"),
+        "content_observed_garbage": content(observed_at="later"), "content_terms_text": content(terms="loop"),
+        "content_term_empty": content(terms=["loop", ""]), "content_allowlist_empty": content(allowlist=[]),
+        "content_allowlist_relative": content(allowlist=["workspace"]),
+        "content_checkouts_object": content(checkouts={}), "content_refusals_null": content(refusals=None),
+        "content_checkout_not_object": content(checkouts=["a"]),
+        "content_checkout_raw_path_other": content(checkouts=[_searched(raw_path=f"{b.ROOT}/b")]),
+        "content_checkout_relative": content(checkouts=[_searched(raw_path="a", path="a")]),
+        "content_checkout_outside": content(checkouts=[_searched()], allowlist=["/elsewhere"]),
+        "content_checkout_status_other": content(checkouts=[_searched(status="searched")]),
+        "content_checkout_extra_field": content(checkouts=[_searched(note="x")]),
+        "content_checkout_blank_head": content(checkouts=[_searched(head_revision="")]),
+        "content_checkout_no_head": content(checkouts=[_searched(head_revision=None)]),
+        "content_checkout_no_terms": content(terms=[], checkouts=[_searched(matches=[])]),
+        "content_checkout_no_question_terms": content(terms=[], checkouts=[_searched(
+            privacy_fingerprint=..., reason="no_question_terms", head_revision=None, matches=[])]),
+        "content_checkout_no_question_terms_but_terms": content(checkouts=[_searched(
+            privacy_fingerprint=..., reason="no_question_terms", head_revision=None, matches=[])]),
+        "content_match_absolute": content(checkouts=[_searched(matches=[{**MATCH, "path": "/etc/passwd"}])]),
+        "content_match_line_zero": content(checkouts=[_searched(matches=[{**MATCH, "line": 0}])]),
+        "content_match_line_bool": content(checkouts=[_searched(matches=[{**MATCH, "line": True}])]),
+        "content_match_other_term": content(checkouts=[_searched(matches=[{**MATCH, "term": "gate"}])]),
+        "content_match_evidence_extra": content(checkouts=[_searched(matches=[
+            {**MATCH, "evidence": {"command": "git grep", "exit": 0}}])]),
+        "content_match_excerpt_number": content(checkouts=[_searched(matches=[{**MATCH, "excerpt": 1}])]),
+        "content_omissions_valid": content(checkouts=[_searched(omissions=[lines, files, private])]),
+        "content_lines_omission_zero": content(checkouts=[_searched(omissions=[{**lines, "omitted_count": 0}])]),
+        "content_files_omission_total_short": content(checkouts=[_searched(omissions=[
+            {**files, "total_files_matched": 1}])]),
+        "content_omission_other_kind": content(checkouts=[_searched(omissions=[{**private, "kind": "gone"}])]),
+        "content_unknown_checkout": content(checkouts=[_searched(), unknown]),
+        "content_unknown_checkout_matches": content(checkouts=[{**unknown, "matches": [MATCH]}]),
+        "content_refused_outside": content(refusals=[_refused_root("/elsewhere")]),
+        "content_refused_outside_but_inside": content(refusals=[_refused_root(f"{b.ROOT}/z")]),
+        "content_refused_resolved_outside": content(refusals=[_refused_root(f"{b.ROOT}/z",
+                                                                            "resolved_outside_allowlist")]),
+        "content_refused_status_other": content(refusals=[_refused_root("/elsewhere", status="skipped")]),
+        "content_refused_raw_path_other": content(refusals=[_refused_root("/elsewhere", raw_path="/other")]),
+        "content_checkout_twice": content(checkouts=[_searched(), _searched()]),
+        "content_checkout_refused_too": content(refusals=[_refused_root(f"{b.ROOT}/a")]),
+        "content_match_twice": content(checkouts=[_searched(matches=[MATCH, {**MATCH, "excerpt": "again"}])]),
+        "content_too_many_sources": content(checkouts=[], refusals=[{}] * 10_001),
+        "content_path_comparisons_unbounded": content(refusals=[{}] * 1001, allowlist=["/a"] * 1000),
+        "content_prefix_work_unbounded": content(checkouts=[_searched(path="/" + "p" * 999, matches=[{}] * 1001)]),
+    }
+    requests = {name: request(receipt=None, content=value) for name, value in plain.items()}
+    requests.update({name: request(bound, receipt=None, content=value) for name, value in cases.items()})
+    requests["content_beside_bad_graph"] = request(bound, receipt=None, content=[], graph=graph(
+        workspace_fingerprint=bound["workspace"]["fingerprint"]))
+    requests["content_beside_no_capsule"] = request(receipt=None, content=[]) | {"capsule": "none"}
+    return requests
+
+
 def _texts() -> dict[str, str]:
     """Malformed bytes: what a JSON serializer would never write."""
     valid = json.dumps(request())
@@ -364,10 +456,11 @@ DIFFERENCES = {
     # A graph that passes every bound is refused: the suite goes on to re-project it and
     # recompile the capsule against it, which we do not have. Hand-made, so not canonical:
     "graph_not_canonical": (json.dumps(request(graph=graph())), refusal(["repair_context_unsupported"])),
-    # A content context is refused whole, however well or badly formed.
-    "content_context": (json.dumps(request(content={"checkouts": []})),
-                        refusal(["repair_context_unsupported"])),
-    "content_malformed": (json.dumps(request(content=[])), refusal(["repair_context_unsupported"])),
+    # Content beside a graph that passes every bound, the same.
+    "graph_with_content": (json.dumps(request(bound := sealed(b.capsule(), content_fingerprint="sha256:c"),
+                                              receipt=None, content=content(), graph=graph(
+                                                  workspace_fingerprint=bound["workspace"]["fingerprint"]))),
+                           refusal(["repair_context_unsupported"])),
 }
 
 #: What the suite observed and compiled, for a graph and capsule it verifies with proposals.
@@ -399,6 +492,7 @@ CODES = {
     "receipt_precedes_capsule", "receipt_from_future", "stale_receipt", "request_work_unbounded",
     "invalid_request_document", "request_too_deeply_nested", "invalid_repair_graph",
     "repair_graph_workspace_mismatch", "repair_graph_context_mismatch", "repair_estimate_unbounded",
+    "invalid_content_context",
     # receipt and gate verdicts
     "missing_receipt", "fingerprint_mismatch", "receipt_id_mismatch", "receipt_invalid",
     "receipt_missing_for_required_checks", "receipt_missing_for_claims_verification",
@@ -408,7 +502,7 @@ CODES = {
 
 
 def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
-    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused(), **_graphs()}.items()}
+    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused(), **_graphs(), **_contents()}.items()}
     texts.update(_texts())
     cases = {}
     for index, (name, text) in enumerate(sorted(texts.items())):
