@@ -23,7 +23,7 @@ from tropo.review import gate as gates
 from tropo.review import receipt as receipts
 from tropo.review.bounds import depth_within, identifier, nonblank, scope_work_bounded, work_within
 from tropo.review.freshness import age_code, parse_instant, receipt_codes
-from tropo.review.paths import is_within
+from tropo.review.paths import is_within_allowlist
 
 REQUEST_SCHEMA = "vivary.ozone-verification-request/v0"
 SCHEMA = "vivary.ozone-verification/v0"
@@ -64,7 +64,7 @@ def _scope_valid(capsule: JSON) -> bool:
     scope = task["scope"]
     paths = narrated_paths(capsule)
     return scope_work_bounded(scope, paths) and all(
-        nonblank(path) and any(is_within(root, path) for root in scope) for path in paths
+        nonblank(path) and any(is_within_allowlist(root, path) for root in scope) for path in paths
     )
 
 
@@ -134,7 +134,7 @@ def _capsule_codes(capsule: Any, claimed_workspace: Any, with_graph: bool) -> _C
         return _CapsuleFindings(codes, safe, safe)
     elif not scope_work_bounded(scope, cwds):
         codes.append("repair_work_unbounded")
-    elif not all(not scope or any(is_within(root, cwd) for root in scope) for cwd in cwds if cwd):
+    elif not all(not scope or any(is_within_allowlist(root, cwd) for root in scope) for cwd in cwds if cwd):
         codes.append("invalid_capsule")
     elif any(o.get("kind") in _GRAPH_OMISSIONS for o in capsule["omissions"]):
         codes.append("graph_required_for_compiler_omissions")

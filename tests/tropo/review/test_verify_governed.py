@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.strato.decide import builders as b
-from tropo.review.capsule_graph import GRAPH_CHECK
+from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.review.governed import refusal
 
 DRIVER = Path(__file__).with_name("verify_driver.py")
@@ -110,6 +110,9 @@ def _valid() -> dict[str, Any]:
         "receipt_model_resealed": request(receipt=resealed_receipt(rec, "runtime.model", "m-1")),
         "receipt_verified_at_edge": request(verified_at=b.iso(T + timedelta(seconds=300))),
         "offset_timestamp": request(verified_at=(T + timedelta(seconds=90)).isoformat()),
+        "windows_scope_folds_case": request(sealed(compile_capsule(
+            b.RECORDS, question="What is the next safe loop step?", root="c:/Repo", observed_at=T,
+            required_checks=[{**GRAPH_CHECK, "cwd": "c:/repo"}])), receipt=None, gate={"name": "merge"}),
     }
 
 
