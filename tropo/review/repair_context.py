@@ -1,25 +1,29 @@
 """The workspace graph (`vivary.workspace-graph/v0`) a governed request offers as repair
-context: whether a repair could be keyed on it, and whether re-projecting it and proposing
-repairs over it would stay bounded, decided before any of that work is done.
+context: whether a repair could be keyed on it, whether re-projecting it and proposing
+repairs over it would stay bounded (decided before any of that work is done), and whether
+it is its own checkouts' projection and the capsule's.
 
 Each predicate answers one of the suite's questions (vivary-ozone 0.3.2) and `codes` asks
-them in its order. What comes after them (the graph re-projected from its checkouts, the
-capsule recompiled against it, the proposals) needs vivary-core's workspace projection and
-capsule compiler, which we do not have: a graph that passes every bound is refused as
-`repair_context_unsupported` (docs/review.md).
+them in its order, up to the graph re-projected from its checkouts (`workspace_graph.py`)
+and its conflicts and repair topology held to the capsule's. What comes after (the capsule
+recompiled against the graph, then the proposals) needs vivary-core's capsule compiler,
+which we do not have: a graph that passes every check is refused as
+`repair_context_unsupported` (docs/review.md), as is one whose paths need a collation
+order we do not know.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from tropo.canonical import MAX_SAFE_INTEGER, canonicalize
+from tropo.review import workspace_graph
 from tropo.review.bounds import MAX_WORK, identifier, nonblank, scope_work_bounded, string_cost, work_units
+from tropo.review.collation import Unordered, collatable
 from tropo.review.freshness import parse_instant
-from tropo.review.paths import is_canonical_absolute, is_checkout_relative, is_within_allowlist, path_identity
+from tropo.review.paths import is_within_allowlist
+from tropo.review.workspace_graph import MAX_NEIGHBOR_GROUP, SCHEMA, facts_valid, repository_identity
 
-SCHEMA = "vivary.workspace-graph/v0"
 MAX_NODES = 1_000
 MAX_EDGES = 1_000
 MAX_CONFLICTS = 300
@@ -30,80 +34,9 @@ MAX_DEDUPE_CHECKOUTS = 300
 MAX_PAIRS = MAX_DEDUPE_CHECKOUTS * (MAX_DEDUPE_CHECKOUTS - 1) // 2
 #: Git checkouts in the task scope a capsule may be recompiled over.
 MAX_CONTEXT_CHECKOUTS = 300
-#: Checkouts of one repository that get pairwise neighbour edges when a graph is projected.
-MAX_NEIGHBOR_GROUP = 300
 #: Tokens a split proposal estimates per omitted claim.
 OMITTED_CLAIM_TOKENS = 12
-#: Characters whose collation order the suite pinned; an id outside them cannot be sorted.
-_COLLATABLE = ((0x09, 0x0D), (0x20, 0x17F), (0x2000, 0x206F))
 JSON = dict[str, Any]
-
-
-def collatable(text: str) -> bool:
-    return all(any(low <= ord(ch) <= high for low, high in _COLLATABLE) for ch in text)
-
-
-def _branch_ref(value: Any) -> bool:
-    if not isinstance(value, dict):
-        return False
-    if value.get("kind") == "detached":
-        return set(value) == {"kind"}
-    return value.get("kind") == "branch" and set(value) == {"kind", "name"} and nonblank(value["name"])
-
-
-def _dirty_entries(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(entry, dict)
-        and set(entry) == {"state", "path"}
-        and isinstance(entry["state"], str)
-        and is_checkout_relative(entry["path"])
-        for entry in value
-    )
-
-
-def _remotes(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(remote, dict)
-        and nonblank(remote.get("name"))
-        and all(field not in remote or isinstance(remote[field], str) for field in ("fetch_url", "push_url"))
-        for remote in value
-    )
-
-
-def _strings(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _flag(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-#: What a known fact's value must be; a fact not named here may hold anything.
-_FACT_VALUES: dict[str, Callable[[Any], bool]] = {
-    "is_git_repository": _flag,
-    "is_dirty": _flag,
-    "worktree_root": is_canonical_absolute,
-    "git_common_dir": is_canonical_absolute,
-    "head_revision": nonblank,
-    "content_privacy_fingerprint": nonblank,
-    "upstream": nonblank,
-    "last_fetch": nonblank,
-    "npm_test_script": nonblank,
-    "head_ref": _branch_ref,
-    "workspace_markers": _strings,
-    "dirty_entries": _dirty_entries,
-    "remotes": _remotes,
-}
-
-
-def _fact_valid(name: str, detail: Any) -> bool:
-    if detail is None:
-        return True
-    if not isinstance(detail, dict) or detail.get("status") not in ("known", "unknown"):
-        return False
-    if detail["status"] == "unknown":
-        return nonblank(detail.get("reason"))
-    return "value" in detail and _FACT_VALUES.get(name, lambda _: True)(detail["value"])
 
 
 def is_git_checkout(node: Any) -> bool:
@@ -111,7 +44,7 @@ def is_git_checkout(node: Any) -> bool:
     if not isinstance(node, dict) or node.get("kind") != "checkout":
         return False
     facts = node.get("facts")
-    if not (isinstance(facts, dict) and all(_fact_valid(name, detail) for name, detail in facts.items())):
+    if not facts_valid(facts):
         return False
     repository = facts.get("is_git_repository")
     return (
@@ -119,24 +52,6 @@ def is_git_checkout(node: Any) -> bool:
         and repository.get("status") == "known"
         and repository.get("value") is True
     )
-
-
-def _repository_key(path: Any, facts: Any) -> str:
-    """What groups a checkout with its siblings, as the suite keys it: the origin (else
-    first) remote's fetch URL, else the shared Git directory, else the checkout's path.
-    Raises AttributeError, KeyError or TypeError on facts too malformed to tell."""
-    remotes = facts.get("remotes")
-    if remotes is not None and remotes.get("status") == "known":
-        values = remotes.get("value") or []
-        origin = next((remote for remote in values if remote.get("name") == "origin"), None)
-        if origin is None and values:
-            origin = values[0]
-        if origin is not None and origin.get("fetch_url"):
-            return canonicalize(origin["fetch_url"])
-    common = facts.get("git_common_dir")
-    if common is not None and common.get("status") == "known" and common.get("value"):
-        path = common["value"]
-    return canonicalize("local:" + path_identity(str(path)))
 
 
 def neighbor_pairs(graph: JSON) -> int | None:
@@ -151,7 +66,7 @@ def neighbor_pairs(graph: JSON) -> int | None:
             repository = facts.get("is_git_repository")
             if repository is None or repository.get("value") is not True:
                 continue
-            key = _repository_key(path, facts)
+            key = canonicalize(repository_identity(path, facts)["identity"])
             groups[key] = groups.get(key, 0) + 1
     except (AttributeError, KeyError, TypeError):
         return None
@@ -399,9 +314,69 @@ def projection_bounded(graph: JSON) -> bool:
     return True
 
 
+def conflicts_match(capsule: JSON, graph: JSON) -> tuple[bool, bool]:
+    """Whether the capsule hands every graph conflict in its scope to review, as the
+    graph states it, and nothing else; and whether finding out stayed within C(300, 2)
+    scope comparisons."""
+    expected: dict[str, JSON] = {}
+    for conflict in capsule["conflicts"]:
+        if not (
+            isinstance(conflict, dict)
+            and conflict.get("decision") == "review_required"
+            and identifier(conflict.get("id"))
+            and conflict["id"] not in expected
+        ):
+            return False, True
+        expected[conflict["id"]] = {k: v for k, v in conflict.items() if k != "decision"}
+    actual = {conflict["id"]: conflict for conflict in graph["conflicts"]}
+    if any(actual.get(cid) != conflict for cid, conflict in expected.items()):
+        return False, True
+    scope = capsule["task"].get("scope") or []
+    paths = {node["id"]: node["path"] for node in graph["nodes"] if node["kind"] == "checkout"}
+    comparisons = 0
+    for conflict in graph["conflicts"]:
+        if conflict["id"] in expected:
+            continue
+        if not scope:
+            return False, True
+        in_scope = True
+        for side in conflict.get("sides") or []:
+            for root in scope:
+                comparisons += 1
+                if comparisons > MAX_PAIRS:
+                    return False, False
+                if is_within_allowlist(root, paths[side["checkout"]]):
+                    break
+            else:
+                in_scope = False
+                break
+        if in_scope:
+            return False, True
+    return True, True
+
+
+def _rest_codes(capsule: JSON, graph: JSON) -> list[str]:
+    """The checks past the bounds: the graph is its own checkouts' projection, the
+    capsule's conflicts and repair topology are the graph's."""
+    try:
+        canonical = workspace_graph.is_canonical(graph)
+    except Unordered:
+        return ["repair_context_unsupported"]
+    if not canonical:
+        return ["invalid_repair_graph"]
+    matches, bounded = conflicts_match(capsule, graph)
+    if not bounded:
+        return ["repair_work_unbounded"]
+    if not matches:
+        return ["repair_graph_conflicts_mismatch"]
+    if capsule["workspace"]["repair_topology_fingerprint"] != workspace_graph.topology_fingerprint(graph):
+        return ["repair_graph_topology_unbound"]
+    return ["repair_context_unsupported"]
+
+
 def codes(request: JSON, capsule_safe: bool, content_valid: bool) -> list[str]:
     """Why the request's graph cannot carry repairs, in the suite's order; the reason we
-    cannot yet judge one that passes every bound."""
+    cannot yet judge one that passes every check."""
     graph, capsule = request["graph"], request.get("capsule")
     workspace = request.get("workspace")
     claimed = workspace.get("fingerprint") if isinstance(workspace, dict) else None
@@ -422,4 +397,4 @@ def codes(request: JSON, capsule_safe: bool, content_valid: bool) -> list[str]:
         return ["repair_estimate_unbounded"]
     if not (proposals_bounded(capsule, graph) and projection_bounded(graph)):
         return ["repair_work_unbounded"]
-    return ["repair_context_unsupported"]
+    return _rest_codes(capsule, graph)

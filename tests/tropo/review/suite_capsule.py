@@ -1,7 +1,7 @@
-"""Compile a workspace graph and a Task Capsule with the suite's vivary-core (run in the
-oracle's Python): a graph-bearing request the suite verifies, to hold our refusal of it to
-the deliberate difference docs/review.md lists. Reads ``{"observation", "task", "budget"}``
-on stdin; prints ``{"graph", "capsule"}``."""
+"""Project a workspace graph, and compile a Task Capsule over it, with the suite's
+vivary-core (run in the oracle's Python): graph-bearing requests the suite answers and we
+refuse, held to the deliberate differences docs/review.md lists. Reads ``{"observation",
+"task"?, "budget"?}`` on stdin; prints ``{"graph", "capsule"?}``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from vivary_core.workspace_model import project_workspace_graph
 
 def main() -> None:
     spec = json.load(sys.stdin)
-    graph = project_workspace_graph(spec["observation"])
-    capsule = compile_task_capsule(task=spec["task"], graph=graph, budget=spec["budget"])
-    print(json.dumps({"graph": graph, "capsule": capsule}))
+    out = {"graph": project_workspace_graph(spec["observation"])}
+    if "task" in spec:
+        out["capsule"] = compile_task_capsule(task=spec["task"], graph=out["graph"], budget=spec["budget"])
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

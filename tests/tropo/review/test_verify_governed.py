@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 
 from tests.strato.decide import builders as b
+from tropo.canonical import deterministic_id
 from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.review.governed import refusal
+from tropo.review.workspace_graph import project, topology_fingerprint
 
 DRIVER = Path(__file__).with_name("verify_driver.py")
 JSON = dict[str, Any]
@@ -332,6 +334,104 @@ def _graphs() -> dict[str, Any]:
             else request(graph=value) for name, value in cases.items()}
 
 
+def _observed(name: str, head: str = "abc", root: str = b.ROOT, **facts: Any) -> JSON:
+    known = {"is_git_repository": True, "head_revision": head, **facts}
+    return {"path": f"{root}/{name}", "facts": {k: {"status": "known", "value": v} for k, v in known.items()}}
+
+
+ORIGIN = [{"name": "origin", "fetch_url": "https://example.test/a.git"}]
+
+
+def projected(*checkouts: JSON, **fields: Any) -> JSON:
+    """The canonical graph of these observed checkouts, at the capsule's instant."""
+    graph = project({"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT, "/other"],
+                     "checkouts": list(checkouts), "refusals": fields.pop("refusals", [])})
+    graph.update(fields)
+    return {k: v for k, v in graph.items() if v is not ...}
+
+
+def bound_to(graph: JSON, capsule: JSON | None = None, **workspace: Any) -> JSON:
+    """A request whose capsule is bound to the graph: its workspace, instant and topology."""
+    capsule = copy.deepcopy(CAPSULE if capsule is None else capsule)
+    capsule["workspace"].update({"fingerprint": graph["workspace_fingerprint"],
+                                 "repair_topology_fingerprint": topology_fingerprint(graph), **workspace})
+    return request(b.seal(capsule), receipt=None, graph=graph)
+
+
+def _without(doc: JSON, field: str) -> JSON:
+    return {k: v for k, v in doc.items() if k != field}
+
+
+def _divergence(capsule: JSON, graph: JSON, **changes: Any) -> JSON:
+    """The capsule handing the graph's conflicts to review (changed as asked)."""
+    conflicts = [{**conflict, "decision": "review_required", **changes} for conflict in graph["conflicts"]]
+    return b.seal(capsule | {"conflicts": conflicts})
+
+
+def _canonical() -> dict[str, Any]:
+    """Requests bound to a projected graph: each part of the projection bent, the
+    capsule's conflicts and topology against the graph's."""
+    two = projected(_observed("a", remotes=ORIGIN), _observed("b", remotes=ORIGIN))
+    split = projected(_observed("a", remotes=ORIGIN), _observed("b", "def", remotes=ORIGIN))
+    away = projected(_observed("a", root="/other", remotes=ORIGIN), _observed("b", "def", root="/other",
+                                                                             remotes=ORIGIN))
+    refused = projected(_observed("a"), refusals=[{"path": p, "status": "refused", "reason": "outside_allowlist"}
+                                                   for p in ("/etc", "/Etc")])
+    unknown = projected(_observed("a", head_ref={"kind": "branch", "name": "main"})
+                        | {"facts": {"is_git_repository": {"status": "known", "value": True},
+                                     "head_revision": {"status": "unknown", "reason": "no_head"}}})
+    relabelled = copy.deepcopy(two)
+    relabelled["nodes"] = [n | {"label": "x"} if n["kind"] == "checkout" else n for n in two["nodes"]]
+    forged = projected(_observed("a")) | {"workspace_fingerprint": "sha256:forged"}
+    neighbor = copy.deepcopy(two)
+    for edge in neighbor["edges"]:
+        if edge["kind"] == "neighbor_of":
+            edge.update({"from": edge["to"], "to": edge["from"],
+                         "id": deterministic_id("edge", {"kind": "neighbor_of", "from": edge["to"],
+                                                         "to": edge["from"]})})
+    many = projected(*many_checkouts(150))
+    roots = [b.ROOT, *(f"/r{i:03d}" for i in range(299))]
+    scoped = b.seal(edit(CAPSULE, "task.scope", roots))
+    return {
+        "canonical_hand_made": request(graph=graph()),
+        "canonical_relabelled": bound_to(relabelled),
+        "canonical_edge_dropped": bound_to(two | {"edges": two["edges"][1:]}),
+        "canonical_node_added": bound_to(two | {"nodes": [*two["nodes"], {"id": "revision_x", "kind": "revision",
+                                                                          "sha": "x"}]}),
+        "canonical_edge_id_forged": bound_to(edit(two, "edges.0.id", "edge_0000000000000000")),
+        "canonical_no_allowlist": bound_to(_without(two, "allowlist")),
+        "canonical_allowlist_not_normalized": bound_to(two | {"allowlist": [f"{b.ROOT}/", "/other"]}),
+        "canonical_extra_field": bound_to(two | {"note": "x"}),
+        "canonical_refusals_reordered": bound_to(refused | {"refusals": refused["refusals"][::-1]}),
+        "canonical_refusal_relative": bound_to(projected(_observed("a")) | {"refusals": [
+            {"path": "rel", "status": "refused", "reason": "resolved_outside_allowlist"}]}),
+        "canonical_unknown_dropped": bound_to(unknown | {"unknowns": []}),
+        "canonical_unknown_added": bound_to(two | {"unknowns": [{"checkout": "c", "path": "/workspace/a",
+                                                                 "fact": "x", "reason": "y"}]}),
+        "canonical_omission_added": bound_to(two | {"omissions": [{"kind": "neighbor_of_pairs_capped"}]}),
+        "canonical_conflict_dropped": bound_to(split | {"conflicts": []}),
+        "canonical_sides_reordered": bound_to(edit(split, "conflicts.0.sides", split["conflicts"][0]["sides"][::-1])),
+        "canonical_fingerprint_forged": bound_to(forged),
+        "canonical_topology_unbound": bound_to(two, repair_topology_fingerprint="topology_1"),
+        "canonical_neighbor_reversed_topology_unbound": bound_to(neighbor, repair_topology_fingerprint="t"),
+        "canonical_no_refusals_topology_unbound": bound_to(_without(two, "refusals"),
+                                                           repair_topology_fingerprint="t"),
+        "conflict_not_in_capsule": bound_to(split),
+        "conflict_in_capsule_topology_unbound": bound_to(split, _divergence(CAPSULE, split),
+                                                         repair_topology_fingerprint="t"),
+        "conflict_in_capsule_changed": bound_to(split, _divergence(CAPSULE, split, question="Which?")),
+        "conflict_out_of_scope_topology_unbound": bound_to(away, repair_topology_fingerprint="t"),
+        "conflict_scope_comparisons_unbounded": bound_to(many, scoped),
+        "conflict_scope_comparisons_bounded": bound_to(projected(*many_checkouts(149)), scoped,
+                                                       repair_topology_fingerprint="t"),
+    }
+
+
+def many_checkouts(repositories: int) -> list[JSON]:
+    return [_observed(f"c{i}_{j}", root="/other", head="abc" if j else "def", git_common_dir=f"/other/c{i}/.git")
+            for i in range(repositories) for j in (0, 1)]
+
+
 MATCH = {"path": "docs/a.md", "line": 3, "excerpt": "loop step", "term": "loop", "evidence": {"command": "git grep"}}
 
 
@@ -456,14 +556,13 @@ DIFFERENCES = {
     # verifier could read different requests).
     "duplicate_gate_key": (json.dumps(request(gate={"name": "m"}))[:-1] + ', "gate": ' + json.dumps(GATE) + "}",
                            refusal(["invalid_request_document"])),
-    # A graph that passes every bound is refused: the suite goes on to re-project it and
-    # recompile the capsule against it, which we do not have. Hand-made, so not canonical:
-    "graph_not_canonical": (json.dumps(request(graph=graph())), refusal(["repair_context_unsupported"])),
-    # Content beside a graph that passes every bound, the same.
-    "graph_with_content": (json.dumps(request(bound := sealed(b.capsule(), content_fingerprint="sha256:c"),
-                                              receipt=None, content=content(), graph=graph(
-                                                  workspace_fingerprint=bound["workspace"]["fingerprint"]))),
-                           refusal(["repair_context_unsupported"])),
+    # A graph that passes every check is refused: the suite goes on to recompile the capsule
+    # against it, which we do not have (this capsule is not the graph's, so it says so).
+    "graph_past_every_check": (json.dumps(bound_to(projected(_observed("a")))),
+                               refusal(["repair_context_unsupported"])),
+    # Content beside a graph that passes every check, the same.
+    "graph_with_content": (json.dumps(bound_to(projected(_observed("a")), sealed(
+        b.capsule(), content_fingerprint="sha256:c")) | {"content": content()}), refusal(["repair_context_unsupported"])),
 }
 
 #: What the suite observed and compiled, for a graph and capsule it verifies with proposals.
@@ -495,7 +594,7 @@ CODES = {
     "receipt_precedes_capsule", "receipt_from_future", "stale_receipt", "request_work_unbounded",
     "invalid_request_document", "request_too_deeply_nested", "invalid_repair_graph",
     "repair_graph_workspace_mismatch", "repair_graph_context_mismatch", "repair_estimate_unbounded",
-    "invalid_content_context",
+    "invalid_content_context", "repair_graph_conflicts_mismatch", "repair_graph_topology_unbound",
     # receipt and gate verdicts
     "missing_receipt", "fingerprint_mismatch", "receipt_id_mismatch", "receipt_invalid",
     "receipt_missing_for_required_checks", "receipt_missing_for_claims_verification",
@@ -505,7 +604,7 @@ CODES = {
 
 
 def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
-    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused(), **_graphs(), **_contents()}.items()}
+    texts = {name: json.dumps(doc) for name, doc in {**_valid(), **_refused(), **_graphs(), **_contents(), **_canonical()}.items()}
     texts.update(_texts())
     cases = {}
     for index, (name, text) in enumerate(sorted(texts.items())):
@@ -583,13 +682,32 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
 
 
+def _suite_compiled(upstream: Callable[[str], Path], spec: JSON) -> JSON:
+    proc = subprocess.run([str(upstream("ozone").parent / "python"), str(DRIVER.with_name("suite_capsule.py"))],
+                          input=json.dumps(spec), capture_output=True, text=True, check=True, timeout=120)
+    compiled: JSON = json.loads(proc.stdout)
+    return compiled
+
+
+def test_a_graph_whose_path_order_we_do_not_know_is_refused(upstream: Callable[[str], Path],
+                                                            tmp_path: Path) -> None:
+    """Two checkouts whose paths the suite orders by its pinned table (non-ASCII letters):
+    the suite reads on (and finds this capsule is not the graph's), we refuse."""
+    spec = {"observation": {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                            "refusals": [], "checkouts": [_observed("caf\u00e9"), _observed("na\u00efve")]}}
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(bound_to(_suite_compiled(upstream, spec)["graph"])))
+    run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
+    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    assert (mine["code"], json.loads(mine["stdout"])) == (2, refusal(["repair_context_unsupported"]))
+    assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
+
+
 def test_a_graph_the_suite_verifies_with_proposals_is_refused(upstream: Callable[[str], Path],
                                                               tmp_path: Path) -> None:
     """The difference that matters: a capsule the suite compiled from its own graph, where
     the suite answers with repair proposals and we refuse."""
-    proc = subprocess.run([str(upstream("ozone").parent / "python"), str(DRIVER.with_name("suite_capsule.py"))],
-                          input=json.dumps(SUITE_SPEC), capture_output=True, text=True, check=True, timeout=120)
-    compiled = json.loads(proc.stdout)
+    compiled = _suite_compiled(upstream, SUITE_SPEC)
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request(compiled["capsule"], receipt=None, gate={"name": "merge"},
                                        graph=compiled["graph"])))
