@@ -682,6 +682,18 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
 
 
+def test_a_refusal_record_list_that_is_a_number_is_refused(upstream: Callable[[str], Path], tmp_path: Path) -> None:
+    """A graph's `refusals` given as a number: the suite's bound check iterates it and
+    crashes (a traceback, exit 1); we refuse the graph as not canonical."""
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(bound_to(projected(_observed("a")) | {"refusals": 1})))
+    args = ("verify", str(path), "--governed", "--json")
+    code, out, _ = _cli(Path(sys.executable).parent / "tropo", *args)
+    assert (code, json.loads(out)) == (2, refusal(["invalid_repair_graph"]))
+    code, out, err = _cli(upstream("ozone"), *args)
+    assert (code, out) == (1, "") and err.rstrip().endswith("TypeError: 'int' object is not iterable")
+
+
 def _suite_compiled(upstream: Callable[[str], Path], spec: JSON) -> JSON:
     proc = subprocess.run([str(upstream("ozone").parent / "python"), str(DRIVER.with_name("suite_capsule.py"))],
                           input=json.dumps(spec), capture_output=True, text=True, check=True, timeout=120)
