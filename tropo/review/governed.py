@@ -7,8 +7,8 @@ the answer carries the receipt verdict, the gate verdict and one outcome, `suffi
 `insufficient` or `refused`, in the vocabulary of Vivary's Ozone.
 
 A workspace `graph` (`repair_context.py`) and `content` (`content_context.py`) are checked
-as the suite checks them up to the point where the graph would be re-projected; proposals
-over them are not built yet, and a graph that passes every bound is refused as
+as the suite checks them; a verified request with a graph carries repair proposals over it
+(`repairs.py`). A graph beside a capsule compiled with content is refused as
 `repair_context_unsupported`.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from tropo.canonical import is_lossless
 from tropo.review import capsule as capsules
-from tropo.review import content_context, repair_context
+from tropo.review import content_context, repair_context, repairs
 from tropo.review import gate as gates
 from tropo.review import receipt as receipts
 from tropo.review.bounds import depth_within, identifier, nonblank, scope_work_bounded, work_within
@@ -313,5 +313,5 @@ def verify(request: Any) -> JSON:
         "reason_codes": list(dict.fromkeys(receipt_verdict["reason_codes"] + gate_verdict["reason_codes"])),
         "receipt_verdict": receipt_verdict,
         "gate_verdict": gate_verdict,
-        "repair_proposal": None,
+        "repair_proposal": repairs.propose(capsule, request["graph"]) if "graph" in request else None,
     }

@@ -4,12 +4,11 @@ repairs over it would stay bounded (decided before any of that work is done), an
 it is its own checkouts' projection and the capsule's.
 
 Each predicate answers one of the suite's questions (vivary-ozone 0.3.2) and `codes` asks
-them in its order, up to the graph re-projected from its checkouts (`workspace_graph.py`)
-and its conflicts and repair topology held to the capsule's. What comes after (the capsule
-recompiled against the graph, then the proposals) needs vivary-core's capsule compiler,
-which we do not have: a graph that passes every check is refused as
-`repair_context_unsupported` (docs/review.md), as is one whose paths need a collation
-order we do not know.
+them in its order: the shape, the bindings, the bounds, the graph re-projected from its
+checkouts (`workspace_graph.py`), its conflicts and repair topology held to the capsule's,
+and the capsule recompiled from it (`recompile.py`). A capsule compiled with content, or an
+order that needs collation we do not know, is refused as `repair_context_unsupported`
+(docs/review.md).
 """
 
 from __future__ import annotations
@@ -17,12 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import MAX_SAFE_INTEGER, canonicalize
-from tropo.review import workspace_graph
+from tropo.review import content_context, recompile, workspace_graph
 from tropo.review.bounds import MAX_WORK, identifier, nonblank, scope_work_bounded, string_cost, work_units
 from tropo.review.collation import Unordered, collatable
 from tropo.review.freshness import parse_instant
 from tropo.review.paths import is_within_allowlist
-from tropo.review.workspace_graph import MAX_NEIGHBOR_GROUP, SCHEMA, facts_valid, repository_identity
+from tropo.review.workspace_graph import MAX_NEIGHBOR_GROUP, SCHEMA, is_git_checkout, repository_identity
 
 MAX_NODES = 1_000
 MAX_EDGES = 1_000
@@ -37,21 +36,6 @@ MAX_CONTEXT_CHECKOUTS = 300
 #: Tokens a split proposal estimates per omitted claim.
 OMITTED_CLAIM_TOKENS = 12
 JSON = dict[str, Any]
-
-
-def is_git_checkout(node: Any) -> bool:
-    """A checkout node whose facts are well formed and say it is a Git repository."""
-    if not isinstance(node, dict) or node.get("kind") != "checkout":
-        return False
-    facts = node.get("facts")
-    if not facts_valid(facts):
-        return False
-    repository = facts.get("is_git_repository")
-    return (
-        isinstance(repository, dict)
-        and repository.get("status") == "known"
-        and repository.get("value") is True
-    )
 
 
 def neighbor_pairs(graph: JSON) -> int | None:
@@ -355,9 +339,29 @@ def conflicts_match(capsule: JSON, graph: JSON) -> tuple[bool, bool]:
     return True, True
 
 
-def _rest_codes(capsule: JSON, graph: JSON) -> list[str]:
+def _context_codes(capsule: JSON, graph: JSON, content: Any) -> list[str]:
+    """The capsule is what the graph compiles to, or why we cannot say."""
+    if "content_fingerprint" in capsule["workspace"]:
+        return ["repair_context_unsupported"]
+    if content_context.is_present(content):  # (content artifacts the capsule's shape refuses)
+        return ["repair_graph_context_mismatch"]
+    topology = capsule["workspace"]["repair_topology_fingerprint"]
+    try:
+        budget = capsule["budget"]["max_claims"]
+        compiled = recompile.compile_capsule(capsule["task"], graph, budget, topology)
+    except Unordered:
+        return ["repair_context_unsupported"]
+    except recompile.RankingUnbounded:
+        return ["repair_work_unbounded"]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return ["repair_graph_context_mismatch"]
+    return [] if canonicalize(compiled) == canonicalize(capsule) else ["repair_graph_context_mismatch"]
+
+
+def _rest_codes(capsule: JSON, graph: JSON, content: Any) -> list[str]:
     """The checks past the bounds: the graph is its own checkouts' projection, the
-    capsule's conflicts and repair topology are the graph's."""
+    capsule's conflicts and repair topology are the graph's, and the capsule is what the
+    graph compiles to."""
     try:
         canonical = workspace_graph.is_canonical(graph)
     except Unordered:
@@ -371,7 +375,7 @@ def _rest_codes(capsule: JSON, graph: JSON) -> list[str]:
         return ["repair_graph_conflicts_mismatch"]
     if capsule["workspace"]["repair_topology_fingerprint"] != workspace_graph.topology_fingerprint(graph):
         return ["repair_graph_topology_unbound"]
-    return ["repair_context_unsupported"]
+    return _context_codes(capsule, graph, content)
 
 
 def codes(request: JSON, capsule_safe: bool, content_valid: bool) -> list[str]:
@@ -397,4 +401,4 @@ def codes(request: JSON, capsule_safe: bool, content_valid: bool) -> list[str]:
         return ["repair_estimate_unbounded"]
     if not (proposals_bounded(capsule, graph) and projection_bounded(graph)):
         return ["repair_work_unbounded"]
-    return _rest_codes(capsule, graph)
+    return _rest_codes(capsule, graph, request.get("content"))

@@ -94,6 +94,21 @@ def facts_valid(facts: Any) -> TypeGuard[JSON]:
     return isinstance(facts, dict) and all(_fact_valid(name, detail) for name, detail in facts.items())
 
 
+def is_git_checkout(node: Any) -> bool:
+    """A checkout node whose facts are well formed and say it is a Git repository."""
+    if not isinstance(node, dict) or node.get("kind") != "checkout":
+        return False
+    facts = node.get("facts")
+    if not facts_valid(facts):
+        return False
+    repository = facts.get("is_git_repository")
+    return (
+        isinstance(repository, dict)
+        and repository.get("status") == "known"
+        and repository.get("value") is True
+    )
+
+
 def _value(facts: JSON, name: str, field: str = "value") -> Any:
     detail = facts.get(name)
     return None if detail is None else detail.get(field)

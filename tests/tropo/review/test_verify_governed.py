@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from tests.strato.decide import builders as b
 from tropo.canonical import deterministic_id
 from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.review.governed import refusal
+from tropo.review.receipt import build_receipt
 from tropo.review.workspace_graph import project, topology_fingerprint
 
 DRIVER = Path(__file__).with_name("verify_driver.py")
@@ -556,11 +558,8 @@ DIFFERENCES = {
     # verifier could read different requests).
     "duplicate_gate_key": (json.dumps(request(gate={"name": "m"}))[:-1] + ', "gate": ' + json.dumps(GATE) + "}",
                            refusal(["invalid_request_document"])),
-    # A graph that passes every check is refused: the suite goes on to recompile the capsule
-    # against it, which we do not have (this capsule is not the graph's, so it says so).
-    "graph_past_every_check": (json.dumps(bound_to(projected(_observed("a")))),
-                               refusal(["repair_context_unsupported"])),
-    # Content beside a graph that passes every check, the same.
+    # Content beside a graph that passes every check: the capsule compiled with content is
+    # not rebuilt here.
     "graph_with_content": (json.dumps(bound_to(projected(_observed("a")), sealed(
         b.capsule(), content_fingerprint="sha256:c")) | {"content": content()}), refusal(["repair_context_unsupported"])),
 }
@@ -619,6 +618,81 @@ def _cases(tmp: Path) -> dict[str, tuple[str, list[str]]]:
     return cases
 
 
+def upstream_python(ozone: Path) -> Path:
+    return ozone.parent / "python"
+
+
+def _task(r: random.Random, checkouts: list[JSON]) -> JSON:
+    task: JSON = {"question": r.choice(["What is the head revision?", "Is zed on main?", "What of a is current?",
+                                         "Which remotes does example use?", "x"])}
+    if r.random() < 0.6:
+        task["scope"] = [r.choice([b.ROOT, f"{b.ROOT}/a", f"{b.ROOT}/B"])]
+    if r.random() < 0.25:
+        task["filters"] = [r.choice([{"field": "fact", "equals": "head_revision"}, {"field": "branch", "includes": "ma"},
+                                     {"field": "path", "includes": "a"}])]
+    if r.random() < 0.2 and checkouts:
+        task["required_checks"] = [{"name": "unit", "command": "pytest", "cwd": checkouts[0]["path"]}]
+    return task
+
+
+def _specs() -> list[JSON]:
+    """Observed workspaces (markers, dirty files, remotes, divergent heads) and tasks over
+    them, for the suite to project and compile."""
+    from tests.tropo.review.test_workspace_graph import _observation
+
+    r = random.Random(1818)
+    specs = []
+    for index in range(60):
+        observation = _observation(r, index * 10)
+        observation["observed_at"] = CAPSULE["workspace"]["observed_at"]
+        for checkout in observation["checkouts"]:
+            if r.random() < 0.15 and "head_revision" in checkout["facts"]:
+                checkout["facts"]["head_revision"].pop("evidence", None)
+            if r.random() < 0.3:
+                markers = r.choice([["tropo.toml"], ["tropo.toml", "AGENTS.md", "STRATO.md"], ["pyproject.toml"]])
+                checkout["facts"]["workspace_markers"] = {"status": "known", "value": markers,
+                                                          "evidence": {"command": "ls"}}
+        task = _task(r, observation["checkouts"])
+        specs.append({"observation": observation, "task": task, "budget": {"max_claims": r.choice([0, 1, 3, 24])}})
+    # Two checkouts saying the same, one citing evidence the other does not: an owner.
+    owned = copy.deepcopy(SUITE_SPEC)
+    owned["observation"]["checkouts"][0]["facts"]["head_revision"]["evidence"] = {"command": "git rev-parse HEAD"}
+    # Three of one repository's claims kept under budget pressure: route through an index.
+    return [*specs, owned | {"budget": {"max_claims": 24}}, SUITE_SPEC | {"budget": {"max_claims": 3}}]
+
+
+def _compiled_requests(python: Path) -> dict[str, JSON]:
+    """Requests around capsules the suite compiled from its own graphs: verified with
+    repair proposals, with receipts, and with the capsule or graph bent so the suite finds
+    the capsule is not the graph's."""
+    proc = subprocess.run([str(python), str(DRIVER.with_name("suite_capsule.py"))], input=json.dumps(_specs()),
+                          capture_output=True, text=True, check=True, timeout=600)
+    requests: dict[str, JSON] = {}
+    for index, compiled in enumerate(json.loads(proc.stdout)):
+        if "error" in compiled:
+            continue
+        graph, capsule = compiled["graph"], compiled["capsule"]
+        name = f"compiled_{index:02d}"
+        requests[name] = request(capsule, receipt=None, gate={"name": "merge"}, graph=graph)
+        if capsule["required_checks"]:
+            checks = [{"name": c["name"], "command": c["command"], "outcome": "passed"}
+                      for c in capsule["required_checks"]]
+            receipt = build_receipt(capsule, runtime={"actor": "agent:example"}, checks=checks,
+                                    created_at=T + timedelta(seconds=60))
+            requests[f"{name}_receipt"] = request(capsule, receipt=receipt, graph=graph,
+                                                  gate={"name": "merge", "require_claims_verified": True})
+        if index % 3 == 0 and capsule["claims"]:
+            bent = b.seal(edit(capsule, "claims.0.selection_reason", "because"))
+            requests[f"{name}_claim_reworded"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+        if index % 3 == 1:
+            bent = b.seal(edit(capsule, "budget.max_claims", capsule["budget"]["max_claims"] + 1))
+            requests[f"{name}_budget_raised"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+        if index % 3 == 2:
+            bent = b.seal(edit(capsule, "task.question", "What is the next step?"))
+            requests[f"{name}_question_changed"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+    return requests
+
+
 def _drive(python: Path | str, runs: list[JSON]) -> list[JSON]:
     proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(runs),
                           capture_output=True, text=True, check=False, timeout=600)
@@ -638,6 +712,10 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, 
         missing("upstream ozone not installed: run `make upstream` to compare")
     tmp = tmp_path_factory.mktemp("verify")
     cases = _cases(tmp)
+    for index, (name, doc) in enumerate(_compiled_requests(upstream_python(ozone)).items()):
+        path = tmp / f"{name}.json"
+        path.write_text(json.dumps(doc))
+        cases[name] = ("", ["verify", str(path), "--governed", "--json", *(["--strict"] if index % 3 == 0 else [])])
     runs: list[JSON] = [{"argv": argv} for _, argv in cases.values()]
     runs += [{"argv": ["verify", "-", "--governed", "--json"], "stdin": text}
              for text, _ in list(cases.values())[:5]]
@@ -656,6 +734,17 @@ def test_generated_requests_match_the_suite(compared: dict[str, tuple[JSON, JSON
 def test_every_outcome_and_exit_status_is_reached(compared: dict[str, tuple[JSON, JSON]]) -> None:
     outcomes = {(json.loads(ours["stdout"])["outcome"], ours["code"]) for ours, _ in compared.values()}
     assert {("sufficient", 0), ("insufficient", 0), ("insufficient", 1), ("refused", 2)} <= outcomes
+
+
+def test_compiled_requests_reach_every_repair(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    reached = set()
+    for ours, _ in compared.values():
+        proposal = json.loads(ours["stdout"]).get("repair_proposal") or {}
+        reached.update(p["kind"] for p in proposal.get("proposals", []))
+        reached.update(p["ownership"]["basis"] for p in proposal.get("proposals", []) if "ownership" in p)
+        reached.update("withheld" for _ in proposal.get("withheld", []))
+    assert {"open_first", "split", "deduplicate", "route_through_index", "withheld",
+            "more_evidence_citations", "tie_no_preference"} <= reached
 
 
 def test_the_generator_reaches_every_reason_code(compared: dict[str, tuple[JSON, JSON]]) -> None:
@@ -715,19 +804,18 @@ def test_a_graph_whose_path_order_we_do_not_know_is_refused(upstream: Callable[[
     assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
 
 
-def test_a_graph_the_suite_verifies_with_proposals_is_refused(upstream: Callable[[str], Path],
-                                                              tmp_path: Path) -> None:
-    """The difference that matters: a capsule the suite compiled from its own graph, where
-    the suite answers with repair proposals and we refuse."""
+def test_a_graph_the_suite_verifies_gets_its_proposals(upstream: Callable[[str], Path], tmp_path: Path) -> None:
+    """A capsule the suite compiled from its own graph: the same repair proposals, byte
+    for byte (open-first, split and deduplicate all proposed)."""
     compiled = _suite_compiled(upstream, SUITE_SPEC)
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request(compiled["capsule"], receipt=None, gate={"name": "merge"},
                                        graph=compiled["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
     [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
-    assert (mine["code"], json.loads(mine["stdout"])) == (2, refusal(["repair_context_unsupported"]))
-    answer = json.loads(suite["stdout"])
-    assert (suite["code"], answer["outcome"]) == (0, "insufficient")
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
+    answer = json.loads(mine["stdout"])
+    assert (mine["code"], answer["outcome"]) == (0, "insufficient")
     kinds = [proposal["kind"] for proposal in answer["repair_proposal"]["proposals"]]
     assert kinds == ["open_first", "open_first", "split", "deduplicate"]
 
