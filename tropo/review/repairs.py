@@ -6,8 +6,7 @@ gate, and every token figure is an approximate estimate from lengths alone.
 
 A proposal cites opaque ids and counts, never a path or a claim's text; a pair of checkouts
 in unresolved conflict gets no deduplicate proposal (it is `withheld`), so no winner is
-chosen for either side. Pairwise scans stop at 300 checkouts per repository (an
-`omissions` entry says so).
+chosen for either side.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.review.collation import locale_key, utf16_key
-from tropo.review.repair_context import MAX_DEDUPE_CHECKOUTS, OMITTED_CLAIM_TOKENS
+from tropo.review.repair_context import OMITTED_CLAIM_TOKENS
 
 SCHEMA = "vivary.context-repair-proposal/v0"
 CHARS_PER_TOKEN = 4
@@ -141,28 +140,15 @@ def propose(capsule: JSON, graph: JSON) -> JSON:
         if edge.get("kind") == "checkout_of":
             by_repository.setdefault(edge.get("to"), []).append(edge.get("from"))
     conflicting = _conflicting_pairs(graph)
-    withheld, omissions = [], []
+    withheld = []
     for repository, checkouts in sorted(by_repository.items(), key=lambda item: locale_key(item[0])):
         if len(checkouts) < 2:
             continue
+        # At most 45 checkouts of one repository get this far (the neighbour edges of more
+        # pass the graph's 1,000-edge bound), so the suite's pairwise cap never engages.
         ordered = sorted(checkouts, key=utf16_key)
-        considered = ordered[:MAX_DEDUPE_CHECKOUTS]
-        if len(considered) < len(ordered):
-            total, kept = len(ordered) * (len(ordered) - 1) // 2, len(considered) * (len(considered) - 1) // 2
-            omissions.append(
-                {
-                    "kind": "dedupe_pairs_capped",
-                    "repository": repository,
-                    "reason": f"repository has {len(ordered)} checkouts sharing one origin; pairwise "
-                    f"deduplicate scanning is capped at {MAX_DEDUPE_CHECKOUTS} checkouts to stay bounded",
-                    "considered_checkouts": len(considered),
-                    "total_checkouts": len(ordered),
-                    "omitted_checkout_count": len(ordered) - len(considered),
-                    "omitted_pair_count": total - kept,
-                }
-            )
-        for i, a in enumerate(considered):
-            for b in considered[i + 1 :]:
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
                 found = _duplicates(repository, a, b, by_subject)
                 if found and f"{a}|{b}" in conflicting.get(repository, set()):
                     withheld.append(
@@ -195,7 +181,5 @@ def propose(capsule: JSON, graph: JSON) -> JSON:
         "proposals": proposals,
         "withheld": withheld,
     }
-    if omissions:
-        body["omissions"] = omissions
     body.update({"writes_performed": 0, "requires_gate": bool(proposals)})
     return {**body, "fingerprint": fingerprint(body)}

@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.review.bounds import nonblank
-from tropo.review.collation import Unordered, locale_key, ordered, path_key, utf16_key
+from tropo.review.collation import Unordered, ordered, path_key, utf16_key
 from tropo.review.paths import is_canonical_absolute, is_checkout_relative, normalize, path_identity
 
 SCHEMA = "vivary.workspace-graph/v0"
@@ -288,31 +288,20 @@ def _side(cid: str, checkout: JSON) -> JSON:
     }
 
 
-def _relate(out: _Projection, groups: dict[str, list[tuple[str, JSON]]]) -> tuple[list[JSON], list[JSON]]:
+def _relate(out: _Projection, groups: dict[str, list[tuple[str, JSON]]]) -> list[JSON]:
     """Neighbour edges between the checkouts of one repository, and a conflict where
-    they disagree about HEAD (both sides kept, no winner chosen); the caps that engaged."""
-    conflicts, capped = [], []
+    they disagree about HEAD (both sides kept, no winner chosen)."""
+    conflicts = []
     for rid, group in sorted(groups.items(), key=lambda item: utf16_key(item[0])):
         if len(group) < 2:
             continue
-        considered = group
         if len(group) > MAX_NEIGHBOR_GROUP:
-            considered = sorted(group, key=lambda entry: locale_key(entry[0]))[:MAX_NEIGHBOR_GROUP]
-        for i, (left, _) in enumerate(considered):
-            for right, _ in considered[i + 1 :]:
+            # The suite caps the pairs (and says so); a graph that large never passes the
+            # 1,000-edge bound a repair checks first, so that branch is not rebuilt.
+            raise ValueError("more checkouts of one repository than a repair graph may hold")
+        for i, (left, _) in enumerate(group):
+            for right, _ in group[i + 1 :]:
                 out.edge("neighbor_of", left, right, None)
-        if len(considered) < len(group):
-            total, kept = len(group) * (len(group) - 1) // 2, len(considered) * (len(considered) - 1) // 2
-            capped.append({
-                "kind": "neighbor_of_pairs_capped",
-                "repository": rid,
-                "reason": f"repository has {len(group)} checkouts sharing one origin; pairwise neighbor_of "
-                f"edge generation is capped at {MAX_NEIGHBOR_GROUP} checkouts to stay bounded",
-                "considered_checkouts": len(considered),
-                "total_checkouts": len(group),
-                "omitted_checkout_count": len(group) - len(considered),
-                "omitted_pair_count": total - kept,
-            })
         heads = {_value(checkout["facts"], "head_revision") or "unknown" for _, checkout in group}
         if len(heads) > 1:
             sides = ordered([_side(cid, c) for cid, c in group], lambda side: path_key(side["path"]))
@@ -326,7 +315,7 @@ def _relate(out: _Projection, groups: dict[str, list[tuple[str, JSON]]]) -> tupl
                 "status": "unresolved",
                 "reason_codes": ["value_conflict", "identity_unresolved"],
             })
-    return conflicts, capped
+    return conflicts
 
 
 def project(observation: JSON) -> JSON:
@@ -356,7 +345,7 @@ def project(observation: JSON) -> JSON:
                       "facts": {"is_git_repository": flag}})
             continue
         groups.setdefault(_project_checkout(out, cid, path, facts), []).append((cid, checkout))
-    conflicts, capped = _relate(out, groups)
+    conflicts = _relate(out, groups)
     refusals = normalized_refusals(observation.get("refusals"))
     nodes = list(out.nodes.values())
     graph: JSON = {
@@ -370,8 +359,6 @@ def project(observation: JSON) -> JSON:
         "unknowns": out.unknowns,
         "refusals": refusals,
     }
-    if capped:
-        graph["omissions"] = capped
     return graph
 
 
