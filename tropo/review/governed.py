@@ -6,35 +6,29 @@ each part has its exact shape, binds to the others and is fresh at `verified_at`
 the answer carries the receipt verdict, the gate verdict and one outcome, `sufficient`,
 `insufficient` or `refused`, in the vocabulary of Vivary's Ozone.
 
-Context-repair proposals (a request with a workspace `graph` or `content` context) are
-not built here yet: such a request is refused as `repair_context_unsupported`.
+A workspace `graph` (`repair_context.py`) and `content` (`content_context.py`) are checked
+as the suite checks them; a verified request with a graph carries repair proposals over it
+(`repairs.py`). A graph beside a capsule compiled with content is refused as
+`repair_context_unsupported`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from tropo.canonical import is_lossless
 from tropo.review import capsule as capsules
+from tropo.review import content_context, repair_context, repairs
 from tropo.review import gate as gates
 from tropo.review import receipt as receipts
+from tropo.review.bounds import depth_within, identifier, nonblank, scope_work_bounded, work_within
 from tropo.review.freshness import age_code, parse_instant, receipt_codes
-from tropo.review.paths import is_within
+from tropo.review.paths import is_within_allowlist
 
 REQUEST_SCHEMA = "vivary.ozone-verification-request/v0"
 SCHEMA = "vivary.ozone-verification/v0"
 REFUSAL_SCHEMA = "vivary.ozone-verification-refusal/v0"
 FIELDS = frozenset({"schema", "workspace", "verified_at", "capsule", "receipt", "gate", "graph", "content"})
-#: Canonical-JSON work (values plus escaped characters) a request may cost to inspect.
-MAX_WORK = 10_000_000
-#: Containers nested deeper than this (the request object is level 1) are refused: the
-#: depth from which the suite's recursive canonical-value check gives up, made a rule.
-MAX_DEPTH = 331
-MAX_IDENTIFIER_BYTES = 128
-MAX_SCOPE_COMPARISONS = 100_000
-MAX_SCOPE_SCALAR_WORK = 10_000_000
-_REPAIR_CONTEXT = ("graph", "content")
-_CONTROLS = "".join(map(chr, range(0x20)))
 JSON = dict[str, Any]
 
 
@@ -47,73 +41,6 @@ def refusal(codes: list[str]) -> JSON:
         "gate_verdict": None,
         "repair_proposal": None,
     }
-
-
-def _string_cost(text: str) -> int:
-    """Bytes of `text` in ASCII-escaped JSON, quotes excluded."""
-    if text.isascii():
-        controls = len(text) - len(text.translate({ord(c): None for c in _CONTROLS}))
-        return len(text) + text.count('"') + text.count("\\") + 5 * controls
-    return sum(
-        2 if ch in '"\\' else 6 if ord(ch) < 0x20 else 1 if ord(ch) < 0x80 else 6 if ord(ch) <= 0xFFFF else 12
-        for ch in text
-    )
-
-
-def work_within(value: Any, limit: int = MAX_WORK) -> bool:
-    """Whether inspecting ``value`` costs at most ``limit`` units (one per value, key
-    included, plus each string's escaped length). Iterative and stops at the limit."""
-    work, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        work += 1
-        if isinstance(item, str):
-            work += _string_cost(item)
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        if work + len(stack) > limit:
-            return False
-    return True
-
-
-def depth_within(value: Any, limit: int = MAX_DEPTH) -> bool:
-    """Whether no container in ``value`` is nested more than ``limit`` levels deep."""
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if level > limit:
-            return False
-        stack.extend((child, level + 1) for child in children)
-    return True
-
-
-def _nonblank(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
-def _identifier(value: Any) -> bool:
-    """A non-blank string short enough to key a repair proposal by."""
-    return _nonblank(value) and 2 + _string_cost(value) <= MAX_IDENTIFIER_BYTES
-
-
-def _scope_work_bounded(scope: Any, paths: Any) -> bool:
-    if not (
-        isinstance(scope, list)
-        and isinstance(paths, list)
-        and all(isinstance(root, str) for root in scope)
-        and all(isinstance(path, str) for path in paths)
-    ):
-        return False
-    if len(scope) * len(paths) > MAX_SCOPE_COMPARISONS:
-        return False
-    scalar = len(paths) * sum(map(len, scope)) + len(scope) * sum(map(len, paths))
-    return scalar <= MAX_SCOPE_SCALAR_WORK
 
 
 def narrated_paths(capsule: JSON) -> list[Any]:
@@ -136,8 +63,8 @@ def _scope_valid(capsule: JSON) -> bool:
         return True
     scope = task["scope"]
     paths = narrated_paths(capsule)
-    return _scope_work_bounded(scope, paths) and all(
-        _nonblank(path) and any(is_within(root, path) for root in scope) for path in paths
+    return scope_work_bounded(scope, paths) and all(
+        nonblank(path) and any(is_within_allowlist(root, path) for root in scope) for path in paths
     )
 
 
@@ -145,11 +72,11 @@ def repair_safe(capsule: JSON) -> bool:
     """A shaped capsule a repair could key on: its scope holds every narrated path, its
     topology fingerprint and claim ids and facts are bounded identifiers, and no claim
     says the same thing twice. (The rest of a repair's needs the shape already implies.)"""
-    if not (_scope_valid(capsule) and _identifier(capsule["workspace"].get("repair_topology_fingerprint"))):
+    if not (_scope_valid(capsule) and identifier(capsule["workspace"].get("repair_topology_fingerprint"))):
         return False
     said = [(claim["subject"], claim["fact"], claim["claim"]) for claim in capsule["claims"]]
     return len(set(said)) == len(said) and all(
-        _identifier(claim["id"]) and _identifier(claim["fact"]) for claim in capsule["claims"]
+        identifier(claim["id"]) and identifier(claim["fact"]) for claim in capsule["claims"]
     )
 
 
@@ -161,7 +88,7 @@ def _envelope_codes(request: JSON) -> list[str]:
     if not (
         isinstance(workspace, dict)
         and set(workspace) == {"fingerprint"}
-        and _nonblank(workspace["fingerprint"])
+        and nonblank(workspace["fingerprint"])
     ):
         codes.append("invalid_workspace")
     if parse_instant(request.get("verified_at")) is None:
@@ -169,19 +96,26 @@ def _envelope_codes(request: JSON) -> list[str]:
     return codes
 
 
-def _capsule_codes(capsule: Any, claimed_workspace: Any) -> tuple[list[str], bool]:
-    """Why the capsule cannot be verified, and whether a receipt may be read against it."""
+class _CapsuleFindings(NamedTuple):
+    codes: list[str]
+    receipt_readable: bool
+    repair_safe: bool
+
+
+def _capsule_codes(capsule: Any, claimed_workspace: Any, with_graph: bool) -> _CapsuleFindings:
+    """Why the capsule cannot be verified, whether a receipt may be read against it and
+    whether a repair could key on it. A graph stands in for the checks that need one."""
     if not isinstance(capsule, dict):
-        return ["invalid_capsule"], False
+        return _CapsuleFindings(["invalid_capsule"], False, False)
     unknown = sorted(set(capsule) - capsules.FIELDS)
     if unknown:
-        return [f"unknown_capsule_field:{field}" for field in unknown], False
+        return _CapsuleFindings([f"unknown_capsule_field:{field}" for field in unknown], False, False)
     if not capsules.is_capsule(capsule):
-        return ["invalid_capsule"], False
+        return _CapsuleFindings(["invalid_capsule"], False, False)
     task = capsule["task"]
     scope = task.get("scope") or []
     codes = []
-    if not _scope_work_bounded(scope, narrated_paths(capsule)):
+    if not scope_work_bounded(scope, narrated_paths(capsule)):
         codes.append("repair_work_unbounded")
         safe = False
     elif not (safe := repair_safe(capsule)):
@@ -194,19 +128,21 @@ def _capsule_codes(capsule: Any, claimed_workspace: Any) -> tuple[list[str], boo
         codes.append("capsule_claim_budget_exceeded")
     elif not capsules.is_intact(capsule):
         codes.append("capsule_fingerprint_mismatch")
-    elif _nonblank(claimed_workspace) and capsule["workspace"]["fingerprint"] != claimed_workspace:
+    elif nonblank(claimed_workspace) and capsule["workspace"]["fingerprint"] != claimed_workspace:
         codes.append("workspace_mismatch")
-    elif not _scope_work_bounded(scope, cwds):
+    elif with_graph:
+        return _CapsuleFindings(codes, safe, safe)
+    elif not scope_work_bounded(scope, cwds):
         codes.append("repair_work_unbounded")
-    elif not all(not scope or any(is_within(root, cwd) for root in scope) for cwd in cwds if cwd):
+    elif not all(not scope or any(is_within_allowlist(root, cwd) for root in scope) for cwd in cwds if cwd):
         codes.append("invalid_capsule")
     elif any(o.get("kind") in _GRAPH_OMISSIONS for o in capsule["omissions"]):
         codes.append("graph_required_for_compiler_omissions")
     elif capsule["required_checks"] != declared:
         codes.append("graph_required_for_effective_checks")
     else:
-        return codes, safe
-    return codes, False
+        return _CapsuleFindings(codes, safe, safe)
+    return _CapsuleFindings(codes, False, safe)
 
 
 #: Omissions whose provenance only the workspace graph can disambiguate.
@@ -219,7 +155,7 @@ def _observed_at(capsule: Any) -> Any:
 
 
 def _gate_codes(gate: Any) -> list[str]:
-    if not isinstance(gate, dict) or not _nonblank(gate.get("name")):
+    if not isinstance(gate, dict) or not nonblank(gate.get("name")):
         return ["invalid_gate"]
     codes = [f"unknown_gate_field:{field}" for field in sorted(set(gate) - gates.FIELDS)]
     return codes if gates.well_formed(gate) else [*codes, "invalid_gate"]
@@ -228,7 +164,7 @@ def _gate_codes(gate: Any) -> list[str]:
 def _claim_lists_agree(receipt: JSON) -> bool:
     lists = [receipt.get(f"claims_{name}") for name in ("in_scope", "verified", "unverified")]
     if not all(
-        isinstance(values, list) and all(map(_nonblank, values)) and len(set(values)) == len(values)
+        isinstance(values, list) and all(map(nonblank, values)) and len(set(values)) == len(values)
         for values in lists
     ):
         return False
@@ -244,9 +180,9 @@ def _check_shape(check: Any) -> bool:
     return (
         isinstance(check, dict)
         and check.get("outcome") in receipts.OUTCOMES
-        and _nonblank(check.get("name"))
-        and _nonblank(check.get("command"))
-        and ("detail" not in check or _nonblank(check["detail"]))
+        and nonblank(check.get("name"))
+        and nonblank(check.get("command"))
+        and ("detail" not in check or nonblank(check["detail"]))
     )
 
 
@@ -257,22 +193,22 @@ def _receipt_shape(receipt: Any, capsule: JSON) -> bool:
         isinstance(receipt, dict)
         and set(receipt) >= receipts.FIELDS
         and receipt.get("schema") == receipts.SCHEMA
-        and _nonblank(receipt.get("receipt_id"))
-        and _nonblank(receipt.get("fingerprint"))
+        and nonblank(receipt.get("receipt_id"))
+        and nonblank(receipt.get("fingerprint"))
     ):
         return False
     bound, workspace, runtime = receipt["capsule"], receipt["workspace"], receipt["runtime"]
     if not (
         isinstance(bound, dict)
         and set(bound) == {"id", "fingerprint"}
-        and all(map(_nonblank, bound.values()))
+        and all(map(nonblank, bound.values()))
         and isinstance(workspace, dict)
         and set(workspace) == {"fingerprint", "observed_at"}
-        and _nonblank(workspace["fingerprint"])
+        and nonblank(workspace["fingerprint"])
         and parse_instant(workspace["observed_at"]) is not None
         and isinstance(runtime, dict)
-        and _nonblank(runtime.get("actor"))
-        and all(field not in runtime or _nonblank(runtime[field]) for field in ("harness", "model"))
+        and nonblank(runtime.get("actor"))
+        and all(field not in runtime or nonblank(runtime[field]) for field in ("harness", "model"))
         and isinstance(receipt["checks"], list)
         and all(map(_check_shape, receipt["checks"]))
         and _claim_lists_agree(receipt)
@@ -284,14 +220,14 @@ def _receipt_shape(receipt: Any, capsule: JSON) -> bool:
     if not (
         isinstance(conflicts, list)
         and all(
-            isinstance(c, dict) and set(c) == {"id", "decision"} and all(map(_nonblank, c.values()))
+            isinstance(c, dict) and set(c) == {"id", "decision"} and all(map(nonblank, c.values()))
             for c in conflicts
         )
         and len({c["id"] for c in conflicts}) == len(conflicts)
         and isinstance(unknowns, list)
         and all(isinstance(u, dict) for u in unknowns)
         and isinstance(provenance, list)
-        and all(isinstance(p, dict) and all(_nonblank(p.get(f)) for f in ("kind", "ref", "note"))
+        and all(isinstance(p, dict) and all(nonblank(p.get(f)) for f in ("kind", "ref", "note"))
                 for p in provenance)
     ):
         return False
@@ -311,18 +247,22 @@ def refusal_codes(request: Any) -> list[str]:
         return ["invalid_json_value"]
     if not isinstance(request, dict):
         return ["unknown_request_shape"]
-    if any(field in request for field in _REPAIR_CONTEXT):
-        return ["repair_context_unsupported"]
     codes = _envelope_codes(request)
     workspace = request.get("workspace")
     capsule = request.get("capsule")
-    capsule_found, receipt_readable = _capsule_codes(
-        capsule, workspace.get("fingerprint") if isinstance(workspace, dict) else None
-    )
-    codes.extend(capsule_found)
+    with_graph = "graph" in request
+    claimed = workspace.get("fingerprint") if isinstance(workspace, dict) else None
+    found = _capsule_codes(capsule, claimed, with_graph)
+    codes.extend(found.codes)
     bound_to = capsule.get("workspace") if isinstance(capsule, dict) else None
-    if isinstance(bound_to, dict) and "content_fingerprint" in bound_to:
-        codes.extend(["content_context_required", "graph_required_for_content_context"])
+    content_valid = True
+    if isinstance(bound_to, dict):
+        required = "content_fingerprint" in bound_to
+        content_found = content_context.codes(request.get("content"), required)  # absent: None
+        if required and not with_graph:
+            content_found.append("graph_required_for_content_context")
+        codes.extend(content_found)
+        content_valid = not content_found
     observed, verified = _observed_at(capsule), parse_instant(request.get("verified_at"))
     if observed is None:
         codes.append("invalid_capsule_observed_at")
@@ -331,13 +271,15 @@ def refusal_codes(request: Any) -> list[str]:
     receipt = request.get("receipt")
     if isinstance(receipt, dict):
         codes.extend(f"unknown_receipt_field:{field}" for field in sorted(set(receipt) - receipts.FIELDS))
-    if "receipt" in request and receipt_readable and isinstance(capsule, dict) and not (
+    if "receipt" in request and found.receipt_readable and isinstance(capsule, dict) and not (
         isinstance(receipt, dict)
         and _receipt_shape(receipt, capsule)
         and receipts.checks_authorized(receipt["checks"], capsule)
     ):
         codes.append("invalid_receipt")
     codes.extend(receipt_codes(receipt, observed, verified))
+    if with_graph:
+        codes.extend(repair_context.codes(request, found.repair_safe, content_valid))
     return codes
 
 
@@ -371,5 +313,5 @@ def verify(request: Any) -> JSON:
         "reason_codes": list(dict.fromkeys(receipt_verdict["reason_codes"] + gate_verdict["reason_codes"])),
         "receipt_verdict": receipt_verdict,
         "gate_verdict": gate_verdict,
-        "repair_proposal": None,
+        "repair_proposal": repairs.propose(capsule, request["graph"]) if "graph" in request else None,
     }

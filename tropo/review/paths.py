@@ -44,6 +44,18 @@ def is_canonical_absolute(path: Any) -> bool:
     )
 
 
+def is_checkout_relative(path: Any) -> bool:
+    """Normalized, relative, no drive and no `.` or `..`: a path confined to one checkout."""
+    return (
+        isinstance(path, str)
+        and bool(path.strip())
+        and normalize(path) == path
+        and not is_absolute_root(path)
+        and not _DRIVE.match(path)
+        and not any(segment in (".", "..") for segment in path.split("/"))
+    )
+
+
 def _collapse(path: str) -> str:
     drive = path[:2] if _DRIVE_ROOT.match(path) else ""
     kept: list[str] = []
@@ -73,10 +85,15 @@ def is_within(root: str, child: str) -> bool:
     return not unambiguous or _under(_collapse(r), _collapse(c))
 
 
-def _fold(path: str) -> str:
+def path_identity(path: str) -> str:
     """Windows (drive or UNC) paths compare case-insensitively, POSIX ones exactly."""
     path = normalize(path)
     return path.lower() if _DRIVE_ROOT.match(path) or path.startswith("//") else path
+
+
+def is_within_allowlist(root: str, child: str) -> bool:
+    """`is_within`, with Windows paths compared case-insensitively."""
+    return is_within(path_identity(root), path_identity(child))
 
 
 def same_roots(left: Any, right: Any) -> bool:
@@ -86,7 +103,7 @@ def same_roots(left: Any, right: Any) -> bool:
     unmatched = list(right)
     for root in left:
         for index, other in enumerate(unmatched):
-            if is_within(_fold(root), _fold(other)) and is_within(_fold(other), _fold(root)):
+            if is_within_allowlist(root, other) and is_within_allowlist(other, root):
                 del unmatched[index]
                 break
         else:

@@ -1,0 +1,119 @@
+"""Our workspace-graph projection and path order side by side with vivary-core's (the
+suite's, in its own interpreter): generated observations, well formed and malformed, project
+to the same nodes, edges, conflicts, unknowns, refusals, omissions and workspace
+fingerprint, are canonical alike and commit the same repair topology; generated ASCII
+strings (and strings outside the collation domain) sort the same."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tropo.review.collation import Unordered, path_key
+from tropo.review.workspace_graph import is_canonical, project
+
+DRIVER = Path(__file__).with_name("projection_driver.py")
+NAMES = ["a", "B", "c-d", "c_d", "Zed", "zed", "x.y", "0n", "A B", "a~", "a$", "Q"]
+JSON = dict[str, Any]
+
+
+def _facts(r: random.Random) -> JSON:
+    facts: JSON = {"is_git_repository": {"status": "known", "value": r.random() < 0.9}}
+    if r.random() < 0.8:
+        facts["head_revision"] = {"status": "known", "value": r.choice(["abc", "def"]),
+                                  "evidence": {"command": "git rev-parse HEAD"}}
+    if r.random() < 0.2:
+        facts["head_revision"] = {"status": "unknown", "reason": "no_head"}
+    if r.random() < 0.7:
+        remotes = [{"name": r.choice(["origin", "up"]), "fetch_url": r.choice(["https://x/a.git", "https://x/b.git"])}]
+        facts["remotes"] = {"status": "known", "value": remotes[: r.randint(0, 1)]}
+    if r.random() < 0.4:
+        ref = r.choice([{"kind": "branch", "name": "main"}, {"kind": "detached"}])
+        facts["head_ref"] = {"status": "known", "value": ref}
+    if r.random() < 0.3:
+        entries = [{"state": r.choice(["M", "??"]), "path": f"f{j}.md"} for j in range(r.randint(0, 3))]
+        facts["dirty_entries"] = {"status": "known", "value": entries[::-1]}
+        facts["is_dirty"] = {"status": "known", "value": True}
+    if r.random() < 0.3:
+        facts["git_common_dir"] = {"status": "known", "value": "/workspace/.git"}
+    if r.random() < 0.3:
+        facts["last_fetch"] = {"status": "known", "value": "2026-07-26T11:00:00Z"}
+    if r.random() < 0.2:
+        facts["workspace_markers"] = {"status": "known", "value": ["tropo.toml", "AGENTS.md"]}
+    return facts
+
+
+def _observation(r: random.Random, index: int) -> JSON:
+    names = r.sample(NAMES, r.randint(0, 7))
+    refused = r.sample(["/etc", "/Etc", "/tmp/x", "rel", "/e-c", "/e_c"], r.randint(0, 4))
+    observation: JSON = {
+        "observed_at": "2026-07-26T12:00:00Z",
+        "allowlist": ["/workspace"],
+        "checkouts": [{"path": f"/workspace/{name}", "facts": _facts(r)} for name in names],
+        "refusals": [{"path": path, "status": "refused", "reason": "outside_allowlist"} for path in refused],
+    }
+    bend = index % 10
+    if bend == 1 and names:
+        observation["checkouts"].append(observation["checkouts"][0])  # the same checkout twice
+    elif bend == 2:
+        observation["allowlist"] = ["workspace"]
+    elif bend == 3 and names:
+        observation["checkouts"][0]["facts"]["head_ref"] = {"status": "known", "value": {"kind": "tag"}}
+    elif bend == 4:
+        observation["refusals"].append({"path": "rel", "status": "refused", "reason": "resolved_outside_allowlist"})
+    elif bend == 5 and names:
+        observation["checkouts"][0]["path"] = "/workspace/../x"
+    return observation
+
+
+def _strings(r: random.Random) -> list[str]:
+    alphabet = "\t\n\r aAbBzZ09_-.,;:!?'\"()[]{}@*/\\&#%`^+<=>|~$\x7f"
+    strings = ["".join(r.choice(alphabet) for _ in range(r.randint(0, 6))) for _ in range(300)]
+    return [*strings, "\x01a", "a\u2603", "\u2603", "\x01"]
+
+
+def _run(python: Path | str, spec: JSON) -> JSON:
+    proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(spec), capture_output=True, text=True,
+                          check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: JSON = json.loads(proc.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def spec() -> JSON:
+    r = random.Random(18)
+    return {"observations": [_observation(r, i) for i in range(80)], "strings": _strings(r)}
+
+
+def test_projections_match_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
+    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    for index, (mine, suite) in enumerate(zip(ours["graphs"], theirs["graphs"], strict=True)):
+        assert mine == suite, spec["observations"][index]
+    graphs = theirs["graphs"]
+    assert sum("error" in g for g in graphs) >= 5
+    assert sum(bool(g.get("conflicts")) for g in graphs) >= 5
+    assert all(g["canonical"] for g in graphs if "error" not in g)
+
+
+def test_path_order_matches_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
+    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    assert ours["order"] == theirs["order"]
+
+
+def test_a_non_ascii_path_in_the_pinned_domain_is_unordered() -> None:
+    with pytest.raises(Unordered):
+        path_key("caf\u00e9")
+    graph = project({"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/w"], "refusals": [],
+                     "checkouts": [{"path": "/w/caf\u00e9", "facts": {}}]})
+    assert is_canonical(graph)  # a lone path needs no order
+    graph["nodes"].append({**graph["nodes"][0], "id": "checkout_2", "path": "/w/na\u00efve"})
+    with pytest.raises(Unordered):
+        is_canonical(graph)
