@@ -14,6 +14,7 @@ from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
+from strato.runs import bounds
 from strato.runs.agents import (
     AgentsConfig,
     CallResult,
@@ -120,6 +121,7 @@ class Runs:
     def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
         if run_id is not None and not RUN_ID.match(run_id):
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
+        bounds.check(inputs, "the run's input")
         spec, errors = load_spec(spec_text, self.config.agents)
         if spec is None:
             raise SpecInvalid(errors)
@@ -180,7 +182,8 @@ class Runs:
         (Stratum's step_done names none). That token is read once, before the first
         attempt: if the run moves meanwhile (another report, a revert, a cancel), the
         retry after the lost race is refused as stale rather than taken as the result of
-        a newer dispatch."""
+        a newer dispatch. A result past :mod:`strato.runs.bounds` is refused first."""
+        bounds.check(result, "the step result")
         if current:
             token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
         return self.apply(
@@ -350,8 +353,12 @@ class Runs:
         return self.report(run_id, entry, res)
 
     def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
-        """Record what the agent of a ready step gave, with the token it was handed."""
+        """Record what the agent of a ready step gave, with the token it was handed: an
+        output past :mod:`strato.runs.bounds` is the attempt's failure (the agent's
+        fault, so it is retried or fails the step, never handed out again unchanged)."""
         result: dict[str, Any] = {"output": res.output}
+        if (too_big := bounds.problem(result, "the agent's output", bounds.MAX_RESULT_BYTES)) is not None:
+            result = {"failure": str(too_big)}
         if res.failure is not None:
             result = {"failure": res.failure}
         result["usage"] = {**res.usage, "ms": res.duration_ms}
