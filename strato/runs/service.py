@@ -33,6 +33,7 @@ from strato.runs.fanout import ItemCall, run_fanout
 from strato.runs.lanes import LaneBook, digest
 from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
+from strato.runs.runlock import private_folder
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.objects import file_at_head
@@ -77,7 +78,7 @@ class Runs:
 
     @property
     def pacing_dir(self) -> Path:
-        return private_dir(self.repo) / "pacing"
+        return private_folder(private_dir(self.repo), "pacing", create=True)
 
     def judge(self) -> Judge | None:
         if self._judge is None and self.config.judge is not None:
