@@ -347,19 +347,28 @@ class Runs:
             if not mine:
                 return snap
             for entry in mine:
-                self._emit(on_event, dispatch(run_id, entry).events)
+                taken = self.claim(run_id, entry)
+                if taken is not None:
+                    self._emit(on_event, dispatch(run_id, taken).events)
+
+    def claim(self, run_id: str, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """Claim a ready step for the engine before its agent runs (only the engine's
+        measure of its usage then counts); the entry to run, handed out anew if another
+        client had reported usage for it first, or None if it is no longer ready."""
+        step, token = entry["id"], entry["dispatchToken"]
+        try:
+            snap = self.apply(run_id, "engine_dispatch", lambda e: e.claim(step, token), stepId=step).snap
+        except Refused:  # reported, cancelled or reverted meanwhile
+            return None
+        return next((e for e in self.engine(snap, judge=False).ready() if e["id"] == entry["id"]), None)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
         return self.report(run_id, entry, res)
 
     def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
-        """Record what the agent of a ready step gave, with the token it was handed: an
-        output past :mod:`strato.runs.bounds` is the attempt's failure (the agent's
-        fault, so it is retried or fails the step, never handed out again unchanged)."""
+        """Record what the agent of a ready step gave, with the token it was handed."""
         result: dict[str, Any] = {"output": res.output}
-        if (too_big := bounds.problem(result, "the agent's output", bounds.MAX_RESULT_BYTES)) is not None:
-            result = {"failure": str(too_big)}
         if res.failure is not None:
             result = {"failure": res.failure}
         result["usage"] = {**res.usage, "ms": res.duration_ms}
