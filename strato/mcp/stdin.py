@@ -25,7 +25,8 @@ from strato.runs import bounds
 KEEP_DEPTH = 100
 assert bounds.MAX_DEPTH + 3 < KEEP_DEPTH < 200
 
-_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
+# a string, or a run of opening or of closing brackets (one step for `[[[[...`)
+_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[{]++|[\]}]++')
 
 
 def prune(line: str, keep: int = KEEP_DEPTH) -> str:
@@ -36,16 +37,16 @@ def prune(line: str, keep: int = KEEP_DEPTH) -> str:
     out: list[str] = []
     level, copied, cut = 0, 0, False
     for m in _TOKEN.finditer(line):
-        token = m.group()
-        if token in ("[", "{"):
-            level += 1
-            if level == keep + 1:
-                out.append(line[copied : m.start()] + "null")
+        run = len(m.group())
+        if m.group()[0] in "[{":
+            if not cut and level + run > keep:  # the run's bracket that opens level keep + 1
+                out.append(line[copied : m.start() + keep - level] + "null")
                 cut = True
-        elif token in ("]", "}"):
-            if level == keep + 1 and cut:
-                copied, cut = m.end(), False
-            level -= 1
+            level += run
+        elif m.group()[0] in "]}":
+            if cut and level - run <= keep:  # the run's bracket that closes level keep + 1
+                copied, cut = m.start() + level - keep, False
+            level -= run
     if not cut:  # a line still open at its end is not JSON: the SDK says so as before
         out.append(line[copied:])
     return "".join(out)
