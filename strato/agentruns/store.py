@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.runs.runlock import open_append
+from strato.runs.runlock import PlantedLink, open_append, private_folder
 from tropo.git.atomic import write_atomic
 
 STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
@@ -126,19 +126,23 @@ class Store:
     """All agent runs of one repository: ``<git dir>/vivary/agent-runs/<id>/``."""
 
     def __init__(self, git_dir: Path) -> None:
-        self.home = git_dir / "vivary" / "agent-runs"
+        self.top = git_dir / "vivary"
 
     def create(self, request: dict[str, Any]) -> RunDir:
-        self.home.mkdir(parents=True, exist_ok=True)
-        run = RunDir(self.home / new_id())
+        """A new run's folder (`PlantedLink` if a folder on the way is a symlink)."""
+        run = RunDir(private_folder(self.top, "agent-runs", create=True) / new_id())
         run.path.mkdir()
         _write(run.path / "request.json", request)
         return run
 
     def get(self, run_id: str) -> RunDir | None:
+        """The run of that id; None for an id not ours or a folder planted as a link."""
         if not valid_id(run_id):
             return None
-        run = RunDir(self.home / run_id)
+        try:
+            run = RunDir(private_folder(self.top, "agent-runs", run_id))
+        except PlantedLink:
+            return None
         return run if (run.path / "request.json").is_file() else None
 
 

@@ -1,13 +1,14 @@
 """Every MCP tool, joined from the modules that define them, and the one way to call one.
 
 A tool of Stratum's contract (:mod:`strato.mcp.contract`) is held to it here, in one
-place: its request is checked against the contract's keys and types before anything
-runs, its errors are the contract's `error` document (`{status: "error", error_type,
-message}`, plus what the tool's error variant declares), and its answer is checked
-before it is sent; so are the answers and errors of our extras that answer as one of
-them (`strato_step_done` as `stratum_step_done`, ...). An answer that breaks the
-contract is a bug, reported as one: no tool can drift from the surface a Stratum client
-reads without the server saying so."""
+place: its request is checked against the bounds of :mod:`strato.runs.bounds` and then
+the contract's keys and types before anything runs, its errors are the contract's
+`error` document (`{status: "error", error_type, message}`, plus what the tool's error
+variant declares), and its answer is checked before it is sent; so are the answers and
+errors of our extras that answer as one of them (`strato_step_done` as
+`stratum_step_done`, ...). An answer that breaks the contract is a bug, reported as
+one: no tool can drift from the surface a Stratum client reads without the server
+saying so. Every other tool's request is held to the same bounds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from strato.guard.errors import GuardError
 from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools, usage_tools
 from strato.mcp.registry import Context, Document, Tool, ToolError
-from strato.runs import views
+from strato.runs import bounds, views
 from tropo.check import reports
 from tropo.check.config import ConfigError
 from tropo.git.repo import RevisionError
@@ -54,6 +55,9 @@ def call(ctx: Context, name: str, arguments: Any) -> Document:
 def _run(ctx: Context, name: str, arguments: Any) -> Document:
     spec = TOOLS[name]
     given = arguments if arguments is not None else {}
+    if (too_big := bounds.problem(given, "the request", bounds.MAX_REQUEST_BYTES)) is not None:
+        message = f"invalid arguments for {name}: {too_big}"
+        raise ToolError(message, {"ok": False, "error": message, "code": too_big.code})
     if name in contract.TOOLS and (problems := contract.request_violations(name, given)):
         raise ToolError(f"invalid arguments for {name}: {problems[0]}")
     try:

@@ -8,13 +8,14 @@ import sys
 import traceback
 from dataclasses import replace
 from importlib.metadata import version
-from typing import Any
+from typing import Any, TextIO, cast
 
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
+from strato.mcp import stdin
 from strato.mcp.dispatch import TOOLS, call
 from strato.mcp.registry import Context, ToolError
 
@@ -72,11 +73,14 @@ def _client_name(request: Any) -> str:
 
 
 def serve(ctx: Context) -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
+    """Serve on stdin/stdout until the client closes the connection (stdin read through
+    :mod:`strato.mcp.stdin`, so a line too deep for the SDK's parser is still answered)."""
     server = build(ctx)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with stdin.claimed() as wire:
+            lines = anyio.wrap_file(cast(TextIO, wire))  # it reads only by `readline`
+            async with stdio_server(stdin=lines) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

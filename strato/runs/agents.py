@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strato.runs import bounds
 from strato.runs.lastjson import last_json_object
 
 MAX_KEPT = 1 << 20  # keep the last MiB of stdout: the result is at the end
@@ -237,7 +238,8 @@ def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = Non
 
 def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False) -> CallResult:
     """What one finished agent process gave: its output and usage, or why it failed
-    (shared by a call in this process and one a background run recorded on disk)."""
+    (shared by a call in this process and one a background run recorded on disk). An
+    output past :mod:`strato.runs.bounds` is a failure: it never enters the run."""
     if isinstance(done, str):
         return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
     ms = done.duration_ms
@@ -250,6 +252,9 @@ def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False
     if found is None:
         return CallResult(None, f"agent {agent.name} printed no JSON object", {}, ms)
     output, usage = unwrap(found)
+    too_big = bounds.problem({"output": output}, f"agent {agent.name}'s output", bounds.MAX_RESULT_BYTES)
+    if too_big is not None:  # the call failed, and its spend was real
+        return CallResult(None, str(too_big), usage, ms)
     return CallResult(output, None, usage, ms)
 
 

@@ -38,7 +38,7 @@ from strato.runs import bgdispatch, views, wire
 from strato.runs.agents import READ_ONLY, AgentSpec, CallResult, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
 from strato.runs.fanout import ItemCall
-from strato.runs.runlock import exclusive, is_held, open_append, take
+from strato.runs.runlock import exclusive, is_held, open_append, private_folder, take
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL, Refused, now_iso, token_holders
 from strato.runs.store import Outcome, Snapshot
@@ -60,12 +60,13 @@ class Cancelled(Exception):
     """A cancel was asked while the runner drove the run."""
 
 
-def bg_dir(runs: Runs, run_id: str) -> Path:
-    return private_dir(runs.repo) / "bg" / run_id
+def bg_dir(runs: Runs, run_id: str, *parts: str, create: bool = False) -> Path:
+    """`.git/vivary/bg/<run>/<parts>`, never through a folder planted as a symlink."""
+    return private_folder(private_dir(runs.repo), "bg", run_id, *parts, create=create)
 
 
 def runner_lock(runs: Runs, run_id: str) -> Path:
-    return bg_dir(runs, run_id) / "runner.lock"
+    return bg_dir(runs, run_id, create=True) / "runner.lock"
 
 
 def is_background(state: dict[str, Any]) -> bool:
@@ -164,9 +165,7 @@ def _wanted(runs: Runs, snap: Snapshot) -> bool:
 def launch(runs: Runs, run_id: str, lock_fd: int | None = None) -> None:
     """Start a runner, detached; `lock_fd` (an open file holding the runner lock) is
     handed to it, else it takes the lock itself."""
-    folder = bg_dir(runs, run_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    log = folder / "runner.log"
+    log = bg_dir(runs, run_id, create=True) / "runner.log"
     if log.exists() and log.stat().st_size > LOG_LIMIT:
         log.unlink()
     runner = [sys.executable, "-m", "strato.runs.background", str(runs.root), run_id]
@@ -307,7 +306,7 @@ def _call(
 
 
 def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
-    folder = bg_dir(runs, run_id) / "dispatch" / entry["dispatchToken"]
+    folder = bg_dir(runs, run_id, "dispatch", entry["dispatchToken"], create=True)
     res = _call(runs, folder, runs.config.get(entry["agent"]), agent_prompt(entry), runs.root, cancelled)
     return runs.report(run_id, entry, res)
 
@@ -328,14 +327,15 @@ def _fanout_calls(runs: Runs, run_id: str, path: str, cancelled: _CancelWatch) -
     name = hashlib.sha256(f"{started}\0{path}".encode()).hexdigest()[:16]
     step = runs.engine(runs.load(run_id), judge=False).locate(path)[1]
     assert isinstance(step, FanoutStep)
-    root = bg_dir(runs, run_id) / "dispatch"
     if step.fanout.isolation == "worktree":
-        for folder in root.glob(f"item-{name}-*"):
-            bgdispatch.stop(folder)
-            shutil.rmtree(folder, ignore_errors=True)
+        for folder in _dispatches(runs, run_id):
+            if folder.name.startswith(f"item-{name}-"):
+                bgdispatch.stop(folder)
+                shutil.rmtree(folder, ignore_errors=True)
 
     def call_item(key: str, agent: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
-        return _call(runs, root / f"item-{name}-{key}", agent, prompt, cwd, cancelled, sandbox)
+        folder = bg_dir(runs, run_id, "dispatch", f"item-{name}-{key}", create=True)
+        return _call(runs, folder, agent, prompt, cwd, cancelled, sandbox)
 
     return call_item
 
@@ -349,8 +349,9 @@ def _record_cancel(runs: Runs, run_id: str, req: dict[str, Any]) -> None:
 
 
 def _dispatches(runs: Runs, run_id: str) -> list[Path]:
-    root = bg_dir(runs, run_id) / "dispatch"
-    return sorted(root.iterdir()) if root.is_dir() else []
+    """The run's dispatch folders (an entry planted as a symlink is none of them)."""
+    root = bg_dir(runs, run_id, "dispatch")
+    return sorted(p for p in root.iterdir() if not p.is_symlink() and p.is_dir()) if root.is_dir() else []
 
 
 def _forget_dispatches(runs: Runs, run_id: str) -> None:

@@ -67,8 +67,8 @@ def run(
 ) -> Finished | str | None:
     """The dispatch's finished agent: started here, or already running (a runner that
     died started it) or already finished. None when `cancelled()` became true: its
-    process group is stopped (SIGTERM, SIGKILL after `grace_s`) before returning."""
-    folder.mkdir(parents=True, exist_ok=True)
+    process group is stopped (SIGTERM, SIGKILL after `grace_s`) before returning. The
+    caller made `folder` (`background.bg_dir`, which refuses a planted link)."""
     for _ in range(MAX_STARTS):
         done = finished(folder)
         if done is None and not cancelled():

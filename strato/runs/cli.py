@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs import background
+from strato.runs import background, bounds
 from strato.runs.runlock import exclusive
 from strato.runs.service import Runs
 from strato.runs.state import RESOLVERS, RUN_TERMINAL
@@ -36,7 +36,6 @@ from strato.runs.views import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MAX_RESULT_BYTES = 16 * 1024 * 1024
 
 
 class Exit(Exception):
@@ -100,7 +99,7 @@ def _parse_inputs(pairs: tuple[str, ...], input_json: str | None) -> dict[str, A
         if not sep or not key:
             _fail(2, f"--input expects key=value, got {pair!r}")
         try:
-            inputs[key] = json.loads(text)
+            inputs[key] = bounds.loads(text, f"--input {key}")
         except json.JSONDecodeError:
             inputs[key] = text
     return inputs
@@ -110,14 +109,14 @@ def _json_arg(text: str, what: str) -> Any:
     if text.startswith("@"):
         try:
             path = Path(text[1:])
-            if path.stat().st_size > MAX_RESULT_BYTES:
+            if path.stat().st_size > bounds.MAX_REQUEST_BYTES:
                 _fail(2, f"{what}: {path} is larger than 16 MiB")
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             _fail(2, f"{what}: cannot read {text[1:]}: {exc}")
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        return bounds.loads(text, what)
+    except json.JSONDecodeError as exc:
         _fail(2, f"{what}: not JSON: {exc}")
 
 
@@ -188,7 +187,7 @@ def plan_cmd(
 
 def _read_spec(path: Path) -> str:
     try:
-        if path.stat().st_size > MAX_RESULT_BYTES:
+        if path.stat().st_size > bounds.MAX_REQUEST_BYTES:
             _fail(2, f"{path}: larger than 16 MiB")
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

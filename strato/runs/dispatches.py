@@ -3,7 +3,10 @@ one agent call of an engine fanout item) is one dispatch with its own `dispatchI
 kept in the run's `dispatches` table, which no revert rolls back. Its usage is debited
 once: the first report (a `done` result's `usage`, a usage report, the engine's own
 measure) moves the ledgers and is recorded as a `usage_debit` event with the run's next
-`seq`; any later report for the same id changes nothing.
+`seq`; any later report for the same id changes nothing. A ready step the engine runs
+itself is claimed for it (:func:`claim`) before its agent starts: from then on only the
+engine's own measure of that dispatch counts, and an outside usage report or result
+for it is refused (`engine_dispatch`), so no other client can debit it first with less.
 
 A hand-out also carries what it was computed from, so a result can be checked against
 more than its token: `generation` (how many times this step or item has been handed
@@ -246,6 +249,31 @@ def debit(
     return True
 
 
+def claim(ctx: RunContext, path: str, st: dict[str, Any]) -> bool:
+    """Claim the ready step `st`'s dispatch for the engine's own agent; False if it is
+    the engine's already (nothing to write). One another client already reported usage
+    for is left to that report (the spend was real) and the step is handed out anew for
+    the engine, so the engine's measure always lands on a dispatch of its own."""
+    record = ctx.run.get("dispatches", {}).get(st.get("dispatchId"))
+    if record is None or record.get("by") == "engine":  # a run recorded before ids, or ours
+        return False
+    if "debitSeq" in record:
+        again = {"stepId": path, "attempt": len(st["attempts"]) + 1, "epoch": st["epoch"]}
+        issue(ctx, again, st["contractDigest"], inputs_digest(st["prompt"]), st)
+        record = ctx.run["dispatches"][st["dispatchId"]]
+    record["by"] = "engine"
+    return True
+
+
+def refuse_if_engines(ctx: RunContext, dispatch_id: Any) -> None:
+    """`Refused` for an outside report (usage or result) of a dispatch the engine runs."""
+    if ctx.run.get("dispatches", {}).get(dispatch_id, {}).get("by") == "engine":
+        raise Refused(
+            "engine_dispatch",
+            f"dispatch {dispatch_id} is run by the engine itself: only its own measure of it counts",
+        )
+
+
 def report(
     ctx: RunContext, dispatch_id: str, usage: Mapping[str, float], telemetry: Mapping[str, Any] | None
 ) -> bool:
@@ -260,6 +288,7 @@ def report(
         raise Refused("unknown_dispatch", f"no dispatch {dispatch_id!r} in run {ctx.run['id']}")
     if "debitSeq" in record:
         return False
+    refuse_if_engines(ctx, dispatch_id)
     frame, step, st = _nearest(ctx, record["stepId"])
     ledgers = task_ledgers(frame, step, st)
     debit(ctx, dispatch_id, usage, telemetry, "usage_report", ledgers)

@@ -61,6 +61,15 @@ class Engine(RunContext):
         self.advance()
         return True
 
+    def claim(self, path: str, token: str) -> bool:
+        """Take the ready step at `path` (handed out with `token`) for the engine's own
+        agent (see `dispatches.claim`); `Refused` if it is no longer that hand-out."""
+        self.require_running()
+        _, _, st = self.locate(path)
+        if st["status"] != "ready" or st.get("dispatchToken") != token:
+            raise Refused("stale_token", f"step {path} is no longer the hand-out the engine picked")
+        return dispatches.claim(self, path, st)
+
     def issued_token(self, path: str) -> str | None:
         return results.issued_token(self, path)
 

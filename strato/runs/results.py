@@ -163,6 +163,8 @@ def _accept(
     if token != st.get("dispatchToken"):
         raise Refused("stale_token", "step result is stale: the token belongs to a superseded issuance")
     dispatches.check_claims(st, path, claims)
+    if source != "engine":
+        dispatches.refuse_if_engines(ctx, st.get("dispatchId"))
     if not isinstance(result, dict) or set(result) - RESULT_KEYS:
         raise Refused("invalid_result", "result must be an object with output, failure, usage, telemetry")
     usage = result.get("usage", {})

@@ -14,6 +14,7 @@ from typing import Any
 
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
+from strato.runs import bounds
 from strato.runs.agents import (
     AgentsConfig,
     CallResult,
@@ -32,6 +33,7 @@ from strato.runs.fanout import ItemCall, run_fanout
 from strato.runs.lanes import LaneBook, digest
 from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
+from strato.runs.runlock import private_folder
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.objects import file_at_head
@@ -76,7 +78,7 @@ class Runs:
 
     @property
     def pacing_dir(self) -> Path:
-        return private_dir(self.repo) / "pacing"
+        return private_folder(private_dir(self.repo), "pacing", create=True)
 
     def judge(self) -> Judge | None:
         if self._judge is None and self.config.judge is not None:
@@ -120,6 +122,7 @@ class Runs:
     def plan(self, spec_text: str, inputs: dict[str, Any], run_id: str | None = None) -> Outcome:
         if run_id is not None and not RUN_ID.match(run_id):
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
+        bounds.check(inputs, "the run's input")
         spec, errors = load_spec(spec_text, self.config.agents)
         if spec is None:
             raise SpecInvalid(errors)
@@ -180,7 +183,8 @@ class Runs:
         (Stratum's step_done names none). That token is read once, before the first
         attempt: if the run moves meanwhile (another report, a revert, a cancel), the
         retry after the lost race is refused as stale rather than taken as the result of
-        a newer dispatch."""
+        a newer dispatch. A result past :mod:`strato.runs.bounds` is refused first."""
+        bounds.check(result, "the step result")
         if current:
             token = self.engine(self.store.load(run_id), judge=False).issued_token(step)
         return self.apply(
@@ -360,7 +364,20 @@ class Runs:
             if not mine:
                 return snap
             for entry in mine:
-                self._emit(on_event, dispatch(run_id, entry).events)
+                taken = self.claim(run_id, entry)
+                if taken is not None:
+                    self._emit(on_event, dispatch(run_id, taken).events)
+
+    def claim(self, run_id: str, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """Claim a ready step for the engine before its agent runs (only the engine's
+        measure of its usage then counts); the entry to run, handed out anew if another
+        client had reported usage for it first, or None if it is no longer ready."""
+        step, token = entry["id"], entry["dispatchToken"]
+        try:
+            snap = self.apply(run_id, "engine_dispatch", lambda e: e.claim(step, token), stepId=step).snap
+        except Refused:  # reported, cancelled or reverted meanwhile
+            return None
+        return next((e for e in self.engine(snap, judge=False).ready() if e["id"] == entry["id"]), None)
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)

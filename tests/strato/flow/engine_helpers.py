@@ -50,7 +50,9 @@ class Workspace:
         return (FIXTURES / name).read_text()
 
     def strato(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([str(STRATO), *args, "--root", str(self.root)], capture_output=True, text=True)
+        proc = subprocess.run(  # the timeout turns a hang into a loud failure
+            [str(STRATO), *args, "--root", str(self.root)], capture_output=True, text=True, timeout=300
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"strato {args} exited {proc.returncode}: {proc.stderr}")
         return proc

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
+
 from strato.agentruns.store import BoundedStream
 from tests.conftest import commit_all, write_files
 from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
@@ -89,3 +91,38 @@ def test_a_gate_policy_written_in_the_working_tree_grants_nothing(repo_dir: Path
         assert (await s.ok("stratum_resume", {"runId": plan["runId"]}))["status"] == "ready"
 
     run_server(repo_dir, scenario)
+
+
+def test_agent_run_folders_planted_as_symlinks_are_neither_read_nor_written_through(
+    workspace: Path, tmp_path: Path  # noqa: F811 - the fixture
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    home = workspace / ".git" / "vivary" / "agent-runs"
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.symlink_to(outside, target_is_directory=True)
+    run = {"agent": "steady", "prompt": "now", "cwd": ".", "background": True}
+
+    async def planted_home(s: Session) -> None:
+        text, doc = await s.error("stratum_agent_run", run)
+        assert doc is not None and doc["error_type"] == "planted_link" and "is a symlink" in text
+
+    run_server(workspace, planted_home)
+    assert list(outside.iterdir()) == []
+    home.unlink()
+    moved = tmp_path / "moved"
+
+    async def planted_run(s: Session) -> None:
+        started = await s.ok("stratum_agent_run", {**run, "prompt": "later"})
+        folder = home / started["runId"]
+        with anyio.fail_after(120):  # a bound on a broken run, not a speed claim
+            while (await s.ok("stratum_agent_poll", {"runId": started["runId"]}))["status"] != "complete":
+                await anyio.sleep(0.05)
+        folder.rename(moved)  # the run's folder, now outside, and a link to it in its place
+        (moved / "stream.log").write_text(SECRET)
+        folder.symlink_to(moved, target_is_directory=True)
+        for tool in ("stratum_agent_poll", "stratum_cancel_agent_run"):
+            assert (await s.ok(tool, {"runId": started["runId"]}))["status"] == "not_found"
+
+    run_server(workspace, planted_run)
+    assert (moved / "stream.log").read_text() == SECRET and not (moved / "cancel.json").exists()

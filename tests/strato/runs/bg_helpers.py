@@ -232,7 +232,7 @@ def strato(root: Path, *args: str, stdin: str | None = None) -> tuple[int, Any, 
     """Run `strato ARGS --root ROOT --json`: (exit code, its JSON, stderr)."""
     proc = subprocess.run(
         [sys.executable, "-m", "strato.cli", *args, "--root", str(root), "--json"],
-        capture_output=True, text=True, check=False, input=stdin,
+        capture_output=True, text=True, check=False, input=stdin, timeout=300,  # a hang fails loudly
     )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
 

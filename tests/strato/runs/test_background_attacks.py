@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from strato.runs import background
+from strato.runs.runlock import PlantedLink, private_folder
 from strato.runs.service import Runs
 from tests.strato.runs.bg_helpers import calls, kill_hostiles, make_workspace, strato, wait_for
 
@@ -59,3 +60,49 @@ def test_symlinks_and_hard_links_planted_under_bg_are_never_written_through(
     assert hard.read_text() == "precious\n"
     assert not (outside / "created-by-lock").exists()
     assert int((folder / "runner.pid").read_text()) > 0 and not (folder / "runner.pid").is_symlink()
+
+
+def _tree(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("planted", ["bg", "bg/linked"])
+def test_a_folder_under_vivary_planted_as_a_symlink_is_refused_and_nothing_is_written_outside(
+    workspace: Path, tmp_path: Path, planted: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("precious\n")
+    link = workspace / ".git" / "vivary" / planted
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside, target_is_directory=True)
+    spec = str(workspace / "specs/steps.yaml")
+    code, doc, err = strato(workspace, "run", spec, "--input", "tag=link", "--background", "--id", "linked")
+    assert code == 1 and doc["code"] == "planted_link", err
+    assert len(err.strip().splitlines()) == 1 and "is a symlink" in err and "Traceback" not in err
+    code, doc, err = strato(workspace, "flow", "poll", "linked")  # a poll would start a runner: refused too
+    assert code == 1 and doc["code"] == "planted_link", err
+    assert _tree(outside) == ["precious.txt"] and calls(workspace, "link") == []
+
+
+def test_every_folder_on_the_way_is_checked_and_a_missing_one_is_made_ours(tmp_path: Path) -> None:
+    top = tmp_path / "vivary"
+    made = private_folder(top, "bg", "r1", "dispatch", "t", create=True)
+    assert made.is_dir() and (made.stat().st_mode & 0o777) == 0o700
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for n, planted in enumerate(("bg/r1/dispatch/t", "bg/r1/dispatch", "bg", "")):
+        where = top / planted if planted else top
+        target = tmp_path / f"moved-{n}"
+        where.rename(target)
+        where.symlink_to(outside, target_is_directory=True)
+        for create in (True, False):
+            with pytest.raises(PlantedLink, match="is a symlink"):
+                private_folder(top, "bg", "r1", "dispatch", "t", create=create)
+        where.unlink()
+        target.rename(where)
+    (top / "bg" / "file").write_text("x")
+    with pytest.raises(PlantedLink, match="not a folder"):
+        private_folder(top, "bg", "file", "x", create=True)
+    assert private_folder(top, "bg", "absent", "deeper") == top / "bg" / "absent" / "deeper"
+    assert not (top / "bg" / "absent").exists() and list(outside.iterdir()) == []

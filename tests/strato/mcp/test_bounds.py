@@ -1,0 +1,125 @@
+"""Requests past the bounds of strato.runs.bounds against the real `strato mcp`: each gets
+one error answer in the tool's error shape and the run is left as it was. Through the
+SDK's stdio client where the SDK can send the request at all, and as raw JSON-RPC lines
+for the ones it cannot (nested far past any JSON parser's recursion limit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from strato.mcp.contract import error_violations
+from strato.runs import bounds
+from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+
+
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+async def _refused(s: Session, tool: str, arguments: dict[str, Any], code: str) -> None:
+    message, doc = await s.error(tool, arguments)
+    assert doc is not None and doc["error_type"] == code, message
+    if tool.startswith("stratum_"):
+        assert error_violations(tool, doc) == [], doc
+
+
+def test_a_result_too_deep_or_too_large_is_refused_and_changes_nothing(workspace: Path) -> None:
+    async def scenario(s: Session) -> None:
+        with anyio.fail_after(240):  # a hang is a loud failure
+            plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "t"}})
+            run = {"runId": plan["runId"], "stepId": "work"}
+            before = await s.ok("stratum_audit", {"runId": plan["runId"]})
+            # 2 levels (the arguments, the result) above the output: 62 more is the most
+            for result, code in (
+                ({"output": nested(240)}, "too_deep"),  # the attack: too deep for the SDK's own parser
+                ({"output": nested(bounds.MAX_DEPTH - 1)}, "too_deep"),
+                ({"output": {"text": "x" * (2 * bounds.MAX_RESULT_BYTES), "score": 1}}, "too_large"),
+                ({"output": {"text": "x" * (bounds.MAX_RESULT_BYTES - 10), "score": 1}, "usage": {"usd": 0.1}}, "too_large"),
+            ):
+                await _refused(s, "stratum_step_done", {**run, "result": result}, code)
+            token = plan["ready"][0]["dispatchToken"]
+            await _refused(s, "strato_step_done", {**run, "dispatchToken": token, "result": {"output": nested(240)}}, "too_deep")
+            await _refused(s, "stratum_plan", {"spec": GATE_SPEC, "input": {"deep": nested(70)}}, "too_deep")
+            after = await s.ok("stratum_audit", {"runId": plan["runId"]})
+            assert after == before
+            within = {"text": "ok", "score": 0.9, "deep": nested(bounds.MAX_DEPTH - 5)}
+            done = await s.ok("stratum_step_done", {**run, "result": {"output": within}})
+            assert done["status"] == "ready"  # taken, and checked against the contract as usual
+
+    run_server(workspace, scenario)
+
+
+class Wire:
+    """`strato mcp` as a process spoken to in raw JSON-RPC lines, every read bounded."""
+
+    def __init__(self, root: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "strato.cli", "mcp", "--root", str(root)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=120)  # a hang is a loud failure
+        except queue.Empty:
+            raise AssertionError("strato mcp gave no answer within 120 s") from None
+        doc: dict[str, Any] = json.loads(line)
+        return doc
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()  # the server stops at the end of its input
+        self.proc.wait(timeout=60)
+        return self.proc.stderr.read().decode()
+
+
+def _call(id_: int, name: str, arguments: str) -> str:
+    return f'{{"jsonrpc":"2.0","id":{id_},"method":"tools/call","params":{{"name":"{name}","arguments":{arguments}}}}}'
+
+
+def test_requests_past_every_parsers_recursion_limit_are_answered_and_the_server_lives(
+    workspace: Path,
+) -> None:
+    wire = Wire(workspace)
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert wire.answer()["id"] == 1
+        wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        for id_, levels in ((2, 1_500), (3, 200_000)):  # past Python's json, and far past it
+            deep = "[" * levels + "]" * levels
+            wire.send(_call(id_, "stratum_step_done", f'{{"runId":"r","stepId":"s","result":{{"output":{deep}}}}}'))
+            answer = wire.answer()
+            assert answer["id"] == id_ and answer["result"]["isError"] is True, answer
+            doc = answer["result"]["structuredContent"]
+            assert doc["error_type"] == "too_deep" and error_violations("stratum_step_done", doc) == []
+        wire.send(_call(4, "stratum_validate", json.dumps({"spec": GATE_SPEC})))
+        answer = wire.answer()
+        assert answer["id"] == 4 and answer["result"]["structuredContent"]["status"] == "valid"
+    finally:
+        err = wire.close()
+    assert "Traceback" not in err, err
