@@ -81,3 +81,51 @@ def test_a_predicate_that_is_not_a_boolean_names_what_it_yielded(source: str,
         evaluate_predicate(source, {"input": {"v": [True]}})
     assert (info.value.kind, info.value.message) == (
         "type_error", f"predicate yielded {shown}, not a boolean")
+
+
+@pytest.mark.parametrize(("source", "value"), [
+    ("!true", False), ("!false", True), ("!!true", True), ("-input.n", -2),
+    ("-input.x", 2.5), ("--input.n", 2), ("-0", 0),
+])
+def test_not_and_unary_minus_compute(source: str, value: Any) -> None:
+    result = evaluate(source, {"input": {"n": 2, "x": -2.5}})
+    assert result == value
+    assert type(result) is type(value)
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("!1", "'!' needs booleans, got number"),
+    ("!null", "'!' needs booleans, got null"),
+    ("!'true'", "'!' needs booleans, got string"),
+    ("-true", "unary '-' needs a number, got boolean"),
+    ("-'1'", "unary '-' needs a number, got string"),
+    ("-input.v", "unary '-' needs a number, got array"),
+    ("-null", "unary '-' needs a number, got null"),
+])
+def test_not_and_unary_minus_of_the_wrong_type_name_what_they_got(source: str,
+                                                                  message: str) -> None:
+    error = _error(source, {"input": {"v": [1]}})
+    assert (error.kind, error.message) == ("type_error", message)
+
+
+def test_int_of_a_string_reads_up_to_400_characters_and_refuses_one_more() -> None:
+    """The bound keeps int() of a huge digit string from costing quadratic time; it
+    counts characters, sign and leading zeros included."""
+    assert evaluate("int(input.s)", {"input": {"s": "+" + "0" * 398 + "7"}}) == 7
+    assert evaluate("int(input.s)", {"input": {"s": "-" + "0" * 398 + "7"}}) == -7
+    error = _error("int(input.s)", {"input": {"s": "0" * 400 + "7"}})
+    assert (error.kind, error.message) == (
+        "resource_limit", "int() of a string longer than 400 characters")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (None, "int() cannot convert null 'null'"),
+    ("1.5", "int() cannot convert string '1.5'"),
+    (" 7", "int() cannot convert string ' 7'"),
+    ([1, 2], "int() cannot convert array '[1,2]'"),
+    ("x" * 50, f"int() cannot convert string {'x' * 40!r}"),
+])
+def test_int_of_what_is_not_an_integer_shows_the_first_40_characters(value: Any,
+                                                                     message: str) -> None:
+    error = _error("int(input.v)", {"input": {"v": value}})
+    assert (error.kind, error.message) == ("type_error", message)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from strato.flow.expr import ExprError
-from strato.flow.expr.values import SAFE_INT, number, number_text, to_json, truthy
+from strato.flow.expr.values import SAFE_INT, display, number, number_text, to_json, truthy
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -83,3 +83,15 @@ def test_json_text_may_be_exactly_as_long_as_its_limit_and_not_one_character_mor
 def test_json_text_is_compact_and_keeps_non_ascii_as_is(value: Any, text: str) -> None:
     """JSON.stringify's text: no spaces, booleans as words, non-ASCII unescaped."""
     assert to_json(value) == text
+
+
+def test_display_is_strings_as_they_are_and_the_rest_as_bounded_json() -> None:
+    """String(x): a string is its own text (never quoted, never cut), anything else is
+    JSON text under the same limit as `to_json`."""
+    assert display("a\"b" * 10, 3) == "a\"b" * 10
+    assert display([1, "a"]) == '[1,"a"]'
+    assert display(None, 4) == "null"
+    with pytest.raises(ExprError) as info:
+        display(["x" * 10], 5)
+    assert (info.value.kind, info.value.message) == (
+        "resource_limit", "text longer than 5 characters")
