@@ -129,3 +129,16 @@ def test_int_of_what_is_not_an_integer_shows_the_first_40_characters(value: Any,
                                                                      message: str) -> None:
     error = _error("int(input.v)", {"input": {"v": value}})
     assert (error.kind, error.message) == ("type_error", message)
+
+
+@pytest.mark.parametrize(("source", "n"), [
+    ("int(input.s)", 0), ("-input.n", 10**400), ("input.n * input.n", 10**200),
+    ("input.n + 1", 10**400), ("input.n - 1", -10**400),
+], ids=["int-of-309-nines", "minus", "times", "plus", "minus-one"])
+def test_arithmetic_past_the_largest_double_is_a_typed_error(source: str, n: int) -> None:
+    """`int('9' * 309)` and integer bindings too large for a double once escaped as
+    Python's OverflowError instead of an ExprError."""
+    error = _error(source, {"input": {"s": "9" * 309, "n": n}})
+    assert (error.kind, error.message) == (
+        "type_error", "arithmetic result is not a finite number")
+    assert evaluate("str(input.n)", {"input": {"n": 10**400}}) == "Infinity"

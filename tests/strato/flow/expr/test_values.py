@@ -95,3 +95,14 @@ def test_display_is_strings_as_they_are_and_the_rest_as_bounded_json() -> None:
         display(["x" * 10], 5)
     assert (info.value.kind, info.value.message) == (
         "resource_limit", "text longer than 5 characters")
+
+
+@pytest.mark.parametrize("value", [10**400, -10**400, 2**1024], ids=["1e400", "-1e400", "2**1024"])
+def test_an_integer_past_the_largest_double_is_not_finite_not_a_crash(value: int) -> None:
+    """JavaScript holds such a number as Infinity; Python's float() raises OverflowError,
+    which must not escape the evaluator as anything but its typed error."""
+    with pytest.raises(ExprError) as info:
+        number(value)
+    assert (info.value.kind, info.value.message) == (
+        "type_error", "arithmetic result is not a finite number")
+    assert number_text(value) == ("Infinity" if value > 0 else "-Infinity")
