@@ -117,13 +117,16 @@ def test_a_commit_without_a_state_is_not_a_run(store: RunStore) -> None:
 
 
 def test_a_run_is_named_by_its_id_or_by_a_prefix_only_it_starts_with(store: RunStore) -> None:
-    for run_id in ("abc1", "abc2", "abd", "x"):
+    for run_id in ("abc1", "abc2", "abd", "x", "x1", "zeta"):
         _plan(store, run_id, id=run_id)
     assert store.resolve("abc1") == "abc1" and store.resolve("abd") == "abd"
-    assert store.resolve("ab" + "d") == "abd"
-    assert store.load("x").state["id"] == "x"
-    loaded = store.load("abd")
-    assert (loaded.run_id, loaded.state["id"]) == ("abd", "abd")
+    assert store.resolve("x") == "x"  # an id is itself even when it prefixes another
+    assert store.resolve("ze") == "zeta" and store.resolve("abc2") == "abc2"
+    loaded = store.load("z")
+    assert (loaded.run_id, loaded.state["id"]) == ("zeta", "zeta")
+    with pytest.raises(RunNotFound) as not_found:
+        store.resolve("not an id")
+    assert str(not_found.value) == "not a run id: 'not an id'"
     with pytest.raises(AmbiguousRunId) as info:
         store.resolve("abc")
     assert str(info.value) == "run id prefix 'abc' is ambiguous: abc1, abc2"
