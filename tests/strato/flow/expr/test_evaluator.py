@@ -142,3 +142,60 @@ def test_arithmetic_past_the_largest_double_is_a_typed_error(source: str, n: int
     assert (error.kind, error.message) == (
         "type_error", "arithmetic result is not a finite number")
     assert evaluate("str(input.n)", {"input": {"n": 10**400}}) == "Infinity"
+
+
+@pytest.mark.parametrize(("left", "right", "lt", "le", "gt", "ge"), [
+    ("1", "2", True, True, False, False), ("2", "2", False, True, False, True),
+    ("2.5", "2", False, False, True, True), ("'a'", "'b'", True, True, False, False),
+    ("'b'", "'b'", False, True, False, True), ("'b'", "'ab'", False, False, True, True),
+])
+def test_the_four_orderings_at_below_equal_and_above(left: str, right: str, lt: bool,
+                                                     le: bool, gt: bool, ge: bool) -> None:
+    got = [evaluate(f"{left} {op} {right}", {}) for op in ("<", "<=", ">", ">=")]
+    assert got == [lt, le, gt, ge]
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("1 < 'a'", "'<' needs two numbers or two strings, got number and string"),
+    ("'a' >= null", "'>=' needs two numbers or two strings, got string and null"),
+    ("input.o <= input.o", "'<=' needs two numbers or two strings, got object and object"),
+    ("1 in 'abc'", "'in' string needs a string needle"),
+    ("1 in input.o", "'in' object needs a string needle"),
+    ("'a' in 2", "'in' needs an array, string or object, got number"),
+    ("'a' in null", "'in' needs an array, string or object, got null"),
+    ("len(1)", "len() needs a string, array or object, got number"),
+    ("len(true)", "len() needs a string, array or object, got boolean"),
+    ("-input.o", "unary '-' needs a number, got object"),
+    ("matches(1, 'a')", "matches() needs a string text and a string pattern"),
+    ("matches('a', null)", "matches() needs a string text and a string pattern"),
+])
+def test_operators_and_builtins_name_the_types_they_got(source: str, message: str) -> None:
+    error = _error(source, {"input": {"o": {}}})
+    assert (error.kind, error.message) == ("type_error", message)
+
+
+def test_a_string_result_may_be_exactly_1_mib_and_not_one_character_more() -> None:
+    mib = "x" * (1 << 20)
+    assert len(evaluate("result + ''", {"result": mib})) == 1 << 20
+    assert evaluate("str(result) == result", {"result": mib}) is True
+    error = _error("result + 'y'", {"result": mib})
+    assert (error.kind, error.message) == ("resource_limit", "string result longer than 1 MiB")
+    error = _error("str(result)", {"result": [mib[:-3]]})  # JSON adds 4: two quotes, [ ]
+    assert (error.kind, error.message) == (
+        "resource_limit", f"text longer than {1 << 20} characters")
+    assert len(evaluate("str(result)", {"result": [mib[:-4]]})) == 1 << 20
+
+
+def test_matches_reads_up_to_4096_characters_and_refuses_one_more() -> None:
+    text = "a" * 4096
+    assert evaluate("matches(result, 'a$')", {"result": text}) is True
+    error = _error("matches(result, 'a$')", {"result": text + "a"})
+    assert (error.kind, error.message) == ("resource_limit", "matches() input longer than 4096")
+
+
+def test_a_lone_surrogate_is_one_utf16_unit_to_len_and_order() -> None:
+    """JSON text may hold a lone surrogate (`"\\ud800"`); JavaScript counts and orders it
+    as one code unit, and encoding it as UTF-16 must not fail."""
+    assert evaluate("len(result)", {"result": "a\ud800"}) == 2
+    assert evaluate("result < '\uffff'", {"result": "\ud800"}) is True
+    assert evaluate("max(input.v)", {"input": {"v": ["\ud800", "\ue000"]}}) == "\ue000"
