@@ -4,6 +4,8 @@ messages a spec author reads (written against mutation survivors, docs/testing.m
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +201,47 @@ def test_a_lone_surrogate_is_one_utf16_unit_to_len_and_order() -> None:
     assert evaluate("len(result)", {"result": "a\ud800"}) == 2
     assert evaluate("result < '\uffff'", {"result": "\ud800"}) is True
     assert evaluate("max(input.v)", {"input": {"v": ["\ud800", "\ue000"]}}) == "\ue000"
+
+
+@pytest.mark.parametrize(("source", "context", "kind", "message"), [
+    (1, {}, "validation_error", "expression must be a string"),
+    ("1", {"self": 1}, "validation_error",
+     "'self' cannot be bound (only ['input', 'item', 'prev', 'result'])"),
+    ("1", {"input": {"k": [math.nan]}}, "validation_error",
+     "binding 'input' holds a non-finite number"),
+    ("item", {}, "unknown_identifier", "'item' is not bound here"),
+    ("input.n.x", {"input": {"n": 1}}, "type_error", ".x on number"),
+    ("input.s[0]", {"input": {"s": "abc"}}, "type_error", "[0] on string"),
+    ("1 && true", {}, "type_error", "'&&' needs booleans, got number"),
+    ("true && 'x'", {}, "type_error", "'&&' needs booleans, got string"),
+    ("null || true", {}, "type_error", "'||' needs booleans, got null"),
+    ("false || 1", {}, "type_error", "'||' needs booleans, got number"),
+    ("'a' - 'b'", {}, "type_error", "'-' needs numbers, got string and string"),
+    ("1 * null", {}, "type_error", "'*' needs numbers, got number and null"),
+    ("input.s + 1", {"input": {"s": "a"}}, "type_error", "'+' needs numbers, got string and number"),
+    ("1 / 0", {}, "type_error", "division by zero"),
+])
+def test_evaluation_errors_say_what_went_wrong(source: Any, context: dict[str, Any], kind: str,
+                                               message: str) -> None:
+    with pytest.raises(ExprError) as info:
+        evaluate(source, context)
+    assert (info.value.kind, info.value.message) == (kind, message)
+
+
+def test_values_concatenate_compare_and_index_past_the_end() -> None:
+    context = {"input": {"v": [1, 2], "a": [1], "b": [1]}}
+    assert evaluate("'a' + 'b'", {}) == "ab"
+    assert evaluate("input.v[1]", context) == 2
+    assert evaluate("input.v[2]", context) is None
+    assert evaluate("input.a != input.b", context) is False
+    assert evaluate("input.a != input.v", context) is True
+
+
+def test_a_stack_too_deep_for_the_expression_is_a_resource_limit_not_a_recursion_error() -> None:
+    """Evaluation recurses once per nesting level; called with little stack left (as
+    from deep inside a caller), evaluation still fails with the language's own error."""
+    def deep(n: int) -> ExprError:
+        return deep(n - 1) if n else _error("(" * 100 + "1" + ")" * 100, {})
+
+    error = deep(sys.getrecursionlimit() - 60)
+    assert (error.kind, error.message) == ("resource_limit", "expression nests too deeply")

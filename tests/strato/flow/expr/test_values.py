@@ -164,3 +164,5 @@ def test_a_binding_that_contains_itself_is_refused() -> None:
     loop: list[Any] = [1]
     loop.append({"again": loop})
     assert _refusal(loop) == ("resource_limit", "binding 'result' contains a cycle")
+    assert _refusal({"a": {"b": [loop]}}, "input") == (
+        "resource_limit", "binding 'input' contains a cycle")
