@@ -24,12 +24,23 @@ def is_number(value: Any) -> bool:
 def number(value: float) -> int | float:
     """Normalise an arithmetic result: finite, integral values as int within 2**53."""
     if isinstance(value, int):
-        return value if -SAFE_INT <= value <= SAFE_INT else number(float(value))
+        if -SAFE_INT <= value <= SAFE_INT:
+            return value
+        value = _double(value)
     if not math.isfinite(value):
         raise ExprError("type_error", "arithmetic result is not a finite number")
     if value.is_integer() and abs(value) <= SAFE_INT:
         return int(value)
     return value
+
+
+def _double(value: int) -> float:
+    """An int as JavaScript holds it: a double, infinite past the largest one (Python's
+    `float()` raises instead, which would escape as something other than ExprError)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def deep_equal(a: Any, b: Any) -> bool:
@@ -61,7 +72,7 @@ def number_text(value: int | float) -> str:
     in positional form from 1e-6 up to 1e21 and in exponent form outside
     (1.0 -> "1", 1e-05 -> "0.00001", 1e-07 -> "1e-7", 1e21 -> "1e+21")."""
     if isinstance(value, int):
-        return str(value) if abs(value) < 10**21 else number_text(float(value))
+        return str(value) if abs(value) < 10**21 else number_text(_double(value))
     if not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if value == 0:

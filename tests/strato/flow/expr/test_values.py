@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from strato.flow.expr import ExprError
-from strato.flow.expr.values import SAFE_INT, number, number_text, to_json, truthy
+from strato.flow.expr.values import (
+    SAFE_INT,
+    check_binding,
+    display,
+    number,
+    number_text,
+    to_json,
+    truthy,
+)
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -58,6 +66,7 @@ def test_truthiness_is_javascripts(value: Any, expected: bool) -> None:
     (1.2e21, "1.2e+21"), (123.456, "123.456"), (1 / 3, "0.3333333333333333"),
     (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
     (12345678901234567890.0, "12345678901234567000"),
+    (math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity"),
 ])
 def test_numbers_print_as_javascripts_string_does(value: float, text: str) -> None:
     """Integral values below 1e21 in full; from 1e21 (and below 1e-6) the exponent form
@@ -83,3 +92,77 @@ def test_json_text_may_be_exactly_as_long_as_its_limit_and_not_one_character_mor
 def test_json_text_is_compact_and_keeps_non_ascii_as_is(value: Any, text: str) -> None:
     """JSON.stringify's text: no spaces, booleans as words, non-ASCII unescaped."""
     assert to_json(value) == text
+
+
+def test_display_is_strings_as_they_are_and_the_rest_as_bounded_json() -> None:
+    """String(x): a string is its own text (never quoted, never cut), anything else is
+    JSON text under the same limit as `to_json`."""
+    assert display("a\"b" * 10, 3) == "a\"b" * 10
+    assert display([1, "a"]) == '[1,"a"]'
+    assert display(None, 4) == "null"
+    with pytest.raises(ExprError) as info:
+        display(["x" * 10], 5)
+    assert (info.value.kind, info.value.message) == (
+        "resource_limit", "text longer than 5 characters")
+
+
+@pytest.mark.parametrize("value", [10**400, -10**400, 2**1024], ids=["1e400", "-1e400", "2**1024"])
+def test_an_integer_past_the_largest_double_is_not_finite_not_a_crash(value: int) -> None:
+    """JavaScript holds such a number as Infinity; Python's float() raises OverflowError,
+    which must not escape the evaluator as anything but its typed error."""
+    with pytest.raises(ExprError) as info:
+        number(value)
+    assert (info.value.kind, info.value.message) == (
+        "type_error", "arithmetic result is not a finite number")
+    assert number_text(value) == ("Infinity" if value > 0 else "-Infinity")
+
+
+def _refusal(value: Any, name: str = "result") -> tuple[str, str]:
+    with pytest.raises(ExprError) as info:
+        check_binding(value, name)
+    return info.value.kind, info.value.message
+
+
+def _nested(depth: int, inner: Any) -> Any:
+    value = inner
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("inner", [[], [1], {}, {"k": None}], ids=["empty", "scalar", "{}", "{k}"])
+def test_a_binding_may_nest_128_containers_deep_and_not_one_more(inner: Any) -> None:
+    check_binding(_nested(128, inner), "result")
+    assert _refusal(_nested(129, inner), "input") == (
+        "resource_limit", "binding 'input' nests deeper than 128")
+
+
+def test_a_binding_may_expand_to_a_million_values_and_not_one_more() -> None:
+    """The count is of the expanded tree: a shared sub-list counts once per place."""
+    check_binding([0] * 999_999, "result")  # with the list itself: 1,000,000 values
+    too_many = ("resource_limit", "binding 'item' expands to more than 1,000,000 values")
+    assert _refusal([0] * 1_000_000, "item") == too_many
+    row = [0] * 999  # 1,000 values
+    check_binding([row] * 999, "item")  # 999,001 values
+    assert _refusal([row] * 1000, "item") == too_many
+    assert _refusal({"a": [row] * 500, "b": [row] * 500}, "item") == too_many
+
+
+def test_every_value_of_a_binding_is_checked_past_shared_containers_and_into_objects() -> None:
+    shared = [1]
+    assert _refusal([math.nan, shared, shared]) == (
+        "validation_error", "binding 'result' holds a non-finite number")
+    assert _refusal({"k": {"deep": [object()]}}, "prev") == (
+        "validation_error", "binding 'prev' is not JSON (object)")
+    assert _refusal({"k": math.inf}) == (
+        "validation_error", "binding 'result' holds a non-finite number")
+    assert _refusal({1: "a"}) == ("validation_error", "binding 'result' has a non-string key")
+    assert _refusal((1,)) == ("validation_error", "binding 'result' is not JSON (tuple)")
+
+
+def test_a_binding_that_contains_itself_is_refused() -> None:
+    loop: list[Any] = [1]
+    loop.append({"again": loop})
+    assert _refusal(loop) == ("resource_limit", "binding 'result' contains a cycle")
+    assert _refusal({"a": {"b": [loop]}}, "input") == (
+        "resource_limit", "binding 'input' contains a cycle")
