@@ -20,6 +20,7 @@ print(json.dumps({"text": "the end"}))
 
 def test_an_agent_that_writes_100_mb_leaves_its_last_mib_and_no_more(tmp_path: Path) -> None:
     folder = tmp_path / "dispatch" / "token"
+    folder.mkdir(parents=True)  # the runner makes it (background.bg_dir, which refuses planted links)
     done = bgdispatch.run(folder, [sys.executable, "-c", FLOOD], tmp_path, 300, lambda: None, lambda: False)
     assert isinstance(done, Finished) and done.returncode == 0
     assert done.stdout.endswith('{"text": "the end"}\n') and len(done.stdout) <= MAX_KEPT
