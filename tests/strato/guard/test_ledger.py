@@ -225,7 +225,12 @@ def test_known_lines_are_decoded_not_checked_and_later_lines_must_link_to_them()
     one, two, three = lines(text)
     edited = one.replace('"ts_ms":1', '"ts_ms":9')  # the cache vouched for these bytes
     assert broken(edited + two + three) == (1, "entry_digest does not match the entry (edited)")
+    with pytest.raises(ledger.LedgerBreak):
+        ledger.parse(edited + two + three)  # by default every line is checked
+    with pytest.raises(ledger.LedgerBreak):
+        ledger.load(edited + two + three, RID)
     assert ledger.parse(edited + two + three, known=1)[1:] == entries[1:]
+    assert ledger.parse(edited + two + three, known=2)[1:] == entries[1:]
     assert ledger.parse(text, known=3) == entries
     assert ledger.parse(text, known=2) == entries
     assert broken(one + two + three.replace('"ts_ms":2', '"ts_ms":3'), known=2) == (
@@ -272,6 +277,7 @@ def test_the_resource_a_note_claims_is_read_from_its_first_line_only() -> None:
     assert ledger.resource_of(b'{"verdict":[1]}\n') is None
     assert ledger.resource_of(b'{"verdict":{"resource_id":5}}\n') is None
     assert ledger.resource_of(b'{"verdict":null}\n') is None
+    assert ledger.resource_of(b'{"verdict": {"resource_id": "a b"}}\n{}\n') == "a b"
 
 
 # -- fold and apply ---------------------------------------------------------------------
@@ -337,6 +343,20 @@ def test_a_policy_whose_checksum_is_right_in_one_place_only_is_tampered() -> Non
 )
 def test_a_step_that_is_not_legal_here_is_named(later: dict[str, Any], message: str) -> None:
     assert folded(register(), later) == (2, message)
+
+
+def test_a_ledger_of_one_line_is_the_registered_resource() -> None:
+    sealed, _ = chain(register())
+    state = ledger.fold(sealed, RID)
+    assert (state.resource_id, state.head, state.length) == (RID, sealed[0]["entry_digest"], 1)
+    assert (state.current_state, state.entries, state.policy_line) == ("draft", sealed, 0)
+
+
+def test_a_policy_change_without_a_policy_is_broken_at_its_line() -> None:
+    assert folded(register(), {**repolicy("draft", _grown()), "verdict": None}) == (
+        2,
+        "policy entry carries no policy",
+    )
 
 
 def test_a_refused_transition_leaves_the_state_where_it_was() -> None:
