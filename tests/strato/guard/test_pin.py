@@ -145,18 +145,18 @@ def test_judge_tells_the_ways_a_pin_differs(ws: Workspace) -> None:
     engine.transition(ws.repo, {**TO_REVIEW, "to_state": "review"})
     second = tip(ws)
     repo = ws.repo
-    assert pin.judge(repo, second).kind == "current"
-    assert pin.judge(repo, first).kind == "stale"
-    assert pin.judge(repo, pin.NONE).kind == "stale"
-    assert pin.judge(repo, "f" * 40).kind == "behind"
-    assert pin.judge(repo, None).kind == "missing"
-    assert pin.judge(repo, "HEAD").kind == "invalid"
+    assert pin.judge(repo, second) == pin.State("current", second, second)
+    assert pin.judge(repo, first) == pin.State("stale", first, second)
+    assert pin.judge(repo, pin.NONE) == pin.State("stale", pin.NONE, second)
+    assert pin.judge(repo, "f" * 40) == pin.State("behind", "f" * 40, second)
+    assert pin.judge(repo, None) == pin.State("missing", None, second)
+    assert pin.judge(repo, "HEAD") == pin.State("invalid", "HEAD", second)
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
     git(ws.root, "update-ref", store.REF, first)
     forked = put_ledger(ws, anchor, "rewritten\n")  # a sibling of `second`
-    assert pin.judge(repo, second).kind == "diverged"
+    assert pin.judge(repo, second) == pin.State("diverged", second, forked)
     git(ws.root, "update-ref", store.REF, first)
-    assert pin.judge(repo, second).kind == "behind" and forked != second
+    assert pin.judge(repo, second) == pin.State("behind", second, first) and forked != second
 
 
 # -- in process: each function's answer and message, exactly ----------------------------
@@ -239,9 +239,9 @@ def test_follow_in_a_bare_repository_does_nothing(tmp_path: Path) -> None:
 
 
 def test_a_base_pin_is_read_strictly_and_fails_closed_with_the_fix(ws: Workspace) -> None:
-    def at(text: str) -> pygit2.Commit:
+    def at(text: str | bytes) -> pygit2.Commit:
         (ws.root / pin.PIN_PATH).parent.mkdir(parents=True, exist_ok=True)
-        (ws.root / pin.PIN_PATH).write_text(text)
+        (ws.root / pin.PIN_PATH).write_bytes(text if isinstance(text, bytes) else text.encode())
         return gitrepo.resolve_commit(ws.repo, commit_all(ws.root, "pin"))
 
     base = gitrepo.resolve_commit(ws.repo, "HEAD")
@@ -257,14 +257,17 @@ def test_a_base_pin_is_read_strictly_and_fails_closed_with_the_fix(ws: Workspace
     assert pin.read(at(" none \n")) is None
     sha = "c" * 40
     assert pin.read(at(sha + "\n")) == sha and pin.read_or_none(at(f" {sha}\n")) == sha
+    binary = at(b"\xff\n")
+    assert pin.read_or_none(binary) == "\ufffd"  # not UTF-8: shown, never a crash
     bad = at("C" * 40 + "\n")
     assert pin.read_or_none(bad) == "C" * 40
-    with pytest.raises(GuardError) as info:
-        pin.read(bad)
-    assert (info.value.error_type, info.value.message) == (
-        "review_unpinned",
-        f"{pin.PIN_PATH} at base {str(bad.id)[:12]} is not a commit id",
-    )
+    for wrong in (bad, binary):
+        with pytest.raises(GuardError) as info:
+            pin.read(wrong)
+        assert (info.value.error_type, info.value.message) == (
+            "review_unpinned",
+            f"{pin.PIN_PATH} at base {str(wrong.id)[:12]} is not a commit id",
+        )
 
 
 def test_a_base_notes_commit_must_be_in_this_clone(ws: Workspace) -> None:
