@@ -53,7 +53,7 @@ def migrate_payload(
     )
 
 
-def sign_command(namespace: str, payload_file: str = "payload.json", key: str = "<key>") -> str:
+def sign_command(namespace: str, payload_file: str, key: str = "<key>") -> str:
     return f"ssh-keygen -Y sign -f {key} -n {namespace} {payload_file}"
 
 

@@ -274,5 +274,5 @@ def fold(entries: list[dict[str, Any]], resource_id: str, before_each: Hook | No
     return state
 
 
-def load(text: str, resource_id: str, known: int = 0) -> State:
-    return fold(parse(text, known), resource_id)
+def load(text: str, resource_id: str) -> State:
+    return fold(parse(text), resource_id)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import notesig, signers, store, verify_repository
+from strato.guard import notesig, signers, sshsig, store, verify_repository
+from strato.guard.errors import GuardError
 from strato.guard.review import review
 from tests.conftest import git
 from tests.strato.guard.conftest import Key, Workspace, make_key
@@ -37,7 +38,9 @@ def git_verifies(ws: Workspace, sha: str, allowed: str) -> bool:
     path.write_text(allowed)
     proc = subprocess.run(
         ["git", "-c", f"gpg.ssh.allowedSignersFile={path}", "verify-commit", sha],
-        cwd=ws.root, capture_output=True, check=False,
+        cwd=ws.root,
+        capture_output=True,
+        check=False,
     )
     return proc.returncode == 0
 
@@ -117,3 +120,84 @@ def test_verify_judges_the_notes_commits_it_would_push(ws: Workspace, key: Key) 
     assert verify_repository(ws.repo, since=[pushed]).ok
     resign(ws, make_key(ws.tmp, "ed25519", "mallory"), pushed)
     assert not verify_repository(ws.repo, since=[pushed]).ok
+
+
+# -- the native check, commit by commit (no ledgers needed: any commit carries a gpgsig) --
+
+
+def chain(ws: Workspace, *signed_by: Key | None) -> list[str]:
+    """Commits on top of HEAD made by the real ``git commit-tree``, each signed by its key
+    (unsigned for None); their ids, oldest first."""
+    tree = git(ws.root, "rev-parse", "HEAD^{tree}").strip()
+    parent, made = git(ws.root, "rev-parse", "HEAD").strip(), []
+    for n, key in enumerate(signed_by):
+        sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key.path}"] if key else []
+        args = [*sign, "commit-tree", *(["-S"] if key else []), tree, "-p", parent, "-m", f"notes {n}"]
+        parent = git(ws.root, *args).strip()
+        made.append(parent)
+    return made
+
+
+def _signer(ws: Workspace, sha: str, allowed: str, at_s: int = 0) -> tuple[str | None, str | None]:
+    found, why = notesig.signer_of(gitrepo.resolve_commit(ws.repo, sha), signers.parse(allowed), at_s)
+    return (found.principals[0] if found else None), why
+
+
+def test_the_key_must_be_allowed_for_namespace_git_at_that_time(ws: Workspace, key: Key) -> None:
+    (sha,) = chain(ws, key)
+    fp = sshsig.PublicKey.from_openssh(*key.public.split()).fingerprint
+    assert _signer(ws, sha, key.signers_line("alice", 'namespaces="git"')) == ("alice", None)
+    refused = f"key {fp} is not an allowed signer for namespace git"
+    assert _signer(ws, sha, key.signers_line("alice", 'namespaces="file"')) == (None, refused)
+    window = key.signers_line("alice", 'valid-after="20200101",valid-before="20300101"')
+    assert _signer(ws, sha, window, at_s=1_700_000_000) == ("alice", None)
+    assert _signer(ws, sha, window, at_s=1_900_000_000) == (None, refused)
+    expired = lambda: signers.parse(window)  # noqa: E731
+    head = git(ws.root, "rev-parse", "HEAD").strip()
+    assert notesig.unsigned_breaks(ws.repo, sha, [head], expired, 1_900_000_000, False) == [
+        f"notes commit {sha[:12]} is not signed by a trusted key: {refused}"
+    ]
+    assert notesig.unsigned_breaks(ws.repo, sha, [head], expired, 1_700_000_000, True) == []
+
+
+def test_a_signature_for_other_bytes_or_not_ascii_is_refused_with_the_reason(ws: Workspace, key: Key) -> None:
+    signed, other = chain(ws, key, None)
+    repo, allowed = ws.repo, key.signers_line("alice")
+    armor = (gitrepo.resolve_commit(repo, signed).gpg_signature[0] or b"").decode()
+    content = repo[other].read_raw().decode()
+    moved = repo.create_commit_with_signature(content, armor)
+    assert _signer(ws, str(moved), allowed) == (None, "signature does not verify")
+    lines = armor.splitlines()
+    lines[1] = "é" + lines[1][1:]  # libgit2 writes the header as given
+    odd = repo.create_commit_with_signature(content, "\n".join(lines))
+    assert gitrepo.resolve_commit(repo, str(odd)).gpg_signature[0] is not None
+    assert _signer(ws, str(odd), allowed) == (
+        None,
+        "SSH signature armor is not valid base64 (truncated?)",
+    )
+
+
+def test_every_commit_after_the_stops_is_judged_unsigned_ones_only_when_required(
+    ws: Workspace, key: Key
+) -> None:
+    mallory = make_key(ws.tmp, "ed25519", "mallory")
+    old, bad, unsigned, good = chain(ws, key, mallory, None, key)
+    trusted = lambda: signers.parse(key.signers_line("alice"))  # noqa: E731
+    fp = sshsig.PublicKey.from_openssh(*mallory.public.split()).fingerprint
+    why_bad = f"notes commit {bad[:12]} is not signed by a trusted key: key {fp} is not an allowed signer for namespace git"
+    why_unsigned = f"notes commit {unsigned[:12]} is not signed by a trusted key: unsigned"
+    assert notesig.unsigned_breaks(ws.repo, good, [old], trusted, 0, False) == [why_bad]
+    assert notesig.unsigned_breaks(ws.repo, good, [old], trusted, 0, True) == [why_unsigned, why_bad]
+    assert notesig.unsigned_breaks(ws.repo, good, [bad], trusted, 0, True) == [why_unsigned]
+
+
+def test_a_root_nobody_can_use_fails_every_signed_commit_with_its_reason(ws: Workspace, key: Key) -> None:
+    (signed,) = chain(ws, key)
+
+    def unusable() -> list[signers.AllowedSigner]:
+        raise GuardError("override_unavailable", "no allowed signers here")
+
+    head = git(ws.root, "rev-parse", "HEAD").strip()
+    assert notesig.unsigned_breaks(ws.repo, signed, [head], unusable, 0, False) == [
+        f"notes commit {signed[:12]} is not signed by a trusted key: no allowed signers here"
+    ]

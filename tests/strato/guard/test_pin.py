@@ -8,10 +8,15 @@ import json
 import os
 from pathlib import Path
 
+import pygit2
+import pytest
+
 from strato.guard import engine, pin, store
+from strato.guard.errors import GuardError
 from tests.conftest import commit_all, git
 from tests.strato.guard.conftest import POLICY, Workspace, put_ledger
 from tests.strato.guard.test_cli import run
+from tropo.git import repo as gitrepo
 
 REGISTER = {"resource_id": "pin:1", **copy.deepcopy(POLICY)}
 TO_REVIEW = {"resource_id": "pin:1", "from_state": "draft", "to_state": "review"}
@@ -140,15 +145,138 @@ def test_judge_tells_the_ways_a_pin_differs(ws: Workspace) -> None:
     engine.transition(ws.repo, {**TO_REVIEW, "to_state": "review"})
     second = tip(ws)
     repo = ws.repo
-    assert pin.judge(repo, second).kind == "current"
-    assert pin.judge(repo, first).kind == "stale"
-    assert pin.judge(repo, pin.NONE).kind == "stale"
-    assert pin.judge(repo, "f" * 40).kind == "behind"
-    assert pin.judge(repo, None).kind == "missing"
-    assert pin.judge(repo, "HEAD").kind == "invalid"
+    assert pin.judge(repo, second) == pin.State("current", second, second)
+    assert pin.judge(repo, first) == pin.State("stale", first, second)
+    assert pin.judge(repo, pin.NONE) == pin.State("stale", pin.NONE, second)
+    assert pin.judge(repo, "f" * 40) == pin.State("behind", "f" * 40, second)
+    assert pin.judge(repo, None) == pin.State("missing", None, second)
+    assert pin.judge(repo, "HEAD") == pin.State("invalid", "HEAD", second)
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
     git(ws.root, "update-ref", store.REF, first)
     forked = put_ledger(ws, anchor, "rewritten\n")  # a sibling of `second`
-    assert pin.judge(repo, second).kind == "diverged"
+    assert pin.judge(repo, second) == pin.State("diverged", second, forked)
     git(ws.root, "update-ref", store.REF, first)
-    assert pin.judge(repo, second).kind == "behind" and forked != second
+    assert pin.judge(repo, second) == pin.State("behind", second, first) and forked != second
+
+
+# -- in process: each function's answer and message, exactly ----------------------------
+
+
+def test_the_pin_text_and_the_work_tree_pin_as_written(ws: Workspace) -> None:
+    repo = ws.repo
+    assert pin.text(None) == "none\n" and pin.text("a" * 40) == "a" * 40 + "\n"
+    assert pin.read_worktree(repo) is None
+    assert pin.write(repo) is None and pinned(ws) == "none\n"
+    engine.register(repo, REGISTER)
+    assert pin.write(repo) == tip(ws) and pinned(ws) == tip(ws) + "\n"
+    assert pin.read_worktree(repo) == tip(ws)
+    (ws.root / pin.PIN_PATH).write_bytes(b" x\xff" + b"y" * 1000)
+    assert pin.read_worktree(repo) == "x\ufffd" + "y" * (pin.MAX_PIN - 3)  # read no further
+
+
+def test_a_symlinked_pin_is_refused_in_process_with_the_path(ws: Workspace, tmp_path: Path) -> None:
+    (ws.root / pin.PIN_PATH).parent.mkdir(parents=True)
+    os.symlink(tmp_path / "victim", ws.root / pin.PIN_PATH)
+    message = f"{pin.PIN_PATH}: refusing to write through a symlink: {pin.PIN_PATH}; not touched"
+    for call in (pin.write, pin.read_worktree):
+        try:
+            call(ws.repo)
+        except GuardError as exc:
+            assert (exc.error_type, exc.message) == ("pin_unsafe", message)
+        else:
+            raise AssertionError(f"{call.__name__} went through the link")
+    assert pin.follow(ws.repo) == message
+    assert not (tmp_path / "victim").exists()
+
+
+def test_each_state_says_why_and_how_to_fix_it() -> None:
+    a, b = "a" * 40, "b" * 40
+    fix = f"run `strato guard pin && git add {pin.PIN_PATH}`"
+    assert pin.State("current", a, a).reason() is None
+    assert pin.State("missing", None, a).reason() == f"there is no {pin.PIN_PATH}: {fix}"
+    assert pin.State("invalid", "HEAD", None).reason("the base's pin") == (
+        f"the base's pin ({pin.PIN_PATH}) is neither a commit id nor `none`: {fix}"
+    )
+    assert pin.State("stale", a, b).reason() == (
+        f"the pin names notes commit {a[:12]} but the guard notes are at {b[:12]}: {fix}"
+    )
+    assert pin.State("stale", "none", None).reason() == (
+        f"the pin names notes commit none but the guard notes are at none: {fix}"
+    )
+    assert pin.State("behind", a, None).reason() == (
+        f"the pin names notes commit {a[:12]}, which the guard notes here (at none) do not "
+        f"contain: run `git fetch origin {store.REF}:{store.REF}`"
+    )
+    assert pin.State("diverged", a, b).reason() == (
+        f"the guard notes at {b[:12]} do not descend from notes commit {a[:12]} that the pin "
+        "names (the notes ref was reset, or another clone appended): re-pin only if that is "
+        f"intended: `strato guard pin && git add {pin.PIN_PATH}`"
+    )
+
+
+def test_follow_moves_only_a_stale_pin_forward(ws: Workspace) -> None:
+    repo = ws.repo
+    assert pin.follow(repo) is None  # no pin: the project does not pin
+    pin.write(repo)
+    assert pin.follow(repo) is None  # current
+    engine.register(repo, REGISTER)  # follows by itself; undo that to see follow do it
+    (ws.root / pin.PIN_PATH).write_text("none\n")
+    assert pin.follow(repo) == (
+        f"{pin.PIN_PATH} now pins notes commit {tip(ws)[:12]}: commit it with your change"
+    )
+    assert pinned(ws) == tip(ws) + "\n"
+    (ws.root / pin.PIN_PATH).write_text("f" * 40 + "\n")
+    behind = pin.judge(repo, "f" * 40).reason()
+    assert pin.follow(repo) == f"{pin.PIN_PATH} not updated: {behind}"
+    assert pinned(ws) == "f" * 40 + "\n"
+    (ws.root / pin.PIN_PATH).write_text("HEAD\n")
+    assert pin.follow(repo) == f"{pin.PIN_PATH} not updated: {pin.judge(repo, 'HEAD').reason()}"
+
+
+def test_follow_in_a_bare_repository_does_nothing(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--bare", "b.git")
+    assert pin.follow(gitrepo.require(tmp_path / "b.git")) is None
+
+
+def test_a_base_pin_is_read_strictly_and_fails_closed_with_the_fix(ws: Workspace) -> None:
+    def at(text: str | bytes) -> pygit2.Commit:
+        (ws.root / pin.PIN_PATH).parent.mkdir(parents=True, exist_ok=True)
+        (ws.root / pin.PIN_PATH).write_bytes(text if isinstance(text, bytes) else text.encode())
+        return gitrepo.resolve_commit(ws.repo, commit_all(ws.root, "pin"))
+
+    base = gitrepo.resolve_commit(ws.repo, "HEAD")
+    where = str(base.id)[:12]
+    assert pin.read_or_none(base) is None
+    with pytest.raises(GuardError) as info:
+        pin.read(base)
+    assert (info.value.error_type, info.value.message) == (
+        "review_unpinned",
+        f"base {where} has no {pin.PIN_PATH}: run `strato guard pin` on the base branch and "
+        "commit it, or pass --base-notes REV (a notes commit your CI keeps)",
+    )
+    assert pin.read(at(" none \n")) is None
+    sha = "c" * 40
+    assert pin.read(at(sha + "\n")) == sha and pin.read_or_none(at(f" {sha}\n")) == sha
+    binary = at(b"\xff\n")
+    assert pin.read_or_none(binary) == "\ufffd"  # not UTF-8: shown, never a crash
+    bad = at("C" * 40 + "\n")
+    assert pin.read_or_none(bad) == "C" * 40
+    for wrong in (bad, binary):
+        with pytest.raises(GuardError) as info:
+            pin.read(wrong)
+        assert (info.value.error_type, info.value.message) == (
+            "review_unpinned",
+            f"{pin.PIN_PATH} at base {str(wrong.id)[:12]} is not a commit id",
+        )
+
+
+def test_a_base_notes_commit_must_be_in_this_clone(ws: Workspace) -> None:
+    engine.register(ws.repo, REGISTER)
+    assert pin.require_commit(ws.repo, tip(ws)[:12]) == tip(ws)
+    with pytest.raises(GuardError) as info:
+        pin.require_commit(ws.repo, "d" * 40)
+    assert (info.value.error_type, info.value.message) == (
+        "review_unpinned",
+        f"the base's notes commit {'d' * 12} is not in this clone (run {pin.FETCH}); "
+        "if the remote no longer has it, the notes ref was rewritten",
+    )

@@ -85,6 +85,7 @@ def _armor(blob: bytes) -> str:
         ("hash", "unsupported sshsig hash 'sha1'"),
         ("trailing", "trailing bytes in SSH data"),
         ("truncated", "truncated SSH data"),
+        ("key type", "unsupported key type 'ssh-dss'"),
     ],
 )
 def test_each_structural_defect_is_named_and_refused_like_ssh_keygen(
@@ -99,6 +100,8 @@ def test_each_structural_defect_is_named_and_refused_like_ssh_keygen(
         reserved = b"x"
     elif defect == "hash":
         hashalg = b"sha1"
+    elif defect == "key type":
+        pub = _string(b"ssh-dss") + pub[4 + int.from_bytes(pub[:4], "big") :]
     blob = head + b"".join(map(_string, (pub, ns, reserved, hashalg, sig)))
     if defect == "trailing":
         blob += b"\0"

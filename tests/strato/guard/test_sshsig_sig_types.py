@@ -115,8 +115,9 @@ def test_a_negative_ecdsa_mpint_is_refused_like_ssh_keygen(tmp_path: Path) -> No
     assert keygen_verifies(key, NAMESPACE, message, genuine, tmp_path)
     assert not keygen_verifies(key, NAMESPACE, message, bad, tmp_path)
     assert not ours_verifies(key, NAMESPACE, message, bad)
-    with pytest.raises(sshsig.SignatureError, match="malformed ECDSA signature"):
+    with pytest.raises(sshsig.SignatureError) as info:
         sshsig.check(sshsig.parse_armor(bad), NAMESPACE, message)
+    assert str(info.value) == "malformed ECDSA signature (r and s must be positive)"
 
 
 def test_the_override_cli_refuses_a_negative_mpint_without_a_traceback(ws: Workspace) -> None:
