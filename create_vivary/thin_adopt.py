@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from create_vivary import adapters as adapters_mod
-from create_vivary import inventory, thin
+from create_vivary import inventory, prejournal, thin
 from create_vivary.plan import Refused
 from tropo.git import gitcli
 
 AGENTS_START, AGENTS_END = "<!-- vivary:context:start -->", "<!-- vivary:context:end -->"
 IGNORE_START, IGNORE_END = "# >>> vivary private/runtime >>>", "# <<< vivary private/runtime <<<"
-PREJOURNAL = "# vivary-adopt-prejournal "
 CONFIG, CONTEXT = ".vivary/workspace.toml", ".vivary/context.md"
 # The paths whose ignoring 0.4.3 requires, each with the file it asks git about.
 PRIVACY_PROBES = {".vivary/private/": ".vivary/private/secret.md",
@@ -87,17 +86,6 @@ def _workspace_table(root: Path) -> dict[str, Any] | None:
 def declared_active_context(root: Path) -> str | None:
     table = _workspace_table(root)
     return "cocoindex-code" if table and table.get("capabilities", []) == ["cocoindex-code"] else None
-
-
-def declared_preset(root: Path) -> str | None:
-    table = _workspace_table(root)
-    return str(table["preset"]) if table and table.get("preset") in thin_presets() else None
-
-
-def thin_presets() -> tuple[str, ...]:
-    from create_vivary.presets import PRESETS
-
-    return tuple(PRESETS)
 
 
 def _existing_contract(root: Path, preset: str, adapters: tuple[str, ...]) -> tuple[bool, bool, str | None]:
@@ -267,7 +255,7 @@ def _patched(p: ThinPlan, rel: str, whole: bytes, block: str, start: str, end: s
     except UnicodeDecodeError:
         p.conflicts.append({"path": rel, "reason": f"{rel} is not UTF-8"})
         return "conflict"
-    if rel == ".gitignore" and (reason := _prejournal_conflict(text)):
+    if rel == ".gitignore" and (reason := prejournal.conflict(text)):
         p.conflicts.append({"path": rel, "reason": reason})
         return "conflict"
     starts, ends = text.count(start), text.count(end)
@@ -280,16 +268,6 @@ def _patched(p: ThinPlan, rel: str, whole: bytes, block: str, start: str, end: s
     p.patches.append({"path": rel, "before_hash": digest(data), "anchor": "eof",
                       "inserted_text": appended(data, block)})
     return "planned"
-
-
-def _prejournal_conflict(text: str) -> str | None:
-    from create_vivary import thin_journal
-
-    found = thin_journal.PREJOURNAL.search(text.encode())
-    if found is not None:
-        return ("unfinished pre-journal adoption privacy replacement; "
-                f"recover {found.group(1).decode()}")
-    return "malformed pre-journal adoption marker" if PREJOURNAL in text else None
 
 
 def _gitignore(p: ThinPlan) -> None:

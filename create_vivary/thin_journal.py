@@ -19,11 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from create_vivary import presets, thin
+from create_vivary import prejournal, presets, thin
 from create_vivary.plan import Refused
-from create_vivary.thin_adopt import (
-    PREJOURNAL as MARKER,
-)
 from create_vivary.thin_adopt import (
     ThinPlan,
     appended,
@@ -37,20 +34,10 @@ from tropo.git.rooted import UnsafePath, check_target, write_within
 PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary.adopt-journal.v3"
 RECOVERY_SCHEMA = "vivary.adopt-recovery-plan.v1"
-PREJOURNAL = re.compile(rb"# vivary-adopt-prejournal plan=(sha256:[0-9a-f]{64}) existed=([01]) "
-                        rb"before=(none|sha256:[0-9a-f]{64}) size=([0-9]+)\n\Z")
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 APPROVAL_KEYS = {"contract", "target", "preset", "adapters", "capabilities", "creates", "patches",
                  "adapter_replacements", "kept"}
 ACTION_KEYS = {"path", "kind", "existed", "before", "before_hash", "after_hash", "transient_after_hash"}
-
-
-def _marker(after: bytes, before: bytes | None, plan_hash: str) -> bytes:
-    """``.gitignore`` as written before the journal: the planned bytes and a line
-    that says what was there."""
-    line = (f"{MARKER}plan={plan_hash} existed={int(before is not None)} "
-            f"before={digest(before) if before is not None else 'none'} size={len(before or b'')}\n")
-    return after + line.encode("ascii")
 
 
 def _actions(p: ThinPlan) -> list[dict[str, Any]]:
@@ -66,7 +53,10 @@ def _actions(p: ThinPlan) -> list[dict[str, Any]]:
                      "after": r["data"]})
     rows.sort(key=lambda a: (a["path"] != ".gitignore", a["path"]))
     if rows and rows[0]["path"] == ".gitignore":
-        rows[0]["transient"] = _marker(rows[0]["after"], rows[0]["before"], p.hash)
+        rows[0]["transient"] = prejournal.marked(rows[0]["after"], rows[0]["before"], p.hash)
+    for row in rows:
+        row["after_hash"] = digest(row["after"])
+        row["transient_after_hash"] = digest(row["transient"]) if "transient" in row else None
     return rows
 
 
@@ -76,8 +66,7 @@ def _journal(p: ThinPlan, actions: list[dict[str, Any]], phase: str, completed: 
         return {"path": a["path"], "kind": a["kind"], "existed": before is not None,
                 "before": base64.b64encode(before).decode("ascii") if before is not None else None,
                 "before_hash": digest(before) if before is not None else None,
-                "after_hash": digest(a["after"]),
-                "transient_after_hash": digest(a["transient"]) if "transient" in a else None}
+                "after_hash": a["after_hash"], "transient_after_hash": a["transient_after_hash"]}
     return {"schema": SCHEMA, "plan_hash": p.hash, "approval": p.payload(), "phase": phase,
             "completed": completed, "actions": [row(a) for a in actions]}
 
@@ -146,9 +135,6 @@ def _undo(root: Path, actions: list[dict[str, Any]]) -> None:
     files that still hold what adopt wrote; then drop the journal."""
     failures = []
     for action in reversed(actions):
-        action.setdefault("after_hash", digest(action["after"]) if "after" in action else None)
-        if "transient" in action:
-            action["transient_after_hash"] = digest(action["transient"])
         path, before = root / action["path"], action["before"]
         try:
             check_target(root, action["path"])
@@ -187,9 +173,9 @@ def _prejournal(root: Path, tx_hash: str) -> list[dict[str, Any]] | None:
     if path.is_symlink() or not path.is_file():
         return None
     data = path.read_bytes()
-    found = PREJOURNAL.search(data)
+    found = prejournal.PATTERN.search(data)
     if found is None:
-        if MARKER.encode() in data:
+        if prejournal.PREFIX.encode() in data:
             raise Refused("pre-journal adoption marker is malformed")
         return None
     if found.group(1).decode() != tx_hash:
@@ -332,7 +318,7 @@ def _checked_row(row: Any, expected: dict[str, dict[str, Any]], tx_hash: str) ->
         raise Refused("adoption journal destination hash does not match approval")
     transient = row["transient_after_hash"]
     if row["path"] == ".gitignore":
-        if transient != digest(_marker(after, before, tx_hash)):
+        if transient != digest(prejournal.marked(after, before, tx_hash)):
             raise Refused("adoption journal privacy transition is not canonical")
     elif transient is not None:
         raise Refused("adoption journal has an unexpected transient destination")
@@ -385,9 +371,3 @@ def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[d
         raise Refused(f"recovery plan hash mismatch: approved {approved}, current {rhash}")
     _undo(root, actions)
     return rhash, rows
-
-
-def recovered_preset(root: Path) -> str:
-    found = presets.declared(root)
-    return found[0] if found else "<preset>"
-

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from create_vivary import inventory, thin
+from create_vivary import inventory, presets, thin
 from create_vivary.doctor import Report
 from create_vivary.thin_adopt import ThinPlan
-from create_vivary.thin_journal import recovered_preset
 
 
 def planned(p: ThinPlan, mode: str, doctor: Report | None) -> dict[str, Any]:
@@ -25,7 +24,7 @@ def recovery(root: Path, tx_hash: str, rhash: str, rows: list[dict[str, Any]],
     """A recovery's report: the plan fields empty, the preset the workspace declares."""
     return {
         "ok": True, "mode": "recovered" if recovered else "recovery-dry-run", "recovered": recovered,
-        "contract": thin.CONTRACT, "root": str(root), "preset": recovered_preset(root),
+        "contract": thin.CONTRACT, "root": str(root), "preset": (presets.declared(root) or ("<preset>",))[0],
         "preset_reason": "approved interrupted-transaction recovery", "creates": [], "patches": [],
         "optional_projections": [], "would_create": [], "kept": [], "conflicts": [],
         "privacy": None, "plan_hash": tx_hash, "recovery_plan_hash": rhash,

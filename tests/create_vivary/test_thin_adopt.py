@@ -49,9 +49,14 @@ def _build(state: str, ws: Path, oracle: Path) -> None:
     if state == "a-file":
         ws.write_text("not a folder\n")
         return
-    if state == "init-0.4.3":
-        assert _run(oracle, ["init", str(ws)], ws.parent).returncode == 0
+    if state.startswith("init-0.4.3"):
+        extra = ["--active-context", "cocoindex-code", "--adapter", "claude"] if "active" in state else []
+        assert _run(oracle, ["init", str(ws), *extra], ws.parent).returncode == 0
         _git_init(ws)
+        return
+    if state == "through-a-link":
+        _git_init(ws.parent / "real")
+        ws.symlink_to("real")
         return
     ws.mkdir()
     if state != "plain-folder":
@@ -82,6 +87,9 @@ def _build(state: str, ws: Path, oracle: Path) -> None:
         (ws / "AGENTS.md").mkdir()
     if state == "gitignore-a-folder":
         (ws / ".gitignore").mkdir()
+    if state == "read-only-agents":  # as root this refuses nothing, for either tool
+        (ws / "AGENTS.md").write_text("# mine\n")
+        (ws / "AGENTS.md").chmod(0o444)
     if state == "adopted":
         _oracle_adopt(oracle, ws)
 
@@ -90,7 +98,8 @@ STATES = ("empty-repo", "plain-folder", "own-agents", "agents-no-newline", "igno
           "ignore-without-block", "ignore-malformed", "agents-not-utf8", "vivary-a-file",
           "notes-tree", "code-tree", "nested-negation", "foreign-config", "stale-adapter",
           "user-adapter", "own-state", "agents-symlink", "agents-a-folder", "gitignore-a-folder",
-          "adopted", "init-0.4.3", "missing", "a-file")
+          "adopted", "init-0.4.3", "init-0.4.3-active", "through-a-link", "read-only-agents",
+          "missing", "a-file")
 COMMANDS = (["plan"], ["plan", "--json"], ["apply"], ["apply", "--json"],
             ["apply", "--adapter", "claude"], ["plan", "--adapter", "claude", "--adapter", "agents", "--json"],
             ["apply", "--preset", "second-brain", "--json"], ["--yes"], ["--yes", "--plan", "sha256:" + "0" * 64],
