@@ -31,6 +31,7 @@ from tests.create_vivary.test_parity import tree
 from tests.hooks.cli import BIN
 
 BLOCK = thin.gitignore_block(None)
+NO_TX = "sha256:no-interrupted-plan"
 
 
 def _git_init(ws: Path) -> None:
@@ -42,22 +43,24 @@ def _oracle_adopt(oracle: Path, ws: Path) -> None:
     assert _run(oracle, ["adopt", str(ws), "--yes", "--plan", plan["plan_hash"]], ws.parent).returncode == 0
 
 
-def _build(state: str, ws: Path, oracle: Path) -> None:
-    """One repository state; every state is a git repository unless it says otherwise."""
+def _build(state: str, ws: Path, oracle: Path) -> str:
+    """One repository state; every state is a git repository unless it says otherwise.
+    Returns the plan hash of an interrupted apply (it binds the copy), else a
+    placeholder no output contains."""
     if state == "missing":
-        return
+        return NO_TX
     if state == "a-file":
         ws.write_text("not a folder\n")
-        return
+        return NO_TX
     if state.startswith("init-0.4.3"):
         extra = ["--active-context", "cocoindex-code", "--adapter", "claude"] if "active" in state else []
         assert _run(oracle, ["init", str(ws), *extra], ws.parent).returncode == 0
         _git_init(ws)
-        return
+        return NO_TX
     if state == "through-a-link":
         _git_init(ws.parent / "real")
         ws.symlink_to("real")
-        return
+        return NO_TX
     ws.mkdir()
     if state != "plain-folder":
         _git_init(ws)
@@ -67,6 +70,7 @@ def _build(state: str, ws: Path, oracle: Path) -> None:
         "ignore-with-block": {".gitignore": b"dist/\n" + BLOCK.encode()},
         "ignore-without-block": {".gitignore": b"dist/\n*.log\n"},
         "ignore-malformed": {".gitignore": b"# >>> vivary private/runtime >>>\n.vivary/private/\n"},
+        "marker-malformed": {".gitignore": b"dist/\n# vivary-adopt-prejournal plan=junk\n"},
         "agents-not-utf8": {"AGENTS.md": b"\xff\xfe mine\n"},
         "vivary-a-file": {".vivary": b"x\n"},
         "notes-tree": {f"notes/n{i}.md": b"# note\n" for i in range(6)} | {"README.md": b"# notes\n"},
@@ -92,18 +96,21 @@ def _build(state: str, ws: Path, oracle: Path) -> None:
         (ws / "AGENTS.md").chmod(0o444)
     if state == "adopted":
         _oracle_adopt(oracle, ws)
+    if state == "interrupted":  # 0.4.3 stopped after its first action: a journal is left
+        return _interrupt(oracle, ws, "1", [])
+    return NO_TX
 
 
 STATES = ("empty-repo", "plain-folder", "own-agents", "agents-no-newline", "ignore-with-block",
-          "ignore-without-block", "ignore-malformed", "agents-not-utf8", "vivary-a-file",
+          "ignore-without-block", "ignore-malformed", "marker-malformed", "agents-not-utf8", "vivary-a-file",
           "notes-tree", "code-tree", "nested-negation", "foreign-config", "stale-adapter",
           "user-adapter", "own-state", "agents-symlink", "agents-a-folder", "gitignore-a-folder",
           "adopted", "init-0.4.3", "init-0.4.3-active", "through-a-link", "read-only-agents",
-          "missing", "a-file")
+          "interrupted", "missing", "a-file")
 COMMANDS = (["plan"], ["plan", "--json"], ["apply"], ["apply", "--json"],
             ["apply", "--adapter", "claude"], ["plan", "--adapter", "claude", "--adapter", "agents", "--json"],
             ["apply", "--preset", "second-brain", "--json"], ["--yes"], ["--yes", "--plan", "sha256:" + "0" * 64],
-            ["plan", "--preset", "writing"])
+            ["plan", "--preset", "writing"], ["--recover", "sha256:" + "1" * 64, "--json"])
 CASES = [(state, COMMANDS[(i + k) % len(COMMANDS)]) for i, state in enumerate(STATES) for k in (0, 3, 7)]
 
 
@@ -145,18 +152,19 @@ def test_adopt_minimal_matches_create_vivary_0_4_3(
 ) -> None:
     oracle = upstream("create-vivary")
     a, b = tmp_path / "A" / "repo", tmp_path / "B" / "repo"
+    txs = {}
     for ws in (a, b):
         ws.parent.mkdir()
-        _build(state, ws, oracle)
+        txs[ws] = _build(state, ws, oracle)
     # the same folder, the same hash from either tool (and the same refusal when none)
     my_hash = _planned_hash(BIN / "create-vivary", b, command, True)
     assert my_hash == _planned_hash(oracle, b, command, False)
     their_hash = _planned_hash(oracle, a, command, False)
     theirs = _adopt(oracle, a, command, ours=False)
     mine = _adopt(BIN / "create-vivary", b, command, ours=True)
-    assert (mine.returncode, _normal(mine.stdout, b, my_hash), _normal(mine.stderr, b, my_hash)) == (
-        theirs.returncode, _normal(theirs.stdout, a, their_hash), _normal(theirs.stderr, a, their_hash))
-    assert _files(b.parent) == _files(a.parent)
+    assert [mine.returncode, *(_normal(t.replace(txs[b], "<TX>"), b, my_hash) for t in (mine.stdout, mine.stderr))] \
+        == [theirs.returncode, *(_normal(t.replace(txs[a], "<TX>"), a, their_hash) for t in (theirs.stdout, theirs.stderr))]
+    assert _interrupted(b.parent, txs[b]) == _interrupted(a.parent, txs[a])
     if command[0] == "apply" and mine.returncode == 0:
         _healthy(b, upstream)
 
@@ -180,7 +188,7 @@ def _healthy(ws: Path, upstream: Callable[[str], Path]) -> None:
 
 
 def test_the_cases_reach_every_outcome() -> None:
-    assert len(CASES) >= 50 and {command[0] for _, command in CASES} == {"plan", "apply", "--yes"}
+    assert len(CASES) >= 50 and {command[0] for _, command in CASES} == {"plan", "apply", "--yes", "--recover"}
     assert {state for state, _ in CASES} == set(STATES)
 
 
