@@ -108,7 +108,10 @@ def apply(p: ThinPlan, approved: str | None, problems: Callable[[Path], list[str
             raise Refused("Doctor failed after apply: " + "; ".join(errors))
         (p.root / PATH).unlink()
     except Exception as exc:
-        _undo(p.root, actions)
+        try:
+            _undo(p.root, actions)
+        except Refused as failed:  # say both: what went wrong, and what could not be put back
+            raise Refused(f"{exc}; {failed}") from exc
         if isinstance(exc, Refused):
             raise
         raise Refused(f"adoption failed and rolled back: {exc}") from exc
