@@ -48,7 +48,8 @@ def older_release(data: bytes, adapter: str) -> str | None:
     return release if thin.adapter_doc(adapter, release).encode() == data else None
 
 
-def _one(root: Path, adapter: str) -> Projection:
+def project(root: Path, adapter: str) -> Projection:
+    """Where one adapter's file stands: free, already it, an older release's, or not ours."""
     rel = thin.ADAPTERS[adapter]
     data = thin.adapter_doc(adapter).encode()
     where = root / rel
@@ -70,7 +71,7 @@ def plan(root: Path, adapters: tuple[str, ...]) -> tuple[list[Projection], list[
     that refuse the apply (sorted by path)."""
     if len(set(adapters)) != len(adapters):
         raise Refused("each --adapter value may be selected only once")
-    projections = [_one(root, adapter) for adapter in sorted(adapters)]
+    projections = [project(root, adapter) for adapter in sorted(adapters)]
     conflicts = [{"path": p.path, "reason": str(p.reason)} for p in projections
                  if p.status == "conflict"]
     declared = _declared(root)

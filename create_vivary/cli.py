@@ -14,7 +14,7 @@ from create_vivary import adopt as adopt_mod
 from create_vivary import capabilities as caps
 from create_vivary import doctor as doctor_mod
 from create_vivary import init as init_mod
-from create_vivary import journal, minimal, thin, trend, wizard
+from create_vivary import journal, minimal, thin, thin_adopt, thin_journal, thin_report, trend, wizard
 from create_vivary import record as record_mod
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
@@ -356,12 +356,14 @@ def _trend(report: doctor_mod.Report, payload: dict[str, Any], *, dry_run: bool)
               help="Write .vivary/hooks.toml so hooks refuse only new findings.")
 @click.option("--adapter", "adapters", multiple=True, type=click.Choice(sorted(thin.ADAPTERS)),
               help="Add one runtime skill as create-vivary 0.4.3 does (repeat for both).")
+@click.option("--minimal", is_flag=True,
+              help="create-vivary 0.4.3's thin adoption: the thin seed, AGENTS.md and .gitignore patched.")
 @click.option("--repo-root", type=click.Path(path_type=Path),
               help="Accepted for create-vivary 0.4.3 compatibility; our tropo is built in.")
 @_json
 def adopt(target: Path, preset: str | None, project: str | None, yes: bool, approved: str | None,
-          recover: str | None, ratchet: bool, adapters: tuple[str, ...], repo_root: Path | None,
-          as_json: bool) -> None:
+          recover: str | None, ratchet: bool, adapters: tuple[str, ...], minimal: bool,
+          repo_root: Path | None, as_json: bool) -> None:
     """Add Vivary to an existing folder or repository; never edits, moves or deletes.
 
     The dry run prints a plan hash; --yes writes only with --plan <that hash>, and
@@ -373,7 +375,14 @@ def adopt(target: Path, preset: str | None, project: str | None, yes: bool, appr
              create-vivary adopt ~/repo --ratchet --yes --plan sha256:...
              create-vivary adopt ~/notes --adapter claude --adapter agents
              create-vivary adopt ~/notes --recover sha256:...      (after a crash)
+             create-vivary adopt ~/repo --minimal --json           (0.4.3's thin adoption)
     """
+    if minimal:
+        if project is not None or ratchet:
+            _fail(as_json, 2, f"--{'project' if project is not None else 'ratchet'} is not an "
+                  "option of the thin adoption: drop --minimal or it")
+        _adopt_minimal(target, preset, yes, approved, recover, adapters, as_json)
+        return
     if recover is not None:
         _recover(target, recover, yes, approved, as_json)
         return
@@ -412,6 +421,37 @@ def adopt(target: Path, preset: str | None, project: str | None, yes: bool, appr
         ],
     )
     sys.exit(0 if report.ok else 1)
+
+
+def _adopt_minimal(target: Path, preset: str | None, yes: bool, approved: str | None,
+                   recover: str | None, adapters: tuple[str, ...], as_json: bool) -> None:
+    """create-vivary 0.4.3's adopt: its plan, journal, report, refusals and exit codes."""
+    def refused(exc: Exception) -> NoReturn:
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": str(exc)}))
+        else:
+            click.echo(f"create-vivary adopt: {exc}", err=True)
+        sys.exit(1)
+
+    doctor = None
+    try:
+        if recover is not None:
+            root = minimal.resolve_target(target)
+            if yes:
+                rhash, rows = thin_journal.recover(root, recover, approved)
+            else:
+                rhash, rows, _ = thin_journal.recovery(root, recover)
+            body = thin_report.recovery(root, recover, rhash, rows, yes)
+        else:
+            plan = thin_adopt.plan(target, preset, adapters)
+            if yes:
+                thin_journal.apply(plan, approved, _problems)
+                doctor = doctor_mod.diagnose(plan.root)
+            body = thin_report.planned(plan, "applied" if yes else "dry-run", doctor)
+    except (Refused, UnsafePath, OSError, gitcli.GitError) as exc:
+        refused(exc)
+    click.echo(json.dumps(body, indent=2) if as_json else "\n".join(thin_report.text(body, doctor)))
+    sys.exit(0 if body["ok"] else 1)
 
 
 def _recover(target: Path, tx_hash: str, yes: bool, approved: str | None, as_json: bool) -> None:

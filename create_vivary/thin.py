@@ -84,6 +84,12 @@ def adapter_doc(adapter: str, generator: str = ADAPTER_FORMAT) -> str:
             + _text("SKILL.md"))
 
 
+def agents_block() -> str:
+    """The block that routes an agent to ``.vivary/context.md``; adopt appends it to a
+    person's own AGENTS.md."""
+    return _text("AGENTS-block.md")
+
+
 def _fill(text: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         text = text.replace("{{" + key + "}}", value)
@@ -107,7 +113,7 @@ def seed(project: str, preset: str, adapters: tuple[str, ...],
         ".gitignore": gitignore_block(active_context),
         ".vivary/context.md": _fill(_text("context.md"), {"project": project, "preset": preset}),
         ".vivary/workspace.toml": toml,
-        "AGENTS.md": "# AGENTS.md\n\n" + _text("AGENTS-block.md"),
+        "AGENTS.md": "# AGENTS.md\n\n" + agents_block(),
         "STATE.md": _text("STATE.md"),
     }
     for adapter in sorted(adapters):

@@ -102,17 +102,28 @@ def ignored(root: Path, paths: Iterable[str], *, rules_only: bool = False) -> se
 
 def ignored_outside(root: Path, paths: Iterable[str]) -> set[str]:
     """Which of ``paths`` the top ``.gitignore`` of ``root`` ignores, for a folder that is
-    not a repository yet: git itself judges, in a scratch repository holding only that
-    file (nested ``.gitignore`` files are not consulted; the user's own excludes are)."""
+    not a repository yet (nested ``.gitignore`` files are not consulted)."""
+    rules = root / ".gitignore"
+    if rules.is_symlink() or not rules.is_file():
+        return set()
+    return ignored_by_rules({".gitignore": rules.read_bytes()}, paths)
+
+
+def ignored_by_rules(rules: dict[str, bytes], paths: Iterable[str]) -> set[str]:
+    """Which of ``paths`` a tree holding only the ignore files ``rules`` (path ->
+    bytes) would ignore: git itself judges, in a scratch repository (the user's own
+    excludes are consulted too)."""
     import tempfile
 
     wanted = list(paths)
-    rules = root / ".gitignore"
-    if not wanted or rules.is_symlink() or not rules.is_file():
+    if not wanted:
         return set()
     with tempfile.TemporaryDirectory(prefix="vivary-ignore-") as scratch:
         run(Path(scratch), "init", "-q")
-        (Path(scratch) / ".gitignore").write_bytes(rules.read_bytes())
+        for rel, data in rules.items():
+            dest = Path(scratch) / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
         return ignored(Path(scratch), wanted, rules_only=True)
 
 
