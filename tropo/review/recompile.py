@@ -4,7 +4,7 @@ facts, ranked by the same question terms and filters, cut at the same budget, wi
 same omissions, unknowns, conflicts and derived checks.
 
 Graph context only: a capsule compiled with content (`content_fingerprint`) is not rebuilt
-here, and neither is a claim text whose collation order we do not know (`Unordered`).
+here.
 """
 
 from __future__ import annotations
@@ -477,7 +477,7 @@ def _checks(
 def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> JSON:
     """The capsule for `task` over a canonical graph, as vivary-core compiles it without
     content. Raises ValueError where the compiler would refuse, RankingUnbounded past the
-    ranking limit and Unordered where the order of a claim text is not known to us."""
+    ranking limit."""
     scope = task.get("scope")
     checkouts = [node for node in graph["nodes"] if is_git_checkout(node)]
     conflicts, conflict_omissions = _scope_conflicts(graph["conflicts"], scope)

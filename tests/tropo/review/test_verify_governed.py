@@ -658,7 +658,36 @@ def _specs() -> list[JSON]:
     owned = copy.deepcopy(SUITE_SPEC)
     owned["observation"]["checkouts"][0]["facts"]["head_revision"]["evidence"] = {"command": "git rev-parse HEAD"}
     # Three of one repository's claims kept under budget pressure: route through an index.
-    return [*specs, owned | {"budget": {"max_claims": 24}}, SUITE_SPEC | {"budget": {"max_claims": 3}}]
+    return [*specs, owned | {"budget": {"max_claims": 24}}, SUITE_SPEC | {"budget": {"max_claims": 3}},
+            *_accented_specs()]
+
+
+def _accented_specs() -> list[JSON]:
+    """Workspaces of accented (and some uncollatable) checkout names, most with more than
+    ten dirty files of accented names, so claim texts cut their listing with `…`."""
+    from tests.tropo.review.test_workspace_graph import ACCENTED
+
+    r = random.Random(1810)
+    files = ["r\u00e9sum\u00e9.md", "notes.md", "\u00dcber.txt", "a\u2026", "Z.md", "\u00e6.md"]
+    specs = []
+    for _ in range(24):
+        names = r.sample(ACCENTED, r.randint(1, 4))
+        checkouts = []
+        for name in names:
+            dirty = [{"state": r.choice(["M", "??", "A"]), "path": f"{r.choice(files)}{j}"}
+                     for j in range(r.choice([0, 3, 11, 14, 25]))]
+            facts: JSON = {"remotes": ORIGIN} if r.random() < 0.5 else {}
+            if dirty and r.random() < 0.15:
+                dirty[0]["path"] = "\u4e2d.md"  # past the domain: its claim is left out
+            if dirty:
+                facts.update(dirty_entries=dirty, is_dirty=True)
+            checkouts.append(_observed(name, head=r.choice(["abc", "def"]), **facts))
+        observation = {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                       "refusals": [], "checkouts": checkouts}
+        task = _task(r, checkouts) if r.random() < 0.3 else {
+            "question": r.choice(["Which worktree files are dirty?", "What of caf\u00e9 is dirty?"])}
+        specs.append({"observation": observation, "task": task, "budget": {"max_claims": r.choice([1, 3, 24, 24])}})
+    return specs
 
 
 def _compiled_requests(python: Path) -> dict[str, JSON]:
@@ -672,7 +701,9 @@ def _compiled_requests(python: Path) -> dict[str, JSON]:
         if "error" in compiled:
             continue
         graph, capsule = compiled["graph"], compiled["capsule"]
-        name = f"compiled_{index:02d}"
+        accented = any(not n["path"].isascii() for n in graph["nodes"] if n["kind"] == "checkout")
+        cut = any("\u2026" in claim["claim"] for claim in capsule["claims"])
+        name = f"{'cut' if cut else 'accented' if accented else 'compiled'}_{index:02d}"
         requests[name] = request(capsule, receipt=None, gate={"name": "merge"}, graph=graph)
         if capsule["required_checks"]:
             checks = [{"name": c["name"], "command": c["command"], "outcome": "passed"}
@@ -747,6 +778,16 @@ def test_compiled_requests_reach_every_repair(compared: dict[str, tuple[JSON, JS
             "more_evidence_citations", "tie_no_preference"} <= reached
 
 
+def test_accented_workspaces_are_verified_as_the_suite_does(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    """Capsules over accented paths and dirty listings cut with `…` are verified (with
+    proposals), not refused; identical to the suite's answers above."""
+    outcomes = {name: json.loads(ours["stdout"])["outcome"] for name, (ours, _) in compared.items()
+                if name.split("_")[0] in ("accented", "cut") and name.count("_") == 1}
+    assert len(outcomes) >= 20
+    assert sum(outcome != "refused" for outcome in outcomes.values()) >= 20
+    assert sum(name.startswith("cut_") and outcome != "refused" for name, outcome in outcomes.items()) >= 5
+
+
 def test_the_generator_reaches_every_reason_code(compared: dict[str, tuple[JSON, JSON]]) -> None:
     seen: set[str] = set()
     for ours, _ in compared.values():
@@ -790,17 +831,17 @@ def _suite_compiled(upstream: Callable[[str], Path], spec: JSON) -> JSON:
     return compiled
 
 
-def test_a_graph_whose_path_order_we_do_not_know_is_refused(upstream: Callable[[str], Path],
-                                                            tmp_path: Path) -> None:
-    """Two checkouts whose paths the suite orders by its pinned table (non-ASCII letters):
-    the suite reads on (and finds this capsule is not the graph's), we refuse."""
+def test_a_graph_of_accented_paths_is_verified_as_the_suite_does(upstream: Callable[[str], Path],
+                                                                  tmp_path: Path) -> None:
+    """Two checkouts whose paths the suite orders by its pinned table (accented letters):
+    both find this capsule is not the graph's."""
     spec = {"observation": {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
                             "refusals": [], "checkouts": [_observed("caf\u00e9"), _observed("na\u00efve")]}}
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(_suite_compiled(upstream, spec)["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
     [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
-    assert (mine["code"], json.loads(mine["stdout"])) == (2, refusal(["repair_context_unsupported"]))
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
 
 
