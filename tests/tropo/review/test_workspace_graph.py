@@ -112,6 +112,23 @@ def test_path_order_matches_the_suite(spec: JSON, upstream: Callable[[str], Path
     assert ours["order"] == theirs["order"]
 
 
+def test_a_repository_past_the_neighbour_cap_projects_as_the_suite_does(upstream: Callable[[str], Path]) -> None:
+    """Past 300 checkouts of one repository only the first 300 by id get neighbour edges,
+    and the graph says so; a repair never re-projects one (test_verify_governed.py)."""
+    remotes = {"status": "known", "value": [{"name": "origin", "fetch_url": "https://x/a.git"}]}
+    checkouts = [{"path": f"/workspace/c{i:03d}", "facts": {
+        "is_git_repository": {"status": "known", "value": True},
+        "head_revision": {"status": "known", "value": "abc" if i % 7 else "def"}, "remotes": remotes}}
+        for i in range(302)]
+    spec = {"observations": [{"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/workspace"],
+                              "checkouts": checkouts, "refusals": []}], "strings": []}
+    [mine], [suite] = _run(sys.executable, spec)["graphs"], _run(upstream("ozone").parent / "python", spec)["graphs"]
+    assert mine == suite
+    assert [o["kind"] for o in suite["omissions"]] == ["neighbor_of_pairs_capped"]
+    assert sum(e["kind"] == "neighbor_of" for e in suite["edges"]) == 300 * 299 // 2
+    assert suite["canonical"] and len(suite["conflicts"][0]["sides"]) == 302
+
+
 def test_accented_paths_project_canonically() -> None:
     graph = project({"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/w"], "refusals": [],
                      "checkouts": [{"path": f"/w/{name}", "facts": {}} for name in ACCENTED]})
