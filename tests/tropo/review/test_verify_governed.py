@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.strato.decide import builders as b
-from tropo.canonical import deterministic_id
+from tropo.canonical import deterministic_id, fingerprint
 from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.review.governed import refusal
 from tropo.review.receipt import build_receipt
@@ -925,6 +925,36 @@ def test_a_repository_of_many_checkouts_is_answered_as_the_suite_does(size: int,
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     expected = ["invalid_repair_graph"] if size == 45 else ["repair_work_unbounded"]
     assert json.loads(suite["stdout"])["reason_codes"] == expected
+
+
+@pytest.mark.parametrize(("matches", "path", "scope", "code"), [
+    (9_998, "docs/a.md", None, "repair_graph_context_mismatch"),
+    (9_999, "docs/a.md", None, "repair_work_unbounded"),  # the content's candidate work
+    (4_000, "d" * 100 + "/a.md", ["/x", "/elsewhere/" + "s" * 100], "repair_work_unbounded"),  # its scope work
+])
+def test_content_past_the_compilers_bounds_is_answered_as_the_suite_does(
+        matches: int, path: str, scope: list[str] | None, code: str, upstream: Callable[[str], Path],
+        tmp_path: Path) -> None:
+    """A capsule bound to content whose matches (beside the graph's own claims) pass the
+    compiler's 10,000 candidates, or whose records cost too much to place in scope."""
+    spec = {"observation": {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                            "refusals": [], "checkouts": [_observed("a", content_privacy_fingerprint="sha256:p")]},
+            "task": {"question": "Which loop step?", "scope": [b.ROOT]}, "budget": {"max_claims": 3},
+            "content": content()}
+    compiled = _suite_compiled(upstream, spec)
+    searched = copy.deepcopy(compiled["content"])
+    searched["checkouts"][0]["matches"] = [{**MATCH, "path": path, "line": 1 + i}
+                                           for i in range(matches)]
+    capsule = copy.deepcopy(compiled["capsule"])
+    capsule["task"]["scope"] += scope or []
+    capsule["workspace"]["content_fingerprint"] = fingerprint(searched)
+    path_out = tmp_path / "request.json"
+    path_out.write_text(json.dumps(request(b.seal(capsule), receipt=None, gate={"name": "merge"},
+                                           graph=compiled["graph"], content=searched)))
+    run = [{"argv": ["verify", str(path_out), "--governed", "--json"]}]
+    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
+    assert json.loads(suite["stdout"])["reason_codes"] == [code]
 
 
 def test_a_graph_the_suite_verifies_gets_its_proposals(upstream: Callable[[str], Path], tmp_path: Path) -> None:
