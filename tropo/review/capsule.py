@@ -179,6 +179,11 @@ def question_terms(question: str) -> list[str]:
     return terms
 
 
+def content_terms(question: str) -> set[str]:
+    """The words a content match's term must be one of: every lowercase word, any length."""
+    return set(_CONTENT_TERM.findall(question.lower()))
+
+
 def word_match(term: str, value: str) -> bool:
     """`term` occurs in `value` as a whole word (ASCII letters and digits bound it)."""
     pattern = r"(^|[^a-z0-9])" + re.escape(term) + r"([^a-z0-9]|$)"
@@ -399,7 +404,7 @@ def _filter_record_shape(record: Any) -> bool:
     )
 
 
-def _omission_shape(omission: Any) -> bool:
+def omission_shape(omission: Any) -> bool:
     if not isinstance(omission, dict):
         return False
     kind = omission.get("kind")
@@ -496,13 +501,12 @@ def _matches_filters(task: dict[str, Any], claim: dict[str, Any]) -> bool:
 def _selection_valid(claim: dict[str, Any], capsule: dict[str, Any], conflicts: set[str]) -> bool:
     question = capsule["task"]["question"]
     terms = question_terms(question)
-    content_terms = set(_CONTENT_TERM.findall(question.lower()))
     tier, signals = claim["selection"]["tier"], claim["selection"]["signals"]
     if tier not in TIERS or not signals or not _matches_filters(capsule["task"], claim):
         return False
     seen = set()
     for signal in signals:
-        if not _signal_valid(signal, terms, content_terms, claim):
+        if not _signal_valid(signal, terms, content_terms(question), claim):
             return False
         identity = tuple(sorted(signal.items()))
         if identity in seen:
@@ -551,7 +555,7 @@ def is_capsule(capsule: Any) -> bool:
         all(map(_claim_shape, capsule["claims"]))
         and all(map(_conflict_shape, capsule["conflicts"]))
         and all(map(_unknown_shape, capsule["unknowns"]))
-        and all(map(_omission_shape, capsule["omissions"]))
+        and all(map(omission_shape, capsule["omissions"]))
     ):
         return False
     conflicts_of: dict[str, set[str]] = {}

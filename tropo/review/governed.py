@@ -8,8 +8,8 @@ the answer carries the receipt verdict, the gate verdict and one outcome, `suffi
 
 A workspace `graph` (`repair_context.py`) and `content` (`content_context.py`) are checked
 as the suite checks them; a verified request with a graph carries repair proposals over it
-(`repairs.py`). A graph beside a capsule compiled with content is refused as
-`repair_context_unsupported`.
+(`repairs.py`), the capsule recompiled from the graph and any content it was compiled
+with.
 """
 
 from __future__ import annotations

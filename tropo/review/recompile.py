@@ -3,8 +3,8 @@ request's capsule can be held to the graph it names: the same claims from the sa
 facts, ranked by the same question terms and filters, cut at the same budget, with the
 same omissions, unknowns, conflicts and derived checks.
 
-Graph context only: a capsule compiled with content (`content_fingerprint`) is not rebuilt
-here, and neither is a claim text whose collation order we do not know (`Unordered`).
+A capsule compiled with content also carries the content's claims, omissions and unknowns
+(`content_claims.py`) and its `content_fingerprint`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import canonicalize, fingerprint
+from tropo.review import content_claims
 from tropo.review.capsule import (
     OMITTED_LIST_CAP,
     SCHEMA,
     capsule_id,
     claim_id,
+    content_terms,
     parse_filters,
     question_terms,
     word_match,
 )
-from tropo.review.collation import collatable, locale_key, utf16_key
+from tropo.review.collation import Key, collatable, locale_key, utf16_key
+from tropo.review.content_context import is_present
 from tropo.review.paths import is_within_allowlist, path_identity
 from tropo.review.workspace_graph import is_git_checkout
 
@@ -37,7 +40,10 @@ FACT_WEIGHTS = {
     "dirty_entries": 2.5,
     "remotes": 3,
     "last_fetch": 4,
+    "content_match": 5,
 }
+#: How much further down each next content match of one checkout ranks.
+CONTENT_STEP = 25
 UNKNOWN_FACT_WEIGHT = 9
 TIER_BAND = 100
 _DOCTOR_MARKERS = frozenset({"tropo.toml", "AGENTS.md", "STRATO.md"})
@@ -179,12 +185,16 @@ def _candidates(checkouts: list[JSON], omissions: list[JSON]) -> list[JSON]:
 
 
 def _sorted(candidates: list[JSON]) -> tuple[list[JSON], list[JSON]]:
-    """Candidates in collation order; those whose text cannot be collated, as omissions."""
-    keyed, omitted = [], []
+    """Candidates in collation order, content matches that cannot be collated after them
+    by UTF-16 code units; other claims whose text cannot be collated, as omissions."""
+    keyed: list[tuple[Key, JSON]] = []
+    omitted = []
     for claim in candidates:
         text = f"{claim.get('subject')}:{claim.get('fact')}:{claim.get('claim')}"
         if collatable(text):
-            keyed.append((locale_key(text), claim))
+            keyed.append(((0, locale_key(text)), claim))
+        elif claim.get("fact") == "content_match":
+            keyed.append(((1, utf16_key(text)), claim))
         else:
             omitted.append(
                 {
@@ -269,8 +279,8 @@ def _passes(rule: JSON, value: Any) -> bool:
     return rule["value"].lower() in str(value).lower()
 
 
-def _rank(profile: JSON | None, terms: list[str]) -> tuple[int, list[JSON], str]:
-    """A claim's tier, the signals that placed it there, and why, in words."""
+def _rank(profile: JSON | None, terms: list[str], intrinsic: list[JSON]) -> tuple[int, list[JSON], str]:
+    """A claim's tier, the signals that placed it there (its own last), and why, in words."""
     conflicts = (profile.get("conflicts") if profile else None) or []
     signals: list[JSON] = [{"signal": "conflict_side", "conflict": c.get("id")} for c in conflicts]
     surfaces = [(field, _match_value(profile, field)) for field in ("label", "repository", "branch")]
@@ -280,6 +290,7 @@ def _rank(profile: JSON | None, terms: list[str]) -> tuple[int, list[JSON], str]
         for field, value in surfaces
         if isinstance(value, str) and word_match(term, value)
     ]
+    signals += intrinsic
     if conflicts and profile is not None:
         kind = profile["conflicts"][0].get("kind")
         return (
@@ -293,6 +304,9 @@ def _rank(profile: JSON | None, terms: list[str]) -> tuple[int, list[JSON], str]
     match = next((s for s in signals if s["signal"] == "question_term_match"), None)
     if match is not None:
         return 1, signals, f"task question term '{match['term']}' matches the subject {match['field']}"
+    found = next((s for s in signals if s["signal"] == "content_term_match"), None)
+    if found is not None:
+        return 1, signals, f"content match: term '{found['term']}' was found in {found['path']}"
     return 2, [{"signal": "allowlisted"}], "inside the task allowlist; no task-specific relevance signal"
 
 
@@ -331,16 +345,22 @@ def _select(
     ):
         raise RankingUnbounded("ranking work exceeds the compiler limit")
     ranked, filtered = [], 0
-    for claim in candidates:
+    matches_seen: dict[Any, int] = {}
+    for candidate in candidates:
+        claim = {k: v for k, v in candidate.items() if k != "intrinsic_signals"}
         profile = _profile_of(profiles, claim)
         if not all(_passes(rule, _field(profile, claim, rule["field"])) for rule in rules):
             filtered += 1
             continue
-        tier, signals, reason = _rank(profile, terms)
+        tier, signals, reason = _rank(profile, terms, candidate.get("intrinsic_signals") or [])
         selection: JSON = {"tier": TIERS[tier], "signals": signals}
         if rules:
             selection["matched_filters"] = [dict(rule) for rule in rules]
         weight = FACT_WEIGHTS.get(str(claim.get("fact")), UNKNOWN_FACT_WEIGHT)
+        if claim.get("fact") == "content_match":
+            seen = matches_seen.get(claim.get("subject"), 0)
+            matches_seen[claim.get("subject")] = seen + 1
+            weight += seen * CONTENT_STEP
         tiebreak = utf16_key(f"{claim.get('subject')}:{claim.get('fact')}:{claim.get('claim')}")
         ranked.append(
             (
@@ -474,11 +494,13 @@ def _checks(
     return merged, unknowns
 
 
-def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> JSON:
-    """The capsule for `task` over a canonical graph, as vivary-core compiles it without
-    content. Raises ValueError where the compiler would refuse, RankingUnbounded past the
-    ranking limit and Unordered where the order of a claim text is not known to us."""
+def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str, content: Any = None) -> JSON:
+    """The capsule for `task` over a canonical graph (and a valid content artifact, if
+    any), as vivary-core compiles it. Raises ValueError where the compiler would refuse,
+    RankingUnbounded past the ranking limit and ContentUnbounded past the content's."""
     scope = task.get("scope")
+    if not content_claims.scope_bounded(content, scope):
+        raise content_claims.ContentUnbounded("content scope work exceeds the compiler limit")
     checkouts = [node for node in graph["nodes"] if is_git_checkout(node)]
     conflicts, conflict_omissions = _scope_conflicts(graph["conflicts"], scope)
     in_scope = [node for node in checkouts if _in_scope(node.get("path"), scope)] if scope else checkouts
@@ -486,7 +508,10 @@ def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> 
     candidates = _candidates(in_scope, truncated)
     if len(candidates) > MAX_CANDIDATES:
         raise ValueError("graph candidate work exceeds the compiler limit")
-    candidates, excluded = _sorted(candidates)
+    by_path = {path_identity(str(node.get("path"))): node for node in in_scope}
+    matched, outside = content_claims.candidates(content, by_path, content_terms(task["question"]),
+                                                 MAX_CANDIDATES - len(candidates))
+    candidates, excluded = _sorted(candidates + matched)
     claims, cut = _select(task, graph, conflicts, candidates, max_claims)
     omissions = [
         {
@@ -495,6 +520,7 @@ def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> 
         },
         *conflict_omissions,
         *truncated,
+        *outside,
         *excluded,
         *cut,
         *(
@@ -503,6 +529,8 @@ def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> 
             if not scope or any(is_within_allowlist(s, r.get("path")) for s in scope)
         ),
     ]
+    content_omissions, content_unknowns = content_claims.omissions_and_unknowns(content, by_path)
+    omissions += content_omissions
     checks, check_unknowns = _checks(
         task, checkouts, [n for n in in_scope if _in_scope(n.get("path"), scope)], scope
     )
@@ -515,13 +543,17 @@ def compile_capsule(task: JSON, graph: JSON, max_claims: int, topology: str) -> 
         "observed_at": graph.get("observed_at"),
         "repair_topology_fingerprint": topology,
     }
+    if is_present(content):
+        workspace["content_fingerprint"] = fingerprint(content)
     capsule: JSON = {
         "schema": SCHEMA,
         "task": task_out,
         "workspace": workspace,
         "claims": [{"id": claim_id(claim), **claim} for claim in claims],
         "conflicts": [{**conflict, "decision": "review_required"} for conflict in conflicts],
-        "unknowns": [u for u in [*graph["unknowns"], *check_unknowns] if _entry_in_scope(u, scope)],
+        "unknowns": [
+            u for u in [*graph["unknowns"], *content_unknowns, *check_unknowns] if _entry_in_scope(u, scope)
+        ],
         "omissions": [o for o in omissions if _entry_in_scope(o, scope)],
         "required_checks": checks,
         "budget": {"max_claims": max_claims},

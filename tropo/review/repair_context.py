@@ -6,19 +6,19 @@ it is its own checkouts' projection and the capsule's.
 Each predicate answers one of the suite's questions (vivary-ozone 0.3.2) and `codes` asks
 them in its order: the shape, the bindings, the bounds, the graph re-projected from its
 checkouts (`workspace_graph.py`), its conflicts and repair topology held to the capsule's,
-and the capsule recompiled from it (`recompile.py`). A capsule compiled with content, or an
-order that needs collation we do not know, is refused as `repair_context_unsupported`
-(docs/review.md).
+and the capsule recompiled from it (`recompile.py`). A capsule compiled with content is
+recompiled with it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tropo.canonical import MAX_SAFE_INTEGER, canonicalize
+from tropo.canonical import MAX_SAFE_INTEGER, canonicalize, fingerprint
 from tropo.review import content_context, recompile, workspace_graph
 from tropo.review.bounds import MAX_WORK, identifier, nonblank, scope_work_bounded, string_cost, work_units
-from tropo.review.collation import Unordered, collatable
+from tropo.review.collation import collatable
+from tropo.review.content_claims import ContentUnbounded
 from tropo.review.freshness import parse_instant
 from tropo.review.paths import is_within_allowlist
 from tropo.review.workspace_graph import MAX_NEIGHBOR_GROUP, SCHEMA, is_git_checkout, repository_identity
@@ -341,17 +341,17 @@ def conflicts_match(capsule: JSON, graph: JSON) -> tuple[bool, bool]:
 
 def _context_codes(capsule: JSON, graph: JSON, content: Any) -> list[str]:
     """The capsule is what the graph compiles to, or why we cannot say."""
-    if "content_fingerprint" in capsule["workspace"]:
-        return ["repair_context_unsupported"]
-    if content_context.is_present(content):  # (content artifacts the capsule's shape refuses)
+    bound = capsule["workspace"].get("content_fingerprint")
+    if bound is None and content_context.is_present(content):  # (artifacts the capsule's shape refuses)
+        return ["repair_graph_context_mismatch"]
+    if bound is not None and not (content_context.is_present(content) and fingerprint(content) == bound):
         return ["repair_graph_context_mismatch"]
     topology = capsule["workspace"]["repair_topology_fingerprint"]
     try:
         budget = capsule["budget"]["max_claims"]
-        compiled = recompile.compile_capsule(capsule["task"], graph, budget, topology)
-    except Unordered:
-        return ["repair_context_unsupported"]
-    except recompile.RankingUnbounded:
+        compiled = recompile.compile_capsule(capsule["task"], graph, budget, topology,
+                                             content if bound is not None else None)
+    except (recompile.RankingUnbounded, ContentUnbounded):
         return ["repair_work_unbounded"]
     except (AttributeError, KeyError, TypeError, ValueError):
         return ["repair_graph_context_mismatch"]
@@ -362,11 +362,7 @@ def _rest_codes(capsule: JSON, graph: JSON, content: Any) -> list[str]:
     """The checks past the bounds: the graph is its own checkouts' projection, the
     capsule's conflicts and repair topology are the graph's, and the capsule is what the
     graph compiles to."""
-    try:
-        canonical = workspace_graph.is_canonical(graph)
-    except Unordered:
-        return ["repair_context_unsupported"]
-    if not canonical:
+    if not workspace_graph.is_canonical(graph):
         return ["invalid_repair_graph"]
     matches, bounded = conflicts_match(capsule, graph)
     if not bounded:

@@ -5,7 +5,7 @@ dirty artifact, edge, conflict, unknown, omission, refusal and its workspace fin
 are exactly what its checkouts project to.
 
 Pure and in the suite's vocabulary. Paths are ordered as the suite orders them
-(`collation.py`); a path whose order we do not know raises `Unordered`.
+(`collation.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.review.bounds import nonblank
-from tropo.review.collation import Unordered, ordered, path_key, utf16_key
+from tropo.review.collation import locale_key, path_key, utf16_key
 from tropo.review.paths import is_canonical_absolute, is_checkout_relative, normalize, path_identity
 
 SCHEMA = "vivary.workspace-graph/v0"
@@ -165,7 +165,7 @@ def normalized_refusals(refusals: Any) -> list[JSON]:
         ):
             raise ValueError("workspace graph contains an invalid refusal")
         kept.append({"path": refusal["path"], "status": refusal["status"], "reason": refusal["reason"]})
-    return ordered(kept, lambda r: path_key(f"{r['path']}:{r['reason']}"))
+    return sorted(kept, key=lambda r: path_key(f"{r['path']}:{r['reason']}"))
 
 
 def _commitment(facts: JSON, name: str) -> JSON | None:
@@ -214,7 +214,7 @@ def workspace_fingerprint(nodes: list[Any], refusals: Any) -> str:
     identities = [path_identity(node["path"]) for node in checkouts]
     if len(set(identities)) != len(identities):
         raise ValueError("workspace graph contains duplicate checkout identities")
-    core = ordered([_core_facts(node) for node in checkouts], lambda c: path_key(c["path"]))
+    core = sorted([_core_facts(node) for node in checkouts], key=lambda c: path_key(c["path"]))
     return fingerprint({"checkouts": core, "refusals": normalized_refusals(refusals)})
 
 
@@ -225,6 +225,7 @@ class _Projection:
         self.nodes: dict[str, JSON] = {}
         self.edges: dict[str, JSON] = {}
         self.unknowns: list[JSON] = []
+        self.omissions: list[JSON] = []
 
     def node(self, node: JSON) -> None:
         self.nodes.setdefault(node["id"], node)
@@ -288,6 +289,25 @@ def _side(cid: str, checkout: JSON) -> JSON:
     }
 
 
+def _pairs(count: int) -> int:
+    return count * (count - 1) // 2
+
+
+def _capped(repository: str, total: int) -> JSON:
+    """The notice that only the first checkouts of a repository (in collation order of
+    their ids) got neighbour edges: the heads of all of them still make its conflict."""
+    return {
+        "kind": "neighbor_of_pairs_capped",
+        "repository": repository,
+        "reason": f"repository has {total} checkouts sharing one origin; pairwise neighbor_of edge "
+                  f"generation is capped at {MAX_NEIGHBOR_GROUP} checkouts to stay bounded",
+        "considered_checkouts": MAX_NEIGHBOR_GROUP,
+        "total_checkouts": total,
+        "omitted_checkout_count": total - MAX_NEIGHBOR_GROUP,
+        "omitted_pair_count": _pairs(total) - _pairs(MAX_NEIGHBOR_GROUP),
+    }
+
+
 def _relate(out: _Projection, groups: dict[str, list[tuple[str, JSON]]]) -> list[JSON]:
     """Neighbour edges between the checkouts of one repository, and a conflict where
     they disagree about HEAD (both sides kept, no winner chosen)."""
@@ -295,16 +315,16 @@ def _relate(out: _Projection, groups: dict[str, list[tuple[str, JSON]]]) -> list
     for rid, group in sorted(groups.items(), key=lambda item: utf16_key(item[0])):
         if len(group) < 2:
             continue
+        considered = group
         if len(group) > MAX_NEIGHBOR_GROUP:
-            # The suite caps the pairs (and says so); a graph that large never passes the
-            # 1,000-edge bound a repair checks first, so that branch is not rebuilt.
-            raise ValueError("more checkouts of one repository than a repair graph may hold")
-        for i, (left, _) in enumerate(group):
-            for right, _ in group[i + 1 :]:
+            considered = sorted(group, key=lambda member: locale_key(member[0]))[:MAX_NEIGHBOR_GROUP]
+            out.omissions.append(_capped(rid, len(group)))
+        for i, (left, _) in enumerate(considered):
+            for right, _ in considered[i + 1 :]:
                 out.edge("neighbor_of", left, right, None)
         heads = {_value(checkout["facts"], "head_revision") or "unknown" for _, checkout in group}
         if len(heads) > 1:
-            sides = ordered([_side(cid, c) for cid, c in group], lambda side: path_key(side["path"]))
+            sides = sorted([_side(cid, c) for cid, c in group], key=lambda side: path_key(side["path"]))
             named = [side["checkout"] for side in sides]
             conflicts.append({
                 "id": deterministic_id("conflict", {"repository": rid, "sides": named}),
@@ -359,6 +379,8 @@ def project(observation: JSON) -> JSON:
         "unknowns": out.unknowns,
         "refusals": refusals,
     }
+    if out.omissions:
+        graph["omissions"] = out.omissions
     return graph
 
 
@@ -387,8 +409,7 @@ def _by_value(items: list[Any]) -> list[Any]:
 
 
 def is_canonical(graph: Any) -> bool:
-    """Whether the graph is exactly the projection of its own checkout nodes. Raises
-    Unordered when deciding needs a path order we do not know."""
+    """Whether the graph is exactly the projection of its own checkout nodes."""
     if not (
         isinstance(graph, dict)
         and graph.get("schema") == SCHEMA
@@ -421,8 +442,6 @@ def is_canonical(graph: Any) -> bool:
             and graph.get("refusals", []) == again["refusals"]
             and graph.get("workspace_fingerprint") == again["workspace_fingerprint"]
         )
-    except Unordered:
-        raise
     except (AttributeError, KeyError, TypeError, ValueError):
         return False
 

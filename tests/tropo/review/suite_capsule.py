@@ -1,7 +1,8 @@
 """Project a workspace graph, and compile a Task Capsule over it, with the suite's
 vivary-core (run in the oracle's Python): graph-bearing requests the suite answers and we
 refuse, held to the deliberate differences docs/review.md lists. Reads ``{"observation",
-"task"?, "budget"?}`` on stdin (or a list of them); prints ``{"graph", "capsule"?}`` (or a list, ``{"error"}``
+"task"?, "budget"?, "content"?}`` on stdin (or a list of them); prints ``{"graph", "capsule"?,
+"content"?}`` (or a list, ``{"error"}``
 for a spec the suite refuses to compile)."""
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from vivary_core.workspace_model import project_workspace_graph
 def _compiled(spec: dict[str, Any]) -> dict[str, Any]:
     out = {"graph": project_workspace_graph(spec["observation"])}
     if "task" in spec:
-        out["capsule"] = compile_task_capsule(task=spec["task"], graph=out["graph"], budget=spec["budget"])
+        out["capsule"] = compile_task_capsule(task=spec["task"], graph=out["graph"], budget=spec["budget"],
+                                              content=spec.get("content"))
+    if "content" in spec:
+        out["content"] = spec["content"]
     return out
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.strato.decide import builders as b
-from tropo.canonical import deterministic_id
+from tropo.canonical import deterministic_id, fingerprint
 from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.review.governed import refusal
 from tropo.review.receipt import build_receipt
@@ -558,10 +558,6 @@ DIFFERENCES = {
     # verifier could read different requests).
     "duplicate_gate_key": (json.dumps(request(gate={"name": "m"}))[:-1] + ', "gate": ' + json.dumps(GATE) + "}",
                            refusal(["invalid_request_document"])),
-    # Content beside a graph that passes every check: the capsule compiled with content is
-    # not rebuilt here.
-    "graph_with_content": (json.dumps(bound_to(projected(_observed("a")), sealed(
-        b.capsule(), content_fingerprint="sha256:c")) | {"content": content()}), refusal(["repair_context_unsupported"])),
 }
 
 #: What the suite observed and compiled, for a graph and capsule it verifies with proposals.
@@ -658,7 +654,86 @@ def _specs() -> list[JSON]:
     owned = copy.deepcopy(SUITE_SPEC)
     owned["observation"]["checkouts"][0]["facts"]["head_revision"]["evidence"] = {"command": "git rev-parse HEAD"}
     # Three of one repository's claims kept under budget pressure: route through an index.
-    return [*specs, owned | {"budget": {"max_claims": 24}}, SUITE_SPEC | {"budget": {"max_claims": 3}}]
+    return [*specs, owned | {"budget": {"max_claims": 24}}, SUITE_SPEC | {"budget": {"max_claims": 3}},
+            *_accented_specs(), *_content_specs()]
+
+
+def _content_specs() -> list[JSON]:
+    """Workspaces searched for terms: content bound to the graph's revision and privacy
+    policy or not, matches on question terms and others, in collatable and uncollatable
+    paths and excerpts, several to a checkout, with omissions, an incomplete search and a
+    refused root, for capsules compiled with that content."""
+    r = random.Random(1811)
+    paths = ["docs/a.md", "src/b.py", "r\u00e9sum\u00e9.md", "\u4e2d.md", "Z.md", "docs/\u00e6.md"]
+    excerpts = ["loop step", "caf\u00e9 loop", "\U0001f600 step", "gate", "Loop"]
+    specs = []
+    for _ in range(72):
+        names = r.sample(["a", "b", "caf\u00e9", "Zed"], r.randint(1, 3))
+        checkouts, searched = [], []
+        for name in names:
+            facts: JSON = {"content_privacy_fingerprint": "sha256:p"} if r.random() < 0.85 else {}
+            if r.random() < 0.3:
+                facts["remotes"] = ORIGIN
+            checkouts.append(_observed(name, head=r.choice(["abc", "def"]), **facts))
+            if r.random() < 0.15:
+                continue
+            head = checkouts[-1]["facts"]["head_revision"]["value"] if r.random() < 0.8 else "fff"
+            found = {(r.choice(paths), r.randint(1, 9), r.choice(["loop", "step", "gate"]))
+                     for _ in range(r.choice([0, 1, 2, 4, 7]))}
+            matches = [{"path": p, "line": line, "excerpt": r.choice(excerpts), "term": term,
+                        "evidence": {"command": "git grep"}} for p, line, term in sorted(found)]
+            omissions = [r.choice([{"kind": "content_lines_truncated", "path": "docs/a.md", "omitted_count": 2,
+                                    "reason": "cap"},
+                                   {"kind": "content_files_truncated", "omitted_count": 2,
+                                    "total_files_matched": 5, "reason": "cap"}])] if r.random() < 0.2 else []
+            searched.append(_searched(name, head_revision=head, matches=matches, omissions=omissions,
+                                      privacy_fingerprint="sha256:p" if r.random() < 0.85 else "sha256:q"))
+        if r.random() < 0.15:
+            searched.append({"raw_path": f"{b.ROOT}/u", "path": f"{b.ROOT}/u", "status": "unknown",
+                             "reason": "grep_unavailable", "matches": [], "omissions": [],
+                             "evidence": {"command": "git grep"}})
+        refusals = [_refused_root("/elsewhere")] if r.random() < 0.15 else []
+        observation = {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                       "refusals": [], "checkouts": checkouts}
+        task: JSON = {"question": r.choice(["Which loop step is current?", "Where is the gate loop?",
+                                            "What is the head revision?", "step"])}
+        if r.random() < 0.3:
+            task["scope"] = [r.choice([b.ROOT, f"{b.ROOT}/a"])]
+        if r.random() < 0.15:
+            task["filters"] = [r.choice([{"field": "fact", "equals": "content_match"},
+                                         {"field": "path", "includes": "a"}])]
+        searched_content = content(terms=["gate", "loop", "step"], checkouts=searched, refusals=refusals)
+        specs.append({"observation": observation, "task": task, "budget": {"max_claims": r.choice([1, 2, 5, 24])},
+                      "content": searched_content})
+    return specs
+
+
+def _accented_specs() -> list[JSON]:
+    """Workspaces of accented (and some uncollatable) checkout names, most with more than
+    ten dirty files of accented names, so claim texts cut their listing with `…`."""
+    from tests.tropo.review.test_workspace_graph import ACCENTED
+
+    r = random.Random(1810)
+    files = ["r\u00e9sum\u00e9.md", "notes.md", "\u00dcber.txt", "a\u2026", "Z.md", "\u00e6.md"]
+    specs = []
+    for _ in range(24):
+        names = r.sample(ACCENTED, r.randint(1, 4))
+        checkouts = []
+        for name in names:
+            dirty = [{"state": r.choice(["M", "??", "A"]), "path": f"{r.choice(files)}{j}"}
+                     for j in range(r.choice([0, 3, 11, 14, 25]))]
+            facts: JSON = {"remotes": ORIGIN} if r.random() < 0.5 else {}
+            if dirty and r.random() < 0.15:
+                dirty[0]["path"] = "\u4e2d.md"  # past the domain: its claim is left out
+            if dirty:
+                facts.update(dirty_entries=dirty, is_dirty=True)
+            checkouts.append(_observed(name, head=r.choice(["abc", "def"]), **facts))
+        observation = {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                       "refusals": [], "checkouts": checkouts}
+        task = _task(r, checkouts) if r.random() < 0.3 else {
+            "question": r.choice(["Which worktree files are dirty?", "What of caf\u00e9 is dirty?"])}
+        specs.append({"observation": observation, "task": task, "budget": {"max_claims": r.choice([1, 3, 24, 24])}})
+    return specs
 
 
 def _compiled_requests(python: Path) -> dict[str, JSON]:
@@ -672,24 +747,28 @@ def _compiled_requests(python: Path) -> dict[str, JSON]:
         if "error" in compiled:
             continue
         graph, capsule = compiled["graph"], compiled["capsule"]
-        name = f"compiled_{index:02d}"
-        requests[name] = request(capsule, receipt=None, gate={"name": "merge"}, graph=graph)
+        accented = any(not n["path"].isascii() for n in graph["nodes"] if n["kind"] == "checkout")
+        cut = any("\u2026" in claim["claim"] for claim in capsule["claims"])
+        kind = "content" if "content" in compiled else "cut" if cut else "accented" if accented else "compiled"
+        name = f"{kind}_{index:02d}"
+        extra = {"content": compiled["content"]} if "content" in compiled else {}
+        requests[name] = request(capsule, receipt=None, gate={"name": "merge"}, graph=graph, **extra)
         if capsule["required_checks"]:
             checks = [{"name": c["name"], "command": c["command"], "outcome": "passed"}
                       for c in capsule["required_checks"]]
             receipt = build_receipt(capsule, runtime={"actor": "agent:example"}, checks=checks,
                                     created_at=T + timedelta(seconds=60))
-            requests[f"{name}_receipt"] = request(capsule, receipt=receipt, graph=graph,
+            requests[f"{name}_receipt"] = request(capsule, receipt=receipt, graph=graph, **extra,
                                                   gate={"name": "merge", "require_claims_verified": True})
         if index % 3 == 0 and capsule["claims"]:
             bent = b.seal(edit(capsule, "claims.0.selection_reason", "because"))
-            requests[f"{name}_claim_reworded"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+            requests[f"{name}_claim_reworded"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph, **extra)
         if index % 3 == 1:
             bent = b.seal(edit(capsule, "budget.max_claims", capsule["budget"]["max_claims"] + 1))
-            requests[f"{name}_budget_raised"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+            requests[f"{name}_budget_raised"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph, **extra)
         if index % 3 == 2:
             bent = b.seal(edit(capsule, "task.question", "What is the next step?"))
-            requests[f"{name}_question_changed"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph)
+            requests[f"{name}_question_changed"] = request(bent, receipt=None, gate={"name": "m"}, graph=graph, **extra)
     return requests
 
 
@@ -747,6 +826,29 @@ def test_compiled_requests_reach_every_repair(compared: dict[str, tuple[JSON, JS
             "more_evidence_citations", "tie_no_preference"} <= reached
 
 
+def test_content_bound_capsules_are_verified_as_the_suite_does(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    """Capsules compiled with content beside their graph are recompiled with it: at least
+    50 such requests identical to the suite's answers above, verified rather than refused, and
+bent ones found not to be what the graph and content compile to."""
+    outcomes = {name: json.loads(ours["stdout"])["outcome"] for name, (ours, _) in compared.items()
+                if name.startswith("content_") and name[len("content_"):].isdigit()}
+    assert len(outcomes) >= 50
+    assert sum(outcome != "refused" for outcome in outcomes.values()) >= 50
+    bent = [json.loads(ours["stdout"]) for name, (ours, _) in compared.items()
+            if name.startswith("content_") and name.endswith(("_reworded", "_raised", "_changed"))]
+    assert sum("repair_graph_context_mismatch" in answer["reason_codes"] for answer in bent) >= 20
+
+
+def test_accented_workspaces_are_verified_as_the_suite_does(compared: dict[str, tuple[JSON, JSON]]) -> None:
+    """Capsules over accented paths and dirty listings cut with `…` are verified (with
+    proposals), not refused; identical to the suite's answers above."""
+    outcomes = {name: json.loads(ours["stdout"])["outcome"] for name, (ours, _) in compared.items()
+                if name.split("_")[0] in ("accented", "cut") and name.count("_") == 1}
+    assert len(outcomes) >= 20
+    assert sum(outcome != "refused" for outcome in outcomes.values()) >= 20
+    assert sum(name.startswith("cut_") and outcome != "refused" for name, outcome in outcomes.items()) >= 5
+
+
 def test_the_generator_reaches_every_reason_code(compared: dict[str, tuple[JSON, JSON]]) -> None:
     seen: set[str] = set()
     for ours, _ in compared.values():
@@ -790,18 +892,69 @@ def _suite_compiled(upstream: Callable[[str], Path], spec: JSON) -> JSON:
     return compiled
 
 
-def test_a_graph_whose_path_order_we_do_not_know_is_refused(upstream: Callable[[str], Path],
-                                                            tmp_path: Path) -> None:
-    """Two checkouts whose paths the suite orders by its pinned table (non-ASCII letters):
-    the suite reads on (and finds this capsule is not the graph's), we refuse."""
+def test_a_graph_of_accented_paths_is_verified_as_the_suite_does(upstream: Callable[[str], Path],
+                                                                  tmp_path: Path) -> None:
+    """Two checkouts whose paths the suite orders by its pinned table (accented letters):
+    both find this capsule is not the graph's."""
     spec = {"observation": {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
                             "refusals": [], "checkouts": [_observed("caf\u00e9"), _observed("na\u00efve")]}}
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(_suite_compiled(upstream, spec)["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
     [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
-    assert (mine["code"], json.loads(mine["stdout"])) == (2, refusal(["repair_context_unsupported"]))
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
+
+
+@pytest.mark.parametrize("size", [45, 46, 301])
+def test_a_repository_of_many_checkouts_is_answered_as_the_suite_does(size: int, upstream: Callable[[str], Path],
+                                                                       tmp_path: Path) -> None:
+    """The suite caps neighbour pairs past 300 checkouts of one repository, but only ever
+    inside a re-projection, and it re-projects only a graph whose projected pairs (each
+    group capped so) stay within 1,000 edges: from 46 checkouts on (C(46, 2) = 1,035) both
+    refuse the work as unbounded first, 301 (the cap engaged) included, the graph's own
+    edges aside. Most checkouts lie outside the capsule's scope, so its 300-checkout bound
+    does not answer first."""
+    checkouts = [_observed(f"c{i:03d}", remotes=ORIGIN) for i in range(min(size, 40))]
+    checkouts += [_observed(f"d{i:03d}", root="/other", remotes=ORIGIN) for i in range(size - len(checkouts))]
+    nodes = [node for one in checkouts for node in projected(one)["nodes"] if node["kind"] == "checkout"]
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(bound_to(projected(*checkouts[:2]) | {"nodes": nodes, "edges": [], "conflicts": []})))
+    run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
+    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
+    expected = ["invalid_repair_graph"] if size == 45 else ["repair_work_unbounded"]
+    assert json.loads(suite["stdout"])["reason_codes"] == expected
+
+
+@pytest.mark.parametrize(("matches", "path", "scope", "code"), [
+    (9_998, "docs/a.md", None, "repair_graph_context_mismatch"),
+    (9_999, "docs/a.md", None, "repair_work_unbounded"),  # the content's candidate work
+    (4_000, "d" * 100 + "/a.md", ["/x", "/elsewhere/" + "s" * 100], "repair_work_unbounded"),  # its scope work
+])
+def test_content_past_the_compilers_bounds_is_answered_as_the_suite_does(
+        matches: int, path: str, scope: list[str] | None, code: str, upstream: Callable[[str], Path],
+        tmp_path: Path) -> None:
+    """A capsule bound to content whose matches (beside the graph's own claims) pass the
+    compiler's 10,000 candidates, or whose records cost too much to place in scope."""
+    spec = {"observation": {"observed_at": CAPSULE["workspace"]["observed_at"], "allowlist": [b.ROOT],
+                            "refusals": [], "checkouts": [_observed("a", content_privacy_fingerprint="sha256:p")]},
+            "task": {"question": "Which loop step?", "scope": [b.ROOT]}, "budget": {"max_claims": 3},
+            "content": content()}
+    compiled = _suite_compiled(upstream, spec)
+    searched = copy.deepcopy(compiled["content"])
+    searched["checkouts"][0]["matches"] = [{**MATCH, "path": path, "line": 1 + i}
+                                           for i in range(matches)]
+    capsule = copy.deepcopy(compiled["capsule"])
+    capsule["task"]["scope"] += scope or []
+    capsule["workspace"]["content_fingerprint"] = fingerprint(searched)
+    path_out = tmp_path / "request.json"
+    path_out.write_text(json.dumps(request(b.seal(capsule), receipt=None, gate={"name": "merge"},
+                                           graph=compiled["graph"], content=searched)))
+    run = [{"argv": ["verify", str(path_out), "--governed", "--json"]}]
+    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
+    assert json.loads(suite["stdout"])["reason_codes"] == [code]
 
 
 def test_a_graph_the_suite_verifies_gets_its_proposals(upstream: Callable[[str], Path], tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Our workspace-graph projection and path order side by side with vivary-core's (the
 suite's, in its own interpreter): generated observations, well formed and malformed, project
 to the same nodes, edges, conflicts, unknowns, refusals, omissions and workspace
-fingerprint, are canonical alike and commit the same repair topology; generated ASCII
-strings (and strings outside the collation domain) sort the same."""
+fingerprint, are canonical alike and commit the same repair topology, ASCII and accented
+paths alike; generated strings sort the same (more of that in test_collation.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from tropo.review.collation import Unordered, path_key
 from tropo.review.workspace_graph import is_canonical, project
 
 DRIVER = Path(__file__).with_name("projection_driver.py")
 NAMES = ["a", "B", "c-d", "c_d", "Zed", "zed", "x.y", "0n", "A B", "a~", "a$", "Q"]
+ACCENTED = ["caf\u00e9", "Caf\u00e9", "cafe", "na\u00efve", "\u00c6r\u00f8", "stra\u00dfe", "strasse", "a\u2026b",
+            "\u00a0x", "x\u00ad", "\u4e2d\u6587", "\U0001f600", "\u0142\u00f3d\u017a"]
 JSON = dict[str, Any]
 
 
@@ -50,8 +51,8 @@ def _facts(r: random.Random) -> JSON:
     return facts
 
 
-def _observation(r: random.Random, index: int) -> JSON:
-    names = r.sample(NAMES, r.randint(0, 7))
+def _observation(r: random.Random, index: int, pool: list[str] = NAMES) -> JSON:
+    names = r.sample(pool, r.randint(0, 7))
     refused = r.sample(["/etc", "/Etc", "/tmp/x", "rel", "/e-c", "/e_c"], r.randint(0, 4))
     observation: JSON = {
         "observed_at": "2026-07-26T12:00:00Z",
@@ -90,7 +91,10 @@ def _run(python: Path | str, spec: JSON) -> JSON:
 @pytest.fixture(scope="module")
 def spec() -> JSON:
     r = random.Random(18)
-    return {"observations": [_observation(r, i) for i in range(80)], "strings": _strings(r)}
+    observations = [_observation(r, i) for i in range(80)]
+    accented = random.Random(1808)
+    observations += [_observation(accented, i, ACCENTED) for i in range(40)]
+    return {"observations": observations, "strings": _strings(r)}
 
 
 def test_projections_match_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
@@ -108,12 +112,27 @@ def test_path_order_matches_the_suite(spec: JSON, upstream: Callable[[str], Path
     assert ours["order"] == theirs["order"]
 
 
-def test_a_non_ascii_path_in_the_pinned_domain_is_unordered() -> None:
-    with pytest.raises(Unordered):
-        path_key("caf\u00e9")
+def test_a_repository_past_the_neighbour_cap_projects_as_the_suite_does(upstream: Callable[[str], Path]) -> None:
+    """Past 300 checkouts of one repository only the first 300 by id get neighbour edges,
+    and the graph says so; a repair never re-projects one (test_verify_governed.py)."""
+    remotes = {"status": "known", "value": [{"name": "origin", "fetch_url": "https://x/a.git"}]}
+    checkouts = [{"path": f"/workspace/c{i:03d}", "facts": {
+        "is_git_repository": {"status": "known", "value": True},
+        "head_revision": {"status": "known", "value": "abc" if i % 7 else "def"}, "remotes": remotes}}
+        for i in range(302)]
+    spec = {"observations": [{"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/workspace"],
+                              "checkouts": checkouts, "refusals": []}], "strings": []}
+    [mine], [suite] = _run(sys.executable, spec)["graphs"], _run(upstream("ozone").parent / "python", spec)["graphs"]
+    assert mine == suite
+    assert [o["kind"] for o in suite["omissions"]] == ["neighbor_of_pairs_capped"]
+    assert sum(e["kind"] == "neighbor_of" for e in suite["edges"]) == 300 * 299 // 2
+    assert suite["canonical"] and len(suite["conflicts"][0]["sides"]) == 302
+
+
+def test_accented_paths_project_canonically() -> None:
     graph = project({"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/w"], "refusals": [],
-                     "checkouts": [{"path": "/w/caf\u00e9", "facts": {}}]})
-    assert is_canonical(graph)  # a lone path needs no order
-    graph["nodes"].append({**graph["nodes"][0], "id": "checkout_2", "path": "/w/na\u00efve"})
-    with pytest.raises(Unordered):
-        is_canonical(graph)
+                     "checkouts": [{"path": f"/w/{name}", "facts": {}} for name in ACCENTED]})
+    assert is_canonical(graph)
+    node = next(n for n in graph["nodes"] if n.get("path") == "/w/caf\u00e9")
+    node["path"] = "/w/cafe\u0301"  # the same word, decomposed: another path
+    assert not is_canonical(graph)
