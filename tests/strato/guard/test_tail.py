@@ -117,3 +117,63 @@ def test_keys_that_cannot_be_recorded_leave_no_record(moved: Workspace) -> None:
     assert not resumed(moved) and record(moved) is None  # and it cannot resume later
     replay = engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})
     assert replay["status"] == "replayed"  # the full fold still knows the key
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("lines", -1), ("lines", True), ("lines", "3"), ("graph_version", -1), ("policy_line", None),
+     ("ident", ""), ("head", 7), ("current_state", ""), ("generation", None), ("extra", 1)],
+)
+def test_a_record_with_an_odd_field_is_a_miss(moved: Workspace, field: str, value: object) -> None:
+    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    good = json.loads(path.read_text())
+    assert record(moved) == tail.Tail(**good)
+    path.write_text(json.dumps({**good, field: value}))
+    assert record(moved) is None
+    snap = store.load(moved.repo, RID)  # and the load answers without it
+    assert snap.state is not None and snap.state.current_state == "draft"
+
+
+def test_a_key_file_holding_another_keys_entry_is_no_replay(moved: Workspace) -> None:
+    """A key's cache file names it; one that holds another key's entry (or no entry) is
+    a miss, so the key is looked up in the ledger, never answered with the wrong line."""
+    found = record(moved)
+    assert found is not None
+    keys = tail.Keys(cache.GuardCache(moved.repo), ANCHOR, found.generation)
+    first = keys["k1"]
+    assert first["idempotency_key"] == "k1" and first["to_state"] == "review"
+    keys._path("k2").write_bytes(keys._path("k1").read_bytes())
+    for junk in (None, b"[]", b"{", b'{"idempotency_key": "k2"}'):
+        if junk is not None:
+            keys._path("k1").write_bytes(junk)
+        with pytest.raises(KeyError):
+            keys["k2" if junk is None else "k1"]
+    with pytest.raises(KeyError):
+        keys["never used"]
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k2"})["status"] == "applied"
+
+
+def test_a_caught_up_record_is_saved_and_a_new_generation_drops_the_old(
+    moved: Workspace, tmp_path: Path
+) -> None:
+    """After catching up with fetched lines the record names them (the next load applies
+    nothing); a full fold of another history leaves one generation of key files."""
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(moved.root), str(other))
+    git(other, "fetch", "-q", "origin", f"{store.REF}:{store.REF}")
+    (other / "NOTES.md").write_text("n\n")
+    assert engine.transition(gitrepo.require(other), MOVE)["status"] == "applied"
+    git(moved.root, "fetch", "-q", str(other), f"+{store.REF}:{store.REF}")
+    before = record(moved)
+    assert before is not None and before.lines == 3
+    store.load(moved.repo, RID)
+    after = record(moved)
+    assert after is not None and (after.lines, after.current_state) == (4, "review")
+    assert after.generation == before.generation and after.ident != before.ident
+    keys_root = cache.GuardCache(moved.repo).root / "keys" / ANCHOR
+    two = ledger_text(moved, ANCHOR).splitlines(keepends=True)[:2]
+    put_ledger(moved, ANCHOR, "".join(two))  # another history: folded again, a new generation
+    store.load(moved.repo, RID)
+    again = record(moved)
+    assert again is not None and again.generation != before.generation
+    assert [p.name for p in keys_root.iterdir()] == [again.generation]
