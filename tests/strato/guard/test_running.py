@@ -457,3 +457,20 @@ def test_a_record_true_of_a_policy_change_that_moves_the_state_is_not_resumed_fr
     drop_cache(moved)
     with pytest.raises(GuardError, match="a policy change must stay at the current state"):
         store.load(moved.repo, RID)  # the full fold refuses it
+
+
+def test_deferred_keys_read_the_ledger_once_and_forget_nothing() -> None:
+    reads: list[int] = []
+    index: dict[str, dict[str, Any]] = {"k": {"idempotency_key": "k"}}
+
+    def load() -> dict[str, dict[str, Any]]:
+        reads.append(1)
+        return index
+
+    keys = running.Deferred(load)
+    assert reads == []  # nothing read until a key is asked for
+    keys["j"] = {"idempotency_key": "j"}
+    assert index["j"] == {"idempotency_key": "j"} and sorted(keys) == ["j", "k"] and len(keys) == 2
+    with pytest.raises(TypeError, match=r"^a ledger forgets no idempotency key$"):
+        del keys["k"]
+    assert "k" in keys and reads == [1]

@@ -177,3 +177,18 @@ def test_a_caught_up_record_is_saved_and_a_new_generation_drops_the_old(
     again = record(moved)
     assert again is not None and again.generation != before.generation
     assert [p.name for p in keys_root.iterdir()] == [again.generation]
+
+
+def test_the_key_index_is_looked_up_never_listed_or_emptied(moved: Workspace) -> None:
+    """A state resumed from the record holds only the keys it was asked for: listing or
+    counting its index would look complete and be wrong, so it refuses."""
+    found = record(moved)
+    assert found is not None
+    keys = tail.Keys(cache.GuardCache(moved.repo), ANCHOR, found.generation)
+    with pytest.raises(TypeError, match=r"^the key index is looked up, not listed$"):
+        list(keys)
+    with pytest.raises(TypeError, match=r"^the key index is looked up, not listed$"):
+        len(keys)
+    with pytest.raises(TypeError, match=r"^a ledger forgets no idempotency key$"):
+        del keys["k1"]
+    assert keys["k1"]["to_state"] == "review"
