@@ -474,3 +474,32 @@ def test_deferred_keys_read_the_ledger_once_and_forget_nothing() -> None:
     with pytest.raises(TypeError, match=r"^a ledger forgets no idempotency key$"):
         del keys["k"]
     assert "k" in keys and reads == [1]
+
+
+def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_from(
+    moved: Workspace,
+) -> None:
+    """Each lie alone (the record otherwise true of the lines it names) is refused: the
+    writer's conditions are each needed, none stands in for another."""
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    true = running.of_state(folded(moved))  # 3 lines, policy at line 0
+    text = b"".join(lines).decode()
+    kept = running.render(true)
+
+    def resume(rid: str, ledger_lines: list[bytes], record: bytes) -> ledger.State | None:
+        return running.resume(
+            record, rid, len(ledger_lines), lambda n: ledger_lines[n],
+            lambda: ledger.load(text, RID).by_key, lambda: ledger.load(text, RID).entries,
+        )
+
+    assert resume(RID, lines, kept) is not None
+    assert resume("svc:other", lines, kept) is None  # another resource's ledger
+    # a second copy of the register line, named as the policy line of a later graph version
+    assert resume(RID, [lines[0], *lines], running.render(replace(true, lines=4, policy_line=1))) is None
+    engine.upgrade(moved.repo, UPGRADE)  # line 3, graph_version 2
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    upgraded = running.of_state(folded(moved))
+    assert resume(RID, lines, running.render(upgraded)) is not None
+    # the last line changes the policy, but the record names the one before it
+    older = replace(upgraded, policy_line=0, graph_version=1, checksum=true.checksum)
+    assert resume(RID, lines, running.render(older)) is None
