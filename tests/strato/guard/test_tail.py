@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from strato.guard import cache, engine, store, tail
+from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
@@ -192,3 +193,22 @@ def test_the_key_index_is_looked_up_never_listed_or_emptied(moved: Workspace) ->
     with pytest.raises(TypeError, match=r"^a ledger forgets no idempotency key$"):
         del keys["k1"]
     assert keys["k1"]["to_state"] == "review"
+
+
+@pytest.mark.parametrize("fault", ["edited after sealing", "linked to an older line"])
+def test_a_fetched_line_that_does_not_chain_is_never_applied(moved: Workspace, fault: str) -> None:
+    """Catching up checks every line appended since the record, the first one too: a line
+    that does not hash to its digest, or does not link to the record's head, is a miss,
+    and the full read refuses the ledger."""
+    entries = [json.loads(line) for line in ledger_text(moved, ANCHOR).splitlines()]
+    found = record(moved)
+    assert found is not None and found.lines == 3
+    base = {k: v for k, v in entries[1].items() if k != "entry_digest"}  # draft->review
+    prev = entries[0]["entry_digest"] if fault == "linked to an older line" else entries[2]["entry_digest"]
+    sealed, line = seal({**base, "prev_digest": prev})
+    if fault == "edited after sealing":
+        line = line.replace(f'"ts_ms":{sealed["ts_ms"]}', f'"ts_ms":{sealed["ts_ms"] + 1}')
+    put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR) + line)
+    with pytest.raises(GuardError) as info:
+        store.load(moved.repo, RID)
+    assert info.value.error_type == "ledger_corrupt" and "line 4" in str(info.value)
