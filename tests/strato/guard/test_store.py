@@ -210,3 +210,26 @@ def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
     assert sum(int(str(a["migrated"])) for a in answers) == 1  # the others saw it done
     assert ledger_text(moved, ANCHOR) == text and verify_repository(moved.repo).ok
     assert len(git(moved.root, "rev-list", store.REF).split()) == 3  # 2 old + 1 migration
+
+
+def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
+    """Two ledgers agree on the prefix id of their first ``n`` lines exactly when those
+    lines are the same bytes, whatever follows, on either side of a bucket boundary:
+    the tail cache resumes from a record only under that name."""
+    base = [f"line {n}\n".encode() for n in range(300)]  # 00/00/00 .. 00/01/2b
+
+    def tree(lines: list[bytes]) -> pygit2.Tree:
+        found = ws.repo[store._lines_tree(ws.repo, lines)]
+        assert isinstance(found, pygit2.Tree)
+        return found
+
+    whole = tree(base)
+    cuts = (1, 2, 255, 256, 257, 258, 300)
+    assert store.prefix_id(whole, 0) == "" and store.prefix_id(whole, 301) == ""
+    assert len({store.prefix_id(whole, n) for n in cuts}) == len(cuts)
+    assert all(store.prefix_id(tree(base[:n]), n) == store.prefix_id(whole, n) for n in cuts)
+    for changed in (0, 1, 254, 255, 256, 257, 299):
+        other = tree([*base[:changed], b"edited\n", *base[changed + 1 :]])
+        for n in cuts:
+            same = store.prefix_id(other, n) == store.prefix_id(whole, n)
+            assert same == (n <= changed), (changed, n)
