@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pygit2
 import pytest
 
 from strato.guard import engine, ledger, store, verify_repository
+from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
@@ -233,3 +235,17 @@ def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
         for n in cuts:
             same = store.prefix_id(other, n) == store.prefix_id(whole, n)
             assert same == (n <= changed), (changed, n)
+
+
+def test_a_warm_cache_checks_every_line_of_another_history(moved: Workspace) -> None:
+    """The cache knows the first 3 lines; a ledger whose first line was edited in place
+    (its stated digest kept) is another history, and every line of it is checked, the
+    first one too."""
+    assert store.load(moved.repo, RID).state is not None  # the cache knows this ledger
+    lines = ledger_text(moved, ANCHOR).splitlines(keepends=True)
+    lines[0] = re.sub(r'"ts_ms":\d+', '"ts_ms":1', lines[0])
+    put_ledger(moved, ANCHOR, "".join(lines))
+    with pytest.raises(GuardError, match="broken at line 1: entry_digest does not match"):
+        store.load(moved.repo, RID)
+    breaks = verify_repository(moved.repo).breaks
+    assert breaks and breaks[0].line == 1 and "entry_digest does not match" in breaks[0].message, breaks
