@@ -212,3 +212,26 @@ def test_a_fetched_line_that_does_not_chain_is_never_applied(moved: Workspace, f
     with pytest.raises(GuardError) as info:
         store.load(moved.repo, RID)
     assert info.value.error_type == "ledger_corrupt" and "line 4" in str(info.value)
+
+
+def fold_next_append(ws: Workspace) -> None:
+    """No record of either kind: the next load folds the whole ledger (as after an older
+    writer's append on a clone with no cache)."""
+    repo, old = ws.repo, gitrepo.read_ref(ws.repo, store.REF)
+    tree = notes.tree_of(repo, old)
+    assert tree is not None
+    notes.commit(repo, store.REF, old, store.without_state(repo, tree, ANCHOR), "no running state\n")
+    subprocess.run(["rm", "-rf", str(cache.GuardCache(ws.repo).root)], check=True)
+
+
+def test_an_append_after_a_full_fold_moves_the_record_and_records_its_key(moved: Workspace) -> None:
+    """The state a full fold gave holds its keys in memory: the append records a new key
+    in the cache itself, so the next writer, resuming from the record, replays it."""
+    fold_next_append(moved)
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # no key
+    found = record(moved)
+    assert found is not None and (found.lines, found.current_state) == (4, "review")
+    fold_next_append(moved)
+    assert engine.transition(moved.repo, {**BACK, "idempotency_key": "k2"})["status"] == "applied"
+    assert resumed(moved)
+    assert engine.transition(moved.repo, {**BACK, "idempotency_key": "k2"})["status"] == "replayed"
