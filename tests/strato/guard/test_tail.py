@@ -235,3 +235,16 @@ def test_an_append_after_a_full_fold_moves_the_record_and_records_its_key(moved:
     assert engine.transition(moved.repo, {**BACK, "idempotency_key": "k2"})["status"] == "applied"
     assert resumed(moved)
     assert engine.transition(moved.repo, {**BACK, "idempotency_key": "k2"})["status"] == "replayed"
+
+
+def test_a_fold_whose_keys_cannot_be_recorded_drops_the_old_record(moved: Workspace) -> None:
+    """The old record goes before the new keys are written: if they cannot be, no record
+    is left naming key files that are gone, and a key is never lost."""
+    original = ledger_text(moved, ANCHOR)
+    root = cache.GuardCache(moved.repo).root
+    subprocess.run(["rm", "-rf", str(root / "keys")], check=True)
+    (root / "keys").write_text("not a directory")
+    put_ledger(moved, ANCHOR, "".join(original.splitlines(keepends=True)[:2]))  # another history
+    assert store.load(moved.repo, RID).generation == "" and record(moved) is None
+    put_ledger(moved, ANCHOR, original)  # and back: the old record would resume it
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "replayed"
