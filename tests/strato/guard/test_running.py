@@ -398,6 +398,8 @@ def test_a_writer_with_no_cache_takes_the_record_when_the_last_line_holds_the_po
         snap = store.load(ws.repo, RID)
         assert snap.generation == "" and snap.state is not None, step  # the record, not a fold
         assert running.of_state(snap.state) == running.of_state(folded(ws))
+        shown = engine.history(ws.repo, {"resource_id": RID})  # answered from the record too
+        assert (shown["resource_id"], shown["ledger"]) == (RID, folded(ws).entries)
         assert snap.state.entries == folded(ws).entries  # read when asked for
     record = running.parse(state_blob(ws) or b"")
     assert record is not None and (record.lines, record.policy_line, record.graph_version) == (2, 1, 2)
