@@ -367,7 +367,7 @@ def test_parse_accepts_only_what_render_writes(noise: bytes, at: int) -> None:
 @pytest.mark.parametrize(
     "field,value",
     [("lines", True), ("lines", 0), ("policy_line", 3), ("policy_line", -1), ("graph_version", 0),
-     ("head", ""), ("current_state", 5), ("v", 2)],
+     ("head", ""), ("current_state", 5), ("v", 2), ("lines", 3.0), ("policy_line", "1")],
 )
 def test_parse_refuses_out_of_range_fields(field: str, value: object) -> None:
     body = {"v": 1, **asdict(running.Running(3, "a" * 64, "draft", 2, 1, "c" * 64)), field: value}
@@ -506,3 +506,14 @@ def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_f
     # the last line changes the policy, but the record names the one before it
     older = replace(upgraded, policy_line=0, graph_version=1, checksum=true.checksum)
     assert resume(RID, lines, running.render(older)) is None
+
+
+def test_a_record_has_one_encoding_and_keeps_it() -> None:
+    """The bytes verify compares are fixed: sorted keys, no spaces, UTF-8 text as is (a
+    later writer escaping it would make every such record "not one the guard writes")."""
+    record = running.Running(3, "a" * 64, "prüfung", 2, 1, "c" * 64)
+    assert running.render(record) == (
+        '{"checksum":"' + "c" * 64 + '","current_state":"prüfung","graph_version":2,'
+        '"head":"' + "a" * 64 + '","lines":3,"policy_line":1,"v":1}\n'
+    ).encode()
+    assert running.parse(running.render(record)) == record
