@@ -248,3 +248,26 @@ def test_a_fold_whose_keys_cannot_be_recorded_drops_the_old_record(moved: Worksp
     assert store.load(moved.repo, RID).generation == "" and record(moved) is None
     put_ledger(moved, ANCHOR, original)  # and back: the old record would resume it
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "replayed"
+
+
+def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(moved: Workspace) -> None:
+    """No record can be saved (``tails`` is not a directory) and no key recorded (the
+    generation's directory is not one): every append still lands, answers, and replays."""
+    root = cache.GuardCache(moved.repo).root
+    found = record(moved)
+    assert found is not None
+    generation = root / "keys" / ANCHOR / found.generation
+    subprocess.run(["rm", "-rf", str(generation)], check=True)
+    generation.write_text("not a directory")
+    # resumed from the record: the new key cannot be written, so the record is dropped
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "applied"
+    assert record(moved) is None
+    subprocess.run(["rm", "-rf", str(root / "tails")], check=True)
+    (root / "tails").write_text("not a directory")
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "replayed"
+    assert engine.transition(moved.repo, BACK)["status"] == "applied"
+    assert record(moved) is None and folded_length(moved) == 5
+
+
+def folded_length(ws: Workspace) -> int:
+    return len(ledger_text(ws, ANCHOR).splitlines())
