@@ -47,6 +47,8 @@ def test_a_load_resumes_and_answers_as_a_full_fold(moved: Workspace) -> None:
     found = record(moved)
     assert found is not None and found.lines == 3 and found.current_state == "draft"
     assert resumed(moved)
+    shown = engine.history(moved.repo, {"resource_id": RID})  # answered from the record
+    assert (shown["resource_id"], shown["current_state"], shown["graph_version"]) == (RID, "draft", 1)
     snap = store.load(moved.repo, RID)
     assert snap.state is not None and snap.state.current_state == "draft"
     full = [json.loads(line) for line in ledger_text(moved, ANCHOR).splitlines()]
