@@ -233,6 +233,8 @@ def test_an_append_after_a_full_fold_moves_the_record_and_records_its_key(moved:
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # no key
     found = record(moved)
     assert found is not None and (found.lines, found.current_state) == (4, "review")
+    assert resumed(moved)  # k1, in the folded lines, was recorded by the fold itself
+    assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "replayed"
     fold_next_append(moved)
     assert engine.transition(moved.repo, {**BACK, "idempotency_key": "k2"})["status"] == "applied"
     assert resumed(moved)
