@@ -249,3 +249,12 @@ def test_a_warm_cache_checks_every_line_of_another_history(moved: Workspace) -> 
         store.load(moved.repo, RID)
     breaks = verify_repository(moved.repo).breaks
     assert breaks and breaks[0].line == 1 and "entry_digest does not match" in breaks[0].message, breaks
+
+
+def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace) -> None:
+    repo, old = moved.repo, tip(moved)
+    data = ledger_text(moved, ANCHOR).encode() + b"\xff\n"
+    notes.commit(repo, store.REF, old, store.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
+    with pytest.raises(GuardError) as info:
+        store.load(moved.repo, RID)
+    assert str(info.value) == f"ledger of {RID!r} is broken at line 1: ledger is not UTF-8"
