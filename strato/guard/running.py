@@ -10,9 +10,9 @@ Whoever writes the notes chooses these bytes, so nothing takes them on trust:
 
 - a writer (:func:`resume`) uses a record only after checking it against the lines it
   names: the ledger has exactly that many lines, the last one is sound and has that
-  digest and leaves that state, is a legal step under the named policy, and the named
-  line holds that policy at that graph version. Anything else is a miss: the whole
-  ledger is read and folded, as without the record;
+  digest and leaves that state, is a legal step under the named policy (a policy change
+  stays where it is), and the named line holds that policy at that graph version.
+  Anything else is a miss: the whole ledger is read and folded, as without the record;
 - ``verify`` and ``review`` fold every line anyway and compare (:func:`mismatch`): a
   record that is not exactly what its first ``lines`` lines fold to is a break. A record
   naming fewer lines than the ledger has, but true of them, is stale (an older writer
@@ -173,7 +173,7 @@ def resume(
         first = at if record.policy_line == 0 else _entry(line(0))
         pol, version = ledger.policy_of(at, record.policy_line + 1)
         policy_kind = "register" if record.policy_line == 0 else "graph_version"
-        moved = last["kind"] in ("register", "graph_version") or last["outcome"] in ledger.MOVES
+        moved = last["kind"] == "register" or last["outcome"] in ledger.MOVES
         if (
             at["kind"] != policy_kind
             or (last["kind"] in ("register", "graph_version")) != (record.policy_line == count - 1)
@@ -182,6 +182,7 @@ def resume(
             or (version, pol.checksum) != (record.graph_version, record.checksum)
             or last["entry_digest"] != record.head
             or (last["to_state"] if moved else last["from_state"]) != record.current_state
+            or (last["kind"] == "graph_version" and last["to_state"] != last["from_state"])
         ):
             return None
         state = ledger.State(

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -21,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strato.guard import cache, engine, ledger, running, store, verify_repository
+from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.review import review
 from tests.conftest import git
@@ -365,7 +367,7 @@ def test_parse_accepts_only_what_render_writes(noise: bytes, at: int) -> None:
 @pytest.mark.parametrize(
     "field,value",
     [("lines", True), ("lines", 0), ("policy_line", 3), ("policy_line", -1), ("graph_version", 0),
-     ("head", ""), ("current_state", 5), ("v", 2)],
+     ("head", ""), ("current_state", 5), ("v", 2), ("lines", 3.0), ("policy_line", "1")],
 )
 def test_parse_refuses_out_of_range_fields(field: str, value: object) -> None:
     body = {"v": 1, **asdict(running.Running(3, "a" * 64, "draft", 2, 1, "c" * 64)), field: value}
@@ -383,3 +385,135 @@ def test_a_last_line_whose_digest_does_not_match_its_bytes_is_not_resumed_from(m
     drop_cache(moved)
     with pytest.raises(GuardError, match="entry_digest does not match the entry"):
         store.load(moved.repo, RID)  # read in full, and refused
+
+
+def test_a_writer_with_no_cache_takes_the_record_when_the_last_line_holds_the_policy(ws: Workspace) -> None:
+    """The record is used (not read in full) with only the register line, and with an
+    upgrade as line 1: the policy line is the last line, and the first line is not."""
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    for step in ("register", "upgrade"):
+        if step == "upgrade":
+            engine.upgrade(ws.repo, UPGRADE)
+        drop_cache(ws)
+        snap = store.load(ws.repo, RID)
+        assert snap.generation == "" and snap.state is not None, step  # the record, not a fold
+        assert running.of_state(snap.state) == running.of_state(folded(ws))
+        shown = engine.history(ws.repo, {"resource_id": RID})  # answered from the record too
+        assert (shown["resource_id"], shown["ledger"]) == (RID, folded(ws).entries)
+        assert snap.state.entries == folded(ws).entries  # read when asked for
+    record = running.parse(state_blob(ws) or b"")
+    assert record is not None and (record.lines, record.policy_line, record.graph_version) == (2, 1, 2)
+
+
+def resume_from(lines: list[bytes], record: running.Running) -> ledger.State | None:
+    """The writer's check alone: ``lines`` as the ledger, ``record`` as its running state."""
+    text = b"".join(lines).decode()
+    return running.resume(
+        running.render(record),
+        RID,
+        len(lines),
+        lambda n: lines[n],
+        lambda: ledger.load(text, RID).by_key,
+        lambda: ledger.load(text, RID).entries,
+    )
+
+
+FORGED: dict[str, tuple[dict[str, Any], str]] = {  # a last line that is sound by its digest but no guard writes: (fields, state after)
+    "an edge the policy lacks": ({"from_state": "draft", "to_state": "released"}, "released"),
+    "an unsigned deviation": (
+        {"kind": "deviation", "outcome": "deviation", "resolved_by": "human", "verdict": {}},
+        "review",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(FORGED))
+def test_a_record_true_of_a_forged_last_line_is_not_resumed_from(moved: Workspace, how: str) -> None:
+    """The record agrees with the last line; the last line is not a legal step under the
+    policy the record names, so the writer reads the ledger instead (and its fold or
+    verify refuses it)."""
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    state = folded(moved)
+    fields, after = FORGED[how]
+    base = {k: v for k, v in state.entries[1].items() if k != "entry_digest"}  # draft->review
+    entry, line = seal({**base, **fields, "prev_digest": state.head})
+    true = running.of_state(state)
+    assert resume_from(lines, true) is not None  # the honest ledger and record resume
+    record = replace(true, lines=4, head=entry["entry_digest"], current_state=after)
+    assert resume_from([*lines, line.encode()], record) is None
+
+
+def test_a_record_true_of_a_policy_change_that_moves_the_state_is_not_resumed_from(moved: Workspace) -> None:
+    """A policy change stays at the current state (the fold refuses one that does not);
+    a last line that moves, with a record that agrees with it, is not taken either."""
+    engine.upgrade(moved.repo, UPGRADE)  # line 3: draft -> draft under graph_version 2
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    state = folded(moved)
+    true = running.of_state(state)
+    assert resume_from(lines, true) is not None
+    base = {k: v for k, v in state.entries[3].items() if k != "entry_digest"}
+    entry, line = seal({**base, "to_state": "parked"})
+    for current in ("draft", "parked"):  # whichever end of the line the record names
+        record = replace(true, head=entry["entry_digest"], current_state=current)
+        assert resume_from([*lines[:3], line.encode()], record) is None, current
+    put_ledger(moved, ANCHOR, b"".join([*lines[:3], line.encode()]).decode())
+    drop_cache(moved)
+    with pytest.raises(GuardError, match="a policy change must stay at the current state"):
+        store.load(moved.repo, RID)  # the full fold refuses it
+
+
+def test_deferred_keys_read_the_ledger_once_and_forget_nothing() -> None:
+    reads: list[int] = []
+    index: dict[str, dict[str, Any]] = {"k": {"idempotency_key": "k"}}
+
+    def load() -> dict[str, dict[str, Any]]:
+        reads.append(1)
+        return index
+
+    keys = running.Deferred(load)
+    assert reads == []  # nothing read until a key is asked for
+    keys["j"] = {"idempotency_key": "j"}
+    assert index["j"] == {"idempotency_key": "j"} and sorted(keys) == ["j", "k"] and len(keys) == 2
+    with pytest.raises(TypeError, match=r"^a ledger forgets no idempotency key$"):
+        del keys["k"]
+    assert "k" in keys and reads == [1]
+
+
+def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_from(
+    moved: Workspace,
+) -> None:
+    """Each lie alone (the record otherwise true of the lines it names) is refused: the
+    writer's conditions are each needed, none stands in for another."""
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    true = running.of_state(folded(moved))  # 3 lines, policy at line 0
+    text = b"".join(lines).decode()
+    kept = running.render(true)
+
+    def resume(rid: str, ledger_lines: list[bytes], record: bytes) -> ledger.State | None:
+        return running.resume(
+            record, rid, len(ledger_lines), lambda n: ledger_lines[n],
+            lambda: ledger.load(text, RID).by_key, lambda: ledger.load(text, RID).entries,
+        )
+
+    assert resume(RID, lines, kept) is not None
+    assert resume("svc:other", lines, kept) is None  # another resource's ledger
+    # a second copy of the register line, named as the policy line of a later graph version
+    assert resume(RID, [lines[0], *lines], running.render(replace(true, lines=4, policy_line=1))) is None
+    engine.upgrade(moved.repo, UPGRADE)  # line 3, graph_version 2
+    lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
+    upgraded = running.of_state(folded(moved))
+    assert resume(RID, lines, running.render(upgraded)) is not None
+    # the last line changes the policy, but the record names the one before it
+    older = replace(upgraded, policy_line=0, graph_version=1, checksum=true.checksum)
+    assert resume(RID, lines, running.render(older)) is None
+
+
+def test_a_record_has_one_encoding_and_keeps_it() -> None:
+    """The bytes verify compares are fixed: sorted keys, no spaces, UTF-8 text as is (a
+    later writer escaping it would make every such record "not one the guard writes")."""
+    record = running.Running(3, "a" * 64, "prüfung", 2, 1, "c" * 64)
+    assert running.render(record) == (
+        '{"checksum":"' + "c" * 64 + '","current_state":"prüfung","graph_version":2,'
+        '"head":"' + "a" * 64 + '","lines":3,"policy_line":1,"v":1}\n'
+    ).encode()
+    assert running.parse(running.render(record)) == record

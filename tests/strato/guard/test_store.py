@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pygit2
 import pytest
 
 from strato.guard import engine, ledger, store, verify_repository
+from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
@@ -210,3 +212,49 @@ def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
     assert sum(int(str(a["migrated"])) for a in answers) == 1  # the others saw it done
     assert ledger_text(moved, ANCHOR) == text and verify_repository(moved.repo).ok
     assert len(git(moved.root, "rev-list", store.REF).split()) == 3  # 2 old + 1 migration
+
+
+def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
+    """Two ledgers agree on the prefix id of their first ``n`` lines exactly when those
+    lines are the same bytes, whatever follows, on either side of a bucket boundary:
+    the tail cache resumes from a record only under that name."""
+    base = [f"line {n}\n".encode() for n in range(300)]  # 00/00/00 .. 00/01/2b
+
+    def tree(lines: list[bytes]) -> pygit2.Tree:
+        found = ws.repo[store._lines_tree(ws.repo, lines)]
+        assert isinstance(found, pygit2.Tree)
+        return found
+
+    whole = tree(base)
+    cuts = (1, 2, 255, 256, 257, 258, 300)
+    assert store.prefix_id(whole, 0) == "" and store.prefix_id(whole, 301) == ""
+    assert len({store.prefix_id(whole, n) for n in cuts}) == len(cuts)
+    assert all(store.prefix_id(tree(base[:n]), n) == store.prefix_id(whole, n) for n in cuts)
+    for changed in (0, 1, 254, 255, 256, 257, 299):
+        other = tree([*base[:changed], b"edited\n", *base[changed + 1 :]])
+        for n in cuts:
+            same = store.prefix_id(other, n) == store.prefix_id(whole, n)
+            assert same == (n <= changed), (changed, n)
+
+
+def test_a_warm_cache_checks_every_line_of_another_history(moved: Workspace) -> None:
+    """The cache knows the first 3 lines; a ledger whose first line was edited in place
+    (its stated digest kept) is another history, and every line of it is checked, the
+    first one too."""
+    assert store.load(moved.repo, RID).state is not None  # the cache knows this ledger
+    lines = ledger_text(moved, ANCHOR).splitlines(keepends=True)
+    lines[0] = re.sub(r'"ts_ms":\d+', '"ts_ms":1', lines[0])
+    put_ledger(moved, ANCHOR, "".join(lines))
+    with pytest.raises(GuardError, match="broken at line 1: entry_digest does not match"):
+        store.load(moved.repo, RID)
+    breaks = verify_repository(moved.repo).breaks
+    assert breaks and breaks[0].line == 1 and "entry_digest does not match" in breaks[0].message, breaks
+
+
+def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace) -> None:
+    repo, old = moved.repo, tip(moved)
+    data = ledger_text(moved, ANCHOR).encode() + b"\xff\n"
+    notes.commit(repo, store.REF, old, store.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
+    with pytest.raises(GuardError) as info:
+        store.load(moved.repo, RID)
+    assert str(info.value) == f"ledger of {RID!r} is broken at line 1: ledger is not UTF-8"
