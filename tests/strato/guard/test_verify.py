@@ -302,3 +302,29 @@ def test_a_notes_ref_naming_a_tree_is_one_break(busy: Workspace) -> None:
         f"note None: {store.REF} names a tree ({tree[:12]}), not a notes commit"
     ]
     assert report.resources == 0 and report.tip == tree
+
+
+@pytest.mark.parametrize(
+    ("options", "ok"),
+    [('valid-before="20200101"', False), ('valid-after="29990101"', False), ('valid-before="29990101"', True)],
+)
+def test_notes_commits_to_push_are_judged_by_signers_valid_now(
+    ws: Workspace, key: Key, options: str, ok: bool
+) -> None:
+    """The pushed notes commits' signatures are checked against HEAD's signers at the time
+    of the check: a key that expired, or is not valid yet, signs nothing."""
+    from tests.strato.guard.test_attacks import at_review
+    from tests.strato.guard.test_notesig import resign
+
+    ws.trust(key.signers_line("alice@example.com", options))
+    at_review(ws)
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    resign(ws, key, pushed)
+    found = [str(b) for b in verify_repository(ws.repo, since=[pushed]).breaks]
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    if ok:
+        assert found == []
+    else:
+        assert len(found) == 1, found
+        assert found[0].startswith(f"note None: notes commit {tip[:12]} is not signed by a trusted key: key SHA256:")
+        assert found[0].endswith(" is not an allowed signer for namespace git")
