@@ -214,3 +214,18 @@ def test_an_entry_naming_no_commit_id_is_refused(ws: Workspace, key: Key) -> Non
         assert report.rows[1].status == (
             f"refused: claims commit {str(claim)[:12]}, which this repository lacks"
         ), claim
+
+
+def test_a_base_ledger_that_lost_its_last_newline_names_its_last_line(ws: Workspace, key: Key) -> None:
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    text = ledger_text(ws, anchor)
+    # no line differs, but the bytes do: the first line that lost its newline is named
+    for cut, line in ((text[:-1], 2), (text.split("\n", 1)[0], 1)):
+        put_ledger(ws, anchor, cut)
+        ws.pin()
+        found = [str(b) for b in review(ws.repo, base).verify.breaks]
+        assert f"{RID!r} line {line}: line of the base's ledger rewritten or removed" in found, found

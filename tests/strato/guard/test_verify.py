@@ -20,6 +20,7 @@ from tests.strato.guard.conftest import (
     Key,
     Workspace,
     ledger_text,
+    make_key,
     put_ledger,
     ssh_sign,
 )
@@ -328,3 +329,41 @@ def test_notes_commits_to_push_are_judged_by_signers_valid_now(
         assert len(found) == 1, found
         assert found[0].startswith(f"note None: notes commit {tip[:12]} is not signed by a trusted key: key SHA256:")
         assert found[0].endswith(" is not an allowed signer for namespace git")
+
+
+def test_each_commit_has_its_own_signers(ws: Workspace, key: Key) -> None:
+    """Signers read for one commit are never used for another: after a rotation an
+    entry naming the new commit is judged by the new signers."""
+    bob = make_key(ws.tmp, "ed25519", "bob")
+    alice_era = ws.trust(key.signers_line("alice"))
+    bob_era = ws.trust(bob.signers_line("bob"))
+    trust = EntryHeadTrust(ws.repo)
+    assert [s.principals for s in trust.signers({"git_head": alice_era})] == [("alice",)]
+    assert [s.principals for s in trust.signers({"git_head": bob_era})] == [("bob",)]
+    assert [s.principals for s in trust.signers({"git_head": None})] == [("bob",)]
+
+
+def test_a_signature_moved_to_a_commit_that_no_longer_trusts_its_key_is_a_break(
+    ws: Workspace, key: Key
+) -> None:
+    """alice signs a deviation while trusted; a later line signed by her, edited to claim
+    the commit where bob replaced her, is judged by bob's signers, not hers."""
+    ws.trust(key.signers_line("alice"))
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    ws.commit({"NOTES.md": "n\n"}, "notes")
+    move = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+    back = {"resource_id": RID, "from_state": "review", "to_state": "draft", "rationale": "again"}
+    assert engine.transition(ws.repo, move)["status"] == "applied"
+    for _ in range(2):
+        payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **back})
+        engine.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+        assert engine.transition(ws.repo, move)["status"] == "applied"
+    bob = make_key(ws.tmp, "ed25519", "bob")
+    bob_era = ws.trust(bob.signers_line("bob"))
+    assert verify_repository(ws.repo).ok
+    entries = [json.loads(line) for line in lines(ws)]
+    assert [e["kind"] for e in entries[3:5]] == ["transition", "deviation"]
+    entries[4]["git_head"] = bob_era
+    put(ws, reseal(entries))
+    rid, line, message = first_break(ws)
+    assert (rid, line) == (RID, 5) and "is not an allowed signer" in message, message
