@@ -148,7 +148,7 @@ def test_a_failed_review_lists_its_breaks(ws: Workspace, key: Key) -> None:
 def test_a_cell_shows_edge_spaces_and_is_cut_at_its_limit() -> None:
     assert _cell(None) == _cell("") == ""
     assert _cell(" a  ") == "` U+0020aU+0020U+0020 `"
-    assert _cell("a b") == "` a b `"
+    assert _cell("a b") == "` a b `" and _cell("X b X") == "` X b X `"
     assert _cell("a`b``c") == "``` a`b``c ```"
     assert _cell("x" * MAX_CELL) == f"` {'x' * MAX_CELL} `"
     assert _cell("x" * (MAX_CELL + 1)) == f"` {'x' * (MAX_CELL - 1)}… `"
