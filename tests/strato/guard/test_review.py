@@ -229,3 +229,74 @@ def test_a_base_ledger_that_lost_its_last_newline_names_its_last_line(ws: Worksp
         ws.pin()
         found = [str(b) for b in review(ws.repo, base).verify.breaks]
         assert f"{RID!r} line {line}: line of the base's ledger rewritten or removed" in found, found
+
+
+@pytest.mark.parametrize(
+    ("rev", "refs"),
+    [
+        ("heads/main", ["refs/heads/main", "refs/tags/heads/main"]),
+        ("origin/main", ["refs/tags/origin/main", "refs/remotes/origin/main"]),
+        ("origin", ["refs/tags/origin", "refs/remotes/origin/HEAD"]),
+    ],
+)
+def test_every_ref_a_short_name_could_mean_is_named(
+    ws: Workspace, key: Key, rev: str, refs: list[str]
+) -> None:
+    """Anyone who can push a tag could otherwise choose which commit is the base."""
+    start(ws, key)
+    main = git(ws.root, "rev-parse", "main").strip()
+    for ref in refs:
+        git(ws.root, "update-ref", ref, main)
+    with pytest.raises(gitrepo.RevisionError) as caught:
+        unambiguous(ws.repo, rev)
+    assert str(caught.value) == f"{rev!r} is ambiguous ({', '.join(refs)}): pass the full ref you mean"
+    for ref in refs:
+        assert unambiguous(ws.repo, ref) == ref
+    with pytest.raises(gitrepo.RevisionError, match="ambiguous"):
+        review(ws.repo, "main", base_notes=rev)
+
+
+@pytest.mark.parametrize(("options", "ok"), [('valid-before="20200101"', False), ('valid-before="29990101"', True)])
+def test_signers_are_judged_at_the_time_of_review_by_default(
+    ws: Workspace, key: Key, options: str, ok: bool
+) -> None:
+    ws.trust(key.signers_line("alice@example.com", options))
+    base = ws.pin("main")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    ws.commit({"NOTES.md": "n\n"}, "work")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
+    ws.trust(key.signers_line("local"))  # so that the branch can write it at all
+    override(ws, key, "ship")
+    ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok == ok, report.verify.breaks
+    assert report.rows[-1].status.startswith("ok" if ok else "refused: key SHA256:")
+
+
+def test_a_stale_or_missing_pin_is_named_with_the_fix(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit none but its notes are at {tip[:12]}: {fix}"
+    ]
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "no pin")
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
+    ]
+    ws.pin()
+    assert review(ws.repo, base).ok
+
+
+def test_an_unreadable_base_ledger_is_a_break_not_a_pass(ws: Workspace, key: Key) -> None:
+    """A base whose pinned notes hold lines without their note: nothing to judge the head by."""
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor)
+    base = ws.pin()
+    found = [str(b) for b in review(ws.repo, base).verify.breaks]
+    assert f"note {anchor}: the base's ledger is unreadable: ledger lines under ledgers/ but no note" in found
