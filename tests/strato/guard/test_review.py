@@ -300,3 +300,30 @@ def test_an_unreadable_base_ledger_is_a_break_not_a_pass(ws: Workspace, key: Key
     base = ws.pin()
     found = [str(b) for b in review(ws.repo, base).verify.breaks]
     assert f"note {anchor}: the base's ledger is unreadable: ledger lines under ledgers/ but no note" in found
+
+
+def test_base_notes_named_by_hand_stand_for_a_missing_pin(ws: Workspace, key: Key) -> None:
+    """A base made before pinning: ``--base-notes`` names the notes it accepted."""
+    from strato.guard.errors import GuardError
+
+    start(ws, key)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "main: no pin")
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    accepted = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", "refs/heads/accepted", accepted)
+    git(ws.root, "checkout", "-q", "-b", "next")
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    ws.pin()
+    with pytest.raises(GuardError) as caught:
+        review(ws.repo, base)
+    assert caught.value.error_type == "review_unpinned"
+    for name in (accepted, "accepted"):
+        report = review(ws.repo, base, base_notes=name)
+        assert report.ok and report.base_notes == accepted, report.verify.breaks
+        assert [(r.line, r.kind) for r in report.rows] == [(3, "transition")]
+    with pytest.raises(GuardError) as caught:
+        review(ws.repo, base, base_notes="0" * 40)
+    assert caught.value.error_type == "review_unpinned"
