@@ -290,16 +290,28 @@ def test_a_stale_or_missing_pin_is_named_with_the_fix(ws: Workspace, key: Key) -
     assert review(ws.repo, base).ok
 
 
-def test_an_unreadable_base_ledger_is_a_break_not_a_pass(ws: Workspace, key: Key) -> None:
-    """A base whose pinned notes hold lines without their note: nothing to judge the head by."""
+def test_an_unreadable_base_ledger_is_a_break_and_the_next_ones_are_still_compared(
+    ws: Workspace, key: Key
+) -> None:
+    """A base whose pinned notes hold lines without their note: nothing to judge the head
+    by for that ledger; the base's other ledgers must still survive byte for byte."""
     start(ws, key)
-    anchor = anchor_id(store.anchor_content(RID))
+    others = [f"feat:{n}" for n in range(10, 20)]
+    for rid in others:
+        engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    anchors = sorted(anchor_id(store.anchor_content(rid)) for rid in [RID, *others])
+    first, last = anchors[0], anchors[-1]  # the order ledgers are read in
+    last_rid = next(r for r in [RID, *others] if anchor_id(store.anchor_content(r)) == last)
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
-    git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor)
+    git(ws.root, "notes", "--ref=vivary/guard", "remove", first)
     base = ws.pin()
+    git(ws.root, "checkout", "-q", "-b", "next")
+    put_ledger(ws, last, ledger_text(ws, last).replace('"agent"', '"human"', 1))
+    ws.pin()
     found = [str(b) for b in review(ws.repo, base).verify.breaks]
-    assert f"note {anchor}: the base's ledger is unreadable: ledger lines under ledgers/ but no note" in found
+    assert f"note {first}: the base's ledger is unreadable: ledger lines under ledgers/ but no note" in found
+    assert f"{last_rid!r} line 1: line of the base's ledger rewritten or removed" in found, found
 
 
 def test_base_notes_named_by_hand_stand_for_a_missing_pin(ws: Workspace, key: Key) -> None:
