@@ -14,6 +14,7 @@ from tests.strato.guard.conftest import (
     POLICY,
     Key,
     Workspace,
+    drop_ledger,
     ledger_text,
     make_key,
     put_ledger,
@@ -339,3 +340,28 @@ def test_base_notes_named_by_hand_stand_for_a_missing_pin(ws: Workspace, key: Ke
     with pytest.raises(GuardError) as caught:
         review(ws.repo, base, base_notes="0" * 40)
     assert caught.value.error_type == "review_unpinned"
+
+
+def test_each_base_ledger_break_names_its_resource_line_and_note(ws: Workspace, key: Key) -> None:
+    from strato.guard.verify import Break
+
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    text = ledger_text(ws, anchor)
+    git(ws.root, "checkout", "-q", "-b", "next")
+    cases = [
+        (lambda: put_ledger(ws, anchor, text.replace('"agent"', '"human"', 1)),
+         Break(RID, 1, "line of the base's ledger rewritten or removed", anchor)),
+        (lambda: git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor),
+         Break(RID, None, "ledger of the base unreadable in the head: ledger lines under ledgers/ but no note",
+               anchor)),
+        (lambda: drop_ledger(ws, anchor), Break(RID, None, "ledger of the base was deleted", anchor)),
+    ]
+    for change, want in cases:
+        put_ledger(ws, anchor, text)
+        change()
+        ws.pin()
+        assert want in review(ws.repo, base).verify.breaks, want
