@@ -17,7 +17,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import authz, derive, descriptors, engine, ledger, store
+from strato.guard import authz, derive, descriptors, engine, ledger, store, verify_repository
 from strato.guard.canonical import payload_digest
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, make_key, ssh_sign
@@ -434,3 +434,11 @@ def test_a_predicate_without_an_id_is_named_by_its_statement(made: Made) -> None
         derive.check(entry, state, made.head)
     assert str(caught.value) == "predicate 'server_file_exists(\"NOTES.md\")' is met without evidence"
 
+
+
+def test_the_honest_ledgers_verify_signatures_and_all(made: Made) -> None:
+    """The same lines through verify: every signed kind (deviation, migrate, apply_upgrade)
+    is checked against the policy before it and passes."""
+    report = verify_repository(made.repo)
+    assert report.ok, report.breaks
+    assert report.entries == sum(len(lines) for lines in made.ledgers.values())

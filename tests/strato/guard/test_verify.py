@@ -367,3 +367,17 @@ def test_a_signature_moved_to_a_commit_that_no_longer_trusts_its_key_is_a_break(
     put(ws, reseal(entries))
     rid, line, message = first_break(ws)
     assert (rid, line) == (RID, 5) and "is not an allowed signer" in message, message
+
+
+def test_a_bad_signature_says_what_to_sign(busy: Workspace) -> None:
+    from strato.guard import authz
+
+    entries = [json.loads(line) for line in lines(busy)]
+    auth = entries[-1]["verdict"]["authorization"]
+    auth["rationale"] = "changed"
+    entries[-1]["rationale"] = entries[-1]["rationale"].replace(": ok", ": changed")
+    put(busy, reseal(entries))
+    payload = authz.override_payload(RID, "review", "released", "changed", entries[-1]["prev_digest"])
+    rid, line, message = first_break(busy)
+    assert (rid, line) == (RID, 4)
+    assert message.endswith(f"; sign exactly {payload!r} in namespace {authz.NS_OVERRIDE}"), message
