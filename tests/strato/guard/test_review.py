@@ -365,3 +365,13 @@ def test_each_base_ledger_break_names_its_resource_line_and_note(ws: Workspace, 
         change()
         ws.pin()
         assert want in review(ws.repo, base).verify.breaks, want
+
+
+def test_a_new_register_line_claiming_a_missing_commit_is_refused_at_line_1(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    entries = [json.loads(line) for line in ledger_text(ws, anchor).splitlines()]
+    put_ledger(ws, anchor, reseal([{**entries[0], "git_head": "1" * 40}]))
+    ws.pin()
+    why = f"{RID!r} line 1: claims commit 111111111111, which this repository lacks"
+    assert why in [str(b) for b in review(ws.repo, base).verify.breaks]
