@@ -20,7 +20,7 @@ from strato.guard.ledger import State
 from strato.guard.policy import Predicate
 from tropo.git.types import Blob, Commit
 
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
+HEX64 = re.compile(r"[0-9a-f]{64}")
 # who may resolve each kind of step; only a signature makes a human outcome
 _RESOLVERS = {
     "transition": "agent",
@@ -134,7 +134,7 @@ def _transition(entry: dict[str, Any], state: State, tree: Commit | None) -> Non
     _resolver(entry, "transition")
     if entry["rationale"] is not None:
         raise ValueError("a transition carries no rationale")
-    if not HEX64.match(entry["payload_digest"]):
+    if not HEX64.fullmatch(entry["payload_digest"]):
         raise ValueError("payload_digest is not a sha256")
     verdict = entry["verdict"]
     if not isinstance(verdict, dict) or set(verdict) != _VERDICT_KEYS:

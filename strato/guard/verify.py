@@ -122,10 +122,6 @@ class EntryHeadTrust:
         return f"{commit.id}:{signers}"
 
 
-def trust_at_entry_head(repo: Repository) -> TrustAt:
-    return EntryHeadTrust(repo)
-
-
 def signed_by(
     entry: dict[str, Any], resource_id: str, state: ledger.State, judged: Judgement
 ) -> authz.Signer | None:

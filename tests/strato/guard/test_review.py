@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import copy
+import json
 
-from strato.guard import engine
-from strato.guard.review import review
+import pytest
+
+from strato.guard import engine, store
+from strato.guard.review import MAX_CELL, _cell, review, unambiguous, visible
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
+from tests.strato.guard.conftest import (
+    POLICY,
+    Key,
+    Workspace,
+    drop_ledger,
+    ledger_text,
+    make_key,
+    put_ledger,
+    ssh_sign,
+)
+from tests.strato.guard.test_verify import reseal
+from tropo.git import repo as gitrepo
+from tropo.git.notes import anchor_id
 
 RID = "feat:9"
 
@@ -74,3 +89,289 @@ def test_entries_before_the_base_keep_their_own_trust_root(ws: Workspace, key: K
     ws.trust(bob.signers_line("bob@example.com"))
     report = review(ws.repo, "HEAD")
     assert report.ok and report.rows == []
+
+
+def test_the_report_lists_each_new_line_as_json_and_as_a_table(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    override(ws, key, "ship it")
+    ws.pin()
+    report = review(ws.repo, base)
+    head = git(ws.root, "rev-parse", "HEAD").strip()
+    made_at = git(ws.root, "rev-parse", "HEAD~1").strip()  # the entries name the commit they were made at
+    fingerprint = report.rows[-1].rationale.split("(")[1].split(")")[0]  # type: ignore[union-attr]
+    rows = [
+        ("register", "registered", None, "draft", None, None, "ok"),
+        ("transition", "applied", "draft", "review", None, None, "ok"),
+        ("deviation", "deviation", "review", "released", "alice@example.com",
+         f"authorized by alice@example.com ({fingerprint}): ship it", "ok"),
+    ]
+    want = [
+        {"resource_id": RID, "line": n, "kind": kind, "outcome": outcome, "from_state": src,
+         "to_state": dst, "signer": signer, "rationale": why, "git_head": made_at, "status": status}
+        for n, (kind, outcome, src, dst, signer, why, status) in enumerate(rows, 1)
+    ]
+    found = report.to_json()
+    assert found["entries"] == want
+    assert {k: found[k] for k in ("ok", "base", "head", "base_notes")} == {
+        "ok": True, "base": base, "head": head, "base_notes": None
+    }
+    assert found["verify"] == report.verify.to_json() and found["verify"]["entries"] == 3
+    assert report.markdown().splitlines() == [
+        f"### Guard review passed: `{base[:12]}..{head[:12]}`",
+        "",
+        "3 ledger entries added since the base; signers checked against the base's "
+        "`.vivary/guard/allowed_signers`.",
+        "",
+        "| resource | line | kind | outcome | transition | signer | rationale | status |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| ` {RID} ` | ` 1 ` | ` register ` | ` registered ` |  → ` draft ` |  |  | ` ok ` |",
+        f"| ` {RID} ` | ` 2 ` | ` transition ` | ` applied ` | ` draft ` → ` review ` |  |  | ` ok ` |",
+        f"| ` {RID} ` | ` 3 ` | ` deviation ` | ` deviation ` | ` review ` → ` released ` "
+        f"| ` alice@example.com ` | ` {want[2]['rationale']} ` | ` ok ` |",
+    ]
+
+
+def test_a_failed_review_lists_its_breaks(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    report = review(ws.repo, base)  # the pin was not moved with the notes
+    assert not report.ok and len(report.rows) == 1
+    md = report.markdown()
+    assert md.startswith(f"### Guard review **failed**: `{base[:12]}..{base[:12]}`\n\n1 ledger entry added")
+    breaks = md.split("\nBreaks:\n", 1)[1].splitlines()
+    assert breaks == [f"- {_cell(str(b))}" for b in report.verify.breaks] and breaks
+    assert md.endswith("`\n") and "\n\nBreaks:\n" in md
+
+
+def test_a_cell_shows_edge_spaces_and_is_cut_at_its_limit() -> None:
+    assert _cell(None) == _cell("") == ""
+    assert _cell(" a  ") == "` U+0020aU+0020U+0020 `"
+    assert _cell("a b") == "` a b `" and _cell("X b X") == "` X b X `"
+    assert _cell("a`b``c") == "``` a`b``c ```"
+    assert _cell("x" * MAX_CELL) == f"` {'x' * MAX_CELL} `"
+    assert _cell("x" * (MAX_CELL + 1)) == f"` {'x' * (MAX_CELL - 1)}… `"
+    assert visible("a\u00a0b\u200bc\nd") == "aU+00A0bU+200BcU+000Ad"
+    assert visible(None) == "" and visible(7) == "7"
+
+
+def test_a_base_ledger_in_the_older_layout_cannot_be_rewritten(ws: Workspace, key: Key) -> None:
+    """The base keeps a ledger as one note (no line blobs to compare): its bytes decide."""
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    text = ledger_text(ws, anchor)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "update-ref", "-d", store.REF)  # the notes as an older release wrote them
+    note = ws.tmp / "ledger.txt"
+    note.write_text(text)
+    git(ws.root, "notes", "--ref=vivary/guard", "add", "-F", str(note), anchor)
+    assert store.ledgers(ws.repo, gitrepo.read_ref(ws.repo, store.REF))[0].legacy
+    base = ws.pin()
+    git(ws.root, "checkout", "-q", "-b", "next")
+    put_ledger(ws, anchor, text.replace('"agent"', '"human"', 1))  # moved to line blobs, edited
+    ws.pin()
+    found = [str(b) for b in review(ws.repo, base).verify.breaks]
+    assert f"{RID!r} line 1: line of the base's ledger rewritten or removed" in found, found
+
+
+def test_a_head_without_notes_does_not_descend_from_the_base_notes(ws: Workspace, key: Key) -> None:
+    start(ws, key)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", "-d", store.REF)
+    report = review(ws.repo, base)
+    assert str(report.verify.breaks[0]) == (
+        f"note None: {store.REF} does not descend from the base's notes commit {tip[:12]} "
+        "(rewritten or force-pushed)"
+    )
+
+
+def test_a_base_named_by_a_tag_and_a_branch_is_refused_with_any_suffix(ws: Workspace, key: Key) -> None:
+    start(ws, key)
+    git(ws.root, "tag", "main", "feature")
+    for rev in ("main", "main~0", "main^{commit}", "main:", "main@{0}"):
+        with pytest.raises(gitrepo.RevisionError) as caught:
+            review(ws.repo, rev)
+        assert str(caught.value) == (
+            "'main' is ambiguous (refs/tags/main, refs/heads/main): pass the full ref you mean"
+        ), rev
+    assert unambiguous(ws.repo, "refs/heads/main~0") == "refs/heads/main~0"
+
+
+def test_an_entry_naming_no_commit_id_is_refused(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    entries = [json.loads(line) for line in ledger_text(ws, anchor).splitlines()]
+    real = entries[1]["git_head"]
+    for claim in (real.upper(), real + "\n", real[:39], " " + real):
+        put_ledger(ws, anchor, reseal([entries[0], {**entries[1], "git_head": claim}]))
+        ws.pin()
+        report = review(ws.repo, base)
+        assert report.rows[1].status == (
+            f"refused: claims commit {str(claim)[:12]}, which this repository lacks"
+        ), claim
+
+
+def test_a_base_ledger_that_lost_its_last_newline_names_its_last_line(ws: Workspace, key: Key) -> None:
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    text = ledger_text(ws, anchor)
+    # no line differs, but the bytes do: the first line that lost its newline is named
+    for cut, line in ((text[:-1], 2), (text.split("\n", 1)[0], 1)):
+        put_ledger(ws, anchor, cut)
+        ws.pin()
+        found = [str(b) for b in review(ws.repo, base).verify.breaks]
+        assert f"{RID!r} line {line}: line of the base's ledger rewritten or removed" in found, found
+
+
+@pytest.mark.parametrize(
+    ("rev", "refs"),
+    [
+        ("heads/main", ["refs/heads/main", "refs/tags/heads/main"]),
+        ("origin/main", ["refs/tags/origin/main", "refs/remotes/origin/main"]),
+        ("origin", ["refs/tags/origin", "refs/remotes/origin/HEAD"]),
+    ],
+)
+def test_every_ref_a_short_name_could_mean_is_named(
+    ws: Workspace, key: Key, rev: str, refs: list[str]
+) -> None:
+    """Anyone who can push a tag could otherwise choose which commit is the base."""
+    start(ws, key)
+    main = git(ws.root, "rev-parse", "main").strip()
+    for ref in refs:
+        git(ws.root, "update-ref", ref, main)
+    with pytest.raises(gitrepo.RevisionError) as caught:
+        unambiguous(ws.repo, rev)
+    assert str(caught.value) == f"{rev!r} is ambiguous ({', '.join(refs)}): pass the full ref you mean"
+    for ref in refs:
+        assert unambiguous(ws.repo, ref) == ref
+    with pytest.raises(gitrepo.RevisionError, match="ambiguous"):
+        review(ws.repo, "main", base_notes=rev)
+
+
+@pytest.mark.parametrize(("options", "ok"), [('valid-before="20200101"', False), ('valid-before="29990101"', True)])
+def test_signers_are_judged_at_the_time_of_review_by_default(
+    ws: Workspace, key: Key, options: str, ok: bool
+) -> None:
+    ws.trust(key.signers_line("alice@example.com", options))
+    base = ws.pin("main")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    ws.commit({"NOTES.md": "n\n"}, "work")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
+    ws.trust(key.signers_line("local"))  # so that the branch can write it at all
+    override(ws, key, "ship")
+    ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok == ok, report.verify.breaks
+    assert report.rows[-1].status.startswith("ok" if ok else "refused: key SHA256:")
+
+
+def test_a_stale_or_missing_pin_is_named_with_the_fix(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit none but its notes are at {tip[:12]}: {fix}"
+    ]
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "no pin")
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
+    ]
+    ws.pin()
+    assert review(ws.repo, base).ok
+
+
+def test_an_unreadable_base_ledger_is_a_break_and_the_next_ones_are_still_compared(
+    ws: Workspace, key: Key
+) -> None:
+    """A base whose pinned notes hold lines without their note: nothing to judge the head
+    by for that ledger; the base's other ledgers must still survive byte for byte."""
+    start(ws, key)
+    others = [f"feat:{n}" for n in range(10, 20)]
+    for rid in others:
+        engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    anchors = sorted(anchor_id(store.anchor_content(rid)) for rid in [RID, *others])
+    first, last = anchors[0], anchors[-1]  # the order ledgers are read in
+    last_rid = next(r for r in [RID, *others] if anchor_id(store.anchor_content(r)) == last)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "notes", "--ref=vivary/guard", "remove", first)
+    base = ws.pin()
+    git(ws.root, "checkout", "-q", "-b", "next")
+    put_ledger(ws, last, ledger_text(ws, last).replace('"agent"', '"human"', 1))
+    ws.pin()
+    found = [str(b) for b in review(ws.repo, base).verify.breaks]
+    assert f"note {first}: the base's ledger is unreadable: ledger lines under ledgers/ but no note" in found
+    assert f"{last_rid!r} line 1: line of the base's ledger rewritten or removed" in found, found
+
+
+def test_base_notes_named_by_hand_stand_for_a_missing_pin(ws: Workspace, key: Key) -> None:
+    """A base made before pinning: ``--base-notes`` names the notes it accepted."""
+    from strato.guard.errors import GuardError
+
+    start(ws, key)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "main: no pin")
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    accepted = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", "refs/heads/accepted", accepted)
+    git(ws.root, "checkout", "-q", "-b", "next")
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    ws.pin()
+    with pytest.raises(GuardError) as caught:
+        review(ws.repo, base)
+    assert caught.value.error_type == "review_unpinned"
+    for name in (accepted, "accepted"):
+        report = review(ws.repo, base, base_notes=name)
+        assert report.ok and report.base_notes == accepted, report.verify.breaks
+        assert [(r.line, r.kind) for r in report.rows] == [(3, "transition")]
+    with pytest.raises(GuardError) as caught:
+        review(ws.repo, base, base_notes="0" * 40)
+    assert caught.value.error_type == "review_unpinned"
+
+
+def test_each_base_ledger_break_names_its_resource_line_and_note(ws: Workspace, key: Key) -> None:
+    from strato.guard.verify import Break
+
+    start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    base = ws.pin()
+    text = ledger_text(ws, anchor)
+    git(ws.root, "checkout", "-q", "-b", "next")
+    cases = [
+        (lambda: put_ledger(ws, anchor, text.replace('"agent"', '"human"', 1)),
+         Break(RID, 1, "line of the base's ledger rewritten or removed", anchor)),
+        (lambda: git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor),
+         Break(RID, None, "ledger of the base unreadable in the head: ledger lines under ledgers/ but no note",
+               anchor)),
+        (lambda: drop_ledger(ws, anchor), Break(RID, None, "ledger of the base was deleted", anchor)),
+    ]
+    for change, want in cases:
+        put_ledger(ws, anchor, text)
+        change()
+        ws.pin()
+        assert want in review(ws.repo, base).verify.breaks, want
+
+
+def test_a_new_register_line_claiming_a_missing_commit_is_refused_at_line_1(ws: Workspace, key: Key) -> None:
+    base = start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    entries = [json.loads(line) for line in ledger_text(ws, anchor).splitlines()]
+    put_ledger(ws, anchor, reseal([{**entries[0], "git_head": "1" * 40}]))
+    ws.pin()
+    why = f"{RID!r} line 1: claims commit 111111111111, which this repository lacks"
+    assert why in [str(b) for b in review(ws.repo, base).verify.breaks]

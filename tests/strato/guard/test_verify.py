@@ -5,21 +5,26 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from strato.guard import engine, store, verify_repository
 from strato.guard.canonical import seal
+from strato.guard.errors import GuardError
+from strato.guard.verify import Break, EntryHeadTrust
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,
     Key,
     Workspace,
     ledger_text,
+    make_key,
     put_ledger,
     ssh_sign,
 )
+from tropo.git import repo as gitrepo
 
 RID = "svc:api"
 
@@ -178,3 +183,201 @@ def test_wrong_types_and_deep_json_are_breaks_not_crashes(busy: Workspace) -> No
     assert first_break(busy)[1:] == (2, "from_state has the wrong type")
     put(busy, lines(busy)[0] + "\n" + "[" * 50_000 + "]" * 50_000 + "\n")
     assert first_break(busy)[1:] == (2, "not JSON")
+
+
+def test_a_break_says_where_it_is() -> None:
+    assert str(Break("svc:api", 3, "edited")) == "'svc:api' line 3: edited"
+    assert str(Break("svc:api", None, "deleted")) == "'svc:api': deleted"
+    assert str(Break(None, None, "two notes", "ab12")) == "note ab12: two notes"
+    assert str(Break(None, 2, "bad", "ab12")) == "note ab12 line 2: bad"
+    assert Break("svc:api", 3, "edited", "ab12").to_json() == {
+        "resource_id": "svc:api", "line": 3, "message": "edited", "anchor": "ab12"
+    }
+
+
+def test_the_report_as_json_names_the_first_break(busy: Workspace) -> None:
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    assert verify_repository(busy.repo).to_json() == {
+        "ok": True, "ref": store.REF, "tip": tip, "resources": 2, "entries": 5,
+        "first_break": None, "breaks": [],
+    }
+    text = lines(busy)
+    put(busy, "\n".join([text[0], text[1].replace('"refused"', '"applied"'), *text[2:]]) + "\n")
+    report = verify_repository(busy.repo).to_json()
+    first = {
+        "resource_id": RID, "line": 2, "message": "entry_digest does not match the entry (edited)",
+        "anchor": anchor(busy),
+    }
+    assert report["ok"] is False and report["first_break"] == first
+    assert report["breaks"][0] == first and report["tip"] != tip
+    assert report["resources"] == 2 and report["entries"] == 1  # svc:other's register line
+
+
+def test_the_entries_own_commit_is_its_trust_root(ws: Workspace, key: Key) -> None:
+    """Each entry is judged by the signers of the commit it names, at its own time; a
+    commit that is not here means HEAD."""
+    empty = EntryHeadTrust(ws.repo)
+    before = git(ws.root, "rev-parse", "HEAD").strip()
+    trusting = ws.trust(key.signers_line("alice"))
+    blob = git(ws.root, "rev-parse", "HEAD:.vivary/guard/allowed_signers").strip()
+    trust = EntryHeadTrust(ws.repo)
+    assert trust.key(before) == f"{before}:-"
+    assert trust.key(trusting) == trust.key(None) == trust.key("f" * 40) == f"{trusting}:{blob}"
+    assert empty.key(None) == trust.key(None)  # HEAD is read when asked, not when made
+    judged, at_s = trust("svc:api", 2, {"ts_ms": 1_796_183_405_999, "git_head": before})
+    assert at_s == 1_796_183_405
+    with pytest.raises(GuardError, match=f"no .vivary/guard/allowed_signers in commit {before[:12]}"):
+        judged()
+    judged, _ = trust("svc:api", 2, {"ts_ms": 0, "git_head": 7})  # not a commit id: HEAD
+    assert [s.principals for s in judged()] == [("alice",)]
+    assert trust.signers({"git_head": trusting}) is judged()  # read once per commit
+
+
+def test_a_repository_without_commits_has_no_trust_root(repo_dir: Path) -> None:
+    trust = EntryHeadTrust(gitrepo.require(repo_dir))
+    assert trust.key(None) == "-"
+    with pytest.raises(GuardError, match=r"in the repository \(no commits\)"):
+        trust.signers({})
+
+
+def test_a_recorded_signer_that_is_not_the_signature_is_a_break(busy: Workspace) -> None:
+    entries = [json.loads(line) for line in lines(busy)]
+    honest = copy.deepcopy(entries)
+    entries[-1]["verdict"]["authorization"]["fingerprint"] = "SHA256:" + "A" * 43
+    put(busy, reseal(entries))
+    why = "the entry's rationale or recorded signer does not match the signature"
+    assert first_break(busy) == (RID, 4, why)
+    entries = copy.deepcopy(honest)
+    entries[-1]["rationale"] += " (and more)"
+    put(busy, reseal(entries))
+    assert first_break(busy) == (RID, 4, why)
+
+
+def test_every_entry_is_seen_with_its_signer_up_to_the_first_break(busy: Workspace) -> None:
+    seen: list[tuple[str, int, str | None, str | None]] = []
+
+    def collect(rid: str, line: int, entry: dict[str, Any], signer: Any, problem: str | None) -> None:
+        seen.append((rid, line, signer.principal if signer else None, problem))
+
+    assert verify_repository(busy.repo, on_entry=collect).ok
+    assert seen == [(RID, n, "alice" if n == 4 else None, None) for n in (1, 2, 3, 4)] + [
+        ("svc:other", 1, None, None)
+    ]
+    entries = [json.loads(line) for line in lines(busy)]
+    entries[2]["resolved_by"] = "human"
+    put(busy, reseal(entries))
+    seen.clear()
+    assert not verify_repository(busy.repo, on_entry=collect).ok
+    assert seen[:3] == [
+        (RID, 1, None, None), (RID, 2, None, None),
+        (RID, 3, None, "resolved_by 'human': a transition is resolved by 'agent'"),
+    ]
+    assert (RID, 4) not in [s[:2] for s in seen]
+    entries[2]["resolved_by"] = "agent"
+    put(busy, reseal([*entries[:3], entries[2]]))  # replayed: the fold refuses what derive passed
+    seen.clear()
+    assert not verify_repository(busy.repo, on_entry=collect).ok
+    assert seen[:4] == [
+        (RID, 1, None, None), (RID, 2, None, None), (RID, 3, None, None),
+        (RID, 4, None, "starts at 'draft' but the resource was at 'review'"),
+    ]
+
+
+def test_a_forged_register_line_is_a_break_at_line_1(busy: Workspace) -> None:
+    entries = [json.loads(line) for line in lines(busy)]
+    entries[0]["resolved_by"] = "human"
+    put(busy, reseal(entries))
+    assert first_break(busy) == (RID, 1, "the register line is resolved by 'agent'")
+    entries[0]["resolved_by"] = "agent"
+    del entries[0]["verdict"]["graph_version"]  # refused by derive before the fold reads it
+    put(busy, reseal(entries))
+    assert first_break(busy) == (RID, 1, "the register line carries exactly its resource and policy")
+
+
+def test_a_notes_ref_naming_a_tree_is_one_break(busy: Workspace) -> None:
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    tree = git(busy.root, "rev-parse", f"{tip}^{{tree}}").strip()
+    git(busy.root, "update-ref", store.REF, tree)
+    report = verify_repository(busy.repo)
+    assert [str(b) for b in report.breaks] == [
+        f"note None: {store.REF} names a tree ({tree[:12]}), not a notes commit"
+    ]
+    assert report.resources == 0 and report.tip == tree
+
+
+@pytest.mark.parametrize(
+    ("options", "ok"),
+    [('valid-before="20200101"', False), ('valid-after="29990101"', False), ('valid-before="29990101"', True)],
+)
+def test_notes_commits_to_push_are_judged_by_signers_valid_now(
+    ws: Workspace, key: Key, options: str, ok: bool
+) -> None:
+    """The pushed notes commits' signatures are checked against HEAD's signers at the time
+    of the check: a key that expired, or is not valid yet, signs nothing."""
+    from tests.strato.guard.test_attacks import at_review
+    from tests.strato.guard.test_notesig import resign
+
+    ws.trust(key.signers_line("alice@example.com", options))
+    at_review(ws)
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    resign(ws, key, pushed)
+    found = [str(b) for b in verify_repository(ws.repo, since=[pushed]).breaks]
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    if ok:
+        assert found == []
+    else:
+        assert len(found) == 1, found
+        assert found[0].startswith(f"note None: notes commit {tip[:12]} is not signed by a trusted key: key SHA256:")
+        assert found[0].endswith(" is not an allowed signer for namespace git")
+
+
+def test_each_commit_has_its_own_signers(ws: Workspace, key: Key) -> None:
+    """Signers read for one commit are never used for another: after a rotation an
+    entry naming the new commit is judged by the new signers."""
+    bob = make_key(ws.tmp, "ed25519", "bob")
+    alice_era = ws.trust(key.signers_line("alice"))
+    bob_era = ws.trust(bob.signers_line("bob"))
+    trust = EntryHeadTrust(ws.repo)
+    assert [s.principals for s in trust.signers({"git_head": alice_era})] == [("alice",)]
+    assert [s.principals for s in trust.signers({"git_head": bob_era})] == [("bob",)]
+    assert [s.principals for s in trust.signers({"git_head": None})] == [("bob",)]
+
+
+def test_a_signature_moved_to_a_commit_that_no_longer_trusts_its_key_is_a_break(
+    ws: Workspace, key: Key
+) -> None:
+    """alice signs a deviation while trusted; a later line signed by her, edited to claim
+    the commit where bob replaced her, is judged by bob's signers, not hers."""
+    ws.trust(key.signers_line("alice"))
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    ws.commit({"NOTES.md": "n\n"}, "notes")
+    move = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+    back = {"resource_id": RID, "from_state": "review", "to_state": "draft", "rationale": "again"}
+    assert engine.transition(ws.repo, move)["status"] == "applied"
+    for _ in range(2):
+        payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **back})
+        engine.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+        assert engine.transition(ws.repo, move)["status"] == "applied"
+    bob = make_key(ws.tmp, "ed25519", "bob")
+    bob_era = ws.trust(bob.signers_line("bob"))
+    assert verify_repository(ws.repo).ok
+    entries = [json.loads(line) for line in lines(ws)]
+    assert [e["kind"] for e in entries[3:5]] == ["transition", "deviation"]
+    entries[4]["git_head"] = bob_era
+    put(ws, reseal(entries))
+    rid, line, message = first_break(ws)
+    assert (rid, line) == (RID, 5) and "is not an allowed signer" in message, message
+
+
+def test_a_bad_signature_says_what_to_sign(busy: Workspace) -> None:
+    from strato.guard import authz
+
+    entries = [json.loads(line) for line in lines(busy)]
+    auth = entries[-1]["verdict"]["authorization"]
+    auth["rationale"] = "changed"
+    entries[-1]["rationale"] = entries[-1]["rationale"].replace(": ok", ": changed")
+    put(busy, reseal(entries))
+    payload = authz.override_payload(RID, "review", "released", "changed", entries[-1]["prev_digest"])
+    rid, line, message = first_break(busy)
+    assert (rid, line) == (RID, 4)
+    assert message.endswith(f"; sign exactly {payload!r} in namespace {authz.NS_OVERRIDE}"), message
