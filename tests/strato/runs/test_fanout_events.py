@@ -12,6 +12,7 @@ import random
 import signal
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from strato.mcp.contract import event_violations
 from strato.runs import background, wire
 from strato.runs.agents import agent_prompt, call
+from strato.runs.fanout import record_attempt, record_dispatch
 from strato.runs.service import Runs
 from strato.runs.state import RUN_TERMINAL
 from tests.strato.runs.bg_helpers import calls, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
@@ -204,3 +206,36 @@ def test_a_background_runner_killed_mid_fanout_sends_each_items_events_once(work
         got = [e for e in _wire(workspace, run_id) if e["type"] != "resumed"]
         assert got == want, f"seed {seed}, run {i}"
     assert kills >= 4, f"seed {seed}: only {kills} kills landed on a live runner"
+
+
+def test_a_worktree_item_run_afresh_remakes_a_settled_call_and_follows_what_was_recorded(
+    workspace: Path,
+) -> None:
+    """A runner died after an item's call was settled but before the item was: its
+    worktree is gone, so the call is made again (its edits remade, its spend debited as
+    a call of its own), while the attempt keeps the outcome the run recorded and is not
+    settled twice."""
+    spec = _spec(False).replace("isolation: none", "isolation: worktree")
+    runs = Runs(workspace)
+    run_id = runs.plan(spec, {"tag": "wt", "items": ["a"]}).snap.run_id
+    made: dict[str, Any] = {
+        "dispatchId": "first-call",
+        "stage": 0,
+        "attempt": 1,
+        "usage": {"ms": 5},
+        "telemetry": {"durationMs": 5, "model": "claude"},
+        "inputs": "sha256:x",
+    }
+    verdict: dict[str, Any] = {"output": {"text": "recorded"}, "failure": None, "events": [], "evidence": []}
+    runs.apply(run_id, "fanout_dispatch", partial(record_dispatch, path="fan", index=0, stage=0, attempt=1))
+    runs.apply(run_id, "fanout_attempt", partial(record_attempt, path="fan", index=0, made=made, verdict=verdict))
+    snap = runs.drive(run_id)
+    assert snap.state["status"] == "completed"
+    (item,) = snap.state["scope"]["steps"]["fan"]["fanout"]["items"]
+    assert item["attempts"][0] == {"stage": 0, "attempt": 1, "result": {"text": "recorded"}, "failure": None}
+    events = _wire(workspace, run_id)
+    kinds = [e["type"] for e in events if e.get("stepId") == "fan"]
+    assert kinds.count("fanout_item_dispatched") == 2  # stage 0 once, stage 1
+    assert kinds.count("fanout_attempt_result") == 2
+    debits = [e["detail"]["attempt"] for e in events if e["type"] == "usage_debit"]
+    assert debits == [1, 1, 1]  # the recorded call, stage 1's, and stage 0's call made again
