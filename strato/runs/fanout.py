@@ -115,17 +115,12 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
     scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
     lanes = None if eng.lanes is None else ItemLanes(eng, frame, step)
-    worker = _ItemRunner(runs, eng.spec, step, path, scope, run_id, allowance, eng.judge, lanes, call_item)
+    settled = dict(st["fanout"].get("settled", {}))
+    worker = _ItemRunner(
+        runs, eng.spec, step, path, scope, run_id, allowance, eng.judge, lanes, settled, call_item
+    )
     with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
-        for item in pool.map(worker.run, pending):
-            if allowance.closed:
-                continue  # the step or run ended while this item ran: drop its result
-            record: Callable[[Engine], None] = partial(record_item, path=path, item=item)
-            try:
-                with worker.writing:
-                    runs.apply(run_id, "fanout_item", record, stepId=path, item=item["index"])
-            except Refused:
-                allowance.closed = True
+        list(pool.map(worker.run, pending))
     checks = _pre_merge(runs, run_id, path)
     try:
         return runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path, checks), stepId=path)
@@ -158,17 +153,42 @@ def record_dispatch(eng: Engine, path: str, index: int, stage: int, attempt: int
     return True
 
 
+def record_attempt(eng: Engine, path: str, index: int, made: dict[str, Any], verdict: dict[str, Any]) -> None:
+    """One agent call of an item has been checked: its dispatch and usage, what was
+    judged and decided on its output, and its `fanout_attempt_result`, in the order a
+    consumer item's result records them, before the item's next call starts. Recorded
+    once per call (the fanout's `settled`, keyed as `dispatched`), with the output and
+    failure a runner after a kill takes instead of calling or judging again."""
+    frame, step, st = _running_fanout(eng, path)
+    key = f"{index}.{made['stage']}.{made['attempt']}"
+    settled: dict[str, Any] = st["fanout"].setdefault("settled", {})
+    if key in settled:
+        return
+    ledgers = task_ledgers(frame, step, st)
+    _record_call(eng, path, step, st["epoch"], index, made, ledgers)
+    for kind, detail in verdict["events"]:
+        eng.emit(kind, f"{path}/{index}", **detail)
+    learn(eng, verdict["evidence"])
+    failure = verdict["failure"]
+    eng.emit("fanout_attempt_result", f"{path}/{index}", stage=made["stage"], success=failure is None,
+             reason=failure)
+    settled[key] = {"output": verdict["output"], "failure": failure}
+    if overspent(eng, frame, step, st, ledgers):
+        eng.advance()
+
+
 def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
+    """An item has finished. Its `calls` are those made again for attempts already
+    settled (a worktree item run afresh after a kill): real spend, debited here."""
     frame, step, st = _running_fanout(eng, path)
     ledgers = task_ledgers(frame, step, st)
     item = dict(item)  # a lost race on the run's ref applies this again to the same item
     calls = item.pop("calls", [])
-    for kind, detail in item.pop("events", []):  # what was judged and decided while it ran
-        eng.emit(kind, f"{path}/{item['index']}", **detail)
-    learn(eng, item.pop("evidence", []))
     for made in calls:  # their dispatches were debited as they started (record_dispatch)
         _record_call(eng, path, step, st["epoch"], item["index"], made, ledgers)
     st["fanout"]["items"][item["index"]] = item
+    if item["status"] == "skipped":
+        eng.emit("fanout_item_skipped", f"{path}/{item['index']}", stage=len(step.fanout.steps) - 1)
     eng.emit(
         "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
     )
@@ -280,17 +300,43 @@ class _ItemRunner:
         allowance: _Allowance,
         judge: Judge | None,
         lanes: ItemLanes | None,
+        settled: dict[str, Any],
         call_item: ItemCall | None = None,
     ) -> None:
         self.runs, self.spec, self.step, self.step_path, self.scope = runs, spec, step, step_path, scope
         self.run_id, self.allowance, self.judge, self.lanes = run_id, allowance, judge, lanes
+        self.settled = settled  # attempts a runner before this one recorded: key -> output, failure
         self.writing = threading.Lock()  # one transition of this fanout at a time
         self.call_item: ItemCall = call_item or (
             lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
                                                            sandbox=sandbox)
         )
 
-    def run(self, item: dict[str, Any]) -> dict[str, Any]:
+    def run(self, item: dict[str, Any]) -> None:
+        """Run the item and record it, here in its worker (so with `concurrency: 1` the
+        run's history is one item after another, as a consumer's would be). Once an
+        item's call raised (a cancel), nothing more is recorded."""
+        try:
+            done = self._run(item)
+        except BaseException:
+            self.allowance.closed = True
+            raise
+        self._apply("fanout_item", partial(record_item, path=self.step_path, item=done), done["index"])
+
+    def _apply(self, op: str, act: Callable[[Engine], bool | None], index: int) -> bool:
+        """Commit one transition of this fanout; False (and the fanout closed) if the run
+        or the step ended meanwhile."""
+        if self.allowance.closed:
+            return False
+        try:
+            with self.writing:
+                self.runs.apply(self.run_id, op, act, stepId=self.step_path, item=index)
+        except Refused:
+            self.allowance.closed = True
+            return False
+        return True
+
+    def _run(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {"index": item["index"], "item": item["item"], "attempts": [], "calls": []}
         if self.step.fanout.isolation == "none":
             return self._stages(out, self.runs.root, READ_ONLY)
@@ -342,51 +388,80 @@ class _ItemRunner:
             except (Unresolved, RefSyntaxError) as exc:
                 return False, f"stage {i}: render failed: {exc}"
             key = f"{out['index']}.{i}.{n}"
-            refused = self.allowance.take(key)
-            if refused is None and not self._dispatch(out["index"], i, n):
-                refused = "fanout stopped"
-            if refused is not None:
-                return False, f"stage {i}: {refused}"
-            entry = {
-                "do": task,
-                "contract": self.spec.contracts.get(stage.out or "", {}),
-                "previousFailure": previous,
-            }
-            agent = self.runs.config.get(stage.agent)
-            res = self.call_item(key, agent, agent_prompt(entry), cwd, sandbox)
-            spend = {**res.usage, "ms": res.duration_ms}
-            self.allowance.settle(spend)
-            out["calls"].append(
-                {
-                    "dispatchId": new_token(),
-                    "stage": i,
-                    "attempt": n,
-                    "usage": spend,
-                    "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
-                    "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
-                    **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
-                }
-            )
-            reason = self._check(out, i, n, stage, res.output, res.failure, scope, bindings, cwd)
-            out["attempts"].append({"stage": i, "attempt": n, "result": res.output, "failure": reason})
+            earlier = self.settled.get(key)
+            if earlier is not None and self.step.fanout.isolation == "none":  # take what it gave
+                output, reason = earlier["output"], earlier["failure"]
+            else:
+                made = self._call(out, key, i, n, stage, task, bindings, previous, cwd, sandbox)
+                if isinstance(made, str):
+                    return False, made
+                output, failure = made
+                if earlier is not None:  # a worktree item run afresh: its edits made again
+                    output, reason = earlier["output"], earlier["failure"]
+                else:
+                    reason = self._check(out, i, n, stage, output, failure, scope, bindings, cwd)
+                    verdict = {
+                        "output": output,
+                        "failure": reason,
+                        "events": out.pop("events", []),
+                        "evidence": out.pop("evidence", []),
+                    }
+                    act = partial(record_attempt, path=self.step_path, index=out["index"],
+                                  made=out["calls"].pop(), verdict=verdict)
+                    if not self._apply("fanout_attempt", act, out["index"]):
+                        return False, f"stage {i}: fanout stopped"
+            out["attempts"].append({"stage": i, "attempt": n, "result": output, "failure": reason})
             if reason is None:
-                return True, res.output
-            if n > 1 and res.output is not None and deep_equal(res.output, last):
+                return True, output
+            if n > 1 and output is not None and deep_equal(output, last):
                 return False, f"stage {i}: {reason} (no retry: identical evidence)"
-            last, previous = res.output, {"attempt": n, "reason": reason}
+            last, previous = output, {"attempt": n, "reason": reason}
         return False, f"stage {i}: {previous['reason'] if previous else 'failed'}"
 
-    def _dispatch(self, index: int, stage: int, attempt: int) -> bool:
-        """Record the call's dispatch in the run before its agent starts; False if the
-        run or the fanout ended meanwhile (the call is not made)."""
-        act = partial(record_dispatch, path=self.step_path, index=index, stage=stage, attempt=attempt)
-        try:
-            with self.writing:
-                self.runs.apply(self.run_id, "fanout_dispatch", act, stepId=self.step_path, item=index)
-        except Refused:
-            self.allowance.closed = True
-            return False
-        return True
+    def _call(
+        self,
+        out: dict[str, Any],
+        key: str,
+        i: int,
+        n: int,
+        stage: Stage,
+        task: str,
+        bindings: dict[str, Any],
+        previous: dict[str, Any] | None,
+        cwd: Path,
+        sandbox: str,
+    ) -> tuple[Any, str | None] | str:
+        """Call the item's agent for attempt `n` of stage `i`, its dispatch recorded in
+        the run before it starts and the call appended to `out["calls"]`: (output,
+        the call's failure), or why no call was made."""
+        refused = self.allowance.take(key)
+        if refused is None:
+            act = partial(record_dispatch, path=self.step_path, index=out["index"], stage=i, attempt=n)
+            if not self._apply("fanout_dispatch", act, out["index"]):
+                refused = "fanout stopped"
+        if refused is not None:
+            return f"stage {i}: {refused}"
+        entry = {
+            "do": task,
+            "contract": self.spec.contracts.get(stage.out or "", {}),
+            "previousFailure": previous,
+        }
+        agent = self.runs.config.get(stage.agent)
+        res = self.call_item(key, agent, agent_prompt(entry), cwd, sandbox)
+        spend = {**res.usage, "ms": res.duration_ms}
+        self.allowance.settle(spend)
+        out["calls"].append(
+            {
+                "dispatchId": new_token(),
+                "stage": i,
+                "attempt": n,
+                "usage": spend,
+                "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
+                "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
+                **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
+            }
+        )
+        return res.output, res.failure
 
     def _check(
         self,

@@ -3,6 +3,11 @@ from the commit messages of the run's ref, rewritten into the reference's kinds 
 payloads. Pure: the caller walks the history and reads a commit's state on request
 (only for the events whose payload the state holds: a run's output, its failure).
 
+An engine fanout item's agent call is made ready and handed out in one transition (op
+`fanout_dispatch`, before the agent starts): its `fanout_item_ready` is that commit's,
+sent before the dispatch's `fanout_ledger_debit` as a consumer item's is, so both modes
+send one sequence (docs/runs.md, "Fanout (engine dispatch)").
+
 The engine records more than the reference has kinds for; those events stay in `strato
 flow audit` and are not sent: `subflow_started`, `fanout_started`, `fanout_item_done`,
 `fanout_pre_merge`, the `routed` of a gate decision (its `gate_resolved` already
@@ -26,12 +31,14 @@ def project(chain: Iterable[tuple[str, dict[str, Any]]], state_at: StateAt) -> l
     """Every wire event of the transitions in ``chain`` ((commit, transition), oldest
     first), in order."""
     projector = _Projector(state_at)
-    return [
-        out
-        for commit, transition in chain
-        for ev in transition.get("events", [])
-        for out in projector(commit, ev)
-    ]
+    out: list[Event] = []
+    for commit, transition in chain:
+        engine_call = transition.get("op") == "fanout_dispatch"
+        for ev in transition.get("events", []):
+            if engine_call and ev.get("type") == "fanout_ledger_debit":
+                out += projector(commit, {**ev, "type": "fanout_item_ready"})
+            out += projector(commit, ev)
+    return out
 
 
 def _failure(value: Any, attempt: int = 0) -> dict[str, Any]:

@@ -491,12 +491,14 @@ async def fanouts(w: Wire, root: Path) -> None:
     assert merged["output"] == {"count": 1} and (root / "a.txt").read_text() == "a\n"
     events = (await w.ok("stratum_audit", {"runId": flying["runId"]}, "completed"))["events"]
     assert [e["detail"] for e in events if e["type"] == "fanout_merge"] == [{"itemIndex": 0, "success": True}]
-    # resumed, then the item's call: its dispatch reserved and started before the agent ran, its
-    # usage debited after
+    # resumed, then the item's call as a consumer item's: made ready, its dispatch reserved and
+    # started before the agent ran, its usage debited and its result recorded after
     kinds = [e["type"] for e in events if e["type"] in ("resumed", "usage_debit") or "fanout_" in e["type"]]
-    assert kinds == ["resumed", "fanout_ledger_debit", "fanout_item_dispatched", "usage_debit",
-                     "fanout_ledger_debit", "fanout_merge"]
-    reserved, started, _, spent, _ = (e for e in events if e["type"] in kinds[1:])
+    assert kinds == ["resumed", "fanout_item_ready", "fanout_ledger_debit", "fanout_item_dispatched",
+                     "usage_debit", "fanout_ledger_debit", "fanout_attempt_result", "fanout_merge"]
+    ready, reserved, started, _, spent, result, _ = (e for e in events if e["type"] in kinds[1:])
+    assert ready["detail"] == {"itemIndex": 0} and ready["at"] == reserved["at"]
+    assert result["detail"] == {"itemIndex": 0, "stage": 0, "attempt": 1, "success": True}
     assert reserved["detail"] == {"itemIndex": 0, "amount": {"dispatches": 1}, "source": "dispatch"}
     assert started["detail"] == {"itemIndex": 0, "stage": 0, "attempt": 1} and started["stepId"] == "edit"
     assert spent["detail"]["source"] == "engine" and spent["detail"]["itemIndex"] == 0

@@ -259,8 +259,23 @@ def killed_at_random(
         assert (got if ordered else sorted(got)) == (dispatched if ordered else sorted(dispatched)), (
             f"seed {seed}, run {i}: dispatches {got}"
         )
+        _item_calls_sent_once(workspace, run_id, f"seed {seed}, run {i}")
     print(f"seed {seed}: {kills} kills of a live runner in {repeats} runs")
     return kills
+
+
+def _item_calls_sent_once(root: Path, run_id: str, where: str) -> None:
+    """Each fanout item call is on the wire once: handed out, debited and settled."""
+    events = wire.events(Runs(root), run_id)
+
+    def keys(kind: str) -> list[tuple[int, int, int]]:
+        return [(e["detail"]["itemIndex"], e["detail"]["stage"], e["detail"]["attempt"])
+                for e in events if e["type"] == kind]
+
+    handed = keys("fanout_item_dispatched")
+    assert len(set(handed)) == len(handed) and sorted(handed) == sorted(keys("fanout_attempt_result")), where
+    debited = [e for e in events if e["type"] == "usage_debit" and "item" in e["detail"]]
+    assert len(debited) == len(handed), where
 
 
 def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foreground(workspace: Path) -> None:
