@@ -90,8 +90,12 @@ def check_signature(
     trusted: list[signers_mod.AllowedSigner],
     at_s: int,
     expected: str,
+    principal: str | None = None,
 ) -> Signer:
-    """Who signed ``message``; ``override_unavailable`` naming what was expected otherwise."""
+    """Who signed ``message``; ``override_unavailable`` naming what was expected otherwise.
+    A writer learns the principal here (the signer line's first); a reader checking a
+    recorded entry passes the ``principal`` it names, which the line must name too: the
+    entry's writer chose that field, so it is only a name the trust root gives this key."""
     hint = f"; sign exactly {expected!r} in namespace {namespace}"
     if not isinstance(armor, str) or not armor.strip():
         raise GuardError(
@@ -101,10 +105,11 @@ def check_signature(
         sig = sshsig.parse_armor(armor)
         if sig.namespace != namespace:
             raise sshsig.SignatureError(f"signature is for namespace {sig.namespace!r}")
-        allowed = signers_mod.find(trusted, sig.key, namespace, at_s)
+        allowed = signers_mod.find(trusted, sig.key, namespace, at_s, principal)
         if allowed is None:
-            raise sshsig.SignatureError(f"key {sig.key.fingerprint} is not an allowed signer")
+            whom = "" if principal is None else f" for {principal!r}"
+            raise sshsig.SignatureError(f"key {sig.key.fingerprint} is not an allowed signer{whom}")
         sshsig.check(sig, namespace, message)
     except sshsig.SignatureError as exc:
         raise GuardError("override_unavailable", f"{exc}{hint}") from exc
-    return Signer(allowed.principals[0], sig.key.fingerprint)
+    return Signer(allowed.principals[0] if principal is None else principal, sig.key.fingerprint)

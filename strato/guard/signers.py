@@ -30,7 +30,7 @@ class AllowedSigner:
     valid_before: int | None
 
     def allows(self, namespace: str, at: int) -> bool:
-        if self.namespaces is not None and not namespace_allowed(namespace, self.namespaces):
+        if self.namespaces is not None and not match_list(namespace, self.namespaces):
             return False
         if self.valid_after is not None and at < self.valid_after:
             return False
@@ -43,15 +43,16 @@ def _glob(pattern: str, text: str) -> bool:
     return re.fullmatch(regex, text, re.DOTALL) is not None
 
 
-def namespace_allowed(namespace: str, patterns: tuple[str, ...]) -> bool:
-    """OpenSSH's ``match_pattern_list``: a matching ``!pattern`` refuses whatever else
-    matches; otherwise one plain pattern must match."""
+def match_list(text: str, patterns: tuple[str, ...]) -> bool:
+    """OpenSSH's ``match_pattern_list``, for a line's namespaces and its principals alike:
+    a matching ``!pattern`` refuses whatever else matches; otherwise one plain pattern
+    must match."""
     positive = False
     for pat in patterns:
         if pat.startswith("!"):
-            if _glob(pat[1:], namespace):
+            if _glob(pat[1:], text):
                 return False
-        elif _glob(pat, namespace):
+        elif _glob(pat, text):
             positive = True
     return positive
 
@@ -143,9 +144,16 @@ def parse(text: str) -> list[AllowedSigner]:
     return [s for n, line in enumerate(text.splitlines(), 1) if (s := parse_line(line, n))]
 
 
-def find(signers: list[AllowedSigner], key: PublicKey, namespace: str, at: int) -> AllowedSigner | None:
-    """The first line that lists ``key`` and allows ``namespace`` at time ``at``."""
+def find(
+    signers: list[AllowedSigner], key: PublicKey, namespace: str, at: int, principal: str | None = None
+) -> AllowedSigner | None:
+    """The first line that lists ``key`` and allows ``namespace`` at time ``at`` (and,
+    given a ``principal``, names it, as ``ssh-keygen -Y verify -I`` requires)."""
     for signer in signers:
-        if signer.key.blob == key.blob and signer.allows(namespace, at):
+        if (
+            signer.key.blob == key.blob
+            and signer.allows(namespace, at)
+            and (principal is None or match_list(principal, signer.principals))
+        ):
             return signer
     return None

@@ -130,6 +130,10 @@ def signed_by(
     if claimed is None:
         return None
     trusted, at_s = judged
+    recorded = entry["verdict"]["authorization"]
+    principal = recorded.get("principal")
+    if not isinstance(principal, str):
+        raise ValueError("the entry's recorded signer names no principal")
     signer = authz.check_signature(
         claimed.armor,
         claimed.namespace,
@@ -137,11 +141,10 @@ def signed_by(
         trusted(),
         at_s,
         claimed.message.decode("utf-8", "replace"),
+        principal,
     )
-    recorded = entry["verdict"]["authorization"]
-    named = authz.Signer(str(recorded.get("principal")), signer.fingerprint)
     if recorded.get("fingerprint") != signer.fingerprint or entry["rationale"] != claimed.expected_rationale(
-        named
+        signer
     ):
         raise ValueError("the entry's rationale or recorded signer does not match the signature")
     return signer

@@ -28,6 +28,25 @@ def test_namespaces_and_validity(key: Key) -> None:
     assert not s.allows("stratum-guard-override", 1)
 
 
+
+@pytest.mark.parametrize(
+    ("principals", "named", "found"),
+    [
+        ("alice@example.com,bob@example.com", "bob@example.com", True),
+        ("alice@example.com", "mallory@example.com", False),
+        ("*@example.com", "carol@example.com", True),
+        ("!mallory@example.com,*@example.com", "mallory@example.com", False),
+        ("a?ice", "alice", True),
+    ],
+)
+def test_a_principal_is_found_only_where_the_line_names_it(
+    key: Key, principals: str, named: str, found: bool
+) -> None:
+    """As ``ssh-keygen -Y verify -I``: the line's principals are a pattern list."""
+    trusted = signers.parse(key.signers_line(principals))
+    assert (signers.find(trusted, trusted[0].key, "n", 0, named) is not None) is found
+    assert signers.find(trusted, trusted[0].key, "n", 0) is trusted[0]
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -381,3 +381,19 @@ def test_a_bad_signature_says_what_to_sign(busy: Workspace) -> None:
     rid, line, message = first_break(busy)
     assert (rid, line) == (RID, 4)
     assert message.endswith(f"; sign exactly {payload!r} in namespace {authz.NS_OVERRIDE}"), message
+
+
+def test_a_recorded_principal_the_trust_root_does_not_give_the_key_is_a_break(busy: Workspace) -> None:
+    """The writer of a line chose its principal: a valid signature by alice's key, recorded
+    as mallory's (rationale and all), is not mallory's approval."""
+    entries = [json.loads(line) for line in lines(busy)]
+    recorded = entries[-1]["verdict"]["authorization"]
+    assert recorded["principal"] == "alice"
+    recorded["principal"] = "mallory"
+    entries[-1]["rationale"] = entries[-1]["rationale"].replace("authorized by alice ", "authorized by mallory ", 1)
+    put(busy, reseal(entries))
+    line, why = first_break(busy)[1:]
+    assert line == 4 and f"key {recorded['fingerprint']} is not an allowed signer for 'mallory'" in why
+    recorded["principal"] = None
+    put(busy, reseal(entries))
+    assert first_break(busy)[1:] == (4, "the entry's recorded signer names no principal")
