@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store, verify_repository
+from strato.guard import engine, ledger, store, verify_repository
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
-from strato.guard.verify import Break, EntryHeadTrust
+from strato.guard.verify import Break, EntryHeadTrust, check_ledger
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,
@@ -397,3 +397,11 @@ def test_a_recorded_principal_the_trust_root_does_not_give_the_key_is_a_break(bu
     recorded["principal"] = None
     put(busy, reseal(entries))
     assert first_break(busy)[1:] == (4, "the entry's recorded signer names no principal")
+
+
+def test_an_empty_ledger_is_a_break_that_shows_no_entry() -> None:
+    """Nothing to show: `on_entry` is not called, and the break is the fold's own."""
+    shown: list[int] = []
+    with pytest.raises(ledger.LedgerBreak) as caught:
+        check_ledger([], RID, lambda rid, line, entry: None, lambda *row: shown.append(row[1]))
+    assert (caught.value.line, caught.value.message) == (1, "empty ledger") and shown == []
