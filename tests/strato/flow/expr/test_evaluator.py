@@ -245,3 +245,11 @@ def test_a_stack_too_deep_for_the_expression_is_a_resource_limit_not_a_recursion
 
     error = deep(sys.getrecursionlimit() - 60)
     assert (error.kind, error.message) == ("resource_limit", "expression nests too deeply")
+
+
+def test_an_integer_a_binding_holds_past_2_53_stays_exact() -> None:
+    """The deliberate difference from Stratum's JavaScript in docs/flows.md: the value the
+    user wrote, not its nearest double (JavaScript says `true` here)."""
+    big = {"input": {"a": 2**53 + 1, "b": 2**53}}
+    assert evaluate("input.a == input.b", big) is False
+    assert evaluate("input.a - input.b", big) == 1
