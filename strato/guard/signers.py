@@ -141,7 +141,8 @@ def parse_line(line: str, lineno: int) -> AllowedSigner | None:
 
 
 def parse(text: str) -> list[AllowedSigner]:
-    return [s for n, line in enumerate(text.splitlines(), 1) if (s := parse_line(line, n))]
+    # lines end at "\n" only, as OpenSSH reads them (str.splitlines also splits at U+2028, U+0085, ...)
+    return [s for n, line in enumerate(text.split("\n"), 1) if (s := parse_line(line, n))]
 
 
 def find(

@@ -4,7 +4,9 @@ nested 200 deep; the SDK then drops the line without reading its id, so it never
 and the client waits forever. Here each container nested past :data:`KEEP_DEPTH` is
 replaced by `null` before the SDK reads the line: the request keeps its id and tool, and
 its arguments still nest past `bounds.MAX_DEPTH`, so :mod:`strato.mcp.dispatch` refuses
-it like any other too-deep request, with one error answer and nothing run.
+it like any other too-deep request, with one error answer and nothing run. (A container
+cut from outside the arguments, in `_meta` or a field the envelope does not declare, is
+only replaced: no tool reads those.)
 
 The SDK's own stdin (fd 0 pointed at the null device while serving, so no child reads
 the wire) is kept: :func:`claimed` does the same for the stream read here."""
@@ -73,7 +75,10 @@ def claimed() -> Iterator[PrunedLines]:
     os.dup2(null, 0)
     os.close(null)
     try:
-        text = io.TextIOWrapper(os.fdopen(wire, "rb", closefd=False), encoding="utf-8", errors="replace")
+        # lines end at "\n" only: JSON allows a lone "\r" between tokens, and the default
+        # (universal newlines) would split one request there into two
+        raw = os.fdopen(wire, "rb", closefd=False)
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="\n")
         yield PrunedLines(text)
     finally:
         os.dup2(wire, 0)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from strato.guard import signers
-from tests.strato.guard.conftest import Key
+from tests.strato.guard.conftest import Key, make_key
 
 JAN_2030 = 1893456000
 
@@ -67,3 +70,22 @@ def test_bad_keys_are_refused(key: Key) -> None:
     for line in (f"alice ssh-dss {b64}", f"alice {kind} {b64[:-8]}", f"alice {kind}", "alice"):
         with pytest.raises(signers.SignersError):
             signers.parse(line)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85", "\x1c", "\x0b", "\x0c"])
+def test_a_line_ends_only_at_a_newline_as_openssh_reads_it(tmp_path: Path, key: Key, separator: str) -> None:
+    """A second key hidden after a Unicode line separator in a comment is not a signer:
+    ``ssh-keygen -Y verify`` reads the file by ``\\n`` and refuses mallory too."""
+    other = make_key(tmp_path, name="mallory")
+    text = key.signers_line("alice").rstrip("\n") + " note" + separator + other.signers_line("mallory")
+    assert [s.principals for s in signers.parse(text)] == [("alice",)]
+    (tmp_path / "allowed").write_text(text)
+    (tmp_path / "m").write_text("hi\n")
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(other.path), "-n", "n", str(tmp_path / "m")],
+                   check=True, capture_output=True)
+    verdict = subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", str(tmp_path / "allowed"), "-I", "mallory", "-n", "n",
+         "-s", str(tmp_path / "m.sig")],
+        input=b"hi\n", capture_output=True,
+    )
+    assert verdict.returncode != 0

@@ -123,3 +123,24 @@ def test_requests_past_every_parsers_recursion_limit_are_answered_and_the_server
     finally:
         err = wire.close()
     assert "Traceback" not in err, err
+
+
+def test_a_lone_carriage_return_does_not_split_a_request(workspace: Path) -> None:
+    """JSON allows `\\r` between tokens, and a client or proxy frames requests by `\\n`: a
+    line holding one request is one request, never two (a second call smuggled behind a
+    `\\r` would run unseen)."""
+    wire = Wire(workspace)
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert wire.answer()["id"] == 1
+        wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        smuggled = _call(3, "stratum_validate", json.dumps({"spec": "version: 2"}))
+        wire.send(_call(2, "stratum_validate", json.dumps({"spec": GATE_SPEC}))[:-1] + f',"x":\r{smuggled}\r}}')
+        answer = wire.answer()
+        assert answer["id"] == 2 and answer["result"]["structuredContent"]["status"] == "valid", answer
+        wire.send(_call(4, "stratum_validate", json.dumps({"spec": GATE_SPEC})))
+        assert wire.answer()["id"] == 4  # nothing answered for a smuggled id 3 in between
+    finally:
+        err = wire.close()
+    assert "Traceback" not in err, err
