@@ -5,6 +5,7 @@ the new one (and usually refused as stale)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -363,21 +364,30 @@ class Runs:
             mine = [entry for entry in ready if "itemIndex" not in entry]  # consumer items are not ours
             if not mine:
                 return snap
-            for entry in mine:
-                taken = self.claim(run_id, entry)
-                if taken is not None:
-                    self._emit(on_event, dispatch(run_id, taken).events)
+            for taken in self.claim(run_id, mine):
+                self._emit(on_event, dispatch(run_id, taken).events)
 
-    def claim(self, run_id: str, entry: dict[str, Any]) -> dict[str, Any] | None:
-        """Claim a ready step for the engine before its agent runs (only the engine's
-        measure of its usage then counts); the entry to run, handed out anew if another
-        client had reported usage for it first, or None if it is no longer ready."""
-        step, token = entry["id"], entry["dispatchToken"]
+    def claim(self, run_id: str, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Claim ready steps for the engine before any of their agents runs (only the
+        engine's measure of their usage then counts), all in one transition: while one
+        step's agent runs, no other client can report the next one first. The entries to
+        run, handed out anew where another client had reported usage first, without
+        those no longer ready (reported, cancelled or reverted meanwhile)."""
+
+        def take(eng: Engine) -> bool:
+            changed = False
+            for entry in entries:
+                with contextlib.suppress(Refused):  # that one is no longer the hand-out
+                    changed = eng.claim(entry["id"], entry["dispatchToken"]) or changed
+            return changed
+
         try:
-            snap = self.apply(run_id, "engine_dispatch", lambda e: e.claim(step, token), stepId=step).snap
-        except Refused:  # reported, cancelled or reverted meanwhile
-            return None
-        return next((e for e in self.engine(snap, judge=False).ready() if e["id"] == entry["id"]), None)
+            steps = [entry["id"] for entry in entries]
+            snap = self.apply(run_id, "engine_dispatch", take, stepIds=steps).snap
+        except Refused:  # the run ended meanwhile
+            return []
+        picked = {entry["id"] for entry in entries}
+        return [e for e in self.engine(snap, judge=False).ready() if e["id"] in picked]
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)

@@ -88,6 +88,7 @@ def test_while_the_engine_runs_a_step_no_other_client_can_report_its_usage_or_re
         (here / "go").touch()
         out, _ = engine.communicate(timeout=300)  # a hang is a loud failure
     finally:
+        (here / "go").touch()  # a failed test leaves no agent waiting
         engine.kill()
     assert engine.returncode == 0 and json.loads(out)["status"] == "completed", out
     runs = ws.runs()
@@ -135,3 +136,39 @@ def test_reports_racing_the_engines_claim_never_replace_its_measure(tmp_path: Pa
     assert len(debits) == 1 + seen["debited"] and runs.load("r1").state["flowSpent"]["usd"] == 0.5 + outside
     if seen["debited"]:
         assert mine[0]["dispatchId"] != first
+
+
+TWO = ONE + """      - id: b
+        do: "step b"
+        out: R
+"""
+
+
+def test_steps_ready_together_are_all_the_engines_before_its_first_agent_runs(tmp_path: Path) -> None:
+    """Claimed in one transition: while step a's agent runs, b (ready beside it) cannot be
+    reported by another client first, with less usage or an output of its choosing."""
+    ws, here = _workspace(tmp_path)
+    (tmp_path / "two.yaml").write_text(TWO)
+    engine = _engine(ws, str(tmp_path / "two.yaml"), "--id", "r1")
+    try:
+        wait_for(lambda: (here / "started").exists(), "the engine's first agent starts")
+
+        async def third_client(s: Session) -> None:
+            ready = (await s.ok("stratum_resume", {"runId": "r1"}))["ready"]
+            assert sorted(entry["id"] for entry in ready) == ["a", "b"], ready
+            result = {"output": {"n": 99}, "usage": {"usd": 0.0}}
+            for step in ("a", "b"):
+                message, doc = await s.error("stratum_step_done", {"runId": "r1", "stepId": step, "result": result})
+                assert doc is not None and doc["error_type"] == "engine_dispatch", message
+
+        run_server(ws.root, third_client)
+        (here / "go").touch()
+        out, _ = engine.communicate(timeout=300)  # a hang is a loud failure
+    finally:
+        (here / "go").touch()  # a failed test leaves no agent waiting
+        engine.kill()
+    assert engine.returncode == 0 and json.loads(out)["status"] == "completed", out
+    runs = ws.runs()
+    state = runs.load("r1").state
+    assert state["flowSpent"]["usd"] == 1.0
+    assert [d["source"] for d in _debits(runs)] == ["engine", "engine"]
