@@ -162,8 +162,11 @@ def _undo(root: Path, actions: list[dict[str, Any]]) -> None:
             failures.append(f"{action['path']}: {exc}")
     if failures:
         raise Refused("rollback failed: " + "; ".join(failures))
-    journal = root / PATH
-    if journal.is_file() and not journal.is_symlink():
+    try:
+        journal = check_target(root, PATH)  # no link on the way: nothing outside is touched
+    except UnsafePath:
+        return
+    if journal.is_file():
         journal.unlink()
     for folder in (root / ".vivary/runtime", root / ".vivary"):
         with contextlib.suppress(OSError):
@@ -198,8 +201,11 @@ def _prejournal(root: Path, tx_hash: str) -> list[dict[str, Any]] | None:
 
 
 def _journalled(root: Path, tx_hash: str) -> list[dict[str, Any]]:
-    journal = root / PATH
-    if journal.is_symlink() or not journal.is_file():
+    try:
+        journal = check_target(root, PATH)  # a link anywhere on the way is not ours to read
+    except UnsafePath as exc:
+        raise Refused("no safe adoption journal exists to recover") from exc
+    if not journal.is_file():
         raise Refused("no safe adoption journal exists to recover")
     if journal.stat().st_size > 1024 * 1024:
         raise Refused("adoption journal exceeds the recovery size limit")

@@ -341,3 +341,31 @@ def test_files_are_written_0644(tmp_path: Path) -> None:
                 tmp_path)
     assert done.returncode == 0, done.stderr
     assert {(ws / rel).stat().st_mode & 0o777 for rel in planned["creates"]} == {0o644}
+
+
+def test_recover_reads_and_removes_nothing_through_a_planted_vivary_link(
+    tmp_path: Path, upstream: Callable[[str], Path]
+) -> None:
+    """An interrupted apply's `.vivary` moved elsewhere and linked back: --recover refuses
+    (exit 1) and the journal it would have read, and the folders it would have removed,
+    outside the workspace are left as they were."""
+    oracle = upstream("create-vivary")
+    ws = tmp_path / "repo"
+    _build("own-agents", ws, oracle)
+    stop = ("import sys\nfrom pathlib import Path\nfrom create_vivary import thin_adopt, thin_journal\n"
+            "p = thin_adopt.plan(Path(sys.argv[1]), None, ())\n"
+            "def stop(root):\n    raise KeyboardInterrupt\n"
+            "try:\n    thin_journal.apply(p, p.hash, stop)\nexcept KeyboardInterrupt:\n    print(p.hash)\n")
+    proc = subprocess.run([str(BIN / "python"), "-c", stop, str(ws)], capture_output=True, text=True,
+                          check=False, timeout=300)
+    tx = proc.stdout.strip()
+    assert tx.startswith("sha256:"), proc.stderr
+    elsewhere = tmp_path / "elsewhere"
+    (ws / ".vivary").rename(elsewhere)
+    (ws / ".vivary").symlink_to(elsewhere)
+    before = _files(elsewhere)
+    assert "runtime/adopt-journal.json" in before
+    for extra in ([], ["--yes", "--plan", "sha256:" + "0" * 64]):
+        done = _run(BIN / "create-vivary", ["adopt", str(ws), "--minimal", "--recover", tx, *extra], tmp_path)
+        assert done.returncode == 1 and "no safe adoption journal" in done.stderr, done.stderr
+    assert _files(elsewhere) == before
