@@ -43,7 +43,8 @@ flows:
           concurrency: 1
           isolation: none
           require: any
-          merge: sequentialDISPATCH
+          merge: sequential
+          DISPATCH
           steps:
             - do: "wrong ${item} ${input.tag}"
               agent: claude
@@ -73,7 +74,7 @@ def workspace(repo_dir: Path) -> Iterator[Path]:
 
 
 def _spec(consumer: bool) -> str:
-    return SPEC.replace("DISPATCH", "\n          dispatch: consumer" if consumer else "")
+    return SPEC.replace("          DISPATCH\n", "          dispatch: consumer\n" if consumer else "")
 
 
 def _as_consumer(root: Path, tag: str) -> str:
