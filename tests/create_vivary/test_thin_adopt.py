@@ -277,14 +277,9 @@ def test_recovery_matches_create_vivary_0_4_3(
     assert _files(b.parent) == _files(a.parent)
 
 
-def test_0_4_3_recovers_what_our_interrupted_apply_left(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
-    """Our journal is 0.4.3's: an apply of ours stopped before its doctor ran is taken
-    back by 0.4.3's --recover, file for file."""
-    oracle = upstream("create-vivary")
-    ws = tmp_path / "repo"
-    _build("own-agents", ws, oracle)
-    (ws / ".gitignore").write_text("dist/\n")
-    before = _files(tmp_path)
+def _interrupt_ours(ws: Path) -> str:
+    """Our apply of `ws`, stopped where its doctor would run (the journal written, every
+    file changed); the plan hash it ran under."""
     stop = ("import sys\nfrom pathlib import Path\nfrom create_vivary import thin_adopt, thin_journal\n"
             "p = thin_adopt.plan(Path(sys.argv[1]), None, ())\n"
             "def stop(root):\n    raise KeyboardInterrupt\n"
@@ -293,6 +288,17 @@ def test_0_4_3_recovers_what_our_interrupted_apply_left(tmp_path: Path, upstream
                           check=False, timeout=300)
     tx = proc.stdout.strip()
     assert tx.startswith("sha256:"), proc.stderr
+    return tx
+
+def test_0_4_3_recovers_what_our_interrupted_apply_left(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
+    """Our journal is 0.4.3's: an apply of ours stopped before its doctor ran is taken
+    back by 0.4.3's --recover, file for file."""
+    oracle = upstream("create-vivary")
+    ws = tmp_path / "repo"
+    _build("own-agents", ws, oracle)
+    (ws / ".gitignore").write_text("dist/\n")
+    before = _files(tmp_path)
+    tx = _interrupt_ours(ws)
     journal = json.loads((ws / ".vivary/runtime/adopt-journal.json").read_text())
     assert (journal["schema"], journal["phase"], journal["completed"]) == ("vivary.adopt-journal.v3", "applying", 5)
     rhash = json.loads(_run(oracle, ["adopt", str(ws), "--recover", tx, "--json"], tmp_path).stdout)["recovery_plan_hash"]
@@ -352,14 +358,7 @@ def test_recover_reads_and_removes_nothing_through_a_planted_vivary_link(
     oracle = upstream("create-vivary")
     ws = tmp_path / "repo"
     _build("own-agents", ws, oracle)
-    stop = ("import sys\nfrom pathlib import Path\nfrom create_vivary import thin_adopt, thin_journal\n"
-            "p = thin_adopt.plan(Path(sys.argv[1]), None, ())\n"
-            "def stop(root):\n    raise KeyboardInterrupt\n"
-            "try:\n    thin_journal.apply(p, p.hash, stop)\nexcept KeyboardInterrupt:\n    print(p.hash)\n")
-    proc = subprocess.run([str(BIN / "python"), "-c", stop, str(ws)], capture_output=True, text=True,
-                          check=False, timeout=300)
-    tx = proc.stdout.strip()
-    assert tx.startswith("sha256:"), proc.stderr
+    tx = _interrupt_ours(ws)
     elsewhere = tmp_path / "elsewhere"
     (ws / ".vivary").rename(elsewhere)
     (ws / ".vivary").symlink_to(elsewhere)

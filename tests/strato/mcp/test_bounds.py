@@ -77,6 +77,13 @@ class Wire:
         for line in self.proc.stdout:
             self.lines.put(line)
 
+    def handshake(self) -> None:
+        """`initialize` (as id 1) and `initialized`, as a client opens a session."""
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
+        assert self.answer()["id"] == 1
+        self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
     def send(self, text: str) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(text.encode() + b"\n")
@@ -106,10 +113,7 @@ def test_requests_past_every_parsers_recursion_limit_are_answered_and_the_server
 ) -> None:
     wire = Wire(workspace)
     try:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-        wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
-        assert wire.answer()["id"] == 1
-        wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        wire.handshake()
         for id_, levels in ((2, 1_500), (3, 200_000)):  # past Python's json, and far past it
             deep = "[" * levels + "]" * levels
             wire.send(_call(id_, "stratum_step_done", f'{{"runId":"r","stepId":"s","result":{{"output":{deep}}}}}'))
@@ -131,10 +135,7 @@ def test_a_lone_carriage_return_does_not_split_a_request(workspace: Path) -> Non
     `\\r` would run unseen)."""
     wire = Wire(workspace)
     try:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-        wire.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
-        assert wire.answer()["id"] == 1
-        wire.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        wire.handshake()
         smuggled = _call(3, "stratum_validate", json.dumps({"spec": "version: 2"}))
         wire.send(_call(2, "stratum_validate", json.dumps({"spec": GATE_SPEC}))[:-1] + f',"x":\r{smuggled}\r}}')
         answer = wire.answer()
