@@ -15,7 +15,6 @@ recorded. The recovery plan has its own hash, applied only with ``--yes --plan
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,6 +24,7 @@ from create_vivary import adapters, thin
 from create_vivary.plan import FileAction, Refused
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import RATCHET, plan_hash, render
+from create_vivary.thin import digest
 from tropo.git import gitcli
 from tropo.git.rooted import UnsafePath, check_target, write_within
 
@@ -32,10 +32,6 @@ PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary-git.adopt-journal/v1"
 RECOVERY_SCHEMA = "vivary-git.adopt-recovery/v1"
 MAX_BYTES = 1024 * 1024
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def refuse_if_unfinished(root: Path) -> None:
@@ -49,9 +45,9 @@ def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool
           replaced: list[adapters.Projection] | None = None) -> None:
     refuse_if_unfinished(root)
     body = {"schema": SCHEMA, "plan_hash": tx_hash, "git_init": git_init,
-            "created": [{"path": a.path, "after_hash": _digest(a.data)} for a in created],
+            "created": [{"path": a.path, "after_hash": digest(a.data)} for a in created],
             "replaced": [{"path": r.path, "adapter": r.adapter, "before": r.before,
-                          "after_hash": _digest(r.data)} for r in replaced or []]}
+                          "after_hash": digest(r.data)} for r in replaced or []]}
     write_within(root, PATH, (json.dumps(body, sort_keys=True, indent=2) + "\n").encode())
 
 
@@ -125,7 +121,7 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
             dest = check_target(root, rel)
         except UnsafePath as exc:
             raise Refused(f"recovery destination is unsafe: {exc}") from exc
-        current = _digest(dest.read_bytes())
+        current = digest(dest.read_bytes())
         if current != entry["after_hash"]:
             raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")
         rows.append({"path": rel, "operation": "delete-created", "current_hash": current})
@@ -138,12 +134,12 @@ def _restore_row(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """Put back a replaced adapter when it holds what adopt wrote; already back is
     nothing to do; anything else changed since and is refused."""
     rel = entry["path"]
-    before = _digest(thin.adapter_doc(entry["adapter"], entry["before"]).encode())
+    before = digest(thin.adapter_doc(entry["adapter"], entry["before"]).encode())
     try:
         dest = check_target(root, rel)
     except UnsafePath as exc:
         raise Refused(f"recovery destination is unsafe: {exc}") from exc
-    current = _digest(dest.read_bytes()) if dest.is_file() else None
+    current = digest(dest.read_bytes()) if dest.is_file() else None
     if current == before:
         return {"path": rel, "operation": "no-op", "current_hash": current}
     if current != entry["after_hash"]:

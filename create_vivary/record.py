@@ -10,7 +10,6 @@ capsule still describes the workspace, and takes the write back if doctor then f
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from typing import Any
 
 from create_vivary.plan import Refused
 from create_vivary.scaffold import plan_hash
-from create_vivary.thin import CONTRACT
+from create_vivary.thin import CONTRACT, digest
 from tropo.check import document as docmod
 from tropo.check.config import THIN_CONFIG, ConfigError
 from tropo.check.frontmatter import parse
@@ -37,10 +36,6 @@ FOLDERS = {"modules": "module", "changes": "change", "decisions": "decision",
 NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?\.md")
 MAX_BYTES = 256 * 1024
 USAGE = "record path must be <modules|changes|decisions|verification|gates>/<slug>.md"
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def destination(record: str) -> str:
@@ -131,7 +126,7 @@ class RecordPlan:
     @property
     def payload(self) -> dict[str, Any]:
         return {"contract": CONTRACT, "action": self.action, "path": self.path,
-                "before_hash": self.before_hash, "after_hash": _digest(self.after),
+                "before_hash": self.before_hash, "after_hash": digest(self.after),
                 "capsule": self.capsule}
 
     @property
@@ -172,7 +167,7 @@ def plan(target: Path, record: str, source: Path, capsule: Path,
         raise Refused("record already matches the proposed content; no write is needed")
     validate(root, rel, text)
     return RecordPlan(root, src, rel, "update" if before is not None else "create",
-                      _digest(before) if before is not None else None, after, binding)
+                      digest(before) if before is not None else None, after, binding)
 
 
 def apply(p: RecordPlan, approved: str | None, healthy: Callable[[Path], list[str]]) -> None:

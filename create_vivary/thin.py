@@ -40,7 +40,8 @@ def _text(name: str) -> str:
     return (template_root() / "thin" / name).read_text(encoding="utf-8")
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """`sha256:<hex>` of some bytes: how create-vivary 0.4.3 names a file's content."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -72,7 +73,7 @@ def adapter_hashes(adapter: str) -> tuple[str, str]:
     """The source and content digests 0.4.3 uses to recognise its generated adapters."""
     source = (f"{CONTRACT}:{adapter}:route=.vivary/context.md;"
               "commands=tropo-find,tropo-check,create-vivary-doctor")
-    return _digest(source.encode()), _digest(_text("SKILL.md").encode())
+    return digest(source.encode()), digest(_text("SKILL.md").encode())
 
 
 def adapter_doc(adapter: str, generator: str = ADAPTER_FORMAT) -> str:

@@ -11,7 +11,6 @@ other's plan of the same folder. Read-only: :mod:`create_vivary.thin_journal` wr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -23,6 +22,7 @@ from typing import Any
 from create_vivary import adapters as adapters_mod
 from create_vivary import inventory, prejournal, thin
 from create_vivary.plan import Refused
+from create_vivary.thin import digest
 from tropo.git import gitcli
 
 AGENTS_START, AGENTS_END = "<!-- vivary:context:start -->", "<!-- vivary:context:end -->"
@@ -33,10 +33,6 @@ PRIVACY_PROBES = {".vivary/private/": ".vivary/private/secret.md",
                   ".vivary/runtime/": ".vivary/runtime/adopt-journal.json",
                   "*.vivary-tmp": ".vivary-output.vivary-tmp"}
 ACTIVE_PROBES = {".cocoindex_code/": ".cocoindex_code/private-index.db"}
-
-
-def digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def approval_hash(payload: dict[str, Any]) -> str:

@@ -21,12 +21,12 @@ from typing import Any
 
 from create_vivary import prejournal, presets, thin
 from create_vivary.plan import Refused
+from create_vivary.thin import digest
 from create_vivary.thin_adopt import (
     ThinPlan,
     appended,
     approval_hash,
     declared_active_context,
-    digest,
     identity,
 )
 from tropo.git.rooted import UnsafePath, check_target, write_within
