@@ -3,6 +3,7 @@ way ``git verify-commit`` checks them, and a base that requires them."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def test_the_key_must_be_allowed_for_namespace_git_at_that_time(ws: Workspace, k
     window = key.signers_line("alice", 'valid-after="20200101",valid-before="20300101"')
     assert _signer(ws, sha, window, at_s=1_700_000_000) == ("alice", None)
     assert _signer(ws, sha, window, at_s=1_900_000_000) == (None, refused)
-    expired = lambda: signers.parse(window)  # noqa: E731
+    expired = functools.partial(signers.parse, window)
     head = git(ws.root, "rev-parse", "HEAD").strip()
     assert notesig.unsigned_breaks(ws.repo, sha, [head], expired, 1_900_000_000, False) == [
         f"notes commit {sha[:12]} is not signed by a trusted key: {refused}"
@@ -182,7 +183,7 @@ def test_every_commit_after_the_stops_is_judged_unsigned_ones_only_when_required
 ) -> None:
     mallory = make_key(ws.tmp, "ed25519", "mallory")
     old, bad, unsigned, good = chain(ws, key, mallory, None, key)
-    trusted = lambda: signers.parse(key.signers_line("alice"))  # noqa: E731
+    trusted = functools.partial(signers.parse, key.signers_line("alice"))
     fp = sshsig.PublicKey.from_openssh(*mallory.public.split()).fingerprint
     why_bad = f"notes commit {bad[:12]} is not signed by a trusted key: key {fp} is not an allowed signer for namespace git"
     why_unsigned = f"notes commit {unsigned[:12]} is not signed by a trusted key: unsigned"

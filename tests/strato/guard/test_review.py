@@ -98,7 +98,7 @@ def test_the_report_lists_each_new_line_as_json_and_as_a_table(ws: Workspace, ke
     report = review(ws.repo, base)
     head = git(ws.root, "rev-parse", "HEAD").strip()
     made_at = git(ws.root, "rev-parse", "HEAD~1").strip()  # the entries name the commit they were made at
-    fingerprint = report.rows[-1].rationale.split("(")[1].split(")")[0]  # type: ignore[union-attr]
+    fingerprint = str(report.rows[-1].rationale).split("(")[1].split(")")[0]
     rows = [
         ("register", "registered", None, "draft", None, None, "ok"),
         ("transition", "applied", "draft", "review", None, None, "ok"),
