@@ -9,6 +9,7 @@ import pytest
 
 from strato.guard import engine, store
 from strato.guard.review import MAX_CELL, _cell, review, unambiguous, visible
+from strato.guard.verify import Break
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,
@@ -217,13 +218,19 @@ def test_an_entry_naming_no_commit_id_is_refused(ws: Workspace, key: Key) -> Non
         ), claim
 
 
-def test_a_base_ledger_that_lost_its_last_newline_names_its_last_line(ws: Workspace, key: Key) -> None:
+def _merged_base(ws: Workspace, key: Key) -> tuple[str, str, str]:
+    """A reviewed feature merged into main and pinned there: its ledger's anchor, the
+    base commit and the ledger's text as the base holds it."""
     start(ws, key)
     anchor = anchor_id(store.anchor_content(RID))
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
     base = ws.pin()
-    text = ledger_text(ws, anchor)
+    return anchor, base, ledger_text(ws, anchor)
+
+
+def test_a_base_ledger_that_lost_its_last_newline_names_its_last_line(ws: Workspace, key: Key) -> None:
+    anchor, base, text = _merged_base(ws, key)
     # no line differs, but the bytes do: the first line that lost its newline is named
     for cut, line in ((text[:-1], 2), (text.split("\n", 1)[0], 1)):
         put_ledger(ws, anchor, cut)
@@ -344,14 +351,7 @@ def test_base_notes_named_by_hand_stand_for_a_missing_pin(ws: Workspace, key: Ke
 
 
 def test_each_base_ledger_break_names_its_resource_line_and_note(ws: Workspace, key: Key) -> None:
-    from strato.guard.verify import Break
-
-    start(ws, key)
-    anchor = anchor_id(store.anchor_content(RID))
-    git(ws.root, "checkout", "-q", "main")
-    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
-    base = ws.pin()
-    text = ledger_text(ws, anchor)
+    anchor, base, text = _merged_base(ws, key)
     git(ws.root, "checkout", "-q", "-b", "next")
     cases = [
         (lambda: put_ledger(ws, anchor, text.replace('"agent"', '"human"', 1)),
