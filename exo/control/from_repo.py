@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from exo.claims import claim_refs, holder_at
+from exo.claims import claim_commit, claim_refs, holder_at
 from exo.control import ledger, scope
 from exo.control.envelope import OPERATIONS
 from exo.workspace import View
@@ -56,7 +56,10 @@ def claims(view: View) -> list[dict[str, Any]]:
                 break
         else:
             continue
-        created = datetime.fromtimestamp(resolve_commit(view.repo, oid).commit_time, UTC)
+        # the claim commit's time, which exo wrote: a later commit on the branch (its
+        # committer chooses its date) neither renews the lease nor dates it ahead
+        made = claim_commit(view.repo, oid, item_id) or resolve_commit(view.repo, oid)
+        created = datetime.fromtimestamp(made.commit_time, UTC)
         lease = None if seconds is None else {
             "granted_at": _instant(created),
             "expires_at": _instant(created + timedelta(seconds=seconds))}

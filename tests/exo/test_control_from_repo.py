@@ -4,6 +4,7 @@ the claim branches two clones raced for over a bare remote, and their leases exp
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -100,6 +101,25 @@ def test_leases_expire_from_the_claim_commit(tmp_path: Path) -> None:
     _, refused, _ = _control(root, "claim", {"claims": []},
                              _claim_input("bob", "changes/bravo.md", later))
     assert refused["result"]["reason_codes"] == ["lease_expired"]
+
+
+def test_a_later_commit_on_the_claim_branch_does_not_move_the_lease(tmp_path: Path) -> None:
+    root = clone(make_remote(tmp_path), "solo")
+    git(root, "config", "exo.lease-seconds", "60")
+    subprocess.run([EXO, "claim", "item", "--agent", "ann", "--root", str(root)], check=True,
+                   capture_output=True)
+    start = _commit_instant(root, "claim/item")
+    # work on the branch, its committer date chosen by whoever commits (here: far ahead)
+    git(root, "checkout", "-q", "claim/item")
+    (root / "work.txt").write_text("work\n")
+    git(root, "add", "work.txt")
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "--no-verify", "-m", "work"],
+                   check=True, env={**os.environ, "GIT_COMMITTER_DATE": "2099-01-01T00:00:00Z"})
+    git(root, "checkout", "-q", "-")
+    _, answer, _ = _control(root, "expire_leases", {"claims": []},
+                            {"now": "2050-01-01T00:00:00Z"})
+    (expired,) = answer["result"]["expired"]
+    assert expired["claim"]["created_at"] == expired["claim"]["lease"]["granted_at"] == start
 
 
 def test_tasks_are_the_work_items(tmp_path: Path) -> None:
