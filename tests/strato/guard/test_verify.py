@@ -405,3 +405,79 @@ def test_an_empty_ledger_is_a_break_that_shows_no_entry() -> None:
     with pytest.raises(ledger.LedgerBreak) as caught:
         check_ledger([], RID, lambda rid, line, entry: None, lambda *row: shown.append(row[1]))
     assert (caught.value.line, caught.value.message) == (1, "empty ledger") and shown == []
+
+
+def test_a_base_ledger_of_its_register_line_alone_is_not_judged_again(ws: Workspace, key: Key) -> None:
+    """Review passes over the base's lines, its register line too: a base ledger of just
+    that line, made at a commit since amended away, is accepted as the base holds it."""
+    from strato.guard.review import review
+
+    ws.trust(key.signers_line("alice"))
+    ws.commit({"NOTES.md": "n\n"}, "work")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    made_at = json.loads(lines(ws)[0])["git_head"]
+    git(ws.root, "commit", "-q", "--amend", "-m", "work, amended")
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")
+    git(ws.root, "gc", "-q", "--prune=now")
+    assert git(ws.root, "cat-file", "-e", made_at, check=False) == "" and ws.repo.get(made_at) is None
+    base = ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok and report.rows == [], [str(b) for b in report.verify.breaks]
+    assert report.verify.entries == 1
+
+
+@pytest.mark.parametrize("what", ["blob", "missing object"])
+def test_a_notes_ref_naming_a_blob_or_nothing_is_one_break(busy: Workspace, what: str) -> None:
+    """A ref file written by hand (or a remote's) may name any id, even one this
+    repository lacks: the break names what it found."""
+    readme = git(busy.root, "rev-parse", "HEAD:README.md").strip()
+    target = readme if what == "blob" else "0123456789ab" + "c" * 28
+    (busy.root / ".git" / store.REF).write_text(target + "\n")
+    report = verify_repository(busy.repo)
+    assert [str(b) for b in report.breaks] == [
+        f"note None: {store.REF} names a {what} ({target[:12]}), not a notes commit"
+    ]
+    assert report.resources == 0 and report.tip == target
+
+
+def test_a_ledger_rewritten_in_the_notes_history_is_a_break_on_its_note(busy: Workspace) -> None:
+    """After the line-precise breaks, each line the notes commit changed or removed, with
+    the resource and the note it was done to."""
+    entries = [json.loads(line) for line in lines(busy)]
+    entries[1].update(outcome="applied", to_state="review")
+    put(busy, reseal(entries[:2]))
+    sha = git(busy.root, "rev-parse", store.REF).strip()[:12]
+    note = anchor(busy)
+    rewritten = [
+        Break(RID, None, f"ledger rewritten, not appended to, in notes commit {sha}: a line {what} "
+              f"(ledgers/{note}/00/00/{n:02})", note)
+        for n, what in ((1, "changed"), (2, "removed"), (3, "removed"))
+    ]
+    assert verify_repository(busy.repo).breaks == [
+        Break(RID, 2, "outcome 'applied' does not follow from the verdict", note), *rewritten
+    ]
+
+
+def test_a_deleted_notes_ref_is_a_rewrite_of_each_tip_it_had(busy: Workspace) -> None:
+    """No notes at all verify, unless a tip the ref had (here the remote's) is named."""
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    git(busy.root, "update-ref", "-d", store.REF)  # and its reflog with it
+    assert verify_repository(busy.repo).to_json() == {
+        "ok": True, "ref": store.REF, "tip": None, "resources": 0, "entries": 0,
+        "first_break": None, "breaks": [],
+    }
+    older = git(busy.root, "rev-parse", f"{tip}~1").strip()
+    assert verify_repository(busy.repo, since=[tip, older]).breaks == [
+        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history") for old in (tip, older)
+    ]
+
+
+def test_a_deletion_recorded_in_the_reflog_is_not_a_tip(busy: Workspace) -> None:
+    """A reflog may record the ref's deletion (a zero new id, as the reftable backend
+    keeps it) before it was made again: that zero is no earlier tip to descend from."""
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    log = busy.root / ".git" / "logs" / store.REF
+    who = "A U Thor <author@example.com> 1796219600 +0000"
+    log.write_text(log.read_text() + f"{tip} {gitrepo.ZERO} {who}\tdeleted\n{gitrepo.ZERO} {tip} {who}\tmade again\n")
+    assert [str(e.oid_new) for e in busy.repo.references[store.REF].log()][:2] == [tip, gitrepo.ZERO]
+    assert verify_repository(busy.repo).ok
