@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.strato.guard.conftest import (
     put_ledger,
     ssh_sign,
 )
+from tropo.git import notes
 from tropo.git import repo as gitrepo
 
 RID = "svc:api"
@@ -481,3 +483,79 @@ def test_a_deletion_recorded_in_the_reflog_is_not_a_tip(busy: Workspace) -> None
     log.write_text(log.read_text() + f"{tip} {gitrepo.ZERO} {who}\tdeleted\n{gitrepo.ZERO} {tip} {who}\tmade again\n")
     assert [str(e.oid_new) for e in busy.repo.references[store.REF].log()][:2] == [tip, gitrepo.ZERO]
     assert verify_repository(busy.repo).ok
+
+
+def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(busy: Workspace) -> None:
+    """The cache keeps the accepted ledger's blob, size, lines and, per signed line, its
+    commit with that commit's signers blob; while they all hold (HEAD may move on) a
+    warm verify re-checks nothing, so it writes no cache entry either."""
+    from strato.guard import cache
+
+    tip = gitrepo.read_ref(busy.repo, store.REF)
+    assert tip is not None
+    (kept,) = [k for k in store.ledgers(busy.repo, tip) if k.anchor == anchor(busy)]
+    made_at = json.loads(lines(busy)[3])["git_head"]
+    signers_blob = git(busy.root, "rev-parse", f"{made_at}:.vivary/guard/allowed_signers").strip()
+    accepted = cache.Chain(
+        kept.blob, len(kept.data), 4, ((made_at, f"{made_at}:{signers_blob}"),), kept.running_id
+    )
+    known = cache.GuardCache(busy.repo)
+    assert known.chain(anchor(busy)) == accepted
+    entry = known.root / "chains" / f"{anchor(busy)}.json"
+    written = entry.stat().st_ino
+    busy.commit({"later.md": "later\n"}, "later work")
+    assert verify_repository(busy.repo).to_json()["entries"] == 5
+    assert entry.stat().st_ino == written  # not replaced: a hit
+    shutil.rmtree(known.root)  # cold: every ledger checked and counted again
+    assert verify_repository(busy.repo).to_json()["entries"] == 5
+    assert known.chain(anchor(busy)) == accepted  # the line's own commit, not HEAD
+
+
+def test_a_ledger_the_engine_read_but_verify_never_accepted_is_checked(busy: Workspace) -> None:
+    """Reading a ledger caches its chain of digests, not a verdict: verify still judges
+    a line whose signature was cut out and the chain resealed."""
+    from strato.guard import cache
+
+    entries = [json.loads(line) for line in lines(busy)]
+    del entries[-1]["verdict"]["authorization"]
+    put(busy, reseal(entries))
+    assert engine.history(busy.repo, {"resource_id": RID})["current_state"] == "released"
+    chain = cache.GuardCache(busy.repo).chain(anchor(busy))
+    assert chain is not None and chain.lines == 4 and chain.verified is None
+    rid, line, message = first_break(busy)
+    assert (rid, line) == (RID, 4) and "unsigned" in message
+
+
+@pytest.mark.parametrize(
+    "defect",
+    ["lines without a note", "another resource's ledger", "no register line", "an edited line", "a false running state"],
+)
+def test_a_note_that_is_no_ledger_of_its_own_is_one_break_and_the_next_ledgers_are_checked(
+    busy: Workspace, defect: str
+) -> None:
+    """The first note (by anchor) is spoilt; the one after it is still counted and checked."""
+    entries = {RID: 4, "svc:other": 1}
+    first, then = sorted(entries, key=lambda rid: anchor(busy, rid))
+    note = anchor(busy, first)
+    if defect == "lines without a note":
+        git(busy.root, "notes", "--ref=vivary/guard", "remove", note)
+        want = Break(None, None, "ledger lines under ledgers/ but no note", note)
+    elif defect == "a false running state":
+        from strato.guard import running
+
+        repo, tip = busy.repo, gitrepo.read_ref(busy.repo, store.REF)
+        tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(b"{}\n"))
+        notes.commit(repo, store.REF, tip, tree, "hand-edited running state\n")
+        want = Break(first, None, f"the running-state blob under {running.STATE}/ is not one the guard writes", note)
+    elif defect == "an edited line":
+        put(busy, ledger_text(busy, note).replace('"draft"', '"DRAFT"', 1), note)
+        want = Break(first, 1, "entry_digest does not match the entry (edited)", note)
+    else:
+        text = ledger_text(busy, anchor(busy, then)) if defect == "another resource's ledger" else "[]\n"
+        put(busy, text, note)
+        rid = then if defect == "another resource's ledger" else None
+        want = Break(rid, 1, "note does not belong to the resource it registers", note)
+    report = verify_repository(busy.repo)
+    assert report.breaks[0] == want, [str(b) for b in report.breaks]
+    read = sum(entries.values()) if defect == "a false running state" else entries[then]  # its lines were read
+    assert (report.resources, report.entries) == (2, read)
