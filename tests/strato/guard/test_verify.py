@@ -559,3 +559,9 @@ def test_a_note_that_is_no_ledger_of_its_own_is_one_break_and_the_next_ledgers_a
     assert report.breaks[0] == want, [str(b) for b in report.breaks]
     read = sum(entries.values()) if defect == "a false running state" else entries[then]  # its lines were read
     assert (report.resources, report.entries) == (2, read)
+
+
+def test_on_entry_sees_each_line_as_it_is_written(busy: Workspace) -> None:
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    verify_repository(busy.repo, on_entry=lambda rid, line, entry, signer, why: seen.update({(rid, line): entry}))
+    assert [seen[(RID, n)] for n in (1, 2, 3, 4)] == [json.loads(line) for line in lines(busy)]
