@@ -509,6 +509,7 @@ def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(
     shutil.rmtree(known.root)  # cold: every ledger checked and counted again
     assert verify_repository(busy.repo).to_json()["entries"] == 5
     assert known.chain(anchor(busy)) == accepted  # the line's own commit, not HEAD
+    assert sorted(p.name for p in entry.parent.iterdir()) == sorted(f"{anchor(busy, r)}.json" for r in (RID, "svc:other"))
 
 
 def test_a_ledger_the_engine_read_but_verify_never_accepted_is_checked(busy: Workspace) -> None:
@@ -565,3 +566,26 @@ def test_on_entry_sees_each_line_as_it_is_written(busy: Workspace) -> None:
     seen: dict[tuple[str, int], dict[str, Any]] = {}
     verify_repository(busy.repo, on_entry=lambda rid, line, entry, signer, why: seen.update({(rid, line): entry}))
     assert [seen[(RID, n)] for n in (1, 2, 3, 4)] == [json.loads(line) for line in lines(busy)]
+
+
+def test_review_checks_a_met_file_predicate_again_in_the_commit_under_review(ws: Workspace, key: Key) -> None:
+    """verify passes review's head on to derive: NOTES.md existed when the step was taken,
+    but the commit under review has none, so the step is refused there."""
+    from strato.guard.review import review
+
+    ws.trust(key.signers_line("alice"))
+    base = ws.pin("main: no ledgers yet")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    (ws.root / "NOTES.md").write_text("n\n")
+    assert engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})[
+        "status"
+    ] == "applied"
+    (ws.root / "NOTES.md").unlink()
+    head = ws.pin()
+    assert verify_repository(ws.repo).ok  # the record is taken where no commit is under review
+    report = review(ws.repo, base)
+    assert [(r.line, r.status) for r in report.rows] == [
+        (1, "ok"),
+        (2, f"refused: predicate 'notes' is recorded as met but NOTES.md is not in the reviewed commit {head[:12]}"),
+    ]
