@@ -589,3 +589,16 @@ def test_review_checks_a_met_file_predicate_again_in_the_commit_under_review(ws:
         (1, "ok"),
         (2, f"refused: predicate 'notes' is recorded as met but NOTES.md is not in the reviewed commit {head[:12]}"),
     ]
+
+
+def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Workspace) -> None:
+    """A record an older append left (3 of the 4 lines) is checked against those lines."""
+    from strato.guard import running
+
+    repo, note = busy.repo, anchor(busy)
+    tip = gitrepo.read_ref(repo, store.REF)
+    older = store.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
+    assert older is not None and running.parse(older[1]) is not None and running.parse(older[1]).lines == 3
+    tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))
+    notes.commit(repo, store.REF, tip, tree, "an older running state\n")
+    assert verify_repository(busy.repo).ok
