@@ -602,3 +602,18 @@ def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Works
     tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))
     notes.commit(repo, store.REF, tip, tree, "an older running state\n")
     assert verify_repository(busy.repo).ok
+
+
+def test_only_the_notes_commits_after_since_are_judged(ws: Workspace, key: Key) -> None:
+    """Every notes commit is signed by a key HEAD does not trust; given the remote's tip,
+    only the commit after it (the one a push sends) is judged."""
+    from tests.strato.guard.test_attacks import at_review
+    from tests.strato.guard.test_notesig import resign
+
+    ws.trust(key.signers_line("alice@example.com"))
+    at_review(ws)
+    resign(ws, make_key(ws.tmp, "ed25519", "mallory"), None)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    found = [b.message for b in verify_repository(ws.repo, since=[pushed]).breaks]
+    assert len(found) == 1 and found[0].startswith(f"notes commit {tip[:12]} is not signed by a trusted key: "), found
