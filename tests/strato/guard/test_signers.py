@@ -50,6 +50,67 @@ def test_a_principal_is_found_only_where_the_line_names_it(
     assert (signers.find(trusted, trusted[0].key, "n", 0, named) is not None) is found
     assert signers.find(trusted, trusted[0].key, "n", 0) is trusted[0]
 
+
+@pytest.mark.parametrize(
+    ("text", "patterns", "answer"),
+    [
+        ("a", (), False),
+        ("b", ("a",), False),
+        ("a", ("a",), True),
+        ("a", ("!a",), False),  # a negation alone never matches
+        ("b", ("!a",), False),
+        ("b", ("!a", "*"), True),
+        ("ab", ("*", "!a*"), False),  # a matching negation refuses, wherever it stands
+        ("ab", ("!a*", "*"), False),
+        ("a\nb", ("a*",), True),  # * and ? match a newline too
+        ("a\nb", ("a?b",), True),
+        ("a\n", ("a",), False),
+    ],
+)
+def test_a_pattern_list_answers_as_openssh_match_pattern_list(
+    text: str, patterns: tuple[str, ...], answer: bool
+) -> None:
+    assert signers.match_list(text, patterns) is answer
+
+
+@pytest.mark.parametrize(
+    ("principals", "named", "found"),
+    [
+        ("alice*", "alice\nevil", True),
+        ("a?ice", "a\nice", True),
+        ("alice", "alice\n", False),
+        ("bob*", "alice\nbob", False),
+    ],
+)
+def test_a_principal_with_a_newline_is_matched_as_ssh_keygen_matches_it(
+    tmp_path: Path, key: Key, principals: str, named: str, found: bool
+) -> None:
+    """The recorded principal is the ledger writer's: `*` and `?` match its newline
+    in ``ssh-keygen -Y verify -I`` too, and an exact name is matched whole."""
+    text = key.signers_line(principals)
+    (tmp_path / "allowed").write_text(text)
+    (tmp_path / "m").write_text("hi\n")
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(key.path), "-n", "n", str(tmp_path / "m")],
+                   check=True, capture_output=True)
+    verdict = subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", str(tmp_path / "allowed"), "-I", named, "-n", "n",
+         "-s", str(tmp_path / "m.sig")],
+        input=b"hi\n", capture_output=True,
+    )
+    assert (verdict.returncode == 0) is found, verdict.stderr
+    trusted = signers.parse(text)
+    assert (signers.find(trusted, trusted[0].key, "n", 0, named) is not None) is found
+
+
+def test_find_takes_the_first_line_whose_namespaces_allow_the_namespace(key: Key) -> None:
+    trusted = signers.parse(
+        key.signers_line("git-only", 'namespaces="git"') + key.signers_line("guard", 'namespaces="!git,stratum-*"')
+    )
+    assert [s.principals for s in (signers.find(trusted, trusted[0].key, n, 0) for n in ("git", "stratum-x")) if s] == [
+        ("git-only",), ("guard",)
+    ]
+    assert signers.find(trusted, trusted[0].key, "other", 0) is None
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

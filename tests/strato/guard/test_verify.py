@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from tests.strato.guard.conftest import (
     put_ledger,
     ssh_sign,
 )
+from tropo.git import notes
 from tropo.git import repo as gitrepo
 
 RID = "svc:api"
@@ -405,3 +407,213 @@ def test_an_empty_ledger_is_a_break_that_shows_no_entry() -> None:
     with pytest.raises(ledger.LedgerBreak) as caught:
         check_ledger([], RID, lambda rid, line, entry: None, lambda *row: shown.append(row[1]))
     assert (caught.value.line, caught.value.message) == (1, "empty ledger") and shown == []
+
+
+def test_a_base_ledger_of_its_register_line_alone_is_not_judged_again(ws: Workspace, key: Key) -> None:
+    """Review passes over the base's lines, its register line too: a base ledger of just
+    that line, made at a commit since amended away, is accepted as the base holds it."""
+    from strato.guard.review import review
+
+    ws.trust(key.signers_line("alice"))
+    ws.commit({"NOTES.md": "n\n"}, "work")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    made_at = json.loads(lines(ws)[0])["git_head"]
+    git(ws.root, "commit", "-q", "--amend", "-m", "work, amended")
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")
+    git(ws.root, "gc", "-q", "--prune=now")
+    assert git(ws.root, "cat-file", "-e", made_at, check=False) == "" and ws.repo.get(made_at) is None
+    base = ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok and report.rows == [], [str(b) for b in report.verify.breaks]
+    assert report.verify.entries == 1
+
+
+@pytest.mark.parametrize("what", ["blob", "missing object"])
+def test_a_notes_ref_naming_a_blob_or_nothing_is_one_break(busy: Workspace, what: str) -> None:
+    """A ref file written by hand (or a remote's) may name any id, even one this
+    repository lacks: the break names what it found."""
+    readme = git(busy.root, "rev-parse", "HEAD:README.md").strip()
+    target = readme if what == "blob" else "0123456789ab" + "c" * 28
+    (busy.root / ".git" / store.REF).write_text(target + "\n")
+    report = verify_repository(busy.repo)
+    assert [str(b) for b in report.breaks] == [
+        f"note None: {store.REF} names a {what} ({target[:12]}), not a notes commit"
+    ]
+    assert report.resources == 0 and report.tip == target
+
+
+def test_a_ledger_rewritten_in_the_notes_history_is_a_break_on_its_note(busy: Workspace) -> None:
+    """After the line-precise breaks, each line the notes commit changed or removed, with
+    the resource and the note it was done to."""
+    entries = [json.loads(line) for line in lines(busy)]
+    entries[1].update(outcome="applied", to_state="review")
+    put(busy, reseal(entries[:2]))
+    sha = git(busy.root, "rev-parse", store.REF).strip()[:12]
+    note = anchor(busy)
+    rewritten = [
+        Break(RID, None, f"ledger rewritten, not appended to, in notes commit {sha}: a line {what} "
+              f"(ledgers/{note}/00/00/{n:02})", note)
+        for n, what in ((1, "changed"), (2, "removed"), (3, "removed"))
+    ]
+    assert verify_repository(busy.repo).breaks == [
+        Break(RID, 2, "outcome 'applied' does not follow from the verdict", note), *rewritten
+    ]
+
+
+def test_a_deleted_notes_ref_is_a_rewrite_of_each_tip_it_had(busy: Workspace) -> None:
+    """No notes at all verify, unless a tip the ref had (here the remote's) is named."""
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    git(busy.root, "update-ref", "-d", store.REF)  # and its reflog with it
+    assert verify_repository(busy.repo).to_json() == {
+        "ok": True, "ref": store.REF, "tip": None, "resources": 0, "entries": 0,
+        "first_break": None, "breaks": [],
+    }
+    older = git(busy.root, "rev-parse", f"{tip}~1").strip()
+    assert verify_repository(busy.repo, since=[tip, older]).breaks == [
+        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history") for old in (tip, older)
+    ]
+
+
+def test_a_deletion_recorded_in_the_reflog_is_not_a_tip(busy: Workspace) -> None:
+    """A reflog may record the ref's deletion (a zero new id, as the reftable backend
+    keeps it) before it was made again: that zero is no earlier tip to descend from."""
+    tip = git(busy.root, "rev-parse", store.REF).strip()
+    log = busy.root / ".git" / "logs" / store.REF
+    who = "A U Thor <author@example.com> 1796219600 +0000"
+    log.write_text(log.read_text() + f"{tip} {gitrepo.ZERO} {who}\tdeleted\n{gitrepo.ZERO} {tip} {who}\tmade again\n")
+    assert [str(e.oid_new) for e in busy.repo.references[store.REF].log()][:2] == [tip, gitrepo.ZERO]
+    assert verify_repository(busy.repo).ok
+
+
+def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(busy: Workspace) -> None:
+    """The cache keeps the accepted ledger's blob, size, lines and, per signed line, its
+    commit with that commit's signers blob; while they all hold (HEAD may move on) a
+    warm verify re-checks nothing, so it writes no cache entry either."""
+    from strato.guard import cache
+
+    tip = gitrepo.read_ref(busy.repo, store.REF)
+    assert tip is not None
+    (kept,) = [k for k in store.ledgers(busy.repo, tip) if k.anchor == anchor(busy)]
+    made_at = json.loads(lines(busy)[3])["git_head"]
+    signers_blob = git(busy.root, "rev-parse", f"{made_at}:.vivary/guard/allowed_signers").strip()
+    accepted = cache.Chain(
+        kept.blob, len(kept.data), 4, ((made_at, f"{made_at}:{signers_blob}"),), kept.running_id
+    )
+    known = cache.GuardCache(busy.repo)
+    assert known.chain(anchor(busy)) == accepted
+    entry = known.root / "chains" / f"{anchor(busy)}.json"
+    written = entry.stat().st_ino
+    busy.commit({"later.md": "later\n"}, "later work")
+    assert verify_repository(busy.repo).to_json()["entries"] == 5
+    assert entry.stat().st_ino == written  # not replaced: a hit
+    shutil.rmtree(known.root)  # cold: every ledger checked and counted again
+    assert verify_repository(busy.repo).to_json()["entries"] == 5
+    assert known.chain(anchor(busy)) == accepted  # the line's own commit, not HEAD
+    assert sorted(p.name for p in entry.parent.iterdir()) == sorted(f"{anchor(busy, r)}.json" for r in (RID, "svc:other"))
+
+
+def test_a_ledger_the_engine_read_but_verify_never_accepted_is_checked(busy: Workspace) -> None:
+    """Reading a ledger caches its chain of digests, not a verdict: verify still judges
+    a line whose signature was cut out and the chain resealed."""
+    from strato.guard import cache
+
+    entries = [json.loads(line) for line in lines(busy)]
+    del entries[-1]["verdict"]["authorization"]
+    put(busy, reseal(entries))
+    assert engine.history(busy.repo, {"resource_id": RID})["current_state"] == "released"
+    chain = cache.GuardCache(busy.repo).chain(anchor(busy))
+    assert chain is not None and chain.lines == 4 and chain.verified is None
+    rid, line, message = first_break(busy)
+    assert (rid, line) == (RID, 4) and "unsigned" in message
+
+
+@pytest.mark.parametrize(
+    "defect",
+    ["lines without a note", "another resource's ledger", "no register line", "an edited line", "a false running state"],
+)
+def test_a_note_that_is_no_ledger_of_its_own_is_one_break_and_the_next_ledgers_are_checked(
+    busy: Workspace, defect: str
+) -> None:
+    """The first note (by anchor) is spoilt; the one after it is still counted and checked."""
+    entries = {RID: 4, "svc:other": 1}
+    first, then = sorted(entries, key=lambda rid: anchor(busy, rid))
+    note = anchor(busy, first)
+    if defect == "lines without a note":
+        git(busy.root, "notes", "--ref=vivary/guard", "remove", note)
+        want = Break(None, None, "ledger lines under ledgers/ but no note", note)
+    elif defect == "a false running state":
+        from strato.guard import running
+
+        repo, tip = busy.repo, gitrepo.read_ref(busy.repo, store.REF)
+        tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(b"{}\n"))
+        notes.commit(repo, store.REF, tip, tree, "hand-edited running state\n")
+        want = Break(first, None, f"the running-state blob under {running.STATE}/ is not one the guard writes", note)
+    elif defect == "an edited line":
+        put(busy, ledger_text(busy, note).replace('"draft"', '"DRAFT"', 1), note)
+        want = Break(first, 1, "entry_digest does not match the entry (edited)", note)
+    else:
+        text = ledger_text(busy, anchor(busy, then)) if defect == "another resource's ledger" else "[]\n"
+        put(busy, text, note)
+        rid = then if defect == "another resource's ledger" else None
+        want = Break(rid, 1, "note does not belong to the resource it registers", note)
+    report = verify_repository(busy.repo)
+    assert report.breaks[0] == want, [str(b) for b in report.breaks]
+    read = sum(entries.values()) if defect == "a false running state" else entries[then]  # its lines were read
+    assert (report.resources, report.entries) == (2, read)
+
+
+def test_on_entry_sees_each_line_as_it_is_written(busy: Workspace) -> None:
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    verify_repository(busy.repo, on_entry=lambda rid, line, entry, signer, why: seen.update({(rid, line): entry}))
+    assert [seen[(RID, n)] for n in (1, 2, 3, 4)] == [json.loads(line) for line in lines(busy)]
+
+
+def test_review_checks_a_met_file_predicate_again_in_the_commit_under_review(ws: Workspace, key: Key) -> None:
+    """verify passes review's head on to derive: NOTES.md existed when the step was taken,
+    but the commit under review has none, so the step is refused there."""
+    from strato.guard.review import review
+
+    ws.trust(key.signers_line("alice"))
+    base = ws.pin("main: no ledgers yet")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    (ws.root / "NOTES.md").write_text("n\n")
+    assert engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})[
+        "status"
+    ] == "applied"
+    (ws.root / "NOTES.md").unlink()
+    head = ws.pin()
+    assert verify_repository(ws.repo).ok  # the record is taken where no commit is under review
+    report = review(ws.repo, base)
+    assert [(r.line, r.status) for r in report.rows] == [
+        (1, "ok"),
+        (2, f"refused: predicate 'notes' is recorded as met but NOTES.md is not in the reviewed commit {head[:12]}"),
+    ]
+
+
+def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Workspace) -> None:
+    """A record an older append left (3 of the 4 lines) is checked against those lines."""
+    from strato.guard import running
+
+    repo, note = busy.repo, anchor(busy)
+    tip = gitrepo.read_ref(repo, store.REF)
+    older = store.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
+    assert older is not None and running.parse(older[1]) is not None and running.parse(older[1]).lines == 3
+    tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))
+    notes.commit(repo, store.REF, tip, tree, "an older running state\n")
+    assert verify_repository(busy.repo).ok
+
+
+def test_only_the_notes_commits_after_since_are_judged(ws: Workspace, key: Key) -> None:
+    """Every notes commit is signed by a key HEAD does not trust; given the remote's tip,
+    only the commit after it (the one a push sends) is judged."""
+    from tests.strato.guard.test_attacks import at_review
+    from tests.strato.guard.test_notesig import resign
+
+    ws.trust(key.signers_line("alice@example.com"))
+    at_review(ws)
+    resign(ws, make_key(ws.tmp, "ed25519", "mallory"), None)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    pushed = git(ws.root, "rev-parse", f"{store.REF}~1").strip()
+    found = [b.message for b in verify_repository(ws.repo, since=[pushed]).breaks]
+    assert len(found) == 1 and found[0].startswith(f"notes commit {tip[:12]} is not signed by a trusted key: "), found
