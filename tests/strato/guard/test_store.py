@@ -292,3 +292,27 @@ def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(mov
         f"ledger of {RID!r}: ledger lines under {store.LEDGERS}/ but no note",
     )
 
+
+@pytest.mark.parametrize("edit", ["a gap after the cached lines", "a line that is a directory"])
+def test_lines_past_the_cached_tail_that_are_not_there_are_refused_not_a_crash(
+    moved: Workspace, edit: str
+) -> None:
+    """The local tail record knows the first 4 lines; the names then promise lines the
+    tree does not hold as blobs. Every writer refuses the ledger with what is wrong, as
+    a cold read does, instead of failing on the missing blob."""
+    put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR))  # no running state: a full fold
+    assert store.load(moved.repo, RID).generation != ""  # recorded in the tail cache
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # the record: 4 lines
+    repo = moved.repo
+    first = repo.create_blob(ledger_text(moved, ANCHOR).splitlines(keepends=True)[1].encode())
+    if edit == "a gap after the cached lines":
+        _edit_lines(moved, {line_path(6): first}, "a line past a gap\n")
+        where = "00/00/06"
+    else:
+        _edit_lines(moved, {f"{line_path(4)}/x": first}, "a directory for a line\n")
+        where = "00/00/04"
+    message = f"ledger of {RID!r}: ledger line {where!r} is out of sequence (a line is missing)"
+    for attempt in (lambda: store.load(repo, RID), lambda: engine.transition(repo, BACK)):
+        with pytest.raises(GuardError) as info:
+            attempt()
+        assert (info.value.error_type, info.value.message) == ("ledger_corrupt", message)
