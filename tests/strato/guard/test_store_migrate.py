@@ -215,6 +215,7 @@ def test_a_migration_that_loses_a_race_starts_again_from_the_winners_tip(ws: Wor
     sig = gitrepo.signature(repo)
     assert before is not None
     winner = str(repo.create_commit(None, sig, sig, "winner\n", moved, [pygit2.Oid(hex=before)]))
+    assert notes.kept_anchors(repo, winner) == set(texts)  # like any guard write: every annotated blob
     flag = ws.tmp / "raced"
     sign_through(
         ws,
