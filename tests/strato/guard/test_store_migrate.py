@@ -320,3 +320,21 @@ def test_migrate_with_no_notes_ref_writes_nothing(ws: Workspace) -> None:
     answer = store.migrate(ws.repo)
     assert answer == {"status": "up_to_date", "ref": store.REF, "tip": None, "migrated": 0, "states": 0}
     assert tip(ws) is None
+
+
+def test_an_older_ledger_that_does_not_fold_is_moved_as_it_is_and_gets_no_state(ws: Workspace) -> None:
+    """Its bytes move unchanged (verify still names its break, at the same line); no
+    running state is true of it."""
+    rid = RIDS[0]
+    register(ws, rid)
+    lines = ledger_text(ws, anchor(rid)).splitlines(keepends=True)
+    broken = "".join([lines[0], lines[1].replace("draft", "released"), lines[2]])
+    older_layout(ws, {anchor(rid): broken})
+    (before,) = verify_repository(ws.repo).breaks
+
+    answer = store.migrate(ws.repo)
+
+    assert answer == {"status": "migrated", "ref": store.REF, "tip": tip(ws), "migrated": 1, "states": 0}
+    assert ledger_text(ws, anchor(rid)) == broken and state_blob(ws, anchor(rid)) is None
+    (after,) = verify_repository(ws.repo).breaks
+    assert (after.line, after.message) == (before.line, before.message)
