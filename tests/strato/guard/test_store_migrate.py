@@ -338,3 +338,29 @@ def test_an_older_ledger_that_does_not_fold_is_moved_as_it_is_and_gets_no_state(
     assert ledger_text(ws, anchor(rid)) == broken and state_blob(ws, anchor(rid)) is None
     (after,) = verify_repository(ws.repo).breaks
     assert (after.line, after.message) == (before.line, before.message)
+
+
+def test_a_note_under_a_fanout_directory_is_replaced_where_it_is(ws: Workspace) -> None:
+    """git notes moves notes into ``aa/bbbb…`` directories once a notes tree is large: the
+    marker takes the older ledger's place there, and no second note for it appears."""
+    rid = RIDS[0]
+    register(ws, rid)
+    at, text = anchor(rid), ledger_text(ws, anchor(rid))
+    older_layout(ws, {at: text})
+    repo, old = ws.repo, tip(ws)
+    tree = notes.tree_of(repo, old)
+    assert tree is not None
+    fanned = repo.TreeBuilder(tree)
+    fanned.remove(at)
+    sub = repo.TreeBuilder()
+    sub.insert(at[2:], repo.create_blob(text.encode()), pygit2.GIT_FILEMODE_BLOB)
+    fanned.insert(at[:2], sub.write(), pygit2.GIT_FILEMODE_TREE)
+    notes.commit(repo, store.REF, old, fanned.write(), "notes fanned out\n")
+    assert notes.read(repo, tip(ws), at) == text.encode()
+
+    assert store.migrate(repo)["migrated"] == 1
+
+    moved = notes.tree_of(repo, tip(ws))
+    assert moved is not None and at not in moved and notes.duplicated(repo, tip(ws)) == []
+    assert notes.read(repo, tip(ws), at) == store.marker(at) and ledger_text(ws, at) == text
+    assert verify_repository(repo).ok
