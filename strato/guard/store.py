@@ -370,15 +370,18 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
     if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
         count = line_count(tree, anchor)
         line = functools.partial(_line, lines, anchor)
-        resumed = tail.resume(
-            verified,
-            anchor,
-            resource_id,
-            functools.partial(prefix_id, lines),
-            count,
-            line,
-            lambda: full()[1],
-        )
+        try:
+            resumed = tail.resume(
+                verified,
+                anchor,
+                resource_id,
+                functools.partial(prefix_id, lines),
+                count,
+                line,
+                lambda: full()[1],
+            )
+        except (KeyError, ValueError):  # a line its names promise is missing or not a blob:
+            resumed = None  # no record is true of it, and the full read says what is wrong
         if resumed is not None:
             return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
         # no local record: the one in the notes tree, checked against the lines it names

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from strato.guard import engine, ledger, store, verify_repository
+from strato.guard import cache, engine, ledger, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
@@ -258,3 +259,60 @@ def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace
     with pytest.raises(GuardError) as info:
         store.load(moved.repo, RID)
     assert str(info.value) == f"ledger of {RID!r} is broken at line 1: ledger is not UTF-8"
+
+
+def test_a_load_at_an_older_notes_commit_reads_the_ledger_as_it_was_there(moved: Workspace) -> None:
+    old = tip(moved)
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"
+    for cached in (True, False):  # resumed from the tail record, and from the notes record
+        if not cached:
+            shutil.rmtree(cache.GuardCache(moved.repo).root)
+        then, now = store.load(moved.repo, RID, old), store.load(moved.repo, RID)
+        assert then.tip == old and then.lines == 3 and then.state is not None
+        assert (then.state.length, then.state.current_state) == (3, "draft")
+        assert now.tip == tip(moved) and now.state is not None and now.state.current_state == "review"
+
+
+def test_a_full_load_records_the_lines_it_checked_under_the_ledgers_anchor(moved: Workspace) -> None:
+    put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR))  # the same lines, no running state
+    shutil.rmtree(cache.GuardCache(moved.repo).root)
+    snap = store.load(moved.repo, RID)
+    assert snap.generation != ""  # folded in full: every line checked
+    tree = store.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
+    data = ledger_text(moved, ANCHOR).encode()
+    assert cache.GuardCache(moved.repo).chain(ANCHOR) == cache.Chain(store.prefix_id(tree, 3), len(data), 3)
+
+
+def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(moved: Workspace) -> None:
+    git(moved.root, "notes", "--ref=vivary/guard", "remove", ANCHOR)  # the lines stay
+    with pytest.raises(GuardError) as info:
+        store.load(moved.repo, RID)
+    assert (info.value.error_type, info.value.message) == (
+        "ledger_corrupt",
+        f"ledger of {RID!r}: ledger lines under {store.LEDGERS}/ but no note",
+    )
+
+
+@pytest.mark.parametrize("edit", ["a gap after the cached lines", "a line that is a directory"])
+def test_lines_past_the_cached_tail_that_are_not_there_are_refused_not_a_crash(
+    moved: Workspace, edit: str
+) -> None:
+    """The local tail record knows the first 4 lines; the names then promise lines the
+    tree does not hold as blobs. Every writer refuses the ledger with what is wrong, as
+    a cold read does, instead of failing on the missing blob."""
+    put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR))  # no running state: a full fold
+    assert store.load(moved.repo, RID).generation != ""  # recorded in the tail cache
+    assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # the record: 4 lines
+    repo = moved.repo
+    first = repo.create_blob(ledger_text(moved, ANCHOR).splitlines(keepends=True)[1].encode())
+    if edit == "a gap after the cached lines":
+        _edit_lines(moved, {line_path(6): first}, "a line past a gap\n")
+        where = "00/00/06"
+    else:
+        _edit_lines(moved, {f"{line_path(4)}/x": first}, "a directory for a line\n")
+        where = "00/00/04"
+    message = f"ledger of {RID!r}: ledger line {where!r} is out of sequence (a line is missing)"
+    for attempt in (lambda: store.load(repo, RID), lambda: engine.transition(repo, BACK)):
+        with pytest.raises(GuardError) as info:
+            attempt()
+        assert (info.value.error_type, info.value.message) == ("ledger_corrupt", message)
