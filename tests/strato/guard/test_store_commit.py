@@ -426,12 +426,16 @@ def test_a_ledger_the_notes_tree_does_not_hold_readably_is_named(ws: Workspace) 
     ]
     for spec, note, problem in cases:
         found = stored(ws, spec, note)
-        assert (found.problem, found.blob, found.lines) == (problem, "", 0), problem
+        assert (found.anchor, found.problem, found.blob, found.lines) == (ANCHOR, problem, "", 0), problem
     older = stored(ws, {}, b"line 0\nline 1\n")  # the older layout: the whole ledger as the note
     assert older.problem is None and older.legacy and older.data == b"line 0\nline 1\n"
     assert older.blob == str(ws.repo.create_blob(b"line 0\nline 1\n")) and older.first_line == b"line 0"
+    assert (older.anchor, older.running, older.running_id) == (ANCHOR, None, "")
+    older_state = stored(ws, state, b"line 0\nline 1\n")  # as migrate-store leaves it
+    assert (older_state.problem, older_state.legacy, older_state.running) == (None, True, b"state\n")
+    assert older_state.running_id == str(ws.repo.create_blob(b"state\n"))
     none = stored(ws, {}, None)
-    assert (none.problem, none.data, none.legacy, none.running) == (None, b"", False, None)
+    assert (none.problem, none.data, none.legacy, none.running, none.running_id) == (None, b"", False, None, "")
     with_state = stored(ws, {**lines, **state}, marker)
     assert with_state.problem is None and with_state.running == b"state\n"
     assert with_state.running_id == str(ws.repo.create_blob(b"state\n"))
