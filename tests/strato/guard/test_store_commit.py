@@ -498,3 +498,21 @@ def test_an_append_keeps_every_annotated_blob_reachable(ws: Workspace) -> None:
     git(ws.root, "notes", "--ref=vivary/guard", "prune")
     assert engine.history(ws.repo, {"resource_id": other})["current_state"] == "a"
     assert verify_repository(ws.repo).ok
+
+
+def test_a_warm_cache_never_spares_the_walk_of_other_line_names(reg: Workspace) -> None:
+    """The cache knows this ledger under its prefix id; an odd name added among its lines
+    makes another name, so the lines are walked again and the odd one named."""
+    store.commit(reg.repo, RID, flip([]))  # the chain record: this ledger, checked
+    repo, old = reg.repo, tip(reg)
+    tree = notes.tree_of(repo, old)
+    odd = [store.LEDGERS, ANCHOR, "00", "00", "zz"]
+    notes.commit(repo, store.REF, old, notes.insert(repo, tree, odd, repo.create_blob(b"x\n")), "odd\n")
+    assert cache.GuardCache(repo).chain(ANCHOR) is not None
+    new = tip(reg)
+    note = notes.note_blob(repo, new, ANCHOR)
+    found = store.stored(repo, notes.tree_of(repo, new), ANCHOR, note, cache.GuardCache(repo))
+    assert found.problem == "unexpected entry '00/00/zz' among the ledger's lines"
+    with pytest.raises(GuardError) as info:
+        store.load(repo, RID)
+    assert info.value.message == f"ledger of {RID!r}: unexpected entry '00/00/zz' among the ledger's lines"
