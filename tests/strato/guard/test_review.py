@@ -483,3 +483,17 @@ def test_a_branch_that_deletes_the_pin_is_a_break(ws: Workspace, key: Key) -> No
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
         f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
     ]
+
+
+def test_a_pin_the_notes_moved_past_names_both_commits(ws: Workspace, key: Key) -> None:
+    """The branch pinned, then wrote one more entry: the pinned commit and the notes tip,
+    each by its first 12 digits."""
+    base = start(ws, key)
+    pinned = git(ws.root, "rev-parse", store.REF).strip()
+    ws.pin()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit {pinned[:12]} but its notes are at {tip[:12]}: {fix}"
+    ]
