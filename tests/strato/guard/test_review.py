@@ -497,3 +497,26 @@ def test_a_pin_the_notes_moved_past_names_both_commits(ws: Workspace, key: Key) 
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
         f"note None: the head pins notes commit {pinned[:12]} but its notes are at {tip[:12]}: {fix}"
     ]
+
+
+@pytest.mark.parametrize(("now_s", "ok"), [(1893456000 - 10, True), (1893456000 + 10, False)])
+def test_signed_notes_commits_are_judged_at_the_time_of_review(
+    ws: Workspace, key: Key, now_s: int, ok: bool
+) -> None:
+    """Attack: notes commits signed by a key the base trusts until 2030-01-01, reviewed
+    after it expired. The key's window is read at ``now_s``, as for ledger signatures."""
+    ws.trust(key.signers_line("alice@example.com", 'valid-before="20300101"'))
+    base = ws.pin("main: alice until 2030")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    resign(ws, key, None)
+    ws.pin()
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    found = [str(b) for b in review(ws.repo, base, now_s=now_s).verify.breaks]
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-l", "-f", f"{key.path}.pub"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert found == ([] if ok else [
+        f"note None: notes commit {tip[:12]} is not signed by a trusted key: key {fingerprint} "
+        "is not an allowed signer for namespace git"
+    ])
