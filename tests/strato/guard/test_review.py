@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 
 import pytest
 
-from strato.guard import engine, store
+from strato.guard import config, engine, store
 from strato.guard.review import MAX_CELL, _cell, review, unambiguous, visible
 from strato.guard.verify import Break
 from tests.conftest import git
@@ -21,6 +22,8 @@ from tests.strato.guard.conftest import (
     put_ledger,
     ssh_sign,
 )
+from tests.strato.guard.test_attacks_campaign import notes_commit
+from tests.strato.guard.test_notesig import resign
 from tests.strato.guard.test_verify import reseal
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
@@ -376,3 +379,144 @@ def test_a_new_register_line_claiming_a_missing_commit_is_refused_at_line_1(ws: 
     ws.pin()
     why = f"{RID!r} line 1: claims commit 111111111111, which this repository lacks"
     assert why in [str(b) for b in review(ws.repo, base).verify.breaks]
+
+
+
+def test_a_second_note_for_a_ledger_is_a_break_naming_its_object(ws: Workspace, key: Key) -> None:
+    """Attack: a note under ``ab/cdef...`` beside the flat ``abcdef...`` one, which ``git
+    notes show`` prints first. The break names the object that has two notes."""
+    base = start(ws, key)
+    anchor = anchor_id(store.anchor_content(RID))
+    fake = ws.tmp / "fake.txt"
+    fake.write_text('{"kind":"deviation","to_state":"released","resolved_by":"human"}\n')
+    blob = git(ws.root, "hash-object", "-w", str(fake)).strip()
+    fanned = subprocess.run(
+        ["git", "mktree"], cwd=ws.root, input=f"100644 blob {blob}\t{anchor[2:]}\n",
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    notes_commit(ws, f"040000 tree {fanned}\t{anchor[:2]}\n")
+    ws.pin()
+    why = "two notes on one object (flat and fanned out); git shows both concatenated"
+    assert Break(None, None, why, anchor) in review(ws.repo, base).verify.breaks
+
+
+def test_a_notes_ref_naming_a_tree_is_the_one_break_of_the_review(ws: Workspace, key: Key) -> None:
+    """Attack: a force-push points the notes ref at a tree. Review judges nothing else and
+    still says which base, head and base notes it looked at."""
+    _, base, _ = _merged_base(ws, key)
+    accepted = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "checkout", "-q", "-b", "next")
+    head = ws.commit({"CODE.md": "x\n"}, "next: code")
+    tree = git(ws.root, "rev-parse", f"{store.REF}^{{tree}}").strip()
+    git(ws.root, "update-ref", store.REF, tree)
+    brk = {"resource_id": None, "line": None, "anchor": None,
+           "message": f"{store.REF} names a tree ({tree[:12]}), not a notes commit"}
+    assert review(ws.repo, base).to_json() == {
+        "ok": False, "base": base, "head": head, "base_notes": accepted, "entries": [],
+        "verify": {"ok": False, "ref": store.REF, "tip": tree, "resources": 0, "entries": 0,
+                   "first_break": brk, "breaks": [brk]},
+    }
+
+
+def _unpinned_base(ws: Workspace, key: Key) -> tuple[str, str]:
+    """A base made before pinning (its ledgers merged, no pin file): the base commit and
+    the notes commit it accepted, which ``--base-notes`` names."""
+    start(ws, key)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "main: no pin")
+    return git(ws.root, "rev-parse", "HEAD").strip(), git(ws.root, "rev-parse", store.REF).strip()
+
+
+def test_a_branch_that_leaves_an_unpinned_base_s_notes_alone_has_nothing_to_pin(
+    ws: Workspace, key: Key
+) -> None:
+    """Neither pin nor notes moved: nothing new to judge, nothing to pin."""
+    base, accepted = _unpinned_base(ws, key)
+    git(ws.root, "checkout", "-q", "-b", "next")
+    ws.commit({"CODE.md": "x\n"}, "next: code only")
+    report = review(ws.repo, base, base_notes=accepted)
+    assert report.ok and report.rows == [], report.verify.breaks
+
+
+def test_notes_commits_the_base_accepted_are_not_judged_again(ws: Workspace, key: Key) -> None:
+    """The base wrote its notes unsigned, then began to require signed notes commits: only
+    those past the base's pin are judged, or no repository could turn the rule on."""
+    ws.trust(key.signers_line("alice@example.com"))
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    ws.commit({config.CONFIG_PATH: "require_signed_notes = true\n"}, "main: notes must be signed")
+    base = ws.pin("main: pins its unsigned notes")
+    accepted = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    ws.commit({"NOTES.md": "n\n"}, "feature work")
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
+    resign(ws, key, accepted)
+    ws.pin()
+    report = review(ws.repo, base)
+    assert report.ok and [(r.line, r.kind) for r in report.rows] == [(2, "transition")], report.verify.breaks
+
+
+def test_a_notes_ref_rewound_behind_a_tip_named_by_since_is_a_break(ws: Workspace, key: Key) -> None:
+    """Attack: the branch rewinds the notes past a commit the remote already has, and
+    there is no reflog to tell (a fresh clone). ``since`` names the remote's tip."""
+    base = start(ws, key)
+    published = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", store.REF, f"{published}~1")
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")
+    ws.pin()
+    assert review(ws.repo, base).ok  # nothing else tells
+    assert [str(b) for b in review(ws.repo, base, since=[published]).verify.breaks] == [
+        f"note None: {store.REF} was rewritten: {published[:12]} is not in its history"
+    ]
+
+
+def test_a_branch_that_deletes_the_pin_is_a_break(ws: Workspace, key: Key) -> None:
+    """Attack: the notes left as the base had them, the pin file deleted. Once merged, the
+    next review would have no accepted notes to start from."""
+    _, base, _ = _merged_base(ws, key)
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "checkout", "-q", "-b", "next")
+    git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
+    git(ws.root, "commit", "-q", "-m", "next: no pin")
+    fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
+    ]
+
+
+def test_a_pin_the_notes_moved_past_names_both_commits(ws: Workspace, key: Key) -> None:
+    """The branch pinned, then wrote one more entry: the pinned commit and the notes tip,
+    each by its first 12 digits."""
+    base = start(ws, key)
+    pinned = git(ws.root, "rev-parse", store.REF).strip()
+    ws.pin()
+    engine.transition(ws.repo, {"resource_id": RID, "from_state": "review", "to_state": "draft"})
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
+    assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
+        f"note None: the head pins notes commit {pinned[:12]} but its notes are at {tip[:12]}: {fix}"
+    ]
+
+
+@pytest.mark.parametrize(("now_s", "ok"), [(1893456000 - 10, True), (1893456000 + 10, False)])
+def test_signed_notes_commits_are_judged_at_the_time_of_review(
+    ws: Workspace, key: Key, now_s: int, ok: bool
+) -> None:
+    """Attack: notes commits signed by a key the base trusts until 2030-01-01, reviewed
+    after it expired. The key's window is read at ``now_s``, as for ledger signatures."""
+    ws.trust(key.signers_line("alice@example.com", 'valid-before="20300101"'))
+    base = ws.pin("main: alice until 2030")
+    git(ws.root, "checkout", "-q", "-b", "feature")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    resign(ws, key, None)
+    ws.pin()
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    found = [str(b) for b in review(ws.repo, base, now_s=now_s).verify.breaks]
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-l", "-f", f"{key.path}.pub"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
+    assert found == ([] if ok else [
+        f"note None: notes commit {tip[:12]} is not signed by a trusted key: key {fingerprint} "
+        "is not an allowed signer for namespace git"
+    ])
