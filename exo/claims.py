@@ -257,7 +257,9 @@ def claim(
     """Claim the item at ``path`` (repo-relative) for ``handle`` (already normalized).
 
     A local claim branch of the same agent that never reached ``remote`` (the process
-    died before or during the push) is published now instead of refused."""
+    died before or during the push) is published now instead of refused; if that push
+    fails too, the branch is kept (it existed before this call and may carry work or be
+    checked out). Only a branch this call created is deleted again."""
     ref = branch_ref(item_id)
     head = _head(repo)
     if worktree is not None and (worktree.exists() or worktree.is_symlink()):
@@ -280,7 +282,12 @@ def claim(
     if remote:
         try:
             _push(repo, remote, ref, oid, item_id, path)
-        except ClaimRefused:
+        except ClaimRefused as refused:
+            if resumed is not None:  # not ours to delete: it may carry work, or a worktree
+                raise ClaimRefused(
+                    f"{refused}; kept your local claim/{item_id} (it may carry work): retry "
+                    f"once {remote} takes it, or rename it to keep its commits "
+                    f"(git branch -m claim/{item_id} NEW-NAME)", refused.holder) from refused
             cas_ref(repo, ref, None, oid, f"exo: claim on {item_id} lost or unpublished")
             raise
     where = None

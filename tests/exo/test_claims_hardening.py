@@ -1,0 +1,90 @@
+"""Claims under the findings of the security review of 2026-12-02: a failed retry never
+deletes a branch it did not create, a remote name is never an option to git, and a ref
+or an id that git cannot use is a one-line error, not a traceback. Real git, real bare
+remotes, the real ``exo`` command where the exit code and the one line are the behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from exo import claims
+from tests.conftest import git
+from tests.exo.workspaces import ITEM, clone, make_remote
+
+EXO = Path(sys.executable).parent / "exo"
+KEPT = ("; kept your local claim/item (it may carry work): retry once origin takes it, "
+        "or rename it to keep its commits (git branch -m claim/item NEW-NAME)")
+
+
+def _repo(root: Path) -> pygit2.Repository:
+    return pygit2.Repository(str(root))
+
+
+def _exo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(EXO), *args], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+
+
+def _tip(root: Path, ref: str) -> str:
+    return git(root, "rev-parse", ref).strip()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    return make_remote(tmp_path)
+
+
+def _work_on_claim(where: Path) -> str:
+    """A work commit on the claim branch checked out at ``where``; its oid."""
+    (where / "work.txt").write_text("work\n")
+    git(where, "add", "work.txt")
+    git(where, "commit", "-q", "-m", "work")
+    return _tip(where, "HEAD")
+
+
+def test_a_failed_publish_keeps_the_branch_its_work_and_its_worktree(remote: Path) -> None:
+    alice = clone(remote, "alice")
+    wt = alice.parent / "wt"
+    claims.claim(_repo(alice), "item", ITEM, "alice", worktree=wt)
+    work = _work_on_claim(wt)
+    git(alice, "remote", "set-url", "origin", str(alice.parent / "nonexistent.git"))
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    assert str(info.value).startswith("cannot push to 'origin': ")
+    assert str(info.value).endswith("; nothing claimed" + KEPT)
+    assert _tip(alice, "refs/heads/claim/item") == work
+    assert _tip(wt, "HEAD") == work and git(wt, "symbolic-ref", "HEAD").strip() == (
+        "refs/heads/claim/item")
+
+
+def test_a_lost_publish_keeps_the_local_work_and_names_the_winner(remote: Path) -> None:
+    alice, bob = clone(remote, "alice"), clone(remote, "bob")
+    wt = alice.parent / "wt"
+    claims.claim(_repo(alice), "item", ITEM, "alice", worktree=wt)
+    work = _work_on_claim(wt)
+    git(wt, "worktree", "remove", str(wt))  # not checked out: the work alone must keep it
+    won = claims.claim(_repo(bob), "item", ITEM, "bob", remote="origin")
+    git(alice, "config", "exo.remote", "origin")
+    proc = _exo(alice, "claim", "item", "--agent", "alice")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == ("exo: item is already claimed by @bob (origin/claim/item)"
+                           f"{KEPT}\n")
+    assert _tip(alice, "refs/heads/claim/item") == work
+    assert _tip(remote, "refs/heads/claim/item") == won.commit
+    # Renamed as told, the work stays and the item can be looked at again.
+    git(alice, "branch", "-m", "claim/item", "alice-item")
+    assert _tip(alice, "alice-item") == work
+
+
+def test_a_claim_this_call_created_is_still_removed_when_its_push_fails(remote: Path) -> None:
+    alice = clone(remote, "alice")
+    git(alice, "remote", "set-url", "origin", str(alice.parent / "nonexistent.git"))
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    assert str(info.value).endswith("; nothing claimed")
+    assert git(alice, "for-each-ref", "refs/heads/claim") == ""
