@@ -13,6 +13,7 @@ import pygit2
 import pytest
 
 from exo import claims
+from hooks import install as installer
 from tests.conftest import git
 from tests.exo.workspaces import ITEM, clone, make_remote
 
@@ -88,3 +89,18 @@ def test_a_claim_this_call_created_is_still_removed_when_its_push_fails(remote: 
         claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
     assert str(info.value).endswith("; nothing claimed")
     assert git(alice, "for-each-ref", "refs/heads/claim") == ""
+
+
+def test_a_forced_release_from_another_clone_sticks_through_the_holders_next_push(
+    remote: Path,
+) -> None:
+    alice, lead = clone(remote, "alice"), clone(remote, "lead")
+    installer.install(alice, ("pre-push",))
+    claims.claim(_repo(alice), "item", ITEM, "alice", remote="origin")
+    claims.release(_repo(lead), "item", "lead", force=True, remote="origin",
+                   reason="alice left the team")
+    # Something unrelated (a tag: this workspace's graph would not pass the push check).
+    git(alice, "tag", "unrelated")
+    git(alice, "push", "-q", "origin", "unrelated")
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+    assert _tip(remote, "refs/tags/unrelated") == _tip(alice, "HEAD")
