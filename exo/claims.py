@@ -81,6 +81,13 @@ def tracking_ref(remote: str, item_id: str) -> str:
     return f"refs/remotes/{remote}/claim/{item_id}"
 
 
+def _usable_remote(remote: str | None) -> str | None:
+    """``remote``, refused when git would read it as an option (``--upload-pack=...``)."""
+    if remote is not None and remote.startswith("-"):
+        raise ClaimError(f"{remote!r}: a remote name cannot start with '-'")
+    return remote
+
+
 def default_remote(repo: Repository) -> str | None:
     """The remote claims go to when ``--remote`` is not given (git config exo.remote)."""
     try:
@@ -261,6 +268,7 @@ def claim(
     fails too, the branch is kept (it existed before this call and may carry work or be
     checked out). Only a branch this call created is deleted again."""
     ref = branch_ref(item_id)
+    remote = _usable_remote(remote)
     head = _head(repo)
     if worktree is not None and (worktree.exists() or worktree.is_symlink()):
         raise ClaimError(f"{worktree}: already exists; choose a new directory")
@@ -350,6 +358,7 @@ def release(
     with a ``reason``. The remote branch is deleted only if it is still the commit
     read here, in one atomic push with the forced-release record."""
     ref = branch_ref(item_id)
+    remote = _usable_remote(remote)
     if force and not (reason and reason.strip()):
         raise ClaimError("--force needs --reason TEXT; the reason is recorded on "
                          f"{RELEASED}{item_id}")

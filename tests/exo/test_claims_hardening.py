@@ -104,3 +104,25 @@ def test_a_forced_release_from_another_clone_sticks_through_the_holders_next_pus
     git(alice, "push", "-q", "origin", "unrelated")
     assert git(remote, "for-each-ref", "refs/heads/claim") == ""
     assert _tip(remote, "refs/tags/unrelated") == _tip(alice, "HEAD")
+
+
+@pytest.mark.parametrize("verb", ["claim", "release"])
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_a_remote_name_that_git_would_read_as_an_option_is_refused(
+    remote: Path, verb: str, how: str
+) -> None:
+    alice = clone(remote, "alice")
+    pwned = alice.parent / "PWNED"
+    name = f"--upload-pack=touch {pwned};"
+    if verb == "release":
+        claims.claim(_repo(alice), "item", ITEM, "alice")
+    if how == "config":
+        git(alice, "config", "exo.remote", name)
+        proc = _exo(alice, verb, "item", "--agent", "alice")
+    else:
+        proc = _exo(alice, verb, "item", "--agent", "alice", f"--remote={name}")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"exo: {name!r}: a remote name cannot start with '-'\n"
+    assert not pwned.exists()
+    refs = git(alice, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split()
+    assert refs == (["refs/heads/claim/item"] if verb == "release" else [])
