@@ -72,9 +72,24 @@ class Release:
 
 def branch_ref(item_id: str) -> str:
     ref = BRANCHES + item_id
+    # git keeps a branch as a file: no name part over 255 bytes, and libgit2 reads no
+    # ref name over 1024 bytes at all (a ValueError, not an answer).
+    if len(ref.encode()) > 1000 or any(len(p.encode()) > 255 for p in ref.split("/")):
+        raise ClaimError(f"{item_id[:40]!r}... ({len(item_id)} characters) is too long to "
+                         "name a git branch; rename the item")
     if not valid_ref_name(ref):
         raise ClaimError(f"{item_id!r} cannot name a git branch; rename the item")
     return ref
+
+
+def _tip(repo: Repository, ref: str) -> str | None:
+    """What ``ref`` points at (None: no such ref), refusing one that does not resolve,
+    such as a symbolic ref to a branch that does not exist."""
+    try:
+        return read_ref(repo, ref)
+    except (GitError, ValueError) as exc:
+        raise ClaimError(f"{ref} does not point at a commit; delete it "
+                         f"(git update-ref -d --no-deref {ref}) or repair it") from exc
 
 
 def tracking_ref(remote: str, item_id: str) -> str:
@@ -157,7 +172,7 @@ def holders(repo: Repository, paths: Mapping[str, str]) -> dict[str, str]:
         if item_id not in paths:
             continue
         for ref in refs:
-            oid = read_ref(repo, ref)
+            oid = _tip(repo, ref)
             who = holder_at(repo, oid, paths[item_id]) if oid else None
             if who:
                 result[item_id] = who
@@ -247,7 +262,7 @@ def _unpublished(repo: Repository, ref: str, item_id: str, handle: str,
                  remote: str | None) -> str | None:
     """The local claim branch of ``handle`` that a retry with ``remote`` should publish
     (a claim interrupted between creating the branch and pushing it), else None."""
-    local = read_ref(repo, ref)
+    local = _tip(repo, ref)
     if remote is None or local is None or claimant(repo, local, item_id) != handle:
         return None
     return local
@@ -281,7 +296,7 @@ def claim(
     else:
         refs = [ref] if remote else claim_refs(repo).get(item_id, [ref])
         for existing in refs:
-            held = read_ref(repo, existing)
+            held = _tip(repo, existing)
             if held is not None:
                 raise _held(repo, existing, held, item_id, path)
         new, previous, changed = _build_claim(repo, head, item_id, path, handle)
@@ -365,7 +380,7 @@ def release(
     if repo.head_is_unborn:
         raise ClaimError("the repository has no commits yet; nothing to release")
     head = repo.head.peel(Commit).id
-    local = read_ref(repo, ref)
+    local = _tip(repo, ref)
     log = RELEASED + item_id
     remote_tip = remote_log = None
     if remote:
@@ -395,7 +410,7 @@ def release(
                 "--force --reason TEXT"
             )
     record = None
-    local_log = read_ref(repo, log)
+    local_log = _tip(repo, log)
     if force:
         assert reason is not None
         earlier = [o for o in (remote_log, local_log) if o]
@@ -411,7 +426,7 @@ def release(
         if not outcome.ok:
             raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); it may "
                                "have moved since it was read: fetch, look, and retry")
-        tracked = read_ref(repo, tracking_ref(remote, item_id))
+        tracked = _tip(repo, tracking_ref(remote, item_id))
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")
     if record is not None:

@@ -126,3 +126,39 @@ def test_a_remote_name_that_git_would_read_as_an_option_is_refused(
     assert not pwned.exists()
     refs = git(alice, "for-each-ref", "--format=%(refname)", "refs/heads/claim").split()
     assert refs == (["refs/heads/claim/item"] if verb == "release" else [])
+
+
+def _refs(root: Path) -> str:
+    return git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def test_a_dangling_symbolic_claim_ref_is_a_one_line_error_and_nothing_changes(
+    remote: Path,
+) -> None:
+    alice = clone(remote, "alice")
+    git(alice, "symbolic-ref", "refs/heads/claim/item", "refs/heads/nope")
+    before = _refs(alice)
+    line = ("exo: refs/heads/claim/item does not point at a commit; delete it (git update-ref "
+            "-d --no-deref refs/heads/claim/item) or repair it\n")
+    for args in (["board"], ["claim", "item", "--agent", "a"],
+                 ["claim", "item", "--agent", "a", "--remote", "origin"],
+                 ["release", "item", "--agent", "a"]):
+        proc = _exo(alice, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", line), args
+    assert _refs(alice) == before
+    assert git(alice, "symbolic-ref", "refs/heads/claim/item").strip() == "refs/heads/nope"
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+
+
+@pytest.mark.parametrize("length", [300, 5000])
+def test_an_id_too_long_for_a_branch_is_a_one_line_error(remote: Path, length: int) -> None:
+    alice = clone(remote, "alice")
+    item = "a" * length
+    proc = _exo(alice, "release", "--agent", "a", "--", item)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (f"exo: {item[:40]!r}... ({length} characters) is too long to name "
+                           "a git branch; rename the item\n")
+    with pytest.raises(claims.ClaimError, match="too long to name a git branch"):
+        claims.claim(_repo(alice), item, ITEM, "alice")
+    with pytest.raises(claims.ClaimError, match="too long to name a git branch"):
+        claims.release(_repo(alice), item, "alice", remote="origin")
