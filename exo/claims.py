@@ -154,13 +154,20 @@ def claimant(repo: Repository, tip: str, item_id: str) -> str | None:
 
 
 def claim_refs(repo: Repository) -> dict[str, list[str]]:
-    """Item id -> its claim refs, local branch first, then remote-tracking ones."""
+    """Item id -> its claim refs, local branch first, then remote-tracking ones: exactly
+    ``refs/remotes/<a configured remote>/claim/<id>`` (the longest remote name that fits
+    first), so neither a branch ``wip/claim/<id>`` nor a remote named ``claim`` poses as
+    a claim."""
+    names = sorted((r for r in repo.remotes.names() if r), key=len, reverse=True)
+    tracking = [tracking_ref(r, "") for r in names]
     found: dict[str, list[str]] = {}
     for name in sorted(repo.references):
         if name.startswith(BRANCHES):
             found.setdefault(name[len(BRANCHES) :], []).insert(0, name)
-        elif name.startswith("refs/remotes/") and "/claim/" in name:
-            found.setdefault(name.split("/claim/", 1)[1], []).append(name)
+            continue
+        prefix = next((p for p in tracking if name.startswith(p)), None)
+        if prefix is not None:
+            found.setdefault(name[len(prefix) :], []).append(name)
     return found
 
 

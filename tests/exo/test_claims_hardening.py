@@ -162,3 +162,26 @@ def test_an_id_too_long_for_a_branch_is_a_one_line_error(remote: Path, length: i
         claims.claim(_repo(alice), item, ITEM, "alice")
     with pytest.raises(claims.ClaimError, match="too long to name a git branch"):
         claims.release(_repo(alice), item, "alice", remote="origin")
+
+
+def test_only_claim_branches_of_configured_remotes_are_claims(remote: Path) -> None:
+    alice, bob = clone(remote, "alice"), clone(remote, "bob")
+    git(bob, "push", "-q", "--no-verify", "origin", "HEAD:refs/heads/wip/claim/item")
+    git(alice, "fetch", "-q", "origin")
+    assert claims.claim_refs(_repo(alice)) == {}
+    assert claims.holders(_repo(alice), {"item": ITEM}) == {}
+    # A remote named ``claim``: its main is no item, its claim branch is the item's.
+    git(alice, "remote", "add", "claim", str(remote))
+    won = claims.claim(_repo(bob), "item", ITEM, "bob", remote="origin")
+    git(alice, "fetch", "-q", "claim")
+    assert claims.claim_refs(_repo(alice)) == {"item": ["refs/remotes/claim/claim/item"]}
+    assert claims.holders(_repo(alice), {"item": ITEM}) == {"item": "bob"}
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.claim(_repo(alice), "item", ITEM, "alice")
+    assert str(info.value) == "item is already claimed by @bob (claim/claim/item)"
+    assert _tip(alice, "refs/remotes/claim/claim/item") == won.commit
+    # The phantom under wip/ never blocked anything: after the real claim is released,
+    # alice claims the item.
+    claims.release(_repo(bob), "item", "bob", remote="origin")
+    git(alice, "fetch", "-q", "--prune", "claim")
+    assert claims.claim(_repo(alice), "item", ITEM, "alice").branch == "claim/item"
