@@ -72,13 +72,35 @@ class Release:
 
 def branch_ref(item_id: str) -> str:
     ref = BRANCHES + item_id
+    # git keeps a branch as a file: no name part over 255 bytes, and libgit2 reads no
+    # ref name over 1024 bytes at all (a ValueError, not an answer).
+    if len(ref.encode()) > 1000 or any(len(p.encode()) > 255 for p in ref.split("/")):
+        raise ClaimError(f"{item_id[:40]!r}... ({len(item_id)} characters) is too long to "
+                         "name a git branch; rename the item")
     if not valid_ref_name(ref):
         raise ClaimError(f"{item_id!r} cannot name a git branch; rename the item")
     return ref
 
 
+def _tip(repo: Repository, ref: str) -> str | None:
+    """What ``ref`` points at (None: no such ref), refusing one that does not resolve,
+    such as a symbolic ref to a branch that does not exist."""
+    try:
+        return read_ref(repo, ref)
+    except (GitError, ValueError) as exc:
+        raise ClaimError(f"{ref} does not point at a commit; delete it "
+                         f"(git update-ref -d --no-deref {ref}) or repair it") from exc
+
+
 def tracking_ref(remote: str, item_id: str) -> str:
     return f"refs/remotes/{remote}/claim/{item_id}"
+
+
+def _usable_remote(remote: str | None) -> str | None:
+    """``remote``, refused when git would read it as an option (``--upload-pack=...``)."""
+    if remote is not None and remote.startswith("-"):
+        raise ClaimError(f"{remote!r}: a remote name cannot start with '-'")
+    return remote
 
 
 def default_remote(repo: Repository) -> str | None:
@@ -132,13 +154,20 @@ def claimant(repo: Repository, tip: str, item_id: str) -> str | None:
 
 
 def claim_refs(repo: Repository) -> dict[str, list[str]]:
-    """Item id -> its claim refs, local branch first, then remote-tracking ones."""
+    """Item id -> its claim refs, local branch first, then remote-tracking ones: exactly
+    ``refs/remotes/<a configured remote>/claim/<id>`` (the longest remote name that fits
+    first), so neither a branch ``wip/claim/<id>`` nor a remote named ``claim`` poses as
+    a claim."""
+    names = sorted((r for r in repo.remotes.names() if r), key=len, reverse=True)
+    tracking = [tracking_ref(r, "") for r in names]
     found: dict[str, list[str]] = {}
     for name in sorted(repo.references):
         if name.startswith(BRANCHES):
             found.setdefault(name[len(BRANCHES) :], []).insert(0, name)
-        elif name.startswith("refs/remotes/") and "/claim/" in name:
-            found.setdefault(name.split("/claim/", 1)[1], []).append(name)
+            continue
+        prefix = next((p for p in tracking if name.startswith(p)), None)
+        if prefix is not None:
+            found.setdefault(name[len(prefix) :], []).append(name)
     return found
 
 
@@ -150,7 +179,7 @@ def holders(repo: Repository, paths: Mapping[str, str]) -> dict[str, str]:
         if item_id not in paths:
             continue
         for ref in refs:
-            oid = read_ref(repo, ref)
+            oid = _tip(repo, ref)
             who = holder_at(repo, oid, paths[item_id]) if oid else None
             if who:
                 result[item_id] = who
@@ -240,7 +269,7 @@ def _unpublished(repo: Repository, ref: str, item_id: str, handle: str,
                  remote: str | None) -> str | None:
     """The local claim branch of ``handle`` that a retry with ``remote`` should publish
     (a claim interrupted between creating the branch and pushing it), else None."""
-    local = read_ref(repo, ref)
+    local = _tip(repo, ref)
     if remote is None or local is None or claimant(repo, local, item_id) != handle:
         return None
     return local
@@ -257,8 +286,11 @@ def claim(
     """Claim the item at ``path`` (repo-relative) for ``handle`` (already normalized).
 
     A local claim branch of the same agent that never reached ``remote`` (the process
-    died before or during the push) is published now instead of refused."""
+    died before or during the push) is published now instead of refused; if that push
+    fails too, the branch is kept (it existed before this call and may carry work or be
+    checked out). Only a branch this call created is deleted again."""
     ref = branch_ref(item_id)
+    remote = _usable_remote(remote)
     head = _head(repo)
     if worktree is not None and (worktree.exists() or worktree.is_symlink()):
         raise ClaimError(f"{worktree}: already exists; choose a new directory")
@@ -271,7 +303,7 @@ def claim(
     else:
         refs = [ref] if remote else claim_refs(repo).get(item_id, [ref])
         for existing in refs:
-            held = read_ref(repo, existing)
+            held = _tip(repo, existing)
             if held is not None:
                 raise _held(repo, existing, held, item_id, path)
         new, previous, changed = _build_claim(repo, head, item_id, path, handle)
@@ -280,7 +312,12 @@ def claim(
     if remote:
         try:
             _push(repo, remote, ref, oid, item_id, path)
-        except ClaimRefused:
+        except ClaimRefused as refused:
+            if resumed is not None:  # not ours to delete: it may carry work, or a worktree
+                raise ClaimRefused(
+                    f"{refused}; kept your local claim/{item_id} (it may carry work): retry "
+                    f"once {remote} takes it, or rename it to keep its commits "
+                    f"(git branch -m claim/{item_id} NEW-NAME)", refused.holder) from refused
             cas_ref(repo, ref, None, oid, f"exo: claim on {item_id} lost or unpublished")
             raise
     where = None
@@ -343,13 +380,14 @@ def release(
     with a ``reason``. The remote branch is deleted only if it is still the commit
     read here, in one atomic push with the forced-release record."""
     ref = branch_ref(item_id)
+    remote = _usable_remote(remote)
     if force and not (reason and reason.strip()):
         raise ClaimError("--force needs --reason TEXT; the reason is recorded on "
                          f"{RELEASED}{item_id}")
     if repo.head_is_unborn:
         raise ClaimError("the repository has no commits yet; nothing to release")
     head = repo.head.peel(Commit).id
-    local = read_ref(repo, ref)
+    local = _tip(repo, ref)
     log = RELEASED + item_id
     remote_tip = remote_log = None
     if remote:
@@ -379,7 +417,7 @@ def release(
                 "--force --reason TEXT"
             )
     record = None
-    local_log = read_ref(repo, log)
+    local_log = _tip(repo, log)
     if force:
         assert reason is not None
         earlier = [o for o in (remote_log, local_log) if o]
@@ -395,7 +433,7 @@ def release(
         if not outcome.ok:
             raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); it may "
                                "have moved since it was read: fetch, look, and retry")
-        tracked = read_ref(repo, tracking_ref(remote, item_id))
+        tracked = _tip(repo, tracking_ref(remote, item_id))
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")
     if record is not None:

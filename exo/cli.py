@@ -118,7 +118,10 @@ def board_command(root: Path | None, as_json: bool) -> None:
     view = _load(lambda: load_worktree(root))
     items = _load(lambda: view.items)
     paths = {item.id: view.prefix + item.path for item in items}
-    rows = board.rows(items, claim_holders(view.repo, paths))
+    try:
+        rows = board.rows(items, claim_holders(view.repo, paths))
+    except ClaimError as exc:
+        _fail(str(exc), 2)
     _emit(as_json, board.as_json(rows), board.as_text(rows))
 
 

@@ -1,4 +1,5 @@
-"""pre-push against a real bare remote: claim branches travel along, checks can refuse."""
+"""pre-push against a real bare remote: live claim branches travel along (a released one
+is never re-created), checks can refuse."""
 
 from __future__ import annotations
 
@@ -36,14 +37,43 @@ def pass_everything(push: Push) -> list[str]:
     return []
 
 
-def test_claim_branches_are_pushed_along(pushed: tuple[Path, Path]) -> None:
+def _live_claim(root: Path, name: str) -> str:
+    """Publish ``claim/<name>`` at HEAD (as ``exo claim --remote`` does), then commit once
+    more and move the local branch there: work the remote's claim branch lacks."""
+    git(root, "push", "-q", "--no-verify", "origin", f"HEAD:refs/heads/claim/{name}")
+    write_files(root, {f"{name}.txt": "work\n"})
+    tip = commit_all(root)
+    git(root, "branch", "-f", f"claim/{name}", tip)
+    return tip
+
+
+def test_work_on_live_claim_branches_is_pushed_along(pushed: tuple[Path, Path]) -> None:
     root, bare = pushed
     installer.install(root, ("pre-push",))
-    git(root, "branch", "claim/fix-login")
+    tip = _live_claim(root, "fix-login")
     git(root, "branch", "unrelated")
     git(root, "push", "-q", "origin", "main")
     heads = git(bare, "for-each-ref", "--format=%(refname)", "refs/heads").split()
     assert heads == ["refs/heads/claim/fix-login", "refs/heads/main"]
+    assert git(bare, "rev-parse", "claim/fix-login").strip() == tip
+
+
+def test_a_released_claim_is_not_brought_back(pushed: tuple[Path, Path]) -> None:
+    """Released from another clone, a claim stays released when its old holder pushes
+    something else; and a claim never published is not published by the hook either."""
+    root, bare = pushed
+    installer.install(root, ("pre-push",))
+    _live_claim(root, "x")
+    git(root, "branch", "claim/never-published")
+    other = root.parent / "other"
+    git(root.parent, "clone", "-q", str(bare), str(other))
+    git(other, "push", "-q", "--no-verify", "origin", ":refs/heads/claim/x")  # the release
+    write_files(root, {"more.txt": "more\n"})
+    commit_all(root)
+    proc = subprocess.run(["git", "push", "origin", "main"], cwd=root, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0 and "vivary:" not in proc.stderr
+    assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main"]
 
 
 def test_no_claims_means_only_what_was_asked(pushed: tuple[Path, Path]) -> None:
@@ -67,7 +97,8 @@ def test_a_rejected_claim_push_warns_but_lets_the_push_through(pushed: tuple[Pat
     git(root, "branch", "claim/x")
     proc = subprocess.run(["git", "push", "origin", "main"], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0
-    assert "claim branches not pushed" in proc.stderr
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("vivary:")] == [
+        "vivary: claim branches not pushed: claim/x has diverged from origin's; fetch it and look"]
     assert git(bare, "rev-parse", "main").strip() == git(root, "rev-parse", "main").strip()
     assert git(bare, "rev-parse", "claim/x").strip() == git(other, "rev-parse", "HEAD").strip()
 
@@ -89,10 +120,11 @@ def test_registered_checks_refuse_the_push_and_nothing_moves(
 
 def test_passing_checks_let_claims_travel(pushed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     root, bare = pushed
-    git(root, "branch", "claim/a")
+    tip = _live_claim(root, "a")
     monkeypatch.setitem(registry.PRE_PUSH, "ok", f"{__name__}:pass_everything")
     assert prepush.main(root, ["origin", str(bare)], "") == 0
     assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/claim/a"]
+    assert git(bare, "rev-parse", "claim/a").strip() == tip
 
 
 def test_parse_updates_skips_malformed_lines() -> None:
@@ -110,14 +142,14 @@ def test_checks_after_along_see_what_travelled_and_still_refuse(
     pushed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root, bare = pushed
-    git(root, "branch", "claim/a")
+    tip = _live_claim(root, "a")
     monkeypatch.setitem(registry.PRE_PUSH_AFTER_ALONG, "late", f"{__name__}:refuse_after_along")
-    head = git(root, "rev-parse", "HEAD").strip()
-    stdin = f"refs/heads/main {head} refs/heads/main {'0' * 40}\n"
+    stdin = f"refs/heads/main {tip} refs/heads/main {'0' * 40}\n"
     assert prepush.main(root, ["origin", str(bare)], stdin) == 1
     err = capsys.readouterr().err
     assert "late: saw refs/heads/claim/a\n" in err and "push refused: 1 problem" in err
     assert git(bare, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/claim/a"]
+    assert git(bare, "rev-parse", "claim/a").strip() == tip
 
 
 def test_verification_lanes_travel_with_a_push_and_merge_when_clones_diverged(pushed: tuple[Path, Path]) -> None:

@@ -4,7 +4,8 @@ A push that must create a ref (or move it from a known value) is git's distribut
 mutex: the remote locks the ref and checks the lease, so of many concurrent pushers
 exactly one wins. This runs the real ``git`` binary (through :mod:`tropo.git.gitcli`,
 the one door to it), so every transport git supports (local paths, ssh, https) and every
-credential set-up works unchanged.
+credential set-up works unchanged. The remote always follows ``--``, so a name such as
+``--upload-pack=...`` is a (missing) remote, never an option.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def push_refs(
     leases = [f"--force-with-lease={dst}:{expect or ''}" for _, dst, expect in updates]
     specs = [f"{src or ''}:{dst}" for src, dst, _ in updates]
     atomic = ["--atomic"] if len(updates) > 1 else []
-    proc = _git(cwd, "push", "--porcelain", "--no-verify", *atomic, *leases, remote, *specs)
+    proc = _git(cwd, "push", "--porcelain", "--no-verify", *atomic, *leases, "--", remote,
+                *specs)
     statuses = [_status_line(proc.stdout, dst) for _, dst, _ in updates]
     if any(status is None for status in statuses):
         message = (proc.stderr.strip().splitlines() or ["push failed"])[-1]
@@ -101,7 +103,7 @@ def push_refs(
 
 def remote_oid(cwd: Path, remote: str, ref: str) -> str | None:
     """What ``ref`` points at on ``remote`` right now, or None when it is absent."""
-    proc = _git(cwd, "ls-remote", "--refs", remote, ref)
+    proc = _git(cwd, "ls-remote", "--refs", "--", remote, ref)
     if proc.returncode != 0:
         message = (proc.stderr.strip().splitlines() or ["ls-remote failed"])[-1]
         raise RemoteError(f"cannot read {remote!r}: {message}")
@@ -116,7 +118,8 @@ def fetch_objects(cwd: Path, remote: str, ref: str) -> None:
     """Fetch what ``ref`` on ``remote`` points at, writing no ref (not even FETCH_HEAD, nor
     the configured refspecs' opportunistic updates: ``--refmap=``), so its history can be
     compared with local commits without moving any."""
-    proc = _git(cwd, "fetch", "--no-tags", "--no-write-fetch-head", "--refmap=", "--quiet", remote, ref)
+    proc = _git(cwd, "fetch", "--no-tags", "--no-write-fetch-head", "--refmap=", "--quiet", "--", remote,
+                ref)
     if proc.returncode != 0:
         message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
         raise RemoteError(f"cannot fetch {ref} from {remote!r}: {message}")
@@ -127,7 +130,7 @@ def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
     remote). Returns the fetched oid, or None when the remote has no such ref."""
     if remote_oid(cwd, remote, ref) is None:
         return None
-    proc = _git(cwd, "fetch", "--no-tags", "--quiet", remote, f"+{ref}:{into}")
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--", remote, f"+{ref}:{into}")
     if proc.returncode != 0:
         if remote_oid(cwd, remote, ref) is None:  # deleted in between
             return None

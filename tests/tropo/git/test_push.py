@@ -62,3 +62,20 @@ def test_fetch_objects_brings_the_commit_and_writes_no_ref(tmp_path: Path) -> No
     assert git(two, "for-each-ref") == refs and not (two / ".git" / "FETCH_HEAD").exists()
     with pytest.raises(push.RemoteError, match="refs/heads/nope"):
         push.fetch_objects(two, "origin", "refs/heads/nope")
+
+
+def test_a_remote_name_is_never_read_as_an_option(tmp_path: Path) -> None:
+    """The remote follows ``--``: ``--upload-pack=CMD`` / ``--receive-pack=CMD`` as a
+    remote name is a remote git cannot find, and CMD never runs."""
+    one, _, head = _clone_pair(tmp_path)
+    ref = "refs/heads/main"
+    for option, call in (
+        ("--receive-pack", lambda r: push.push_ref(one, r, head, "refs/heads/x", None)),
+        ("--upload-pack", lambda r: push.remote_oid(one, r, ref)),
+        ("--upload-pack", lambda r: push.fetch_objects(one, r, ref)),
+        ("--upload-pack", lambda r: push.fetch_ref(one, r, ref, "refs/remotes/x/main")),
+    ):
+        pwned = tmp_path / "PWNED"
+        with pytest.raises(push.RemoteError):
+            call(f"{option}=touch {pwned};")
+        assert not pwned.exists(), option
