@@ -386,6 +386,9 @@ def test_a_local_claim_published_later_says_what_it_replaced(remote: Path) -> No
     local = claims.claim(_repo(one), "delta", delta, "connie")
     assert (local.previous_assignee, local.changed, local.worktree, local.resumed) == (
         "dora", True, None, False)
+    assert git(one, "log", "-1", "--format=%B", local.commit) == (
+        "exo: claim delta for @connie\n\nExo-Claim: delta\n\n"
+    )
     with pytest.raises(claims.ClaimRefused) as again:  # without the remote: a second claim
         claims.claim(_repo(one), "delta", delta, "connie")
     assert str(again.value) == "delta is already claimed by @connie (claim/delta)"
@@ -405,3 +408,26 @@ def test_a_forced_release_is_logged_where_git_logs_every_ref(ws: Path) -> None:
     assert git(ws, "reflog", "show", "--format=%gs", "refs/exo/released/item").splitlines() == [
         "exo: forced release of item"
     ]
+
+
+def test_an_item_already_assigned_to_its_claimer_is_still_held_by_them(remote: Path) -> None:
+    """The item named the claimer before the claim (assigned ahead of the work), so the
+    claim commit changes nothing: its holder was unreadable, so the claimer could not
+    release the claim, nor publish it after an interrupted push."""
+    one = clone(remote, "one")
+    delta = "changes/delta.md"  # assigned to dora in the workspace
+    made = claims.claim(_repo(one), "delta", delta, "dora")
+    assert (made.changed, made.previous_assignee) == (False, "dora")
+    assert git(one, "log", "-1", "--format=%B", made.commit) == (
+        "exo: claim delta for @dora\n\nExo-Claim: delta\nExo-Claim-Path: changes/delta.md\n\n"
+    )
+    assert claims.claimant(_repo(one), made.commit, "delta") == "dora"
+    with pytest.raises(claims.ClaimRefused) as other:
+        claims.release(_repo(one), "delta", "dave")
+    assert other.value.holder == "dora"
+    published = claims.claim(_repo(one), "delta", delta, "dora", remote="origin")
+    assert (published.resumed, published.commit) == (True, made.commit)
+    out = claims.release(_repo(one), "delta", "dora", remote="origin")
+    assert (out.holder, out.forced, out.record) == ("dora", False, None)
+    assert git(remote, "for-each-ref", "refs/heads/claim") == ""
+    assert _claim_refs(one) == []
