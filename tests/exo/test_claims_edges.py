@@ -393,9 +393,10 @@ def test_a_local_claim_published_later_says_what_it_replaced(remote: Path) -> No
         claims.claim(_repo(one), "delta", delta, "connie")
     assert str(again.value) == "delta is already claimed by @connie (claim/delta)"
     out = claims.claim(_repo(one), "delta", delta, "connie", remote="origin")
-    assert (out.commit, out.previous_assignee, out.changed, out.resumed, out.worktree,
-            out.remote, out.branch, out.assignee) == (
-        local.commit, "dora", True, True, None, "origin", "claim/delta", "connie")
+    assert (out.id, out.path, out.commit, out.previous_assignee, out.changed, out.resumed,
+            out.worktree, out.remote, out.branch, out.assignee) == (
+        "delta", delta, local.commit, "dora", True, True, None, "origin", "claim/delta",
+        "connie")
     assert git(remote, "rev-parse", "claim/delta").strip() == local.commit
 
 
@@ -431,3 +432,18 @@ def test_an_item_already_assigned_to_its_claimer_is_still_held_by_them(remote: P
     assert (out.holder, out.forced, out.record) == ("dora", False, None)
     assert git(remote, "for-each-ref", "refs/heads/claim") == ""
     assert _claim_refs(one) == []
+
+
+def test_a_claim_whose_worktree_cannot_be_added_is_made_and_says_so(ws: Path,
+                                                                  tmp_path: Path) -> None:
+    """The worktree's admin name is the path's last component: a second worktree of the
+    same name elsewhere is refused after the claim branch exists, and the error says so."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    claims.claim(_repo(ws), "item", ITEM, "connie", worktree=tmp_path / "a" / "wt")
+    with pytest.raises(claims.ClaimError) as info:
+        claims.claim(_repo(ws), "other", OTHER, "connie", worktree=tmp_path / "b" / "wt")
+    assert str(info.value) == (
+        "claimed other, but a worktree named 'wt' already exists; choose another path"
+    )
+    assert _claim_refs(ws) == ["refs/heads/claim/item", "refs/heads/claim/other"]
