@@ -30,6 +30,7 @@ from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
 BRANCHES = "refs/heads/claim/"
 RELEASED = "refs/exo/released/"
 TRAILER = "Exo-Claim"
+PATH_TRAILER = "Exo-Claim-Path"  # on a claim commit that changes nothing (see claimant)
 PUSH_ATTEMPTS = 8  # a ref update can fail on a lock while the winner is still writing
 
 
@@ -144,12 +145,18 @@ def claim_commit(repo: Repository, tip: str, item_id: str) -> Commit | None:
 
 def claimant(repo: Repository, tip: str, item_id: str) -> str | None:
     """The agent the claim commit under ``tip`` names: the assignee it set on the one
-    file it changed. These are bytes the claimer wrote, so this says who claimed, not
-    who is allowed to act; the releaser's handle is just as self-asserted."""
+    file it changed (or, when the item named the claimer already and the commit changes
+    nothing, on the file its ``Exo-Claim-Path`` trailer names). These are bytes the
+    claimer wrote, so this says who claimed, not who is allowed to act; the releaser's
+    handle is just as self-asserted."""
     found = claim_commit(repo, tip, item_id)
     if found is None or len(found.parents) != 1:
         return None
     changed = [d.new_file.path for d in repo.diff(found.parents[0], found).deltas]
+    if not changed:
+        prefix = f"{PATH_TRAILER}: "
+        changed = [line.removeprefix(prefix) for line in found.message.splitlines()
+                   if line.startswith(prefix)]
     return holder_at(repo, str(found.id), changed[0]) if len(changed) == 1 else None
 
 
@@ -221,6 +228,8 @@ def _build_claim(
     tree = trees.replace_file(repo, head.tree, path, edit.text.encode("utf-8"))
     sig = signature(repo)
     message = f"exo: claim {item_id} for @{handle}\n\n{TRAILER}: {item_id}\n"
+    if not edit.changed:  # the item names the claimer already: say which file holds it
+        message += f"{PATH_TRAILER}: {path}\n"
     oid = repo.create_commit(None, sig, sig, message, tree, [head.id])
     return oid, edit.previous, edit.changed
 
