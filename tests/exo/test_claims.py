@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
@@ -93,6 +94,30 @@ def test_losing_a_local_race_names_the_winner_by_its_branch(repo_dir: Path) -> N
     assert str(info.value) == "item is already claimed by @connie (claim/item)"
     assert info.value.holder == "connie"
     assert git(repo_dir, "rev-parse", "claim/item").strip() == won.commit
+
+def test_claim_losing_between_its_check_and_its_swap_names_the_winner(
+    repo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``claim`` itself in the loser's window: it found no claim branch, and another
+    claimer's branch appears before its compare-and-swap (here, once its claim commit is
+    built: the real claim of another agent, made at that moment)."""
+    _make(repo_dir)
+    build, won = claims._build_claim, []
+
+    def build_then_lose(*args: Any) -> Any:
+        made = build(*args)
+        if not won:
+            won.append(None)
+            won.append(claims.claim(_repo(repo_dir), "item", ITEM, "connie"))
+        return made
+
+    monkeypatch.setattr(claims, "_build_claim", build_then_lose)
+    with pytest.raises(claims.ClaimRefused) as info:
+        claims.claim(_repo(repo_dir), "item", ITEM, "dave")
+    assert str(info.value) == "item is already claimed by @connie (claim/item)"
+    assert info.value.holder == "connie"
+    assert git(repo_dir, "rev-parse", "claim/item").strip() == won[1].commit
+
 
 def test_repository_states_that_cannot_be_claimed_from(repo_dir: Path) -> None:
     with pytest.raises(claims.ClaimError, match="no commits"):
