@@ -73,9 +73,10 @@ class Release:
 
 def branch_ref(item_id: str) -> str:
     ref = BRANCHES + item_id
-    # git keeps a branch as a file: no name part over 255 bytes, and libgit2 reads no
-    # ref name over 1024 bytes at all (a ValueError, not an answer).
-    if len(ref.encode()) > 1000 or any(len(p.encode()) > 255 for p in ref.split("/")):
+    # git keeps a branch as a file, written through NAME.lock: no name part over 250
+    # bytes (255 with ".lock"), and libgit2 reads no ref name over 1024 bytes at all (a
+    # ValueError, not an answer).
+    if len(ref.encode()) > 1000 or any(len(p.encode()) > 250 for p in ref.split("/")):
         raise ClaimError(f"{item_id[:40]!r}... ({len(item_id)} characters) is too long to "
                          "name a git branch; rename the item")
     if not valid_ref_name(ref):

@@ -119,6 +119,37 @@ def test_claim_losing_between_its_check_and_its_swap_names_the_winner(
     assert git(repo_dir, "rev-parse", "claim/item").strip() == won[1].commit
 
 
+def test_a_tracking_ref_belongs_to_the_longest_remote_name_it_fits(repo_dir: Path) -> None:
+    """Remotes ``up`` and ``up/claim``: ``refs/remotes/up/claim/claim/x`` is remote
+    ``up/claim``'s claim of ``x``, not remote ``up``'s claim of ``claim/x``."""
+    base = _make(repo_dir)
+    for name in ("up", "up/claim"):
+        git(repo_dir, "remote", "add", name, str(repo_dir))
+    git(repo_dir, "update-ref", "refs/remotes/up/claim/claim/x", base)
+    git(repo_dir, "update-ref", "refs/remotes/up/claim/y", base)
+    assert claims.claim_refs(_repo(repo_dir)) == {
+        "x": ["refs/remotes/up/claim/claim/x"], "y": ["refs/remotes/up/claim/y"]}
+
+
+def test_the_longest_id_a_branch_can_hold_is_claimed_and_one_byte_more_is_refused(
+    repo_dir: Path,
+) -> None:
+    """A name part of 250 bytes is the longest whose ``.lock`` file fits in 255; a whole
+    ref name of 1,000 bytes is the longest claimed (libgit2 reads none over 1,024)."""
+    longest = "a" * 250
+    write_files(repo_dir, {f"changes/{longest}.md": TEXT})
+    commit_all(repo_dir)
+    made = claims.claim(_repo(repo_dir), longest, f"changes/{longest}.md", "connie")
+    assert made.branch == f"claim/{longest}"
+    deep = "/".join(["b" * 250] * 3 + ["c" * (1000 - len(claims.BRANCHES) - 753)])
+    assert len(claims.branch_ref(deep).encode()) == 1000
+    for item_id in (longest + "a", deep + "c"):
+        with pytest.raises(claims.ClaimError) as info:
+            claims.branch_ref(item_id)
+        assert str(info.value) == (f"{item_id[:40]!r}... ({len(item_id)} characters) is too "
+                                   "long to name a git branch; rename the item")
+
+
 def test_repository_states_that_cannot_be_claimed_from(repo_dir: Path) -> None:
     with pytest.raises(claims.ClaimError, match="no commits"):
         claims.claim(_repo(repo_dir), "item", ITEM, "connie")
