@@ -81,12 +81,17 @@ def test_outside_a_workspace_is_a_one_line_error(tmp_path: Path) -> None:
     assert err.startswith("exo: ") and err.count("\n") == 1
 
 
-def test_leases_expire_from_the_claim_commit(tmp_path: Path) -> None:
+def _claimed_with_a_lease(tmp_path: Path) -> tuple[Path, str]:
+    """A clone whose claims carry a 60 s lease, ann's claim of the item, and its instant."""
     root = clone(make_remote(tmp_path), "solo")
     git(root, "config", "exo.lease-seconds", "60")
     subprocess.run([EXO, "claim", "item", "--agent", "ann", "--root", str(root)], check=True,
                    capture_output=True)
-    start = _commit_instant(root, "claim/item")
+    return root, _commit_instant(root, "claim/item")
+
+
+def test_leases_expire_from_the_claim_commit(tmp_path: Path) -> None:
+    root, start = _claimed_with_a_lease(tmp_path)
 
     rc, live, _ = _control(root, "expire_leases", {"claims": []}, {"now": start})
     assert rc == 0 and live["result"]["expired"] == []
@@ -104,11 +109,7 @@ def test_leases_expire_from_the_claim_commit(tmp_path: Path) -> None:
 
 
 def test_a_later_commit_on_the_claim_branch_does_not_move_the_lease(tmp_path: Path) -> None:
-    root = clone(make_remote(tmp_path), "solo")
-    git(root, "config", "exo.lease-seconds", "60")
-    subprocess.run([EXO, "claim", "item", "--agent", "ann", "--root", str(root)], check=True,
-                   capture_output=True)
-    start = _commit_instant(root, "claim/item")
+    root, start = _claimed_with_a_lease(tmp_path)
     # work on the branch, its committer date chosen by whoever commits (here: far ahead)
     git(root, "checkout", "-q", "claim/item")
     (root / "work.txt").write_text("work\n")
