@@ -1,5 +1,6 @@
-"""Calling agents: argv templates from `.vivary/agents.toml` (committed, never from the
-environment), one subprocess per call with a timeout and a process-group kill, output
+"""Calling agents: argv templates from the user's own `agents.toml` (in
+`$XDG_CONFIG_HOME/vivary/`) or from the workspace's `.vivary/agents.toml` once the user
+approved its exact content (`vivary trust`, docs/security.md); one subprocess per call with a timeout and a process-group kill, output
 read with a bound, the step result taken from the last JSON object printed, and a
 per-agent pacing interval that holds across processes (a lock under `.git/vivary`)."""
 
@@ -9,16 +10,18 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import signal
 import subprocess
 import threading
 import time
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strato import trust
 from strato.runs import bounds
 from strato.runs.lastjson import last_json_object
 
@@ -32,6 +35,10 @@ BUILTIN: dict[str, dict[str, Any]] = {
 # engine fanout item's own worktree is the agent's to write (it is merged back, or not)
 READ_ONLY = "read-only"
 WORKTREE_WRITE = "workspace-write"
+
+
+WORKSPACE_FILE = ".vivary/agents.toml"
+JUDGE = "[judge]"  # the key of the judge among the programs a file defines
 
 
 class AgentConfigError(Exception):
@@ -72,14 +79,31 @@ class GatePolicy:
 
 @dataclass(frozen=True)
 class AgentsConfig:
+    """The agents that may run (`agents`, `judge`), and the names an unapproved
+    workspace file defines (`refused`: the refusal to give when one is asked for)."""
+
     agents: Mapping[str, AgentSpec]
     judge: AgentSpec | None
     gates: GatePolicy = GatePolicy()
+    refused: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def known(self) -> frozenset[str]:
+        """Every agent name a spec may use: refused ones are refused when called."""
+        return frozenset(self.agents) | frozenset(n for n in self.refused if n != JUDGE)
 
     def get(self, name: str) -> AgentSpec:
+        if name in self.refused:
+            raise trust.Untrusted(self.refused[name], name=WORKSPACE_FILE)
         if name not in self.agents:
             raise AgentConfigError(f"no agent {name!r} in .vivary/agents.toml")
         return self.agents[name]
+
+    def trusted_judge(self) -> AgentSpec | None:
+        """The judge, or the refusal when only an unapproved workspace file names one."""
+        if JUDGE in self.refused:
+            raise trust.Untrusted(self.refused[JUDGE], name=WORKSPACE_FILE)
+        return self.judge
 
 
 def _spec(name: str, table: Any) -> AgentSpec:
@@ -102,22 +126,66 @@ def _spec(name: str, table: Any) -> AgentSpec:
     return AgentSpec(name, tuple(argv), float(numbers["timeout_s"]), float(numbers["min_interval_s"]))
 
 
-def load_config(root: Path) -> AgentsConfig:
-    """Built-in templates overlaid by `.vivary/agents.toml` when it exists."""
-    path = root / ".vivary" / "agents.toml"
-    data: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise AgentConfigError(f"{path}: {exc}") from None
-    unknown = set(data) - {"agents", "judge", "gates"}
+def _read_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise AgentConfigError(f"{path}: {exc}") from None
+    unknown = set(table) - {"agents", "judge", "gates"}
     if unknown:
         raise AgentConfigError(f"{path}: unknown tables {sorted(unknown)}")
-    tables = {**BUILTIN, **data.get("agents", {})}
-    agents = {name: _spec(name, t) for name, t in tables.items()}
-    judge = _spec("judge", data["judge"]) if "judge" in data else None
-    return AgentsConfig(agents, judge, _gate_policy(data.get("gates", {})))
+    if not isinstance(table.get("agents", {}), dict):
+        raise AgentConfigError(f"{path}: [agents] must be a table")
+    return table
+
+
+def _programs(table: dict[str, Any]) -> dict[str, AgentSpec]:
+    """The agents (and `judge`) a parsed file defines, each checked."""
+    found = {name: _spec(name, t) for name, t in table.get("agents", {}).items()}
+    if "judge" in table:
+        found[JUDGE] = _spec("judge", table["judge"])
+    return found
+
+
+def _file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError as exc:
+        raise AgentConfigError(f"{path}: {exc.strerror}") from None
+
+
+def load_config(root: Path) -> AgentsConfig:
+    """The built-in templates, overlaid by the workspace's `.vivary/agents.toml` when the
+    user approved its exact bytes, overlaid by the user's own `agents.toml`. An
+    unapproved (or changed) workspace file runs nothing: the names it defines are
+    refused, each with the line that says how to review and approve it."""
+    programs = {name: _spec(name, t) for name, t in BUILTIN.items()}
+    refused: dict[str, str] = {}
+    gates: dict[str, Any] = {}
+    path = root / WORKSPACE_FILE
+    if (data := _file(path)) is not None:
+        table = _read_toml(path, data)
+        found = _programs(table)
+        gates = table.get("gates", {})
+        try:
+            trust.require_file(root, WORKSPACE_FILE, data, _runs(found))
+            programs.update(found)
+        except trust.Untrusted as exc:
+            refused = {name: str(exc) for name in found}
+    user = trust.config_dir() / "agents.toml"
+    if (mine := _file(user)) is not None:
+        own = _programs(_read_toml(user, mine))
+        programs.update(own)
+        refused = {n: why for n, why in refused.items() if n not in own}
+    judge = programs.pop(JUDGE, None)
+    return AgentsConfig(programs, judge, _gate_policy(gates), refused)
+
+
+def _runs(found: Mapping[str, AgentSpec]) -> str:
+    """What a file would run, for a refusal: each program's first word."""
+    if not found:
+        return "no program"
+    return ", ".join(sorted({shlex.quote(spec.argv[0]) for spec in found.values()}))
 
 
 def committed_gate_policy(data: bytes | None) -> GatePolicy:
