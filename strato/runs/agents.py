@@ -2,7 +2,8 @@
 `$XDG_CONFIG_HOME/vivary/`) or from the workspace's `.vivary/agents.toml` once the user
 approved its exact content (`vivary trust`, docs/security.md); one subprocess per call
 with a timeout and a process-group kill, output read with a bound, the step result taken
-from the last JSON object printed, and a per-agent pacing interval that holds across processes (a lock under `.git/vivary`)."""
+from the last JSON object printed, and a per-agent pacing interval that holds across
+processes (a lock under `.git/vivary`)."""
 
 from __future__ import annotations
 
