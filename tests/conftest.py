@@ -26,6 +26,8 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     os.environ.update(
         {
             "HOME": str(home),
+            # the user's own config (agents, trust approvals) is the test's, never the machine's
+            "XDG_CONFIG_HOME": str(home / ".config"),
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_AUTHOR_NAME": "Test Author",
             "GIT_AUTHOR_EMAIL": "author@example.com",
