@@ -280,7 +280,7 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
         if as_json:
             click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message},
                                    "exitCode": exit_code}, sort_keys=True))
-        click.echo(f"vivary: {message}", err=True)
+        click.echo(f"vivary: {trusting.shown(message)}", err=True)
         sys.exit(exit_code)
 
     if show + revoke + list_ > 1:
@@ -300,14 +300,13 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
         if list_:
             rows = trusting.listing(None if every else top)
             _emit(as_json, {"ok": True, "repository": None if every else str(top), "approvals": rows},
-                  [f"{r['repository'] + ': ' if every else ''}{r['kind']} {trusting.shown(r['name'])} "
-                   f"sha256 {r['sha256'][:12]} approved {r['approvedAt']}"
-                   + (f" ({r['state']})" if "state" in r else "") for r in rows]
-                  or ["vivary: no approvals" + ("" if every else f" for {top}")])
+                  [trusting.listed(r, every) for r in rows]
+                  or ["vivary: no approvals" + ("" if every else f" for {trusting.shown(str(top))}")])
         elif revoke:
             gone = trusting.revoke(top, cwd, files)
             _emit(as_json, {"ok": True, "repository": str(top), "revoked": gone},
-                  [f"vivary: revoked {name}: it runs nothing until approved again" for name in gone])
+                  [f"vivary: revoked {trusting.shown(name)}: it runs nothing until approved again"
+                   for name in gone])
         elif show:
             reviewed = trusting.review(top, cwd, files)
             ok = all(r.state == "approved" for r in reviewed)
@@ -317,8 +316,8 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
         else:
             done = trusting.approve(top, cwd, files)
             _emit(as_json, {"ok": True, "repository": str(top), "approved": [r.to_json() for r in done]},
-                  [f"vivary: approved {r.name} (sha256 {store.digest(r.data)[:12]}) for {top}"
-                   for r in done])
+                  [f"vivary: approved {trusting.shown(r.name)} (sha256 {store.digest(r.data)[:12]}) "
+                   f"for {trusting.shown(str(top))}" for r in done])
     except trusting.Refused as exc:
         fail(str(exc), exc.code, exc.exit_code)
     except store.TrustError as exc:

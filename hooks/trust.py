@@ -87,8 +87,8 @@ class Reviewed:
 
     def lines(self) -> list[str]:
         runs = self.runs()
-        out = [f"{self.name}: {self.state}; it would run:" if runs is not None
-               else f"{self.name}: {self.state}; its content:"]
+        out = [f"{shown(self.name)}: {self.state}; it would run:" if runs is not None
+               else f"{shown(self.name)}: {self.state}; its content:"]
         if runs is not None:
             out += [f"  {name}: {shown(shlex.join(argv))}" for name, argv in runs] or ["  no program"]
         else:
@@ -98,15 +98,16 @@ class Reviewed:
             out += [shown(line) for line in diff.splitlines()] if diff else \
                 ["  (the approved bytes were not kept: approve again after reviewing)"]
         elif self.state == "not approved":
-            out.append(f"not approved yet: `vivary trust {shlex.quote(self.name)}` approves it")
+            out.append(f"not approved yet: `vivary trust {shown(shlex.quote(self.name))}` approves it")
         return out
 
 
 def shown(text: str) -> str:
-    """``text`` safe on a terminal: a control, format or separator character the file's
-    author chose (an escape sequence, a bidi override) is shown as U+XXXX."""
+    """``text`` safe on a terminal: a control, format or separator character someone
+    else chose (an escape sequence, a bidi override, in a file or a folder's name) is
+    shown as U+XXXX, and so is a lone surrogate (a name that is not UTF-8)."""
     return "".join(
-        f"U+{ord(c):04X}" if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+        f"U+{ord(c):04X}" if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
         for c in text)
 
 
@@ -232,3 +233,11 @@ def listing(top: Path | None) -> list[dict[str, Any]]:
                 doc["state"] = exc.code
         rows.append(doc)
     return rows
+
+
+def listed(row: dict[str, Any], every: bool) -> str:
+    """One approval of :func:`listing` as a line (with its repository under ``--all``)."""
+    where = f"{shown(row['repository'])}: " if every else ""
+    state = f" ({row['state']})" if "state" in row else ""
+    return (f"{where}{row['kind']} {shown(row['name'])} sha256 {row['sha256'][:12]} "
+            f"approved {row['approvedAt']}{state}")

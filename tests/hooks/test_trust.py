@@ -195,6 +195,12 @@ def test_what_a_file_shows_cannot_drive_the_terminal(workspace: Path) -> None:
     assert shown.returncode == 1
     assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout
     assert "echo hiU+001B]52;c;ZXZpbA==U+0007U+202E" in shown.stdout
+    named = "x\x1b[2J\u2028.sh"  # a file name is someone else's bytes too
+    (workspace / named).write_text("true\n")
+    for args in ((named,), ("--list",), ("--revoke", named), ("--revoke", named)):
+        proc = vivary(workspace, *args)
+        assert "\x1b" not in proc.stdout + proc.stderr and "\u2028" not in proc.stdout + proc.stderr
+        assert "xU+001B[2JU+2028.sh" in proc.stdout + proc.stderr, args
 
 
 def test_nothing_to_approve_outside_a_workspace_with_agents(repo_dir: Path, tmp_path: Path) -> None:
