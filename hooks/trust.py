@@ -191,7 +191,7 @@ def names(top: Path, cwd: Path, args: tuple[str, ...]) -> list[str]:
         return list(dict.fromkeys(name_of(top, cwd, a) for a in args))
     found = [n for n in EXECUTABLE if os.path.lexists(top / n)]
     if not found:
-        raise Refused(f"nothing to approve: no {', '.join(EXECUTABLE)} in {top}; name a FILE",
+        raise Refused(f"no {', '.join(EXECUTABLE)} in {top} (nothing to approve); name a FILE",
                       "nothing_to_approve")
     return found
 
