@@ -1,6 +1,7 @@
 """The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``),
-``vivary hooks install | uninstall | status | check`` and ``vivary logs`` (``hooks.logs``;
-``vivary email`` is ``vivary logs email``, as in the suite)."""
+``vivary hooks install | uninstall | status | check``, ``vivary trust`` (``hooks.trust``)
+and ``vivary logs`` (``hooks.logs``; ``vivary email`` is ``vivary logs email``, as in the
+suite)."""
 
 from __future__ import annotations
 
