@@ -1,6 +1,7 @@
 """The ``vivary`` command: the front door's task verbs (``hooks.frontdoor``),
-``vivary hooks install | uninstall | status | check`` and ``vivary logs`` (``hooks.logs``;
-``vivary email`` is ``vivary logs email``, as in the suite)."""
+``vivary hooks install | uninstall | status | check``, ``vivary trust`` (``hooks.trust``)
+and ``vivary logs`` (``hooks.logs``; ``vivary email`` is ``vivary logs email``, as in the
+suite)."""
 
 from __future__ import annotations
 
@@ -244,3 +245,81 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         launch.run(source, host, port, open_browser, announce)
     except launch.LaunchError as exc:
         fail(str(exc), 2)
+
+
+@main.command("trust")
+@_root
+@_json
+@click.option("--show", is_flag=True,
+              help="Print what each FILE would run and its diff against the bytes last approved; "
+                   "exit 0 only when every one is approved and unchanged.")
+@click.option("--revoke", is_flag=True, help="Take back the approval of each FILE.")
+@click.option("--list", "list_", is_flag=True, help="List this repository's approvals.")
+@click.option("--all", "every", is_flag=True, help="With --list: every repository's approvals.")
+@click.argument("files", nargs=-1, metavar="[FILE]...")
+def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, every: bool,
+              files: tuple[str, ...]) -> None:
+    """Approve the exact bytes of repository files that start programs (agents, judges).
+
+    A workspace's .vivary/agents.toml runs nothing until you approve its exact content
+    here; any change, a checked-out branch's included, asks again. Approvals are kept in
+    $XDG_CONFIG_HOME/vivary (never in the repository), per repository path: a moved
+    repository is asked again. FILE is relative to the current folder; without FILE,
+    the repository's .vivary/agents.toml.
+
+    \b
+    Examples:
+      vivary trust --show            # review what .vivary/agents.toml would run, and the diff
+      vivary trust                   # approve it as it is now
+      vivary trust --revoke .vivary/agents.toml
+      vivary trust --list --all --json
+    """
+    from hooks import trust as trusting
+    from strato import trust as store
+
+    def fail(message: str, code: str, exit_code: int) -> NoReturn:
+        if as_json:
+            click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message},
+                                   "exitCode": exit_code}, sort_keys=True))
+        click.echo(f"vivary: {trusting.shown(message)}", err=True)
+        sys.exit(exit_code)
+
+    if show + revoke + list_ > 1:
+        fail("--show, --revoke and --list are separate requests: give one", "usage", 2)
+    if every and not list_:
+        fail("--all goes with --list", "usage", 2)
+    if list_ and files:
+        fail("--list takes no FILE", "usage", 2)
+    if revoke and not files:
+        fail("--revoke needs the FILE to take back", "usage", 2)
+    found = gitcli.toplevel(root) if root.is_dir() else None
+    if found is None:
+        fail(f"not a git work tree: {root}; run `git init` first", "not_a_repository", 2)
+    top = found.resolve()
+    cwd = Path.cwd()
+    try:
+        if list_:
+            rows = trusting.listing(None if every else top)
+            _emit(as_json, {"ok": True, "repository": None if every else str(top), "approvals": rows},
+                  [trusting.listed(r, every) for r in rows]
+                  or ["vivary: no approvals" + ("" if every else f" for {trusting.shown(str(top))}")])
+        elif revoke:
+            gone = trusting.revoke(top, cwd, files)
+            _emit(as_json, {"ok": True, "repository": str(top), "revoked": gone},
+                  [f"vivary: revoked {trusting.shown(name)}: it runs nothing until approved again"
+                   for name in gone])
+        elif show:
+            reviewed = trusting.review(top, cwd, files)
+            ok = all(r.state == "approved" for r in reviewed)
+            _emit(as_json, {"ok": ok, "repository": str(top), "files": [r.to_json() for r in reviewed]},
+                  [line for r in reviewed for line in r.lines()])
+            sys.exit(0 if ok else 1)
+        else:
+            done = trusting.approve(top, cwd, files)
+            _emit(as_json, {"ok": True, "repository": str(top), "approved": [r.to_json() for r in done]},
+                  [f"vivary: approved {trusting.shown(r.name)} (sha256 {store.digest(r.data)[:12]}) "
+                   f"for {trusting.shown(str(top))}" for r in done])
+    except trusting.Refused as exc:
+        fail(str(exc), exc.code, exc.exit_code)
+    except store.TrustError as exc:
+        fail(f"{exc}; nothing was changed", "trust_store", 2)

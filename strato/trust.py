@@ -207,9 +207,12 @@ def _dump(rows: list[Any]) -> bytes:
             + "\n").encode()
 
 
-def refusal(rel: str, runs: str, *, changed: bool) -> str:
-    """The one line a refusal says: the file, what it would run, how to review and approve."""
+def refusal(rel: str, runs: str, *, changed: bool, moved_from: str | None = None) -> str:
+    """The one line a refusal says: the file, what it would run, how to review and approve
+    (and, for a repository that moved, where it was approved)."""
     state = "changed since you approved it" if changed else "not approved for this repository"
+    if moved_from is not None:
+        state += f" (it was approved at {moved_from}, which is gone: a moved repository is asked again)"
     return (f"{rel} is {state}; it would run {runs}. Review it with `vivary trust --show {rel}`, "
             f"then approve it with `vivary trust {rel}`")
 
@@ -219,4 +222,7 @@ def require_file(root: Path, rel: str, data: bytes, runs: str) -> None:
     row = approved(root, "file", rel)
     if row is not None and row.sha256 == digest(data):
         return
-    raise Untrusted(refusal(rel, runs, changed=row is not None), name=rel)
+    moved = None if row is not None else next(
+        (a.repository for a in approvals() if (a.kind, a.name, a.sha256) == ("file", rel, digest(data))
+         and not Path(a.repository).exists()), None)
+    raise Untrusted(refusal(rel, runs, changed=row is not None, moved_from=moved), name=rel)

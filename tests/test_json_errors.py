@@ -22,6 +22,8 @@ BIN = Path(sys.executable).parent
         (["tropo", "impact", "nosuch", "--json"], 1),
         (["tropo", "review", "--rev", "nope", "--json"], 2),
         (["vivary", "review", "--pack", "nope", "--json"], 2),
+        (["vivary", "trust", "no-such.toml", "--json"], 1),
+        (["vivary", "trust", "--show", "--json"], 1),
         (["exo", "release", "nosuch", "--agent", "@x", "--json"], 1),
         (["exo", "claim", "nosuch", "--agent", "@me", "--json"], 1),
         (["exo", "board", "--json", "--root", "/"], 2),

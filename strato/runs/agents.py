@@ -148,6 +148,12 @@ def _programs(table: dict[str, Any]) -> dict[str, AgentSpec]:
     return found
 
 
+def programs_in(path: Path, data: bytes) -> dict[str, AgentSpec]:
+    """The agents (and the judge, as :data:`JUDGE`) that ``data``, the bytes of an
+    agents.toml at ``path``, would run: what a person reviews before approving it."""
+    return _programs(_read_toml(path, data))
+
+
 def _file(path: Path) -> bytes | None:
     try:
         return path.read_bytes() if path.is_file() else None
