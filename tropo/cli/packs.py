@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import click
 
+from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.roots import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
@@ -128,5 +129,5 @@ def impact_cmd(node_id: str | None, root: Path | None, staged: bool, rev: str | 
     else:
         click.echo(f"tropo: impact of '{node_id}' — {len(rows)} node(s) depend on it")
         for nid, (dist, via) in rows:
-            click.echo(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})")
+            click.echo(untrusted.visible(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})"))
     sys.exit(0)
