@@ -187,13 +187,14 @@ def test_what_a_document_or_commit_says_is_shown_not_obeyed(vault: Path) -> None
     authors' bytes. The PR comment keeps them in code spans (no link escapes one), and the
     terminal shows escape sequences and invisible characters as U+XXXX."""
     write_files(vault, {"projects/tropo/decisions/0001-folder-as-type.md":
-                        f'---\nstatus: "{LURE}"\ndate: 2026-06-12\nrelated: ["\\e]52;c;cm0=\\a"]\n---\n# F\n'})
+                        f'---\nstatus: "{LURE}"\ndate: 2026-06-12\nrelated: ["\\e]52;c;cm0=\\a"]\n---\n# F\n\n'
+                        "Folders \x1b]52;c;cm0=\x07 as types.\n"})
     git(vault, "add", "-A")
     git(vault, "-c", "user.name=Ev\x1b[2Kil", "commit", "-q", "-m", "change \x1b]52;c;x\x07")
     md = tropo_process("diff", "HEAD~1..HEAD", "--markdown", cwd=vault).stdout
     assert "evil.example" in md and "evil.example" not in outside_code(md)
     for args in (("diff", "HEAD~1..HEAD", "--markdown"), ("diff", "HEAD~1..HEAD"), ("graph",),
-                 ("log", "0001-folder-as-type"), ("check",)):
+                 ("log", "0001-folder-as-type"), ("check",), ("query", "folders"), ("find", "folders")):
         out = tropo_process(*args, cwd=vault).stdout
         assert not [c for c in "\x1b\x07\u034f" if c in out], (args, out)
         assert "U+001B" in out or "\\x1b" in out, (args, out)
