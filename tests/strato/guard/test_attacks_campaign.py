@@ -176,6 +176,19 @@ def test_an_invisible_character_in_a_resource_id_is_shown(ws: Workspace, base: s
     assert ignorable not in proc.stdout
 
 
+def test_verify_names_a_broken_ledger_with_its_invisible_characters_shown(ws: Workspace) -> None:
+    """`verify`'s breaks name the resource: one that looks like `release:1.0` but is not
+    must not pass for it in a CI log."""
+    rid = "release:1.0\u034f"
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    [entry] = ledger(ws, rid)
+    put_ledger(ws, anchor(rid), json.dumps({**entry, "rationale": "rewritten"}) + "\n")
+    proc = cli(ws, "verify")
+    assert proc.returncode == 1 and "release:1.0U+034F" in proc.stderr, proc.stderr
+    assert "\u034f" not in proc.stderr
+
+
 def test_plain_output_prints_forged_text_without_control_characters(
     ws: Workspace, key: Key, base: str
 ) -> None:
