@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from exo.items import WorkItem
-from tropo import untrusted
 
 ACTIVE = "active"
 
@@ -57,5 +56,5 @@ def as_text(active: list[str], conflicts: list[Conflict]) -> list[str]:
     if not conflicts:
         return [f"exo: no conflicts among {len(active)} active work item(s)"]
     lines = [f"exo: {len(conflicts)} conflict(s) among {len(active)} active work item(s):"]
-    lines += [untrusted.visible(f"  {c.a} <-> {c.b}  share: {', '.join(c.shared)}") for c in conflicts]
+    lines += [f"  {c.a} <-> {c.b}  share: {', '.join(c.shared)}" for c in conflicts]
     return lines
