@@ -94,7 +94,7 @@ def review_cmd(pack: str, strict: bool, root: Path | None, staged: bool, rev: st
         _print(document)
     else:
         for line in packs.render(document):
-            click.echo(line)
+            click.echo(untrusted.visible(line))  # a message quotes what the node says
         click.echo(f"\ntropo: reviewed {document['reviewed']} node(s), "
                    f"{document['warnings']} warning(s), {document['notes']} note(s)")
     sys.exit(1 if strict and document["warnings"] else 0)
