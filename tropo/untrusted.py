@@ -3,16 +3,18 @@
 A transcript, a ledger field, a node title, a run id or a note is chosen by its author,
 not by the person reading it. Shown raw, it can move the cursor or write the clipboard
 (CSI, OSC 52), reorder a line (bidi), hide a character (every ``Default_Ignorable_Code_Point``,
-e.g. ``release:1.0`` + U+034F looks exactly like ``release:1.0``), add a line or a
-heading, or leak a key. So every such character is shown as ``U+XXXX``, titles are
-made one line, and free text is redacted (:mod:`tropo.redact`) before it is shown or
-committed. Names that identify something (a resource id, a state, a signer) and signed
-records (a guard rationale names a key's fingerprint, which looks like a token) are
-escaped but never redacted: redaction would make two different names look alike.
+e.g. ``release:1.0`` + U+034F looks exactly like ``release:1.0``), or add a line or a
+heading. So every such character is shown as ``U+XXXX`` and titles are made one line.
 
-The forms: :func:`visible` (escape only), :func:`line` (a title: redacted, one line),
-:func:`block` (a file body on a terminal: redacted, lines kept), :func:`markdown` (a
-line whose Markdown punctuation is escaped) and :func:`code_span` (a name as inline code).
+Redaction is the producer's step, with the one redactor (:mod:`tropo.redact`): text from
+a private source (a transcript, a model's answer, a hook's refusal) is redacted before it
+is staged, so before it is shown or committed. These forms do not redact: a name (a
+resource id, a node id, a path) redacted would look like another, and a long dated slug
+looks like a token to the redactor.
+
+The forms: :func:`visible` (escape only), :func:`line` (a title or a name: one line),
+:func:`block` (a file body on a terminal: its lines kept), :func:`markdown` (a line whose
+Markdown punctuation is escaped) and :func:`code_span` (a name as inline code).
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-
-from tropo.redact import redact
 
 #: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties, Unicode 17), as
 #: Node's ``/\p{Default_Ignorable_Code_Point}/u`` gives them; Python's unicodedata has no
@@ -58,23 +58,23 @@ def hidden(c: str) -> bool:
 
 def visible(value: object) -> str:
     """``value`` with every :func:`hidden` character shown as ``U+XXXX``: a reader sees
-    what the bytes hold, in order. No redaction: for names that identify something."""
+    what the bytes hold, in order."""
     text = "" if value is None else str(value)
     return "".join(f"U+{ord(c):04X}" if hidden(c) else c for c in text)
 
 
 def line(value: object, limit: int | None = None) -> str:
-    """Author-chosen text as one line a terminal shows safely: redacted, every run of
-    whitespace (line breaks included) one space, cut at ``limit`` characters, then
-    every hidden character shown as ``U+XXXX``."""
-    text = " ".join(redact("" if value is None else str(value)).split())
+    """Author-chosen text as one line a terminal shows safely: every run of whitespace
+    (line breaks included) one space, cut at ``limit`` characters, then every hidden
+    character shown as ``U+XXXX``."""
+    text = " ".join(("" if value is None else str(value)).split())
     return visible(text if limit is None else text[:limit])
 
 
 def block(value: object) -> str:
-    """Author-chosen text of many lines (a file body) for a terminal: redacted, its line
-    breaks and tabs kept, every other hidden character shown as ``U+XXXX``."""
-    text = redact("" if value is None else str(value)).replace("\r\n", "\n")
+    """Author-chosen text of many lines (a file body) for a terminal: its line breaks and
+    tabs kept, every other hidden character shown as ``U+XXXX``."""
+    text = ("" if value is None else str(value)).replace("\r\n", "\n")
     return "\n".join("\t".join(visible(cell) for cell in row.split("\t")) for row in text.split("\n"))
 
 
@@ -86,7 +86,7 @@ def markdown(value: object, limit: int | None = None) -> str:
 
 
 def code_span(value: object, limit: int | None = None) -> str:
-    """A name as one inline code span, :func:`visible` and never redacted: its edge spaces
+    """A name as one inline code span, :func:`visible`: its edge spaces
     are shown (``"a "`` is another name than ``"a"``), it is cut at ``limit`` characters,
     and the fence is longer than any backtick run inside. Empty for an empty name."""
     text = visible(value)

@@ -23,6 +23,7 @@ from typing import Any
 
 from strato.heartbeat import store
 from tropo import untrusted
+from tropo.redact import redact
 
 AGENT = "distill"
 REWRITTEN = ("memory", "skill")
@@ -86,11 +87,11 @@ def rewrite(record: dict[str, Any], answer: object) -> dict[str, Any] | str:
         files = {}
         for path, draft in dict(record.get("files") or {}).items():
             head, evidence = _split(str(draft))
-            files[str(path)] = f"{head}\n{untrusted.block(text).strip()}\n{evidence}"
+            files[str(path)] = f"{head}\n{untrusted.block(redact(text)).strip()}\n{evidence}"
         return {"files": files}
     if len(text) > MAX_LINE * 4:
         return f"the lesson is over {MAX_LINE * 4} characters"
-    return {"title": untrusted.line(text, MAX_LINE)}
+    return {"title": untrusted.line(redact(text), MAX_LINE)}
 
 
 def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:

@@ -31,12 +31,12 @@ def _inline(text: str, limit: int = 120) -> str:
     """Transcript text for one inline code span: redacted, one line, hidden characters
     shown, no backticks (a transcript must not be able to add lines, markup or escape
     sequences to the draft)."""
-    return untrusted.line(text.replace("`", "'"), limit)
+    return untrusted.line(redact(text.replace("`", "'")), limit)
 
 
 def _shape(workflow: Workflow) -> str:
     """The workflow's steps as one line (redacted, hidden characters shown)."""
-    return untrusted.line(" -> ".join(workflow.steps))
+    return untrusted.line(redact(" -> ".join(workflow.steps)))
 
 
 def render(workflow: Workflow) -> str:
@@ -63,5 +63,5 @@ def proposal(workflow: Workflow, base: str | None) -> Proposal:
     return Proposal(
         "skill", "skill", shape,
         f"skill candidate {skill}: {shape} ({workflow.count}x in {workflow.sessions} sessions)",
-        tuple(untrusted.line(f"{occ[0].session} {occ[0].handle}") for occ in workflow.occurrences),
+        tuple(untrusted.line(redact(f"{occ[0].session} {occ[0].handle}")) for occ in workflow.occurrences),
         {f"{folder}/{skill}/SKILL.md": text for folder in SKILL_DIRS}, base)

@@ -21,6 +21,7 @@ from typing import Any
 from strato.heartbeat.proposal import Proposal
 from tropo import untrusted
 from tropo.git.gitlog import LogCommit
+from tropo.redact import redact
 
 _REVERT = re.compile(r'^Revert "(?P<subject>.+)"$')
 _REVERTED = re.compile(r"This reverts commit (?P<oid>[0-9a-f]{7,40})")
@@ -32,7 +33,7 @@ LINE = 160  # the longest writer-chosen text a memory line quotes
 def one_line(text: object, limit: int = LINE) -> str:
     """Writer-chosen text as one redacted line of at most ``limit`` characters, every
     hidden character shown (:func:`tropo.untrusted.line`)."""
-    return untrusted.line(str(text), limit)
+    return untrusted.line(redact(str(text)), limit)
 
 
 def lessons(commits: Iterable[LogCommit]) -> list[Proposal]:

@@ -16,6 +16,7 @@ from typing import TypedDict
 from strato.heartbeat.proposal import Proposal
 from tropo import untrusted
 from tropo.git.gitlog import LogCommit
+from tropo.redact import redact
 
 PLAYBOOK = "bug-risk-playbook.md"
 _FIX_SUBJECT = re.compile(r"^(fix|bugfix|hotfix)(\((?P<scope>[^)]+)\))?!?:", re.IGNORECASE)
@@ -75,7 +76,7 @@ def _cell(text: str) -> str:
 def row(name: str, fixes: list[Fix]) -> str:
     """The table row: the class, its likely cause (what the fixes said: each subject, its
     author's, redacted on one line in a code span), a prevention."""
-    subjects = "; ".join(untrusted.code_span(untrusted.line(f["subject"])) for f in fixes[:3])
+    subjects = "; ".join(untrusted.code_span(untrusted.line(redact(f["subject"]))) for f in fixes[:3])
     tests = sorted({t for f in fixes for t in f["tests"]})
     prevention = (f"keep the regression tests {', '.join(tests)} and add one with every fix here"
                   if tests else f"add a regression test for {name} with the next fix")

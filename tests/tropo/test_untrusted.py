@@ -59,12 +59,21 @@ def test_default_ignorables_python_calls_printable_are_shown(c: str) -> None:
 def test_each_form_on_a_hostile_tool_name() -> None:
     token = "ghp_" + "A1b2" * 9
     name = f"Evil\x1b[2K\x1b]52;c;aGk=\x07{token}\n# Heading"
-    assert untrusted.line(name) == "EvilU+001B[2KU+001B]52;c;aGk=U+0007[REDACTED] # Heading"
-    assert untrusted.markdown(name).endswith(r"[REDACTED\] \# Heading")
+    assert untrusted.line(redact(name)) == "EvilU+001B[2KU+001B]52;c;aGk=U+0007[REDACTED] # Heading"
+    assert untrusted.markdown(redact(name)).endswith(r"[REDACTED\] \# Heading")
     assert untrusted.visible(name) == name.replace("\x1b", "U+001B").replace("\x07", "U+0007").replace(
-        "\n", "U+000A")  # names are escaped, never redacted: two ids must not look alike
-    assert untrusted.block(f"a\tb\r\n{name}") == "a\tb\nEvilU+001B[2KU+001B]52;c;aGk=U+0007[REDACTED]\n# Heading"
+        "\n", "U+000A")
+    assert untrusted.block(f"a\tb\r\n{name}") == f"a\tb\nEvilU+001B[2KU+001B]52;c;aGk=U+0007{token}\n# Heading"
     assert untrusted.line(name, 4) == "Evil" and untrusted.line(None) == untrusted.visible(None) == ""
+
+
+def test_no_form_redacts_a_name() -> None:
+    """A dated slug looks like a token to the redactor, and two redacted ids look alike:
+    redaction is the producer's step, for private text only."""
+    slug = "meetings/2026-06-12-kickoff-with-the-whole-team-and-guests"
+    assert redact(slug) != slug
+    assert untrusted.line(slug) == untrusted.visible(slug) == untrusted.block(slug) == slug
+    assert untrusted.code_span(slug) == f"` {slug} `"
 
 
 @given(st.text(max_size=200))
@@ -82,9 +91,9 @@ PLAIN = st.text(st.characters(categories=["L", "M", "N", "P", "S"]) | st.just(" 
 
 @given(PLAIN)
 def test_plain_printable_text_passes_unchanged(text: str) -> None:
-    assert untrusted.visible(text) == text
-    if redact(text) == text and text == " ".join(text.split()):
-        assert untrusted.line(text) == untrusted.block(text) == text
+    assert untrusted.visible(text) == untrusted.block(text) == text
+    if text == " ".join(text.split()):
+        assert untrusted.line(text) == text
 
 
 @given(st.text(max_size=80))
