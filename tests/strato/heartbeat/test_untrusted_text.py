@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.distill import transcripts
+from strato.heartbeat import deep, store
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session
 
@@ -55,6 +56,7 @@ def test_a_hostile_tool_name_reaches_no_output_raw(ws: Path, tmp_path: Path) -> 
     clean(heartbeat(ws, home, "status").stdout)
     clean(heartbeat(ws, home, "show", pid).stdout)
     clean(Path(result["report"]).read_text())
+    clean(deep.question(store.get(store.sidecar(ws), pid))[0])  # what `run --deep` asks
     applied = json.loads(heartbeat(ws, home, "apply", pid, "--json").stdout)
     clean(git(ws, "log", "-1", "--format=%B", applied["branch"]))
     paths = git(ws, "diff", "--name-only", "HEAD", applied["branch"])
