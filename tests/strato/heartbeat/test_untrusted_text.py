@@ -76,3 +76,20 @@ def test_a_hostile_revert_subject_reaches_no_output_raw(ws: Path, tmp_path: Path
     clean(heartbeat(ws, home, "status").stdout)
     clean(heartbeat(ws, home, "show", pid).stdout)
     clean(Path(result["report"]).read_text())
+
+
+def test_distill_top_stats_and_extract_show_a_hostile_tool_name_as_text(ws: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "claude"
+    flow = [("Bash", "git status"), (TOOL, None), ("Bash", "git commit -m x")]
+    claude_session(folder, "s1", ws, [*flow, ("Read", None), *flow])
+    path = claude_session(folder, "s2", ws, flow)
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"type": f"kind{CLIPBOARD}"}) + "\n")
+    for command in ("top", "stats", "extract"):
+        proc = subprocess.run([str(STRATO), "distill", command, "--project", str(folder), "--root", str(ws)],
+                              capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        clean(proc.stdout)
+    top = subprocess.run([str(STRATO), "distill", "top", "--json", "--project", str(folder), "--root", str(ws)],
+                         capture_output=True, text=True, check=True)
+    assert TOKEN not in top.stdout
