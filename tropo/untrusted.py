@@ -81,14 +81,15 @@ def block(value: object) -> str:
 def markdown(value: object, limit: int | None = None) -> str:
     """:func:`line`, with every ASCII punctuation character backslash-escaped: the text
     stays text in CommonMark and GitHub Markdown (no heading, list, link, image, HTML,
-    emphasis, table cell or mention)."""
+    entity, emphasis or table cell). GitHub still turns an ``@name`` in text into a
+    mention: where a comment is posted, show names with :func:`code_span`."""
     return _MARKDOWN.sub(r"\\\1", line(value, limit))
 
 
 def code_span(value: object, limit: int | None = None) -> str:
-    """A name as one inline code span, :func:`visible`: its edge spaces
-    are shown (``"a "`` is another name than ``"a"``), it is cut at ``limit`` characters,
-    and the fence is longer than any backtick run inside. Empty for an empty name."""
+    """A name as one inline code span of its :func:`visible` text: its edge spaces are
+    shown (``"a "`` is another name than ``"a"``), it is cut at ``limit`` characters, and
+    the fence is longer than any backtick run inside. Empty for an empty name."""
     text = visible(value)
     core = text.strip(" ")
     if core != text:
