@@ -99,6 +99,6 @@ def test_plain_printable_text_passes_unchanged(text: str) -> None:
 @given(st.text(max_size=80))
 def test_markdown_form_is_text_only(text: str) -> None:
     """No unescaped ASCII punctuation is left, so nothing starts a heading, list, link,
-    image, HTML tag, entity, emphasis, code span, table cell or mention."""
+    image, HTML tag, entity, emphasis, code span or table cell."""
     left = re.sub(r"\\[!-/:-@\[-`{-~]", "", untrusted.markdown(text))
     assert not re.search(r"[!-/:-@\[-`{-~]", left), left
