@@ -23,6 +23,7 @@ from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
 from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
+from tropo import untrusted
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
 
@@ -31,19 +32,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _fail(message: str, code: int) -> NoReturn:
     echo_error(message, code)
-    click.echo(f"exo: {message}", err=True)
+    click.echo(f"exo: {untrusted.visible(message)}", err=True)
     sys.exit(code)
 
 
 def _refused(item_id: str, verb: str, refused: ClaimRefused) -> NoReturn:
     """A refused claim or release under ``--json``: its own document is the JSON error."""
     _emit(True, {"id": item_id, verb: False, "holder": refused.holder, "error": str(refused)}, [])
-    click.echo(f"exo: {refused}", err=True)
+    click.echo(f"exo: {untrusted.visible(refused)}", err=True)
     sys.exit(1)
 
 
 def _emit(as_json: bool, document: object, lines: list[str]) -> None:
-    click.echo(json.dumps(document, indent=2) if as_json else "\n".join(lines))
+    """JSON (ASCII-escaped), or the lines with every hidden character shown as ``U+XXXX``:
+    ids, assignees, holders and modules are what the items' and branches' authors wrote."""
+    click.echo(json.dumps(document, indent=2) if as_json else "\n".join(map(untrusted.visible, lines)))
 
 
 def _root_option(func: F) -> F:

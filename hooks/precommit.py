@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from hooks import graph, registry
+from tropo import untrusted
 from tropo.check.roots import ConfigError
 from tropo.git.source import Source, SourceError
 
@@ -17,7 +18,8 @@ def registered(root: Path, what: str) -> bool:
     ok = True
     for name, target in sorted(registry.PRE_COMMIT.items()):
         for problem in registry.resolve(target)(root):
-            print(f"vivary: {what} refused: {name}: {problem} (or bypass once with --no-verify)",
+            said = untrusted.visible(problem)
+            print(f"vivary: {what} refused: {name}: {said} (or bypass once with --no-verify)",
                   file=sys.stderr)
             ok = False
     return ok
@@ -32,7 +34,7 @@ def main(root: Path, what: str = "commit") -> int:
         return 1
     if not verdict.findings:
         return 0 if ok else 1
-    lines = [f.render() for f in verdict.findings]
+    lines = [untrusted.visible(f.render()) for f in verdict.findings]  # they quote the documents
     print("\n".join(lines), file=sys.stderr)
     from strato.heartbeat.refusals import record  # the heartbeat learns from refusals
 

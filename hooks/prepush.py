@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hooks import registry
 from strato.runs import lanestore, lanesync
+from tropo import untrusted
 from tropo.git import gitcli
 from tropo.git.push import Push, RefUpdate
 
@@ -104,8 +105,8 @@ def _push_claims(push: Push) -> list[str]:
 
 
 def refused(problems: list[str]) -> int:
-    for p in problems:
-        print(p, file=sys.stderr)
+    for p in problems:  # a problem may quote a ledger or a ref someone else pushed
+        print(untrusted.visible(p), file=sys.stderr)
     print(f"vivary: push refused: {len(problems)} problem(s)", file=sys.stderr)
     return 1
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from strato.distill import service
+from tropo import untrusted
 from tropo.git import gitcli
 
 
@@ -66,7 +67,7 @@ def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...
     top, sources = _setup(root, projects, codex)
     value = service.stats_document(top, sources, min_count, window_days)
     click.echo(json.dumps(value, sort_keys=True) if as_json else
-               "\n".join(f"{k}: {v}" for k, v in sorted(value.items())))
+               "\n".join(untrusted.line(f"{k}: {v}") for k, v in sorted(value.items())))
 
 
 @distill.command("top")
@@ -79,8 +80,8 @@ def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple
     value = service.top_document(top, sources, window_days, limit)
     rows = value["workflows"]
     click.echo(json.dumps(value, sort_keys=True) if as_json else
-               "\n".join(f"{r['count']:>4}x {r['sessions']} sessions  {' -> '.join(r['steps'])}"
-                         for r in rows))
+               "\n".join(f"{r['count']:>4}x {r['sessions']} sessions  "
+                         + untrusted.line(" -> ".join(r["steps"])) for r in rows))
 
 
 @distill.command("extract")
@@ -91,4 +92,5 @@ def extract_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, .
     top, sources = _setup(root, projects, codex)
     staged = service.extract(top, sources, min_count, window_days)
     click.echo(json.dumps({"candidates": staged, "applied": False}, sort_keys=True) if as_json else
-               "\n".join(f"{c['outcome']:<8} {c['id']}  {c['title']}" for c in staged) or "no candidates")
+               "\n".join(f"{c['outcome']:<8} {c['id']}  {untrusted.line(c['title'])}" for c in staged)
+               or "no candidates")

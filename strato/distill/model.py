@@ -8,11 +8,11 @@ for a proposal just staged (new or revised), never twice for one revision, and s
 when ``distillTokens`` (tokens ~ characters / 4, or what the agent reports) are spent.
 
 The answer is the last JSON object the agent prints, ``{"text": "..."}``. It is a
-proposal's text, not a decision: it is redacted, bounded, and stored beside the draft
-(``rewrite`` in the record), and the proposal's id and revision stay those of the draft,
-so a model that answers differently each time cannot make a proposal new again. A memory
-line stays one line; a skill keeps the draft's frontmatter (name, description) and its
-evidence section, the model writes only the body between them.
+proposal's text, not a decision: it is redacted (hidden characters shown), bounded, and
+stored beside the draft (``rewrite`` in the record), and the proposal's id and revision
+stay those of the draft, so a model that answers differently each time cannot make a
+proposal new again. A memory line stays one line; a skill keeps the draft's frontmatter
+(name, description) and its evidence section, the model writes only the body between them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strato.distill.redact import redact
 from strato.heartbeat import store
+from tropo import untrusted
+from tropo.redact import redact
 
 AGENT = "distill"
 REWRITTEN = ("memory", "skill")
@@ -86,11 +87,11 @@ def rewrite(record: dict[str, Any], answer: object) -> dict[str, Any] | str:
         files = {}
         for path, draft in dict(record.get("files") or {}).items():
             head, evidence = _split(str(draft))
-            files[str(path)] = f"{head}\n{redact(text).strip()}\n{evidence}"
+            files[str(path)] = f"{head}\n{untrusted.block(redact(text)).strip()}\n{evidence}"
         return {"files": files}
     if len(text) > MAX_LINE * 4:
         return f"the lesson is over {MAX_LINE * 4} characters"
-    return {"title": " ".join(redact(text).split())[:MAX_LINE]}
+    return {"title": untrusted.line(redact(text), MAX_LINE)}
 
 
 def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:

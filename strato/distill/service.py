@@ -12,6 +12,7 @@ from strato.distill import miner, model, skill, transcripts
 from strato.heartbeat import report, settings, store
 from strato.heartbeat.proposal import Proposal
 from tropo.git import gitcli
+from tropo.redact import redact
 
 DAY = 86400
 
@@ -58,9 +59,11 @@ def stats_document(root: Path, sources: Sources, min_count: int,
 
 
 def top_document(root: Path, sources: Sources, window_days: int | None, limit: int) -> dict[str, Any]:
-    """What ``top`` answers: the ``limit`` most repeated workflows; stages nothing."""
+    """What ``top`` answers: the ``limit`` most repeated workflows (their steps, tool names
+    a transcript chose, redacted); stages nothing."""
     found, _ = scan(root, sources, window_days)
-    rows = [{"steps": list(w.steps), "count": w.count, "sessions": w.sessions} for w in found[:limit]]
+    rows = [{"steps": [redact(s) for s in w.steps], "count": w.count, "sessions": w.sessions}
+            for w in found[:limit]]
     return {"workflows": rows, "applied": False}
 
 

@@ -11,23 +11,32 @@ import json
 import re
 
 from strato.distill.miner import Workflow
-from strato.distill.redact import redact
 from strato.heartbeat.proposal import Proposal
+from tropo import untrusted
+from tropo.redact import redact
 
 SKILL_DIRS = (".claude/skills", ".agents/skills")
 MAX_EVIDENCE = 20
 
 
 def name(workflow: Workflow) -> str:
-    words = "-then-".join(s.removeprefix("bash:") for s in workflow.steps)
+    """The skill's folder and heading: a slug of the redacted steps (a step is a tool name
+    a transcript chose, so it may hold a key)."""
+    words = "-then-".join(redact(s).removeprefix("bash:") for s in workflow.steps)
     slug = re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")
     return slug[:60].rstrip("-") or "workflow"
 
 
 def _inline(text: str, limit: int = 120) -> str:
-    """Transcript text as one inline code span: redacted, one line, no backticks (a
-    transcript must not be able to add lines or markup to the draft)."""
-    return " ".join(redact(text).replace("`", "'").split())[:limit]
+    """Transcript text for one inline code span: redacted, one line, hidden characters
+    shown, no backticks (a transcript must not be able to add lines, markup or escape
+    sequences to the draft)."""
+    return untrusted.line(redact(text.replace("`", "'")), limit)
+
+
+def _shape(workflow: Workflow) -> str:
+    """The workflow's steps as one line (redacted, hidden characters shown)."""
+    return untrusted.line(redact(" -> ".join(workflow.steps)))
 
 
 def render(workflow: Workflow) -> str:
@@ -35,7 +44,7 @@ def render(workflow: Workflow) -> str:
     first = workflow.occurrences[0]
     steps = "\n".join(f"{i}. `{_inline(s)}`, e.g. `{_inline(c.text)}`"
                       for i, (s, c) in enumerate(zip(workflow.steps, first, strict=True), 1))
-    shape = " -> ".join(workflow.steps)
+    shape = _shape(workflow)
     evidence = "\n".join(f"- {_inline(occ[0].session)}: {_inline(occ[0].handle)}"
                          for occ in workflow.occurrences[:MAX_EVIDENCE])
     description = json.dumps(f"Use when repeating the workflow {shape}; it was seen {workflow.count} "
@@ -50,9 +59,9 @@ def render(workflow: Workflow) -> str:
 def proposal(workflow: Workflow, base: str | None) -> Proposal:
     skill = name(workflow)
     text = render(workflow)
+    shape = _shape(workflow)
     return Proposal(
-        "skill", "skill", " -> ".join(workflow.steps),
-        f"skill candidate {skill}: {' -> '.join(workflow.steps)} ({workflow.count}x in "
-        f"{workflow.sessions} sessions)",
-        tuple(f"{occ[0].session} {occ[0].handle}" for occ in workflow.occurrences),
+        "skill", "skill", shape,
+        f"skill candidate {skill}: {shape} ({workflow.count}x in {workflow.sessions} sessions)",
+        tuple(untrusted.line(redact(f"{occ[0].session} {occ[0].handle}")) for occ in workflow.occurrences),
         {f"{folder}/{skill}/SKILL.md": text for folder in SKILL_DIRS}, base)

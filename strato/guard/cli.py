@@ -19,10 +19,10 @@ import click
 from strato.guard import authz, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
-from strato.guard.review import visible
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
+from tropo.untrusted import visible
 
 USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
 MAX_STDIN = 4 * 1024 * 1024
@@ -43,7 +43,7 @@ def _emit(obj: dict[str, Any]) -> None:
 
 def _fail(exc: GuardError) -> NoReturn:
     _emit(exc.envelope())
-    click.echo(f"strato guard: {exc.error_type}: {exc.message}", err=True)
+    click.echo(f"strato guard: {exc.error_type}: {visible(exc.message)}", err=True)
     sys.exit(2 if exc.error_type in USAGE_ERRORS else 1)
 
 
@@ -250,9 +250,9 @@ def verify_command(root: Path, as_json: bool, since: tuple[str, ...]) -> None:
     elif report.ok:
         click.echo(f"guard ledgers ok: {report.resources} resources, {report.entries} entries")
     else:
-        click.echo(f"guard ledger broken: {report.breaks[0]}", err=True)
+        click.echo(f"guard ledger broken: {visible(report.breaks[0])}", err=True)
         for brk in report.breaks[1:]:
-            click.echo(f"  also: {brk}", err=True)
+            click.echo(f"  also: {visible(brk)}", err=True)
     sys.exit(0 if report.ok else 1)
 
 

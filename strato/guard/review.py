@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from strato.guard import authz, config, ledger, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
+from tropo import untrusted
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import is_ancestor
@@ -87,39 +87,13 @@ class ReviewReport:
 
 
 MAX_CELL = 200
-HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
-
-
-def visible(value: object) -> str:
-    """``value`` with every character that moves, hides or reorders text (CR, LF, escape
-    sequences, bidi overrides, zero-width characters) shown as ``U+XXXX``: a reader of a
-    log or a comment sees what the ledger holds, in order."""
-    text = "" if value is None else str(value)
-    return "".join(f"U+{ord(c):04X}" if _hidden(c) else c for c in text)
-
-
-def _hidden(c: str) -> bool:
-    """Invisible or reordering, or a space other than U+0020 (NBSP looks like a space)."""
-    category = unicodedata.category(c)
-    return category in HIDDEN or (category == "Zs" and c != " ")
 
 
 def _cell(value: object) -> str:
-    """One table cell as a code span: nothing in it is Markdown or HTML (no link, image,
-    mention, heading or comment). The fence is longer than any backtick run inside, ``|``
-    is escaped as GitHub tables require, and the text is cut at ``MAX_CELL`` characters."""
-    text = visible(value)
-    # "release:9 " is another resource than "release:9": edge spaces are shown too
-    core = text.strip(" ")
-    if core != text:
-        lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
-        text = "U+0020" * lead + core + "U+0020" * trail
-    if len(text) > MAX_CELL:
-        text = text[: MAX_CELL - 1] + "…"
-    if not text:
-        return ""
-    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
-    return f"{fence} {text.replace('|', chr(92) + '|')} {fence}"
+    """One table cell as a code span (:func:`tropo.untrusted.code_span`: nothing in it is
+    Markdown or HTML, every hidden character is shown), with ``|`` escaped as GitHub
+    tables require, cut at ``MAX_CELL`` characters."""
+    return untrusted.code_span(value, MAX_CELL).replace("|", chr(92) + "|")
 
 
 # git's (and libgit2's) order for a short ref name: a tag beats a remote-tracking branch

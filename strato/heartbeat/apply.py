@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat import store
+from tropo import untrusted
 from tropo.git import gitcli, gitlog
 
 
@@ -36,8 +37,8 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
                       "if it should not come back")
     if gitcli.is_commit(root, base) is None:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
-    message = f"heartbeat: {store.title(record)}\n\nHeartbeat-Proposal: {pid}\nHeartbeat-Revision: " \
-              f"{record['revision']}\n"
+    message = f"heartbeat: {untrusted.line(store.title(record))}\n\nHeartbeat-Proposal: {pid}\n" \
+              f"Heartbeat-Revision: {untrusted.line(record['revision'])}\n"
     commit = gitlog.commit_files(root, base, files, message)
     name = branch(pid)
     if not gitlog.create_ref(root, f"refs/heads/{name}", commit):

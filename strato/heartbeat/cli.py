@@ -13,6 +13,7 @@ from strato.heartbeat import apply as decisions
 from strato.heartbeat import deep as deep_review
 from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
+from tropo import untrusted
 from tropo.git import gitcli
 
 root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
@@ -100,7 +101,8 @@ def status_command(root: Path, as_json: bool) -> None:
     rows, head = value["proposals"], value["last_head"]
     lines = [f"last heartbeat at {head[:12] if isinstance(head, str) else 'never'}; "
              f"{len(rows)} proposal(s)"]
-    lines += [f"{r['status']:<8} {r['id']}  {r['title']}" for r in rows]
+    lines += [f"{untrusted.line(r['status']):<8} {untrusted.line(r['id'])}  {untrusted.line(r['title'])}"
+              for r in rows]
     _emit(value, as_json, "\n".join(lines))
 
 
@@ -114,12 +116,16 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
         _fail(str(exc), 2)
-    lines = [f"{record['id']} ({record['revision']}) [{record['status']}] {store.title(record)}"]
-    lines += [f"  evidence: {e}" for e in record.get("evidence", [])]
+    shown = untrusted.line
+    lines = [f"{shown(record['id'])} ({shown(record['revision'])}) [{shown(record['status'])}] "
+             f"{shown(store.title(record))}"]
+    lines += [f"  evidence: {shown(e)}" for e in record.get("evidence", [])]
     if isinstance(record.get("rewrite"), dict):
-        lines.append(f"  rewritten by agent {record['rewrite'].get('agent')} (the draft is `title`/`files`)")
+        agent = shown(record["rewrite"].get("agent"))
+        lines.append(f"  rewritten by agent {agent} (the draft is `title`/`files`)")
     for path, content in store.files(record).items():
-        lines += [f"--- {path} (on {str(record.get('base'))[:12]})", str(content).rstrip("\n")]
+        lines += [f"--- {shown(path)} (on {shown(str(record.get('base'))[:12])})",
+                  untrusted.block(content.rstrip("\n"))]
     _emit(record, as_json, "\n".join(lines))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from strato.heartbeat import apply as decisions
 from strato.heartbeat import store
 from strato.heartbeat.proposal import KINDS
+from tropo import untrusted
 from tropo.git import gitcli
 
 Ask = Callable[[str], str | None]  # the question -> the answer line, None at end of input
@@ -26,9 +27,10 @@ def question(record: dict[str, Any]) -> tuple[str, str]:
     """The text shown for one proposal and the answers it accepts (``apply`` only for a
     proposal that writes files: the others are acted on by hand)."""
     keys = "ars" if record.get("files") else "rs"
-    lines = [f"[{record.get('kind')}] {record['id']}: {store.title(record)}"]
-    lines += [f"  evidence: {e}" for e in list(record.get("evidence") or [])[:5]]
-    lines += [f"  would write: {p}" for p in sorted(store.files(record))]
+    shown = untrusted.line
+    lines = [f"[{shown(record.get('kind'))}] {shown(record['id'])}: {shown(store.title(record))}"]
+    lines += [f"  evidence: {shown(e)}" for e in list(record.get("evidence") or [])[:5]]
+    lines += [f"  would write: {shown(p)}" for p in sorted(store.files(record))]
     choices = " / ".join(f"[{k}] {CHOICES[k]}" for k in keys)
     return "\n".join([*lines, f"{choices}? "]), keys
 

@@ -8,7 +8,8 @@ private sidecar, see :mod:`strato.heartbeat.refusals`). Memory is private
 (``MEMORY.md`` is ignored), so a memory proposal changes no file: a person copies the
 line, and ``apply`` refuses to commit a private file. Every text taken from a source
 the writer chose (a reason, a rationale, a hook's message) is redacted and kept to one
-line, so it can neither leak a key nor add lines to the report.
+line, its hidden characters shown, so it can neither leak a key nor add lines or escape
+sequences to the report.
 """
 
 from __future__ import annotations
@@ -17,17 +18,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from strato.distill.redact import redact
 from strato.heartbeat.proposal import Proposal
+from tropo import untrusted
 from tropo.git.gitlog import LogCommit
+from tropo.redact import redact
 
 _REVERT = re.compile(r'^Revert "(?P<subject>.+)"$')
 _REVERTED = re.compile(r"This reverts commit (?P<oid>[0-9a-f]{7,40})")
 
 
-def one_line(text: object, limit: int = 160) -> str:
-    """Writer-chosen text as one redacted line of at most ``limit`` characters."""
-    return " ".join(redact(str(text)).split())[:limit]
+LINE = 160  # the longest writer-chosen text a memory line quotes
+
+
+def one_line(text: object, limit: int = LINE) -> str:
+    """Writer-chosen text as one redacted line of at most ``limit`` characters, every
+    hidden character shown (:func:`tropo.untrusted.line`)."""
+    return untrusted.line(redact(str(text)), limit)
 
 
 def lessons(commits: Iterable[LogCommit]) -> list[Proposal]:

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
 from strato.heartbeat.proposal import Proposal
+from tropo import untrusted
 from tropo.git.gitlog import LogCommit
+from tropo.redact import redact
 
 PLAYBOOK = "bug-risk-playbook.md"
 _FIX_SUBJECT = re.compile(r"^(fix|bugfix|hotfix)(\((?P<scope>[^)]+)\))?!?:", re.IGNORECASE)
@@ -67,12 +69,14 @@ def index_fixes(index: dict[str, list[Fix]], commits: Iterable[LogCommit]) -> No
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").strip()
+    """A table cell of a committed file: every hidden character shown, ``|`` escaped."""
+    return untrusted.visible(text).replace("|", "\\|").strip()
 
 
 def row(name: str, fixes: list[Fix]) -> str:
-    """The table row: the class, its likely cause (what the fixes said), a prevention."""
-    subjects = "; ".join(f["subject"] for f in fixes[:3])
+    """The table row: the class, its likely cause (what the fixes said: each subject, its
+    author's, redacted on one line in a code span), a prevention."""
+    subjects = "; ".join(untrusted.code_span(untrusted.line(redact(f["subject"]))) for f in fixes[:3])
     tests = sorted({t for f in fixes for t in f["tests"]})
     prevention = (f"keep the regression tests {', '.join(tests)} and add one with every fix here"
                   if tests else f"add a regression test for {name} with the next fix")

@@ -11,6 +11,7 @@ from typing import Any
 
 from strato.heartbeat import store
 from strato.heartbeat.proposal import KINDS
+from tropo import untrusted
 from tropo.git import gitcli
 from tropo.git.atomic import write_atomic
 
@@ -31,6 +32,8 @@ def summary(result: dict[str, Any]) -> list[str]:
 
 
 def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The report in Markdown; every text a proposal carries is escaped
+    (:mod:`tropo.untrusted`): a transcript cannot add a heading, a link or a key."""
     out = [f"# Heartbeat {result['day']}", "", *summary(result), ""]
     open_records = [r for r in records if r.get("status") == "open"]
     for kind in KINDS:
@@ -39,8 +42,9 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
             continue
         out += [f"## {kind}", ""]
         for r in mine:
-            out.append(f"- `{r['id']}` ({r['revision']}): {store.title(r)}")
-            out += [f"  - {e}" for e in r.get("evidence", [])[:5]]
+            out.append(f"- {untrusted.code_span(r['id'])} ({untrusted.markdown(r['revision'])}): "
+                       f"{untrusted.markdown(store.title(r))}")
+            out += [f"  - {untrusted.markdown(e)}" for e in r.get("evidence", [])[:5]]
         out.append("")
     out.append("Apply one with `strato heartbeat apply ID` (a branch `heartbeat/ID`), "
                "or `strato heartbeat reject ID`.")

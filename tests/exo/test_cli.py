@@ -181,3 +181,15 @@ def test_the_pack_hint_names_the_thin_config_of_a_thin_workspace(
     proc = exo(root, "claim", "item", "--agent", "a")
     assert proc.returncode == 2
     assert 'add packs = ["coordination"] to .vivary/workspace.toml' in proc.stderr
+
+
+def test_board_and_conflicts_show_an_authors_escape_sequences_as_text(ws: Path) -> None:
+    """Issue 25: an assignee and a module name are what a change's author wrote."""
+    modules = 'modules: ["core\\e[2K"]\n---\n'
+    write_files(ws, {"changes/hotel.md": f'---\nstatus: active\nassignee: "m\\e]52;c;cm0=\\a\\u034f"\n{modules}# H\n',
+                     "changes/india.md": f"---\nstatus: active\n{modules}# India\n"})
+    commit_all(ws)
+    for args in (["board"], ["conflicts"]):
+        out = exo(ws, *args).stdout
+        assert "hotel" in out and "U+001B" in out, out
+        assert not [c for c in "\x1b\x07\u034f" if c in out], out

@@ -59,6 +59,16 @@ def test_a_broken_ref_is_refused_naming_file_and_line(ws: Path) -> None:
     assert head(ws) != before
 
 
+def test_a_refusal_shows_the_documents_escape_sequences_as_text(ws: Path) -> None:
+    """Issue 25: a finding quotes what the document says, which its author chose."""
+    text = (ws / CHANGE).read_text()
+    (ws / CHANGE).write_text(text.replace("[codebase, agent-workspace]", '[codebase, "x\\e]52;c;cm0=\\a\\u034f"]'))
+    git(ws, "add", CHANGE)
+    proc = commit(ws)
+    assert proc.returncode != 0 and "U+034F" in proc.stderr, proc.stderr
+    assert not [c for c in "\x1b\x07\u034f" if c in proc.stderr], proc.stderr
+
+
 def test_only_the_staged_snapshot_counts(ws: Path) -> None:
     good = ws / "changes/second.md"
     good.write_text(

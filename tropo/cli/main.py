@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 import click
 
+from tropo import untrusted
 from tropo.check import reports
 from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
@@ -196,7 +197,7 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     else:
         for f in sorted(findings, key=lambda f: (f.path, f.line)):
             if not (quiet and f.code.startswith("W")):
-                click.echo(f.render())
+                click.echo(untrusted.visible(f.render()))  # it quotes what the document says
         click.echo(f"\ntropo: {result.checked} document(s), "
                    f"{errors} error(s), {len(findings) - errors} warning(s)"
                    + ("" if known is None else f" new since {new_since} ({known} known)"))
@@ -268,9 +269,9 @@ def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
     click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
                + (f", {g.broken} broken" if g.broken else ""))
     for nid in sorted(g.nodes):
-        click.echo(f"\n  {nid}  [{g.nodes[nid].type or 'untyped'}]")
-        for e in g.outbound(nid):
-            click.echo(f"    --{e.field}--> {e.dst}" + ("  (broken)" if e.broken else ""))
+        click.echo("\n" + untrusted.visible(f"  {nid}  [{g.nodes[nid].type or 'untyped'}]"))
+        for e in g.outbound(nid):  # a ref's target is whatever its author wrote
+            click.echo(untrusted.visible(f"    --{e.field}--> {e.dst}") + ("  (broken)" if e.broken else ""))
 
 
 @main.command()
@@ -296,12 +297,12 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
     except reports.UnknownNode as exc:
         fail(str(exc), 1)
     target = g.nodes[node_id]
-    click.echo(f"tropo blast: {node_id} [{target.type or 'untyped'}] — "
+    click.echo(f"tropo blast: {untrusted.visible(node_id)} [{target.type or 'untyped'}] — "
                f"{len(rows)} document(s) depend on it"
                + (f" (depth ≤ {depth})" if depth is not None else ""))
     for nid, (dist, via) in rows:
         kind = g.nodes[nid].type if nid in g.nodes else None
-        click.echo(f"  {nid}  [{kind or 'untyped'}]   (distance {dist}, via {via})")
+        click.echo(untrusted.visible(f"  {nid}  [{kind or 'untyped'}]   (distance {dist}, via {via})"))
 
 
 @main.command()

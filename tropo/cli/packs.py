@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import click
 
+from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.roots import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
@@ -93,7 +94,7 @@ def review_cmd(pack: str, strict: bool, root: Path | None, staged: bool, rev: st
         _print(document)
     else:
         for line in packs.render(document):
-            click.echo(line)
+            click.echo(untrusted.visible(line))  # a message quotes what the node says
         click.echo(f"\ntropo: reviewed {document['reviewed']} node(s), "
                    f"{document['warnings']} warning(s), {document['notes']} note(s)")
     sys.exit(1 if strict and document["warnings"] else 0)
@@ -128,5 +129,5 @@ def impact_cmd(node_id: str | None, root: Path | None, staged: bool, rev: str | 
     else:
         click.echo(f"tropo: impact of '{node_id}' — {len(rows)} node(s) depend on it")
         for nid, (dist, via) in rows:
-            click.echo(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})")
+            click.echo(untrusted.visible(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})"))
     sys.exit(0)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tropo import untrusted
 from tropo.check.workspace import Workspace
 from tropo.cli.main import emit, fail, guarded, load, main, workspace_options
 from tropo.review.retrieval import FIND_BUDGET, FIND_K, open_search, packets, query, trim
@@ -78,12 +79,12 @@ def query_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, 
         if r.get("reasons"):
             click.echo(f"    why: {', '.join(r['reasons'])}")
         if r.get("snippet"):
-            click.echo(f"    {r['snippet']}")
+            click.echo(f"    {untrusted.line(r['snippet'])}")
 
 
 def _line(i: int, r: dict[str, Any]) -> None:
     kind = f"[{r['type']}] " if r.get("type") else ""
-    click.echo(f"{i:2}. {kind}{r['id']} - {r['path']}")
+    click.echo(untrusted.visible(f"{i:2}. {kind}{r['id']} - {r['path']}"))
 
 
 @main.command("find")
@@ -136,7 +137,7 @@ def find_cmd(ctx: click.Context, words: tuple[str, ...], types: tuple[str, ...],
         _line(i, r)
         click.echo(f"    why: {r['reason']}")
         if r.get("snippet"):
-            click.echo(f"    {r['snippet']}")
+            click.echo(f"    {untrusted.line(r['snippet'])}")
 
 
 def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Workspace) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.cli.main import emit, fail, guarded, load, main, workspace_options
@@ -106,7 +107,8 @@ def _edge(e: dict[str, Any]) -> str:
 
 
 def delta_lines(d: dict[str, Any]) -> list[str]:
-    """One line per change in a delta, for people."""
+    """One line per change in a delta, for people; its ids, paths and values are what the
+    documents' authors chose, so every hidden character is shown (:mod:`tropo.untrusted`)."""
     lines = [f"  + {n}" for n in d["nodes_added"]]
     lines += [f"  - {n}" for n in d["nodes_removed"]]
     lines += [f"  ~ {x['id']}  type {x['from'] or 'untyped'} -> {x['to'] or 'untyped'}"
@@ -117,7 +119,7 @@ def delta_lines(d: dict[str, Any]) -> list[str]:
     lines += [f"  edge + {_edge(e)}" + ("  (broken)" if e["broken"] else "") for e in d["edges_added"]]
     lines += [f"  edge - {_edge(e)}" for e in d["edges_removed"]]
     lines += [f"  BROKEN {_edge(e)}  (target gone)" for e in d["edges_newly_broken"]]
-    return lines
+    return [untrusted.visible(line) for line in lines]
 
 
 def render_text(r: dict[str, Any]) -> str:
@@ -142,10 +144,11 @@ def _md_items(items: list[str]) -> str:
 def render_markdown(r: dict[str, Any], old: graphdiff.Shape, new: graphdiff.Shape) -> str:
     """A pull-request comment: a count table, then the details that need a reviewer."""
     d, c = r["delta"], r["counts"]
+    code = untrusted.code_span  # every id, path and value is a document author's: text, not Markdown
 
     def node(n: str) -> str:
         kind, path, _ = new.nodes[n] if n in new.nodes else old.nodes[n]
-        return f"`{n}` ({kind or 'untyped'}, `{path}`)"
+        return f"{code(n)} ({untrusted.markdown(kind or 'untyped')}, {code(path)})"
 
     broken = d["edges_newly_broken"] + r["broken_added"]
     out = [f"### Graph diff `{r['base']}..{r['head']}`", "",
@@ -158,15 +161,15 @@ def render_markdown(r: dict[str, Any], old: graphdiff.Shape, new: graphdiff.Shap
     out += [f"| {label} | {c[key]} |" for label, key in rows]
     out.append(f"| refs newly broken | {len(broken)} |")
     sections = [
-        ("Refs newly broken", [f"`{_edge(e)}`" for e in broken]),
+        ("Refs newly broken", [code(_edge(e)) for e in broken]),
         ("Nodes added", [node(n) for n in d["nodes_added"]]),
         ("Nodes removed", [node(n) for n in d["nodes_removed"]]),
-        ("Retyped", [f"`{x['id']}`: {x['from'] or 'untyped'} → {x['to'] or 'untyped'}"
+        ("Retyped", [f"{code(x['id'])}: {code(x['from'] or 'untyped')} → {code(x['to'] or 'untyped')}"
                      for x in d["nodes_retyped"]]),
-        ("Fields changed", [f"`{x['id']}` `{x['field']}`: `{x['from']}` → `{x['to']}`"
-                            for x in d["fields_changed"]]),
-        ("Blast radius", [f"`{n}` → {v['count']} dependent(s): "
-                          + ", ".join(f"`{x['id']}`" for x in v["nearest"][:10])
+        ("Fields changed", [f"{code(x['id'])} {code(x['field'])}: "
+                            f"{code(str(x['from']))} → {code(str(x['to']))}" for x in d["fields_changed"]]),
+        ("Blast radius", [f"{code(n)} → {v['count']} dependent(s): "
+                          + ", ".join(code(x["id"]) for x in v["nearest"][:10])
                           + (" …" if v["count"] > 10 else "")
                           for n, v in r["blast"].items() if v["count"]]),
     ]
@@ -270,13 +273,14 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
     if as_json:
         emit({"id": node_id, "type": node.type, "path": node.path, "rev": rev, "events": events})
         return
-    click.echo(f"tropo log: {node_id} [{node.type or 'untyped'}] {node.path}")
+    shown = untrusted.visible  # paths, authors and values are what the commits' authors chose
+    click.echo(shown(f"tropo log: {node_id} [{node.type or 'untyped'}] {node.path}"))
     for e in events:
         where = f"{e['from_path']} -> {e['path']}" if e["kind"] == "renamed" else e["path"]
-        click.echo(f"  {e['commit'][:10]} {e['date'][:10]} {e['author']}: {e['kind']} {where}"
-                   f"  — {e['summary']}")
+        click.echo(shown(f"  {e['commit'][:10]} {e['date'][:10]} {e['author']}: {e['kind']} {where}  — ")
+                   + untrusted.line(e["summary"]))
         for ch in e["changes"]:
-            click.echo(f"      {ch['field']}: {ch['from']!r} -> {ch['to']!r}")
+            click.echo(shown(f"      {ch['field']}: {ch['from']!r} -> {ch['to']!r}"))
 
 
 @main.command("map")

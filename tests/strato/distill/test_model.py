@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strato.distill import service
+from strato.distill import model, service
 from strato.heartbeat import apply, engine, settings, store
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session
@@ -130,3 +130,14 @@ def test_extract_sends_new_candidates_through_the_agent_once(ws: Path, tmp_path:
     assert all("# Commit safely" in text for text in store.files(record).values())
     [again] = service.extract(ws, sources(tmp_path), 3, None)
     assert again["outcome"] == "known" and again["rewritten"] is False and calls(log) == 1
+
+
+def test_a_rewrite_holds_no_escape_sequence_and_no_key() -> None:
+    """The model read the transcript: its answer is author-chosen text too."""
+    answer = {"text": "Run it\x1b]52;c;cm0gLXJm\x07 with ghp_" + "Zq3x" * 9 + "\n# Heading"}
+    title = model.rewrite({"kind": "memory", "title": "t"}, answer)
+    assert title == {"title": "Run itU+001B]52;c;cm0gLXJmU+0007 with [REDACTED] # Heading"}
+    draft = "---\nname: x\n---\n\n# x\n\nbody\n\n## Evidence\n\n- s1\n"
+    body = model.rewrite({"kind": "skill", "files": {"SKILL.md": draft}}, answer)
+    assert isinstance(body, dict) and "\x1b" not in body["files"]["SKILL.md"]
+    assert "U+001B]52" in body["files"]["SKILL.md"] and "ghp_" not in body["files"]["SKILL.md"]

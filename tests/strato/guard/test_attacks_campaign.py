@@ -27,6 +27,7 @@ from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, mak
 from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
 from tests.strato.guard.test_ci_recipe import ci, origin_with_main, pull_request
 from tests.strato.guard.test_notesig import git_verifies, resign
+from tropo.untrusted import default_ignorable
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
@@ -143,6 +144,7 @@ def test_cell_is_one_code_span_of_the_visible_text(text: str) -> None:
     shown = inner.replace("\\|", "|")
     hidden = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
     assert not any(unicodedata.category(c) in hidden or (c.isspace() and c != " ") for c in shown)
+    assert not any(default_ignorable(c) for c in shown)
     assert shown == shown.strip(" ")  # "release:9 " must not look like "release:9"
     assert len(shown) <= 200 and (shown.endswith("…") or len(text) <= 200)
 
@@ -156,6 +158,35 @@ def test_bidi_override_in_a_resource_id_is_shown_not_obeyed(ws: Workspace, base:
         proc = cli(ws, "review", "--base", base, *args)
         assert proc.returncode == 0, proc.stderr
         assert "\u202e" not in proc.stdout and "U+202E" in proc.stdout
+
+
+@pytest.mark.parametrize("ignorable", ["\u034f", "\u115f", "\u3164", "\ufe0f", "\U000e0041"])
+def test_an_invisible_character_in_a_resource_id_is_shown(ws: Workspace, base: str, ignorable: str) -> None:
+    """A PR registers ``release:1.0`` plus a default-ignorable character (a combining
+    grapheme joiner, a Hangul filler, a variation selector, a tag): rendered, it must not
+    pass for the real ``release:1.0``."""
+    (ws.root / "NOTES.md").write_text("n\n")
+    for rid in ("release:1.0", f"release:1.0{ignorable}"):
+        engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    ws.pin()
+    proc = cli(ws, "review", "--base", base, "--markdown")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ids = [re.split(r"(?<!\\)\|", line)[1].strip() for line in proc.stdout.splitlines() if "release:" in line]
+    assert sorted(ids) == ["` release:1.0 `", f"` release:1.0U+{ord(ignorable):04X} `"]
+    assert ignorable not in proc.stdout
+
+
+def test_verify_names_a_broken_ledger_with_its_invisible_characters_shown(ws: Workspace) -> None:
+    """`verify`'s breaks name the resource: one that looks like `release:1.0` but is not
+    must not pass for it in a CI log."""
+    rid = "release:1.0\u034f"
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    [entry] = ledger(ws, rid)
+    put_ledger(ws, anchor(rid), json.dumps({**entry, "rationale": "rewritten"}) + "\n")
+    proc = cli(ws, "verify")
+    assert proc.returncode == 1 and "release:1.0U+034F" in proc.stderr, proc.stderr
+    assert "\u034f" not in proc.stderr
 
 
 def test_plain_output_prints_forged_text_without_control_characters(

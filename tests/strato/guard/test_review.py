@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from strato.guard import config, engine, store
-from strato.guard.review import MAX_CELL, _cell, review, unambiguous, visible
+from strato.guard.review import MAX_CELL, _cell, review, unambiguous
 from strato.guard.verify import Break
 from tests.conftest import git
 from tests.strato.guard.conftest import (
@@ -27,6 +27,7 @@ from tests.strato.guard.test_notesig import resign
 from tests.strato.guard.test_verify import reseal
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
+from tropo.untrusted import visible
 
 RID = "feat:9"
 

@@ -13,6 +13,7 @@ import pytest
 from strato.heartbeat import apply, engine, store
 from strato.heartbeat.settings import Settings
 from tests.conftest import git
+from tests.strato.guard.conftest import outside_code
 from tests.strato.heartbeat.conftest import T0, commit_at
 
 
@@ -122,3 +123,18 @@ def test_cli_run_status_show_and_errors(ws: Path) -> None:
         proc = strato(*bad, cwd=ws)
         assert proc.returncode == code and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert git(ws, "status", "--porcelain") == ""
+
+
+def test_a_fix_subject_reaches_the_committed_playbook_as_text(ws: Path) -> None:
+    """Issue 25: a subject is its author's; the playbook is committed and rendered."""
+    token = "ghp_" + "Zq3x" * 9
+    lure = f"fix(parser): [ok](https://evil.example) \x1b]52;c;cm0=\x07 {token}"
+    commit_at(ws, T0, lure, {"src/parser.py": "1"})
+    commit_at(ws, T0, "fix(parser): `x` <b>", {"src/parser.py": "2"})
+    beat(ws)
+    [row] = open_of(ws, "playbook")
+    text = row["files"]["bug-risk-playbook.md"]
+    line = text.splitlines()[-1]
+    assert "\x1b" not in text and token not in text and "U+001B]52" in line
+    assert "evil.example" in line and "evil.example" not in outside_code(line)
+    assert "<b>" not in outside_code(line)

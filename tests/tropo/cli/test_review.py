@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git, write_files
+from tests.strato.guard.conftest import outside_code
 from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
 
 
@@ -58,7 +59,7 @@ def test_diff_between_commits(vault: Path) -> None:
     code, md, _ = tropo("diff", "HEAD~1..HEAD", "--markdown", cwd=vault)
     assert code == 0 and md.startswith("### Graph diff `HEAD~1..HEAD`")
     assert "This change breaks refs" in md and "| refs newly broken | 2 |" in md
-    assert "`2026-06-12-kickoff --project--> tropo`" in md
+    assert "` 2026-06-12-kickoff --project--> tropo `" in md
 
 
 def test_diff_retype_move_and_clean_change(vault: Path) -> None:
@@ -176,3 +177,24 @@ def test_log_bad_input(vault: Path) -> None:
     assert proc.returncode == 1 and "no document with id 'no-such-id'" in proc.stderr
     proc = tropo_process("log", "jeff", "--rev", "nope", cwd=vault)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+LURE = "x` [click](https://evil.example) \\e[2K\\u034f"  # YAML escapes: ESC, a combining grapheme joiner
+
+
+def test_what_a_document_or_commit_says_is_shown_not_obeyed(vault: Path) -> None:
+    """Issue 25: a field value, a ref target, a commit's author and subject are their
+    authors' bytes. The PR comment keeps them in code spans (no link escapes one), and the
+    terminal shows escape sequences and invisible characters as U+XXXX."""
+    write_files(vault, {"projects/tropo/decisions/0001-folder-as-type.md":
+                        f'---\nstatus: "{LURE}"\ndate: 2026-06-12\nrelated: ["\\e]52;c;cm0=\\a"]\n---\n# F\n\n'
+                        "Folders \x1b]52;c;cm0=\x07 as types.\n"})
+    git(vault, "add", "-A")
+    git(vault, "-c", "user.name=Ev\x1b[2Kil", "commit", "-q", "-m", "change \x1b]52;c;x\x07")
+    md = tropo_process("diff", "HEAD~1..HEAD", "--markdown", cwd=vault).stdout
+    assert "evil.example" in md and "evil.example" not in outside_code(md)
+    for args in (("diff", "HEAD~1..HEAD", "--markdown"), ("diff", "HEAD~1..HEAD"), ("graph",),
+                 ("log", "0001-folder-as-type"), ("check",), ("query", "folders"), ("find", "folders")):
+        out = tropo_process(*args, cwd=vault).stdout
+        assert not [c for c in "\x1b\x07\u034f" if c in out], (args, out)
+        assert "U+001B" in out or "\\x1b" in out, (args, out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.distill.redact import redact
+from tropo.redact import redact
 
 ALNUM = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=24, max_size=48)
 AROUND = st.text(st.characters(codec="utf-8", exclude_characters="abcdefghijklmnopqrstuvwxyz"

@@ -1,8 +1,10 @@
-"""Redaction of what looks like a key or token, before any transcript text is staged.
+"""Redaction of what looks like a key or token, before text someone else chose is shown
+or committed: the one redactor.
 
-Transcripts are private; a candidate may become a tracked file. So every string taken
-from a transcript passes through :func:`redact` first, and a false positive (a long
-hash) costs only a ``[REDACTED]`` in a draft a person reviews anyway.
+Transcripts are private; a candidate may become a tracked file, and a title reaches a
+terminal or a report. So every such string passes through :func:`redact` first (see
+:mod:`tropo.untrusted`), and a false positive (a long hash) costs only a ``[REDACTED]``
+in a draft a person reviews anyway.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _PATTERNS = [
 
 
 def redact(text: str) -> str:
+    """``text`` with every known secret shape replaced by ``[REDACTED]``."""
     for pattern in _PATTERNS:
         if "value" in pattern.groupindex:
             text = pattern.sub(lambda m: m.group(0)[: m.start("value") - m.start(0)] + MARK, text)
