@@ -171,7 +171,7 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
       tropo check
       tropo check modules/ --json
       tropo check --staged --quiet
-      tropo check --new-since origin/main      # the ratchet: only what got worse
+      tropo check --new-since refs/remotes/origin/main  # the ratchet: only what got worse
     """
     if paths:
         ws = load(root, staged, rev, no_cache)
