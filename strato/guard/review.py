@@ -19,7 +19,6 @@ from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import is_ancestor
-from tropo.git.revspec import spelled
 from tropo.git.types import Commit, Repository
 
 
@@ -125,7 +124,7 @@ def _cell(value: object) -> str:
 
 def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
-        return pin.require_commit(repo, spelled(repo, base_notes))
+        return pin.require_commit(repo, base_notes)
     pinned = pin.read(base)
     return None if pinned is None else pin.require_commit(repo, pinned)
 

@@ -79,8 +79,8 @@ def test_a_pushed_tag_named_like_the_base_cannot_pass_a_broken_graph(tmp_path: P
     old = run_cli("vivary", "hooks", "check", "--base", "origin/main", "--head", "HEAD", "--root", str(ci))
     assert old.returncode == 2, old.stdout + old.stderr  # was 0: the attacker's base passed it
     assert old.stdout == "" and old.stderr.splitlines() == [
-        "vivary: 'origin/main' is ambiguous, it names refs/tags/origin/main and "
-        "refs/remotes/origin/main: pass the full ref (or the full object id) you mean"]
+        "vivary: 'origin/main' is ambiguous (refs/tags/origin/main, refs/remotes/origin/main): "
+        "pass the full ref you mean"]
     assert "refs/remotes/origin/$BASE_BRANCH" in recipe()
     proc = _run_recipe(ci)
     assert proc.returncode == 1, proc.stderr

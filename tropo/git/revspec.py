@@ -69,14 +69,13 @@ def spelled(repo: pygit2.Repository, rev: str) -> str:
             raise RevisionError(f"{name!r} names no object here (fetch it first?)")
         return rev
     found = [ref for ref in (rule.format(name) for rule in _RULES) if _ref(repo, ref)]
+    what = "full ref"
     if hexa and found and _object(repo, name):
         found.append(f"object {name}")
+        what = "full ref or object id"
     if len(found) > 1:
-        raise AmbiguousRevision(
-            f"{name!r} is ambiguous, it names {' and '.join(found)}: "
-            "pass the full ref (or the full object id) you mean"
-        )
-    return found[0] + rest if found and not found[0].startswith("object ") else rev
+        raise AmbiguousRevision(f"{name!r} is ambiguous ({', '.join(found)}): pass the {what} you mean")
+    return found[0] + rest if found else rev
 
 
 def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
