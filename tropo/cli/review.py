@@ -13,7 +13,7 @@ import click
 
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
-from tropo.cli.main import commit_named, emit, fail, guarded, load, main, workspace_options
+from tropo.cli.main import emit, fail, guarded, load, main, spelled, workspace_options
 from tropo.git import gitcli
 from tropo.git.atomic import write_atomic
 from tropo.git.source import Source
@@ -49,10 +49,10 @@ def _sides(root: Path | None, revs: str | None, staged: bool) -> tuple[Source, S
         fail(f"diff: {revs!r}: use A..B (three dots are not supported)")
     if not base:
         fail(f"diff: {revs!r} names no base revision")
-    old = Source.at(commit_named(root, base))  # git is then asked by id, never by name
+    old = Source.at(spelled(root, base))  # git is then asked for the one ref it means
     if not sep:
         return old, Source.worktree(), base, "working tree"
-    return old, Source.at(commit_named(root, head or "HEAD")), base, head or "HEAD"
+    return old, Source.at(spelled(root, head or "HEAD")), base, head or "HEAD"
 
 
 def _label(source: Source, name: str) -> str:
