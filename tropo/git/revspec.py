@@ -22,7 +22,8 @@ from tropo.git.source import RevisionError
 _RULES = ("refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
 _SUFFIX = re.compile(r"[~^:]|@\{")
 _HEX = re.compile(r"[0-9a-fA-F]{4,64}")
-# HEAD, FETCH_HEAD, ORIG_HEAD...: git reads these before any ref, so no pushed name shadows them
+# HEAD, FETCH_HEAD, ORIG_HEAD...: when one exists git reads it before any ref, so no pushed
+# name shadows it (when it does not, the name is read by the rules, like any other)
 _ROOT_REF = re.compile(r"[A-Z_]*HEAD")
 
 
@@ -57,7 +58,7 @@ def spelled(repo: pygit2.Repository, rev: str) -> str:
         raise RevisionError(f"not a revision: {rev!r}")
     cut = _SUFFIX.search(rev)
     name, rest = (rev[: cut.start()], rev[cut.start():]) if cut else (rev, "")
-    if not name or _ROOT_REF.fullmatch(name):
+    if not name or (_ROOT_REF.fullmatch(name) and _ref(repo, name)):
         return rev
     if name.startswith("refs/"):
         if not _ref(repo, name):

@@ -111,3 +111,17 @@ def test_a_missing_revision_names_no_commit(two: tuple[pygit2.Repository, str, s
     with pytest.raises(gitrepo.RevisionError) as info:
         resolve_commit(two[0], rev)
     assert not isinstance(info.value, AmbiguousRevision)
+
+
+def test_head_is_read_first_and_a_missing_orig_head_by_the_rules(
+    two: tuple[pygit2.Repository, str, str],
+) -> None:
+    repo, first, second = two
+    root = Path(repo.workdir)
+    git(root, "tag", "HEAD", first)  # git reads .git/HEAD first; a pushed tag cannot shadow it
+    assert _id(repo, "HEAD") == second
+    git(root, "tag", "ORIG_HEAD", first)
+    git(root, "branch", "ORIG_HEAD", first)
+    assert not (Path(repo.path) / "ORIG_HEAD").exists()  # no root ref: the tag and the branch compete
+    with pytest.raises(AmbiguousRevision, match=r"\(refs/tags/ORIG_HEAD, refs/heads/ORIG_HEAD\)"):
+        resolve_commit(repo, "ORIG_HEAD")
