@@ -80,11 +80,10 @@ def named(root: Path, rev: str) -> str:
     one resolver: a short name a pushed tag shares with a branch is refused, never guessed.
     Raises :class:`tropo.git.source.RevisionError` (one line, with the fix)."""
     from tropo.git import repo as gitrepo
-    from tropo.git.revspec import AmbiguousRevision
 
     try:
         return str(gitrepo.resolve_commit(gitrepo.require(root), rev).id)
-    except AmbiguousRevision:
+    except gitrepo.AmbiguousRevision:
         raise
     except gitrepo.RevisionError as exc:
         raise gitrepo.RevisionError(f"{rev}: not a commit here (fetch it first)") from exc
