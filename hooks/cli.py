@@ -16,6 +16,7 @@ from hooks import frontdoor, graph
 from hooks import install as installer
 from hooks.logs import email_cmd, logs
 from hooks.scripts import DEFAULT_HOOKS
+from tropo.cli.clijson import echo_error
 from tropo.git import gitcli
 
 _root = click.option(
@@ -41,6 +42,13 @@ def _repo_root(root: Path) -> Path:
         click.echo(f"vivary: not a git work tree: {root}; run `git init` first", err=True)
         sys.exit(2)
     return top
+
+
+def _usage(message: str) -> NoReturn:
+    """A usage error: one line on stderr (and the JSON error document under ``--json``), exit 2."""
+    echo_error(message, 2)
+    click.echo(f"vivary: {message}", err=True)
+    sys.exit(2)
 
 
 def _emit(as_json: bool, payload: dict[str, object], lines: list[str]) -> None:
@@ -154,22 +162,20 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
     """The hooks' graph check of HEAD (or --head) against --base, for CI: strict, or only
     new findings when the base's .vivary/hooks.toml says mode = "ratchet". Exit 1 on any.
 
-    Example: vivary hooks check --base origin/main --head HEAD
+    Example: vivary hooks check --base refs/remotes/origin/main --head HEAD
     """
     from tropo.check.roots import ConfigError
     from tropo.git.source import RevisionError, Source, SourceError
 
     top = _repo_root(root)
-    revs = [graph.commit(top, r) for r in (base, head_rev)]
-    for rev, oid in zip((base, head_rev), revs, strict=True):
-        if oid is None:
-            click.echo(f"vivary: {rev}: not a commit here (fetch it first)", err=True)
-            sys.exit(2)
     try:
-        verdict = graph.judge(top, Source.at(str(revs[1])), revs[0])
+        revs = [graph.named(top, r) for r in (base, head_rev)]
+    except RevisionError as exc:
+        _usage(str(exc))
+    try:
+        verdict = graph.judge(top, Source.at(revs[1]), revs[0])
     except (ConfigError, SourceError, RevisionError, graph.HookConfigError) as exc:
-        click.echo(f"vivary: {exc}", err=True)
-        sys.exit(2)
+        _usage(str(exc))
     found = verdict.findings
     new = " new" if verdict.mode == "ratchet" else ""
     _emit(

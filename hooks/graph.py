@@ -75,6 +75,20 @@ def commit(root: Path, rev: str) -> str | None:
     return out.strip() or None
 
 
+def named(root: Path, rev: str) -> str:
+    """The commit a revision the person typed names (``--base``, ``--head``), through the
+    one resolver: a short name a pushed tag shares with a branch is refused, never guessed.
+    Raises :class:`tropo.git.source.RevisionError` (one line, with the fix)."""
+    from tropo.git import repo as gitrepo
+
+    try:
+        return str(gitrepo.resolve_commit(gitrepo.require(root), rev).id)
+    except gitrepo.AmbiguousRevision:
+        raise
+    except gitrepo.RevisionError as exc:
+        raise gitrepo.RevisionError(f"{rev}: not a commit here (fetch it first)") from exc
+
+
 def has_workspace(root: Path, rev: str) -> bool:
     """Whether commit ``rev`` has a workspace schema where the hooks look (the top)."""
     out = gitcli.run(root, "ls-tree", "--name-only", rev, "--", CONFIG_NAME,

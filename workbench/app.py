@@ -190,7 +190,7 @@ def create_app(source: Source, served: Served) -> ASGIApp:
         Route("/api/board", threaded(lambda _: source.board())),
         Route("/api/guard", threaded(lambda _: source.guard())),
         Route("/api/guard/review", threaded(lambda r: source.review(
-            r.query_params.get("base", "main"), r.query_params.get("head", "HEAD")))),
+            r.query_params.get("base", "refs/heads/main"), r.query_params.get("head", "HEAD")))),
         Route("/api/heartbeat", threaded(lambda _: source.heartbeat())),
         Route("/api/heartbeat/{pid}", handled(proposal), methods=["POST"]),
         Route("/api/lanes", threaded(lambda _: source.lanes())),

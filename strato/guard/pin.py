@@ -147,9 +147,12 @@ def read(commit: Commit) -> str | None:
 
 
 def require_commit(repo: Repository, sha: str) -> str:
-    """``sha`` as a notes commit this clone has; the fetch to run otherwise."""
+    """``sha`` as a notes commit this clone has; the fetch to run otherwise. A short name
+    several refs answer to stays a usage error: no fetch would settle it."""
     try:
         return str(gitrepo.resolve_commit(repo, sha).id)
+    except gitrepo.AmbiguousRevision:
+        raise
     except gitrepo.RevisionError:
         raise GuardError(
             "review_unpinned",

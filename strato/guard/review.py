@@ -96,25 +96,9 @@ def _cell(value: object) -> str:
     return untrusted.code_span(value, MAX_CELL).replace("|", chr(92) + "|")
 
 
-# git's (and libgit2's) order for a short ref name: a tag beats a remote-tracking branch
-_DWIM = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
-
-
-def unambiguous(repo: Repository, rev: str) -> str:
-    """``rev``, refused when its ref name means more than one ref: anyone who can push a
-    tag ``origin/main`` would otherwise choose the base (its signers, its pin)."""
-    name = re.split(r"[~^:]|@\{", rev, maxsplit=1)[0]
-    found = [ref for ref in (rule.format(name) for rule in _DWIM) if repo.references.get(ref) is not None]
-    if len(found) > 1:
-        raise gitrepo.RevisionError(
-            f"{name!r} is ambiguous ({', '.join(found)}): pass the full ref you mean"
-        )
-    return rev
-
-
 def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
-        return pin.require_commit(repo, unambiguous(repo, base_notes))
+        return pin.require_commit(repo, base_notes)
     pinned = pin.read(base)
     return None if pinned is None else pin.require_commit(repo, pinned)
 
@@ -188,7 +172,7 @@ def review(
 ) -> ReviewReport:
     """Verify every ledger; judge each line the base's pinned ledgers lack by the base's
     allowed signers at ``now_s`` (the time of review)."""
-    base_commit = gitrepo.resolve_commit(repo, unambiguous(repo, base))
+    base_commit = gitrepo.resolve_commit(repo, base)
     head_commit = gitrepo.resolve_commit(repo, head)
     base_tip = _base_notes(repo, base_commit, base_notes)
     head_tip = gitrepo.read_ref(repo, store.REF)

@@ -14,6 +14,7 @@ from strato.heartbeat import deep as deep_review
 from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
 from tropo import untrusted
+from tropo.cli.clijson import echo_error
 from tropo.git import gitcli
 
 root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
@@ -22,6 +23,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    echo_error(message, code)
     click.echo(f"strato heartbeat: {message}", err=True)
     sys.exit(code)
 

@@ -67,10 +67,14 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     side = store.sidecar(root)
     state = store.load_state(side)
     head = gitcli.head_oid(root)
+    base: str | None
     if since is not None:
-        base = gitcli.is_commit(root, since)
-        if base is None:
-            raise HeartbeatError(f"--since {since!r} names no commit")
+        try:  # the one resolver: a short name a pushed tag shares with a branch is refused
+            base = str(gitrepo.resolve_commit(gitrepo.require(root), since).id)
+        except gitrepo.AmbiguousRevision as exc:
+            raise HeartbeatError(f"--since: {exc}") from exc
+        except gitrepo.RevisionError as exc:
+            raise HeartbeatError(f"--since {since!r} names no commit") from exc
     else:
         last = state.get("head")
         base = gitcli.is_commit(root, last) if isinstance(last, str) else None

@@ -62,6 +62,23 @@ def source_of(staged: bool, rev: str | None) -> Source:
     return Source.index() if staged else Source.at(rev) if rev else Source.worktree()
 
 
+def spelled(root: Path | None, rev: str) -> str:
+    """``rev`` with its name spelled as the one full ref it means (:mod:`tropo.git.revspec`),
+    settled before anything is read or cached, for the commands whose fast path then asks
+    git by name. A short name several refs answer to exits 2; outside a repository ``rev``
+    comes back as given, for the source to say so in its own words."""
+    from tropo.git import repo as gitrepo
+    from tropo.git import revspec
+
+    repository = gitrepo.discover(root or Path.cwd())
+    if repository is None:
+        return rev
+    try:
+        return revspec.spelled(repository, rev)
+    except RevisionError as exc:
+        fail(str(exc))
+
+
 def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
          *, eager: bool = True) -> Workspace:
     """The workspace to read; ``eager=False`` leaves config errors to ``guarded``."""
@@ -172,8 +189,9 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
       tropo check
       tropo check modules/ --json
       tropo check --staged --quiet
-      tropo check --new-since origin/main      # the ratchet: only what got worse
+      tropo check --new-since refs/remotes/origin/main  # the ratchet: only what got worse
     """
+    since_rev = None if new_since is None else spelled(root, new_since)
     if paths:
         ws = load(root, staged, rev, no_cache)
         result = reports.check(ws, relative_paths(ws, paths), strict=strict, lenient=lenient)
@@ -183,10 +201,10 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
         outcome = incremental.check(root, source_of(staged, rev), use_cache=not no_cache)
         result = reports.graded(outcome, strict=strict, lenient=lenient)
     known = None
-    if new_since is not None:
+    if since_rev is not None:
         from tropo.check import ratchet
 
-        before = ratchet.findings_at(root, new_since, use_cache=not no_cache)
+        before = ratchet.findings_at(root, since_rev, use_cache=not no_cache)
         fresh = ratchet.new_since(result.findings, before)
         known = len(result.findings) - len(fresh)
         result = reports.CheckResult(result.checked, result.clean, fresh)

@@ -14,7 +14,7 @@ import click
 from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
-from tropo.cli.main import emit, fail, guarded, load, main, workspace_options
+from tropo.cli.main import emit, fail, guarded, load, main, spelled, workspace_options
 from tropo.git import gitcli
 from tropo.git.atomic import write_atomic
 from tropo.git.source import Source
@@ -38,7 +38,7 @@ def _graph(ws: Workspace) -> Graph:
     return graph_of(ws)
 
 
-def _sides(revs: str | None, staged: bool) -> tuple[Source, Source, str, str]:
+def _sides(root: Path | None, revs: str | None, staged: bool) -> tuple[Source, Source, str, str]:
     if staged:
         if revs:
             fail("diff: give either A..B or --staged, not both")
@@ -50,9 +50,10 @@ def _sides(revs: str | None, staged: bool) -> tuple[Source, Source, str, str]:
         fail(f"diff: {revs!r}: use A..B (three dots are not supported)")
     if not base:
         fail(f"diff: {revs!r} names no base revision")
+    old = Source.at(spelled(root, base))  # git is then asked for the one ref it means
     if not sep:
-        return Source.at(base), Source.worktree(), base, "working tree"
-    return Source.at(base), Source.at(head or "HEAD"), base, head or "HEAD"
+        return old, Source.worktree(), base, "working tree"
+    return old, Source.at(spelled(root, head or "HEAD")), base, head or "HEAD"
 
 
 def _label(source: Source, name: str) -> str:
@@ -82,7 +83,7 @@ def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None
       tropo diff --staged --fail-on broken
       tropo diff v1.0..v1.1 --json
     """
-    old_src, new_src, base, head = _sides(revs, staged)
+    old_src, new_src, base, head = _sides(root, revs, staged)
     touched = None if no_cache else statediff.shapes(root, old_src, new_src)
     old, new = touched or (_shape(root, old_src, no_cache), _shape(root, new_src, no_cache))
     d = graphdiff.delta(old, new, fields=True)

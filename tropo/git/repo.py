@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pygit2
 
+from tropo.git.revspec import AmbiguousRevision as AmbiguousRevision
+from tropo.git.revspec import resolve_commit as resolve_commit  # the one resolver of a typed revision
 from tropo.git.source import NotARepository as NotARepository
 from tropo.git.source import RevisionError as RevisionError
 
@@ -77,21 +79,6 @@ def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
     obj = repo.head.peel(pygit2.Commit)
     assert isinstance(obj, pygit2.Commit)
     return obj
-
-
-def resolve_commit(repo: pygit2.Repository, rev: str) -> pygit2.Commit:
-    """The commit ``rev`` names; :class:`RevisionError` when it names none."""
-    if not rev or rev.startswith("-") or "\0" in rev:
-        raise RevisionError(f"not a revision: {rev!r}")
-    try:
-        obj = repo.revparse_single(rev)
-        commit = obj.peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
-        if repo.head_is_unborn:
-            raise RevisionError(f"{rev!r}: the repository has no commits yet") from exc
-        raise RevisionError(f"{rev!r} names no commit") from exc
-    assert isinstance(commit, pygit2.Commit)
-    return commit
 
 
 def read_ref(repo: pygit2.Repository, name: str) -> str | None:

@@ -243,7 +243,7 @@
 
   async function guardView() {
     const g = await api("/api/guard");
-    const base = el("input", { name: "base", value: "main", "aria-label": "base" });
+    const base = el("input", { name: "base", value: "refs/heads/main", "aria-label": "base" });
     const head = el("input", { name: "head", value: "HEAD", "aria-label": "head" });
     const out = el("div", {});
     const review = async (ev) => {

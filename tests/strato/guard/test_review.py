@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from strato.guard import config, engine, store
-from strato.guard.review import MAX_CELL, _cell, review, unambiguous
+from strato.guard.review import MAX_CELL, _cell, review
 from strato.guard.verify import Break
 from tests.conftest import git
 from tests.strato.guard.conftest import (
@@ -27,6 +27,7 @@ from tests.strato.guard.test_notesig import resign
 from tests.strato.guard.test_verify import reseal
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
+from tropo.git.revspec import spelled
 from tropo.untrusted import visible
 
 RID = "feat:9"
@@ -205,7 +206,7 @@ def test_a_base_named_by_a_tag_and_a_branch_is_refused_with_any_suffix(ws: Works
         assert str(caught.value) == (
             "'main' is ambiguous (refs/tags/main, refs/heads/main): pass the full ref you mean"
         ), rev
-    assert unambiguous(ws.repo, "refs/heads/main~0") == "refs/heads/main~0"
+    assert spelled(ws.repo, "refs/heads/main~0") == "refs/heads/main~0"
 
 
 def test_an_entry_naming_no_commit_id_is_refused(ws: Workspace, key: Key) -> None:
@@ -260,10 +261,10 @@ def test_every_ref_a_short_name_could_mean_is_named(
     for ref in refs:
         git(ws.root, "update-ref", ref, main)
     with pytest.raises(gitrepo.RevisionError) as caught:
-        unambiguous(ws.repo, rev)
+        spelled(ws.repo, rev)
     assert str(caught.value) == f"{rev!r} is ambiguous ({', '.join(refs)}): pass the full ref you mean"
     for ref in refs:
-        assert unambiguous(ws.repo, ref) == ref
+        assert spelled(ws.repo, ref) == ref
     with pytest.raises(gitrepo.RevisionError, match="ambiguous"):
         review(ws.repo, "main", base_notes=rev)
 
