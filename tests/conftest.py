@@ -4,8 +4,10 @@ user's own git configuration."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -82,6 +84,13 @@ def commit_all(root: Path, message: str = "commit") -> str:
 
 
 
+
+
+def editable_extra_command(extra: str, python: str = sys.executable) -> str:
+    """The line a missing extra's message gives in the developer's venv (the clone installed
+    with `pip install -e`): the clone's own source, through the interpreter that runs us."""
+    root = Path(__file__).resolve().parent.parent
+    return f"{shlex.quote(python)} -m pip install -e {shlex.quote(f'{root}[{extra}]')}"
 
 
 def in_ci() -> bool:

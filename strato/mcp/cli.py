@@ -14,9 +14,8 @@ import click
 
 from strato.mcp import hosts
 from strato.mcp.registry import Context
+from tropo.distribution import extra_command
 from tropo.git.repo import NotARepository, require, workdir
-
-INSTALL_HINT = "strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"
 
 
 def _fail(message: str, code: str, as_json: bool) -> NoReturn:
@@ -58,7 +57,7 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool) -> None:
         if missing.partition(".")[0] in ("strato", "tropo"):
             raise  # our own module: a bug, not an installation problem
         detail = "" if missing.startswith("mcp") else f" (it cannot import {missing or exc})"
-        _fail(INSTALL_HINT + detail, "mcp_not_installed", as_json)
+        _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed", as_json)
     serve(Context(workdir(repo).resolve()))
 
 
