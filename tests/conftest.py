@@ -117,12 +117,21 @@ def ci_requirements() -> list[str]:
         gaps.append("no Chromium for the browser tests: apt-get install chromium")
     if shutil.which("ssh-keygen") is None:
         gaps.append("no ssh-keygen for the guard tests: apt-get install openssh-client")
+    if shutil.which("node") is None:
+        gaps.append("no node to re-derive the collation table: apt-get install nodejs")
     return gaps
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if in_ci() and (gaps := ci_requirements()):
         raise pytest.UsageError("CI=true but " + "; ".join(gaps))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The run's last line says what this machine lacks, with the install commands, so a
+    newcomer need not read hundreds of skip reasons to know what was not proven."""
+    if gaps := ci_requirements():
+        terminalreporter.write_line("not on this machine, so their tests skip: " + "; ".join(gaps))
 
 
 def upstream_bin(name: str) -> Path | None:
