@@ -127,9 +127,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError("CI=true but " + "; ".join(gaps))
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The run's last line says what this machine lacks, with the install commands, so a
-    newcomer need not read hundreds of skip reasons to know what was not proven."""
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the skip reasons
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    """The run's last lines (after the skip reasons) say in one line what this machine
+    lacks, with the install commands: a newcomer need not read hundreds of skips."""
+    yield
     if gaps := ci_requirements():
         terminalreporter.write_line("not on this machine, so their tests skip: " + "; ".join(gaps))
 
