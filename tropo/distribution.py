@@ -1,9 +1,10 @@
 """The install command that adds an optional extra to *this* installation.
 
 vivary-git is not published on a package index, so ``pip install 'vivary-git[serve]'``
-resolves nowhere. pip, pipx and uv record where a distribution came from (PEP 610's
-``direct_url.json``: a clone, a wheel file, a URL), so the hint names that source and the
-interpreter that runs us: a line that works as printed, from a clone or a built wheel.
+finds nothing there (and a bare ``pip`` may belong to another environment). pip, pipx and
+uv record where a distribution came from (PEP 610's ``direct_url.json``: a clone, a wheel
+file, a URL), so the hint names that source and the interpreter that runs us: a line that
+works as printed, from a clone or a built wheel.
 """
 
 from __future__ import annotations
