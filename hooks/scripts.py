@@ -23,7 +23,8 @@ def render(name: str, python: str) -> str:
 
     When the interpreter is gone (its virtualenv removed), the hook runs the ``vivary`` on
     PATH instead (``vivary hooks run``), as pre-commit's own hooks do: the checks outlive
-    the venv that installed them. Only when neither exists does it say so in one line
+    the venv that installed them. Only one found through an absolute PATH entry: a
+    relative one (``.``) would run a file of the repository being committed. Only when neither exists does it say so in one line
     with what to run, and refuse: a missing checker must not pass a strict check
     silently (post-commit only reports it: the commit is made by then).
     """
@@ -34,7 +35,8 @@ def render(name: str, python: str) -> str:
         f"{MARKER}: installed by `vivary hooks install`; "
         "`vivary hooks uninstall` restores any hook it replaced\n"
         f'if [ -x {py} ]; then run() {{ {py} -I -m hooks.run "$@"; }}\n'
-        'elif command -v vivary >/dev/null 2>&1; then run() { vivary hooks run "$@"; }\n'
+        # only an absolute PATH entry: `.` in PATH would run a `vivary` the work tree holds
+        'elif v=$(command -v vivary) && [ "${v#/}" != "$v" ]; then run() { "$v" hooks run "$@"; }\n'
         f"else echo {gone} >&2; exit {0 if name == 'post-commit' else 1}; fi\n"
     )
     if name == "post-commit":

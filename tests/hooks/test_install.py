@@ -200,3 +200,15 @@ def test_a_removed_virtualenv_falls_back_to_the_vivary_on_path(tmp_path: Path) -
     status = subprocess.run([str(BIN / "vivary"), "hooks", "status", "--root", str(repo_dir), "--hook", "pre-commit"],
                             capture_output=True, text=True, check=False, env={**os.environ, "PATH": path})
     assert f"its Python {python} is gone; it runs {BIN / 'vivary'} instead;" in status.stdout
+
+
+def test_a_vivary_in_the_work_tree_is_never_the_fallback(repo_dir: Path, tmp_path: Path) -> None:
+    """With `.` on PATH, `command -v vivary` would find a file the repository holds: the
+    hook would run code the commit's author chose. Only an absolute PATH entry counts."""
+    write_files(repo_dir, {"tropo.toml": "version = 1\n"})
+    _hook(repo_dir, "vivary", '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/.git/pwned"\nexit 0\n', hooks=".")
+    git(repo_dir, "add", "-A")
+    python = _gone_venv_hook(repo_dir, tmp_path)
+    proc = _commit(repo_dir, f".{os.pathsep}{_path_without_vivary()}")
+    assert proc.returncode == 1 and not (repo_dir / ".git/pwned").exists()
+    assert proc.stderr.startswith(f"vivary: pre-commit hook: its Python {python} is gone and no `vivary` is on PATH")
