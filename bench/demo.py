@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -74,9 +75,22 @@ def main() -> None:
         demo_bg.tour(ws)
         demo_heartbeat.tour(ws, run)
         say("demo done")
+    vivary = vivary_as_typed()
     print("See it in the workbench (a recorded run of this tour, no repository needed):")
-    print("  vivary serve --demo --open")
-    print("or on a workspace of your own: vivary serve --open --root PATH", flush=True)
+    print(f"  {vivary} serve --demo --open")
+    print(f"or on a workspace of your own: {vivary} serve --open --root PATH")
+    if vivary != "vivary":
+        print(f'To type `vivary` alone, put its folder on PATH: export PATH="{BIN}:$PATH"', flush=True)
+
+
+def vivary_as_typed() -> str:
+    """The `vivary` of this demo as a fresh shell in this folder runs it: the bare name when
+    PATH already finds this one, else its path (`.venv/bin/vivary` after `make demo`)."""
+    exe = BIN / "vivary"
+    found = shutil.which("vivary")
+    if found is not None and Path(found).resolve() == exe.resolve():
+        return "vivary"
+    return shlex.quote(os.path.relpath(exe) if exe.is_relative_to(Path.cwd()) else str(exe))
 
 
 if __name__ == "__main__":

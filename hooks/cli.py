@@ -192,6 +192,19 @@ main.add_command(logs)
 main.add_command(email_cmd, name="email")  # the suite's front door has both spellings
 
 
+@hooks.command("run", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(argv: tuple[str, ...]) -> None:
+    """What an installed hook runs when the Python that installed it is gone: the same
+    runner, through this installation (hooks/scripts.py). Not for typing by hand.
+
+    Example: vivary hooks run pre-commit .git/hooks/pre-commit
+    """
+    from hooks import run
+
+    sys.exit(run.main(list(argv)))
+
+
 @main.command("serve")
 @_root
 @_json

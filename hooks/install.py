@@ -7,6 +7,7 @@ our runner calls it first, and ``uninstall`` moves it back.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +55,10 @@ def state_of(hooks: Path, name: str, python: str = sys.executable) -> HookState:
         state = "stale"
         runs = interpreter(text)
         if runs is not None and not os.access(runs, os.X_OK):
-            problem = f"its Python {runs} is gone; {FIX}"
+            fallback = shutil.which("vivary")  # as the hook looks: an absolute PATH entry only
+            instead = (f"it runs {fallback} instead" if fallback and os.path.isabs(fallback)
+                       else "no `vivary` is on PATH either")
+            problem = f"its Python {runs} is gone; {instead}; {FIX}"
     chained = (hooks / (name + CHAINED_SUFFIX)).exists()
     return HookState(name, state, chained, str(path), problem)
 

@@ -19,31 +19,37 @@ def render(name: str, python: str) -> str:
     or ``tropo/`` folder, a ``bisect.py``) off ``sys.path``: hooks run in the work tree.
     git waits for a hook, and a commit must not wait for the heartbeat, so post-commit
     runs a chained hook (if there is one) in the foreground and our actions in the
-    background, without waiting even for the interpreter to start. When the interpreter
-    is gone (its virtualenv removed), the hook says so in one line and what to run,
-    instead of the shell's ``exec: ...: not found`` (post-commit only reports it: the
-    commit is made by then).
+    background, without waiting even for the interpreter to start.
+
+    When the interpreter is gone (its virtualenv removed), the hook runs the ``vivary`` on
+    PATH instead (``vivary hooks run``), as pre-commit's own hooks do: the checks outlive
+    the venv that installed them. Only one found through an absolute PATH entry: a
+    relative one (``.``) would run a file of the repository being committed. Only when neither exists does it say so in one line
+    with what to run, and refuse: a missing checker must not pass a strict check
+    silently (post-commit only reports it: the commit is made by then).
     """
     py = shlex.quote(python)
-    gone = shlex.quote(f"vivary: {name} hook: its Python {python} is gone; {FIX}")
+    gone = shlex.quote(f"vivary: {name} hook: its Python {python} is gone and no `vivary` is on PATH; {FIX}")
     head = (
         "#!/bin/sh\n"
         f"{MARKER}: installed by `vivary hooks install`; "
         "`vivary hooks uninstall` restores any hook it replaced\n"
-        f"[ -x {py} ] || {{ echo {gone} >&2; exit {0 if name == 'post-commit' else 1}; }}\n"
+        f'if [ -x {py} ]; then run() {{ {py} -I -m hooks.run "$@"; }}\n'
+        # only an absolute PATH entry: `.` in PATH would run a `vivary` the work tree holds
+        'elif v=$(command -v vivary) && [ "${v#/}" != "$v" ]; then run() { "$v" hooks run "$@"; }\n'
+        f"else echo {gone} >&2; exit {0 if name == 'post-commit' else 1}; fi\n"
     )
-    runner = f"{py} -I -m hooks.run"
     if name == "post-commit":
-        return (head + f'[ -e "$0{CHAINED_SUFFIX}" ] && {runner} post-commit-chained "$0" "$@"\n'
-                f'{runner} post-commit-actions "$0" </dev/null >/dev/null 2>&1 &\nexit 0\n')
-    return head + f'exec {runner} {name} "$0" "$@"\n'
+        return (head + f'[ -e "$0{CHAINED_SUFFIX}" ] && run post-commit-chained "$0" "$@"\n'
+                'run post-commit-actions "$0" </dev/null >/dev/null 2>&1 &\nexit 0\n')
+    return head + f'run {name} "$0" "$@"\n'
 
 
 def interpreter(text: str) -> str | None:
-    """The Python an installed hook of ours runs (the path its ``[ -x`` guard tests, or the
-    word after ``exec`` in hooks written before the guard), if any."""
+    """The Python an installed hook of ours runs (the path its ``[ -x`` test names, or the
+    word after ``exec`` in hooks written before that test), if any."""
     for line in text.splitlines():
-        for prefix, at in (("[ -x ", 2), ("exec ", 1)):
+        for prefix, at in (("if [ -x ", 3), ("[ -x ", 2), ("exec ", 1)):
             if line.startswith(prefix):
                 words = shlex.split(line.partition(" ||")[0])
                 return words[at] if len(words) > at else None

@@ -4,8 +4,10 @@ user's own git configuration."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -84,6 +86,13 @@ def commit_all(root: Path, message: str = "commit") -> str:
 
 
 
+def editable_extra_command(extra: str, python: str = sys.executable) -> str:
+    """The line a missing extra's message gives in the developer's venv (the clone installed
+    with `pip install -e`): the clone's own source, through the interpreter that runs us."""
+    root = Path(__file__).resolve().parent.parent
+    return f"{shlex.quote(python)} -m pip install -e {shlex.quote(f'{root}[{extra}]')}"
+
+
 def in_ci() -> bool:
     """``CI=true`` (what .ci/run runs under): a missing requirement fails, never skips."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -108,12 +117,23 @@ def ci_requirements() -> list[str]:
         gaps.append("no Chromium for the browser tests: apt-get install chromium")
     if shutil.which("ssh-keygen") is None:
         gaps.append("no ssh-keygen for the guard tests: apt-get install openssh-client")
+    if shutil.which("node") is None:
+        gaps.append("no node to re-derive the collation table: apt-get install nodejs")
     return gaps
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if in_ci() and (gaps := ci_requirements()):
         raise pytest.UsageError("CI=true but " + "; ".join(gaps))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after the skip reasons
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    """The run's last lines (after the skip reasons) say in one line what this machine
+    lacks, with the install commands: a newcomer need not read hundreds of skips."""
+    yield
+    if gaps := ci_requirements():
+        terminalreporter.write_line("not on this machine, so their tests skip: " + "; ".join(gaps))
 
 
 def upstream_bin(name: str) -> Path | None:

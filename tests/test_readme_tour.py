@@ -1,7 +1,8 @@
 """The README's quick tour, run literally: each line of its shell block in a fresh
 folder, in order, through `bash`, with this distribution's commands first on PATH. A
-line that exits non-zero fails the test with the line and its output. The docs pages'
-blocks are run by tests/test_docs_examples.py."""
+line that exits non-zero fails the test with the line and its output. This module owns
+"the README's tour lines": tests/test_wheel.py runs the same lines from a built wheel.
+The docs pages' blocks are run by tests/test_docs_examples.py."""
 
 from __future__ import annotations
 
@@ -23,9 +24,15 @@ def block_lines(text: str, heading: str) -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def run_lines(tmp_path: Path, lines: list[str]) -> Path:
-    """Run each line in one shell session's worth of state (the folder a `cd` left)."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+def tour_lines() -> list[str]:
+    """The README's quick tour, line by line."""
+    return block_lines((ROOT / "README.md").read_text(encoding="utf-8"), "## Quick tour")
+
+
+def run_lines(tmp_path: Path, lines: list[str], bin_dir: Path = BIN) -> Path:
+    """Run each line in one shell session's worth of state (the folder a `cd` left), with
+    the commands of ``bin_dir`` first on PATH."""
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     cwd_file = tmp_path / ".cwd"
     cwd = tmp_path / "tour"
     cwd.mkdir()
@@ -42,12 +49,17 @@ def run_lines(tmp_path: Path, lines: list[str]) -> Path:
 SCAFFOLD = ["create-vivary init my-ws --preset coding --commit", "cd my-ws"]
 
 
-def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:
-    lines = block_lines((ROOT / "README.md").read_text(encoding="utf-8"), "## Quick tour")
-    assert len(lines) > 20 and lines[0].startswith(SCAFFOLD[0]) and lines[1] == SCAFFOLD[1]
-    run_lines(tmp_path, lines)
+def assert_the_tour_ran(tmp_path: Path) -> None:
+    """What the tour leaves behind: its page, its request and its flow run's ref."""
     ws = tmp_path / "tour" / "my-ws"
     assert (ws / "graph.html").is_file() and (ws / "request.json").is_file()
     assert "refs/vivary/runs/review-1/head" in subprocess.run(
         ["git", "-C", str(ws), "for-each-ref", "--format=%(refname)"], capture_output=True, text=True, check=True
     ).stdout
+
+
+def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:
+    lines = tour_lines()
+    assert len(lines) > 20 and lines[0].startswith(SCAFFOLD[0]) and lines[1] == SCAFFOLD[1]
+    run_lines(tmp_path, lines)
+    assert_the_tour_ran(tmp_path)

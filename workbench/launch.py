@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from tropo.distribution import extra_command
 from workbench.server import Announce
 from workbench.source import Source
 
@@ -22,7 +23,7 @@ def _require_extra() -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         raise LaunchError(f"the workbench needs {exc.name or 'starlette and uvicorn'}: "
-                          "pip install 'vivary-git[serve]'") from None
+                          f"{extra_command('serve')}") from None
 
 
 def repo_source(root: Path) -> Source:

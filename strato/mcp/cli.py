@@ -3,6 +3,7 @@ when the command runs, so the rest of strato works without the optional extra.""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -14,9 +15,8 @@ import click
 
 from strato.mcp import hosts
 from strato.mcp.registry import Context
+from tropo.distribution import extra_command
 from tropo.git.repo import NotARepository, require, workdir
-
-INSTALL_HINT = "strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"
 
 
 def _fail(message: str, code: str, as_json: bool) -> NoReturn:
@@ -24,6 +24,15 @@ def _fail(message: str, code: str, as_json: bool) -> NoReturn:
         click.echo(json.dumps({"ok": False, "error": message, "code": code}, sort_keys=True))
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
+
+
+def _sdk_installed() -> bool:
+    """Whether the SDK itself is there: without it, the first import to fail may be one of
+    its dependencies (anyio), and naming that would send the user after the wrong package."""
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except ImportError:
+        return False
 
 
 @click.group("mcp", invoke_without_command=True)
@@ -57,8 +66,9 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool) -> None:
         missing = exc.name or ""
         if missing.partition(".")[0] in ("strato", "tropo"):
             raise  # our own module: a bug, not an installation problem
-        detail = "" if missing.startswith("mcp") else f" (it cannot import {missing or exc})"
-        _fail(INSTALL_HINT + detail, "mcp_not_installed", as_json)
+        sdk_only = missing.startswith("mcp") or not _sdk_installed()
+        detail = "" if sdk_only else f" (it cannot import {missing or exc})"
+        _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed", as_json)
     serve(Context(workdir(repo).resolve()))
 
 

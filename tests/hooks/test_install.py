@@ -12,7 +12,7 @@ import pytest
 
 from hooks import install as installer
 from tests.conftest import commit_all, git, write_files
-from tests.hooks.cli import run_cli, run_json
+from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli, run_json
 
 MARK_HOOK = '#!/bin/sh\necho "$0 ran" >> "$(git rev-parse --show-toplevel)/.git/marks"\n'
 
@@ -136,30 +136,79 @@ def test_uninstall_restores_a_chained_hook_even_if_ours_was_deleted(repo_dir: Pa
     assert (repo_dir / ".git/hooks/pre-commit").read_text() == MARK_HOOK
 
 
-def test_a_removed_virtualenv_is_named_with_the_fix(repo_dir: Path, tmp_path: Path) -> None:
-    """Issue 13: after the installing virtualenv was removed, every commit failed with
-    `exec: .../bin/python: not found`."""
+def _path_without_vivary() -> str:
+    """This process's PATH less every folder that holds a `vivary` (git and sh stay)."""
+    return os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not (Path(d) / "vivary").exists())
+
+
+def _gone_venv_hook(repo_dir: Path, tmp_path: Path) -> Path:
+    """Install pre-commit from a virtualenv's Python, then remove that virtualenv."""
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)
     python = venv / "python"
     python.symlink_to(sys.executable)
     installer.install(repo_dir, ("pre-commit",), python=str(python))
-    write_files(repo_dir, {"tropo.toml": "version = 1\n", "a.txt": "a\n"})
-    git(repo_dir, "add", "-A")
     python.unlink()
     venv.rmdir()
-    proc = subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir, capture_output=True,
-                          text=True, check=False)
+    return python
+
+
+def _commit(repo_dir: Path, path: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir, capture_output=True,
+                          text=True, check=False, env={**os.environ, "PATH": path})
+
+
+def test_a_removed_virtualenv_and_no_vivary_on_path_refuse_with_the_fix(repo_dir: Path, tmp_path: Path) -> None:
+    """Issue 13: after the installing virtualenv was removed, every commit failed with
+    `exec: .../bin/python: not found`. With no `vivary` on PATH either, no check can run,
+    so the commit is refused (a strict check never passes by being absent), in one line."""
+    write_files(repo_dir, {"tropo.toml": "version = 1\n", "a.txt": "a\n"})
+    git(repo_dir, "add", "-A")
+    python = _gone_venv_hook(repo_dir, tmp_path)
+    proc = _commit(repo_dir, _path_without_vivary())
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
-        f"vivary: pre-commit hook: its Python {python} is gone; run `vivary hooks install` "
-        "(or bypass once with --no-verify)"]
+        f"vivary: pre-commit hook: its Python {python} is gone and no `vivary` is on PATH; "
+        "run `vivary hooks install` (or bypass once with --no-verify)"]
     code, out = run_json("vivary", "hooks", "status", "--root", str(repo_dir), "--hook",
                          "pre-commit")
     assert code == 1 and out["hooks"][0]["state"] == "stale"
-    assert "is gone; run `vivary hooks install`" in out["hooks"][0]["problem"]
+    assert "is gone; " in out["hooks"][0]["problem"]
+    assert out["hooks"][0]["problem"].endswith("; run `vivary hooks install` (or bypass once with --no-verify)")
     text = run_cli("vivary", "hooks", "status", "--root", str(repo_dir), "--hook", "pre-commit")
     assert f"its Python {python} is gone" in text.stdout
     assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
-    assert subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir,
-                          check=False).returncode == 0
+    assert _commit(repo_dir, _path_without_vivary()).returncode == 0
+
+
+def test_a_removed_virtualenv_falls_back_to_the_vivary_on_path(tmp_path: Path) -> None:
+    """Issue 26: the hooks outlive their venv. The `vivary` on PATH (here this test's
+    own) runs the same check: a broken ref is still refused, a clean commit goes through."""
+    repo_dir = tmp_path / "ws"
+    assert run_cli("create-vivary", "init", str(repo_dir), "--auto", "--yes", "--commit").returncode == 0
+    break_ref(repo_dir)
+    git(repo_dir, "add", "-A")
+    python = _gone_venv_hook(repo_dir, tmp_path)
+    path = f"{BIN}{os.pathsep}{_path_without_vivary()}"
+    refused = _commit(repo_dir, path)
+    assert refused.returncode == 1 and "no-such-module" in refused.stderr, refused.stderr
+    git(repo_dir, "checkout", "HEAD", "--", CHANGE)
+    write_files(repo_dir, {"notes.txt": "clean\n"})
+    git(repo_dir, "add", "-A")
+    assert _commit(repo_dir, path).returncode == 0
+    status = subprocess.run([str(BIN / "vivary"), "hooks", "status", "--root", str(repo_dir), "--hook", "pre-commit"],
+                            capture_output=True, text=True, check=False, env={**os.environ, "PATH": path})
+    assert f"its Python {python} is gone; it runs {BIN / 'vivary'} instead;" in status.stdout
+
+
+def test_a_vivary_in_the_work_tree_is_never_the_fallback(repo_dir: Path, tmp_path: Path) -> None:
+    """With `.` on PATH, `command -v vivary` would find a file the repository holds: the
+    hook would run code the commit's author chose. Only an absolute PATH entry counts."""
+    write_files(repo_dir, {"tropo.toml": "version = 1\n"})
+    _hook(repo_dir, "vivary", '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/.git/pwned"\nexit 0\n', hooks=".")
+    git(repo_dir, "add", "-A")
+    python = _gone_venv_hook(repo_dir, tmp_path)
+    proc = _commit(repo_dir, f".{os.pathsep}{_path_without_vivary()}")
+    assert proc.returncode == 1 and not (repo_dir / ".git/pwned").exists()
+    assert proc.stderr.startswith(f"vivary: pre-commit hook: its Python {python} is gone and no `vivary` is on PATH")

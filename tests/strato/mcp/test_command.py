@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import editable_extra_command
+
 WITHOUT_SDK = "import sys; sys.modules['mcp'] = None; from strato.cli import main; main(sys.argv[1:])"
 
 
@@ -21,7 +23,7 @@ def test_without_the_sdk_strato_works_and_mcp_says_how_to_install(repo_dir: Path
     assert strato("flow", "list", "--root", str(repo_dir), "--json", block_sdk=True).returncode == 0
     proc = strato("mcp", "--root", str(repo_dir), block_sdk=True)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'"
+    assert proc.stderr.strip() == f"error: strato mcp needs the MCP SDK: {editable_extra_command('mcp')}"
     assert proc.stdout == ""
 
 
@@ -73,5 +75,6 @@ def test_the_console_script_without_the_sdk_exits_2_with_the_install_command(
     tmp_path: Path, repo_dir: Path, hidden: tuple[str, ...], detail: str
 ) -> None:
     proc = _console_strato(tmp_path, hidden, "mcp", "--root", str(repo_dir))
+    shebang = (Path(sys.executable).parent / "strato").read_text().splitlines()[0].removeprefix("#!")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == f"error: strato mcp needs the MCP SDK: pip install 'vivary-git[mcp]'{detail}\n"
+    assert proc.stderr == f"error: strato mcp needs the MCP SDK: {editable_extra_command('mcp', shebang)}{detail}\n"
