@@ -45,15 +45,17 @@ def mode_at(root: Path, rev: str | None) -> str:
     if rev is None:
         return "strict"
     text = gitcli.run(root, "show", f"{rev}:{CONFIG}", check=False)
-    if not text:
-        return "strict"
+    return mode_of(text, f"{CONFIG} at {rev[:12]}") if text else "strict"
+
+
+def mode_of(text: str, where: str) -> str:
+    """The mode a hooks file's text sets (strict when it sets none)."""
     try:
         mode = tomllib.loads(text).get("mode", "strict")
     except tomllib.TOMLDecodeError as exc:
-        raise HookConfigError(f"{CONFIG} at {rev[:12]}: {exc}") from exc
+        raise HookConfigError(f"{where}: {exc}") from exc
     if mode not in MODES:
-        raise HookConfigError(f"{CONFIG} at {rev[:12]}: mode must be one of "
-                              f"{', '.join(MODES)}, not {mode!r}")
+        raise HookConfigError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
     return str(mode)
 
 

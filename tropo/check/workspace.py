@@ -127,6 +127,14 @@ class Workspace:
         rel_dir = rel.rpartition("/")[0]
         return self.schema.for_dir(rel_dir).type_for(rel_dir, self.root_name)
 
+    def reads(self, rel: str) -> bool:
+        """Whether a file at ``rel`` would be one of this workspace's documents (ignore
+        rules aside): what a tool that only adds files must not add to someone's graph."""
+        if not docmod.is_markdown(rel) or excluder(self.config.exclude)(rel):
+            return False
+        cfg = self.schema.for_dir(rel.rpartition("/")[0])
+        return cfg is self.schema.root or not is_excluded(rel, cfg.exclude)
+
     @property
     def config(self) -> Config:
         return self.schema.root
