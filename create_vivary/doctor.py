@@ -27,6 +27,10 @@ from tropo.git import gitcli
 from tropo.git.rooted import write_within
 
 
+class NotARepository(ValueError):
+    """Outside any repository there is nothing to diagnose but that (a usage error)."""
+
+
 @dataclass
 class Repair:
     kind: str
@@ -223,7 +227,10 @@ def diagnose(root: Path) -> Report:
         _check_graph(report)
         _check_privacy(report, repository=False)
         return report
-    if top is None or top != report.root:
+    if top is None:
+        raise NotARepository(f"not a git repository: {report.root} (run `git init` there, or "
+                             f"`create-vivary adopt {report.root}`, which does)")
+    if top != report.root:
         report.errors.append("not the root of a git repository")
         report.repairs.append(Repair("git-init", ".", f"git init {root}", "manual"))
         _check_graph(report)
