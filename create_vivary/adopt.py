@@ -164,11 +164,12 @@ def existing_findings(root: Path) -> int | None:
     """How many findings the working tree's schema reports, graded as the hooks grade
     them; None when the schema cannot be read (doctor says why)."""
     from tropo.check import incremental
+    from tropo.check.findings import failing
     from tropo.check.roots import ConfigError
     from tropo.git.source import Source, SourceError
 
     try:
-        return len(incremental.check(root, Source.worktree()).summary.graded(strict=True))
+        return len(failing(incremental.check(root, Source.worktree()).summary.graded(strict=True)))
     except (ConfigError, SourceError):
         return None
 

@@ -21,7 +21,7 @@ from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
 from tropo.check import ratchet
 from tropo.check.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
-from tropo.check.findings import Finding
+from tropo.check.findings import Finding, failing
 from tropo.check.workspace import open_workspace
 from tropo.git import gitcli
 from tropo.git.rooted import write_within
@@ -98,7 +98,7 @@ def _check_graph(report: Report) -> Config | None:
     try:
         ws = open_workspace(root)
         graph = ws.graph()
-        findings = ws.check().findings
+        findings = failing(ws.check().findings)
     except ConfigError as exc:
         report.errors.append(f"schema invalid: {exc}")
         return None

@@ -62,8 +62,9 @@ def mode_of(text: str, where: str) -> str:
 def judge(root: Path, source: Source, base: str | None) -> Verdict:
     """The findings that refuse ``source`` (graded strictly) given the ``base`` commit."""
     from tropo.check import incremental, ratchet
+    from tropo.check.findings import failing
 
-    findings = incremental.check(root, source).summary.graded(strict=True)
+    findings = failing(incremental.check(root, source).summary.graded(strict=True))
     mode = mode_at(root, base)
     if mode == "ratchet" and findings:
         assert base is not None

@@ -6,7 +6,6 @@ effective schema; nothing here reads files or git.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +14,7 @@ from tropo.check import fields as specs
 from tropo.check.config import Config
 from tropo.check.findings import Finding as Finding
 from tropo.check.frontmatter import Parsed
-from tropo.check.ids import slugify
-
-INDEX_NAMES = frozenset({"readme", "index", "_index"})
-_MD_SUFFIX = re.compile(r"\.(md|markdown)$", re.I)
+from tropo.check.ids import derive_id
 
 # Codes: upstream vivary-tropo's, plus ours (documented in docs/findings.md).
 E000, E001, E002, E003 = "E000", "E001", "E002", "E003"
@@ -28,17 +24,6 @@ W201, W202, W210, W220, W230 = "W201", "W202", "W210", "W220", "W230"
 
 def is_markdown(rel: str) -> bool:
     return rel.endswith((".md", ".markdown"))
-
-
-def derive_id(rel: str, root_name: str) -> str:
-    """The file-name slug; an index document (README, index, _index, or a file named
-    like its folder) *is* its folder and takes the folder's id."""
-    folder, _, name = rel.rpartition("/")
-    stem = _MD_SUFFIX.sub("", name)
-    parent = folder.rpartition("/")[2] if folder else root_name
-    if stem.lower() in INDEX_NAMES or stem.lower() == parent.lower():
-        return slugify(parent)
-    return slugify(stem)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from tropo.check.config import (
     is_excluded,
 )
 from tropo.check.document import Doc, Finding
-from tropo.check.findings import grade
+from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
 from tropo.check.roots import root_in
@@ -63,7 +63,7 @@ class Report:
 
     @property
     def clean(self) -> int:
-        return sum(1 for d in self.docs if not d.findings)
+        return sum(1 for d in self.docs if not failing(d.findings))
 
     def graded(self, strict: bool) -> list[Finding]:
         return grade(self.findings, strict)
@@ -172,7 +172,7 @@ class Workspace:
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
         docs, extra = self.analyzed
-        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross()
+        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
         return [replace(d, findings=d.findings + cross[index]) if index in cross else d
                 for index, d in enumerate(docs)], extra
 
@@ -321,7 +321,7 @@ class Workspace:
                       _in_selector_order(extra, lambda f: f.path, selected))
 
     def graph(self) -> Graph:
-        return build_graph(self.documents[0])
+        return build_graph(self.documents[0], self.root_name)
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:

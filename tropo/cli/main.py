@@ -157,7 +157,7 @@ def main(ctx: click.Context) -> None:
 @workspace_options
 @click.option("--strict", is_flag=True, help="Warnings fail the check (the default).")
 @click.option("--lenient", is_flag=True, help="Warnings do not fail the check.")
-@click.option("--quiet", is_flag=True, help="Hide warning codes (W...) in text output.")
+@click.option("--quiet", is_flag=True, help="Hide warning (W...) and info (I...) codes in text output.")
 @click.option("--new-since", metavar="REV",
               help="Report only findings commit REV did not have (same path and code).")
 @guarded
@@ -195,10 +195,10 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
              else {**result.as_dict(), "new_since": new_since, "known": known})
     else:
         for f in sorted(findings, key=lambda f: (f.path, f.line)):
-            if not (quiet and f.code.startswith("W")):
+            if not (quiet and f.code.startswith(("W", "I"))):
                 click.echo(f.render())
         click.echo(f"\ntropo: {result.checked} document(s), "
-                   f"{errors} error(s), {len(findings) - errors} warning(s)"
+                   f"{errors} error(s), {result.warnings} warning(s)"
                    + ("" if known is None else f" new since {new_since} ({known} known)"))
         if any(f.code == "W210" for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
