@@ -30,8 +30,10 @@ from tropo.check.config import (
     excluder,
     find_root,
     is_excluded,
+    unknown_specs,
 )
 from tropo.check.document import Doc, Finding
+from tropo.check.fields import KNOWN as KNOWN_SPECS
 from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
@@ -221,7 +223,19 @@ class Workspace:
             progress.close()
         cache.save()
         memo.save()
-        return docs, extra
+        extra += self._schema_findings()
+        return docs, sorted(extra, key=lambda f: walk_key(f.path))
+
+    def _schema_findings(self) -> list[Finding]:
+        """One finding per schema file this check read that names an unknown field spec."""
+        out = []
+        for rel, raw in self.config_reads.items():
+            found = unknown_specs(raw) if raw is not None else []
+            if found:
+                out.append(Finding(rel, found[0][0], "error", docmod.E104,
+                                   "; ".join(what for _, what in found)
+                                   + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
+        return out
 
     def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
                  cache: Store, memo: Store, schema_key: str) -> Doc:
