@@ -81,7 +81,7 @@ class CheckState:
         refs = self.refs
         unmatched = [k for k, target in enumerate(refs.target) if target not in ids]
         # Built only when some ref matches nothing: a clean workspace never pays for it.
-        aliases = upstream_aliases(zip(self.rels, self.ids, strict=True), root_name) if unmatched else {}
+        aliases = upstream_aliases(zip(self.rels, self.ids, strict=True), ids, root_name) if unmatched else {}
         for k in unmatched:
             rel, target, field = self.rels[refs.doc[k]], refs.target[k], refs.field[k]
             now = aliases.get(target)

@@ -192,7 +192,7 @@ def build_graph(docs: list[Doc], root_name: str) -> Graph:
              for key, target, _line in d.refs if isinstance(target, str)]
     aliases: dict[str, str] = {}
     if any(target not in nodes for _, _, target in edges):  # only then worth building
-        aliases = upstream_aliases(((n.path, n.id) for n in nodes.values()), root_name)
+        aliases = upstream_aliases(((n.path, n.id) for n in nodes.values()), nodes, root_name)
     # Sort plain tuples (compared in C), then build: the dataclass's own ordering
     # compares in Python and cost a third of `graph` at 20k nodes.
     rows = sorted((src, key, aliases.get(target, target), target not in nodes and target not in aliases)

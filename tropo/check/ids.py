@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 
 ASCII_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # vivary-tropo's, ``$`` and all
 _MD_SUFFIX = re.compile(r"\.(md|markdown)$")
@@ -69,18 +69,18 @@ def derive_id(rel: str, root_name: str, slug: Callable[[str], str] = slugify) ->
     return slug(stem)
 
 
-def upstream_aliases(docs: Iterable[tuple[str, str]], root_name: str) -> dict[str, str]:
+def upstream_aliases(docs: Iterable[tuple[str, str]], taken: Container[str],
+                     root_name: str) -> dict[str, str]:
     """vivary-tropo's id -> ours, for each (path, id) whose name is not all ASCII (an
-    ASCII name derives the same id in both) and whose old id no document holds now.
-    Two names that shared an old id resolve to the first, as vivary-tropo kept the first."""
-    docs = list(docs)
-    ids = {doc_id for _, doc_id in docs}
+    ASCII name derives the same id in both) and whose old id is not ``taken`` (held by a
+    document now). Two names that shared an old id resolve to the first, as vivary-tropo
+    kept the first. Costs one ``isascii`` per ASCII path."""
     plain_root = root_name.isascii()
     out: dict[str, str] = {}
     for rel, doc_id in docs:
-        if not doc_id or (rel.isascii() and (plain_root or "/" in rel)):
+        if (rel.isascii() and (plain_root or "/" in rel)) or not doc_id:
             continue
         old = derive_id(rel, root_name, upstream_slugify)
-        if old != doc_id and old not in ids:
+        if old != doc_id and old not in taken:
             out.setdefault(old, doc_id)
     return out

@@ -36,13 +36,14 @@ UPSTREAM_IDS = {"Café Ünïcode.md": "caf-n-code", "Über.md": "ber", "ÉCOLE.m
 def test_vivary_tropos_id_of_an_accented_name_is_an_alias_of_ours() -> None:
     assert {n: upstream_slugify(n) for n in UPSTREAM_IDS} == UPSTREAM_IDS
     docs = [(f"notes/{n}", slugify(n)) for n in UPSTREAM_IDS] + [("notes/plain.md", "plain")]
-    assert upstream_aliases(docs, "ws") == {old: slugify(n) for n, old in UPSTREAM_IDS.items()}
+    assert upstream_aliases(docs, {i for _, i in docs}, "ws") == {
+        old: slugify(n) for n, old in UPSTREAM_IDS.items()}
     # an index document takes its folder's id, in both; a root README the root's
-    assert upstream_aliases([("Café/README.md", "café"), ("README.md", "ünï")], "Ünï") == {
+    assert upstream_aliases([("Café/README.md", "café"), ("README.md", "ünï")], set(), "Ünï") == {
         "caf": "café", "n": "ünï"}
     # an id a document holds today is never an alias; of two old namesakes the first wins
-    assert upstream_aliases([("Café.md", "café"), ("caf.md", "caf")], "ws") == {}
-    assert upstream_aliases([("Café.md", "café"), ("Cafè.md", "cafè")], "ws") == {"caf": "café"}
+    assert upstream_aliases([("Café.md", "café")], {"café", "caf"}, "ws") == {}
+    assert upstream_aliases([("Café.md", "café"), ("Cafè.md", "cafè")], set(), "ws") == {"caf": "café"}
 
 
 def test_a_workspace_written_for_vivary_tropo_checks_clean_with_advice(repo_dir: Path) -> None:
