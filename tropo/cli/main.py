@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 import click
 
 from tropo.check import reports
+from tropo.check.findings import failing
 from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
@@ -239,7 +240,7 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     ws = load(root, staged, rev, no_cache)
     docs = ws.check(relative_paths(ws, paths)).docs
     by_type = Counter(d.type or "untyped" for d in docs)
-    clean = sum(1 for d in docs if not d.findings)
+    clean = sum(1 for d in docs if not failing(d.findings))  # info only advises
     errored = sum(1 for d in docs if any(f.level == "error" for f in d.findings))
     if as_json:
         emit({"total": len(docs), "by_type": dict(by_type), "clean": clean,

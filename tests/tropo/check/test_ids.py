@@ -68,6 +68,7 @@ def test_a_workspace_written_for_vivary_tropo_checks_clean_with_advice(repo_dir:
     (repo_dir / "notes/index-of.md").write_text("---\nabout: [caf-n-code]\n---\n# I\n")
     code, out = tropo_json("check", cwd=repo_dir)
     assert (code, out["errors"], out["warnings"], out["clean"]) == (0, 0, 0, 3)
+    assert tropo_json("stats", cwd=repo_dir)[1]["clean"] == 3
     _, graph = tropo_json("graph", cwd=repo_dir)
     assert graph["edges"] == [{"from": "index-of", "field": "about", "to": "café-ünïcode", "broken": False}]
     assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
