@@ -204,7 +204,7 @@ def _read_by_schema(root: Path) -> Callable[[str], bool]:
     return ws.reads
 
 
-def _repository(target: Path) -> tuple[Path, Path | None, bool]:
+def repository_of(target: Path) -> tuple[Path, Path | None, bool]:
     """(root, target when another, git init?): a folder inside a repository is adopted as
     that repository, whose hooks and schema are at its top; never a nested ``git init``."""
     top = gitcli.toplevel(target)
@@ -218,7 +218,7 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False,
     asked = target.absolute()
     if not asked.is_dir() or asked.is_symlink():
         raise Refused(f"not an existing directory: {asked}")
-    root, inner, git_init = _repository(asked)
+    root, inner, git_init = repository_of(asked)
     projections, conflicts = adapters_mod.plan(root, adapters)
     existing = _files(root)
     preset, reason = (preset, "given with --preset") if preset else (

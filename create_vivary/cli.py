@@ -459,7 +459,7 @@ def _adopt_minimal(target: Path, preset: str | None, yes: bool, approved: str | 
 
 
 def _recover(target: Path, tx_hash: str, yes: bool, approved: str | None, as_json: bool) -> None:
-    root = target.absolute()
+    root: Path = _guarded(as_json, lambda: adopt_mod.repository_of(target.absolute())[0])
     if yes:
         rhash, rows = _guarded(as_json, lambda: journal.recover(root, tx_hash, approved))
     else:

@@ -327,6 +327,26 @@ def test_an_interrupted_adopt_is_recovered_by_its_hash(
                   if p.is_file() and ".git" not in p.parts) == sorted(BROWNFIELD)
 
 
+def test_an_interrupted_adopt_of_a_folder_inside_a_repository_is_recovered_from_that_folder(
+    repo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal is the enclosing repository's, where the files went: `--recover` given
+    the folder that was asked for finds it."""
+    write_files(repo_dir, {"app.py": "x = 1\n", "sub/notes.md": "# notes\n"})
+    commit_all(repo_dir)
+    p = adopt_mod.plan(repo_dir / "sub", None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    code, dry = run_json("create-vivary", "adopt", str(repo_dir / "sub"), "--recover", p.hash)
+    assert code == 0 and dry["root"] == str(repo_dir), dry
+    code, done = run_json("create-vivary", "adopt", str(repo_dir / "sub"), "--recover", p.hash,
+                          "--yes", "--plan", dry["recovery_plan_hash"])
+    assert code == 0 and done["mode"] == "recovered"
+    assert git(repo_dir, "status", "--porcelain") == ""
+
+
 def test_recovery_never_deletes_a_file_edited_after_the_crash(
     brownfield: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
