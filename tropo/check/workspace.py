@@ -326,13 +326,15 @@ class Workspace:
     def check(self, paths: Iterable[str] | None = None) -> Report:
         """Every document, or those under ``paths``: in the order the paths were given
         (each document once, at the first path that selects it), walk order within one,
-        as vivary-tropo reports them."""
+        as vivary-tropo reports them. A fault of the schema (E104) governs every
+        document, so it is reported whatever the paths."""
         docs, extra = self.documents
         if paths is None:
             return Report(docs, extra)
         selected = list(paths)
-        return Report(_in_selector_order(docs, lambda d: d.rel, selected),
-                      _in_selector_order(extra, lambda f: f.path, selected))
+        chosen = _in_selector_order(extra, lambda f: f.path, selected)
+        schema = [f for f in extra if f.code == docmod.E104 and f not in chosen]
+        return Report(_in_selector_order(docs, lambda d: d.rel, selected), schema + chosen)
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0], self.root_name)

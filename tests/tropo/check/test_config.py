@@ -205,3 +205,5 @@ def test_a_typo_in_a_field_spec_is_one_finding_on_the_schema_file(repo_dir: Path
             "types.note.optional.about: unknown field spec 'ref-lst' (known: any, bool, date,")
     text = tropo_process("check", cwd=repo_dir).stdout
     assert text.count("E104") == 2 and "E103" not in text
+    code, out = tropo_json("check", str(repo_dir / "notes/n1.md"), cwd=repo_dir)  # governed too
+    assert code == 1 and codes(out) == [("tropo.toml", 4, "E104"), ("notes/deep/tropo.toml", 2, "E104")]
