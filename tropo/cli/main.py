@@ -195,8 +195,9 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
         emit(result.as_dict() if known is None
              else {**result.as_dict(), "new_since": new_since, "known": known})
     else:
-        for f in sorted(findings, key=lambda f: (f.path, f.line)):
-            if not (quiet and f.code.startswith(("W", "I"))):
+        shown = [f for f in findings if not (quiet and f.code.startswith("I"))]  # info: advice
+        for f in sorted(shown, key=lambda f: (f.path, f.line)):
+            if not (quiet and f.code.startswith("W")):
                 click.echo(f.render())
         click.echo(f"\ntropo: {result.checked} document(s), "
                    f"{errors} error(s), {result.warnings} warning(s)"
