@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +34,24 @@ CODE_SUFFIXES = frozenset(
     | {".cc", ".cpp", ".hpp", ".cs", ".rb", ".php", ".swift", ".m", ".sh", ".sql", ".lua"}
 )
 MD_SUFFIXES = frozenset({".md", ".markdown"})
+# A build file says "code" louder than any count of files: a package is a code repository.
+MANIFESTS = frozenset(
+    {"pyproject.toml", "setup.py", "setup.cfg", "package.json", "go.mod", "Cargo.toml", "pom.xml"}
+    | {"build.gradle", "build.gradle.kts", "Gemfile", "composer.json", "CMakeLists.txt", "Makefile"}
+    | {"mix.exs", "Package.swift", "deno.json"}
+)
+# The Markdown every code repository carries; it says nothing about keeping notes.
+REPOSITORY_DOCS = frozenset(
+    {"readme", "changelog", "contributing", "license", "code_of_conduct", "security", "authors"}
+    | {"history", "news", "support", "governance", "maintainers", "codeowners"}
+)
 # The starter copy of AGENTS.md the full-v0.3 contract wants; not for a thin workspace.
 STARTER_AGENTS = "templates/AGENTS.md"
 
 
 @dataclass(frozen=True)
 class AdoptPlan:
-    root: Path
+    root: Path  # the repository's top when the target lies inside one: never a nested repository
     preset: str
     preset_reason: str
     files: list[FileAction]
@@ -50,6 +62,8 @@ class AdoptPlan:
     tree: str = ""  # digest of every file already there: an approval is for this tree
     projections: tuple[adapters_mod.Projection, ...] = ()  # --adapter, as 0.4.3 projects them
     conflicts: tuple[dict[str, str], ...] = ()  # what refuses the apply
+    target: Path | None = None  # the folder asked for, when the enclosing repository is adopted
+    notes: tuple[str, ...] = ()  # what the plan kept as it was (no action left to take)
 
     @property
     def hash(self) -> str:
@@ -61,9 +75,20 @@ class AdoptPlan:
     def replaced(self) -> list[adapters_mod.Projection]:
         return [p for p in self.projections if p.status == "replace"]
 
+    @property
+    def repository(self) -> str:
+        """Which repository the files land in, as the plan says it."""
+        if self.git_init:
+            return f"{self.root} (a new repository: git init)"
+        if self.target is not None:
+            return f"{self.root} (the repository that holds {self.target})"
+        return f"{self.root} (existing)"
+
     def as_json(self) -> dict[str, object]:
         return {
             "root": str(self.root),
+            "target": str(self.target or self.root),
+            "repository": self.repository,
             "preset": self.preset,
             "preset_reason": self.preset_reason,
             "plan_hash": self.hash,
@@ -71,6 +96,7 @@ class AdoptPlan:
             "kept": [f.path for f in self.files if f.action != "create"],
             "excluded_pre_existing": self.excluded,
             "followups": self.followups,
+            "notes": list(self.notes),
             "git_init": self.git_init,
             "existing_findings": self.findings,
             "ratchet": any(f.path == RATCHET[0] for f in self.files),
@@ -99,13 +125,20 @@ def tree_digest(root: Path, files: list[str]) -> str:
 
 
 def guess_preset(files: list[str]) -> tuple[str, str]:
-    """coding unless Markdown outnumbers code; the reason says what was counted."""
+    """coding for a build manifest, or unless Markdown notes outnumber code files; a
+    README, CHANGELOG or LICENSE and Markdown in dot-folders (.github/) are not notes.
+    The reason says what was counted."""
     if not files:
         return "coding", "empty folder"
-    md = sum(Path(f).suffix.lower() in MD_SUFFIXES for f in files)
-    code = sum(Path(f).suffix.lower() in CODE_SUFFIXES for f in files)
-    preset = "second-brain" if md > code else "coding"
-    return preset, f"{md} Markdown file(s) vs {code} code file(s)"
+    paths = [Path(f) for f in files]
+    code = sum(p.suffix.lower() in CODE_SUFFIXES for p in paths)
+    manifests = sorted(p.as_posix() for p in paths if p.name in MANIFESTS)
+    notes = sum(p.suffix.lower() in MD_SUFFIXES and p.stem.lower() not in REPOSITORY_DOCS
+                and not any(part.startswith(".") for part in p.parts) for p in paths)
+    counted = f"{notes} Markdown note(s) vs {code} code file(s)"
+    if manifests:
+        return "coding", f"build manifest {manifests[0]}; {counted}"
+    return ("second-brain" if notes > code else "coding"), counted
 
 
 def exclusions(files: list[str], scaffold: set[str]) -> list[str]:
@@ -131,11 +164,12 @@ def existing_findings(root: Path) -> int | None:
     """How many findings the working tree's schema reports, graded as the hooks grade
     them; None when the schema cannot be read (doctor says why)."""
     from tropo.check import incremental
+    from tropo.check.findings import failing
     from tropo.check.roots import ConfigError
     from tropo.git.source import Source, SourceError
 
     try:
-        return len(incremental.check(root, Source.worktree()).summary.graded(strict=True))
+        return len(failing(incremental.check(root, Source.worktree()).summary.graded(strict=True)))
     except (ConfigError, SourceError):
         return None
 
@@ -144,35 +178,67 @@ def _ratchet_offer(root: Path, findings: int | None, ratchet: bool) -> tuple[dic
     """The hooks file to add (with ``ratchet``) and the follow-up that says why."""
     if ratchet:
         return dict([RATCHET]), (
-            f"{RATCHET[0]} sets mode = \"ratchet\"; hooks read it from HEAD, so make the "
-            "commit that adds it with --no-verify once, then only new findings are refused")
+            f"commit once with --no-verify: {RATCHET[0]} sets mode = \"ratchet\" and hooks read "
+            "it from HEAD; from then on only new findings are refused")
     if findings:
         return {}, (f"{findings} existing finding(s) would refuse every commit: rerun with "
                     f"--ratchet to refuse only new ones (`create-vivary adopt {root} --ratchet`)")
     return {}, None
 
 
+def _read_by_schema(root: Path) -> Callable[[str], bool]:
+    """Whether the kept schema would read a file as a document. Such a file would join the
+    user's graph and could add a finding there (a second ``SKILL.md`` or ``AGENTS.md`` is
+    a duplicate id, an untyped note is refused by a strict schema), so adopt leaves it out;
+    a schema that cannot be read leaves out every Markdown file."""
+    from tropo.check.document import is_markdown
+    from tropo.check.roots import ConfigError
+    from tropo.check.workspace import open_workspace
+    from tropo.git.source import SourceError
+
+    try:
+        ws = open_workspace(root)
+        ws.schema  # noqa: B018 -- composing it is what may fail
+    except (ConfigError, SourceError):
+        return is_markdown
+    return ws.reads
+
+
+def repository_of(target: Path) -> tuple[Path, Path | None, bool]:
+    """(root, target when another, git init?): a folder inside a repository is adopted as
+    that repository, whose hooks and schema are at its top; never a nested ``git init``."""
+    top = gitcli.toplevel(target)
+    if top is None:
+        return target, None, True
+    return (target, None, False) if top == target.resolve() else (top, target, False)
+
+
 def plan(target: Path, preset: str | None, project: str, ratchet: bool = False,
          adapters: tuple[str, ...] = ()) -> AdoptPlan:
-    root = target.absolute()
-    if not root.is_dir() or root.is_symlink():
-        raise Refused(f"not an existing directory: {root}")
+    asked = target.absolute()
+    if not asked.is_dir() or asked.is_symlink():
+        raise Refused(f"not an existing directory: {asked}")
+    root, inner, git_init = repository_of(asked)
     projections, conflicts = adapters_mod.plan(root, adapters)
     existing = _files(root)
     preset, reason = (preset, "given with --preset") if preset else (
         presets.declared(root) or guess_preset(existing))
-    git_init = gitcli.toplevel(root) != root.resolve()
     has_schema = (root / SCHEMA).exists() or (root / ".vivary/workspace.toml").exists()
     followups = []
+    notes = []
     excluded: list[str] = []
     if has_schema:
-        followups.append("a schema exists and is kept: only baseline files are added")
+        notes.append("a schema exists and is kept: only files it does not read as documents are added")
     else:
         excluded = exclusions(existing, set(render(preset, project)))
     files = render(preset, project, extra_excludes=tuple(excluded))
     findings = None
     if has_schema:
-        files = {p: d for p, d in files.items() if is_shell(p)}
+        read = _read_by_schema(root)
+        left_out = sorted(p for p in files if is_shell(p) and read(p) and not (root / p).exists())
+        files = {p: d for p, d in files.items() if is_shell(p) and not read(p)}
+        if left_out:
+            notes.append(f"left out what the schema would read as documents: {', '.join(left_out)}")
         if not (root / SCHEMA).exists():  # a thin schema reads it as a second `agents`
             files.pop(STARTER_AGENTS, None)
         findings = existing_findings(root)
@@ -185,8 +251,9 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False,
         if not safe:
             files = {p: d for p, d in files.items() if p not in PRIVATE_FILES}
             followups.append(
-                f"add {' '.join(PRIVATE_FILES)} {PRIVATE_DIR} to .gitignore, then run "
-                f"`create-vivary doctor {root} --repair --yes`"
+                f"run `create-vivary doctor {root} --repair --yes`: it adds "
+                f"{' '.join(PRIVATE_FILES)} {PRIVATE_DIR} to .gitignore, then writes "
+                f"{' and '.join(PRIVATE_FILES)}"
             )
     files |= {p.path: p.data for p in projections if p.status in ("create", "clean")}
     actions = [
@@ -195,7 +262,8 @@ def plan(target: Path, preset: str | None, project: str, ratchet: bool = False,
     ]
     followups.append(f"install the hooks: `vivary hooks install --root {root}`")
     return AdoptPlan(root, preset, reason, actions, excluded, followups, git_init, findings,
-                     tree_digest(root, existing), tuple(projections), tuple(conflicts))
+                     tree_digest(root, existing), tuple(projections), tuple(conflicts),
+                     inner, tuple(notes))
 
 
 def apply(p: AdoptPlan, approved: str) -> dict[str, object]:

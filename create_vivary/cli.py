@@ -316,6 +316,7 @@ def doctor(target: Path, repair: bool, yes: bool, trend_: bool, repo_root: Path 
         g = report.graph
         lines.append(f"graph: {g['nodes']} node(s), {g['edges']} edge(s), {g['broken']} broken")
     lines += [f"error: {e}" for e in report.errors] + [f"warning: {w}" for w in report.warnings]
+    lines += [f"tolerated: {t}" for t in report.tolerated]
     if repair:
         lines += [f"repair [{a['status']}] {a['summary']}" for a in payload["repair"]["actions"]]
     if trend_:
@@ -389,8 +390,10 @@ def adopt(target: Path, preset: str | None, project: str | None, yes: bool, appr
     plan = _guarded(as_json, lambda: adopt_mod.plan(target, preset, project_name(target, project),
                                                     ratchet, adapters))
     body = plan.as_json()
-    head = [f"create-vivary: adopt {plan.root} as {plan.preset} ({plan.preset_reason})"]
-    tail = [f"excluded: {e}" for e in plan.excluded] + [f"next: {f}" for f in plan.followups]
+    head = [f"create-vivary: adopt {plan.root} as {plan.preset} ({plan.preset_reason})",
+            f"repository: {plan.repository}"]
+    tail = [f"excluded: {e}" for e in plan.excluded] + [f"note: {n}" for n in plan.notes]
+    tail += [f"next: {f}" for f in plan.followups]
     tail += [f"conflict: {c['path']}: {c['reason']}" for c in plan.conflicts]
     if not yes:
         _emit(
@@ -408,7 +411,7 @@ def adopt(target: Path, preset: str | None, project: str | None, yes: bool, appr
     if approved is None:
         _fail(as_json, 1, "apply requires --plan <hash> from the approved dry-run")
     result = _guarded(as_json, lambda: adopt_mod.apply(plan, approved))
-    report = _guarded(as_json, lambda: doctor_mod.diagnose(target))
+    report = _guarded(as_json, lambda: doctor_mod.diagnose(plan.root))
     result |= {"mode": "applied", "ok": report.ok, "doctor": report.as_json()}
     _emit(
         as_json,
@@ -417,6 +420,7 @@ def adopt(target: Path, preset: str | None, project: str | None, yes: bool, appr
             *head,
             f"created {len(result['created'])} file(s)",
             *tail,
+            *(f"tolerated: {t}" for t in report.tolerated),
             *(f"error: {e}" for e in report.errors),
         ],
     )
@@ -455,7 +459,7 @@ def _adopt_minimal(target: Path, preset: str | None, yes: bool, approved: str | 
 
 
 def _recover(target: Path, tx_hash: str, yes: bool, approved: str | None, as_json: bool) -> None:
-    root = target.absolute()
+    root: Path = _guarded(as_json, lambda: adopt_mod.repository_of(target.absolute())[0])
     if yes:
         rhash, rows = _guarded(as_json, lambda: journal.recover(root, tx_hash, approved))
     else:

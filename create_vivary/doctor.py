@@ -16,12 +16,19 @@ from pathlib import Path
 from create_vivary import presets
 from create_vivary.plan import Refused, project_name
 from create_vivary.scaffold import PRIVATE_DIR, PRIVATE_FILES, is_shell, render
+from hooks import graph as hooks_graph
 from hooks import install as hooks_install
 from hooks.scripts import DEFAULT_HOOKS
+from tropo.check import ratchet
 from tropo.check.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
+from tropo.check.findings import Finding, failing
 from tropo.check.workspace import open_workspace
 from tropo.git import gitcli
 from tropo.git.rooted import write_within
+
+
+class NotARepository(ValueError):
+    """Outside any repository there is nothing to diagnose but that (a usage error)."""
 
 
 @dataclass
@@ -49,6 +56,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     graph: dict[str, int] | None = None
     hooks: dict[str, str] = field(default_factory=dict)
+    tolerated: list[str] = field(default_factory=list)  # old findings a ratchet lets stay
     repairs: list[Repair] = field(default_factory=list)
 
     @property
@@ -62,6 +70,7 @@ class Report:
             "contract": self.contract,
             "errors": self.errors,
             "warnings": self.warnings,
+            "tolerated": self.tolerated,
             "graph": self.graph,
             "hooks": self.hooks,
             "repairs": [r.as_json() for r in self.repairs],
@@ -89,7 +98,7 @@ def _check_graph(report: Report) -> Config | None:
     try:
         ws = open_workspace(root)
         graph = ws.graph()
-        findings = ws.check().findings
+        findings = failing(ws.check().findings)
     except ConfigError as exc:
         report.errors.append(f"schema invalid: {exc}")
         return None
@@ -99,9 +108,11 @@ def _check_graph(report: Report) -> Config | None:
         "edges": len(graph.edges),
         "broken": sum(e.broken for e in graph.edges),
     }
+    new = _new_findings(report, findings)
     for f in findings:
-        report.errors.append(f"graph: {f.path}:{f.line}: {f.code} {f.message}")
-    if findings:
+        line = f"graph: {f.path}:{f.line}: {f.code} {f.message}"
+        (report.errors if any(f is n for n in new) else report.tolerated).append(line)
+    if new:
         report.repairs.append(Repair("graph", ".", "fix what `tropo check` lists", "manual"))
     if "assignee" not in ws.config.base_optional:
         report.warnings.append("coordination pack missing: claims cannot set assignee")
@@ -109,6 +120,22 @@ def _check_graph(report: Report) -> Config | None:
             Repair("coordination-pack", ws.config_file, 'add packs = ["coordination"]', "manual")
         )
     return ws.config
+
+
+def _new_findings(report: Report, findings: list[Finding]) -> list[Finding]:
+    """The findings the hooks would refuse: all of them, or under the working tree's
+    ratchet (``.vivary/hooks.toml``) those HEAD lacks; the rest are tolerated."""
+    path = report.root / hooks_graph.CONFIG
+    if not findings or path.is_symlink() or not path.is_file():
+        return findings
+    try:
+        mode = hooks_graph.mode_of(path.read_text(encoding="utf-8"), hooks_graph.CONFIG)
+    except (OSError, UnicodeError, hooks_graph.HookConfigError) as exc:
+        report.errors.append(f"hooks config invalid: {exc}")
+        return findings
+    if mode != "ratchet" or hooks_graph.commit(report.root, "HEAD") is None:
+        return findings
+    return ratchet.new_since(findings, ratchet.findings_at(report.root, "HEAD"))
 
 
 def _check_privacy(report: Report, *, repository: bool = True) -> None:
@@ -200,7 +227,10 @@ def diagnose(root: Path) -> Report:
         _check_graph(report)
         _check_privacy(report, repository=False)
         return report
-    if top is None or top != report.root:
+    if top is None:
+        raise NotARepository(f"not a git repository: {report.root} (run `git init` there, or "
+                             f"`create-vivary adopt {report.root}`, which does)")
+    if top != report.root:
         report.errors.append("not the root of a git repository")
         report.repairs.append(Repair("git-init", ".", f"git init {root}", "manual"))
         _check_graph(report)

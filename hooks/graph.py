@@ -45,23 +45,26 @@ def mode_at(root: Path, rev: str | None) -> str:
     if rev is None:
         return "strict"
     text = gitcli.run(root, "show", f"{rev}:{CONFIG}", check=False)
-    if not text:
-        return "strict"
+    return mode_of(text, f"{CONFIG} at {rev[:12]}") if text else "strict"
+
+
+def mode_of(text: str, where: str) -> str:
+    """The mode a hooks file's text sets (strict when it sets none)."""
     try:
         mode = tomllib.loads(text).get("mode", "strict")
     except tomllib.TOMLDecodeError as exc:
-        raise HookConfigError(f"{CONFIG} at {rev[:12]}: {exc}") from exc
+        raise HookConfigError(f"{where}: {exc}") from exc
     if mode not in MODES:
-        raise HookConfigError(f"{CONFIG} at {rev[:12]}: mode must be one of "
-                              f"{', '.join(MODES)}, not {mode!r}")
+        raise HookConfigError(f"{where}: mode must be one of {', '.join(MODES)}, not {mode!r}")
     return str(mode)
 
 
 def judge(root: Path, source: Source, base: str | None) -> Verdict:
     """The findings that refuse ``source`` (graded strictly) given the ``base`` commit."""
     from tropo.check import incremental, ratchet
+    from tropo.check.findings import failing
 
-    findings = incremental.check(root, source).summary.graded(strict=True)
+    findings = failing(incremental.check(root, source).summary.graded(strict=True))
     mode = mode_at(root, base)
     if mode == "ratchet" and findings:
         assert base is not None

@@ -53,7 +53,7 @@ def test_the_default_is_a_plan_that_writes_nothing(brownfield: Path) -> None:
     code, out = run_json("create-vivary", "adopt", str(brownfield))
     assert code == 0 and out["mode"] == "dry-run"
     assert out["preset"] == "second-brain"
-    assert out["preset_reason"] == "5 Markdown file(s) vs 1 code file(s)"
+    assert out["preset_reason"] == "4 Markdown note(s) vs 1 code file(s)"
     assert "README.md" in out["kept"] and "tropo.toml" in out["would_create"]
     assert out["excluded_pre_existing"] == [
         "decisions/old.md", "journal.md", "notes/2024", "notes/b.md"
@@ -75,6 +75,48 @@ def test_yes_only_adds_files_and_the_first_check_is_clean(brownfield: Path) -> N
     assert proc.returncode == 0 and '"findings": []' in proc.stdout
 
 
+def test_next_names_only_what_is_left_to_do(brownfield: Path) -> None:
+    """The private files were left out because .gitignore does not hide them: the follow-up
+    is the one command that fixes it, not a hand edit that command would repeat."""
+    code, out = approved_adopt(brownfield)
+    assert code == 0
+    ignore = [f for f in out["followups"] if ".gitignore" in f]
+    assert len(ignore) == 1 and ignore[0].startswith("run `create-vivary doctor"), ignore
+    command = ignore[0].split("`")[1].split()
+    assert run_cli(*command).returncode == 0
+    assert (brownfield / "USER.md").is_file()
+    assert git(brownfield, "check-ignore", "USER.md", "MEMORY.md").split() == ["USER.md", "MEMORY.md"]
+    assert "schema" not in " ".join(out["followups"])  # a fact, not a step: it is a note
+
+
+def test_a_code_repository_with_a_few_markdown_files_is_coding(repo_dir: Path) -> None:
+    write_files(repo_dir, {"README.md": "# tool\n", "CHANGELOG.md": "# 1.0\n", "docs/usage.md": "# use\n",
+                           "pyproject.toml": "[project]\nname = 'tool'\n", "tool/main.py": "x = 1\n"})
+    commit_all(repo_dir)
+    code, out = run_json("create-vivary", "adopt", str(repo_dir))
+    assert code == 0 and out["preset"] == "coding"
+    assert out["preset_reason"] == "build manifest pyproject.toml; 1 Markdown note(s) vs 1 code file(s)"
+    text = run_cli("create-vivary", "adopt", str(repo_dir)).stdout
+    assert f"adopt {repo_dir} as coding (build manifest pyproject.toml;" in text
+
+
+def test_a_folder_inside_a_repository_adopts_that_repository(repo_dir: Path) -> None:
+    """No nested ``git init``: the enclosing repository is adopted, and the plan says so."""
+    write_files(repo_dir, {"app.py": "x = 1\n", "sub/notes.md": "# notes\n"})
+    commit_all(repo_dir)
+    sub = repo_dir / "sub"
+    code, plan = run_json("create-vivary", "adopt", str(sub))
+    assert code == 0 and plan["root"] == str(repo_dir) and plan["target"] == str(sub)
+    assert plan["git_init"] is False and str(sub) in plan["repository"]
+    text = run_cli("create-vivary", "adopt", str(sub)).stdout
+    assert f"repository: {repo_dir} (the repository that holds {sub})" in text
+    code, out = approved_adopt(sub)
+    assert code == 0, out
+    assert not (sub / ".git").exists() and (repo_dir / "tropo.toml").is_file()
+    git(repo_dir, "add", "-A")
+    assert "sub/notes.md" in git(repo_dir, "ls-files")
+
+
 def test_a_plain_folder_is_made_a_repository(tmp_path: Path) -> None:
     (tmp_path / "code.py").write_text("x = 1\n")
     code, out = approved_adopt(tmp_path)
@@ -89,7 +131,10 @@ def test_an_existing_schema_is_kept(ws_with_schema: Path) -> None:
     assert out["preset_reason"] == "given with --preset"
     assert "tropo.toml" not in out["would_create"]
     assert not any(p.startswith("changes/") for p in out["would_create"])
-    assert "AGENTS.md" in out["would_create"]
+    assert "AGENTS.md" not in out["would_create"]  # the schema would read it: a new node
+    assert ".gitignore" in out["would_create"]
+    left_out = [n for n in out["notes"] if n.startswith("left out what the schema would read")]
+    assert len(left_out) == 1 and " AGENTS.md," in left_out[0], out["notes"]
 
 
 @pytest.fixture
@@ -181,6 +226,36 @@ def test_existing_findings_are_counted_and_the_ratchet_is_offered(repo_dir: Path
     assert "one-line edit" in git(repo_dir, "log", "-1", "--format=%s")  # refused
 
 
+RAW_SCHEMA = {  # a user's schema that reads every Markdown file, dot-folders and templates too
+    "tropo.toml": 'version = 1\n[types.note]\nfolder = "notes"\noptional = { about = "ref-list" }\n',
+    "notes/old.md": "---\nabout: [ghost]\n---\n# Old\n",
+    "notes/clean.md": "# Clean\n",
+}
+
+
+def _findings(root: Path) -> set[tuple[str, str, str]]:
+    proc = run_cli("tropo", "check", "--root", str(root), "--json")
+    return {(f["path"], f["code"], f["message"]) for f in json.loads(proc.stdout)["findings"]}
+
+
+def test_a_ratchet_adoption_adds_no_finding_and_tolerates_the_old(repo_dir: Path) -> None:
+    """The scaffold's SKILL.md files and templates/AGENTS.md would be duplicate ids under
+    this schema: adopt leaves out what the schema reads, and exits 0 listing the old."""
+    write_files(repo_dir, RAW_SCHEMA)
+    commit_all(repo_dir, "a schema with an old finding")
+    before = _findings(repo_dir)
+    code, out = approved_adopt(repo_dir, "--ratchet")
+    assert code == 0, out["doctor"]["errors"]
+    assert _findings(repo_dir) <= before
+    assert "templates/AGENTS.md" not in out["created"]
+    assert not any(p.startswith(".agents/") and p.endswith(".md") for p in out["created"])
+    assert out["doctor"]["errors"] == []
+    assert out["doctor"]["tolerated"] == ["graph: notes/old.md:2: W220 field 'about': ref 'ghost' "
+                                          "matches no document id"]
+    proc = run_cli("create-vivary", "doctor", str(repo_dir))
+    assert proc.returncode == 0 and "tolerated: graph: notes/old.md:2: W220" in proc.stdout
+
+
 def test_a_clean_schema_gets_no_offer(ws_with_schema: Path) -> None:
     code, out = run_json("create-vivary", "adopt", str(ws_with_schema))
     assert code == 0 and out["existing_findings"] == 0
@@ -250,6 +325,26 @@ def test_an_interrupted_adopt_is_recovered_by_its_hash(
     assert _snapshot(brownfield) == existing
     assert sorted(p.relative_to(brownfield).as_posix() for p in brownfield.rglob("*")
                   if p.is_file() and ".git" not in p.parts) == sorted(BROWNFIELD)
+
+
+def test_an_interrupted_adopt_of_a_folder_inside_a_repository_is_recovered_from_that_folder(
+    repo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal is the enclosing repository's, where the files went: `--recover` given
+    the folder that was asked for finds it."""
+    write_files(repo_dir, {"app.py": "x = 1\n", "sub/notes.md": "# notes\n"})
+    commit_all(repo_dir)
+    p = adopt_mod.plan(repo_dir / "sub", None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    code, dry = run_json("create-vivary", "adopt", str(repo_dir / "sub"), "--recover", p.hash)
+    assert code == 0 and dry["root"] == str(repo_dir), dry
+    code, done = run_json("create-vivary", "adopt", str(repo_dir / "sub"), "--recover", p.hash,
+                          "--yes", "--plan", dry["recovery_plan_hash"])
+    assert code == 0 and done["mode"] == "recovered"
+    assert git(repo_dir, "status", "--porcelain") == ""
 
 
 def test_recovery_never_deletes_a_file_edited_after_the_crash(

@@ -110,6 +110,20 @@ def test_not_a_workspace(repo_dir: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not a directory" in proc.stderr
 
 
+def test_outside_a_repository_doctor_says_so_in_one_line(tmp_path: Path) -> None:
+    """Not a report of "problems" followed by errors: one line, a usage error."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    proc = run_cli("create-vivary", "doctor", ".", cwd=folder)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (f"create-vivary: not a git repository: {folder} (run `git init` there, "
+                           f"or `create-vivary adopt {folder}`, which does)\n")
+    proc = run_cli("create-vivary", "doctor", ".", "--json", cwd=folder)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["ok"] is False
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert list(folder.iterdir()) == []
+
+
 def _committed(root: Path) -> Path:
     if not (root / ".git").exists():
         git(root, "init", "-q")

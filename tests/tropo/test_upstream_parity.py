@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import VAULT, tropo_json
 
-OURS_ONLY = {"E002", "E003", "E130", "W230"}
+OURS_ONLY = {"E002", "E003", "E130", "W230", "I221"}
 
 CODING_TOML = """\
 version = 1
@@ -122,6 +122,38 @@ def test_graph_agrees_with_upstream(upstream: Callable[[str], Path], repo_dir: P
     _, up_blast = _run_upstream(upstream("tropo"), repo_dir, "blast", node)
     _, our_blast = tropo_json("blast", node, cwd=repo_dir)
     assert our_blast == up_blast
+
+
+ACCENTED = {  # refs written with vivary-tropo's ids of accented names
+    "tropo.toml": 'version = 1\n[types.note]\nfolder = "notes"\noptional = { about = "ref-list" }\n',
+    "notes/Café Ünïcode.md": "---\nabout: [ber]\n---\n# Café\n",
+    "notes/naïve café.md": "---\nabout: [caf-n-code]\n---\n# Naïve\n",
+    "notes/Ångström_x.md": "---\nabout: [na-ve-caf, caf-n-code, ghost]\n---\n# Å\n",
+    "notes/Über/README.md": "---\nabout: [ngstr-m_x]\n---\n# Über\n",  # an index: the folder's id
+}
+
+
+def test_refs_written_for_upstream_resolve_to_the_same_documents(
+    upstream: Callable[[str], Path], repo_dir: Path
+) -> None:
+    """Our ids of accented names differ from vivary-tropo's; its ids still resolve, to the
+    same documents (edges compared by path), and only as advice (I221)."""
+    write_files(repo_dir, ACCENTED)
+    commit_all(repo_dir)
+    up_code, up = _run_upstream(upstream("tropo"), repo_dir, "check")
+    code, ours = tropo_json("check", cwd=repo_dir)
+    assert (code, _key(ours)) == (up_code, _key(up))
+    assert sorted(f["line"] for f in ours["findings"] if f["code"] == "I221") == [2] * 5
+
+    def edges(graph: dict) -> set[tuple[str, str, str, bool]]:  # type: ignore[type-arg]
+        path = {n["id"]: n["path"] for n in graph["nodes"]}
+        return {(path[e["from"]], e["field"], path.get(e["to"], e["to"]), e["broken"])
+                for e in graph["edges"]}
+
+    _, up_graph = _run_upstream(upstream("tropo"), repo_dir, "graph")
+    _, our_graph = tropo_json("graph", cwd=repo_dir)
+    assert edges(our_graph) == edges(up_graph)
+    assert {n["id"] for n in our_graph["nodes"]} >= {"café-ünïcode", "über"}
 
 
 def test_upstream_thin_scaffold_checks_the_same(upstream: Callable[[str], Path], tmp_path: Path) -> None:

@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tropo.check.findings import Finding, Summary
+from tropo.check.findings import INFO, Finding, Summary
+from tropo.check.ids import upstream_aliases
 
-W220, E130 = "W220", "E130"
+W220, I221, E130 = "W220", "I221", "E130"
 
 FindingRow = tuple[str, int, str, str, str]  # a Finding's fields
 Ref = tuple[str, str, int]  # (field, target id, line)
@@ -70,17 +71,27 @@ class CheckState:
                    [sys.intern(doc_id or "") for doc_id, _, _ in docs.values()],
                    {rel: own for rel, (_, own, _) in docs.items() if own}, refs, dict(extra))
 
-    def cross(self) -> dict[int, list[Finding]]:
+    def cross(self, root_name: str) -> dict[int, list[Finding]]:
         """The findings that need the whole workspace, by document index: refs that
-        match no id, and every id after its first holder in walk order."""
+        match no id (an id vivary-tropo derived for a document is resolved, and advised
+        against), and every id after its first holder in walk order."""
         ids = set(self.ids)
         ids.discard("")
         out: dict[int, list[Finding]] = {}
         refs = self.refs
-        for k in [k for k, target in enumerate(refs.target) if target not in ids]:
-            out.setdefault(refs.doc[k], []).append(Finding(
-                self.rels[refs.doc[k]], refs.line[k], "warning", W220,
-                f"field {refs.field[k]!r}: ref {refs.target[k]!r} matches no document id"))
+        unmatched = [k for k, target in enumerate(refs.target) if target not in ids]
+        # Built only when some ref matches nothing: a clean workspace never pays for it.
+        aliases = upstream_aliases(zip(self.rels, self.ids, strict=True), ids, root_name) if unmatched else {}
+        for k in unmatched:
+            rel, target, field = self.rels[refs.doc[k]], refs.target[k], refs.field[k]
+            now = aliases.get(target)
+            out.setdefault(refs.doc[k], []).append(
+                Finding(rel, refs.line[k], "warning", W220,
+                        f"field {field!r}: ref {target!r} matches no document id")
+                if now is None else
+                Finding(rel, refs.line[k], INFO, I221,
+                        f"field {field!r}: ref {target!r} is the id vivary-tropo derives; "
+                        f"resolved to {now!r}, the id to write now"))
         if len(ids) + self.ids.count("") < len(self.ids):  # some id is held twice
             first: dict[str, str] = {}
             for index, (rel, doc_id) in enumerate(zip(self.rels, self.ids, strict=True)):
@@ -93,15 +104,17 @@ class CheckState:
                     first[doc_id] = rel
         return out
 
-    def summary(self) -> Summary:
-        cross = self.cross()
+    def summary(self, root_name: str) -> Summary:
+        """Every finding in walk order; a document whose only findings are info is clean."""
+        cross = self.cross(root_name)
         position = {rel: index for index, rel in enumerate(self.rels)} if self.own else {}
-        flagged = sorted({*cross, *(position[rel] for rel in self.own)})
+        owning = {position[rel] for rel in self.own}
         findings: list[Finding] = []
-        for index in flagged:
+        for index in sorted({*cross, *owning}):
             findings.extend(Finding(*row) for row in self.own.get(self.rels[index], ()))
             findings.extend(cross.get(index, ()))
         findings.extend(Finding(*row) for row in self.extra.values())
+        flagged = owning | {i for i, found in cross.items() if any(f.level != INFO for f in found)}
         return Summary(len(self.rels), len(self.rels) - len(flagged), findings)
 
     def patched(self, touched: Iterable[str], docs: Mapping[str, DocRow],

@@ -382,3 +382,30 @@ def is_excluded(rel: str, patterns: Iterable[str]) -> bool:
         if "/" not in pat and pat in parts:
             return True
     return False
+
+
+def unknown_specs(raw: bytes) -> list[tuple[int, str]]:
+    """Each field spec of one schema file that names no spec type (a typo such as
+    ``"ref-lst"``), as (line, what): a fault of the schema, so the check reports it once
+    on that file (E104), not on every document that has the field. A file that does not
+    parse yields none: composing the schema says why."""
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    owners: list[tuple[str, Any]] = [("base", data.get("base"))]
+    types = data.get("types")
+    if isinstance(types, dict):
+        owners += [(f"types.{name}", table) for name, table in types.items()]
+    lines = text.splitlines()
+    out = []
+    for owner, table in owners:
+        for kind in ("required", "optional"):
+            fields = table.get(kind) if isinstance(table, dict) else None
+            for name, spec in (fields.items() if isinstance(fields, dict) else ()):
+                if isinstance(spec, str) and not specs.is_known(spec):
+                    quoted = re.compile(f"[\"']{re.escape(spec)}[\"']")
+                    line = next((n for n, here in enumerate(lines, 1) if quoted.search(here)), 1)
+                    out.append((line, f"{owner}.{kind}.{name}: unknown field spec {spec!r}"))
+    return out

@@ -6,7 +6,6 @@ effective schema; nothing here reads files or git.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,30 +14,16 @@ from tropo.check import fields as specs
 from tropo.check.config import Config
 from tropo.check.findings import Finding as Finding
 from tropo.check.frontmatter import Parsed
-from tropo.check.ids import slugify
-
-INDEX_NAMES = frozenset({"readme", "index", "_index"})
-_MD_SUFFIX = re.compile(r"\.(md|markdown)$", re.I)
+from tropo.check.ids import derive_id
 
 # Codes: upstream vivary-tropo's, plus ours (documented in docs/findings.md).
 E000, E001, E002, E003 = "E000", "E001", "E002", "E003"
-E101, E102, E103, E130 = "E101", "E102", "E103", "E130"
+E101, E102, E103, E104, E130 = "E101", "E102", "E103", "E104", "E130"
 W201, W202, W210, W220, W230 = "W201", "W202", "W210", "W220", "W230"
 
 
 def is_markdown(rel: str) -> bool:
     return rel.endswith((".md", ".markdown"))
-
-
-def derive_id(rel: str, root_name: str) -> str:
-    """The file-name slug; an index document (README, index, _index, or a file named
-    like its folder) *is* its folder and takes the folder's id."""
-    folder, _, name = rel.rpartition("/")
-    stem = _MD_SUFFIX.sub("", name)
-    parent = folder.rpartition("/")[2] if folder else root_name
-    if stem.lower() in INDEX_NAMES or stem.lower() == parent.lower():
-        return slugify(parent)
-    return slugify(stem)
 
 
 @dataclass
@@ -104,6 +89,8 @@ def analyze(
                 add(Finding(rel, line, "warning", W202,
                             f"unknown field {key!r} for type {type_name!r}"))
             continue
+        if not specs.is_known(spec):
+            continue  # the schema's fault, reported once on the file that declares it (E104)
         if spec in specs.EDGE_SPECS and value is not None:
             for target in value if isinstance(value, list) else [value]:
                 doc.refs.append((key, target, line))

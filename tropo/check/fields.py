@@ -20,6 +20,9 @@ LIST_SPECS = frozenset({"list", "string-list", "ref-list"})
 EDGE_SPECS = frozenset({"ref", "ref-list"})
 
 
+KNOWN = tuple(sorted(SCALAR_SPECS | LIST_SPECS))  # and enum:a|b, as an error message lists them
+
+
 def is_known(spec: str) -> bool:
     return spec in SCALAR_SPECS or spec in LIST_SPECS or spec.startswith("enum:")
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+INFO = "info"  # advice: never graded up, never fails a check or a hook
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -30,6 +32,11 @@ class Finding:
 def grade(findings: list[Finding], strict: bool) -> list[Finding]:
     """The findings as reported: in strict mode every warning fails, so it is an error."""
     return [replace(f, level="error") if strict and f.level == "warning" else f for f in findings]
+
+
+def failing(findings: list[Finding]) -> list[Finding]:
+    """The findings that fail a check: all but info."""
+    return [f for f in findings if f.level != INFO]
 
 
 @dataclass(frozen=True)

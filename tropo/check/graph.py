@@ -9,6 +9,8 @@ from functools import cached_property
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tropo.check.ids import upstream_aliases
+
 if TYPE_CHECKING:
     from tropo.check.document import Doc
 
@@ -178,18 +180,21 @@ def _by(edges: list[Edge], end: Callable[[Edge], str]) -> dict[str, list[Edge]]:
     return out
 
 
-def build_graph(docs: list[Doc]) -> Graph:
+def build_graph(docs: list[Doc], root_name: str) -> Graph:
     """First document per id names the node (walk order); every document's refs are
-    edges, broken when their target names no node."""
+    edges, broken when their target names no node. A target that is vivary-tropo's id
+    of a node (``caf-n-code`` for ``Café Ünïcode.md``) is an edge to that node."""
     nodes: dict[str, Node] = {}
     for d in docs:
         if d.id is not None and d.id not in nodes:
             nodes[d.id] = Node(d.id, d.type, d.rel, d.title, d.fields)
+    edges = [(d.id, key, target) for d in docs if d.id is not None
+             for key, target, _line in d.refs if isinstance(target, str)]
+    aliases: dict[str, str] = {}
+    if any(target not in nodes for _, _, target in edges):  # only then worth building
+        aliases = upstream_aliases(((n.path, n.id) for n in nodes.values()), nodes, root_name)
     # Sort plain tuples (compared in C), then build: the dataclass's own ordering
     # compares in Python and cost a third of `graph` at 20k nodes.
-    rows = sorted(
-        (d.id, key, target, target not in nodes)
-        for d in docs if d.id is not None
-        for key, target, _line in d.refs if isinstance(target, str)
-    )
+    rows = sorted((src, key, aliases.get(target, target), target not in nodes and target not in aliases)
+                  for src, key, target in edges)
     return Graph(nodes, [Edge(*row) for row in rows])

@@ -99,7 +99,7 @@ def summarize(ws: Workspace) -> Outcome:
     commit = ws.snapshot.commit()
     assert commit is not None
     state = tree_state(place, str(commit.tree_id))
-    return Outcome(state.summary(), state.strict) if state is not None else _full(ws)
+    return Outcome(state.summary(ws.root_name), state.strict) if state is not None else _full(ws)
 
 
 def _answer(place: Place, source: Source, workspace: Callable[[], Workspace]) -> Outcome:
@@ -119,7 +119,7 @@ def _answer(place: Place, source: Source, workspace: Callable[[], Workspace]) ->
         state = tree_state(place, gitdelta.tree_of(place.top, delta.head))
         patched = patched_state(place, state, delta.changes) if state is not None else None
         if patched is not None:
-            outcome = Outcome(patched.summary(), patched.strict)
+            outcome = Outcome(patched.summary(place.root.name), patched.strict)
     if outcome is None:
         ws = workspace()
         outcome = _full(ws)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tropo.check.findings import Finding
+from tropo.check.findings import Finding, failing
 
 if TYPE_CHECKING:
     from tropo.check.graph import Graph
@@ -31,9 +31,14 @@ class CheckResult:
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.level == "error")
 
+    @property
+    def warnings(self) -> int:
+        """Findings that are neither errors nor info (advice, which fails nothing)."""
+        return len(failing(self.findings)) - self.errors
+
     def as_dict(self) -> dict[str, Any]:
         return {"checked": self.checked, "clean": self.clean,
-                "errors": self.errors, "warnings": len(self.findings) - self.errors,
+                "errors": self.errors, "warnings": self.warnings,
                 "findings": [f.as_dict() for f in self.findings]}
 
 

@@ -30,9 +30,11 @@ from tropo.check.config import (
     excluder,
     find_root,
     is_excluded,
+    unknown_specs,
 )
 from tropo.check.document import Doc, Finding
-from tropo.check.findings import grade
+from tropo.check.fields import KNOWN as KNOWN_SPECS
+from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
 from tropo.check.roots import root_in
@@ -63,7 +65,7 @@ class Report:
 
     @property
     def clean(self) -> int:
-        return sum(1 for d in self.docs if not d.findings)
+        return sum(1 for d in self.docs if not failing(d.findings))
 
     def graded(self, strict: bool) -> list[Finding]:
         return grade(self.findings, strict)
@@ -127,6 +129,14 @@ class Workspace:
         rel_dir = rel.rpartition("/")[0]
         return self.schema.for_dir(rel_dir).type_for(rel_dir, self.root_name)
 
+    def reads(self, rel: str) -> bool:
+        """Whether a file at ``rel`` would be one of this workspace's documents (ignore
+        rules aside): what a tool that only adds files must not add to someone's graph."""
+        if not docmod.is_markdown(rel) or excluder(self.config.exclude)(rel):
+            return False
+        cfg = self.schema.for_dir(rel.rpartition("/")[0])
+        return cfg is self.schema.root or not is_excluded(rel, cfg.exclude)
+
     @property
     def config(self) -> Config:
         return self.schema.root
@@ -164,7 +174,7 @@ class Workspace:
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
         docs, extra = self.analyzed
-        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross()
+        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
         return [replace(d, findings=d.findings + cross[index]) if index in cross else d
                 for index, d in enumerate(docs)], extra
 
@@ -213,7 +223,19 @@ class Workspace:
             progress.close()
         cache.save()
         memo.save()
-        return docs, extra
+        extra += self._schema_findings()
+        return docs, sorted(extra, key=lambda f: walk_key(f.path))
+
+    def _schema_findings(self) -> list[Finding]:
+        """One finding per schema file this check read that names an unknown field spec."""
+        out = []
+        for rel, raw in self.config_reads.items():
+            found = unknown_specs(raw) if raw is not None else []
+            if found:
+                out.append(Finding(rel, found[0][0], "error", docmod.E104,
+                                   "; ".join(what for _, what in found)
+                                   + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
+        return out
 
     def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
                  cache: Store, memo: Store, schema_key: str) -> Doc:
@@ -304,16 +326,18 @@ class Workspace:
     def check(self, paths: Iterable[str] | None = None) -> Report:
         """Every document, or those under ``paths``: in the order the paths were given
         (each document once, at the first path that selects it), walk order within one,
-        as vivary-tropo reports them."""
+        as vivary-tropo reports them. A fault of the schema (E104) governs every
+        document, so it is reported whatever the paths."""
         docs, extra = self.documents
         if paths is None:
             return Report(docs, extra)
         selected = list(paths)
-        return Report(_in_selector_order(docs, lambda d: d.rel, selected),
-                      _in_selector_order(extra, lambda f: f.path, selected))
+        chosen = _in_selector_order(extra, lambda f: f.path, selected)
+        schema = [f for f in extra if f.code == docmod.E104 and f not in chosen]
+        return Report(_in_selector_order(docs, lambda d: d.rel, selected), schema + chosen)
 
     def graph(self) -> Graph:
-        return build_graph(self.documents[0])
+        return build_graph(self.documents[0], self.root_name)
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:

@@ -18,6 +18,7 @@ import click
 
 from tropo import untrusted
 from tropo.check import reports
+from tropo.check.findings import failing
 from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
@@ -175,7 +176,7 @@ def main(ctx: click.Context) -> None:
 @workspace_options
 @click.option("--strict", is_flag=True, help="Warnings fail the check (the default).")
 @click.option("--lenient", is_flag=True, help="Warnings do not fail the check.")
-@click.option("--quiet", is_flag=True, help="Hide warning codes (W...) in text output.")
+@click.option("--quiet", is_flag=True, help="Hide warning (W...) and info (I...) codes in text output.")
 @click.option("--new-since", metavar="REV",
               help="Report only findings commit REV did not have (same path and code).")
 @guarded
@@ -213,11 +214,12 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
         emit(result.as_dict() if known is None
              else {**result.as_dict(), "new_since": new_since, "known": known})
     else:
-        for f in sorted(findings, key=lambda f: (f.path, f.line)):
+        shown = [f for f in findings if not (quiet and f.code.startswith("I"))]  # info: advice
+        for f in sorted(shown, key=lambda f: (f.path, f.line)):
             if not (quiet and f.code.startswith("W")):
                 click.echo(untrusted.visible(f.render()))  # it quotes what the document says
         click.echo(f"\ntropo: {result.checked} document(s), "
-                   f"{errors} error(s), {len(findings) - errors} warning(s)"
+                   f"{errors} error(s), {result.warnings} warning(s)"
                    + ("" if known is None else f" new since {new_since} ({known} known)"))
         if any(f.code == "W210" for f in findings):
             click.echo("hint: redundant frontmatter detected — run `tropo fix` to remove it")
@@ -258,7 +260,7 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     ws = load(root, staged, rev, no_cache)
     docs = ws.check(relative_paths(ws, paths)).docs
     by_type = Counter(d.type or "untyped" for d in docs)
-    clean = sum(1 for d in docs if not d.findings)
+    clean = sum(1 for d in docs if not failing(d.findings))  # info only advises
     errored = sum(1 for d in docs if any(f.level == "error" for f in d.findings))
     if as_json:
         emit({"total": len(docs), "by_type": dict(by_type), "clean": clean,

@@ -31,7 +31,7 @@ def _state(docs: dict[str, DocRow], extra: dict[str, FindingRow]) -> CheckState:
 
 
 def _answer(state: CheckState) -> tuple[object, ...]:
-    s = state.summary()
+    s = state.summary("ws")
     return s.checked, s.clean, [astuple(f) for f in s.findings]
 
 
@@ -56,12 +56,12 @@ def test_patching_equals_building_anew(before: dict[str, DocRow], before_links: 
 def test_cross_findings_name_broken_refs_and_later_duplicates() -> None:
     state = _state({"a.md": ("a", [], [("owner", "ghost", 3), ("owner", "b", 4)]),
                     "x/a.md": ("a", [], []), "b.md": ("b", [], [])}, {})
-    findings = [astuple(f) for f in state.summary().findings]
+    findings = [astuple(f) for f in state.summary("ws").findings]
     assert findings == [
         ("a.md", 3, "warning", "W220", "field 'owner': ref 'ghost' matches no document id"),
         ("x/a.md", 1, "error", "E130", "duplicate id 'a': a.md has it already"),
     ]
-    assert state.summary().clean == 1
+    assert state.summary("ws").clean == 1
 
 
 def test_a_record_round_trips_and_anything_else_is_refused() -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
+from tests.conftest import commit_all, write_files
 from tests.tropo.helpers import codes, make_vault, tropo, tropo_json, tropo_process
 from tropo.check.config import ConfigError, Schema, is_excluded
 
@@ -184,3 +184,26 @@ def test_an_excluded_overlay_does_not_shape_the_folders_below_it() -> None:
     schema = Schema(_reader(files), ["sub/x"])
     assert schema.excludes("sub/x") and not schema.excludes("sub")
     assert schema.for_dir("sub/x/y").types["decision"].required == {"status": "string"}
+
+
+def test_a_typo_in_a_field_spec_is_one_finding_on_the_schema_file(repo_dir: Path) -> None:
+    """Not one E103 per document that has the field: the schema is at fault, once (E104),
+    on the file and line that declare it; an overlay's typo is reported on the overlay."""
+    write_files(repo_dir, {
+        "tropo.toml": 'version = 1\n[types.note]\nfolder = "notes"\n'
+                      'optional = { about = "ref-lst", tags = "string-list" }\n',
+        **{f"notes/n{i}.md": "---\nabout: [n1]\n---\n# N\n" for i in range(3)},
+        "notes/deep/tropo.toml": '[types.note]\nrequired = { owner = "strng" }\n',
+        "notes/deep/d.md": "---\nowner: me\n---\n# D\n",
+    })
+    commit_all(repo_dir)
+    for flags in ([], [], ["--no-cache"]):
+        code, out = tropo_json("check", *flags, cwd=repo_dir)
+        assert code == 1 and (out["errors"], out["clean"]) == (2, 4)
+        assert codes(out) == [("tropo.toml", 4, "E104"), ("notes/deep/tropo.toml", 2, "E104")]
+        assert out["findings"][0]["message"].startswith(
+            "types.note.optional.about: unknown field spec 'ref-lst' (known: any, bool, date,")
+    text = tropo_process("check", cwd=repo_dir).stdout
+    assert text.count("E104") == 2 and "E103" not in text
+    code, out = tropo_json("check", str(repo_dir / "notes/n1.md"), cwd=repo_dir)  # governed too
+    assert code == 1 and codes(out) == [("tropo.toml", 4, "E104"), ("notes/deep/tropo.toml", 2, "E104")]

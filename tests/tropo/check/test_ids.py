@@ -9,9 +9,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import codes, tropo_json
-from tropo.check.ids import is_slug, slugify
+from tests.conftest import commit_all, git, write_files
+from tests.hooks.cli import run_cli
+from tests.tropo.helpers import codes, tropo_json, tropo_process
+from tropo.check.ids import is_slug, slugify, upstream_aliases, upstream_slugify
 
 
 def _oracle_slug(name: str) -> str:
@@ -25,6 +26,57 @@ def _oracle_slug(name: str) -> str:
 def test_an_ascii_name_derives_vivary_tropos_id_and_refs_read_alike(name: str) -> None:
     assert slugify(name) == _oracle_slug(name)
     assert is_slug(name) == bool(re.match(r"^[a-z0-9][a-z0-9._-]*$", name))
+
+
+# vivary-tropo 0.5.4's ids of these names, as its `tropo graph --json` printed them.
+UPSTREAM_IDS = {"Café Ünïcode.md": "caf-n-code", "Über.md": "ber", "ÉCOLE.md": "cole",
+                "naïve café.md": "na-ve-caf", "Ångström_x.md": "ngstr-m_x", "résumé-2024.md": "r-sum--2024"}
+
+
+def test_vivary_tropos_id_of_an_accented_name_is_an_alias_of_ours() -> None:
+    assert {n: upstream_slugify(n) for n in UPSTREAM_IDS} == UPSTREAM_IDS
+    docs = [(f"notes/{n}", slugify(n)) for n in UPSTREAM_IDS] + [("notes/plain.md", "plain")]
+    assert upstream_aliases(docs, {i for _, i in docs}, "ws") == {
+        old: slugify(n) for n, old in UPSTREAM_IDS.items()}
+    # an index document takes its folder's id, in both; a root README the root's
+    assert upstream_aliases([("Café/README.md", "café"), ("README.md", "ünï")], set(), "Ünï") == {
+        "caf": "café", "n": "ünï"}
+    # an id a document holds today is never an alias; of two old namesakes the first wins
+    assert upstream_aliases([("Café.md", "café")], {"café", "caf"}, "ws") == {}
+    assert upstream_aliases([("Café.md", "café"), ("Cafè.md", "cafè")], set(), "ws") == {"caf": "café"}
+
+
+def test_a_workspace_written_for_vivary_tropo_checks_clean_with_advice(repo_dir: Path) -> None:
+    """Refs by vivary-tropo's ids resolve, as edges and in the check, with an info
+    finding (I221) naming the id to write; exit 0, from the cache and without it."""
+    write_files(repo_dir, {
+        "tropo.toml": 'version = 1\n[types.note]\nfolder = "notes"\n'
+                      'optional = { about = "ref-list", main = "ref" }\n',
+        "notes/Café Ünïcode.md": "# Café\n",
+        "notes/résumé-2024.md": "# CV\n",
+        "notes/index-of.md": "---\nabout: [caf-n-code, r-sum--2024]\nmain: nowhere\n---\n# I\n",
+    })
+    commit_all(repo_dir)
+    for flags in ([], [], ["--no-cache"]):
+        code, out = tropo_json("check", *flags, cwd=repo_dir)
+        assert code == 1 and (out["errors"], out["warnings"], out["clean"]) == (1, 0, 2)
+        assert [(f["line"], f["level"], f["code"]) for f in out["findings"]] == [
+            (2, "info", "I221"), (2, "info", "I221"), (3, "error", "W220")]
+        assert out["findings"][0]["message"] == (
+            "field 'about': ref 'caf-n-code' is the id vivary-tropo derives; "
+            "resolved to 'café-ünïcode', the id to write now")
+    text = tropo_process("check", cwd=repo_dir).stdout
+    assert text.count("info I221") == 2 and "1 error(s), 0 warning(s)" in text
+    assert "I221" not in tropo_process("check", "--quiet", cwd=repo_dir).stdout
+    (repo_dir / "notes/index-of.md").write_text("---\nabout: [caf-n-code]\n---\n# I\n")
+    code, out = tropo_json("check", cwd=repo_dir)
+    assert (code, out["errors"], out["warnings"], out["clean"]) == (0, 0, 0, 3)
+    assert tropo_json("stats", cwd=repo_dir)[1]["clean"] == 3
+    _, graph = tropo_json("graph", cwd=repo_dir)
+    assert graph["edges"] == [{"from": "index-of", "field": "about", "to": "café-ünïcode", "broken": False}]
+    assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
+    git(repo_dir, "commit", "-qam", "advice refuses no commit")
+    assert git(repo_dir, "log", "-1", "--format=%s").strip() == "advice refuses no commit"
 
 
 def test_names_in_other_scripts_stay_distinct_and_are_refs() -> None:
