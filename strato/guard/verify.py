@@ -253,10 +253,11 @@ def verify_repository(
     trust: TrustAt | None = None,
     on_entry: OnEntry | None = None,
     tree: Commit | None = None,
+    anchor: str | None = None,
 ) -> Report:
-    """Check every ledger on the notes ref, its history, and (optionally) that it
-    descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
-    tips are always checked.
+    """Check every ledger on the notes ref (only ``anchor``'s, when given), its history,
+    and (optionally) that it descends from each of ``since`` (e.g. the remote's notes
+    ref); the reflog's earlier tips are always checked.
 
     With the default trust (each entry's own commit) and no ``on_entry``, a ledger blob
     that verified before under the same signers blobs is not checked again.
@@ -272,6 +273,8 @@ def verify_repository(
         return report
     known = cache.GuardCache(repo)
     ancestors, history = _history_breaks(repo, tip, known)
+    if anchor is not None:
+        history = [b for b in history if b.anchor in (anchor, None)]
     at_head = EntryHeadTrust(repo)
     own_trust = trust is None  # only the default trust is what the cache records
     signed: list[str | None] = []  # git_head of each signed entry of the ledger at hand
@@ -286,16 +289,20 @@ def verify_repository(
             on_entry(rid, line, entry, signer, why)
 
     for kept in store.ledgers(repo, tip):
-        anchor, blob = kept.anchor, kept.blob
+        if anchor is not None and kept.anchor != anchor:
+            continue
+        blob = kept.blob
         report.resources += 1
         if kept.problem is not None:
-            report.breaks.append(Break(None, None, kept.problem, anchor))
+            report.breaks.append(Break(None, None, kept.problem, kept.anchor))
             continue
         rid = ledger.resource_of(kept.first_line)
-        if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
-            report.breaks.append(Break(rid, 1, "note does not belong to the resource it registers", anchor))
+        if rid is None or notes.anchor_id(store.anchor_content(rid)) != kept.anchor:
+            report.breaks.append(
+                Break(rid, 1, "note does not belong to the resource it registers", kept.anchor)
+            )
             continue
-        chain = known.chain(anchor)
+        chain = known.chain(kept.anchor)
         if (
             own_trust
             and on_entry is None
@@ -309,21 +316,21 @@ def verify_repository(
             continue
         signed.clear()
         try:
-            found = store.parse_ledger(anchor, blob, kept.data, known, kept.prefix)
+            found = store.parse_ledger(kept.anchor, blob, kept.data, known, kept.prefix)
             state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
-            report.breaks.append(Break(rid, exc.line, exc.message, anchor))
+            report.breaks.append(Break(rid, exc.line, exc.message, kept.anchor))
             continue
         report.entries += len(state.entries)
         if kept.running is not None and (
             why := running.mismatch(kept.running, found, state)
         ):  # the writer's bytes: true of the lines, or a break
-            report.breaks.append(Break(rid, None, why, anchor))
+            report.breaks.append(Break(rid, None, why, kept.anchor))
             continue
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
             chain = cache.Chain(blob, len(kept.data), len(found), keys, kept.running_id)
-            known.save_chain(anchor, chain)
+            known.save_chain(kept.anchor, chain)
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:
