@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.strato.guard.conftest import Workspace
+from tests.strato.guard.conftest import Workspace, approve_file
 from tests.strato.guard.test_cli import out, run
 
 RID = "judged:1"
@@ -32,6 +32,7 @@ def _with_judge(ws: Workspace, script: str, toml: str = "") -> Path:
         },
         "a judge",
     )
+    approve_file(ws, ".vivary/agents.toml")
     policy = {
         "resource_id": RID,
         "graph": {"draft": ["review"], "review": []},
