@@ -9,6 +9,7 @@ command writes a marker file, so "nothing ran" is a file that does not exist.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from strato.guard import engine, store
+from strato.guard.canonical import seal
 from tests.conftest import git
 from tests.strato.guard.conftest import Workspace, approve_policy, ledger_text, put_ledger
 from tests.strato.guard.test_cli import out, run
@@ -172,14 +174,17 @@ def test_a_rewritten_notes_history_is_refused_before_any_predicate(clones: Clone
 def test_a_line_rewritten_inside_the_history_is_refused_before_any_predicate(
     ws: Workspace, tmp_path: Path
 ) -> None:
-    """A notes commit that changes a line already written (here the register line, as
-    anyone who can push the notes ref can) is a break of that ledger's history."""
+    """A notes commit that changes a line already written, digest recomputed so the chain
+    holds (as anyone who can push the notes ref can), is a break of that ledger's
+    history: the ledger alone looks sound, only verify's history check sees it."""
     marker = tmp_path / "pwned"
     ws.commit({".vivary/guard/config.toml": "allow_commands = true\n"}, "guard: commands on")
     assert run(ws, "register", stdin=touching(marker)).returncode == 0
     anchor = notes.anchor_id(store.anchor_content("release:9"))
-    text = ledger_text(ws, anchor)
-    put_ledger(ws, anchor, text.replace('"rationale":null', '"rationale":"x"', 1))
+    (line,) = ledger_text(ws, anchor).splitlines()
+    entry = json.loads(line)
+    entry["ts_ms"] += 1
+    put_ledger(ws, anchor, seal({k: v for k, v in entry.items() if k != "entry_digest"})[1])
     proc = run(ws, "transition", "--json", stdin=MOVE)
     assert proc.returncode == 1 and out(proc)["error_type"] == "ledger_rewritten", proc.stdout
     assert not marker.exists()
