@@ -203,9 +203,9 @@ def _receipts(repo: Repository) -> Callable[[str], bool]:
     return clean
 
 
-def _require_sound(repo: Repository, rid: str) -> None:
-    """Refuse (``ledger_rewritten``) when the ledger, or the notes history it is on, has
-    a break ``verify`` would report: a forced fetch may have replaced what this clone
+def _require_sound(repo: Repository, rid: str) -> str | None:
+    """The notes tip, once ``rid``'s ledger and the notes history verify as ``verify``
+    would; else ``ledger_rewritten``: a forced fetch may have replaced what this clone
     held, and nothing may run on the strength of such a ledger."""
     report = verify_repository(repo, anchor=notes.anchor_id(store.anchor_content(rid)))
     if not report.ok:
@@ -213,6 +213,7 @@ def _require_sound(repo: Repository, rid: str) -> None:
             "ledger_rewritten",
             f"{visible(report.breaks[0])}; nothing was run (see `strato guard verify`)",
         )
+    return report.tip
 
 
 def _judge(root: Path, preds: list[policy_mod.Predicate]) -> agents.AgentSpec | None:
@@ -282,8 +283,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         _check_move(state, f["from_state"], f["to_state"])
         return None
 
-    _require_sound(repo, rid)
-    first = store.load(repo, rid)
+    first = store.load(repo, rid, _require_sound(repo, rid))
     if (replay := precheck(first)) is not None:
         return replay
     state = store.require(first)
