@@ -20,7 +20,7 @@ from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
 from strato.guard.review import visible
-from strato.guard.verify import verify_repository
+from strato.guard.verify import Break, verify_repository
 from strato.runs import agents
 from tropo.git import notes
 from tropo.git import repo as gitrepo
@@ -203,17 +203,21 @@ def _receipts(repo: Repository) -> Callable[[str], bool]:
     return clean
 
 
-def _require_sound(repo: Repository, rid: str) -> str | None:
-    """The notes tip, once ``rid``'s ledger and the notes history verify as ``verify``
-    would; else ``ledger_rewritten``: a forced fetch may have replaced what this clone
-    held, and nothing may run on the strength of such a ledger."""
+def _verified(repo: Repository, rid: str) -> tuple[str | None, list[Break]]:
+    """Verify ``rid``'s ledger and the notes history as ``verify`` would, before anything
+    runs: a forced fetch may have replaced what this clone held. Returned are the notes
+    tip and the breaks to refuse (a rewritten history first), for the caller to refuse
+    once its load has named what it can more exactly.
+    A lying running-state record is no refusal: writers never use one, and this append
+    writes a true one."""
     report = verify_repository(repo, anchor=notes.anchor_id(store.anchor_content(rid)))
-    if not report.ok:
-        raise GuardError(
-            "ledger_rewritten",
-            f"{visible(report.breaks[0])}; nothing was run (see `strato guard verify`)",
-        )
-    return report.tip
+    kinds = ("history", "ledger")  # a rewritten history first: it says how the bytes came
+    found = [b for b in report.breaks if b.kind in kinds]
+    return report.tip, sorted(found, key=lambda b: kinds.index(b.kind))
+
+
+def _refusal(found: Break) -> str:
+    return f"{visible(found)}; nothing was run (see `strato guard verify`)"
 
 
 def _judge(root: Path, preds: list[policy_mod.Predicate]) -> agents.AgentSpec | None:
@@ -232,7 +236,8 @@ def _judge(root: Path, preds: list[policy_mod.Predicate]) -> agents.AgentSpec | 
 def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Attempt from_state -> to_state; the edge's predicates decide, the ledger records it.
 
-    Before any predicate runs: the ledger must verify (``ledger_rewritten``), the edge's
+    Before any predicate runs: the ledger and the notes history must verify
+    (``ledger_rewritten``, ``ledger_corrupt``), the edge's
     commands must be of a policy the user approved (``policy_untrusted``) and the judge
     must come from trusted configuration (``judge_untrusted``)."""
     f = fields(
@@ -283,7 +288,11 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         _check_move(state, f["from_state"], f["to_state"])
         return None
 
-    first = store.load(repo, rid, _require_sound(repo, rid))
+    tip, broken = _verified(repo, rid)
+    first = store.load(repo, rid, tip)
+    if broken:
+        code = "ledger_rewritten" if broken[0].kind == "history" else "ledger_corrupt"
+        raise GuardError(code, _refusal(broken[0]))
     if (replay := precheck(first)) is not None:
         return replay
     state = store.require(first)

@@ -33,10 +33,15 @@ from tropo.git.types import Commit, Repository
 
 @dataclass(frozen=True)
 class Break:
+    """One thing verify found wrong. ``kind``: ``ledger`` (its lines), ``history`` (the
+    notes history rewrote what it held) or ``state`` (the running-state record lies;
+    writers never use such a record, they fold the lines and write a true one)."""
+
     resource_id: str | None
     line: int | None
     message: str
     anchor: str | None = None
+    kind: str = field(default="ledger", compare=False)  # how a writer treats it, not what
 
     def __str__(self) -> str:
         where = repr(self.resource_id) if self.resource_id is not None else f"note {self.anchor}"
@@ -217,13 +222,13 @@ def _history_breaks(
     repo: Repository, tip: str, known: cache.GuardCache
 ) -> tuple[Container[str], list[Break]]:
     ancestors, found = history.check(repo, tip, known)
-    return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
+    return ancestors, [Break(rid, None, why, anchor, "history") for rid, anchor, why in found]
 
 
 def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
-        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
+        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None, "history")
         for old in since
         if old not in ancestors
     ]
@@ -243,7 +248,9 @@ def tip_break(repo: Repository, tip: str | None) -> Break | None:
     if tip is None or isinstance(obj, Commit):
         return None
     what = "missing object" if obj is None else type(obj).__name__.lower()
-    return Break(None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit")
+    return Break(
+        None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit", kind="history"
+    )
 
 
 def verify_repository(
@@ -321,11 +328,14 @@ def verify_repository(
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, kept.anchor))
             continue
+        except KeyError as exc:  # git's NotFoundError: a line's object is not in this clone
+            report.breaks.append(Break(rid, None, f"a ledger line's object is missing ({exc})", kept.anchor))
+            continue
         report.entries += len(state.entries)
         if kept.running is not None and (
             why := running.mismatch(kept.running, found, state)
         ):  # the writer's bytes: true of the lines, or a break
-            report.breaks.append(Break(rid, None, why, kept.anchor))
+            report.breaks.append(Break(rid, None, why, kept.anchor, "state"))
             continue
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
