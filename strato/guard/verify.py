@@ -234,12 +234,16 @@ def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     ]
 
 
-def _reflog_tips(repo: Repository) -> list[str]:
+def _reflog_tips(repo: Repository, tip: str | None) -> list[str]:
+    """The ref's earlier values, newest first, from the entry that set ``tip`` on: newer
+    entries are appends another writer made after ``tip`` was read, not a rewind (when
+    no entry set ``tip``, every entry counts)."""
     try:
         log = repo.references[store.REF].log()
     except KeyError:
         return []
-    return [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
+    found = [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
+    return found[found.index(tip):] if tip in found else found
 
 
 def tip_break(repo: Repository, tip: str | None) -> Break | None:
@@ -271,7 +275,7 @@ def verify_repository(
     """
     tip = gitrepo.read_ref(repo, store.REF)
     report = Report(store.REF, tip)
-    olds = [*(since or []), *_reflog_tips(repo)]
+    olds = [*(since or []), *_reflog_tips(repo, tip)]
     if tip is None:
         report.breaks += _rewind_breaks(set(), olds)
         return report
