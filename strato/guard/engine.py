@@ -207,9 +207,8 @@ def _verified(repo: Repository, rid: str) -> tuple[str | None, list[Break]]:
     """Verify ``rid``'s ledger and the notes history as ``verify`` would, before anything
     runs: a forced fetch may have replaced what this clone held. Returned are the notes
     tip and the breaks to refuse (a rewritten history first), for the caller to refuse
-    once its load has named what it can more exactly.
-    A lying running-state record is no refusal: writers never use one, and this append
-    writes a true one."""
+    once its load has named what it can more exactly. A lying running-state record is no
+    refusal: writers never use one, and this append writes a true one."""
     report = verify_repository(repo, anchor=notes.anchor_id(store.anchor_content(rid)))
     kinds = ("history", "ledger")  # a rewritten history first: it says how the bytes came
     found = [b for b in report.breaks if b.kind in kinds]
@@ -237,9 +236,9 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """Attempt from_state -> to_state; the edge's predicates decide, the ledger records it.
 
     Before any predicate runs: the ledger and the notes history must verify
-    (``ledger_rewritten``, ``ledger_corrupt``), the edge's
-    commands must be of a policy the user approved (``policy_untrusted``) and the judge
-    must come from trusted configuration (``judge_untrusted``)."""
+    (``ledger_rewritten``, ``ledger_corrupt``), the edge's commands must be of a policy
+    the user approved (``policy_untrusted``) and the judge must come from trusted
+    configuration (``judge_untrusted``)."""
     f = fields(
         req,
         ("resource_id", "from_state", "to_state"),
