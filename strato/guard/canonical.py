@@ -24,23 +24,32 @@ def sha256_hex(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def policy_canonical(
+    graph: Mapping[str, Sequence[str]],
+    edge_predicates: Mapping[str, Any],
+    terminal: Sequence[str],
+    stakes: Mapping[str, str],
+) -> str:
+    """The policy's canonical text: graph lists keep their order, terminal is sorted.
+    Its sha256 is the checksum, and it is what a person approves (``strato guard trust``)."""
+    return canonical(
+        {
+            "graph": {k: list(v) for k, v in graph.items()},
+            "edge_predicates": edge_predicates,
+            "terminal": sorted(terminal),
+            "stakes": stakes,
+        }
+    )
+
+
 def policy_checksum(
     graph: Mapping[str, Sequence[str]],
     edge_predicates: Mapping[str, Any],
     terminal: Sequence[str],
     stakes: Mapping[str, str],
 ) -> str:
-    """sha256 of the policy; graph lists keep their order, terminal is sorted."""
-    return sha256_hex(
-        canonical(
-            {
-                "graph": {k: list(v) for k, v in graph.items()},
-                "edge_predicates": edge_predicates,
-                "terminal": sorted(terminal),
-                "stakes": stakes,
-            }
-        )
-    )
+    """sha256 of :func:`policy_canonical`."""
+    return sha256_hex(policy_canonical(graph, edge_predicates, terminal, stakes))
 
 
 def payload_digest(

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from strato.guard import authz, engine, lock, pin, store
+from strato.guard import authz, consent, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
@@ -24,7 +24,9 @@ from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 from tropo.untrusted import visible
 
-USAGE_ERRORS = frozenset({"invalid_request", "invalid_config", "not_a_repository", "invalid_revision"})
+USAGE_ERRORS = frozenset(
+    {"invalid_request", "invalid_config", "not_a_repository", "invalid_revision", "invalid_usage"}
+)
 MAX_STDIN = 4 * 1024 * 1024
 
 root_option = click.option(
@@ -86,6 +88,22 @@ def _followed(repo: Repository, before: str | None) -> None:
         click.echo(f"strato guard: {said}", err=True)
 
 
+def _approve_registered(repo: Repository, req: dict[str, Any]) -> None:
+    """Registering a policy at one's own terminal approves it, as `strato run FILE` does
+    a spec: the person named these bytes."""
+    rid = req["resource_id"]
+    found = consent.approve_registered(gitrepo.workdir(repo), rid, engine.requested_policy(req))
+    if found:
+        click.echo(
+            f"strato guard: approved the policy of {visible(rid)} in this repository; "
+            f"it may run {consent.runs(found)}",
+            err=True,
+        )
+
+
+_AFTER: dict[str, Callable[[Repository, dict[str, Any]], None]] = {"register": _approve_registered}
+
+
 def _stdin_command(
     name: str,
     operation: Callable[[Repository, dict[str, Any]], dict[str, Any]],
@@ -108,6 +126,8 @@ def _stdin_command(
             repo = _repo(root)
             before = gitrepo.read_ref(repo, store.REF)
             result = operation(repo, req)
+            if (after := _AFTER.get(name)) is not None:
+                after(repo, req)
         except GuardError as exc:
             _fail(exc)
         _emit(result)
@@ -427,3 +447,54 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
             f"{answer['status']}: {answer['migrated']} ledger(s) moved to line blobs, "
             f"{answer['states']} running state(s) written"
         )
+
+
+@guard.command("trust")
+@root_option
+@json_option
+@click.argument("resource")
+@click.option("--show", is_flag=True, help="Write nothing; print the commands the policy would run "
+              "and whether you approved it.")
+@click.option("--revoke", is_flag=True, help="Take your approval of the resource's policy back.")
+def trust_command(root: Path, as_json: bool, resource: str, show: bool, revoke: bool) -> None:
+    """Approve the guard policy in force for RESOURCE, so its command predicates may run.
+
+    A policy arrives with the notes ref, which anyone who can push may rewrite; its
+    commands run only once you approved that exact policy (by its checksum) in this
+    repository. Approvals live in your config directory, never in the repository.
+    Exit 0 done, 1 refused, 2 usage.
+
+    \b
+    Examples:
+      strato guard trust --show release:1.0     # what it would run, approved or not
+      strato guard trust release:1.0            # approve exactly this policy
+      strato guard trust --revoke release:1.0 --json
+    """
+    try:
+        if show and revoke:
+            raise GuardError("invalid_usage", "--show and --revoke exclude each other")
+        repo = _repo(root)
+        pol = store.require(store.load(repo, resource)).policy
+        where = gitrepo.workdir(repo)
+        if revoke:
+            done = consent.revoke(where, resource)
+        elif not show:
+            consent.approve(where, resource, pol)
+        state = consent.status(where, resource, pol)
+    except GuardError as exc:
+        _fail(exc)
+    found = consent.commands(pol)
+    status = ("revoked" if done else "not_approved") if revoke else state
+    if as_json:
+        _emit({"resource_id": resource, "checksum": pol.checksum, "status": status,
+               "approved": state == "approved", "commands": [c.to_json() for c in found]})
+        return
+    name = visible(resource)
+    if revoke:
+        click.echo(f"{name}: {'approval revoked' if done else 'nothing was approved'}")
+        return
+    click.echo(f"{name}: policy {pol.checksum[:12]} {state.replace('unapproved', 'not approved')}")
+    for cmd in found:
+        click.echo(f"  {visible(cmd.edge)} {visible(cmd.id) or '-'}: {cmd.shown()}")
+    if not found:
+        click.echo("  runs no command")

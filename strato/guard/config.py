@@ -2,12 +2,15 @@
 
 ``.vivary/guard/config.toml``::
 
-    allow_commands = true        # command_exit_zero predicates run (default: off)
+    allow_commands = true        # command_exit_zero predicates may be used (default: off)
     command_timeout_s = 120
     require_signed_notes = true  # review: every new notes commit signed by a base key
 
-``.vivary/agents.toml`` ``[judge] argv`` answers ``judged``/``verified`` predicates;
-without one they fail closed.
+``allow_commands`` only ever refuses: HEAD is whatever branch is checked out, so it
+cannot grant a command; a policy's commands also need the user's approval of that
+policy (:mod:`strato.guard.consent`). The judge of ``judged``/``verified`` predicates
+is not a setting here: it comes from the trusted agents loader
+(:func:`strato.runs.agents.load_config`).
 """
 
 from __future__ import annotations
@@ -20,15 +23,12 @@ from tropo.git.revision import read_file
 from tropo.git.types import Commit
 
 CONFIG_PATH = ".vivary/guard/config.toml"
-AGENTS_PATH = ".vivary/agents.toml"
 
 
 @dataclass(frozen=True)
 class GuardConfig:
     allow_commands: bool = False
     command_timeout_s: float = 120.0
-    judge_argv: tuple[str, ...] | None = None
-    judge_timeout_s: float = 900.0
     require_signed_notes: bool = False
 
 
@@ -60,23 +60,10 @@ def load(commit: Commit | None) -> GuardConfig:
         raise GuardError(
             "invalid_config", f"{CONFIG_PATH}: require_signed_notes must be true or false"
         )
-    judge = _toml(commit, AGENTS_PATH).get("judge")
-    argv = None
-    judge_timeout = 900.0
-    if isinstance(judge, dict):
-        raw = judge.get("argv")
-        if not isinstance(raw, list) or not raw or not all(isinstance(a, str) for a in raw):
-            raise GuardError(
-                "invalid_config", f"{AGENTS_PATH}: [judge] argv must be a list of strings"
-            )
-        argv = tuple(raw)
-        judge_timeout = _number(judge.get("timeout_s"), AGENTS_PATH, "timeout_s", 900.0)
     return GuardConfig(
         allow_commands=allow,
         command_timeout_s=_number(
             guard.get("command_timeout_s"), CONFIG_PATH, "command_timeout_s", 120.0
         ),
-        judge_argv=argv,
-        judge_timeout_s=judge_timeout,
         require_signed_notes=signed,
     )

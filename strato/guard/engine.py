@@ -13,11 +13,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from strato.guard import authz, config, descriptors, entries, predicates, store
+from strato import trust
+from strato.guard import authz, config, consent, descriptors, entries, predicates, store
 from strato.guard import policy as policy_mod
 from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
+from strato.guard.review import visible
+from strato.guard.verify import Break, verify_repository
+from strato.runs import agents
+from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import read_file
 from tropo.git.types import Repository
@@ -128,8 +133,8 @@ def _rationale(value: object) -> str:
 # -- register ---------------------------------------------------------------------------
 
 
-def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Register a resource's policy; the same policy again is a no-op, another is refused."""
+def requested_policy(req: Mapping[str, Any]) -> policy_mod.Policy:
+    """The policy a register request names, checked for shape (refusals as ``register``)."""
     f = fields(
         req,
         ("resource_id", "graph", "initial"),
@@ -142,9 +147,14 @@ def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         raise GuardError(
             "invalid_workspace_root", "workspace_root must be an existing absolute directory"
         )
-    pol = policy_mod.parse(f)
+    return policy_mod.parse(f)
+
+
+def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+    """Register a resource's policy; the same policy again is a no-op, another is refused."""
+    pol = requested_policy(req)
     predicates.check_policy(pol, config.load(gitrepo.head_commit(repo)))
-    rid = f["resource_id"]
+    rid = req["resource_id"]
     answer = {"guard_id": store.guard_id(rid), "checksum": pol.checksum}
 
     def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
@@ -193,8 +203,42 @@ def _receipts(repo: Repository) -> Callable[[str], bool]:
     return clean
 
 
+def _verified(repo: Repository, rid: str) -> tuple[str | None, list[Break]]:
+    """Verify ``rid``'s ledger and the notes history as ``verify`` would, before anything
+    runs: a forced fetch may have replaced what this clone held. Returned are the notes
+    tip and the breaks to refuse (a rewritten history first), for the caller to refuse
+    once its load has named what it can more exactly. A lying running-state record is no
+    refusal: writers never use one, and this append writes a true one."""
+    report = verify_repository(repo, anchor=notes.anchor_id(store.anchor_content(rid)))
+    kinds = ("history", "ledger")  # a rewritten history first: it says how the bytes came
+    found = [b for b in report.breaks if b.kind in kinds]
+    return report.tip, sorted(found, key=lambda b: kinds.index(b.kind))
+
+
+def _refusal(found: Break) -> str:
+    return f"{visible(found)}; nothing was run (see `strato guard verify`)"
+
+
+def _judge(root: Path, preds: list[policy_mod.Predicate]) -> agents.AgentSpec | None:
+    """The judge, when the edge has judged predicates: from the trusted agents loader
+    (the user's own config, or a workspace file the user approved), never HEAD's file."""
+    if all(p.trusted for p in preds):
+        return None
+    try:
+        return agents.load_config(root).trusted_judge()
+    except trust.Untrusted as exc:
+        raise GuardError("judge_untrusted", str(exc)) from None
+    except (agents.AgentConfigError, trust.TrustError) as exc:
+        raise GuardError("invalid_config", str(exc)) from None
+
+
 def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Attempt from_state -> to_state; the edge's predicates decide, the ledger records it."""
+    """Attempt from_state -> to_state; the edge's predicates decide, the ledger records it.
+
+    Before any predicate runs: the ledger and the notes history must verify
+    (``ledger_rewritten``, ``ledger_corrupt``), the edge's commands must be of a policy
+    the user approved (``policy_untrusted``) and the judge must come from trusted
+    configuration (``judge_untrusted``)."""
     f = fields(
         req,
         ("resource_id", "from_state", "to_state"),
@@ -243,16 +287,24 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         _check_move(state, f["from_state"], f["to_state"])
         return None
 
-    first = store.load(repo, rid)
+    tip, broken = _verified(repo, rid)
+    first = store.load(repo, rid, tip)
+    if broken:
+        code = "ledger_rewritten" if broken[0].kind == "history" else "ledger_corrupt"
+        raise GuardError(code, _refusal(broken[0]))
     if (replay := precheck(first)) is not None:
         return replay
     state = store.require(first)
-    head = gitrepo.head_commit(repo)
-    ev = predicates.Evidence(repo, gitrepo.workdir(repo), config.load(head), _receipts(repo))
+    cfg = config.load(gitrepo.head_commit(repo))
+    root = gitrepo.workdir(repo)
+    preds = state.policy.predicates(f["from_state"], f["to_state"])
+    if cfg.allow_commands:
+        consent.require(root, rid, state.policy, policy_mod.edge_key(f["from_state"], f["to_state"]))
+    ev = predicates.Evidence(repo, root, cfg, _receipts(repo), _judge(root, preds))
     started = time.monotonic()
     results = predicates.evaluate(
         ev,
-        state.policy.predicates(f["from_state"], f["to_state"]),
+        preds,
         {
             "resource_id": rid,
             "from_state": f["from_state"],

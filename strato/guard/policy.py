@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from strato.guard.canonical import canonical, policy_checksum
+from strato.guard.canonical import canonical, policy_canonical, policy_checksum
 from strato.guard.errors import GuardError
 
 STATE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -86,6 +86,12 @@ class Policy:
     @property
     def checksum(self) -> str:
         return policy_checksum(self.graph, self.edge_predicates, self.terminal, self.stakes)
+
+    @property
+    def canonical_bytes(self) -> bytes:
+        """The bytes the checksum is the sha256 of: what a person approves."""
+        text = policy_canonical(self.graph, self.edge_predicates, self.terminal, self.stakes)
+        return text.encode("utf-8")
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -2,7 +2,8 @@
 
 A deterministic statement is one call with literal arguments (strings or lists of
 strings), parsed with :mod:`ast` and never evaluated. ``judged``/``verified`` statements
-go to the configured judge and fail closed without one.
+go to the judge the trusted agents loader gives (the user's own config, or a workspace
+file the user approved) and fail closed without one.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from strato.guard.config import CONFIG_PATH, GuardConfig
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy, Predicate
+from strato.runs.agents import AgentSpec
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 
@@ -98,12 +100,14 @@ def check_policy(policy: Policy, config: GuardConfig) -> None:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What predicates may look at: the work tree, the object store, other ledgers."""
+    """What predicates may look at: the work tree, the object store, other ledgers, and
+    the judge (None: judged predicates fail closed)."""
 
     repo: Repository
     root: Path
     config: GuardConfig
     receipt_clean: Callable[[str], bool]
+    judge: AgentSpec | None = None
 
 
 def _file_exists(ev: Evidence, rel: str) -> tuple[bool, str]:
@@ -184,14 +188,13 @@ def last_json_object(text: str) -> dict[str, Any] | None:
 
 
 def _judge(ev: Evidence, pred: Predicate, context: dict[str, Any]) -> tuple[bool, str]:
-    if ev.config.judge_argv is None:
+    if ev.judge is None:
         return False, "LLM-tier predicates present but no verifier available"
     prompt = (
         'You are the guard\'s judge. Answer with one JSON line {"met": true|false, '
         '"evidence": "..."}.\nStatement: ' + pred.statement + "\nContext: " + json.dumps(context)
     )
-    argv = [a.replace("{prompt}", prompt) for a in ev.config.judge_argv]
-    code, out = run_group(argv, ev.root, ev.config.judge_timeout_s)
+    code, out = run_group(ev.judge.argv_for(prompt), ev.root, ev.judge.timeout_s)
     answer = last_json_object(out) if code == 0 else None
     if answer is None or not isinstance(answer.get("met"), bool):
         return False, f"judge gave no verdict ({out if code is None else f'exit {code}'})"

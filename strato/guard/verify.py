@@ -33,10 +33,15 @@ from tropo.git.types import Commit, Repository
 
 @dataclass(frozen=True)
 class Break:
+    """One thing verify found wrong. ``kind``: ``ledger`` (its lines), ``history`` (the
+    notes history rewrote what it held) or ``state`` (the running-state record lies;
+    writers never use such a record, they fold the lines and write a true one)."""
+
     resource_id: str | None
     line: int | None
     message: str
     anchor: str | None = None
+    kind: str = field(default="ledger", compare=False)  # how a writer treats it, not what
 
     def __str__(self) -> str:
         where = repr(self.resource_id) if self.resource_id is not None else f"note {self.anchor}"
@@ -217,24 +222,28 @@ def _history_breaks(
     repo: Repository, tip: str, known: cache.GuardCache
 ) -> tuple[Container[str], list[Break]]:
     ancestors, found = history.check(repo, tip, known)
-    return ancestors, [Break(rid, None, why, anchor) for rid, anchor, why in found]
+    return ancestors, [Break(rid, None, why, anchor, "history") for rid, anchor, why in found]
 
 
 def _rewind_breaks(ancestors: Container[str], since: list[str]) -> list[Break]:
     """A tip that does not descend from an earlier tip means history was rewritten."""
     return [
-        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None)
+        Break(None, None, f"{store.REF} was rewritten: {old[:12]} is not in its history", None, "history")
         for old in since
         if old not in ancestors
     ]
 
 
-def _reflog_tips(repo: Repository) -> list[str]:
+def _reflog_tips(repo: Repository, tip: str | None) -> list[str]:
+    """The ref's earlier values, newest first, from the entry that set ``tip`` on: newer
+    entries are appends another writer made after ``tip`` was read, not a rewind (when
+    no entry set ``tip``, every entry counts)."""
     try:
         log = repo.references[store.REF].log()
     except KeyError:
         return []
-    return [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
+    found = [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
+    return found[found.index(tip):] if tip in found else found
 
 
 def tip_break(repo: Repository, tip: str | None) -> Break | None:
@@ -243,7 +252,9 @@ def tip_break(repo: Repository, tip: str | None) -> Break | None:
     if tip is None or isinstance(obj, Commit):
         return None
     what = "missing object" if obj is None else type(obj).__name__.lower()
-    return Break(None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit")
+    return Break(
+        None, None, f"{store.REF} names a {what} ({tip[:12]}), not a notes commit", kind="history"
+    )
 
 
 def verify_repository(
@@ -253,17 +264,18 @@ def verify_repository(
     trust: TrustAt | None = None,
     on_entry: OnEntry | None = None,
     tree: Commit | None = None,
+    anchor: str | None = None,
 ) -> Report:
-    """Check every ledger on the notes ref, its history, and (optionally) that it
-    descends from each of ``since`` (e.g. the remote's notes ref); the reflog's earlier
-    tips are always checked.
+    """Check every ledger on the notes ref (only ``anchor``'s, when given), its history,
+    and (optionally) that it descends from each of ``since`` (e.g. the remote's notes
+    ref); the reflog's earlier tips are always checked.
 
     With the default trust (each entry's own commit) and no ``on_entry``, a ledger blob
     that verified before under the same signers blobs is not checked again.
     """
     tip = gitrepo.read_ref(repo, store.REF)
     report = Report(store.REF, tip)
-    olds = [*(since or []), *_reflog_tips(repo)]
+    olds = [*(since or []), *_reflog_tips(repo, tip)]
     if tip is None:
         report.breaks += _rewind_breaks(set(), olds)
         return report
@@ -272,6 +284,8 @@ def verify_repository(
         return report
     known = cache.GuardCache(repo)
     ancestors, history = _history_breaks(repo, tip, known)
+    if anchor is not None:
+        history = [b for b in history if b.anchor in (anchor, None)]
     at_head = EntryHeadTrust(repo)
     own_trust = trust is None  # only the default trust is what the cache records
     signed: list[str | None] = []  # git_head of each signed entry of the ledger at hand
@@ -286,16 +300,20 @@ def verify_repository(
             on_entry(rid, line, entry, signer, why)
 
     for kept in store.ledgers(repo, tip):
-        anchor, blob = kept.anchor, kept.blob
+        if anchor is not None and kept.anchor != anchor:
+            continue
+        blob = kept.blob
         report.resources += 1
         if kept.problem is not None:
-            report.breaks.append(Break(None, None, kept.problem, anchor))
+            report.breaks.append(Break(None, None, kept.problem, kept.anchor))
             continue
         rid = ledger.resource_of(kept.first_line)
-        if rid is None or notes.anchor_id(store.anchor_content(rid)) != anchor:
-            report.breaks.append(Break(rid, 1, "note does not belong to the resource it registers", anchor))
+        if rid is None or notes.anchor_id(store.anchor_content(rid)) != kept.anchor:
+            report.breaks.append(
+                Break(rid, 1, "note does not belong to the resource it registers", kept.anchor)
+            )
             continue
-        chain = known.chain(anchor)
+        chain = known.chain(kept.anchor)
         if (
             own_trust
             and on_entry is None
@@ -309,21 +327,24 @@ def verify_repository(
             continue
         signed.clear()
         try:
-            found = store.parse_ledger(anchor, blob, kept.data, known, kept.prefix)
+            found = store.parse_ledger(kept.anchor, blob, kept.data, known, kept.prefix)
             state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
-            report.breaks.append(Break(rid, exc.line, exc.message, anchor))
+            report.breaks.append(Break(rid, exc.line, exc.message, kept.anchor))
+            continue
+        except KeyError as exc:  # git's NotFoundError: a line's object is not in this clone
+            report.breaks.append(Break(rid, None, f"a ledger line's object is missing ({exc})", kept.anchor))
             continue
         report.entries += len(state.entries)
         if kept.running is not None and (
             why := running.mismatch(kept.running, found, state)
         ):  # the writer's bytes: true of the lines, or a break
-            report.breaks.append(Break(rid, None, why, anchor))
+            report.breaks.append(Break(rid, None, why, kept.anchor, "state"))
             continue
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
             chain = cache.Chain(blob, len(kept.data), len(found), keys, kept.running_id)
-            known.save_chain(anchor, chain)
+            known.save_chain(kept.anchor, chain)
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:

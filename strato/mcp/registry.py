@@ -32,6 +32,7 @@ class Context:
 
     root: Path
     client: str | None = None  # the MCP client's name from its handshake (a label, not a proof)
+    allow_commands: bool = False  # `strato mcp --allow-commands`: requests may name programs
 
     def repo(self) -> Repository:
         return require(self.root)

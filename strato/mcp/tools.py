@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strato.decide.decision import Refusal, decide
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
-from strato.guard import authz
+from strato.guard import authz, consent
 from strato.guard import engine as guard_engine
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
@@ -360,6 +360,21 @@ def _guard_answer(name: str, doc: Document, req: Document) -> Document:
     return {k: v for k, v in answer.items() if k == "status" or k in variant.body.keys()}  # noqa: SIM118 - Obj.keys()
 
 
+def _guard_register(ctx: Context, req: Document) -> Document:
+    """A policy's commands are programs the client chose: registered only when the server
+    was started with ``--allow-commands``, which then approves the policy (docs/guard.md)."""
+    pol = guard_engine.requested_policy(req)
+    if (found := consent.commands(pol)) and not ctx.allow_commands:
+        raise GuardError(
+            "command_execution_disabled",
+            f"the policy would run {consent.runs(found)}; an MCP client may register a guard "
+            "command only when the server was started with `strato mcp --allow-commands`",
+        )
+    doc = guard_engine.register(ctx.repo(), req)
+    consent.approve_registered(ctx.root, req["resource_id"], pol)
+    return doc
+
+
 def _guard_tool(operation: str) -> None:
     op = guard_engine.OPERATIONS[operation]
     stratum = "stratum_guard_" + operation.replace("-", "_")
@@ -367,7 +382,7 @@ def _guard_tool(operation: str) -> None:
 
     def handler(ctx: Context, a: GuardArgs) -> Document:
         req = _guard_request(ctx, a)
-        doc = op(ctx.repo(), req)
+        doc = _guard_register(ctx, req) if operation == "register" else op(ctx.repo(), req)
         return _guard_answer(name, doc, req) if name in contract.TOOLS else doc
 
     handler.__doc__ = f"`strato guard {operation}`: {op.__doc__} Answers with Stratum's guard JSON."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 
+from strato import trust
 from strato.guard import pin, store
 from tests.conftest import commit_all, git, write_files
 from tropo.git import notes
@@ -105,6 +107,25 @@ def key(tmp_path: Path) -> Key:
     keys = tmp_path / "keys"
     keys.mkdir(exist_ok=True)
     return make_key(keys)
+
+
+STRATO = str(Path(sys.executable).parent / "strato")
+
+
+def approve_policy(ws: Workspace, resource_id: str) -> None:
+    """Approve the policy in force for ``resource_id`` as a person does after reading it:
+    ``strato guard trust RESOURCE`` (its command predicates may run from then on)."""
+    proc = subprocess.run(
+        [STRATO, "guard", "trust", resource_id, "--root", str(ws.root)],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def approve_file(ws: Workspace, rel: str) -> None:
+    """Approve the workspace file ``rel`` as it is now, as ``vivary trust FILE`` records
+    it (a judge in ``.vivary/agents.toml`` runs only then)."""
+    trust.approve(ws.root, "file", rel, (ws.root / rel).read_bytes())
 
 
 def ledger_text(ws: Workspace, anchor: str) -> str:

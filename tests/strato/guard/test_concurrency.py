@@ -12,7 +12,7 @@ from pathlib import Path
 
 from strato.guard import engine, store, verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import Workspace
+from tests.strato.guard.conftest import Workspace, approve_policy
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
@@ -56,6 +56,7 @@ def test_two_processes_one_state_one_winner(ws: Workspace) -> None:
             "edge_predicates": {"draft->review": pred, "draft->parked": pred},
         },
     )
+    approve_policy(ws, "r")
     a = cli(ws, "transition", {"resource_id": "r", "from_state": "draft", "to_state": "review"})
     b = cli(ws, "transition", {"resource_id": "r", "from_state": "draft", "to_state": "parked"})
     results = [answer(a), answer(b)]

@@ -13,7 +13,7 @@ import pytest
 from strato.guard import engine, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace
+from tests.strato.guard.conftest import POLICY, Workspace, approve_file, approve_policy
 
 RID = "compose:FEAT-1"
 
@@ -185,6 +185,7 @@ def test_judged_predicate_goes_through_the_configured_judge(ws: Workspace) -> No
             ".vivary/agents.toml": f'[judge]\nargv = ["sh", "{script}", "{{prompt}}"]\n',
         }
     )
+    approve_file(ws, ".vivary/agents.toml")
     register(ws, edge_predicates={"draft->review": pred("tidy", "judged")})
     out = move(ws, "draft", "review")
     assert out["status"] == "applied"
@@ -226,6 +227,7 @@ def test_command_predicate_is_opt_in_and_killed_with_its_group(ws: Workspace) ->
             "review->draft": pred(f'command_exit_zero(["sh", "-c", "{hang}"])'),
         },
     )
+    approve_policy(ws, RID)
     assert move(ws, "draft", "review")["status"] == "applied"
     out = move(ws, "review", "draft")
     assert out["status"] == "refused"

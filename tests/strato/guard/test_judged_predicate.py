@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.strato.guard.conftest import Workspace
+from strato import trust
+from tests.strato.guard.conftest import Workspace, approve_file
 from tests.strato.guard.test_cli import out, run
 
 RID = "judged:1"
@@ -21,8 +22,9 @@ STATEMENT = "the release notes read well"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
 
 
-def _with_judge(ws: Workspace, script: str, toml: str = "") -> Path:
-    """Commit a judge that records its prompt in ``prompt.txt`` and then runs ``script``."""
+def _with_judge(ws: Workspace, script: str, toml: str = "", *, approve: bool = True) -> Path:
+    """Commit a judge that records its prompt in ``prompt.txt`` and then runs ``script``;
+    the user approves ``.vivary/agents.toml`` unless ``approve`` is false."""
     judge = ws.root / "judge.sh"
     seen = ws.tmp / "prompt.txt"
     ws.commit(
@@ -32,6 +34,8 @@ def _with_judge(ws: Workspace, script: str, toml: str = "") -> Path:
         },
         "a judge",
     )
+    if approve:
+        approve_file(ws, ".vivary/agents.toml")
     policy = {
         "resource_id": RID,
         "graph": {"draft": ["review"], "review": []},
@@ -93,3 +97,32 @@ def test_a_judge_that_never_answers_is_killed_and_refuses(ws: Workspace) -> None
     assert answer["status"] == "refused"
     (evidence,) = answer["verdict"]["meta"]["guard_evidence"]
     assert evidence["met"] is False and "timed out" in evidence["evidence"], evidence
+
+
+def test_a_judge_committed_but_not_approved_never_runs(ws: Workspace) -> None:
+    """A branch that commits its own ``[judge]`` does not choose the program that runs:
+    the move is refused before the judge starts, naming the file and how to approve it."""
+    seen = _with_judge(ws, _say({"met": True}), approve=False)
+    proc = run(ws, "transition", "--json", stdin=MOVE)
+    assert proc.returncode == 1 and out(proc)["error_type"] == "judge_untrusted", proc.stdout
+    (line,) = proc.stderr.splitlines()
+    assert ".vivary/agents.toml" in line and "vivary trust" in line
+    assert not seen.exists()
+    assert [e["outcome"] for e in out(run(ws, "history", stdin={"resource_id": RID}))["ledger"]] == [
+        "registered"
+    ]
+
+
+def test_the_users_own_judge_answers_not_the_branchs(ws: Workspace) -> None:
+    """``$XDG_CONFIG_HOME/vivary/agents.toml`` is the user's own file: its judge answers,
+    and the unapproved one the branch committed (which would say no) never runs."""
+    seen = _with_judge(ws, _say({"met": False}), approve=False)
+    mine = ws.tmp / "mine.sh"
+    mine.write_text(_say({"met": True, "evidence": "mine"}) + "\n")
+    config = trust.config_dir() / "agents.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[judge]\nargv = ["sh", "{mine}", "{{prompt}}"]\n')
+    answer = out(run(ws, "transition", "--json", stdin=MOVE))
+    assert answer["status"] == "applied", answer
+    assert answer["verdict"]["meta"]["guard_evidence"][0]["evidence"] == "mine"
+    assert not seen.exists()

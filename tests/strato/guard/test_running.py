@@ -118,16 +118,24 @@ def test_every_append_writes_the_state_its_lines_fold_to(ws: Workspace) -> None:
 
 
 def test_an_uncached_append_reads_no_line_but_the_last_and_the_policy_line(moved: Workspace) -> None:
-    """The proof that the ledger is not read: a middle line's object is gone, yet an
-    append with no cache succeeds (a full read would fail on it)."""
+    """The proof that the writer's load does not read the ledger: a middle line's object
+    is gone, yet a load with no cache answers (a full read would fail on it). A
+    transition verifies the whole ledger before anything runs, so it refuses (never a
+    crash) until the object is back, and then appends."""
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # 4 lines: 0 register
     middle = git(moved.root, "rev-parse", f"{store.REF}:{'/'.join(store.entry_path(ANCHOR, 1))}").strip()
     loose = Path(moved.repo.path) / "objects" / middle[:2] / middle[2:]
+    kept = loose.read_bytes()
     loose.unlink()  # a small ledger's objects are loose
     assert subprocess.run(["git", "-C", str(moved.root), "cat-file", "-e", middle], check=False).returncode
     drop_cache(moved)
     snap = store.load(moved.repo, RID)
     assert snap.generation == "" and snap.state is not None and snap.state.current_state == "review"
+    with pytest.raises(GuardError) as info:
+        engine.transition(moved.repo, BACK)
+    assert info.value.error_type == "ledger_corrupt" and middle in info.value.message
+    loose.write_bytes(kept)
+    drop_cache(moved)
     assert engine.transition(moved.repo, BACK)["status"] == "applied"
     record = running.parse(state_blob(moved) or b"")
     assert record is not None and (record.lines, record.current_state) == (5, "draft")

@@ -83,12 +83,26 @@ def test_lines_another_clone_appended_are_caught_up(moved: Workspace, tmp_path: 
     )
 
 
+def only_this_history(ws: Workspace) -> None:
+    """Make the notes tip a root commit of its own tree, with no reflog: the history a
+    clone that fetched only these notes has. Its ledgers verify, and the local cache
+    still remembers the lines the older history held."""
+    tree = git(ws.root, "rev-parse", f"{store.REF}^{{tree}}").strip()
+    root = git(ws.root, "commit-tree", tree, "-m", "notes").strip()
+    git(ws.root, "update-ref", "-d", store.REF)
+    git(ws.root, "update-ref", store.REF, root)
+
+
 def test_a_rewritten_ledger_is_folded_again_not_resumed(moved: Workspace) -> None:
     first = ledger_text(moved, ANCHOR).splitlines(keepends=True)[0]
     put_ledger(moved, ANCHOR, first)  # someone replaced the ledger with its first line
     snap = store.load(moved.repo, RID)
     assert snap.state is not None and snap.state.length == 1
     assert snap.state.by_key.get("k1") is None
+    with pytest.raises(GuardError) as info:  # a transition verifies the history first
+        engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})
+    assert info.value.error_type == "ledger_rewritten"
+    only_this_history(moved)
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == (
         "applied"
     )
@@ -252,6 +266,7 @@ def test_a_fold_whose_keys_cannot_be_recorded_drops_the_old_record(moved: Worksp
     put_ledger(moved, ANCHOR, "".join(original.splitlines(keepends=True)[:2]))  # another history
     assert store.load(moved.repo, RID).generation == "" and record(moved) is None
     put_ledger(moved, ANCHOR, original)  # and back: the old record would resume it
+    only_this_history(moved)  # (a transition refuses a history that rewrote a ledger)
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "replayed"
 
 
