@@ -21,7 +21,7 @@ from strato import trust
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy
 from strato.guard.predicates import parse_call
-from strato.guard.review import visible
+from tropo.untrusted import visible
 
 KIND = "guard-policy"
 

@@ -19,13 +19,13 @@ from strato.guard import policy as policy_mod
 from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
-from strato.guard.review import visible
 from strato.guard.verify import Break, verify_repository
 from strato.runs import agents
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import read_file
 from tropo.git.types import Repository
+from tropo.untrusted import visible
 
 
 def fields(

@@ -8,7 +8,6 @@ review; base entries must survive byte for byte and are not judged again.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
