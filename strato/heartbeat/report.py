@@ -32,6 +32,8 @@ def summary(result: dict[str, Any]) -> list[str]:
 
 def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
     out = [f"# Heartbeat {result['day']}", "", *summary(result), ""]
+    if skipped := result.get("distill", {}).get("skipped"):
+        out += [f"Model step skipped: {skipped}", ""]
     open_records = [r for r in records if r.get("status") == "open"]
     for kind in KINDS:
         mine = [r for r in open_records if r.get("kind") == kind]
