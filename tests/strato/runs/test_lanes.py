@@ -19,6 +19,7 @@ import pytest
 from strato.runs import lanes
 from strato.runs.lanestore import REF, LaneStore
 from strato.runs.service import Runs
+from tests.approvals import approve_agents
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
@@ -64,6 +65,7 @@ def judged_workspace(tmp_path: Path, rules: list[dict[str, Any]] | None = None) 
     argv = json.dumps([sys.executable, str(judge), "{prompt}"])
     config = ws.root / ".vivary" / "agents.toml"
     config.write_text(config.read_text() + f"[judge]\nargv = {argv}\ntimeout_s = 60\n")
+    approve_agents(ws.root)
     return ws
 
 
@@ -237,6 +239,7 @@ def test_a_change_of_the_agents_configuration_resets_the_lane(tmp_path: Path) ->
     ws, runs = _trusted(tmp_path)
     config = ws.root / ".vivary" / "agents.toml"
     config.write_text(config.read_text().replace("timeout_s = 60\n", "timeout_s = 61\n", 1))
+    approve_agents(ws.root)
     runs = ws.runs()
     [decision] = decisions(run_once(runs, "after", "hello"))
     assert decision["type"] == "verified" and decision["detail"]["resetBy"] == "agent configuration changed"
