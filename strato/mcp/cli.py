@@ -44,6 +44,7 @@ def _fail(message: str, code: str, as_json: bool) -> NoReturn:
 def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: bool) -> None:
     """Serve the workspace's flows, gates, guard, decisions and graph as MCP tools on
     stdin/stdout, for Claude Code, Codex or any MCP host. Exit 2 when it cannot start.
+    A spec a client sends runs no shell command unless you pass --allow-commands.
 
     \b
     Example (.mcp.json):

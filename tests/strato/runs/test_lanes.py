@@ -19,7 +19,7 @@ import pytest
 from strato.runs import lanes
 from strato.runs.lanestore import REF, LaneStore
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
+from tests.approvals import approve_agents, approve_spec
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
@@ -326,6 +326,7 @@ def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_rea
     tool.write_text(f"open({str(tmp_path / 'tool.log')!r}, 'a').write('x\\n')\nprint('{{\"passed\": true}}')\n")
     spec = EVALUATED.replace("COMMAND", json.dumps(f"{sys.executable} {tool}"))
     runs = ws.runs()
+    approve_spec(ws.root, spec)
     kinds = []
     for n in range(40):
         snap = runs.plan(spec, {}, f"e{n}").snap
@@ -340,6 +341,7 @@ def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_rea
     assert LaneStore(runs.repo).read()[1]["main/test/command"]["skipped"] == kinds.count("skipped")
 
     read = spec.replace('output: {from: "${w.output}", contract: A}', 'output: {from: "${test.output}", contract: T}')
+    approve_spec(ws.root, read, "read.yaml")
     for n in range(10):
         snap = runs.plan(read, {}, f"read{n}").snap
         runs.done(snap.run_id, "w", snap.state["scope"]["steps"]["w"]["dispatchToken"], {"output": {"text": "x"}})

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from strato import trust
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import make_workspace
@@ -58,6 +59,9 @@ def test_strato_run_file_is_consent_to_its_commands(tmp_path: Path) -> None:
     code, doc = ws.strato_json("run", str(spec))
     assert code == 0 and doc["status"] == "completed", doc
     assert marker.exists()
+    # approved as read, for this repository only: a run of it fetched elsewhere runs nothing
+    assert trust.is_approved(ws.root, "spec", str(spec), spec.read_bytes())
+    assert trust.approvals(tmp_path) == []
 
 
 def test_an_agent_of_an_unapproved_file_is_refused_before_the_run_exists(tmp_path: Path) -> None:
