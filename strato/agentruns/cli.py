@@ -24,9 +24,10 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (stable keys).")
 
 
-def _fail(message: str, code: int, kind: str = "config_error") -> NoReturn:
-    """One line on stderr; under --json also the error object (`code`: what refused)."""
-    if json_requested():
+def _fail(message: str, code: int, kind: str | None = None) -> NoReturn:
+    """One line on stderr; under --json also the error object when it has a `kind` (a
+    refusal a script tells apart: `untrusted`)."""
+    if kind is not None and json_requested():
         doc = {"ok": False, "error": message, "code": kind, "exitCode": code}
         click.echo(json.dumps(doc, sort_keys=True))
     click.echo(f"error: {message}", err=True)
