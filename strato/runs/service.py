@@ -372,7 +372,8 @@ class Runs:
         a background runner passes ones whose agents outlive it."""
         dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
-        self.preflight(self.store.load(run_id))
+        if (first := self.store.load(run_id)).state["status"] not in RUN_TERMINAL:
+            self.preflight(first)
         while True:
             snap = self.store.load(run_id)
             if snap.state["status"] in RUN_TERMINAL:
