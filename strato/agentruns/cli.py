@@ -10,9 +10,11 @@ from typing import Any, NoReturn
 
 import click
 
+from strato import trust
 from strato.agentruns import groups, service
 from strato.agentruns.store import Store
 from strato.runs.agents import AgentConfigError
+from tropo.cli.clijson import json_requested
 from tropo.git.repo import NotARepository, require, workdir
 
 _ROOT = click.option(
@@ -22,7 +24,12 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (stable keys).")
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _fail(message: str, code: int, kind: str | None = None) -> NoReturn:
+    """One line on stderr; under --json also the error object when it has a `kind` (a
+    refusal a script tells apart: `untrusted`)."""
+    if kind is not None and json_requested():
+        doc = {"ok": False, "error": message, "code": kind, "exitCode": code}
+        click.echo(json.dumps(doc, sort_keys=True))
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
@@ -71,7 +78,9 @@ def run_cmd(
     work, store = _open(root)
     try:
         doc = service.start(store, work, name, prompt, cwd, model, None, background)
-    except (AgentConfigError, service.AgentRunError) as exc:
+    except trust.Untrusted as exc:
+        _fail(str(exc), 1, "untrusted")
+    except (AgentConfigError, trust.TrustError, service.AgentRunError) as exc:
         _fail(str(exc), 2)
     if doc["status"] == "bg_started":
         line = f"{doc['runId']} started (pid {doc['pid']}); stream {doc['streamPath']}"

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from strato import trust
 from strato.agentruns import groups
 from strato.agentruns.store import BoundedStream, RunDir
-from strato.runs.agents import MAX_KEPT, load_config, unwrap
+from strato.runs.agents import MAX_KEPT, AgentConfigError, load_config, unwrap
 from strato.runs.lastjson import last_json_object
 
 
@@ -36,12 +37,16 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
     req = run.request()
     if run.runner() is None:  # foreground: the caller is the runner
         run.set_runner(os.getpid())
-    spec = load_config(root).get(req["agent"])
+    started = time.monotonic()
+    try:  # checked again here: the file may have changed since the run was asked for
+        spec = load_config(root).get(req["agent"])
+    except (trust.Untrusted, trust.TrustError, AgentConfigError) as exc:
+        run.finish(_error(req, str(exc), started))
+        return run.result() or {}
     argv = spec.argv_for(req["prompt"])
     env = dict(os.environ)
     if req.get("model"):
         env["VIVARY_AGENT_MODEL"] = req["model"]
-    started = time.monotonic()
     try:
         proc = subprocess.Popen(
             argv, cwd=req["cwd"], env=env, stdin=subprocess.DEVNULL,

@@ -37,7 +37,7 @@ def start(
 ) -> Document:
     """`complete`, or `bg_started` at once when `background`; a foreground error is the
     poll's `error` document (Stratum's surface lists no error variant for a run)."""
-    load_config(root).get(agent)  # unknown agent or bad agents.toml: refused before any file
+    load_config(root).get(agent)  # unknown, bad or unapproved: refused before any file
     request = {
         "agent": agent, "prompt": prompt, "cwd": str(_inside(root, cwd)), "model": model,
         "sandboxMode": sandbox_mode, "background": background, "createdAt": time.time(),

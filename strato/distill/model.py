@@ -3,7 +3,10 @@
 The agent is ``[agents.distill]`` in ``.vivary/agents.toml``, read and checked by the
 flow engine's own loader (:func:`strato.runs.agents.load_config`: an argv with one
 ``{prompt}`` element, ``timeout_s``), so one file keeps one format; without it nothing
-here runs and every proposal stays as the deterministic draft. A rewrite is asked only
+here runs and every proposal stays as the deterministic draft. A workspace file the user
+has not approved (``vivary trust``) runs nothing either: a checked-out branch must not
+choose a program the post-commit hook starts. The step is skipped and says why
+(``skipped``), and the commit is never the worse for it. A rewrite is asked only
 for a proposal just staged (new or revised), never twice for one revision, and stops
 when ``distillTokens`` (tokens ~ characters / 4, or what the agent reports) are spent.
 
@@ -42,10 +45,12 @@ class Outcome:
     failed: dict[str, str] = field(default_factory=dict)
     over_budget: list[str] = field(default_factory=list)
     error: str | None = None
+    skipped: str | None = None  # why the agent was not asked at all (an unapproved file)
 
     def as_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "tokens": self.tokens, "rewritten": self.rewritten,
-                "failed": self.failed, "over_budget": self.over_budget, "error": self.error}
+                "failed": self.failed, "over_budget": self.over_budget, "error": self.error,
+                "skipped": self.skipped}
 
 
 def tokens(text: str) -> int:
@@ -97,15 +102,18 @@ def rewrite(record: dict[str, Any], answer: object) -> dict[str, Any] | str:
 def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:
     """Ask the ``distill`` agent to rewrite the memory lines and skill candidates among
     ``pids`` (just staged), in turn, until ``budget`` tokens are spent."""
+    from strato import trust
     from strato.runs import agents  # only when a rewrite may happen: it is not free to import
 
     done = Outcome()
     try:
         config = agents.load_config(root)
-    except agents.AgentConfigError as exc:
+    except (agents.AgentConfigError, trust.TrustError) as exc:
         done.error = str(exc)
         return done
     spec = config.agents.get(AGENT)
+    if AGENT in config.refused and budget > 0 and pids:
+        done.skipped = config.refused[AGENT]
     if spec is None or budget <= 0:
         return done
     done.agent = spec.name

@@ -20,6 +20,7 @@ from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.flow.yamlload import SpecReadError, read_spec_file
 from strato.runs.agents import AgentConfigError, load_config
+from strato.trust import TrustError
 from tropo.cli.clijson import echo_error
 from tropo.git.repo import NotARepository, require, workdir
 
@@ -40,12 +41,14 @@ def _die(message: str, code: int = 2, *, documented: bool = False) -> NoReturn:
 
 
 def _workspace_agents() -> Collection[str]:
-    """The agent names of the workspace around the current folder (built-ins outside one)."""
+    """The agent names of the workspace around the current folder (built-ins outside one);
+    those of an agents file not yet approved count too: a spec may name them, and they
+    are refused only when one would run."""
     try:
-        return load_config(workdir(require(Path.cwd()))).agents
+        return load_config(workdir(require(Path.cwd()))).known
     except NotARepository:
         return BUILTIN_AGENTS
-    except AgentConfigError as exc:
+    except (AgentConfigError, TrustError) as exc:
         _die(str(exc))
 
 

@@ -35,6 +35,8 @@ def render(result: dict[str, Any], records: list[dict[str, Any]]) -> str:
     """The report in Markdown; every text a proposal carries is escaped
     (:mod:`tropo.untrusted`): a transcript cannot add a heading, a link or a key."""
     out = [f"# Heartbeat {result['day']}", "", *summary(result), ""]
+    if skipped := result.get("distill", {}).get("skipped"):
+        out += [f"Model step skipped: {skipped}", ""]
     open_records = [r for r in records if r.get("status") == "open"]
     for kind in KINDS:
         mine = [r for r in open_records if r.get("kind") == kind]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from strato import trust
 from strato.agentruns import service
 from strato.agentruns.store import Store
 from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
@@ -36,12 +37,15 @@ def agent_run(ctx: Context, a: AgentRunArgs) -> Document:
     """Run an agent of .vivary/agents.toml on a prompt in a folder of the workspace:
     to the end (`complete`), or detached with `background: true` (`bg_started`, then
     poll it). A failed foreground run is a tool error carrying the poll's `error`
-    document. `model` is passed as VIVARY_AGENT_MODEL; the argv is only the committed one."""
+    document. `model` is passed as VIVARY_AGENT_MODEL; the argv comes only from the
+    user's own agents.toml or a `.vivary/agents.toml` they approved (`vivary trust`)."""
     try:
         doc = service.start(
             _store(ctx), ctx.root, a.agent, a.prompt, a.cwd, a.model, a.sandboxMode, a.background
         )
-    except (AgentConfigError, service.AgentRunError) as exc:
+    except trust.Untrusted as exc:  # nothing ran: the agents file is not approved as it is
+        raise ToolError(str(exc), {"ok": False, "error": str(exc), "code": "untrusted"}) from None
+    except (AgentConfigError, trust.TrustError, service.AgentRunError) as exc:
         raise ToolError(str(exc)) from None
     if doc["status"] == "error":  # the surface has no error variant here: a tool error, with the poll's
         raise ToolError(f"agent run {doc['runId']} failed: {doc['reason']}", doc)

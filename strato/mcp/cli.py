@@ -44,10 +44,16 @@ def _sdk_installed() -> bool:
     help="The workspace (any folder inside its git repository); fixed for the session.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Report a failure to start as one JSON object.")
+@click.option(
+    "--allow-commands", is_flag=True,
+    help="Let MCP clients run the shell commands of the specs they send (evaluate: steps, "
+    "pre_merge); without it such a spec is refused.",
+)
 @click.pass_context
-def mcp_command(ctx: click.Context, root: Path, as_json: bool) -> None:
+def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: bool) -> None:
     """Serve the workspace's flows, gates, guard, decisions and graph as MCP tools on
     stdin/stdout, for Claude Code, Codex or any MCP host. Exit 2 when it cannot start.
+    A spec a client sends runs no shell command unless you pass --allow-commands.
 
     \b
     Example (.mcp.json):
@@ -69,7 +75,7 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool) -> None:
         sdk_only = missing.startswith("mcp") or not _sdk_installed()
         detail = "" if sdk_only else f" (it cannot import {missing or exc})"
         _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed", as_json)
-    serve(Context(workdir(repo).resolve()))
+    serve(Context(workdir(repo).resolve(), allow_commands=allow_commands))
 
 
 _HOST = click.option(

@@ -32,7 +32,9 @@ class Context:
 
     root: Path
     client: str | None = None  # the MCP client's name from its handshake (a label, not a proof)
-    allow_commands: bool = False  # `strato mcp --allow-commands`: requests may name programs
+    # `strato mcp --allow-commands`: the person who started the server lets its clients
+    # run the commands a spec carries (and guard command predicates); off, none runs
+    allow_commands: bool = False
 
     def repo(self) -> Repository:
         return require(self.root)

@@ -5,11 +5,13 @@ functions. Expected failures raise :class:`ToolError` with the CLI's one-line me
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from strato import trust
 from strato.decide.decision import Refusal, decide
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
@@ -19,7 +21,7 @@ from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
-from strato.runs import background, views, wire
+from strato.runs import background, spectrust, views, wire
 from strato.runs.lanes_cli import check_view, lanes_view
 from strato.runs.state import Refused
 from tropo.check import reports
@@ -57,7 +59,7 @@ def validate(ctx: Context, a: ValidateArgs) -> Document:
     if text is None:
         error = {"code": "spec_not_an_object", "path": "", "message": NOT_A_SPEC}
         return {"status": "invalid", "errors": [error]}
-    spec, errors = load_spec(text, ctx.runs().config.agents)
+    spec, errors = load_spec(text, ctx.runs().config.known)
     if spec is not None:
         return {"status": "valid"}
     return {"status": "invalid", "errors": [e.to_json() for e in errors]}
@@ -115,7 +117,26 @@ def _plan_request(ctx: Context, a: PlanArgs) -> tuple[str, dict[str, Any]]:
         raise Refused("spec_invalid", NOT_A_SPEC)
     if not isinstance(a.input, dict):
         raise Refused("INPUT_CONTRACT_INVALID", "input must be an object (the entry flow's input)")
+    _consent(ctx, text)
     return text, a.input
+
+
+def _consent(ctx: Context, text: str) -> None:
+    """A spec from a request runs its commands only on a server the person started with
+    `--allow-commands` (the spec is approved then); refused before anything is written
+    otherwise. An invalid spec is left to the plan, which says why."""
+    spec, _ = load_spec(text, ctx.runs().config.known)
+    found = [] if spec is None else spectrust.commands(spec)
+    if not found:
+        return
+    if not ctx.allow_commands:
+        raise Refused("untrusted", (
+            f"this spec would run sh -c {shlex.quote(found[0])}, and this MCP server runs no "
+            "command a client sends: the person who starts it allows that with "
+            "`strato mcp --allow-commands` (or `strato mcp install --allow-commands`)"))
+    assert spec is not None  # one approval per exact spec: runs of an earlier one keep theirs
+    sha = trust.digest(spectrust.spec_bytes(text))
+    spectrust.approve(ctx.root, f"mcp:{spec.entry}@{sha[:12]}", text)
 
 
 @tool("stratum_plan", PlanArgs)

@@ -211,6 +211,11 @@ def _record_crashes(runs: Runs, run_id: str, failed: int) -> None:
     with contextlib.suppress(ValueError):
         log = log.relative_to(runs.root)
     reason = f"background runner crashed {failed} times in a row without progress (see {log})"
+    _end_failed(runs, run_id, reason, runnerStarts=failed)
+
+
+def _end_failed(runs: Runs, run_id: str, reason: str, **detail: Any) -> None:
+    """End the run as failed with `reason`; outstanding tokens become stale."""
 
     def act(e: Engine) -> None:
         e.require_running()
@@ -219,7 +224,7 @@ def _record_crashes(runs: Runs, run_id: str, failed: int) -> None:
                 for holder in token_holders(st):  # results that land later are stale
                     holder.pop("dispatchToken", None)
         e.run.update(status="failed", failure={"attempt": 0, "reason": reason})
-        e.emit("failed", reason=reason, runnerStarts=failed)
+        e.emit("failed", reason=reason, **detail)
 
     with contextlib.suppress(Refused):  # it ended meanwhile
         runs.apply(run_id, "runner_failed", act)
@@ -259,6 +264,11 @@ def _drive(runs: Runs, run_id: str) -> None:
             )
         except Cancelled:
             continue
+        except Refused as exc:  # an agent, judge or command nobody approved here: none runs
+            if exc.code != "untrusted":
+                raise
+            _end_failed(runs, run_id, str(exc))
+            break
         if cancel_request(runs.load(run_id).state) is None:
             break  # the run ended or waits for a person: the runner goes
     _forget_dispatches(runs, run_id)

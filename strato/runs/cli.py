@@ -16,7 +16,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs import background, bounds
+from strato.runs import background, bounds, spectrust
 from strato.runs.runlock import exclusive
 from strato.runs.service import Runs
 from strato.runs.state import RESOLVERS, RUN_TERMINAL
@@ -181,7 +181,7 @@ def plan_cmd(
     Example: strato flow plan review.yaml --input text=hello --json
     """
     runs = _runs(root)
-    outcome = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id)
+    outcome = runs.plan(_consented_spec(runs, spec), _parse_inputs(inputs, input_json), run_id)
     _finish(runs, outcome, as_json)
 
 
@@ -192,6 +192,16 @@ def _read_spec(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         _fail(2, f"cannot read spec {path}: {exc}")
+
+
+def _consented_spec(runs: Runs, path: Path) -> str:
+    """The spec the person named at their own prompt, approved as read (as `bash FILE`
+    runs what it is given): its commands may run in this repository from now on."""
+    text = _read_spec(path)
+    where, root = path.resolve(), runs.root.resolve()
+    name = str(where.relative_to(root)) if where.is_relative_to(root) else str(where)
+    spectrust.approve(runs.root, name, text)
+    return text
 
 
 @runs_group.command("next")
@@ -590,7 +600,7 @@ def run_cmd(
     runs = _runs(root)
     if resume is None:
         assert spec is not None
-        run_id = runs.plan(_read_spec(spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
+        run_id = runs.plan(_consented_spec(runs, spec), _parse_inputs(inputs, input_json), run_id).snap.run_id
     else:
         run_id = runs.load(resume).run_id  # a unique prefix names the run
     if background_:

@@ -1,7 +1,9 @@
 """`evaluate` steps: a command from the spec run once in the workspace root, given the
 rendered `in` value as JSON on stdin; its output is the last JSON object it prints (as
 for agents). A non-zero exit, a timeout or no JSON is a failure, and final: the engine
-does not retry a deterministic command."""
+does not retry a deterministic command. A command runs only while its spec is approved
+here (:mod:`strato.runs.spectrust`), checked again at each run: a run ref fetched from
+another clone, or one an MCP client started, fails the step with the refusal instead."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from strato.runs.agents import last_line, run_process
 from strato.runs.lastjson import last_json_object
+from strato.runs.spectrust import command_refusal
 
 DEFAULT_TIMEOUT_MS = 60_000
 
@@ -28,8 +31,13 @@ class Evaluation:
 Evaluator = Callable[[str, Any, int | None], Evaluation]
 
 
-def command_evaluator(root: Path) -> Evaluator:
+def command_evaluator(root: Path, spec_text: str) -> Evaluator:
+    """The evaluator of the run whose frozen spec is ``spec_text``."""
+
     def run(command: str, value: Any, timeout_ms: int | None) -> Evaluation:
+        refusal = command_refusal(root, spec_text, command)
+        if refusal is not None:
+            return Evaluation(None, f"evaluate: {refusal}", 0)
         timeout = (timeout_ms or DEFAULT_TIMEOUT_MS) / 1000
         stdin = json.dumps(value).encode()
         done = run_process(["sh", "-c", command], root, timeout, stdin)

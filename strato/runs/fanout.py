@@ -65,6 +65,10 @@ class RunAccess(Protocol):
 
     def engine(self, snap: Snapshot, judge: bool = True) -> Engine: ...
 
+    def command_refusal(self, snap: Snapshot, command: str) -> str | None: ...
+
+    def preflight(self, snap: Snapshot) -> None: ...
+
     def apply(
         self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any
     ) -> Outcome: ...
@@ -106,8 +110,10 @@ class _Allowance:
 
 def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | None = None) -> Outcome:
     """Run the fanout's pending items and settle it. An exception `call_item` raises
-    (a background run's cancel) ends the fanout there: no item is recorded after it."""
+    (a background run's cancel) ends the fanout there: no item is recorded after it.
+    Refused (`untrusted`) before any item when one of its agents is not approved here."""
     snap = runs.load(run_id)
+    runs.preflight(snap)
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
@@ -239,8 +245,10 @@ class PreMerge:
 def _pre_merge(runs: RunAccess, run_id: str, path: str) -> PreMerge:
     """Run the step's `pre_merge` commands (`sh -lc` in the workspace root, in order,
     stopping at the first failure) when there is a worktree merge to do. They run
-    outside the transition, so a lost race on the ref cannot run them twice."""
-    eng = runs.engine(runs.load(run_id), judge=False)
+    outside the transition, so a lost race on the ref cannot run them twice. Each runs
+    only while the run's spec is approved here; otherwise it fails with the refusal."""
+    snap = runs.load(run_id)
+    eng = runs.engine(snap, judge=False)
     _frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
     items = st["fanout"]["items"]
@@ -250,6 +258,8 @@ def _pre_merge(runs: RunAccess, run_id: str, path: str) -> PreMerge:
         commands = []
     ran: list[str] = []
     for command in commands:
+        if (refusal := runs.command_refusal(snap, command)) is not None:
+            return PreMerge(ran, f"pre_merge {command!r}: {refusal}")
         ran.append(command)
         done = run_process(["sh", "-lc", command], runs.root, PRE_MERGE_TIMEOUT_S)
         if isinstance(done, str):

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from strato import trust
 from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs import bounds
@@ -27,7 +28,7 @@ from strato.runs.agents import (
 )
 from strato.runs.attempts import attempt_rows
 from strato.runs.checks import Judge
-from strato.runs.commands import command_evaluator
+from strato.runs.commands import Evaluator, command_evaluator
 from strato.runs.dispatches import engine_telemetry
 from strato.runs.engine import Engine
 from strato.runs.fanout import ItemCall, run_fanout
@@ -35,6 +36,7 @@ from strato.runs.lanes import LaneBook, digest
 from strato.runs.lanestore import LaneStore
 from strato.runs.planning import FlowInfo, plan
 from strato.runs.runlock import private_folder
+from strato.runs.spectrust import command_refusal, preflight
 from strato.runs.state import RUN_TERMINAL, Refused
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
 from tropo.git.objects import file_at_head
@@ -61,11 +63,10 @@ class Runs:
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
         self.lanes = LaneStore(self.repo)
-        self._specs: dict[str, Spec] = {}
+        self._specs: dict[str, tuple[Spec, Evaluator]] = {}
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
         self._config: AgentsConfig | None = None
-        self.evaluator = command_evaluator(self.root)
 
     # --- helpers
 
@@ -82,8 +83,16 @@ class Runs:
         return private_folder(private_dir(self.repo), "pacing", create=True)
 
     def judge(self) -> Judge | None:
-        if self._judge is None and self.config.judge is not None:
-            self._judge = judge_runner(self.config.judge, self.root, self.pacing_dir)
+        """The judge of `judged` ensures; one that holds nothing, with the refusal as its
+        reason, when only an unapproved agents file names one (a run planned before
+        the file changed: nothing runs)."""
+        if self._judge is None:
+            try:
+                spec = self.config.trusted_judge()
+            except trust.Untrusted as exc:
+                return _refusing_judge(str(exc))
+            if spec is not None:
+                self._judge = judge_runner(spec, self.root, self.pacing_dir)
         return self._judge
 
     @cached_property
@@ -97,23 +106,40 @@ class Runs:
         """The lanes as they stand, for one operation (strato.runs.verification)."""
         return LaneBook(self.lanes.standing(), self.config_digests)
 
-    def spec_of(self, snap: Snapshot) -> Spec:
+    def _parsed(self, text: str) -> Spec:
+        spec, errors = load_spec(text, self.config.known)
+        if spec is None:
+            raise SpecInvalid(errors)
+        return spec
+
+    def _frozen(self, snap: Snapshot) -> tuple[Spec, Evaluator]:
+        """The run's spec and the evaluator of its commands (checked against its text)."""
         key = self.store.spec_key(snap)
         if key not in self._specs:
-            spec, errors = load_spec(self.store.spec_text(snap), self.config.agents)
-            if spec is None:
-                raise SpecInvalid(errors)
-            self._specs[key] = spec
+            text = self.store.spec_text(snap)
+            self._specs[key] = (self._parsed(text), command_evaluator(self.root, text))
         return self._specs[key]
 
+    def spec_of(self, snap: Snapshot) -> Spec:
+        return self._frozen(snap)[0]
+
+    def preflight(self, snap: Snapshot) -> None:
+        """Refuse (`untrusted`) to drive a run whose agents, judge or commands the person
+        has not approved here, before any step is claimed."""
+        preflight(self.root, self.spec_of(snap), self.store.spec_text(snap), self.config)
+
+    def command_refusal(self, snap: Snapshot, command: str) -> str | None:
+        """Why the run's spec may not run ``command`` here (None: it is approved)."""
+        return command_refusal(self.root, self.store.spec_text(snap), command)
+
     def engine(self, snap: Snapshot, judge: bool = True) -> Engine:
-        spec = self.spec_of(snap)
+        spec, evaluator = self._frozen(snap)
         infos = self._infos.setdefault(snap.state["revisionDigest"], {})
         # a snapshot is parsed afresh from its commit on every load, so the engine may
         # work on it in place
         judged = self.judge() if judge else None
         book = self.lane_book() if judge else None
-        return Engine(spec, snap.state, self.root, judged, self.evaluator, infos=infos, lanes=book)
+        return Engine(spec, snap.state, self.root, judged, evaluator, infos=infos, lanes=book)
 
     def load(self, run_id: str) -> Snapshot:
         return self.store.load(run_id)
@@ -124,11 +150,11 @@ class Runs:
         if run_id is not None and not RUN_ID.match(run_id):
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
         bounds.check(inputs, "the run's input")
-        spec, errors = load_spec(spec_text, self.config.agents)
-        if spec is None:
-            raise SpecInvalid(errors)
+        spec = self._parsed(spec_text)
+        preflight(self.root, spec, spec_text, self.config)  # nothing is written when refused
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
-        eng = Engine(spec, state, self.root, self.judge(), self.evaluator, lanes=self.lane_book())
+        evaluator = command_evaluator(self.root, spec_text)
+        eng = Engine(spec, state, self.root, self.judge(), evaluator, lanes=self.lane_book())
         eng.emit("planned", flow=spec.entry, input=inputs)
         eng.advance()
         message = {"op": "plan", "events": eng.events}
@@ -138,7 +164,7 @@ class Runs:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
         self._record_lanes(eng)
         snap = Snapshot(state["id"], head, eng.run)
-        self._specs[self.store.spec_key(snap)] = spec
+        self._specs[self.store.spec_key(snap)] = (spec, evaluator)
         return Outcome(snap, eng.events)
 
     def apply(
@@ -346,6 +372,8 @@ class Runs:
         a background runner passes ones whose agents outlive it."""
         dispatch = dispatch or self.dispatch
         run_id = self.store.resolve(run_id)
+        if (first := self.store.load(run_id)).state["status"] not in RUN_TERMINAL:
+            self.preflight(first)
         while True:
             snap = self.store.load(run_id)
             if snap.state["status"] in RUN_TERMINAL:
@@ -410,3 +438,12 @@ class Runs:
         for ev in events if on_event else []:
             assert on_event is not None
             on_event(ev)
+
+
+def _refusing_judge(reason: str) -> Judge:
+    """A judge that runs nothing: every statement fails with the refusal."""
+
+    def judge(statement: str, stakes: str, output: Any) -> dict[str, Any]:
+        return {"holds": False, "reason": reason, "model": "none"}
+
+    return judge

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from strato import trust
 from strato.runs.agents import AgentConfigError, GatePolicy
 from strato.runs.attempts import state_rows
 from strato.runs.engine import Engine
@@ -14,7 +15,8 @@ from strato.runs.state import USAGE_CODES, Refused
 from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, Snapshot
 from tropo.git.repo import NotARepository
 
-EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository)
+EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository,
+                   trust.Untrusted, trust.TrustError)
 
 
 def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
@@ -30,7 +32,9 @@ def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
     if isinstance(exc, SpecInvalid):
         errors = [e.to_json() for e in exc.errors]
         return 2, f"invalid spec: {exc}", {"code": "spec_invalid", "errors": errors}
-    if isinstance(exc, AgentConfigError | NotARepository):
+    if isinstance(exc, trust.Untrusted):
+        return 1, str(exc), {"code": "untrusted"}
+    if isinstance(exc, AgentConfigError | NotARepository | trust.TrustError):
         return 2, str(exc), {"code": "config_error"}
     raise TypeError(f"not an expected run error: {exc!r}") from exc
 

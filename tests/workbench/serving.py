@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, git, write_files
 
 BIN = Path(sys.executable).parent
@@ -181,6 +182,7 @@ def judged_workspace(root: Path) -> Path:
     argv = json.dumps([sys.executable, str(judge), "{prompt}"])
     write_files(root, {".vivary/agents.toml": f"[judge]\nargv = {argv}\ntimeout_s = 60\n"})
     commit_all(root, "a judge")
+    approve_agents(root)
     return root
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.approvals import approve_agents
+
 AGENTS = {
     # prints two events and an answer, then waits for the file `go` when asked to
     "steady": """
@@ -68,6 +70,7 @@ def workspace(repo_dir: Path) -> Iterator[Path]:
     (repo_dir / ".vivary").mkdir(exist_ok=True)
     extra = f'\n[agents.sleepy]\nargv = [{json.dumps(sys.executable)}, "agents/hostile.py", "{{prompt}}"]\ntimeout_s = 1\n'
     (repo_dir / ".vivary" / "agents.toml").write_text(agents_toml(extra))
+    approve_agents(repo_dir)
     yield repo_dir
     pids = repo_dir / "pids.txt"  # a failed test must not leave a hostile agent running
     for pid in pids.read_text().split() if pids.exists() else []:

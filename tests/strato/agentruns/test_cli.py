@@ -132,3 +132,12 @@ def test_two_cancels_at_once_stop_it_once(workspace: Path) -> None:
     assert not any(groups.alive(p) for p in pids)
     polled = strato(workspace, "agent", "poll", started["runId"])[1]
     assert polled["status"] == "error" and polled["reason"] == "cancelled by cli"
+
+
+def test_an_agents_file_changed_after_its_approval_is_refused_and_creates_nothing(workspace: Path) -> None:
+    toml = workspace / ".vivary" / "agents.toml"
+    toml.write_text(toml.read_text().replace("agents/steady.py", "agents/hostile.py"))
+    code, doc, err = strato(workspace, "agent", "run", "steady", "--prompt", "x")
+    assert code == 1 and doc["code"] == "untrusted" and err.count("\n") == 1
+    assert err.startswith("error: .vivary/agents.toml is changed since you approved it; it would run ")
+    assert not runs_dir(workspace).exists() and not (workspace / "pids.txt").exists()

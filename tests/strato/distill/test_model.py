@@ -12,6 +12,7 @@ import pytest
 
 from strato.distill import model, service
 from strato.heartbeat import apply, engine, settings, store
+from tests.approvals import approve_agents
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session
 from tests.strato.distill.test_distill import FLOW, OTHER, sources
@@ -25,6 +26,7 @@ def use_agent(root: Path, mode: str, timeout_s: int = 60) -> Path:
     argv = json.dumps([sys.executable, str(AGENT), mode, str(log), "{prompt}"])
     (root / ".vivary").mkdir(exist_ok=True)
     (root / ".vivary" / "agents.toml").write_text(f"[agents.distill]\nargv = {argv}\ntimeout_s = {timeout_s}\n")
+    approve_agents(root)
     return log
 
 
@@ -141,3 +143,15 @@ def test_a_rewrite_holds_no_escape_sequence_and_no_key() -> None:
     body = model.rewrite({"kind": "skill", "files": {"SKILL.md": draft}}, answer)
     assert isinstance(body, dict) and "\x1b" not in body["files"]["SKILL.md"]
     assert "U+001B]52" in body["files"]["SKILL.md"] and "ghp_" not in body["files"]["SKILL.md"]
+
+
+def test_an_agents_file_changed_since_its_approval_runs_nothing_and_says_so(ws: Path) -> None:
+    revert(ws)
+    log = use_agent(ws, "lesson")
+    toml = ws / ".vivary" / "agents.toml"
+    toml.write_text(toml.read_text() + "min_interval_s = 0\n")  # edited after the user approved it
+    result = beat(ws)
+    assert calls(log) == 0 and "rewrite" not in memory(ws)
+    assert result["distill"]["skipped"].startswith(".vivary/agents.toml is changed since you approved it")
+    report = Path(result["report"]).read_text()
+    assert f"Model step skipped: {result['distill']['skipped']}" in report.splitlines()

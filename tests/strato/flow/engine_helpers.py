@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, git, write_files
 
 HERE = Path(__file__).parent
@@ -36,6 +37,7 @@ class Workspace:
             text += f"[judge]\nargv = {argv}\n"
         (self.root / ".vivary").mkdir(exist_ok=True)
         (self.root / ".vivary" / "agents.toml").write_text(text)
+        approve_agents(self.root)
 
     def prompts(self) -> list[str]:
         log = Path(f"{self.plan_file}.log")

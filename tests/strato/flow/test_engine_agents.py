@@ -16,6 +16,7 @@ import pytest
 
 from strato.runs.agents import AgentConfigError, AgentSpec, call, load_config, unwrap
 from strato.runs.service import SpecInvalid
+from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import make_workspace, reply
 
 MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
@@ -180,6 +181,7 @@ def test_a_spec_may_name_any_agent_the_workspace_defines(tmp_path: Path) -> None
     ws.agents([{"match": "Classify", "replies": [reply({"label": "a", "confidence": 0.9})]}])
     text = (ws.root / ".vivary" / "agents.toml").read_text()
     (ws.root / ".vivary" / "agents.toml").write_text(text.replace("[agents.codex]", "[agents.reviewer]"))
+    approve_agents(ws.root)
     runs = ws.runs()
     snap = runs.drive(runs.plan(spec, {"text": "x"}).snap.run_id)
     assert snap.state["status"] == "completed" and snap.state["output"]["label"] == "a"

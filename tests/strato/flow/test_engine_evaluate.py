@@ -9,6 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from strato import trust
+from strato.runs.state import Refused
+from tests.approvals import approve_spec
 from tests.strato.flow.engine_helpers import make_workspace
 
 EVALUATE = """
@@ -48,11 +53,14 @@ print(json.dumps({"words": words, "root": os.getcwd()}))
 """
 
 
-def _run(tmp_path: Path, command: str, timeout: int = 60000) -> tuple[Path, dict[str, Any]]:
+def _run(tmp_path: Path, command: str, timeout: int = 60000, revoke: bool = False) -> tuple[Path, dict[str, Any]]:
     ws = make_workspace(tmp_path, {"tool.py": TOOL})
     runs = ws.runs()
     spec = EVALUATE.replace("COMMAND", json.dumps(command)).replace("TIMEOUT", str(timeout))
+    approve_spec(ws.root, spec)
     run_id = runs.plan(spec, {"text": "bees"}).snap.run_id
+    if revoke:  # as on a clone the run ref was fetched into: nobody approved it there
+        trust.revoke(ws.root, "spec", "spec.yaml")
     [entry] = runs.engine(runs.load(run_id)).ready()
     snap = runs.done(run_id, "write", entry["dispatchToken"], {"output": {"text": "three small words"}}).snap
     return ws.root, snap.state
@@ -90,3 +98,21 @@ def test_a_command_past_its_timeout_is_killed_and_fails(tmp_path: Path) -> None:
     count = state["scope"]["steps"]["count"]
     assert count["failure"]["reason"] == "evaluate: timed out after 0.3s"
     assert state["status"] == "failed"
+
+
+def test_a_spec_nobody_approved_is_refused_before_its_run_exists(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, {"tool.py": TOOL})
+    spec = EVALUATE.replace("COMMAND", json.dumps("touch ran")).replace("TIMEOUT", "60000")
+    runs = ws.runs()
+    with pytest.raises(Refused) as refused:
+        runs.plan(spec, {"text": "bees"})
+    assert refused.value.code == "untrusted" and "sh -c 'touch ran'" in str(refused.value)
+    assert runs.store.run_ids() == [] and not (ws.root / "ran").exists()
+
+
+def test_a_run_whose_spec_is_not_approved_here_fails_the_step_and_runs_nothing(tmp_path: Path) -> None:
+    root, state = _run(tmp_path, f"{sys.executable} tool.py ok", revoke=True)
+    reason = state["scope"]["steps"]["count"]["failure"]["reason"]
+    assert reason.startswith("evaluate: this spec is not approved for this repository; it would run sh -c ")
+    assert "strato run FILE" in reason and "\n" not in reason
+    assert _calls(root) == [] and state["status"] == "failed"

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from strato import trust
+from strato.runs.state import Refused
+from tests.approvals import approve_spec
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
@@ -141,6 +146,7 @@ def test_pre_merge_commands_run_in_the_root_before_the_merge(tmp_path: Path) -> 
     # the first command proves the items' files are not merged yet when it runs
     spec = _with_pre_merge('["test ! -e a.txt && echo first > pre.log", "echo second >> pre.log"]')
     runs = ws.runs()
+    approve_spec(ws.root, spec)
     run_id = runs.plan(spec, {"files": ["a.txt", "b.txt"]}).snap.run_id
     snap = runs.drive(run_id)
     assert snap.state["status"] == "completed", snap.state.get("failure")
@@ -159,6 +165,7 @@ def test_a_failing_pre_merge_command_fails_the_step_and_merges_nothing(tmp_path:
     _two_items(ws)
     spec = _with_pre_merge('["echo lint broke >&2; exit 3", "touch never-run"]')
     runs = ws.runs()
+    approve_spec(ws.root, spec)
     run_id = runs.plan(spec, {"files": ["a.txt", "b.txt"]}).snap.run_id
     before = git(ws.root, "status", "--porcelain")
     snap = runs.drive(run_id)
@@ -174,7 +181,23 @@ def test_pre_merge_is_not_run_when_require_is_not_met(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     ws.agents([{"match": "Edit", "replies": [{"say": "no json"}]}])
     runs = ws.runs()
+    approve_spec(ws.root, _with_pre_merge('["touch ran"]'))
     run_id = runs.plan(_with_pre_merge('["touch ran"]'), {"files": ["a.txt"]}).snap.run_id
     snap = runs.drive(run_id)
     assert "fanout require all not met (0/1 succeeded)" in snap.state["failure"]["reason"]
     assert not (ws.root / "ran").exists()
+
+
+def test_pre_merge_of_a_spec_no_longer_approved_runs_nothing(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    _two_items(ws)
+    spec = _with_pre_merge('["touch ran"]')
+    runs = ws.runs()
+    approve_spec(ws.root, spec)
+    run_id = runs.plan(spec, {"files": ["a.txt", "b.txt"]}).snap.run_id
+    trust.revoke(ws.root, "spec", "spec.yaml")  # as on a clone the run ref was fetched into
+    head = runs.load(run_id).head
+    with pytest.raises(Refused) as refused:
+        ws.runs().drive(run_id)
+    assert refused.value.code == "untrusted" and "sh -c 'touch ran'" in str(refused.value)
+    assert not (ws.root / "ran").exists() and ws.prompts() == [] and runs.load(run_id).head == head

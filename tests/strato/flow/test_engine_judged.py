@@ -18,6 +18,7 @@ from strato.flow import load_spec
 from strato.flow.refs import Scope
 from strato.flow.spec import DoStep
 from strato.runs.checks import Judge, check
+from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
 SPEC = """
@@ -59,6 +60,7 @@ def _with_judge(tmp_path: Path, stdout: str, exit_code: int = 0) -> Workspace:
     argv = json.dumps([sys.executable, str(judge), "{prompt}"])
     config = ws.root / ".vivary" / "agents.toml"
     config.write_text(config.read_text() + f"[judge]\nargv = {argv}\ntimeout_s = 60\n")
+    approve_agents(ws.root)
     return ws
 
 

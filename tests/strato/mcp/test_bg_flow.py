@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from strato.agentruns import groups
 from strato.mcp import contract
 from strato.mcp.contract import answer_violations, event_violations
+from tests.approvals import approve_agents
 from tests.conftest import commit_all
 from tests.strato.mcp.conftest import Session
 from tests.strato.runs.bg_helpers import (
@@ -43,6 +44,7 @@ def workspace(repo_dir: Path) -> Any:
     toml = root / ".vivary" / "agents.toml"
     toml.write_text(toml.read_text() + '[gates]\nmcp = "resolve"\n')
     commit_all(root, "gates over mcp")
+    approve_agents(root)
     yield root
     kill_hostiles(root)
 

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 
 from strato.mcp import contract
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, missing, write_files
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 from tests.strato.guard.conftest import make_key, ssh_sign
@@ -294,6 +295,7 @@ def _workspace(tmp_path: Path) -> Workspace:
     )
     with (ws.root / ".vivary" / "agents.toml").open("a") as toml:
         toml.write('\n[gates]\nmcp = "resolve"\n')
+    approve_agents(ws.root)
     write_files(
         ws.root,
         {

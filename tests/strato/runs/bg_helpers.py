@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files
 
 # One script plays every agent; the first word of the step's `do` says which. The
@@ -195,6 +196,7 @@ def make_workspace(root: Path) -> Path:
         "specs/gated.yaml": GATED_SPEC, ".gitignore": "calls-*.log\npids-*.txt\nescaped-*.txt\n",
     })
     commit_all(root, "workspace")
+    approve_agents(root)
     return root
 
 

@@ -14,6 +14,7 @@ import pytest
 from strato.mcp.contract import event_violations
 from strato.runs.agents import AgentConfigError, load_config
 from strato.runs.service import Runs
+from tests.approvals import approve_agents
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import make_workspace
 
@@ -58,6 +59,7 @@ def _codex_workspace(tmp_path: Path) -> tuple[Path, Path]:
     argv = json.dumps([sys.executable, str(CODEX), str(log), "exec", "-s", "{sandbox}", "--", "{prompt}"])
     (ws.root / ".vivary").mkdir()
     (ws.root / ".vivary" / "agents.toml").write_text(f"[agents.codex]\nargv = {argv}\ntimeout_s = 60\n")
+    approve_agents(ws.root)
     return ws.root, log
 
 

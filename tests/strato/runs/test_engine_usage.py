@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
+from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import STRATO, Workspace, make_workspace
 from tests.strato.mcp.conftest import Session, run_server
 from tests.strato.runs.bg_helpers import wait_for
@@ -53,6 +54,7 @@ def _workspace(tmp_path: Path) -> tuple[Workspace, Path]:
     argv = json.dumps([sys.executable, str(here / "agent.py"), str(here), "{prompt}"])
     (ws.root / ".vivary").mkdir()
     (ws.root / ".vivary" / "agents.toml").write_text(f"[agents.claude]\nargv = {argv}\ntimeout_s = 120\n")
+    approve_agents(ws.root)
     (tmp_path / "one.yaml").write_text(ONE)
     return ws, here
 

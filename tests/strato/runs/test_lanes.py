@@ -19,6 +19,7 @@ import pytest
 from strato.runs import lanes
 from strato.runs.lanestore import REF, LaneStore
 from strato.runs.service import Runs
+from tests.approvals import approve_agents, approve_spec
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace, make_workspace
 
@@ -64,6 +65,7 @@ def judged_workspace(tmp_path: Path, rules: list[dict[str, Any]] | None = None) 
     argv = json.dumps([sys.executable, str(judge), "{prompt}"])
     config = ws.root / ".vivary" / "agents.toml"
     config.write_text(config.read_text() + f"[judge]\nargv = {argv}\ntimeout_s = 60\n")
+    approve_agents(ws.root)
     return ws
 
 
@@ -237,6 +239,7 @@ def test_a_change_of_the_agents_configuration_resets_the_lane(tmp_path: Path) ->
     ws, runs = _trusted(tmp_path)
     config = ws.root / ".vivary" / "agents.toml"
     config.write_text(config.read_text().replace("timeout_s = 60\n", "timeout_s = 61\n", 1))
+    approve_agents(ws.root)
     runs = ws.runs()
     [decision] = decisions(run_once(runs, "after", "hello"))
     assert decision["type"] == "verified" and decision["detail"]["resetBy"] == "agent configuration changed"
@@ -323,6 +326,7 @@ def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_rea
     tool.write_text(f"open({str(tmp_path / 'tool.log')!r}, 'a').write('x\\n')\nprint('{{\"passed\": true}}')\n")
     spec = EVALUATED.replace("COMMAND", json.dumps(f"{sys.executable} {tool}"))
     runs = ws.runs()
+    approve_spec(ws.root, spec)
     kinds = []
     for n in range(40):
         snap = runs.plan(spec, {}, f"e{n}").snap
@@ -337,6 +341,7 @@ def test_an_evaluate_command_nobody_reads_is_sampled_and_one_whose_output_is_rea
     assert LaneStore(runs.repo).read()[1]["main/test/command"]["skipped"] == kinds.count("skipped")
 
     read = spec.replace('output: {from: "${w.output}", contract: A}', 'output: {from: "${test.output}", contract: T}')
+    approve_spec(ws.root, read, "read.yaml")
     for n in range(10):
         snap = runs.plan(read, {}, f"read{n}").snap
         runs.done(snap.run_id, "w", snap.state["scope"]["steps"]["w"]["dispatchToken"], {"output": {"text": "x"}})

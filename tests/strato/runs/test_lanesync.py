@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from strato.runs.lanestore import MAX_MERGE_DEPTH, REF, LanesCorrupt, LaneStore, evidence_id
+from tests.approvals import approve_agents
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace
 from tests.strato.runs.test_lanes import LANE, judged_workspace, run_once
@@ -32,6 +33,7 @@ def _two_clones(tmp_path: Path) -> tuple[Workspace, Workspace, Path]:
     b = Workspace(tmp_path / "b" / "ws", a.plan_file)
     git(tmp_path, "clone", "-q", str(bare), str(b.root))
     shutil.copytree(a.root / ".vivary", b.root / ".vivary")
+    approve_agents(b.root)  # another clone is another repository: approved there too
     return a, b, bare
 
 
