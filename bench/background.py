@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.agents import write_agents
 from strato.runs import background
 from strato.runs.service import Runs
 
@@ -41,10 +42,9 @@ POLL_S = 0.02
 
 def workspace(root: Path) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / ".vivary").mkdir()
     (root / "agent.py").write_text(AGENT)
     argv = [sys.executable, "agent.py", "{prompt}"]
-    (root / ".vivary" / "agents.toml").write_text(f"[agents.claude]\nargv = {json.dumps(argv)}\n")
+    write_agents(root, f"[agents.claude]\nargv = {json.dumps(argv)}\n")
     return root
 
 

@@ -60,6 +60,9 @@ def tour_tropo(ws: Path, run: Runner) -> None:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vivary-demo-") as tmp:
+        # what the tour approves (`vivary trust`) goes to a config folder that goes away
+        # with the demo's workspace: your own ~/.config/vivary is left as it was
+        os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         say("create-vivary: a committed workspace whose hooks refuse a broken graph")
         ws = demo_lifecycle.tour(Path(tmp), make_runner(Path(tmp)))
         run = make_runner(ws)

@@ -54,6 +54,9 @@ def tour(ws: Path, run: Callable[[list[str]], object]) -> None:
     (ws / ".vivary" / "agents.toml").write_text(
         f"[agents.claude]\nargv = {json.dumps(argv)}\ntimeout_s = 60\n"
     )
+    # an agents file runs only once you approved its exact bytes: see, then approve
+    run(["vivary", "trust", "--show", ".vivary/agents.toml"])
+    run(["vivary", "trust", ".vivary/agents.toml"])
     run(["strato", "run", "flows/note.yaml", "--input", "topic=git as a database", "--id", "demo-note"])
     run(["strato", "flow", "gates"])
     run(["strato", "flow", "gate", "revise", "demo-note", "review", "--note", "say more"])

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.agents import write_agents
 from strato.runs.service import Runs
 from strato.runs.store import Snapshot
 
@@ -133,9 +134,8 @@ def workspace(folder: Path) -> Path:
     root = folder / "ws"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / ".vivary").mkdir()
     agent = [sys.executable, "-c", "import json; print(json.dumps({'v': 1}))", "{prompt}"]
-    (root / ".vivary" / "agents.toml").write_text(f"[agents.claude]\nargv = {json.dumps(agent)}\n")
+    write_agents(root, f"[agents.claude]\nargv = {json.dumps(agent)}\n")
     return root
 
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.agents import write_agents
 from strato.runs.service import Runs
 
 STEPS = ("draft", "check", "summary", "title")
@@ -92,10 +93,8 @@ def workspace(folder: Path, fail_rate: float) -> tuple[Path, Path]:
     log = folder / "judge.log"
     agent = json.dumps([sys.executable, str(folder / "agent.py"), "{prompt}", str(folder / "seen.log")])
     judge = json.dumps([sys.executable, str(folder / "judge.py"), "{prompt}", str(log), str(fail_rate)])
-    (root / ".vivary").mkdir()
-    (root / ".vivary" / "agents.toml").write_text(
-        f"[agents.claude]\nargv = {agent}\ntimeout_s = 60\n[judge]\nargv = {judge}\ntimeout_s = 60\n"
-    )
+    write_agents(root, f"[agents.claude]\nargv = {agent}\ntimeout_s = 60\n"
+                       f"[judge]\nargv = {judge}\ntimeout_s = 60\n")
     return root, log
 
 
