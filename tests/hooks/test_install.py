@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hooks import install as installer
+from hooks.scripts import DEFAULT_HOOKS
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import run_cli, run_json
 
@@ -163,3 +164,12 @@ def test_a_removed_virtualenv_is_named_with_the_fix(repo_dir: Path, tmp_path: Pa
     assert run_cli("vivary", "hooks", "install", "--root", str(repo_dir)).returncode == 0
     assert subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=repo_dir,
                           check=False).returncode == 0
+
+
+def test_the_lifecycle_doc_names_the_hooks_installed_by_default() -> None:
+    """docs/lifecycle.md once said post-commit was installed only on request; it is a default."""
+    doc = (Path(__file__).parents[2] / "docs" / "lifecycle.md").read_text()
+    line = next(p for p in doc.split("\n- ") if p.startswith("**Default hooks**"))
+    named = line.split(":", 1)[1].split("(", 1)[0].replace(" and ", ", ").split(",")
+    assert tuple(n.strip() for n in named) == DEFAULT_HOOKS
+    assert "on request" not in line
