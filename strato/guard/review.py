@@ -116,10 +116,21 @@ def _cell(value: object) -> str:
         text = "U+0020" * lead + core + "U+0020" * trail
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
+    return _span(text.replace("|", chr(92) + "|"))
+
+
+def _span(text: str) -> str:
+    """``text`` as a code span, its fence longer than any backtick run inside."""
     if not text:
         return ""
     fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
-    return f"{fence} {text.replace('|', chr(92) + '|')} {fence}"
+    return f"{fence} {text} {fence}"
+
+
+def error_markdown(error_type: str, message: str) -> str:
+    """A review that could not run, as the pull-request comment: a CI recipe posts stdout
+    whatever the exit code, so the error must read as Markdown, not as a JSON document."""
+    return f"### Guard review **failed**: {_span(visible(error_type))}\n\n{_span(visible(message))}\n"
 
 
 # git's (and libgit2's) order for a short ref name: a tag beats a remote-tracking branch
