@@ -37,9 +37,18 @@ _hook = click.option(
 def _repo_root(root: Path) -> Path:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        click.echo(f"vivary: not a git work tree: {root}; run `git init` first", err=True)
+        click.echo(f"vivary: {_not_a_work_tree(root)}", err=True)
         sys.exit(2)
     return top
+
+
+def _not_a_work_tree(root: Path, hint: str = "") -> str:
+    """Why ``root`` is no work tree: a folder that is missing needs another fix than `git init`."""
+    if not root.exists():
+        return f"no such folder: {root}; pass --root with an existing folder"
+    if not root.is_dir():
+        return f"not a folder: {root}; pass --root with a folder"
+    return f"not a git work tree: {root}; run `git init` first{hint}"
 
 
 def _emit(as_json: bool, payload: dict[str, object], lines: list[str]) -> None:
@@ -239,7 +248,7 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         else:
             top = gitcli.toplevel(root) if root.is_dir() else None
             if top is None:
-                fail(f"not a git work tree: {root}; run `git init` first (or try `vivary serve --demo`)", 2)
+                fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"), 2)
             source = launch.repo_source(top)
         launch.run(source, host, port, open_browser, announce)
     except launch.LaunchError as exc:

@@ -18,9 +18,8 @@ import click
 
 from strato.guard import authz, engine, lock, pin, store
 from strato.guard.errors import GuardError
-from strato.guard.review import error_markdown
+from strato.guard.review import error_markdown, visible
 from strato.guard.review import review as run_review
-from strato.guard.review import visible
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository

@@ -13,6 +13,7 @@ from strato.heartbeat import apply as decisions
 from strato.heartbeat import deep as deep_review
 from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
+from tropo.cli.clijson import echo_error
 from tropo.git import gitcli
 
 root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
@@ -21,6 +22,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    echo_error(message, code)
     click.echo(f"strato heartbeat: {message}", err=True)
     sys.exit(code)
 
@@ -65,6 +67,11 @@ def run_command(since: str | None, budget_ms: int | None, deep: bool, root: Path
     With --deep (the weekly kind) every open proposal is then put to you, one at a
     time; nothing is applied or rejected without your answer, and the end of input
     (Ctrl-D) stops with the rest left open. --deep needs a terminal.
+
+    \b
+    Examples:
+      strato heartbeat run
+      strato heartbeat run --since HEAD~20 --budget-ms 2000 --json
     """
     top = _root(root)
     if deep and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -94,7 +101,10 @@ def _ask(text: str) -> str | None:
 @root_option
 @json_option
 def status_command(root: Path, as_json: bool) -> None:
-    """List staged proposals and their decisions."""
+    """List staged proposals and their decisions.
+
+    Example: strato heartbeat status --json
+    """
     top = _root(root)
     value = store.summary(store.sidecar(top))
     rows, head = value["proposals"], value["last_head"]
@@ -109,7 +119,10 @@ def status_command(root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def show_command(pid: str, root: Path, as_json: bool) -> None:
-    """Show one proposal: evidence and the exact files `apply` would write."""
+    """Show one proposal: evidence and the exact files `apply` would write.
+
+    Example: strato heartbeat show playbook-0123456789ab
+    """
     try:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
@@ -128,7 +141,10 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def apply_command(pid: str, root: Path, as_json: bool) -> None:
-    """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay."""
+    """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay.
+
+    Example: strato heartbeat apply playbook-0123456789ab
+    """
     try:
         result = decisions.apply(_root(root), pid)
     except store.UnknownProposal as exc:
@@ -143,7 +159,10 @@ def apply_command(pid: str, root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def reject_command(pid: str, root: Path, as_json: bool) -> None:
-    """Record that the proposal is not wanted; its subject is not proposed again."""
+    """Record that the proposal is not wanted; its subject is not proposed again.
+
+    Example: strato heartbeat reject orphan-0123456789ab
+    """
     try:
         result = decisions.reject(_root(root), pid)
     except store.UnknownProposal as exc:
