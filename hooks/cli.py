@@ -15,6 +15,7 @@ from hooks import frontdoor, graph
 from hooks import install as installer
 from hooks.logs import email_cmd, logs
 from hooks.scripts import DEFAULT_HOOKS
+from tropo.cli.clijson import echo_error
 from tropo.git import gitcli
 
 _root = click.option(
@@ -34,11 +35,17 @@ _hook = click.option(
 )
 
 
+def _fail(message: str, code: int) -> NoReturn:
+    """One line on stderr, and the JSON error document when --json was asked for."""
+    echo_error(message, code)
+    click.echo(f"vivary: {message}", err=True)
+    sys.exit(code)
+
+
 def _repo_root(root: Path) -> Path:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        click.echo(f"vivary: {_not_a_work_tree(root)}", err=True)
-        sys.exit(2)
+        _fail(_not_a_work_tree(root), 2)
     return top
 
 
@@ -111,8 +118,7 @@ def install_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     try:
         actions = installer.install(top, names)
     except installer.HookConflict as exc:
-        click.echo(f"vivary: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc), 1)
     _emit_actions(as_json, top, names, actions)
 
 
@@ -171,13 +177,11 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
     revs = [graph.commit(top, r) for r in (base, head_rev)]
     for rev, oid in zip((base, head_rev), revs, strict=True):
         if oid is None:
-            click.echo(f"vivary: {rev}: not a commit here (fetch it first)", err=True)
-            sys.exit(2)
+            _fail(f"{rev}: not a commit here (fetch it first)", 2)
     try:
         verdict = graph.judge(top, Source.at(str(revs[1])), revs[0])
     except (ConfigError, SourceError, RevisionError, graph.HookConfigError) as exc:
-        click.echo(f"vivary: {exc}", err=True)
-        sys.exit(2)
+        _fail(str(exc), 2)
     found = verdict.findings
     new = " new" if verdict.mode == "ratchet" else ""
     _emit(
@@ -220,19 +224,14 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
       vivary serve --demo
       vivary serve --export-demo site/
     """
-    from tropo.cli.clijson import echo_error
     from workbench import export, launch
 
-    def fail(message: str, code: int) -> NoReturn:
-        echo_error(message, code)
-        click.echo(f"vivary: {message}", err=True)
-        sys.exit(code)
 
     if export_demo is not None:
         try:
             written = export.export_demo(export_demo)
         except export.ExportRefused as exc:
-            fail(str(exc), 1)
+            _fail(str(exc), 1)
         _emit(as_json, {"ok": True, "wrote": str(export_demo), "files": len(written)},
               [f"vivary: wrote the demo ({len(written)} files) to {export_demo}; "
                f"open {export_demo / 'index.html'}"])
@@ -248,8 +247,8 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         else:
             top = gitcli.toplevel(root) if root.is_dir() else None
             if top is None:
-                fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"), 2)
+                _fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"), 2)
             source = launch.repo_source(top)
         launch.run(source, host, port, open_browser, announce)
     except launch.LaunchError as exc:
-        fail(str(exc), 2)
+        _fail(str(exc), 2)

@@ -13,6 +13,7 @@ import click
 from strato.agentruns import groups, service
 from strato.agentruns.store import Store
 from strato.runs.agents import AgentConfigError
+from tropo.cli.clijson import echo_error
 from tropo.git.repo import NotARepository, require, workdir
 
 _ROOT = click.option(
@@ -23,6 +24,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON obj
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    echo_error(message, code)
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
