@@ -226,7 +226,6 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
     """
     from workbench import export, launch
 
-
     if export_demo is not None:
         try:
             written = export.export_demo(export_demo)
