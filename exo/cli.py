@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from exo import board, conflicts, roles
+from exo import board, conflicts, remotes, roles
 from exo.assignee import HandleError, normalize_handle
 from exo.claims import ClaimError, ClaimRefused, default_remote
 from exo.claims import claim as make_claim
@@ -26,6 +26,7 @@ from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 from tropo import untrusted
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
+from tropo.git.push import RemoteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -109,23 +110,33 @@ def conflicts_command(root: Path | None, as_json: bool, strict: bool) -> None:
 
 
 @main.command("board")
+@click.option("--fetch", "refresh", is_flag=True, help="Fetch the remote's claims first.")
 @_root_option
 @_json_option
-def board_command(root: Path | None, as_json: bool) -> None:
+def board_command(refresh: bool, root: Path | None, as_json: bool) -> None:
     """Every work item with its status and holder (claim branches, then the tree).
+
+    Other clones' claims are read from the remote-tracking branches: the board says when
+    each remote was last fetched (`remotes` under --json), and --fetch fetches first.
 
     \b
     Example:
-      exo board --json
+      exo board --fetch --json
     """
     view = _load(lambda: load_worktree(root))
     items = _load(lambda: view.items)
     paths = {item.id: view.prefix + item.path for item in items}
     try:
+        if refresh:
+            remotes.refresh(view.repo)
         rows = board.rows(items, claim_holders(view.repo, paths))
+    except RemoteError as exc:
+        _fail(str(exc), 1)
     except ClaimError as exc:
         _fail(str(exc), 2)
-    _emit(as_json, board.as_json(rows), board.as_text(rows))
+    fresh = remotes.freshness(view.repo)
+    document = board.as_json(rows) | ({"remotes": fresh} if fresh else {})
+    _emit(as_json, document, [*board.as_text(rows), *remotes.as_text(fresh)])
 
 
 @main.command("roles")
@@ -182,6 +193,10 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
     verb = "claimed" if result.remote is None else f"claimed (pushed to {result.remote})"
     if result.resumed:
         verb = f"claimed (published the interrupted claim to {result.remote})"
+    note = remotes.local_claim_note(view.repo) if result.remote is None else None
+    if note is not None:
+        document["note"] = note
+        click.echo(f"exo: {note}", err=True)
     _emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"])
 
 

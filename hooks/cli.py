@@ -36,19 +36,27 @@ _hook = click.option(
 )
 
 
+def _fail(message: str, code: int) -> NoReturn:
+    """One line on stderr, and the JSON error document when --json was asked for."""
+    echo_error(message, code)
+    click.echo(f"vivary: {message}", err=True)
+    sys.exit(code)
+
+
 def _repo_root(root: Path) -> Path:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        click.echo(f"vivary: not a git work tree: {root}; run `git init` first", err=True)
-        sys.exit(2)
+        _fail(_not_a_work_tree(root), 2)
     return top
 
 
-def _usage(message: str) -> NoReturn:
-    """A usage error: one line on stderr (and the JSON error document under ``--json``), exit 2."""
-    echo_error(message, 2)
-    click.echo(f"vivary: {message}", err=True)
-    sys.exit(2)
+def _not_a_work_tree(root: Path, hint: str = "") -> str:
+    """Why ``root`` is no work tree: a folder that is missing needs another fix than `git init`."""
+    if not root.exists():
+        return f"no such folder: {root}; pass --root with an existing folder"
+    if not root.is_dir():
+        return f"not a folder: {root}; pass --root with a folder"
+    return f"not a git work tree: {root}; run `git init` first{hint}"
 
 
 def _emit(as_json: bool, payload: dict[str, object], lines: list[str]) -> None:
@@ -111,8 +119,7 @@ def install_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     try:
         actions = installer.install(top, names)
     except installer.HookConflict as exc:
-        click.echo(f"vivary: {exc}", err=True)
-        sys.exit(1)
+        _fail(str(exc), 1)
     _emit_actions(as_json, top, names, actions)
 
 
@@ -171,11 +178,11 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
     try:
         revs = [graph.named(top, r) for r in (base, head_rev)]
     except RevisionError as exc:
-        _usage(str(exc))
+        _fail(str(exc), 2)
     try:
         verdict = graph.judge(top, Source.at(revs[1]), revs[0])
     except (ConfigError, SourceError, RevisionError, graph.HookConfigError) as exc:
-        _usage(str(exc))
+        _fail(str(exc), 2)
     found = verdict.findings
     new = " new" if verdict.mode == "ratchet" else ""
     _emit(
@@ -231,19 +238,13 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
       vivary serve --demo
       vivary serve --export-demo site/
     """
-    from tropo.cli.clijson import echo_error
     from workbench import export, launch
-
-    def fail(message: str, code: int) -> NoReturn:
-        echo_error(message, code)
-        click.echo(f"vivary: {message}", err=True)
-        sys.exit(code)
 
     if export_demo is not None:
         try:
             written = export.export_demo(export_demo)
         except export.ExportRefused as exc:
-            fail(str(exc), 1)
+            _fail(str(exc), 1)
         _emit(as_json, {"ok": True, "wrote": str(export_demo), "files": len(written)},
               [f"vivary: wrote the demo ({len(written)} files) to {export_demo}; "
                f"open {export_demo / 'index.html'}"])
@@ -259,11 +260,11 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         else:
             top = gitcli.toplevel(root) if root.is_dir() else None
             if top is None:
-                fail(f"not a git work tree: {root}; run `git init` first (or try `vivary serve --demo`)", 2)
+                _fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"), 2)
             source = launch.repo_source(top)
         launch.run(source, host, port, open_browser, announce)
     except launch.LaunchError as exc:
-        fail(str(exc), 2)
+        _fail(str(exc), 2)
 
 
 @main.command("trust")

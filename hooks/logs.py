@@ -21,6 +21,7 @@ from typing import Any
 
 import click
 
+from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ENV
 
 DEFAULT_LOG = ".vivary/receipts.jsonl"
@@ -152,6 +153,7 @@ def draft_problem(path: Path) -> str | None:
 
 
 def _fail(prog: str, message: str) -> None:
+    echo_error(message, 1)
     click.echo(f"{prog}: {message}", err=True)
     sys.exit(1)
 

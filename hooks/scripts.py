@@ -24,9 +24,10 @@ def render(name: str, python: str) -> str:
     When the interpreter is gone (its virtualenv removed), the hook runs the ``vivary`` on
     PATH instead (``vivary hooks run``), as pre-commit's own hooks do: the checks outlive
     the venv that installed them. Only one found through an absolute PATH entry: a
-    relative one (``.``) would run a file of the repository being committed. Only when neither exists does it say so in one line
-    with what to run, and refuse: a missing checker must not pass a strict check
-    silently (post-commit only reports it: the commit is made by then).
+    relative one (``.``) would run a file of the repository being committed. Only when
+    neither exists does it say so in one line with what to run, and refuse: a missing
+    checker must not pass a strict check silently (post-commit only reports it: the
+    commit is made by then).
     """
     py = shlex.quote(python)
     gone = shlex.quote(f"vivary: {name} hook: its Python {python} is gone and no `vivary` is on PATH; {FIX}")

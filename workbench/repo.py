@@ -89,6 +89,7 @@ def detail(runs: Runs, snap: Snapshot, events: list[dict[str, Any]], offset: int
     start, end = page(offset, limit, len(newest))
     return {
         **views.summary(runs, snap),
+        "gates": views.asked_gates(runs, snap),
         "createdAt": snap.state.get("createdAt"),
         "steps": step_views(snap.state),
         "usage": {"flow": snap.state["flowSpent"],

@@ -14,7 +14,7 @@ from strato import trust
 from strato.agentruns import groups, service
 from strato.agentruns.store import Store
 from strato.runs.agents import AgentConfigError
-from tropo.cli.clijson import json_requested
+from tropo.cli.clijson import echo_error
 from tropo.git.repo import NotARepository, require, workdir
 
 _ROOT = click.option(
@@ -25,11 +25,9 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON obj
 
 
 def _fail(message: str, code: int, kind: str | None = None) -> NoReturn:
-    """One line on stderr; under --json also the error object when it has a `kind` (a
-    refusal a script tells apart: `untrusted`)."""
-    if kind is not None and json_requested():
-        doc = {"ok": False, "error": message, "code": kind, "exitCode": code}
-        click.echo(json.dumps(doc, sort_keys=True))
+    """One line on stderr; under --json also the error object (with `code` for a refusal a
+    script tells apart: `untrusted`)."""
+    echo_error(message, code, kind)
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from strato.distill import service
 from tropo import untrusted
+from tropo.cli.clijson import echo_error
 from tropo.git import gitcli
 
 
@@ -32,15 +33,19 @@ def _options(fn: Any) -> Any:
     return fn
 
 
+def _usage_error(message: str) -> NoReturn:
+    echo_error(message, 2)
+    click.echo(f"strato distill: {message}", err=True)
+    sys.exit(2)
+
+
 def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...]) -> tuple[Path, service.Sources]:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        click.echo(f"strato distill: {root} is not inside a git work tree; pass --root", err=True)
-        sys.exit(2)
+        _usage_error(f"{root} is not inside a git work tree; pass --root")
     for folder in (*projects, *codex):
         if not folder.is_dir():
-            click.echo(f"strato distill: no such transcript folder: {folder}", err=True)
-            sys.exit(2)
+            _usage_error(f"no such transcript folder: {folder}")
     default = service.default_sources(top)
     return top, service.Sources(list(projects) or default.claude,
                                 list(codex) or ([] if projects else default.codex))
@@ -63,7 +68,10 @@ def distill() -> None:
 @_options
 def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
                   window_days: int | None, as_json: bool) -> None:
-    """Count files, lines, calls and what was skipped; stages nothing."""
+    """Count files, lines, calls and what was skipped; stages nothing.
+
+    Example: strato distill stats --json
+    """
     top, sources = _setup(root, projects, codex)
     value = service.stats_document(top, sources, min_count, window_days)
     click.echo(json.dumps(value, sort_keys=True) if as_json else
@@ -75,7 +83,10 @@ def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...
 @_options
 def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...],
                 min_count: int, window_days: int | None, as_json: bool) -> None:
-    """The most repeated workflows; stages nothing."""
+    """The most repeated workflows; stages nothing.
+
+    Example: strato distill top --n 5 --project ~/.claude/projects/-home-me-repo
+    """
     top, sources = _setup(root, projects, codex)
     value = service.top_document(top, sources, window_days, limit)
     rows = value["workflows"]
@@ -88,7 +99,10 @@ def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple
 @_options
 def extract_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
                     window_days: int | None, as_json: bool) -> None:
-    """Stage a SKILL.md candidate (both skill folders) for each third-strike workflow."""
+    """Stage a SKILL.md candidate (both skill folders) for each third-strike workflow.
+
+    Example: strato distill extract --min-count 3 --window-days 30
+    """
     top, sources = _setup(root, projects, codex)
     staged = service.extract(top, sources, min_count, window_days)
     click.echo(json.dumps({"candidates": staged, "applied": False}, sort_keys=True) if as_json else

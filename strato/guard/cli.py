@@ -18,6 +18,7 @@ import click
 
 from strato.guard import authz, consent, engine, lock, pin, store
 from strato.guard.errors import GuardError
+from strato.guard.review import error_markdown
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
@@ -43,8 +44,11 @@ def _emit(obj: dict[str, Any]) -> None:
     click.echo(json.dumps(obj, sort_keys=True, separators=(",", ":")))
 
 
-def _fail(exc: GuardError) -> NoReturn:
-    _emit(exc.envelope())
+def _fail(exc: GuardError, markdown: bool = False) -> NoReturn:
+    if markdown:
+        click.echo(error_markdown(exc.error_type, exc.message), nl=False)
+    else:
+        _emit(exc.envelope())
     click.echo(f"strato guard: {exc.error_type}: {visible(exc.message)}", err=True)
     sys.exit(2 if exc.error_type in USAGE_ERRORS else 1)
 
@@ -317,9 +321,9 @@ def review_command(
         repo = _repo(root)
         report = run_review(repo, base, head, since=_revs(repo, since), base_notes=base_notes)
     except gitrepo.RevisionError as exc:
-        _fail(GuardError("invalid_revision", str(exc)))
+        _fail(GuardError("invalid_revision", str(exc)), markdown and not as_json)
     except GuardError as exc:
-        _fail(exc)
+        _fail(exc, markdown and not as_json)
     if as_json:
         _emit(report.to_json())
     elif markdown:

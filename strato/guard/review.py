@@ -95,6 +95,13 @@ def _cell(value: object) -> str:
     return untrusted.code_span(value, MAX_CELL).replace("|", chr(92) + "|")
 
 
+def error_markdown(error_type: str, message: str) -> str:
+    """A review that could not run, as the pull-request comment: a CI recipe posts stdout
+    whatever the exit code, so the error must read as Markdown, not as a JSON document."""
+    heading = f"### Guard review **failed**: {untrusted.code_span(error_type)}"
+    return f"{heading}\n\n{untrusted.code_span(message)}\n"
+
+
 def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str | None:
     if base_notes is not None:
         return pin.require_commit(repo, base_notes)

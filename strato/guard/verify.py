@@ -44,7 +44,13 @@ class Break:
     kind: str = field(default="ledger", compare=False)  # how a writer treats it, not what
 
     def __str__(self) -> str:
-        where = repr(self.resource_id) if self.resource_id is not None else f"note {self.anchor}"
+        """Where, then what; a break of the notes ref itself has no resource or note to name."""
+        if self.resource_id is not None:
+            where = repr(self.resource_id)
+        elif self.anchor is not None:
+            where = f"note {self.anchor}"
+        else:
+            return self.message
         return f"{where} line {self.line}: {self.message}" if self.line else f"{where}: {self.message}"
 
     def to_json(self) -> dict[str, Any]:

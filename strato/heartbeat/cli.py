@@ -68,6 +68,11 @@ def run_command(since: str | None, budget_ms: int | None, deep: bool, root: Path
     With --deep (the weekly kind) every open proposal is then put to you, one at a
     time; nothing is applied or rejected without your answer, and the end of input
     (Ctrl-D) stops with the rest left open. --deep needs a terminal.
+
+    \b
+    Examples:
+      strato heartbeat run
+      strato heartbeat run --since HEAD~20 --budget-ms 2000 --json
     """
     top = _root(root)
     if deep and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -97,7 +102,10 @@ def _ask(text: str) -> str | None:
 @root_option
 @json_option
 def status_command(root: Path, as_json: bool) -> None:
-    """List staged proposals and their decisions."""
+    """List staged proposals and their decisions.
+
+    Example: strato heartbeat status --json
+    """
     top = _root(root)
     value = store.summary(store.sidecar(top))
     rows, head = value["proposals"], value["last_head"]
@@ -113,7 +121,10 @@ def status_command(root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def show_command(pid: str, root: Path, as_json: bool) -> None:
-    """Show one proposal: evidence and the exact files `apply` would write."""
+    """Show one proposal: evidence and the exact files `apply` would write.
+
+    Example: strato heartbeat show playbook-0123456789ab
+    """
     try:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
@@ -136,7 +147,10 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def apply_command(pid: str, root: Path, as_json: bool) -> None:
-    """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay."""
+    """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay.
+
+    Example: strato heartbeat apply playbook-0123456789ab
+    """
     try:
         result = decisions.apply(_root(root), pid)
     except store.UnknownProposal as exc:
@@ -151,7 +165,10 @@ def apply_command(pid: str, root: Path, as_json: bool) -> None:
 @root_option
 @json_option
 def reject_command(pid: str, root: Path, as_json: bool) -> None:
-    """Record that the proposal is not wanted; its subject is not proposed again."""
+    """Record that the proposal is not wanted; its subject is not proposed again.
+
+    Example: strato heartbeat reject orphan-0123456789ab
+    """
     try:
         result = decisions.reject(_root(root), pid)
     except store.UnknownProposal as exc:

@@ -15,12 +15,14 @@ import click
 
 from strato.mcp import hosts
 from strato.mcp.registry import Context
+from tropo.cli.clijson import json_requested
 from tropo.distribution import extra_command
-from tropo.git.repo import NotARepository, require, workdir
+from tropo.git.repo import NotARepository, private_dir, require, workdir
+from tropo.git.types import Repository
 
 
-def _fail(message: str, code: str, as_json: bool) -> NoReturn:
-    if as_json:  # the server never started, so stdout is not yet the protocol channel
+def _fail(message: str, code: str) -> NoReturn:
+    if json_requested():  # the server never started, so stdout is not yet the protocol channel
         click.echo(json.dumps({"ok": False, "error": message, "code": code}, sort_keys=True))
     click.echo(f"error: {message}", err=True)
     sys.exit(2)
@@ -65,7 +67,7 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: b
     try:
         repo = require(root)
     except NotARepository as exc:
-        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository", as_json)
+        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository")
     try:
         from strato.mcp.server import serve
     except ImportError as exc:  # the SDK, or a package it needs, is missing or broken
@@ -74,7 +76,7 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: b
             raise  # our own module: a bug, not an installation problem
         sdk_only = missing.startswith("mcp") or not _sdk_installed()
         detail = "" if sdk_only else f" (it cannot import {missing or exc})"
-        _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed", as_json)
+        _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed")
     serve(Context(workdir(repo).resolve(), allow_commands=allow_commands))
 
 
@@ -93,13 +95,38 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (stable keys).")
 
 
-def _target(host: str, scope: str | None, where: Path, command: str) -> hosts.Target:
+def _repo(where: Path) -> Repository:
     try:
-        root = workdir(require(where)).resolve()
+        repo = require(where)
+        workdir(repo)
     except NotARepository as exc:
-        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository", False)
+        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository")
+    return repo
+
+
+def _target(
+    host: str, scope: str | None, repo: Repository, command: str, allow_commands: bool = False
+) -> hosts.Target:
     scope = scope or hosts.DEFAULT_SCOPE[host]
-    return hosts.target(host, scope, root, command, Path.home(), dict(os.environ))
+    return hosts.target(host, scope, workdir(repo), command, Path.home(), dict(os.environ), allow_commands)
+
+
+def running_strato() -> str:
+    """The absolute path of the `strato` this process runs as, so a host finds it without
+    the venv on PATH (a symlink, such as pipx's, is kept: it survives an upgrade); `strato`
+    when there is none (run as `python -m strato.cli` from an interpreter without it)."""
+    for script in (Path(sys.argv[0]), Path(sys.executable).parent / "strato"):
+        if script.name == "strato" and script.is_file() and os.access(script, os.X_OK):
+            return os.path.abspath(script)
+    return "strato"
+
+
+def _backup_path(t: hosts.Target, repo: Repository) -> Path:
+    """Where the previous file is kept: beside a user's file, but in the repository's
+    private folder for a workspace file, so no stray copy shows up in `git status`."""
+    if t.scope == "user":
+        return t.path.with_name(t.path.name + ".strato-backup")
+    return private_dir(repo) / "mcp" / f"{t.host}-{t.path.name}.strato-backup"
 
 
 def _read(path: Path) -> str | None:
@@ -108,49 +135,63 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"{path}: {exc}", "unreadable", False)
+        _fail(f"{path}: {exc}", "unreadable")
 
 
 @mcp_command.command("install")
 @_HOST
 @_SCOPE
-@click.option("--command", "command", default="strato", show_default=True, help="How the host starts strato.")
+@click.option("--command", "command", metavar="PATH",
+              help="How the host starts strato (default: the absolute path of this strato).")
+@click.option("--allow-commands", is_flag=True,
+              help="Start the server with --allow-commands (flows may run their commands).")
 @click.option("--dry-run", is_flag=True, help="Show what would be written; change nothing.")
 @_ROOT
 @_JSON
-def install(host: str, scope: str | None, command: str, dry_run: bool, where: Path, as_json: bool) -> None:
+def install(host: str, scope: str | None, command: str | None, allow_commands: bool, dry_run: bool,
+            where: Path, as_json: bool) -> None:
     """Add (or update) the `strato` server in the host's MCP configuration, keeping its
-    other servers; the previous file is kept as <file>.strato-backup. Running it twice
-    changes nothing the second time. Exit 2 when the existing file is malformed.
+    other servers. The entry names this strato by its absolute path, so the host finds it
+    without the venv on PATH. The previous file is kept (a user file's beside it, a
+    workspace file's under .git/vivary/mcp/). Running it twice changes nothing the
+    second time. Exit 2 when the existing file is malformed.
 
     \b
     Examples:
       strato mcp install --host claude            # .mcp.json in the workspace
       strato mcp install --host codex --dry-run   # ~/.codex/config.toml
+      strato mcp install --host claude --command strato --allow-commands
     """
-    t = _target(host, scope, where, command)
+    repo = _repo(where)
+    t = _target(host, scope, repo, command or running_strato(), allow_commands)
     text = _read(t.path)
     try:
         changed = not hosts.up_to_date(t, text)
         new = hosts.merged(t, text) if changed else text
     except hosts.HostConfigError as exc:
-        _fail(str(exc), "malformed_config", as_json)
-    backup = t.path.with_name(t.path.name + ".strato-backup") if changed and text is not None else None
+        _fail(str(exc), "malformed_config")
+    backup = _backup_path(t, repo) if changed and text is not None else None
     if changed and not dry_run:
         t.path.parent.mkdir(parents=True, exist_ok=True)
         if backup is not None:
+            backup.parent.mkdir(parents=True, exist_ok=True)
             backup.write_text(text or "", encoding="utf-8")
         tmp = t.path.with_name(f".{t.path.name}.strato-tmp")
         tmp.write_text(new or "", encoding="utf-8")
         os.replace(tmp, t.path)
     doc = {"host": host, "scope": t.scope, "path": str(t.path), "entry": t.entry, "changed": changed,
-           "dryRun": dry_run, "backup": None if backup is None else str(backup)}
+           "created": changed and text is None, "dryRun": dry_run,
+           "backup": None if backup is None else str(backup)}
     if as_json:
         click.echo(json.dumps(doc, sort_keys=True))
     elif dry_run:
         click.echo(f"would write {t.path}:\n{new}" if changed else f"{t.path}: already set up")
     else:
-        click.echo(f"{t.path}: {'updated' if changed else 'already set up'}")
+        click.echo(f"{t.path}: {_outcome(changed, text is None)}")
+
+
+def _outcome(changed: bool, created: bool) -> str:
+    return ("created" if created else "updated") if changed else "already set up"
 
 
 @mcp_command.command("doctor")
@@ -168,9 +209,10 @@ def doctor(host: str | None, scope: str | None, where: Path, as_json: bool) -> N
       strato mcp doctor --json
     """
     checks = []
+    repo = _repo(where)
     for h in [host] if host else list(hosts.HOSTS):
         for s in [scope] if scope else ["project", "user"]:
-            t = _target(h, s, where, "strato")
+            t = _target(h, s, repo, "strato")
             try:
                 entry = hosts.current(t, _read(t.path))
             except hosts.HostConfigError as exc:
@@ -196,15 +238,14 @@ def _diagnose(t: hosts.Target, entry: dict[str, Any]) -> dict[str, Any]:
     """Is the entry's command found, and does its --root lead to this workspace?"""
     command, args = entry.get("command"), entry.get("args")
     found = shutil.which(command) if isinstance(command, str) else None
-    root = t.entry["args"][2]
     problem = None
     if found is None:
-        problem = f"command {command!r} is not on PATH"
+        absolute = isinstance(command, str) and os.path.isabs(command)
+        problem = f"command {command!r} {'is not an executable file' if absolute else 'is not on PATH'}"
     elif not isinstance(args, list) or args[:2] != ["mcp", "--root"] or len(args) < 3:
         problem = f"args {args!r} do not start strato mcp --root"
     else:
-        base = t.path.parent if t.host == "claude" and t.scope == "project" else Path("/")
-        here = (base / root).resolve()
-        if (base / str(args[2])).resolve() != here:
+        here = t.root.resolve()
+        if (t.base / str(args[2])).resolve() != here:
             problem = f"--root {args[2]} is not this workspace ({here})"
     return {"ready": problem is None, "problem": problem, "command": found}

@@ -26,19 +26,30 @@ class Target:
     scope: str
     path: Path
     entry: dict[str, Any]  # {command, args}
+    root: Path  # the workspace
+
+    @property
+    def base(self) -> Path:
+        """What the entry's --root is relative to: a project file's workspace (the host
+        starts the server there), else nothing (the root is absolute)."""
+        return self.root if self.scope == "project" else Path("/")
 
 
-def target(host: str, scope: str, root: Path, command: str, home: Path, env: dict[str, str]) -> Target:
+def target(
+    host: str, scope: str, root: Path, command: str, home: Path, env: dict[str, str],
+    allow_commands: bool = False,
+) -> Target:
     """The file a host reads for `scope`, and the entry that starts `strato mcp` on `root`.
-    A project `.mcp.json` is shared through git, so it names the root relatively."""
+    A project file is shared through git, so it names the root relatively (`.`, the
+    folder the host starts the server in)."""
     if host == "claude":
         path = root / ".mcp.json" if scope == "project" else home / ".claude.json"
-        where = "." if scope == "project" else str(root)
     else:
         codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
         path = root / ".codex" / "config.toml" if scope == "project" else codex_home / "config.toml"
-        where = str(root)
-    return Target(host, scope, path, {"command": command, "args": ["mcp", "--root", where]})
+    where = "." if scope == "project" else str(root)
+    args = ["mcp", "--root", where, *(["--allow-commands"] if allow_commands else [])]
+    return Target(host, scope, path, {"command": command, "args": args}, root)
 
 
 def current(t: Target, text: str | None) -> dict[str, Any] | None:

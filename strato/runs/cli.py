@@ -132,6 +132,8 @@ def _print_summary(view: dict[str, Any], as_json: bool) -> None:
         click.echo(f"         {entry['do'][:200]}")
     for gate in view["gates"]:
         click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
+        for step, output in gate.get("subject", {}).items():
+            click.echo(f"         asks about {step}: {json.dumps(output)[:2000]}")
     for row in view.get("attempts", []):
         why = f"  {row['reason']}" if row["reason"] else ""
         click.echo(f"  tried  {row['stepId']} #{row['attempt']} {row['outcome']} -> {row['resolution']}{why}")
@@ -190,8 +192,10 @@ def _read_spec(path: Path) -> str:
         if path.stat().st_size > bounds.MAX_REQUEST_BYTES:
             _fail(2, f"{path}: larger than 16 MiB")
         return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(2, f"cannot read spec {path}: {exc}")
+    except OSError as exc:  # the reason alone: "[Errno 2] ... 'x.yaml'" repeats the path
+        _fail(2, f"cannot read spec {path}: {(exc.strerror or str(exc)).lower()}")
+    except UnicodeDecodeError:
+        _fail(2, f"cannot read spec {path}: not UTF-8")
 
 
 def _consented_spec(runs: Runs, path: Path) -> str:

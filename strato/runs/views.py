@@ -73,6 +73,21 @@ def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
     ]
 
 
+def asked_gates(runs: Runs, snap: Snapshot) -> list[dict[str, Any]]:
+    """The waiting gates, each with its `subject`: the output of every step it comes after
+    (null for one that produced none), so whoever decides sees what they are asked about."""
+    eng = runs.engine(snap, judge=False)
+    gates = {g["stepId"]: g for g in _waiting_gates(eng)}
+    for frame in eng.frames():
+        for sid in frame.steps:
+            step = frame.flow.step(sid)
+            if frame.prefix + sid in gates and step is not None:
+                gates[frame.prefix + sid]["subject"] = {
+                    frame.prefix + dep: frame.steps.get(dep, {}).get("output") for dep in step.deps_declared
+                }
+    return list(gates.values())
+
+
 def outcome_view(runs: Runs, outcome: Outcome) -> dict[str, Any]:
     """A run after one operation, with the events that operation produced."""
     return {**summary(runs, outcome.snap), "events": outcome.events}
@@ -130,6 +145,7 @@ def list_view(runs: Runs) -> dict[str, Any]:
 def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     view = summary(runs, snap)
+    view["gates"] = asked_gates(runs, snap)
     view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
     view["checkpoints"] = runs.store.checkpoints(snap.run_id)
     view["attempts"] = state_rows(snap.state["scope"])

@@ -193,3 +193,44 @@ def test_board_and_conflicts_show_an_authors_escape_sequences_as_text(ws: Path) 
         out = exo(ws, *args).stdout
         assert "hotel" in out and "U+001B" in out, out
         assert not [c for c in "\x1b\x07\u034f" if c in out], out
+
+
+def test_a_claim_without_a_remote_says_it_is_local_when_the_clone_has_one(tmp_path: Path) -> None:
+    """Two clones can both "win" a local claim: the claim says so, and how to share it."""
+    remote = make_remote(tmp_path)
+    one, two = clone(remote, "one"), clone(remote, "two")
+    share = "share it with --remote origin or `git config exo.remote origin`"
+    first = exo(one, "claim", "item", "--agent", "@ann")
+    assert first.returncode == 0 and first.stderr == f"exo: this claim is local to this clone " \
+        f"(another clone can claim the same item); {share}\n"
+    second = exo(two, "claim", "item", "--agent", "@bob", "--json")
+    assert second.returncode == 0 and share in json.loads(second.stdout)["note"]
+    git(two, "config", "exo.remote", "origin")
+    exo(two, "release", "item", "--agent", "@bob")
+    shared = exo(two, "claim", "item", "--agent", "@bob", "--json")
+    assert shared.returncode == 0 and shared.stderr == "" and "note" not in json.loads(shared.stdout)
+
+
+def test_a_claim_in_a_clone_without_remotes_carries_no_note(ws: Path) -> None:
+    claimed = exo(ws, "claim", "item", "--agent", "@ann", "--json")
+    assert claimed.returncode == 0 and claimed.stderr == "" and "note" not in json.loads(claimed.stdout)
+
+
+def test_the_board_says_when_the_remote_was_last_fetched_and_fetch_refreshes_it(tmp_path: Path) -> None:
+    remote = make_remote(tmp_path)
+    one, two = clone(remote, "one"), clone(remote, "two")
+    assert exo(one, "claim", "item", "--agent", "@ann", "--remote", "origin").returncode == 0
+    stale = exo(two, "board", "--json")
+    (row,) = [r for r in json.loads(stale.stdout)["items"] if r["id"] == "item"]
+    (seen,) = json.loads(stale.stdout)["remotes"]
+    assert row["assignee"] != "ann" and seen["remote"] == "origin" and seen["fetchedAt"].endswith("Z")
+    text = exo(two, "board").stdout.splitlines()[-1]
+    assert text.startswith("exo: claims from origin: fetched ") and "`exo board --fetch` refreshes" in text
+    fresh = exo(two, "board", "--fetch", "--json")
+    assert fresh.returncode == 0, fresh.stderr
+    (row,) = [r for r in json.loads(fresh.stdout)["items"] if r["id"] == "item"]
+    assert row["assignee"] == "ann" and json.loads(fresh.stdout)["remotes"][0]["fetchedAt"] >= seen["fetchedAt"]
+    git(two, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    failed = exo(two, "board", "--fetch")
+    assert failed.returncode == 1 and failed.stderr.startswith("exo: cannot fetch from 'origin': ")
+    assert failed.stderr.count("\n") == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hooks import install as installer
+from hooks.scripts import DEFAULT_HOOKS
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli, run_json
 
@@ -212,3 +213,12 @@ def test_a_vivary_in_the_work_tree_is_never_the_fallback(repo_dir: Path, tmp_pat
     proc = _commit(repo_dir, f".{os.pathsep}{_path_without_vivary()}")
     assert proc.returncode == 1 and not (repo_dir / ".git/pwned").exists()
     assert proc.stderr.startswith(f"vivary: pre-commit hook: its Python {python} is gone and no `vivary` is on PATH")
+
+
+def test_the_lifecycle_doc_names_the_hooks_installed_by_default() -> None:
+    """docs/lifecycle.md once said post-commit was installed only on request; it is a default."""
+    doc = (Path(__file__).parents[2] / "docs" / "lifecycle.md").read_text()
+    line = next(p for p in doc.split("\n- ") if p.startswith("**Default hooks**"))
+    named = line.split(":", 1)[1].split("(", 1)[0].replace(" and ", ", ").split(",")
+    assert tuple(n.strip() for n in named) == DEFAULT_HOOKS
+    assert "on request" not in line

@@ -9,6 +9,7 @@ refreshes the docs' copies), so a test run never dirties the tracked tree."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,7 @@ from tests.workbench.serving import (
 )
 
 CHROMIUM = "/usr/bin/chromium"
+UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -105,12 +107,15 @@ def test_a_gate_appears_live_is_approved_from_the_page_and_audited_as_a_person(
         row = page.locator("tr[data-run=r1]")
         row.wait_for()
         assert "gate review" in row.inner_text()
+        assert UTC.fullmatch(row.locator("td").last.inner_text())  # one convention: UTC, as every view
         watched.shot("runs")
         row.locator("a").click()
         gate = page.locator("[data-gate=review]")
         gate.wait_for()
         shown = page.locator("main").inner_text()
         assert "failed" in shown and "retried" in shown  # the rejected first attempt and its resolution
+        assert '"text": "bees are busy"' in gate.locator("[data-subject=draft]").inner_text()  # not approved blind
+        assert all(UTC.fullmatch(t) for t in page.locator("td.muted").all_inner_texts() if t[:1].isdigit())
         assert "task " in shown  # the dispatch's context loads, in estimated tokens
         gate.locator("textarea").fill("reads well, ship it")
         watched.shot("gate")

@@ -31,6 +31,13 @@ def test_outside_a_repository_it_refuses_in_one_line(tmp_path: Path) -> None:
     assert proc.stderr.count("\n") == 1 and "not a git work tree" in proc.stderr
 
 
+def test_a_missing_folder_is_named_as_missing_not_as_an_uninitialised_repository(tmp_path: Path) -> None:
+    proc = _vivary("serve", "--root", str(tmp_path / "nope"), cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"vivary: no such folder: {tmp_path / 'nope'}; pass --root with an existing folder\n"
+    assert "no such folder" in _vivary("hooks", "status", "--root", str(tmp_path / "nope"), cwd=tmp_path).stderr
+
+
 def test_a_taken_port_is_one_line_and_exit_2(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

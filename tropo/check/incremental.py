@@ -140,9 +140,10 @@ def place_of(start: Path, source: Source) -> Place | None:
     """The workspace's place as git sees it, without opening the repository; None when
     there is no repository (or anything unusual) so the slow path explains."""
     start = start.resolve()
+    if not start.is_dir():  # missing: git would answer for its parent, and caches land in it
+        return None
     try:
-        out = gitcli.run(start if start.is_dir() else start.parent, "rev-parse",
-                         "--show-toplevel", "--git-common-dir").splitlines()
+        out = gitcli.run(start, "rev-parse", "--show-toplevel", "--git-common-dir").splitlines()
     except (gitcli.GitError, OSError):
         return None
     if len(out) != 2:

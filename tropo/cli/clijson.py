@@ -23,10 +23,14 @@ def json_requested() -> bool:
     return False
 
 
-def echo_error(message: str, exit_code: int) -> None:
-    """`{"ok": false, "error", "exitCode"}` on stdout, only under `--json`."""
+def echo_error(message: str, exit_code: int, code: str | None = None) -> None:
+    """`{"ok": false, "error", "exitCode"}` on stdout, only under `--json`; with `code`, a
+    refusal a script tells apart (`untrusted`), also `"code"`."""
     if json_requested():
-        click.echo(json.dumps({"ok": False, "error": message, "exitCode": exit_code}, sort_keys=True))
+        doc: dict[str, object] = {"ok": False, "error": message, "exitCode": exit_code}
+        if code is not None:
+            doc["code"] = code
+        click.echo(json.dumps(doc, sort_keys=True))
 
 
 def _wants_json(args: list[str]) -> bool:

@@ -231,7 +231,10 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
 @guarded
 def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
           as_json: bool) -> None:
-    """List the types of the schema with their folders and fields."""
+    """List the types of the schema with their folders and fields.
+
+    Example: tropo types --json
+    """
     ws = load(root, staged, rev, no_cache)
     cfg = ws.config
     if as_json:
@@ -256,7 +259,10 @@ def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
 @guarded
 def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
           no_cache: bool, as_json: bool) -> None:
-    """Count documents by type and by outcome."""
+    """Count documents by type and by outcome.
+
+    Example: tropo stats changes/ --json
+    """
     ws = load(root, staged, rev, no_cache)
     docs = ws.check(relative_paths(ws, paths)).docs
     by_type = Counter(d.type or "untyped" for d in docs)
@@ -280,7 +286,10 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
 @guarded
 def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
           as_json: bool) -> None:
-    """Print the typed graph: documents as nodes, ref fields as edges."""
+    """Print the typed graph: documents as nodes, ref fields as edges.
+
+    Example: tropo graph --rev HEAD --json
+    """
     ws = load(root, staged, rev, no_cache)
     g = ws.graph()
     if as_json:
@@ -331,7 +340,10 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
 @guarded
 def signal(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
            no_cache: bool, as_json: bool) -> None:
-    """Show what each document declares beyond what is derived."""
+    """Show what each document declares beyond what is derived.
+
+    Example: tropo signal changes/ --json
+    """
     ws = load(root, staged, rev, no_cache)
     docs = ws.check(relative_paths(ws, paths)).docs
     if as_json:
@@ -396,6 +408,8 @@ def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool)
     """Remove frontmatter fields that merely repeat a derived value (W210).
 
     Only those lines go; every other byte of each file stays as it was.
+
+    Example: tropo fix --dry-run
     """
     ws = load(root, False, None, False)
     changes: list[tuple[str, list[str]]] = []

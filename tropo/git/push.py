@@ -138,3 +138,34 @@ def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
         raise RemoteError(f"cannot fetch from {remote!r}: {message}")
     out = _git(cwd, "rev-parse", "--verify", "--quiet", into)
     return out.stdout.strip() or None
+
+
+def remote_names(cwd: Path) -> list[str]:
+    """The remotes this clone knows (``git remote``)."""
+    return gitcli.run(cwd, "remote").split()
+
+
+def fetch(cwd: Path, remote: str) -> None:
+    """Refresh the remote-tracking refs of ``remote`` (what the board reads)."""
+    proc = _git(cwd, "fetch", "--quiet", "--", remote)
+    if proc.returncode != 0:
+        message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
+        raise RemoteError(f"cannot fetch from {remote!r}: {message}")
+
+
+def last_fetch(cwd: Path, remote: str) -> float | None:
+    """When this clone last heard from ``remote`` (seconds since the epoch), None if never:
+    the newest of FETCH_HEAD's mtime (any fetch writes it), the reflogs of the remote's
+    tracking refs, and the clone itself (HEAD's reflog: a clone writes no FETCH_HEAD)."""
+    where = gitcli.run(cwd, "rev-parse", "--path-format=absolute", "--git-path", "FETCH_HEAD")
+    fetch_head = Path(where.strip())
+    times = [fetch_head.stat().st_mtime] if fetch_head.is_file() else []
+    tracking = gitcli.run(cwd, "for-each-ref", "--format=%(refname)", f"refs/remotes/{remote}/").split()
+    for ref in [*tracking, "HEAD"]:
+        proc = gitcli.call(cwd, "log", "-g", "--date=unix", "--format=%gd %gs", ref)
+        for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+            selector, _, message = line.partition(" ")
+            stamp = selector.rpartition("@{")[2].rstrip("}")
+            if stamp.isdigit() and (ref != "HEAD" or message.startswith("clone: ")):
+                times.append(float(stamp))
+    return max(times, default=None)

@@ -164,6 +164,8 @@
       el("span", {}, shown),
       el("button", { type: "button", disabled: offset + limit >= total, onclick: () => onMove(offset + limit) }, "older ›"));
   }
+  // every time on the page is UTC in the runs' own ISO 8601 form (run.json's `at`, `createdAt`)
+  const utc = (seconds) => new Date(seconds * 1000).toISOString();
   const spent = (s) => Object.entries(s || {}).map(([k, v]) => `${k} ${v}`).join(", ") || "—";
 
   async function runsView() {
@@ -174,7 +176,7 @@
       el("td", {}, r.gates.length ? r.gates.map((g) => el("span", { class: "badge waiting_gate" }, "gate " + g.stepId)) : "—"),
       el("td", {}, r.ready.map((x) => x.id).join(", ") || "—"),
       el("td", {}, spent(r.flowSpent)),
-      el("td", { class: "muted" }, r.movedAt ? new Date(r.movedAt * 1000).toLocaleString() : text(r.createdAt))));
+      el("td", { class: "muted" }, r.movedAt ? utc(r.movedAt) : text(r.createdAt))));
     show(el("h2", {}, "Runs"),
       pager(data, (o) => { state.runsOffset = o; render(); }),
       table(["run", "flow", "status", "waiting", "ready", "spent", "last moved"], rows));
@@ -198,9 +200,12 @@
       btn.blur();
     };
     const button = (d, label) => el("button", { type: "button", class: d, "data-decision": d, onclick: (e) => decide(d, e.target) }, label);
+    // what the gate is asked about: the output of each step it comes after
+    const subject = Object.entries(g.subject || {}).map(([step, output]) => el("div", { class: "subject", "data-subject": step },
+      el("span", { class: "muted" }, `output of ${step}:`), el("pre", {}, output === null ? "none" : JSON.stringify(output, null, 2))));
     const box = el("div", { class: "gate", "data-gate": g.stepId },
       el("strong", {}, `Gate ${g.stepId} is waiting for a decision`), el("span", { class: "muted" }, ` (round ${g.round})`),
-      note, el("div", {}, button("approve", "Approve"), " ", button("revise", "Revise"), " ", button("kill", "Kill")), result);
+      subject, note, el("div", {}, button("approve", "Approve"), " ", button("revise", "Revise"), " ", button("kill", "Kill")), result);
     if (state.demo || STATIC) for (const b of box.querySelectorAll("button")) b.disabled = true;
     return box;
   }

@@ -113,7 +113,8 @@ def test_bad_input_is_one_line_and_changes_nothing(workspace: Path) -> None:
         (("run", "steady", "--prompt", "x", "--cwd", "/etc"), "not a folder inside the workspace"),
     ]:
         code, doc, err = strato(workspace, "agent", *args)
-        assert code == 2 and doc is None and err.count("\n") == 1 and want in err, err
+        assert code == 2 and err.count("\n") == 1 and want in err, err
+        assert doc is not None and doc["ok"] is False and doc["exitCode"] == 2 and want in doc["error"]
     assert not runs_dir(workspace).exists()
     for bad in ("ar-000000000000", "../../HEAD", "ar-../x"):
         code, doc, _ = strato(workspace, "agent", "poll", bad)

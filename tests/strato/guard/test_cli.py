@@ -179,6 +179,20 @@ def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
         assert "Example" in proc.stdout and "--root" in proc.stdout, command
 
 
+def test_a_review_error_under_markdown_is_markdown_for_the_comment(ws: Workspace) -> None:
+    """The CI recipe posts stdout as the pull-request comment, so an error there reads as Markdown."""
+    base = git(ws.root, "rev-parse", "HEAD").strip()
+    registered(ws)
+    proc = run(ws, "review", "--base", base, "--markdown")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "review_unpinned" in proc.stderr
+    assert proc.stdout.startswith("### Guard review **failed**: ` review_unpinned `\n\n`` base ")
+    assert "run `strato guard pin` on the base branch" in proc.stdout and proc.stdout.endswith(" ``\n")
+    bad = run(ws, "review", "--base", "no`such", "--markdown")
+    assert bad.returncode == 2 and bad.stdout.startswith("### Guard review **failed**: ` invalid_revision `")
+    assert "``" in bad.stdout  # the backtick of the name cannot close the span
+    assert out(run(ws, "review", "--base", base, "--markdown", "--json"))["error_type"] == "review_unpinned"
+
+
 def test_review_fails_closed_without_a_base_pin(ws: Workspace) -> None:
     base = git(ws.root, "rev-parse", "HEAD").strip()
     registered(ws)

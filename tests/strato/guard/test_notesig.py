@@ -114,7 +114,7 @@ def test_verify_judges_the_notes_commits_it_would_push(ws: Workspace, key: Key) 
     assert verify_repository(ws.repo).ok  # no --since: nothing is judged as new
     report = verify_repository(ws.repo, since=[pushed])
     assert [str(b) for b in report.breaks] == [
-        f"note None: notes commit {git(ws.root, 'rev-parse', store.REF).strip()[:12]} "
+        f"notes commit {git(ws.root, 'rev-parse', store.REF).strip()[:12]} "
         "is not signed by a trusted key: unsigned"
     ]
     resign(ws, key, pushed)

@@ -192,7 +192,7 @@ def test_a_head_without_notes_does_not_descend_from_the_base_notes(ws: Workspace
     git(ws.root, "update-ref", "-d", store.REF)
     report = review(ws.repo, base)
     assert str(report.verify.breaks[0]) == (
-        f"note None: {store.REF} does not descend from the base's notes commit {tip[:12]} "
+        f"{store.REF} does not descend from the base's notes commit {tip[:12]} "
         "(rewritten or force-pushed)"
     )
 
@@ -293,12 +293,12 @@ def test_a_stale_or_missing_pin_is_named_with_the_fix(ws: Workspace, key: Key) -
     tip = git(ws.root, "rev-parse", store.REF).strip()
     fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
-        f"note None: the head pins notes commit none but its notes are at {tip[:12]}: {fix}"
+        f"the head pins notes commit none but its notes are at {tip[:12]}: {fix}"
     ]
     git(ws.root, "rm", "-q", ".vivary/guard/notes-tip")
     git(ws.root, "commit", "-q", "-m", "no pin")
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
-        f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
+        f"the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
     ]
     ws.pin()
     assert review(ws.repo, base).ok
@@ -469,7 +469,7 @@ def test_a_notes_ref_rewound_behind_a_tip_named_by_since_is_a_break(ws: Workspac
     ws.pin()
     assert review(ws.repo, base).ok  # nothing else tells
     assert [str(b) for b in review(ws.repo, base, since=[published]).verify.breaks] == [
-        f"note None: {store.REF} was rewritten: {published[:12]} is not in its history"
+        f"{store.REF} was rewritten: {published[:12]} is not in its history"
     ]
 
 
@@ -483,7 +483,7 @@ def test_a_branch_that_deletes_the_pin_is_a_break(ws: Workspace, key: Key) -> No
     git(ws.root, "commit", "-q", "-m", "next: no pin")
     fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
-        f"note None: the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
+        f"the head pins notes commit nothing but its notes are at {tip[:12]}: {fix}"
     ]
 
 
@@ -497,7 +497,7 @@ def test_a_pin_the_notes_moved_past_names_both_commits(ws: Workspace, key: Key) 
     tip = git(ws.root, "rev-parse", store.REF).strip()
     fix = "run `strato guard pin` and commit .vivary/guard/notes-tip"
     assert [str(b) for b in review(ws.repo, base).verify.breaks] == [
-        f"note None: the head pins notes commit {pinned[:12]} but its notes are at {tip[:12]}: {fix}"
+        f"the head pins notes commit {pinned[:12]} but its notes are at {tip[:12]}: {fix}"
     ]
 
 
@@ -519,6 +519,6 @@ def test_signed_notes_commits_are_judged_at_the_time_of_review(
         ["ssh-keygen", "-l", "-f", f"{key.path}.pub"], capture_output=True, text=True, check=True
     ).stdout.split()[1]
     assert found == ([] if ok else [
-        f"note None: notes commit {tip[:12]} is not signed by a trusted key: key {fingerprint} "
+        f"notes commit {tip[:12]} is not signed by a trusted key: key {fingerprint} "
         "is not an allowed signer for namespace git"
     ])

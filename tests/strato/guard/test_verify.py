@@ -192,6 +192,7 @@ def test_a_break_says_where_it_is() -> None:
     assert str(Break("svc:api", None, "deleted")) == "'svc:api': deleted"
     assert str(Break(None, None, "two notes", "ab12")) == "note ab12: two notes"
     assert str(Break(None, 2, "bad", "ab12")) == "note ab12 line 2: bad"
+    assert str(Break(None, None, "refs/notes/x names a tree")) == "refs/notes/x names a tree"
     assert Break("svc:api", 3, "edited", "ab12").to_json() == {
         "resource_id": "svc:api", "line": 3, "message": "edited", "anchor": "ab12"
     }
@@ -302,7 +303,7 @@ def test_a_notes_ref_naming_a_tree_is_one_break(busy: Workspace) -> None:
     git(busy.root, "update-ref", store.REF, tree)
     report = verify_repository(busy.repo)
     assert [str(b) for b in report.breaks] == [
-        f"note None: {store.REF} names a tree ({tree[:12]}), not a notes commit"
+        f"{store.REF} names a tree ({tree[:12]}), not a notes commit"
     ]
     assert report.resources == 0 and report.tip == tree
 
@@ -329,7 +330,7 @@ def test_notes_commits_to_push_are_judged_by_signers_valid_now(
         assert found == []
     else:
         assert len(found) == 1, found
-        assert found[0].startswith(f"note None: notes commit {tip[:12]} is not signed by a trusted key: key SHA256:")
+        assert found[0].startswith(f"notes commit {tip[:12]} is not signed by a trusted key: key SHA256:")
         assert found[0].endswith(" is not an allowed signer for namespace git")
 
 
@@ -437,7 +438,7 @@ def test_a_notes_ref_naming_a_blob_or_nothing_is_one_break(busy: Workspace, what
     (busy.root / ".git" / store.REF).write_text(target + "\n")
     report = verify_repository(busy.repo)
     assert [str(b) for b in report.breaks] == [
-        f"note None: {store.REF} names a {what} ({target[:12]}), not a notes commit"
+        f"{store.REF} names a {what} ({target[:12]}), not a notes commit"
     ]
     assert report.resources == 0 and report.tip == target
 

@@ -32,8 +32,12 @@ def test_claude_project_config_is_merged_idempotently_with_a_backup(repo_dir: Pa
     assert code == 0 and doc["changed"] and doc["path"] == str(repo_dir / ".mcp.json")
     written = json.loads((repo_dir / ".mcp.json").read_text())
     assert written["mcpServers"]["other"] == mine["mcpServers"]["other"] and written["keep"] == [1, 2]
-    assert written["mcpServers"]["strato"] == {"command": "strato", "args": ["mcp", "--root", "."]}
-    assert json.loads(Path(doc["backup"]).read_text()) == mine
+    assert written["mcpServers"]["strato"] == {"command": str(BIN / "strato"), "args": ["mcp", "--root", "."]}
+    assert json.loads(Path(doc["backup"]).read_text()) == mine and not doc["created"]
+    assert Path(doc["backup"]).is_relative_to(repo_dir / ".git")  # no stray copy in the work tree
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo_dir, capture_output=True,
+                            text=True, check=True).stdout
+    assert "backup" not in status and ".mcp.json" in status
 
     before = (repo_dir / ".mcp.json").read_bytes()
     code, again, _ = strato(repo_dir, "install", "--host", "claude")
@@ -61,21 +65,21 @@ def test_codex_user_config_keeps_the_users_servers_and_settings(repo_dir: Path, 
     after = tomllib.loads(config.read_text())
     assert after["model"] == "o3" and after["mcp_servers"]["other"] == {"command": "x"}
     assert after["mcp_servers"]["strato"] == {
-        "command": "strato", "args": ["mcp", "--root", str(repo_dir.resolve())],
+        "command": str(BIN / "strato"), "args": ["mcp", "--root", str(repo_dir.resolve())],
         "startup_timeout_sec": 20, "env": {"TOKEN_FILE": "t"},
     }
     assert tomllib.loads(Path(doc["backup"]).read_text()) == original
     assert strato(repo_dir, "install", "--host", "codex")[1]["changed"] is False
 
 
-def _handshake(entry: dict[str, Any], cwd: Path) -> str:
+def _handshake(entry: dict[str, Any], cwd: Path, path: str | None = None) -> str:
     """Start the entry as a host does (its command found on PATH, from `cwd`) and shake
     hands over MCP: the name the server gives."""
     import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": path if path is not None else f"{BIN}:{os.environ.get('PATH', '')}"}
     params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env, cwd=str(cwd))
 
     async def main() -> str:
@@ -97,13 +101,17 @@ def test_claude_user_and_codex_project_scopes_write_entries_the_host_can_start(
     written = json.loads(claude.read_text())
     assert code == 0 and {k: v for k, v in written.items() if k != "mcpServers"} == theirs
     entry = written["mcpServers"]["strato"]
-    assert entry == {"command": "strato", "args": ["mcp", "--root", str(repo_dir.resolve())]}
-    assert _handshake(entry, tmp_path) == "strato"  # an absolute root: any folder will do
+    assert entry == {"command": str(BIN / "strato"), "args": ["mcp", "--root", str(repo_dir.resolve())]}
+    assert _handshake(entry, tmp_path, path="/usr/bin:/bin") == "strato"  # no venv on PATH, any folder
 
     code, doc, _ = strato(repo_dir, "install", "--host", "codex", "--scope", "project")
     assert code == 0 and doc["path"] == str(repo_dir / ".codex" / "config.toml")
-    codex = tomllib.loads((repo_dir / ".codex" / "config.toml").read_text())["mcp_servers"]["strato"]
-    assert _handshake(codex, tmp_path) == "strato"
+    text = (repo_dir / ".codex" / "config.toml").read_text()
+    codex = tomllib.loads(text)["mcp_servers"]["strato"]
+    assert codex["args"] == ["mcp", "--root", "."] and str(repo_dir) not in text  # shared through git
+    assert doc["created"] and doc["backup"] is None
+    (repo_dir / "sub").mkdir()
+    assert _handshake(codex, repo_dir / "sub", path="/usr/bin:/bin") == "strato"  # from the project
     code, project, _ = strato(repo_dir, "install", "--host", "claude")  # `--root .`: from the project
     assert code == 0 and _handshake(project["entry"], repo_dir) == "strato"
     code, report, _ = strato(repo_dir, "doctor")
@@ -132,9 +140,12 @@ def test_a_file_it_cannot_merge_is_refused_and_left_alone(repo_dir: Path, host: 
 def test_doctor_says_what_is_wrong(repo_dir: Path, tmp_path: Path) -> None:
     code, report, _ = strato(repo_dir, "doctor")
     assert code == 1 and report == {"ok": False, "checks": []}
-    strato(repo_dir, "install", "--host", "claude")
+    strato(repo_dir, "install", "--host", "claude", "--command", "strato")
     code, report, _ = strato(repo_dir, "doctor", path=str(tmp_path))  # an empty PATH: no strato
     assert code == 1 and "not on PATH" in report["checks"][0]["problem"]
+    strato(repo_dir, "install", "--host", "claude", "--command", str(tmp_path / "gone" / "strato"))
+    code, report, _ = strato(repo_dir, "doctor")
+    assert code == 1 and "is not an executable file" in report["checks"][0]["problem"]
 
     other = tmp_path / "elsewhere"
     other.mkdir()
@@ -171,3 +182,17 @@ def test_odd_characters_in_the_entry_are_quoted_for_toml(tmp_path: Path) -> None
     root = tmp_path / 'a "b" \\ \x7f \U00010000 \t'
     t = hosts.target("codex", "user", root, "str\x7fato", tmp_path, {})
     assert tomllib.loads(hosts.merged(t, ""))["mcp_servers"]["strato"] == t.entry
+
+
+def test_install_says_created_and_writes_allow_commands_only_when_asked(repo_dir: Path) -> None:
+    proc = subprocess.run([BIN / "strato", "mcp", "install", "--host", "claude", "--root", str(repo_dir)],
+                          capture_output=True, text=True, check=False, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0 and proc.stdout == f"{repo_dir / '.mcp.json'}: created\n"
+    entry = json.loads((repo_dir / ".mcp.json").read_text())["mcpServers"]["strato"]
+    assert entry == {"command": str(BIN / "strato"), "args": ["mcp", "--root", "."]}  # found without PATH
+    code, doc, _ = strato(repo_dir, "install", "--host", "claude", "--allow-commands")
+    assert code == 0 and doc["changed"] and not doc["created"]
+    entry = json.loads((repo_dir / ".mcp.json").read_text())["mcpServers"]["strato"]
+    assert entry["args"] == ["mcp", "--root", ".", "--allow-commands"]
+    code, doc, _ = strato(repo_dir, "install", "--host", "claude")
+    assert doc["changed"] and doc["entry"]["args"] == ["mcp", "--root", "."]
