@@ -109,3 +109,16 @@ def test_the_reader_finds_each_kind_of_start(tmp_path: Path) -> None:
     seen.discard(("d", None))
     assert {s for s in seen if s[1]} == {("a", "subprocess.run"), ("K.b", "subprocess.Popen"),
                                          ("c", "os.execvp"), ("c", "webbrowser.open")}
+
+
+def test_every_test_the_table_names_exists() -> None:
+    """The last column names the tests that show each guard: each file (or folder), and
+    each ``file::test`` function, must be there."""
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    named = re.findall(r"`(tests/[\w/.]+?)(?:::(\w+))?`", text)
+    assert named
+    for path, function in named:
+        where = ROOT / path
+        assert where.exists(), f"docs/security.md names {path}, which is not there"
+        if function:
+            assert f"def {function}(" in where.read_text(encoding="utf-8"), f"{path} has no {function}"
