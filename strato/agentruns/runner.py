@@ -17,6 +17,7 @@ from typing import Any
 from strato import trust
 from strato.agentruns import groups
 from strato.agentruns.store import BoundedStream, RunDir
+from strato.interpreter import own_python
 from strato.runs.agents import MAX_KEPT, AgentConfigError, load_config, unwrap
 from strato.runs.lastjson import last_json_object
 
@@ -24,7 +25,7 @@ from strato.runs.lastjson import last_json_object
 def launch(run: RunDir, root: Path) -> int:
     """Start the detached runner; its pid."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "strato.agentruns.runner", str(run.path), str(root)],
+        own_python("-m", "strato.agentruns.runner", str(run.path), str(root)),
         cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
     )

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from strato.heartbeat import switch
+from strato.interpreter import own_python
 from strato.runs.runlock import exclusive
 from tropo.git import gitcli
 
@@ -45,7 +46,7 @@ def post_commit(root: Path) -> None:
             if lock is None:
                 return  # the running runner sees the mark when it finishes
         env = {k: v for k, v in os.environ.items() if k not in _HOOK_ENV}
-        subprocess.Popen([sys.executable, "-I", "-m", "strato.heartbeat.runner", str(root)], cwd=root,
+        subprocess.Popen(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root,
                          env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
     except Exception as exc:  # a commit is never failed by its heartbeat

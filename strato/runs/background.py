@@ -34,6 +34,7 @@ from typing import Any
 
 from strato.agentruns import groups
 from strato.flow.spec import FanoutStep
+from strato.interpreter import own_python
 from strato.runs import bgdispatch, views, wire
 from strato.runs.agents import READ_ONLY, AgentSpec, CallResult, agent_prompt, interpret, pace
 from strato.runs.engine import Engine
@@ -168,10 +169,10 @@ def launch(runs: Runs, run_id: str, lock_fd: int | None = None) -> None:
     log = bg_dir(runs, run_id, create=True) / "runner.log"
     if log.exists() and log.stat().st_size > LOG_LIMIT:
         log.unlink()
-    runner = [sys.executable, "-m", "strato.runs.background", str(runs.root), run_id]
+    runner = own_python("-m", "strato.runs.background", str(runs.root), run_id)
     if lock_fd is not None:
         runner.append(str(lock_fd))
-    argv = [sys.executable, "-c", _DETACH, str(-1 if lock_fd is None else lock_fd), *runner]
+    argv = own_python("-c", _DETACH, str(-1 if lock_fd is None else lock_fd), *runner)
     with open_append(log) as out:
         subprocess.Popen(
             argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,

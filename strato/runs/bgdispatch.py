@@ -26,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from strato.agentruns import groups, reaper
+from strato.interpreter import own_python
 from strato.runs.agents import Finished, run_process
 from strato.runs.runlock import exclusive, open_append
 from tropo.git.atomic import write_atomic
@@ -128,7 +129,7 @@ def _start(folder: Path, lock_fd: int) -> None:
     log = folder / "dispatch.log"
     with open_append(log) as out:
         subprocess.Popen(
-            [sys.executable, "-m", "strato.runs.bgdispatch", str(folder)],
+            own_python("-m", "strato.runs.bgdispatch", str(folder)),
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
             close_fds=True, pass_fds=(lock_fd,),
         )
