@@ -62,7 +62,8 @@ class AgentSpec:
 @dataclass(frozen=True)
 class GatePolicy:
     """Who may decide gates, from `[gates]` in `.vivary/agents.toml` (committed, so an
-    agent's own session cannot widen it without a visible change). `mcp = "resolve"` lets
+    agent's own session cannot widen it without a visible change; widened only where the
+    user approved it: :func:`committed_gate_policy`). `mcp = "resolve"` lets
     MCP clients see gate tokens and decide (recorded as the agent, with the client's
     name); the default `"view"` shows them waiting gates without tokens. `person` lists
     flows (`name`) or single gates (`flow.step`) that only a person at a terminal may
@@ -172,8 +173,8 @@ def load_config(root: Path) -> AgentsConfig:
     path = root / WORKSPACE_FILE
     if (data := _file(path)) is not None:
         table = _read_toml(path, data)
+        _gate_policy(table.get("gates", {}))  # checked whole; the policy in force is HEAD's
         found = _programs(table)
-        gates = table.get("gates", {})
         try:
             trust.require_file(root, WORKSPACE_FILE, data, _runs(found))
             programs.update(found)
@@ -181,10 +182,12 @@ def load_config(root: Path) -> AgentsConfig:
             refused = {name: str(exc) for name in found}
     user = trust.config_dir() / "agents.toml"
     if (mine := _file(user)) is not None:
-        own = _programs(_read_toml(user, mine))
+        table = _read_toml(user, mine)
+        gates = table.get("gates", {})
+        own = _programs(table)
         programs.update(own)
         refused = {n: why for n, why in refused.items() if n not in own}
-    judge = programs.pop(JUDGE, None)
+    judge = programs.pop(JUDGE, None)  # `gates`: the user's own [gates], if any
     return AgentsConfig(programs, judge, _gate_policy(gates), refused)
 
 
@@ -195,17 +198,24 @@ def _runs(found: Mapping[str, AgentSpec]) -> str:
     return ", ".join(sorted({shlex.quote(spec.argv[0]) for spec in found.values()}))
 
 
-def committed_gate_policy(data: bytes | None) -> GatePolicy:
-    """`[gates]` of the committed agents.toml (`data`, None when none is committed): the
-    policy that grants an agent gate decisions is never read from the working tree,
-    where any agent in the workspace can write it."""
-    if data is None:
-        return GatePolicy()
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get("gates", {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise AgentConfigError(f"committed .vivary/agents.toml: {exc}") from None
-    return _gate_policy(table)
+def committed_gate_policy(root: Path, data: bytes | None, own: GatePolicy) -> GatePolicy:
+    """Who may decide gates, from `[gates]` of the agents.toml committed at HEAD (`data`,
+    None when none is), never the working tree's, where any agent can write, joined with
+    the user's own `[gates]` (`own`). `person` only restricts, so HEAD's holds whoever
+    committed it. `mcp = "resolve"` widens, and HEAD is whatever branch is checked out:
+    it holds only from the user's own file or a committed file whose exact bytes the
+    user approved (`vivary trust`)."""
+    head = GatePolicy()
+    if data is not None:
+        try:
+            table = tomllib.loads(data.decode("utf-8")).get("gates", {})
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise AgentConfigError(f"committed .vivary/agents.toml: {exc}") from None
+        head = _gate_policy(table)
+    granted = own.mcp == "resolve" or (
+        head.mcp == "resolve" and data is not None and trust.is_approved(root, "file", WORKSPACE_FILE, data)
+    )
+    return GatePolicy("resolve" if granted else "view", head.person | own.person)
 
 
 def _gate_policy(table: Any) -> GatePolicy:

@@ -18,6 +18,7 @@ from strato.flow import Spec, SpecError, load_spec
 from strato.flow.spec import GateStep
 from strato.runs import bounds
 from strato.runs.agents import (
+    WORKSPACE_FILE,
     AgentsConfig,
     CallResult,
     agent_prompt,
@@ -74,7 +75,8 @@ class Runs:
     def config(self) -> AgentsConfig:
         if self._config is None:
             loaded = load_config(self.root)  # the working tree's is still checked whole
-            gates = committed_gate_policy(file_at_head(self.repo, ".vivary/agents.toml"))
+            committed = file_at_head(self.repo, WORKSPACE_FILE)
+            gates = committed_gate_policy(self.root, committed, loaded.gates)
             self._config = replace(loaded, gates=gates)
         return self._config
 

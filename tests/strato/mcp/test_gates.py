@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files
 from tests.strato.mcp.conftest import GATE_SPEC, Session
 
@@ -40,12 +41,16 @@ def _serve(root: Path, scenario: Any, client: str = "hostile-host") -> None:
     anyio.run(main)
 
 
-def _workspace(repo_dir: Path, gates: str | None) -> Path:
+def _workspace(repo_dir: Path, gates: str | None, approved: bool = True) -> Path:
+    """A committed workspace; its `[gates]` approved by the user as `vivary trust` does
+    (a committed `mcp = "resolve"` widens only what the user approved)."""
     files = {"specs/review.yaml": GATE_SPEC}
     if gates is not None:
         files[".vivary/agents.toml"] = gates
     write_files(repo_dir, files)
     commit_all(repo_dir, "workspace")
+    if gates is not None and approved:
+        approve_agents(repo_dir)
     return repo_dir
 
 
@@ -178,3 +183,29 @@ def test_a_whole_flow_may_be_reserved_and_bad_policy_is_a_config_error(repo_dir:
     (root / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "always"\n')
     proc = _cli(root, "flow", "gates")
     assert proc.returncode == 2 and proc.stderr == 'error: [gates] mcp must be "view" or "resolve"\n'
+
+
+def test_a_branchs_own_resolve_grants_mcp_nothing_until_the_user_approves_it(repo_dir: Path) -> None:
+    """A checked-out pull request commits `[gates] mcp = "resolve"`: HEAD is the author's
+    branch, so its bytes widen nothing the user did not approve; the user's own
+    `agents.toml` may grant it."""
+    root = _workspace(repo_dir, '[gates]\nmcp = "resolve"\n', approved=False)
+
+    async def refused(s: Session) -> None:
+        at_gate = await _to_gate(s)
+        assert "gateToken" not in at_gate["ready"][0]
+        message, _ = await s.error("stratum_gate_resolve",
+                                   {"runId": at_gate["runId"], "stepId": "review", "decision": "approve"})
+        assert "resolve" in message
+
+    _serve(root, refused)
+    assert _gate_events(root) == []
+    own = Path(os.environ["XDG_CONFIG_HOME"]) / "vivary" / "agents.toml"
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.write_text('[gates]\nmcp = "resolve"\n')
+
+    async def granted(s: Session) -> None:
+        gates = (await s.ok("strato_gates", {}))["gates"]
+        assert gates and gates[0]["gateToken"]
+
+    _serve(root, granted)

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from strato.mcp import contract
+from tests.approvals import approve_agents
 from tests.conftest import commit_all, git
 from tests.strato.decide.builders import request as decision_request
 from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
@@ -58,6 +59,7 @@ def test_consumer_runs_a_flow_to_a_gate_and_through_it(workspace: Path) -> None:
     (workspace / ".vivary").mkdir()
     (workspace / ".vivary" / "agents.toml").write_text('[gates]\nmcp = "resolve"\n')
     commit_all(workspace, "gates over mcp")  # the policy in effect is the committed one
+    approve_agents(workspace)  # and it widens what MCP may do only once the user approved it
 
     async def scenario(s: Session) -> None:
         plan = await s.ok("stratum_plan", {"spec": GATE_SPEC, "input": {"topic": "git"}})
