@@ -6,6 +6,7 @@ suite)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -271,37 +272,46 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
 @_root
 @_json
 @click.option("--show", is_flag=True,
-              help="Print what each FILE would run and its diff against the bytes last approved; "
+              help="Print what each FILE would run, its diff against the bytes last approved and the "
+                   "sha256 of the bytes shown (for --sha256); "
                    "exit 0 only when every one is approved and unchanged.")
 @click.option("--revoke", is_flag=True, help="Take back the approval of each FILE.")
 @click.option("--list", "list_", is_flag=True, help="List this repository's approvals.")
 @click.option("--all", "every", is_flag=True, help="With --list: every repository's approvals.")
+@click.option("--sha256", "sha256", metavar="HEX",
+              help="Approve FILE only if its bytes are exactly those --show printed this sha256 "
+                   "for; refused (nothing approved) if it changed since.")
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, every: bool,
-              files: tuple[str, ...]) -> None:
+              sha256: str | None, files: tuple[str, ...]) -> None:
     """Approve the exact bytes of repository files that start programs (agents, judges).
 
     A workspace's .vivary/agents.toml runs nothing until you approve its exact content
     here; any change, a checked-out branch's included, asks again. Approvals are kept in
     $XDG_CONFIG_HOME/vivary (never in the repository), per repository path: a moved
     repository is asked again. FILE is relative to the current folder; without FILE,
-    the repository's .vivary/agents.toml.
+    the repository's .vivary/agents.toml. --show prints the sha256 of the bytes it
+    showed; --sha256 approves those bytes and nothing else, so a file changed between
+    your review and your approval is refused. Without --sha256, FILE is approved as it
+    is now, and what it runs is printed.
 
     \b
     Examples:
-      vivary trust --show            # review what .vivary/agents.toml would run, and the diff
-      vivary trust                   # approve it as it is now
+      vivary trust --show            # review what .vivary/agents.toml would run, the diff, its sha256
+      vivary trust --sha256 HEX .vivary/agents.toml   # approve exactly the bytes you reviewed
+      vivary trust                   # approve it as it is now (prints what it runs)
       vivary trust --revoke .vivary/agents.toml
       vivary trust --list --all --json
     """
     from hooks import trust as trusting
     from strato import trust as store
+    from tropo import untrusted
 
     def fail(message: str, code: str, exit_code: int) -> NoReturn:
         if as_json:
             click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message},
                                    "exitCode": exit_code}, sort_keys=True))
-        click.echo(f"vivary: {trusting.shown(message)}", err=True)
+        click.echo(f"vivary: {untrusted.visible(message)}", err=True)
         sys.exit(exit_code)
 
     if show + revoke + list_ > 1:
@@ -312,6 +322,10 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
         fail("--list takes no FILE", "usage", 2)
     if revoke and not files:
         fail("--revoke needs the FILE to take back", "usage", 2)
+    if sha256 is not None and (show or revoke or list_):
+        fail("--sha256 goes with approving (no --show, --revoke or --list)", "usage", 2)
+    if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
+        fail(f"--sha256 takes the 64 hex digits --show printed, not {sha256!r}", "usage", 2)
     found = gitcli.toplevel(root) if root.is_dir() else None
     if found is None:
         fail(f"not a git work tree: {root}; run `git init` first", "not_a_repository", 2)
@@ -322,11 +336,11 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
             rows = trusting.listing(None if every else top)
             _emit(as_json, {"ok": True, "repository": None if every else str(top), "approvals": rows},
                   [trusting.listed(r, every) for r in rows]
-                  or ["vivary: no approvals" + ("" if every else f" for {trusting.shown(str(top))}")])
+                  or ["vivary: no approvals" + ("" if every else f" for {untrusted.visible(str(top))}")])
         elif revoke:
             gone = trusting.revoke(top, cwd, files)
             _emit(as_json, {"ok": True, "repository": str(top), "revoked": gone},
-                  [f"vivary: revoked {trusting.shown(name)}: it runs nothing until approved again"
+                  [f"vivary: revoked {untrusted.visible(name)}: it runs nothing until approved again"
                    for name in gone])
         elif show:
             reviewed = trusting.review(top, cwd, files)
@@ -335,10 +349,13 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
                   [line for r in reviewed for line in r.lines()])
             sys.exit(0 if ok else 1)
         else:
-            done = trusting.approve(top, cwd, files)
+            done = trusting.approve(top, cwd, files, None if sha256 is None else sha256.lower())
+            said = [f"vivary: approved {untrusted.visible(r.name)} (sha256 {store.digest(r.data)[:12]}) "
+                    f"for {untrusted.visible(str(top))}" for r in done]
+            if sha256 is None:  # approved unseen: show the person what they approved
+                said = [line for r, head in zip(done, said, strict=True) for line in r.what(head, "runs")]
             _emit(as_json, {"ok": True, "repository": str(top), "approved": [r.to_json() for r in done]},
-                  [f"vivary: approved {trusting.shown(r.name)} (sha256 {store.digest(r.data)[:12]}) "
-                   f"for {trusting.shown(str(top))}" for r in done])
+                  said)
     except trusting.Refused as exc:
         fail(str(exc), exc.code, exc.exit_code)
     except store.TrustError as exc:

@@ -14,7 +14,6 @@ import errno
 import os
 import shlex
 import stat
-import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Any
 
 from strato import trust
 from strato.runs import agents
+from tropo import untrusted
 
 # the repository's files whose bytes choose programs, approved by a bare `vivary trust`
 EXECUTABLE = (agents.WORKSPACE_FILE,)
@@ -86,29 +86,31 @@ class Reviewed:
         }
 
     def lines(self) -> list[str]:
-        runs = self.runs()
-        out = [f"{shown(self.name)}: {self.state}; it would run:" if runs is not None
-               else f"{shown(self.name)}: {self.state}; its content:"]
-        if runs is not None:
-            out += [f"  {name}: {shown(shlex.join(argv))}" for name, argv in runs] or ["  no program"]
-        else:
-            out += ["  " + shown(line) for line in _text(self.data).splitlines()]
+        """What `--show` prints: what the file would run (or its content), the diff since
+        the last approval, and the sha256 of exactly these bytes, which `--sha256` takes."""
+        out = self.what(f"{untrusted.visible(self.name)}: {self.state}")
         if self.state == "changed":
             diff = self.diff()
-            out += [shown(line) for line in diff.splitlines()] if diff else \
+            out += [untrusted.block(line) for line in diff.splitlines()] if diff else \
                 ["  (the approved bytes were not kept: approve again after reviewing)"]
-        elif self.state == "not approved":
-            out.append(f"not approved yet: `vivary trust {shown(shlex.quote(self.name))}` approves it")
+        digest = trust.digest(self.data)
+        out.append(f"sha256 {digest} (of exactly the bytes shown)")
+        if self.state != "approved":
+            command = f"vivary trust --sha256 {digest} {shlex.quote(self.name)}"
+            said = "not approved yet" if self.state == "not approved" else "changed since approved"
+            out.append(f"{said}: `{untrusted.visible(command)}` approves exactly these bytes")
         return out
 
-
-def shown(text: str) -> str:
-    """``text`` safe on a terminal: a control, format or separator character someone
-    else chose (an escape sequence, a bidi override, in a file or a folder's name) is
-    shown as U+XXXX, and so is a lone surrogate (a name that is not UTF-8)."""
-    return "".join(
-        f"U+{ord(c):04X}" if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") else c
-        for c in text)
+    def what(self, head: str, runs_verb: str = "would run") -> list[str]:
+        """``head`` then what the file would run (each program's argv) or, for a file that
+        is not an agents config, its content: the one rendering `--show` and an approval
+        print, every character someone else chose shown by :mod:`tropo.untrusted`."""
+        runs = self.runs()
+        if runs is None:
+            return [f"{head}; its content:"] + ["  " + untrusted.block(line)
+                                               for line in _text(self.data).splitlines()]
+        return [f"{head}; it {runs_verb}:"] + (
+            [f"  {name}: {untrusted.visible(shlex.join(argv))}" for name, argv in runs] or ["  no program"])
 
 
 def _text(data: bytes) -> str:
@@ -201,10 +203,22 @@ def review(top: Path, cwd: Path, args: tuple[str, ...]) -> list[Reviewed]:
     return [Reviewed(n, read(top, n), trust.approved(top, "file", n)) for n in names(top, cwd, args)]
 
 
-def approve(top: Path, cwd: Path, args: tuple[str, ...]) -> list[Reviewed]:
+def approve(top: Path, cwd: Path, args: tuple[str, ...], sha256: str | None = None) -> list[Reviewed]:
     """Approve each file's exact bytes for this repository; every file is read and
-    checked before the first approval is written."""
+    checked before the first approval is written. With ``sha256`` (what `--show` printed)
+    the one file is approved only when the bytes read now are exactly those: a file
+    swapped between the review and the approval is refused, and nothing is approved."""
     files = [Reviewed(n, read(top, n), None) for n in names(top, cwd, args)]
+    if sha256 is not None:
+        if len(files) != 1:
+            raise Refused("--sha256 approves one FILE: name the file whose digest --show printed",
+                          "usage", 2)
+        [file] = files
+        now = trust.digest(file.data)
+        if now != sha256:
+            raise Refused(f"{file.name} changed since it was shown (sha256 now {now[:12]}, "
+                          f"shown {sha256[:12]}); nothing approved: review it again with "
+                          f"`vivary trust --show {shlex.quote(file.name)}`", "changed")
     for file in files:
         file.runs()  # an agents config that does not parse is not approved
     return [Reviewed(f.name, f.data, trust.approve(top, "file", f.name, f.data)) for f in files]
@@ -237,7 +251,7 @@ def listing(top: Path | None) -> list[dict[str, Any]]:
 
 def listed(row: dict[str, Any], every: bool) -> str:
     """One approval of :func:`listing` as a line (with its repository under ``--all``)."""
-    where = f"{shown(row['repository'])}: " if every else ""
+    where = f"{untrusted.visible(row['repository'])}: " if every else ""
     state = f" ({row['state']})" if "state" in row else ""
-    return (f"{where}{row['kind']} {shown(row['name'])} sha256 {row['sha256'][:12]} "
+    return (f"{where}{row['kind']} {untrusted.visible(row['name'])} sha256 {row['sha256'][:12]} "
             f"approved {row['approvedAt']}{state}")

@@ -33,6 +33,7 @@ from strato.runs.views import (
     summary,
     usage_view,
 )
+from tropo import untrusted
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,7 +64,7 @@ def handled(fn: F) -> F:
             code, message, payload = describe_error(exc)
         if as_json:
             click.echo(json.dumps({"ok": False, "error": message, **payload}, sort_keys=True))
-        click.echo(f"error: {message}", err=True)
+        _say(f"error: {message}", err=True)
         sys.exit(code)
 
     return wrapper  # type: ignore[return-value]
@@ -120,27 +121,34 @@ def _json_arg(text: str, what: str) -> Any:
         _fail(2, f"{what}: not JSON: {exc}")
 
 
+def _say(text: str, err: bool = False) -> None:
+    """Print one line of this CLI's output. A run's text (its steps' `do`, ids, inputs,
+    reasons, notes, failures) is its author's, and a run ref can come from another clone
+    or an MCP client: every hidden character is shown as U+XXXX (:mod:`tropo.untrusted`)."""
+    click.echo(untrusted.visible(text), err=err)
+
+
 def _print_summary(view: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(view, sort_keys=True))
         return
-    click.echo(f"run {view['runId']} ({view['flow']}): {view['status']}")
+    _say(f"run {view['runId']} ({view['flow']}): {view['status']}")
     for entry in view["ready"]:
-        click.echo(f"  ready  {entry['id']} (attempt {entry['attempt']}, token {entry['dispatchToken']})")
+        _say(f"  ready  {entry['id']} (attempt {entry['attempt']}, token {entry['dispatchToken']})")
         if "dispatchId" in entry:
-            click.echo(f"         dispatch {entry['dispatchId']}, generation {entry['generation']}")
-        click.echo(f"         {entry['do'][:200]}")
+            _say(f"         dispatch {entry['dispatchId']}, generation {entry['generation']}")
+        _say(f"         {untrusted.line(entry['do'], 200)}")
     for gate in view["gates"]:
-        click.echo(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
+        _say(f"  gate   {gate['stepId']} waiting (round {gate['round']}, token {gate['gateToken']})")
         for step, output in gate.get("subject", {}).items():
-            click.echo(f"         asks about {step}: {json.dumps(output)[:2000]}")
+            _say(f"         asks about {step}: {json.dumps(output)[:2000]}")
     for row in view.get("attempts", []):
-        why = f"  {row['reason']}" if row["reason"] else ""
-        click.echo(f"  tried  {row['stepId']} #{row['attempt']} {row['outcome']} -> {row['resolution']}{why}")
+        why = f"  {untrusted.line(row['reason'])}" if row["reason"] else ""
+        _say(f"  tried  {row['stepId']} #{row['attempt']} {row['outcome']} -> {row['resolution']}{why}")
     if "output" in view:
-        click.echo(f"  output {json.dumps(view['output'])}")
+        _say(f"  output {json.dumps(view['output'])}")
     if "failure" in view:
-        click.echo(f"  failure {view['failure']['reason']}")
+        _say(f"  failure {untrusted.line(view['failure']['reason'])}")
 
 
 def _exit_for(view: dict[str, Any]) -> None:
@@ -271,7 +279,7 @@ def done_cmd(
         return
     _print_summary({**view, "rejected": rejected}, as_json)
     then = "a new attempt is ready" if rejected["retry"] else "no retry left"
-    click.echo(f"error: result for {step} rejected: {rejected['reason']} ({then})", err=True)
+    _say(f"error: result for {step} rejected: {rejected['reason']} ({then})", err=True)
     sys.exit(1)
 
 
@@ -303,7 +311,7 @@ def usage_cmd(
         click.echo(json.dumps(view, sort_keys=True))
         return
     spent = ", ".join(f"{k} {v:g}" for k, v in sorted(view["ledger"]["spent"].items())) or "nothing"
-    click.echo(f"{view['status']} {dispatch_id} as seq {view['seq']}; run {view['runStatus']}, spent {spent}")
+    _say(f"{view['status']} {dispatch_id} as seq {view['seq']}; run {view['runStatus']}, spent {spent}")
 
 
 @runs_group.command("gate")
@@ -361,7 +369,7 @@ def gates_cmd(root: Path, as_json: bool) -> None:
         click.echo(json.dumps({"gates": gates}, sort_keys=True))
         return
     for g in gates:
-        click.echo(f"{g['runId']}  {g['stepId']}  round {g['round']}  token {g['gateToken']}")
+        _say(f"{g['runId']}  {g['stepId']}  round {g['round']}  token {g['gateToken']}")
     if not gates:
         click.echo("no gates waiting")
 
@@ -378,7 +386,7 @@ def commit_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
     Example: strato flow commit <run> before-review
     """
     view = commit_view(_runs(root), run_id, label)
-    click.echo(
+    _say(
         json.dumps(view, sort_keys=True) if as_json else f"checkpoint {view['label']} -> {view['head'][:12]}"
     )
 
@@ -432,14 +440,14 @@ def audit_cmd(run_id: str, root: Path, as_json: bool) -> None:
         click.echo(json.dumps(report, sort_keys=True))
         return
     for ev in report["events"]:
-        click.echo(_event_line(ev))
+        _say(_event_line(ev))
     click.echo("attempts:")
     for row in report["attempts"]:
         number = "gate" if row.get("gate") else f"#{row['attempt']}"
-        why = f"  {row['reason']}" if row["reason"] else ""
+        why = f"  {untrusted.line(row['reason'])}" if row["reason"] else ""
         resolution = row["resolution"] or "-"
-        click.echo(f"  {row['stepId']:<16} {number:<5} {row['outcome']:<10} {resolution:<11}{why}")
-    click.echo(f"status: {report['status']}")
+        _say(f"  {row['stepId']:<16} {number:<5} {row['outcome']:<10} {resolution:<11}{why}")
+    _say(f"status: {report['status']}")
 
 
 def _event_line(ev: dict[str, Any]) -> str:
@@ -461,7 +469,7 @@ def list_cmd(root: Path, as_json: bool) -> None:
         click.echo(json.dumps(view, sort_keys=True))
         return
     for row in view["runs"]:
-        click.echo(f"{row['runId']}  {row['flow']:<20} {row['status']}")
+        _say(f"{row['runId']}  {row['flow']:<20} {row['status']}")
     if not view["runs"]:
         click.echo("no runs (start one with `strato run SPEC` or `strato flow plan SPEC`)")
 
@@ -500,10 +508,10 @@ def poll_cmd(run_id: str, cursor: int, root: Path, as_json: bool) -> None:
         click.echo(json.dumps(doc, sort_keys=True))
     else:
         for ev in doc["events"]:
-            click.echo(_event_line(ev))
+            _say(_event_line(ev))
         bg = doc["bg"]
         gates = f", waiting: {', '.join(bg['pendingGates'])}" if bg["pendingGates"] else ""
-        click.echo(f"{doc['runId']}: {bg['status']}{gates} (next cursor {doc['nextCursor']})")
+        _say(f"{doc['runId']}: {bg['status']}{gates} (next cursor {doc['nextCursor']})")
     if doc["status"] == "failed":
         sys.exit(1)
 
@@ -529,7 +537,7 @@ def resume_cmd(run_id: str, root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(doc, sort_keys=True))
     else:
-        click.echo(f"{doc['runId']}: {doc['bg']['status']}")
+        _say(f"{doc['runId']}: {doc['bg']['status']}")
 
 
 @runs_group.command("watch")
@@ -559,7 +567,7 @@ def watch_cmd(run_id: str, interval: float, root: Path, as_json: bool) -> None:
             continue
         for _commit, transition in store.since(head, seen):
             for ev in transition.get("events", []):
-                click.echo(json.dumps(ev, sort_keys=True) if as_json else _event_line(ev))
+                _say(json.dumps(ev, sort_keys=True) if as_json else _event_line(ev))
         seen = head
         status = store.at(run_id, head).state["status"]
         if status in RUN_TERMINAL:
@@ -612,16 +620,16 @@ def run_cmd(
         if resume is not None:
             runs.resume(run_id, "cli")
         background.wake(runs, run_id)
-        click.echo(json.dumps({"status": "running", "runId": run_id}) if as_json else run_id)
+        _say(json.dumps({"status": "running", "runId": run_id}) if as_json else run_id)
         return
     if not as_json:
-        click.echo(f"run {run_id}", err=True)
+        _say(f"run {run_id}", err=True)
     with exclusive(background.runner_lock(runs, run_id)) as held:
         if held is None:
             _fail(1, f"run {run_id} is driven by its background runner (see `strato flow poll {run_id}`)")
         if resume is not None:
             runs.resume(run_id, "cli")
-        snap = runs.drive(run_id, None if as_json else lambda ev: click.echo(_event_line(ev), err=True))
+        snap = runs.drive(run_id, None if as_json else lambda ev: _say(_event_line(ev), err=True))
     view = summary(runs, snap)
     _print_summary(view, as_json)
     _exit_for(view)

@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def fail(message: str, code: int = 2) -> NoReturn:
     echo_error(message, code)
-    click.echo(f"tropo: {message}", err=True)
+    click.echo(untrusted.visible(f"tropo: {message}"), err=True)
     sys.exit(code)
 
 
@@ -242,15 +242,16 @@ def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
               "types": {n: {"folders": t.folders, "required": t.required,
                             "optional": t.optional} for n, t in cfg.types.items()}})
         return
-    click.echo(f"Config root: {ws.root}\n")
-    click.echo("Derived (never declared): " + ", ".join(cfg.derive))
-    click.echo("Base optional: " + (", ".join(cfg.base_optional) or "-"))
+    shown = untrusted.visible  # a tropo.toml's (or a pack's) names are its author's
+    click.echo(shown(f"Config root: {ws.root}") + "\n")
+    click.echo(shown("Derived (never declared): " + ", ".join(cfg.derive)))
+    click.echo(shown("Base optional: " + (", ".join(cfg.base_optional) or "-")))
     click.echo()
     for name in sorted(cfg.types):
         t = cfg.types[name]
-        click.echo(f"  {name}  (folder: {'/'.join(t.folders) or name})\n"
-                   f"    required: {', '.join(t.required) or '-'}\n"
-                   f"    optional: {', '.join(t.optional) or '-'}")
+        click.echo(shown(f"  {name}  (folder: {'/'.join(t.folders) or name})") + "\n"
+                   + shown(f"    required: {', '.join(t.required) or '-'}") + "\n"
+                   + shown(f"    optional: {', '.join(t.optional) or '-'}"))
 
 
 @main.command()
@@ -276,7 +277,7 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     width = max((len(t) for t in by_type), default=4)
     for t, c in by_type.most_common():
         mark = "" if t in ws.config.types or t == "untyped" else "   (not in config)"
-        click.echo(f"  {t:<{width}}  {c}{mark}")
+        click.echo(untrusted.visible(f"  {t:<{width}}  {c}{mark}"))  # a type is a document's
     click.echo(f"\n  clean: {clean}   with errors: {errored}   "
                f"warnings only: {len(docs) - clean - errored}")
 
@@ -350,13 +351,13 @@ def signal(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | N
         emit([{"path": d.rel, "type": d.type, "signal": d.declared} for d in docs])
         return
     for d in sorted(docs, key=lambda d: d.rel):
-        head = f"{d.rel}  [{d.type or 'untyped'}]"
+        head = untrusted.visible(f"{d.rel}  [{d.type or 'untyped'}]")  # the document's
         if not d.declared:
             click.echo(f"{head}  (no signal — fully derived)")
             continue
         click.echo(head)
         for k, v in d.declared.items():
-            click.echo(f"    {k}: {v}")
+            click.echo(untrusted.visible(f"    {k}: {v}"))
 
 
 @main.command()
@@ -395,7 +396,8 @@ def init(directory: Path | None, packs: str, as_json: bool) -> None:
     if as_json:
         emit({"wrote": str(dst), "packs": names})
     else:
-        click.echo(f"tropo: wrote {dst}" + (f"  (packs: {', '.join(names)})" if names else ""))
+        said = f"tropo: wrote {dst}" + (f"  (packs: {', '.join(names)})" if names else "")
+        click.echo(untrusted.visible(said))
 
 
 @main.command()
@@ -421,14 +423,15 @@ def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool)
             else:
                 refused.append(d.rel)
     for rel in refused:
-        click.echo(f"tropo: {rel}: left alone (its frontmatter cannot be edited safely)", err=True)
+        click.echo(untrusted.visible(f"tropo: {rel}: left alone (its frontmatter cannot be edited safely)"),
+                   err=True)
     if as_json:
         emit({"fixed": len(changes), "dry_run": dry_run,
               "changes": [{"path": r, "removed": k} for r, k in sorted(changes)]})
         return
     verb = "would remove" if dry_run else "removed"
     for rel, keys in sorted(changes):
-        click.echo(f"{rel}: {verb} derived noise: {', '.join(keys)}")
+        click.echo(untrusted.visible(f"{rel}: {verb} derived noise: {', '.join(keys)}"))
     click.echo(f"\ntropo fix: {verb} noise from {len(changes)} file(s)"
                + (" (dry run)" if dry_run else ""))
 

@@ -30,7 +30,7 @@ from tropo.review import budget, packs
 def _refuse(message: str) -> NoReturn:
     """A workspace that cannot be reviewed: exit 1, as the suite's review layer."""
     echo_error(message, 1)
-    click.echo(f"tropo: {message}", err=True)
+    click.echo(untrusted.visible(f"tropo: {message}"), err=True)
     sys.exit(1)
 
 
@@ -125,9 +125,9 @@ def impact_cmd(node_id: str | None, root: Path | None, staged: bool, rev: str | 
                 "nodes": [{"id": nid, "distance": dist, "via": via, "type": g.nodes[nid].type}
                           for nid, (dist, via) in rows]})
     elif not rows:
-        click.echo(f"tropo: nothing depends on '{node_id}' (no inbound edges)")
+        click.echo(untrusted.visible(f"tropo: nothing depends on '{node_id}' (no inbound edges)"))
     else:
-        click.echo(f"tropo: impact of '{node_id}' — {len(rows)} node(s) depend on it")
+        click.echo(untrusted.visible(f"tropo: impact of '{node_id}' — {len(rows)} node(s) depend on it"))
         for nid, (dist, via) in rows:
             click.echo(untrusted.visible(f"  {dist}  {nid}  ({g.nodes[nid].type or 'untyped'}, via {via})"))
     sys.exit(0)

@@ -71,13 +71,13 @@ def query_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, 
               "results": results})
         return
     if not results:
-        click.echo(f"tropo query: no results for {text!r}")
+        click.echo(untrusted.visible(f"tropo query: no results for {text!r}"))
         return
-    click.echo(f"tropo query: {len(results)} result(s) for {text!r}")
+    click.echo(untrusted.visible(f"tropo query: {len(results)} result(s) for {text!r}"))
     for i, r in enumerate(results, 1):
         _line(i, r)
         if r.get("reasons"):
-            click.echo(f"    why: {', '.join(r['reasons'])}")
+            click.echo(untrusted.visible(f"    why: {', '.join(r['reasons'])}"))
         if r.get("snippet"):
             click.echo(f"    {untrusted.line(r['snippet'])}")
 
@@ -129,13 +129,13 @@ def find_cmd(ctx: click.Context, words: tuple[str, ...], types: tuple[str, ...],
               "filters": filters.as_dict(), "results": items})
         return
     if not items:
-        click.echo(f"tropo find: no context for {text!r}")
+        click.echo(untrusted.visible(f"tropo find: no context for {text!r}"))
         return
-    click.echo(f"tropo find: {len(items)} context result(s) for {text!r} "
-               f"(~{tokens} token(s), budget {budget})")
+    click.echo(untrusted.visible(f"tropo find: {len(items)} context result(s) for {text!r} "
+                                 f"(~{tokens} token(s), budget {budget})"))
     for i, r in enumerate(items, 1):
         _line(i, r)
-        click.echo(f"    why: {r['reason']}")
+        click.echo(untrusted.visible(f"    why: {r['reason']}"))
         if r.get("snippet"):
             click.echo(f"    {untrusted.line(r['snippet'])}")
 

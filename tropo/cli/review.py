@@ -232,13 +232,14 @@ def plan_cmd(spec_file: Path, root: Path | None, staged: bool, rev: str | None, 
               "broken_added": broken_added,
               "affected": {k: sorted(v) for k, v in sorted(affected.items())}, "problems": problems})
     else:
-        click.echo(f"tropo plan: {spec_file}")
+        shown = untrusted.visible  # ids are the documents' authors'
+        click.echo(shown(f"tropo plan: {spec_file}"))
         if unknown:
-            click.echo(f"  note: the spec names no such id: {', '.join(unknown)}")
+            click.echo(shown(f"  note: the spec names no such id: {', '.join(unknown)}"))
         for line in delta_lines(d):
             click.echo(line)
         for dep, via in sorted(affected.items()):
-            click.echo(f"  affected {dep}  (via {', '.join(sorted(via))})")
+            click.echo(shown(f"  affected {dep}  (via {', '.join(sorted(via))})"))
         click.echo(f"tropo plan: {problems} broken ref(s) introduced, "
                    f"{len(affected)} affected document(s); nothing was written")
     sys.exit(1 if problems else 0)
@@ -313,15 +314,17 @@ def map_cmd(path: Path | None, root: Path | None, depth: int, max_entries: int |
         click.echo(json.dumps(inv, indent=2, sort_keys=True, ensure_ascii=False))
         return
     s = inv["summary"]
-    click.echo(f"tropo map: {inv['root']} — {s['total_files']} file(s) in {s['total_dirs']} folder(s)")
-    click.echo("  extensions: " + ", ".join(f"{e['extension']} {e['count']}" for e in s["extensions_top"]))
+    lines = [f"tropo map: {inv['root']} — {s['total_files']} file(s) in {s['total_dirs']} folder(s)",
+             "  extensions: " + ", ".join(f"{e['extension']} {e['count']}" for e in s["extensions_top"])]
     for d in inv["directories"]:
         exts = ", ".join(e["extension"] for e in d["dominant_extensions"])
-        click.echo(f"  {'  ' * d['depth']}{d['path']}  {d['files']} file(s), {d['size']} B  [{exts}]"
-                   + ("  index" if d["has_index"] else ""))
+        lines.append(f"  {'  ' * d['depth']}{d['path']}  {d['files']} file(s), {d['size']} B  [{exts}]"
+                     + ("  index" if d["has_index"] else ""))
     if s["likely_modules_without_index"]:
-        click.echo("  likely modules without an index: " + ", ".join(s["likely_modules_without_index"]))
-    click.echo("  largest: " + ", ".join(f"{f['path']} ({f['size']} B)" for f in s["largest_files"][:5]))
+        lines.append("  likely modules without an index: " + ", ".join(s["likely_modules_without_index"]))
+    lines.append("  largest: " + ", ".join(f"{f['path']} ({f['size']} B)" for f in s["largest_files"][:5]))
+    for line in lines:  # file and folder names are whoever wrote the tree's
+        click.echo(untrusted.visible(line))
 
 
 def _inside_git(root: Path, target: Path) -> bool:
@@ -406,4 +409,4 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
     if as_json:
         emit({"wrote": str(target), "nodes": drawn, "edges": len(data["edges"])})
     else:
-        click.echo(f"tropo: wrote {out}  ({drawn} node(s), {len(data['edges'])} edge(s))")
+        click.echo(untrusted.visible(f"tropo: wrote {out}  ({drawn} node(s), {len(data['edges'])} edge(s))"))

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from tropo import untrusted
 from tropo.canonical import DuplicateKeyError, unique_keys
 from tropo.cli.main import fail, main
 from tropo.review import governed
@@ -35,7 +36,7 @@ def _emit(result: dict[str, Any], as_json: bool) -> None:
 
 def _refuse(code: str, message: str, as_json: bool) -> NoReturn:
     _emit(governed.refusal([code]), as_json)
-    click.echo(f"tropo verify: {message}", err=True)
+    click.echo(untrusted.visible(f"tropo verify: {message}"), err=True)
     sys.exit(2)
 
 
