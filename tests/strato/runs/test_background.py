@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from strato.agentruns import groups
+from strato.interpreter import own_python
 from strato.runs import background, wire
 from strato.runs.runlock import is_held
 from strato.runs.service import Runs
@@ -306,12 +307,16 @@ def test_cancel_reaches_the_agents_of_a_fanouts_items(workspace: Path) -> None:
     assert not any(groups.alive(p) for p in procs)
 
 
-def broken_install(tmp: Path) -> str:
-    """A PYTHONPATH under which `strato` cannot be imported: a runner started with it
-    dies at its first import, as one would after a bad upgrade."""
-    (tmp / "strato").mkdir(parents=True)
-    (tmp / "strato" / "__init__.py").write_text('raise ImportError("strato: broken install")\n')
-    return str(tmp)
+def broken_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runners that die at their first import, as one would after a bad upgrade. Runners
+    start isolated (`strato.interpreter`), so no PYTHONPATH reaches them: the command of
+    the runner itself is what breaks."""
+    def crashing(*args: str) -> list[str]:
+        if args[:2] == ("-m", "strato.runs.background"):
+            return own_python("-c", 'raise ImportError("strato: broken install")')
+        return own_python(*args)
+
+    monkeypatch.setattr(background, "own_python", crashing)
 
 
 def runner_log(root: Path, run_id: str) -> str:
@@ -325,7 +330,7 @@ def test_a_runner_that_crashes_on_every_start_fails_the_run_naming_its_log(
     runs = Runs(workspace)
     run_id = runs.plan(STEPS_SPEC, {"tag": "crash"}).snap.run_id
     background.mark(runs, run_id)
-    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))  # what every runner inherits
+    broken_install(monkeypatch)  # every runner started from now on
 
     def failed() -> dict[str, Any] | None:
         doc = background.poll(Runs(workspace), run_id)  # each poll restarts a dead runner
@@ -351,7 +356,7 @@ def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
     runs = Runs(workspace)
     run_id = runs.plan(STEPS_SPEC, {"tag": "heal"}).snap.run_id
     background.mark(runs, run_id)
-    monkeypatch.setenv("PYTHONPATH", broken_install(tmp_path / "broken"))
+    broken_install(monkeypatch)
     crashes = background.MAX_FAILED_STARTS - 1
 
     def crashed() -> bool:
@@ -364,7 +369,7 @@ def test_crashes_are_counted_in_a_row_and_a_runner_that_works_clears_them(
     wait_for(crashed, f"{crashes} runners crash")
     starts = workspace / ".git" / "vivary" / "bg" / run_id / "starts.json"
     assert json.loads(starts.read_text())["count"] == crashes
-    monkeypatch.delenv("PYTHONPATH")  # the install is repaired before the last start
+    monkeypatch.setattr(background, "own_python", own_python)  # repaired before the last start
     doc = ended(workspace, run_id)
     assert doc["status"] == "completed" and calls(workspace, "heal") == ["draft", "fix", "fix", "finish"]
     assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")  # it clears the count last
