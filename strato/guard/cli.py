@@ -7,6 +7,7 @@ applied, 1 refused or error, 2 usage. ``verify`` and ``review`` print reports.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -460,7 +461,10 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
 @click.option("--show", is_flag=True, help="Write nothing; print the commands the policy would run "
               "and whether you approved it.")
 @click.option("--revoke", is_flag=True, help="Take your approval of the resource's policy back.")
-def trust_command(root: Path, as_json: bool, resource: str, show: bool, revoke: bool) -> None:
+@click.option("--checksum", metavar="HEX", help="Approve only if the policy in force is still the one "
+              "--show printed (its checksum): a fetch in between cannot swap it.")
+def trust_command(root: Path, as_json: bool, resource: str, show: bool, revoke: bool,
+                  checksum: str | None) -> None:
     """Approve the guard policy in force for RESOURCE, so its command predicates may run.
 
     A policy arrives with the notes ref, which anyone who can push may rewrite; its
@@ -472,14 +476,22 @@ def trust_command(root: Path, as_json: bool, resource: str, show: bool, revoke: 
     Examples:
       strato guard trust --show release:1.0     # what it would run, approved or not
       strato guard trust release:1.0            # approve exactly this policy
+      strato guard trust --checksum HEX release:1.0   # only the policy --show showed
       strato guard trust --revoke release:1.0 --json
     """
     try:
         if show and revoke:
             raise GuardError("invalid_usage", "--show and --revoke exclude each other")
+        if checksum is not None and (show or revoke or not re.fullmatch("[0-9a-f]{64}", checksum)):
+            raise GuardError("invalid_usage", "--checksum takes the 64 hex digits --show printed, "
+                             "and goes with approving alone")
         repo = _repo(root)
         pol = store.require(store.load(repo, resource)).policy
         where = gitrepo.workdir(repo)
+        if checksum is not None and checksum != pol.checksum:
+            raise GuardError("policy_changed", f"the policy of {visible(resource)} is "
+                             f"{pol.checksum[:12]} now, not {checksum[:12]} as shown: "
+                             "nothing approved; review it again")
         if revoke:
             done = consent.revoke(where, resource)
         elif not show:
@@ -497,7 +509,7 @@ def trust_command(root: Path, as_json: bool, resource: str, show: bool, revoke: 
     if revoke:
         click.echo(f"{name}: {'approval revoked' if done else 'nothing was approved'}")
         return
-    click.echo(f"{name}: policy {pol.checksum[:12]} {state.replace('unapproved', 'not approved')}")
+    click.echo(f"{name}: policy {pol.checksum} {state.replace('unapproved', 'not approved')}")
     for cmd in found:
         click.echo(f"  {visible(cmd.edge)} {visible(cmd.id) or '-'}: {cmd.shown()}")
     if not found:

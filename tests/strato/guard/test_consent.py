@@ -188,3 +188,25 @@ def test_a_line_rewritten_inside_the_history_is_refused_before_any_predicate(
     proc = run(ws, "transition", "--json", stdin=MOVE)
     assert proc.returncode == 1 and out(proc)["error_type"] == "ledger_rewritten", proc.stdout
     assert not marker.exists()
+
+
+def test_trust_by_checksum_approves_only_the_policy_that_was_shown(clones: Clones) -> None:
+    """Between `--show` and the approval a fetch may swap the policy in force: with the
+    checksum `--show` printed, only that policy is approved."""
+    victim, attacker, marker = clones.victim, clones.attacker, clones.marker
+    engine.register(attacker.repo, touching(marker))
+    git(attacker.root, "push", "-q", "-f", "origin", "refs/notes/vivary/guard")
+    fetch_notes(victim)
+    shown = out(run(victim, "trust", "release:9", "--show", "--json"))["checksum"]
+    assert shown in run(victim, "trust", "release:9", "--show").stdout  # printed whole
+
+    other = "0" * 64
+    swapped = run(victim, "trust", "release:9", "--checksum", other, "--json")
+    assert swapped.returncode == 1 and out(swapped)["error_type"] == "policy_changed"
+    assert len(swapped.stderr.splitlines()) == 1 and "nothing approved" in swapped.stderr
+    assert run(victim, "transition", stdin=MOVE).returncode == 1 and not marker.exists()
+    assert run(victim, "trust", "release:9", "--checksum", "abc").returncode == 2
+    assert run(victim, "trust", "release:9", "--show", "--checksum", shown).returncode == 2
+
+    assert run(victim, "trust", "release:9", "--checksum", shown).returncode == 0
+    assert run(victim, "transition", stdin=MOVE).returncode == 0 and marker.exists()
