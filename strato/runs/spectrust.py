@@ -78,7 +78,6 @@ def preflight(root: Path, spec: Spec, text: str, config: AgentsConfig) -> None:
             config.trusted_judge()
     except trust.Untrusted as exc:
         raise Refused("untrusted", str(exc)) from None
-    for command in commands(spec)[:1]:
-        refusal = command_refusal(root, text, command)
-        if refusal is not None:
-            raise Refused("untrusted", refusal)
+    found = commands(spec)  # one approval covers them all: the first names the refusal
+    if found and (refusal := command_refusal(root, text, found[0])) is not None:
+        raise Refused("untrusted", refusal)
