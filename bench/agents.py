@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from strato import trust
+from strato.agents import trust
 
 AGENTS = ".vivary/agents.toml"
 

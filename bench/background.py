@@ -1,6 +1,6 @@
 """Background runs against foreground runs of the same spec, timed in the same run: a
 four-dispatch flow whose agent answers at once, driven by `Runs.drive` in this process
-and by a detached runner (`strato.runs.background`) polled every 20 ms. The difference is
+and by a detached runner (`strato.runs.background.runner`) polled every 20 ms. The difference is
 the price of surviving kill -9: a runner process per run and a dispatch process per step.
 
     python -m bench.background [--repeat 5]
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bench.agents import write_agents
-from strato.runs import background
+from strato.runs.background import runner as background
 from strato.runs.service import Runs
 
 SPEC = """\

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tropo.check.workspace import open_workspace
-from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule, records_from_graph
-from tropo.review.receipt import build_receipt, js_timestamp
+from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule, records_from_graph
+from tropo.governed.receipt import build_receipt, js_timestamp
 
 
 def _request(capsule: dict[str, Any], at: str, **extra: Any) -> dict[str, Any]:

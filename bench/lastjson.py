@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from strato.runs.lastjson import last_json_object
+from strato.agents.lastjson import last_json_object
 
 
 def greedy(text: str) -> dict[str, Any] | None:

@@ -20,8 +20,8 @@ from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import TemplateError
 from tropo.cli.receipts import ReceiptGroup
+from tropo.fs.rooted import UnsafePath, write_within
 from tropo.git import gitcli
-from tropo.git.rooted import UnsafePath, write_within
 
 _json = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 _dir = click.argument("target", type=click.Path(path_type=Path))

@@ -23,8 +23,8 @@ from tropo.check import ratchet
 from tropo.check.config import THIN_CONFIG, THIN_CONTRACT, Config, ConfigError, is_excluded
 from tropo.check.findings import Finding, failing
 from tropo.check.workspace import open_workspace
+from tropo.fs.rooted import write_within
 from tropo.git import gitcli
-from tropo.git.rooted import write_within
 
 
 class NotARepository(ValueError):

@@ -25,8 +25,8 @@ from create_vivary.plan import FileAction, Refused
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import RATCHET, plan_hash, render
 from create_vivary.thin import digest
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 from tropo.git import gitcli
-from tropo.git.rooted import UnsafePath, check_target, write_within
 
 PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary-git.adopt-journal/v1"

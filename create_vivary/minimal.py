@@ -16,7 +16,7 @@ from pathlib import Path
 
 from create_vivary import thin
 from create_vivary.plan import Refused
-from tropo.git.rooted import UnsafePath, check_target, write_within
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 
 
 def resolve_target(target: Path) -> Path:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from create_vivary.scaffold import plan_hash
-from tropo.git.rooted import UnsafePath, check_target, write_within
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 
 _PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._ -]{0,63}")
 

@@ -26,10 +26,10 @@ from tropo.check import document as docmod
 from tropo.check.config import THIN_CONFIG, ConfigError
 from tropo.check.frontmatter import parse
 from tropo.check.workspace import open_workspace
-from tropo.git.rooted import UnsafePath, check_target, write_within
-from tropo.review.capsule import SCHEMA as CAPSULE_SCHEMA
-from tropo.review.capsule import is_intact
-from tropo.review.capsule_graph import graph_fingerprint, records_from_graph, snapshot_fingerprint
+from tropo.fs.rooted import UnsafePath, check_target, write_within
+from tropo.governed.capsule import SCHEMA as CAPSULE_SCHEMA
+from tropo.governed.capsule import is_intact
+from tropo.governed.capsule_graph import graph_fingerprint, records_from_graph, snapshot_fingerprint
 
 FOLDERS = {"modules": "module", "changes": "change", "decisions": "decision",
            "verification": "verification", "gates": "gate"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import templates
 from create_vivary.presets import PRESETS
-from tropo.git.rooted import check_relative
+from tropo.fs.rooted import check_relative
 
 GRAPH_DIRS = ("modules", "changes", "decisions", "verification", "gates")
 SKILL_ROOTS = (".claude/skills", ".agents/skills")

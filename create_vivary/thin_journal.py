@@ -29,7 +29,7 @@ from create_vivary.thin_adopt import (
     declared_active_context,
     identity,
 )
-from tropo.git.rooted import UnsafePath, check_target, write_within
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 
 PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary.adopt-journal.v3"

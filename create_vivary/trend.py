@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tropo.git.rooted import write_within
+from tropo.fs.rooted import write_within
 
 METRICS = ("graph_nodes", "graph_edges", "graph_broken", "error_count", "warning_count",
            "module_index_count", "total_files")

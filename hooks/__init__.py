@@ -1,1 +1,1 @@
-"""Git hooks that enforce the workspace graph, and their installer."""
+"""Hook programs, their installer and the registry of what runs in them."""

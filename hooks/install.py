@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hooks.scripts import CHAINED_SUFFIX, FIX, interpreter, is_ours, render
+from tropo.fs.rooted import write_within
 from tropo.git import gitcli
-from tropo.git.rooted import write_within
 
 
 class HookConflict(Exception):

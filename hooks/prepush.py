@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hooks import registry
-from strato.runs import lanestore, lanesync
+from strato.runs.lanes import store as lanestore
+from strato.runs.lanes import sync as lanesync
 from tropo import untrusted
 from tropo.git import gitcli
 from tropo.git.push import Push, RefUpdate
@@ -113,7 +114,7 @@ def refused(problems: list[str]) -> int:
 
 def _sync_lanes(push: Push) -> list[str]:
     """The verification lanes go along too, merged with the remote's when the two clones
-    diverged (`strato.runs.lanesync`); a warning line when they cannot."""
+    diverged (`strato.runs.lanes.sync`); a warning line when they cannot."""
     if not gitcli.run(push.root, "for-each-ref", "--format=%(refname)", lanestore.REF).strip():
         return []
     if push.updates and all(u.local_ref == lanestore.REF for u in push.updates):

@@ -12,7 +12,7 @@ from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
 from strato.runs.cli import run_cmd, runs_group
-from strato.runs.lanes_cli import lanes_command
+from strato.runs.lanes.cli import lanes_command
 from tropo.cli.clijson import JsonErrorsGroup
 
 

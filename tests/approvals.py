@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strato import trust
-from strato.runs import spectrust
-from strato.runs.agents import WORKSPACE_FILE
+from strato.agents import spectrust, trust
+from strato.agents.config import WORKSPACE_FILE
 
 
 def approve_agents(root: Path) -> None:

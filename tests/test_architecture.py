@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary")
+PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "vivary")
 # Who may import whom: the arrows of docs/architecture.md, transitively closed.
 MAY_IMPORT = {
     "tropo": set(),
@@ -22,6 +22,7 @@ MAY_IMPORT = {
     "workbench": {"strato", "exo", "tropo"},
     "hooks": {"workbench", "strato", "exo", "tropo"},
     "create_vivary": {"hooks", "workbench", "strato", "exo", "tropo"},
+    "vivary": {"create_vivary", "hooks", "workbench", "strato", "exo", "tropo"},
 }
 REPOSITORY_LAYER = "tropo.git"
 

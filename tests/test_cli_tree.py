@@ -16,7 +16,7 @@ import click
 import pytest
 
 BIN = Path(sys.executable).parent
-PACKAGES = ("strato", "tropo", "exo", "create_vivary", "hooks")
+PACKAGES = ("strato", "tropo", "exo", "create_vivary", "hooks", "vivary")
 MISSING = "no-such-folder"
 # where the generic bad argument (a file that is not what was asked for) is a valid input
 # whose answer is a finding, the bad argument is a missing file instead

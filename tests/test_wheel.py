@@ -24,7 +24,7 @@ from tests.test_readme_tour import assert_the_tour_ran, run_lines, tour_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("strato", "tropo", "exo", "create-vivary", "vivary")
-PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "templates")
+PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "vivary", "templates")
 # what pip and build print when the index cannot be reached (a machine without network)
 OFFLINE = ("Could not find a version", "No matching distribution", "NewConnectionError",
            "Temporary failure in name resolution", "Network is unreachable")
@@ -181,7 +181,7 @@ def test_hooks_installed_from_a_removed_venv_run_the_vivary_on_path(installed: I
     site_a = next((venv_a / "lib").glob("python3*/site-packages"))
     site_b = next((installed.venv / "lib").glob("python3*/site-packages"))
     (site_a / "wheel-venv.pth").write_text(f"{site_b}\n")
-    install = _run([str(venv_a / "bin" / "python"), "-c", "from hooks.cli import main; main()", "hooks", "install",
+    install = _run([str(venv_a / "bin" / "python"), "-c", "from vivary.cli import main; main()", "hooks", "install",
                     "--root", str(ws)], tmp_path, env)
     assert install.returncode == 0, install.stderr
     assert str(venv_a / "bin" / "python") in (ws / ".git/hooks/pre-commit").read_text()

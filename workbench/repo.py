@@ -20,11 +20,11 @@ from strato.guard.authz import Signer
 from strato.guard.errors import GuardError
 from strato.heartbeat import apply as heartbeat_apply
 from strato.heartbeat import store as heartbeat_store
-from strato.runs import views
-from strato.runs.lanes_cli import lanes_view
+from strato.runs.engine.state import Refused
+from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.state import Refused
 from strato.runs.store import RunNotFound, Snapshot, check_run_id
+from strato.runs.views import documents as views
 from tropo.git import repo as gitrepo
 from tropo.review import view as graph_view
 from workbench.source import Refusal, gate_request, page

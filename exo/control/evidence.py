@@ -13,8 +13,8 @@ from typing import Any
 from exo.control import actors, ledger, scope, tasks
 from exo.control.text import instant_ms, is_nonblank
 from tropo.canonical import canonicalize, deterministic_id, is_lossless
-from tropo.review.capsule import is_intact
-from tropo.review.receipt import verify_receipt
+from tropo.governed.capsule import is_intact
+from tropo.governed.receipt import verify_receipt
 
 UNKNOWN_CAPSULE = "unknown_capsule_shape"
 UNKNOWN_RECEIPT = "unknown_receipt_shape"

@@ -10,10 +10,10 @@ from typing import Any, NoReturn
 
 import click
 
-from strato import trust
-from strato.agentruns import groups, service
+from strato.agentruns import service
 from strato.agentruns.store import Store
-from strato.runs.agents import AgentConfigError
+from strato.agents import groups, trust
+from strato.agents.config import AgentConfigError
 from tropo.cli.clijson import echo_error
 from tropo.git.repo import NotARepository, require, workdir
 

@@ -14,12 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from strato import trust
-from strato.agentruns import groups
 from strato.agentruns.store import BoundedStream, RunDir
-from strato.interpreter import own_python
-from strato.runs.agents import MAX_KEPT, AgentConfigError, load_config, unwrap
-from strato.runs.lastjson import last_json_object
+from strato.agents import groups, trust
+from strato.agents.config import MAX_KEPT, AgentConfigError, load_config, unwrap
+from strato.agents.interpreter import own_python
+from strato.agents.lastjson import last_json_object
 
 
 def launch(run: RunDir, root: Path) -> int:

@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from strato.agentruns import groups
 from strato.agentruns.runner import execute, launch
 from strato.agentruns.store import RunDir, Store
-from strato.runs.agents import load_config
+from strato.agents import groups
+from strato.agents.config import load_config
 
 TEXT_TAIL = 4096
 Document = dict[str, Any]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.runs.runlock import PlantedLink, open_append, private_folder
-from tropo.git.atomic import write_atomic
+from strato.agents.locks import PlantedLink, open_append, private_folder
+from tropo.fs.atomic import write_atomic
 
 STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
 _ID = re.compile(r"ar-[0-9a-f]{12}")

@@ -1,7 +1,7 @@
 """Governed decisions (`strato decide --governed`), compatible with vivary-strato 0.1.x.
 
 The capsules and receipts that feed them are formats of tropo's graph
-(`tropo.review.capsule`, `tropo.review.capsule_graph`, `tropo.review.receipt`), so tropo
+(`tropo.governed.capsule`, `tropo.governed.capsule_graph`, `tropo.governed.receipt`), so tropo
 can build them and exo can verify them without importing strato."""
 
 from strato.decide.decision import Decision, Refusal, decide

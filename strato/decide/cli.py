@@ -20,9 +20,9 @@ from strato.decide.decision import (
 )
 from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES
 from strato.decide.request import RequestBuildError, build_request
-from tropo.review.capsule import is_intact
-from tropo.review.freshness import parse_instant
-from tropo.review.receipt import OUTCOMES, ReceiptError, build_receipt
+from tropo.governed.capsule import is_intact
+from tropo.governed.freshness import parse_instant
+from tropo.governed.receipt import OUTCOMES, ReceiptError, build_receipt
 
 
 def _read_text(source: str) -> str:

@@ -12,9 +12,9 @@ import unicodedata
 from datetime import datetime
 from typing import Any
 
-from tropo.review.capsule import is_capsule, is_intact
-from tropo.review.freshness import MAX_AGE, age_code, parse_instant, receipt_codes
-from tropo.review.paths import is_absolute_root, same_roots
+from tropo.governed.capsule import is_capsule, is_intact
+from tropo.governed.freshness import MAX_AGE, age_code, parse_instant, receipt_codes
+from tropo.governed.paths import is_absolute_root, same_roots
 
 REQUEST_SCHEMA = "vivary.strato-decision-request/v0"
 POLICY_VERSION = "vivary.strato-policy/v0"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from strato.decide.verdict import verdict_problem
-from tropo.review.capsule import is_capsule
-from tropo.review.receipt import SCHEMA as RECEIPT_SCHEMA
-from tropo.review.receipt import verify_receipt
+from tropo.governed.capsule import is_capsule
+from tropo.governed.receipt import SCHEMA as RECEIPT_SCHEMA
+from tropo.governed.receipt import verify_receipt
 
 JSON = dict[str, Any]
 _DIMENSIONS = (

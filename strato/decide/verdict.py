@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import fingerprint
-from tropo.review.capsule import body
+from tropo.governed.capsule import body
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")

@@ -1,7 +1,7 @@
 """The optional model step: an agent may rewrite the text a person reads, within a budget.
 
 The agent is ``[agents.distill]`` in ``.vivary/agents.toml``, read and checked by the
-flow engine's own loader (:func:`strato.runs.agents.load_config`: an argv with one
+flow engine's own loader (:func:`strato.agents.config.load_config`: an argv with one
 ``{prompt}`` element, ``timeout_s``), so one file keeps one format; without it nothing
 here runs and every proposal stays as the deterministic draft. A workspace file the user
 has not approved (``vivary trust``) runs nothing either: a checked-out branch must not
@@ -102,8 +102,8 @@ def rewrite(record: dict[str, Any], answer: object) -> dict[str, Any] | str:
 def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:
     """Ask the ``distill`` agent to rewrite the memory lines and skill candidates among
     ``pids`` (just staged), in turn, until ``budget`` tokens are spent."""
-    from strato import trust
-    from strato.runs import agents  # only when a rewrite may happen: it is not free to import
+    from strato.agents import config as agents
+    from strato.agents import trust
 
     done = Outcome()
     try:

@@ -13,14 +13,14 @@ from typing import Any, NoReturn
 
 import click
 
+from strato.agents.config import AgentConfigError, load_config
+from strato.agents.trust import TrustError
 from strato.flow.errors import UNREADABLE_CODES
 from strato.flow.migrate import check, render_text
 from strato.flow.spec import BUILTIN_AGENTS
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.flow.yamlload import SpecReadError, read_spec_file
-from strato.runs.agents import AgentConfigError, load_config
-from strato.trust import TrustError
 from tropo.cli.clijson import echo_error
 from tropo.git.repo import NotARepository, require, workdir
 

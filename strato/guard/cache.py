@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tropo.fs.atomic import write_atomic
 from tropo.git import repo as gitrepo
-from tropo.git.atomic import write_atomic
 from tropo.git.types import Repository, hash_blob
 
 VERSION = 1  # bump when what a check accepts changes

@@ -10,7 +10,7 @@
 cannot grant a command; a policy's commands also need the user's approval of that
 policy (:mod:`strato.guard.consent`). The judge of ``judged``/``verified`` predicates
 is not a setting here: it comes from the trusted agents loader
-(:func:`strato.runs.agents.load_config`).
+(:func:`strato.agents.config.load_config`).
 """
 
 from __future__ import annotations

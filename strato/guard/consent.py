@@ -4,7 +4,7 @@ chooses a guard command").
 
 A policy lives in the ledger on ``refs/notes/vivary/guard``, which anyone with push
 access can rewrite and every contributor fetches, so its bytes decide nothing by
-themselves. The approval is kept by :mod:`strato.trust` in the user's own config
+themselves. The approval is kept by :mod:`strato.agents.trust` in the user's own config
 directory, by resource, over the policy's canonical bytes (whose sha256 is the checksum
 the ledger records): another policy, even one edge more, is a new question. A person
 approves by registering the policy at their own terminal (``strato guard register``) or
@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from strato import trust
+from strato.agents import trust
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy
 from strato.guard.predicates import parse_call

@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from strato import trust
+from strato.agents import config as agents
+from strato.agents import trust
 from strato.guard import authz, config, consent, descriptors, entries, predicates, store
 from strato.guard import policy as policy_mod
 from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
 from strato.guard.verify import Break, verify_repository
-from strato.runs import agents
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 from tropo.git.revision import read_file

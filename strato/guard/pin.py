@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from strato.guard import store
 from strato.guard.errors import GuardError
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 from tropo.git import repo as gitrepo
 from tropo.git.revision import is_ancestor, read_file
-from tropo.git.rooted import UnsafePath, check_target, write_within
 from tropo.git.types import Commit, Repository
 
 PIN_PATH = ".vivary/guard/notes-tip"

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strato.agents.config import AgentSpec
 from strato.guard.config import CONFIG_PATH, GuardConfig
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy, Predicate
-from strato.runs.agents import AgentSpec
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 

@@ -28,7 +28,7 @@ from typing import Any
 from strato.guard import cache, ledger
 from strato.guard import policy as policy_mod
 from strato.guard.errors import GuardError
-from tropo.git.atomic import write_atomic
+from tropo.fs.atomic import write_atomic
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 from strato.heartbeat import store
 from strato.heartbeat.proposal import KINDS
 from tropo import untrusted
+from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
-from tropo.git.atomic import write_atomic
 
 FOLDER = "heartbeat-reports"
 

@@ -3,7 +3,7 @@
 The hook (:func:`post_commit`) writes ``pending`` in the sidecar and, unless a runner
 already holds the lock, starts ``python -m strato.heartbeat.runner ROOT`` in its own
 session with no terminal and no pipes, then returns: git never waits for the heartbeat.
-The runner holds ``run.lock`` with ``fcntl.flock`` (`strato.runs.runlock`; the kernel releases it when the
+The runner holds ``run.lock`` with ``fcntl.flock`` (`strato.agents.locks`; the kernel releases it when the
 process dies, even by kill -9), waits ``debounce_ms`` for a burst to end, clears the
 mark and runs; a mark left while it ran means one more run. A runner killed mid-run
 leaves its mark aside, so the next one redoes that run (its proposals are already
@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from strato.agents.interpreter import own_python
+from strato.agents.locks import exclusive
 from strato.heartbeat import switch
-from strato.interpreter import own_python
-from strato.runs.runlock import exclusive
 from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it

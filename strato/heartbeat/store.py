@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat.proposal import Proposal
+from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
-from tropo.git.atomic import write_atomic
 
 _ID = re.compile(r"^[a-z-]+-[0-9a-f]{12}$")
 

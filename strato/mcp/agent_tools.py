@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strato import trust
 from strato.agentruns import service
 from strato.agentruns.store import Store
+from strato.agents import trust
+from strato.agents.config import AgentConfigError
 from strato.mcp.registry import Args, Context, Document, Tool, ToolError, collector
-from strato.runs.agents import AgentConfigError
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)

@@ -1,7 +1,7 @@
 """Following and stopping background flow runs over MCP, in the shapes of Stratum's
 `stratum_flow_bg_poll` and `stratum_flow_cancel_bg` (`stratum_flow_run_bg` is a plan,
 beside `stratum_plan` in :mod:`strato.mcp.tools`): the run goes on in a detached runner
-(see `strato.runs.background`), so a client may disconnect, and a restarted server polls
+(see `strato.runs.background.runner`), so a client may disconnect, and a restarted server polls
 and cancels the same run from its ref."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from strato.mcp.registry import Args, Context, Document, Tool, collector
-from strato.runs import background
-from strato.runs.state import RUN_TERMINAL
+from strato.runs.background import runner as background
+from strato.runs.engine.state import RUN_TERMINAL
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)

@@ -1,7 +1,7 @@
 """Every MCP tool, joined from the modules that define them, and the one way to call one.
 
 A tool of Stratum's contract (:mod:`strato.mcp.contract`) is held to it here, in one
-place: its request is checked against the bounds of :mod:`strato.runs.bounds` and then
+place: its request is checked against the bounds of :mod:`strato.runs.engine.bounds` and then
 the contract's keys and types before anything runs, its errors are the contract's
 `error` document (`{status: "error", error_type, message}`, plus what the tool's error
 variant declares), and its answer is checked before it is sent; so are the answers and
@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from strato.guard.errors import GuardError
 from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools, usage_tools
 from strato.mcp.registry import Context, Document, Tool, ToolError
-from strato.runs import bounds, views
+from strato.runs.engine import bounds
+from strato.runs.views import documents as views
 from tropo.check import reports
 from tropo.check.config import ConfigError
 from tropo.git.repo import RevisionError

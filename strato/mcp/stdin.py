@@ -24,7 +24,7 @@ from itertools import accumulate, islice
 from operator import methodcaller
 from typing import TextIO
 
-from strato.runs import bounds
+from strato.runs.engine import bounds
 
 # envelope, params and arguments are 3 levels; pydantic's JSON parser stops at 200
 KEEP_DEPTH = 100

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strato import trust
+from strato.agents import spectrust, trust
 from strato.decide.decision import Refusal, decide
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
@@ -21,9 +21,11 @@ from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
-from strato.runs import background, spectrust, views, wire
-from strato.runs.lanes_cli import check_view, lanes_view
-from strato.runs.state import Refused
+from strato.runs.background import runner as background
+from strato.runs.engine.state import Refused
+from strato.runs.lanes.cli import check_view, lanes_view
+from strato.runs.views import documents as views
+from strato.runs.views import wire
 from tropo.check import reports
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.git.repo import NotARepository, RevisionError, resolve_commit

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from strato.mcp.registry import Args, Context, Document, Tool, collector
-from strato.runs import views
+from strato.runs.views import documents as views
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)

@@ -1,3 +1,3 @@
-"""Flow runs: state machine (`engine`), storage as git refs (`store`), agent dispatch
-(`agents`), fanout over worktrees (`fanout`) and the operations that tie them together
-(`service`)."""
+"""Flow runs: the state machine (`engine/`), storage as git refs (`store`), the operations
+that tie them together (`service`), work handed to programs (`dispatch/`), background runs
+(`background/`), verification lanes (`lanes/`) and how a run looks from outside (`views/`)."""

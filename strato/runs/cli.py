@@ -16,12 +16,14 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from strato.runs import background, bounds, spectrust
-from strato.runs.runlock import exclusive
+from strato.agents import spectrust
+from strato.agents.locks import exclusive
+from strato.runs.background import runner as background
+from strato.runs.engine import bounds
+from strato.runs.engine.state import RESOLVERS, RUN_TERMINAL
 from strato.runs.service import Runs
-from strato.runs.state import RESOLVERS, RUN_TERMINAL
 from strato.runs.store import Outcome
-from strato.runs.views import (
+from strato.runs.views.documents import (
     EXPECTED_ERRORS,
     commit_view,
     describe_error,

@@ -13,11 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from strato import trust
-from strato.flow import Spec, SpecError, load_spec
-from strato.flow.spec import GateStep
-from strato.runs import bounds
-from strato.runs.agents import (
+from strato.agents import trust
+from strato.agents.config import (
     WORKSPACE_FILE,
     AgentsConfig,
     CallResult,
@@ -27,19 +24,22 @@ from strato.runs.agents import (
     judge_runner,
     load_config,
 )
-from strato.runs.attempts import attempt_rows
-from strato.runs.checks import Judge
-from strato.runs.commands import Evaluator, command_evaluator
-from strato.runs.dispatches import engine_telemetry
-from strato.runs.engine import Engine
-from strato.runs.fanout import ItemCall, run_fanout
-from strato.runs.lanes import LaneBook, digest
-from strato.runs.lanestore import LaneStore
-from strato.runs.planning import FlowInfo, plan
-from strato.runs.runlock import private_folder
-from strato.runs.spectrust import command_refusal, preflight
-from strato.runs.state import RUN_TERMINAL, Refused
+from strato.agents.locks import private_folder
+from strato.agents.spectrust import command_refusal, preflight
+from strato.flow import Spec, SpecError, load_spec
+from strato.flow.spec import GateStep
+from strato.runs.dispatch.commands import Evaluator, command_evaluator
+from strato.runs.dispatch.fanout import ItemCall, run_fanout
+from strato.runs.engine import bounds
+from strato.runs.engine.checks import Judge
+from strato.runs.engine.dispatches import engine_telemetry
+from strato.runs.engine.machine import Engine
+from strato.runs.engine.planning import FlowInfo, plan
+from strato.runs.engine.state import RUN_TERMINAL, Refused
+from strato.runs.lanes.model import LaneBook, digest
+from strato.runs.lanes.store import LaneStore
 from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
+from strato.runs.views.attempts import attempt_rows
 from tropo.git.objects import file_at_head
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
@@ -105,7 +105,7 @@ class Runs:
         return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
 
     def lane_book(self) -> LaneBook:
-        """The lanes as they stand, for one operation (strato.runs.verification)."""
+        """The lanes as they stand, for one operation (strato.runs.lanes.verification)."""
         return LaneBook(self.lanes.standing(), self.config_digests)
 
     def _parsed(self, text: str) -> Spec:
@@ -212,7 +212,7 @@ class Runs:
         (Stratum's step_done names none). That token is read once, before the first
         attempt: if the run moves meanwhile (another report, a revert, a cancel), the
         retry after the lost race is refused as stale rather than taken as the result of
-        a newer dispatch. A result past :mod:`strato.runs.bounds` is refused first."""
+        a newer dispatch. A result past :mod:`strato.runs.engine.bounds` is refused first."""
         bounds.check(result, "the step result")
         if current:
             token = self.engine(self.store.load(run_id), judge=False).issued_token(step)

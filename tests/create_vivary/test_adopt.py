@@ -16,8 +16,8 @@ from create_vivary import plan as plan_mod
 from create_vivary.adopt import exclusions, guess_preset
 from tests.conftest import commit_all, git, write_files
 from tests.hooks.cli import run_cli, run_json
-from tropo.git import rooted
-from tropo.git.rooted import UnsafePath
+from tropo.fs import rooted
+from tropo.fs.rooted import UnsafePath
 
 BROWNFIELD = {
     "README.md": "# My notes\n",

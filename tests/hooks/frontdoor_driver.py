@@ -20,7 +20,7 @@ def _entry() -> Callable[[list[str]], object]:
     try:
         import vivary_cli  # the suite's front door
     except ImportError:
-        from hooks.cli import main
+        from vivary.cli import main
 
         return lambda argv: main.main(args=argv, prog_name="vivary", standalone_mode=True)
     return vivary_cli.main

@@ -10,10 +10,10 @@ import pytest
 
 from hooks import install as installer
 from hooks import prepush, registry
-from strato.runs import lanestore
-from strato.runs.lanestore import LaneStore
+from strato.runs.lanes import store as lanestore
+from strato.runs.lanes.store import LaneStore
 from tests.conftest import commit_all, git, write_files
-from tests.strato.runs.test_lanesync import lane_evidence
+from tests.strato.runs.lanes.test_sync import lane_evidence
 from tropo.git.push import Push
 from tropo.git.repo import require
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from strato.runs.lanes_cli import lanes_view
+from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs
 from tests.conftest import commit_all, git, missing, write_files
 from tests.workbench.serving import (

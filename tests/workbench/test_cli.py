@@ -96,7 +96,7 @@ def test_open_hands_the_browser_a_page_leading_to_the_printed_url(tmp_path: Path
 
 def test_without_the_serve_extra_it_says_what_to_install(tmp_path: Path) -> None:
     blocked = "import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None; " \
-              "from hooks.cli import main; main(sys.argv[1:])"
+              "from vivary.cli import main; main(sys.argv[1:])"
     proc = subprocess.run([sys.executable, "-c", blocked, "serve", "--demo"], capture_output=True, text=True,
                           check=False, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""

@@ -1,4 +1,4 @@
-"""Cached forms of parses and analyses, for the record files of :mod:`tropo.git.store`.
+"""Cached forms of parses and analyses, for the record files of :mod:`tropo.fs.records`.
 
 The parse cache keys what a blob's bytes say by its oid; the memo keys a document's
 whole analysis by what it depends on (blob oid, path, effective schema), so a check that

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from tropo.check.checkstate import CheckState
 from tropo.check.findings import Finding, Summary
 from tropo.check.roots import ConfigError, find_root, is_config, read_by_tropo, root_in
+from tropo.fs.records import Shelf, code_stamp
 from tropo.git import gitcli, gitdelta
 from tropo.git.source import Source
-from tropo.git.store import Shelf, code_stamp
 
 if TYPE_CHECKING:
     from tropo.check.workspace import Workspace

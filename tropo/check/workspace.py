@@ -38,9 +38,9 @@ from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
 from tropo.check.roots import root_in
+from tropo.fs.records import Store, code_stamp
 from tropo.git.files import LINK, MAX_BLOB, Entry, Snapshot
 from tropo.git.source import Source, SourceError
-from tropo.git.store import Store, code_stamp
 
 if TYPE_CHECKING:
     from tropo.git import history

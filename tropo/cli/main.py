@@ -22,7 +22,7 @@ from tropo.check.findings import failing
 from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
-from tropo.git.atomic import write_atomic
+from tropo.fs.atomic import write_atomic
 from tropo.git.source import NotARepository, RevisionError, Source, SourceError
 
 if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs it

@@ -146,7 +146,7 @@ def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Wor
     from click.core import ParameterSource
 
     # Only --governed needs the capsule modules: plain find and query skip ~10 ms of imports.
-    from tropo.review.capsule_graph import (
+    from tropo.governed.capsule_graph import (
         DEFAULT_MAX_CLAIMS,
         compile_capsule,
         records_from_graph,

@@ -15,8 +15,8 @@ from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.cli.main import emit, fail, guarded, load, main, spelled, workspace_options
+from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
-from tropo.git.atomic import write_atomic
 from tropo.git.source import Source
 from tropo.review import fsmap, graphdiff, statediff, view
 

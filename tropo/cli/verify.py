@@ -17,7 +17,7 @@ import click
 from tropo import untrusted
 from tropo.canonical import DuplicateKeyError, unique_keys
 from tropo.cli.main import fail, main
-from tropo.review import governed
+from tropo.governed import request as governed
 
 
 def _read(source: str) -> Any:

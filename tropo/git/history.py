@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pygit2
 
+from tropo.fs.atomic import write_atomic
 from tropo.git import repo as gitrepo
-from tropo.git.atomic import write_atomic
 
 Dates = dict[str, tuple[str, str]]  # repo-relative path -> (created, updated)
 _VERSION = 1

@@ -15,8 +15,8 @@ from typing import Any
 
 from tropo.check.graph import Edge, Graph, Node
 from tropo.check.workspace import Workspace
+from tropo.fs.atomic import write_atomic
 from tropo.git import repo as gitrepo
-from tropo.git.atomic import write_atomic
 from tropo.review.graphdiff import Shape
 
 _VERSION = 2

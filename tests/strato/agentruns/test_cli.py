@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from strato.agentruns import groups
 from strato.agentruns.store import STREAM_LIMIT
-from strato.runs.agents import MAX_KEPT
+from strato.agents import groups
+from strato.agents.config import MAX_KEPT
 from tests.strato.agentruns.conftest import strato, wait_for
 
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tropo.canonical import fingerprint
-from tropo.review.capsule import body, capsule_id, claim_id
-from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
-from tropo.review.receipt import build_receipt
+from tropo.governed.capsule import body, capsule_id, claim_id
+from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
+from tropo.governed.receipt import build_receipt
 
 ROOT = "/workspace"
 T0 = datetime(2026, 7, 26, 12, 0, tzinfo=UTC)

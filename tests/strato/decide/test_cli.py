@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.strato.decide import builders as b
-from tropo.review.capsule import is_intact
-from tropo.review.capsule_graph import GRAPH_CHECK
-from tropo.review.receipt import verify_receipt
+from tropo.governed.capsule import is_intact
+from tropo.governed.capsule_graph import GRAPH_CHECK
+from tropo.governed.receipt import verify_receipt
 
 STRATO = [sys.executable, "-m", "strato.cli"]
 PASSED = ("--check", "tropo-check=passed", "--actor", "agent:example", "--harness", "test")

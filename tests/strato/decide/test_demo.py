@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.demo_decide import tour
 from tests.conftest import git, write_files
-from tropo.review.capsule import is_intact
+from tropo.governed.capsule import is_intact
 
 FILES = {
     "tropo.toml": """\

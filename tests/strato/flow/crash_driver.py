@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.state import Refused
 
 
 def loop(root: Path, spec: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strato.runs.state import Refused
+from strato.runs.engine.state import Refused
 from tests.strato.flow.engine_helpers import Workspace, event_types, make_workspace, reply
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.state import Refused
 from tests.strato.flow.engine_helpers import make_workspace
 
 CONSUMER = """

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from strato import trust
-from strato.runs.state import Refused
+from strato.agents import trust
+from strato.runs.engine.state import Refused
 from tests.approvals import approve_spec
 from tests.strato.flow.engine_helpers import make_workspace
 

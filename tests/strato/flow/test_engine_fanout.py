@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from strato import trust
-from strato.runs.state import Refused
+from strato.agents import trust
+from strato.runs.engine.state import Refused
 from tests.approvals import approve_spec
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import Workspace, make_workspace

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from strato.runs.engine.state import Refused
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.state import Refused
 from strato.runs.store import CheckpointNotFound
 from tests.strato.flow.engine_helpers import event_types, make_workspace
 

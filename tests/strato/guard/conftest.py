@@ -12,7 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato import trust
+from strato.agents import trust
 from strato.guard import pin, store
 from tests.conftest import commit_all, git, write_files
 from tropo.git import notes

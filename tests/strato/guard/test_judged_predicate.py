@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from strato import trust
+from strato.agents import trust
 from tests.strato.guard.conftest import Workspace, approve_file
 from tests.strato.guard.test_cli import out, run
 

@@ -14,7 +14,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from strato.agentruns import groups
+from strato.agents import groups
 from strato.mcp.contract import answer_violations
 from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
 from tests.strato.mcp.conftest import Session, run_server

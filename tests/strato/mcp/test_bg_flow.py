@@ -17,7 +17,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from strato.agentruns import groups
+from strato.agents import groups
 from strato.mcp import contract
 from strato.mcp.contract import answer_violations, event_violations
 from tests.approvals import approve_agents

@@ -1,4 +1,4 @@
-"""Requests past the bounds of strato.runs.bounds against the real `strato mcp`: each gets
+"""Requests past the bounds of strato.runs.engine.bounds against the real `strato mcp`: each gets
 one error answer in the tool's error shape and the run is left as it was. Through the
 SDK's stdio client where the SDK can send the request at all, and as raw JSON-RPC lines
 for the ones it cannot (nested far past any JSON parser's recursion limit)."""
@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from strato.mcp.contract import error_violations
-from strato.runs import bounds
+from strato.runs.engine import bounds
 from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strato import trust
+from strato.agents import trust
 from strato.guard import engine
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strato.runs import lanes
-from strato.runs.lanestore import REF
+from strato.runs.lanes import model as lanes
+from strato.runs.lanes.store import REF
 from tests.conftest import git
 from tests.strato.mcp.conftest import Session, run_server
-from tests.strato.runs.test_lanes import LANE, judged_workspace, run_once
+from tests.strato.runs.lanes.test_model import LANE, judged_workspace, run_once
 
 
 def test_strato_lanes_answers_what_strato_lanes_json_prints(tmp_path: Path) -> None:

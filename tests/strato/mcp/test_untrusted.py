@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from strato import trust
+from strato.agents import trust
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files

@@ -254,4 +254,4 @@ def is_runner(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, IndexError):
         return False
-    return state not in ("Z", "X") and b"strato.runs.background" in cmdline
+    return state not in ("Z", "X") and b"strato.runs.background.runner" in cmdline

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.runs import background
-from strato.runs.runlock import PlantedLink, private_folder
+from strato.agents.locks import PlantedLink, private_folder
+from strato.runs.background import runner as background
 from strato.runs.service import Runs
 from tests.strato.runs.bg_helpers import calls, kill_hostiles, make_workspace, strato, wait_for
 

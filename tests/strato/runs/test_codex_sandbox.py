@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from strato.agents.config import AgentConfigError, load_config
 from strato.mcp.contract import event_violations
-from strato.runs.agents import AgentConfigError, load_config
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.conftest import git

@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 
+from strato.agents.config import agent_prompt, call
 from strato.mcp.contract import event_violations
-from strato.runs import background, wire
-from strato.runs.agents import agent_prompt, call
-from strato.runs.fanout import record_attempt, record_dispatch
+from strato.runs.background import runner as background
+from strato.runs.dispatch.fanout import record_attempt, record_dispatch
+from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
-from strato.runs.state import RUN_TERMINAL
+from strato.runs.views import wire
 from tests.strato.runs.bg_helpers import calls, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
 
 SPEC = """\

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from strato.runs.engine import Engine
+from strato.runs.engine.machine import Engine
+from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.state import Refused
 from strato.runs.store import Outcome
 from tests.strato.flow.engine_helpers import make_workspace
 from tests.strato.mcp.conftest import GATE_SPEC

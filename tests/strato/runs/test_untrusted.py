@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from strato import trust
+from strato.agents import trust
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import make_workspace

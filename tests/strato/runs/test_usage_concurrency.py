@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.strato.flow.engine_helpers import make_workspace
-from tests.strato.runs.test_dispatches import SPEC
+from tests.strato.runs.engine.test_dispatches import SPEC
 
 REPLAY = Path(__file__).parent / "scripts" / "replay_usage.py"
 PROCESSES, THREADS = 4, 25

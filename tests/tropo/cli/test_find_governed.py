@@ -12,8 +12,8 @@ from strato.decide import decide
 from tests.conftest import commit_all
 from tests.strato.decide import builders
 from tests.tropo.helpers import make_vault, tropo
-from tropo.review.capsule import is_intact
-from tropo.review.receipt import js_timestamp
+from tropo.governed.capsule import is_intact
+from tropo.governed.receipt import js_timestamp
 
 
 def _capsule(root: Path, *args: str) -> dict:  # type: ignore[type-arg]

@@ -16,7 +16,7 @@ def _suite() -> tuple[Callable[[str], Any], Callable[[str], Any], type[Exception
         from vivary_core.collation import CollationDomainError, locale_sort_key
         from vivary_core.workspace_model import _path_sort_key
     except ImportError:
-        from tropo.review.collation import Uncollatable, locale_key, path_key
+        from tropo.governed.collation import Uncollatable, locale_key, path_key
 
         return locale_key, path_key, Uncollatable
     return locale_sort_key, _path_sort_key, CollationDomainError

@@ -20,8 +20,8 @@ def _suite() -> tuple[Callable[..., Any], ...]:
             repair_graph_is_canonical,
         )
     except ImportError:
-        from tropo.review.collation import path_key
-        from tropo.review.workspace_graph import is_canonical, project, topology_fingerprint
+        from tropo.governed.collation import path_key
+        from tropo.governed.workspace_graph import is_canonical, project, topology_fingerprint
 
         return project, is_canonical, topology_fingerprint, path_key
     return project_workspace_graph, repair_graph_is_canonical, repair_topology_fingerprint, _path_sort_key

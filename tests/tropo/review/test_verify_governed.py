@@ -21,10 +21,10 @@ import pytest
 
 from tests.strato.decide import builders as b
 from tropo.canonical import deterministic_id, fingerprint
-from tropo.review.capsule_graph import GRAPH_CHECK, compile_capsule
-from tropo.review.governed import refusal
-from tropo.review.receipt import build_receipt
-from tropo.review.workspace_graph import project, topology_fingerprint
+from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
+from tropo.governed.receipt import build_receipt
+from tropo.governed.request import refusal
+from tropo.governed.workspace_graph import project, topology_fingerprint
 
 DRIVER = Path(__file__).with_name("verify_driver.py")
 JSON = dict[str, Any]
@@ -79,7 +79,7 @@ def edit(doc: JSON, path: str, value: Any) -> JSON:
 
 def resealed_receipt(receipt: JSON, path: str, value: Any) -> JSON:
     from tropo.canonical import fingerprint
-    from tropo.review.capsule import body
+    from tropo.governed.capsule import body
 
     changed = edit(receipt, path, value)
     changed["fingerprint"] = fingerprint(body(changed, "receipt_id", "fingerprint"))
@@ -634,7 +634,7 @@ def _task(r: random.Random, checkouts: list[JSON]) -> JSON:
 def _specs() -> list[JSON]:
     """Observed workspaces (markers, dirty files, remotes, divergent heads) and tasks over
     them, for the suite to project and compile."""
-    from tests.tropo.review.test_workspace_graph import _observation
+    from tests.tropo.governed.test_workspace_graph import _observation
 
     r = random.Random(1818)
     specs = []
@@ -711,7 +711,7 @@ def _content_specs() -> list[JSON]:
 def _accented_specs() -> list[JSON]:
     """Workspaces of accented (and some uncollatable) checkout names, most with more than
     ten dirty files of accented names, so claim texts cut their listing with `…`."""
-    from tests.tropo.review.test_workspace_graph import ACCENTED
+    from tests.tropo.governed.test_workspace_graph import ACCENTED
 
     r = random.Random(1810)
     files = ["r\u00e9sum\u00e9.md", "notes.md", "\u00dcber.txt", "a\u2026", "Z.md", "\u00e6.md"]

@@ -16,8 +16,8 @@ def _verifiers() -> tuple[Callable[..., Any], Callable[..., Any]]:
         from vivary_core.verify_receipt import verify_receipt_integrity
         from vivary_core.verify_sufficiency import evaluate_gate_sufficiency
     except ImportError:
-        from tropo.review.gate import evaluate
-        from tropo.review.receipt import receipt_verdict
+        from tropo.governed.gate import evaluate
+        from tropo.governed.receipt import receipt_verdict
 
         def gate(*, gate: Any, capsule: Any, **receipt: Any) -> Any:
             return evaluate(gate, capsule, *receipt.values())

@@ -16,7 +16,7 @@ def _entry() -> Callable[[list[str]], object]:
     try:
         import ozone  # the suite's review layer
     except ImportError:
-        from hooks.cli import main
+        from vivary.cli import main
 
         return lambda argv: main.main(args=argv, prog_name="vivary", standalone_mode=True)
     entry: Callable[[list[str]], object] = ozone.main

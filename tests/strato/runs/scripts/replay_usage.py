@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.state import Refused
-from strato.runs.views import usage_view
+from strato.runs.views.documents import usage_view
 
 root, run_id, go, threads = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
 calls = [json.loads(a) for a in sys.argv[5:]]

@@ -1,0 +1,2 @@
+"""Starting programs: agent config and its trust, argv templates, pacing, bounded
+output, process groups, detached spawns and reaping."""

@@ -1,0 +1,119 @@
+"""Kernel locks on files under `.git/vivary`: `fcntl.flock` is held by an open file
+description, so the kernel drops it when every process holding it has died (kill -9
+included), and a lock never outlives its holder. The heartbeat's runner lock works the
+same way; here it says who drives a background run and who runs one dispatch.
+
+Another agent in the repository can write under `.git/vivary` too: every file opened
+here for appending is opened without following a symlink, and one that is a symlink or
+has a second hard link (a victim file outside planted there) is replaced by a file of
+our own, never written through. A folder there is reached through
+:func:`private_folder`, which refuses one that is a symlink (a folder planted to point
+outside), so nothing is read or written through it either. That check and the use
+that follows are two steps: an agent that swaps a folder for a link between them is
+not stopped (only opening every file relative to a checked folder's descriptor would)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from strato.runs.engine.state import Refused
+
+
+class PlantedLink(Refused):
+    """A folder under `.git/vivary` that is a symlink or not a folder: not ours to use."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__("planted_link", f"{path} is {what}, not a folder of ours: refused (remove it)")
+
+
+def private_folder(top: Path, *parts: str, create: bool = False) -> Path:
+    """`top/parts...`, with `top` (`.git/vivary`) and each folder below it on the way
+    checked by lstat: a symlink or a non-folder there is refused (`PlantedLink`), so
+    nothing is read or written through it. With `create`, missing folders are made
+    (0700); without, the path is returned as soon as one is missing (a reader finds
+    nothing there)."""
+    assert all(name not in ("", ".", "..") and "/" not in name for name in parts), parts
+    steps = [top]
+    for name in parts:
+        steps.append(steps[-1] / name)
+    for here in steps:
+        if create:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(here, 0o700)
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            if create:
+                raise
+            return top.joinpath(*parts)
+        if stat.S_ISLNK(mode):
+            raise PlantedLink(here, "a symlink")
+        if not stat.S_ISDIR(mode):
+            raise PlantedLink(here, "not a folder")
+    return steps[-1]
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[IO[bytes] | None]:
+    """The lock on `path` while the block runs, if it is free (None if another holds it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open_append(path) as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            yield fh
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def take(path: Path) -> IO[bytes] | None:
+    """The open file holding the lock on `path`, to hand to a child process (None if
+    another holds it). Closing it does not unlock while the child keeps its copy: the
+    lock goes when the last holder of the open file closes it or dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open_append(path)  # never through a planted link; the caller owns it
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        return None
+    return fh
+
+
+def is_held(path: Path) -> bool:
+    """Someone holds the lock on `path` now (a look, not a promise: it may end next)."""
+    if not path.exists():
+        return False
+    with exclusive(path) as fh:
+        return fh is None
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_append(path: Path) -> IO[bytes]:
+    """`path` opened for appending, a regular file with one link that is ours: a symlink,
+    a hard link to another file or a FIFO planted in its place is removed first."""
+    try:
+        fd = os.open(path, _APPEND, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENXIO):
+            raise
+        fd = -1
+    if fd >= 0:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            return os.fdopen(fd, "ab")
+        os.close(fd)
+    path.unlink()
+    return os.fdopen(os.open(path, _APPEND | os.O_EXCL, 0o600), "ab")

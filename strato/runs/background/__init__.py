@@ -1,0 +1,1 @@
+"""Background runs: the detached runner and the dispatches that outlive it."""

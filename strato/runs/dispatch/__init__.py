@@ -1,0 +1,1 @@
+"""Work the engine hands to programs: `evaluate` commands and engine-mode fanouts over worktrees."""

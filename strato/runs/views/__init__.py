@@ -1,0 +1,1 @@
+"""How a run looks from outside: the CLI's JSON documents, Stratum's wire shapes and events, attempts."""

@@ -1,0 +1,138 @@
+"""Our workspace-graph projection and path order side by side with vivary-core's (the
+suite's, in its own interpreter): generated observations, well formed and malformed, project
+to the same nodes, edges, conflicts, unknowns, refusals, omissions and workspace
+fingerprint, are canonical alike and commit the same repair topology, ASCII and accented
+paths alike; generated strings sort the same (more of that in test_collation.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tropo.governed.workspace_graph import is_canonical, project
+
+DRIVER = Path(__file__).with_name("projection_driver.py")
+NAMES = ["a", "B", "c-d", "c_d", "Zed", "zed", "x.y", "0n", "A B", "a~", "a$", "Q"]
+ACCENTED = ["caf\u00e9", "Caf\u00e9", "cafe", "na\u00efve", "\u00c6r\u00f8", "stra\u00dfe", "strasse", "a\u2026b",
+            "\u00a0x", "x\u00ad", "\u4e2d\u6587", "\U0001f600", "\u0142\u00f3d\u017a"]
+JSON = dict[str, Any]
+
+
+def _facts(r: random.Random) -> JSON:
+    facts: JSON = {"is_git_repository": {"status": "known", "value": r.random() < 0.9}}
+    if r.random() < 0.8:
+        facts["head_revision"] = {"status": "known", "value": r.choice(["abc", "def"]),
+                                  "evidence": {"command": "git rev-parse HEAD"}}
+    if r.random() < 0.2:
+        facts["head_revision"] = {"status": "unknown", "reason": "no_head"}
+    if r.random() < 0.7:
+        remotes = [{"name": r.choice(["origin", "up"]), "fetch_url": r.choice(["https://x/a.git", "https://x/b.git"])}]
+        facts["remotes"] = {"status": "known", "value": remotes[: r.randint(0, 1)]}
+    if r.random() < 0.4:
+        ref = r.choice([{"kind": "branch", "name": "main"}, {"kind": "detached"}])
+        facts["head_ref"] = {"status": "known", "value": ref}
+    if r.random() < 0.3:
+        entries = [{"state": r.choice(["M", "??"]), "path": f"f{j}.md"} for j in range(r.randint(0, 3))]
+        facts["dirty_entries"] = {"status": "known", "value": entries[::-1]}
+        facts["is_dirty"] = {"status": "known", "value": True}
+    if r.random() < 0.3:
+        facts["git_common_dir"] = {"status": "known", "value": "/workspace/.git"}
+    if r.random() < 0.3:
+        facts["last_fetch"] = {"status": "known", "value": "2026-07-26T11:00:00Z"}
+    if r.random() < 0.2:
+        facts["workspace_markers"] = {"status": "known", "value": ["tropo.toml", "AGENTS.md"]}
+    return facts
+
+
+def _observation(r: random.Random, index: int, pool: list[str] = NAMES) -> JSON:
+    names = r.sample(pool, r.randint(0, 7))
+    refused = r.sample(["/etc", "/Etc", "/tmp/x", "rel", "/e-c", "/e_c"], r.randint(0, 4))
+    observation: JSON = {
+        "observed_at": "2026-07-26T12:00:00Z",
+        "allowlist": ["/workspace"],
+        "checkouts": [{"path": f"/workspace/{name}", "facts": _facts(r)} for name in names],
+        "refusals": [{"path": path, "status": "refused", "reason": "outside_allowlist"} for path in refused],
+    }
+    bend = index % 10
+    if bend == 1 and names:
+        observation["checkouts"].append(observation["checkouts"][0])  # the same checkout twice
+    elif bend == 2:
+        observation["allowlist"] = ["workspace"]
+    elif bend == 3 and names:
+        observation["checkouts"][0]["facts"]["head_ref"] = {"status": "known", "value": {"kind": "tag"}}
+    elif bend == 4:
+        observation["refusals"].append({"path": "rel", "status": "refused", "reason": "resolved_outside_allowlist"})
+    elif bend == 5 and names:
+        observation["checkouts"][0]["path"] = "/workspace/../x"
+    return observation
+
+
+def _strings(r: random.Random) -> list[str]:
+    alphabet = "\t\n\r aAbBzZ09_-.,;:!?'\"()[]{}@*/\\&#%`^+<=>|~$\x7f"
+    strings = ["".join(r.choice(alphabet) for _ in range(r.randint(0, 6))) for _ in range(300)]
+    return [*strings, "\x01a", "a\u2603", "\u2603", "\x01"]
+
+
+def _run(python: Path | str, spec: JSON) -> JSON:
+    proc = subprocess.run([str(python), str(DRIVER)], input=json.dumps(spec), capture_output=True, text=True,
+                          check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result: JSON = json.loads(proc.stdout)
+    return result
+
+
+@pytest.fixture(scope="module")
+def spec() -> JSON:
+    r = random.Random(18)
+    observations = [_observation(r, i) for i in range(80)]
+    accented = random.Random(1808)
+    observations += [_observation(accented, i, ACCENTED) for i in range(40)]
+    return {"observations": observations, "strings": _strings(r)}
+
+
+def test_projections_match_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
+    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    for index, (mine, suite) in enumerate(zip(ours["graphs"], theirs["graphs"], strict=True)):
+        assert mine == suite, spec["observations"][index]
+    graphs = theirs["graphs"]
+    assert sum("error" in g for g in graphs) >= 5
+    assert sum(bool(g.get("conflicts")) for g in graphs) >= 5
+    assert all(g["canonical"] for g in graphs if "error" not in g)
+
+
+def test_path_order_matches_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
+    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    assert ours["order"] == theirs["order"]
+
+
+def test_a_repository_past_the_neighbour_cap_projects_as_the_suite_does(upstream: Callable[[str], Path]) -> None:
+    """Past 300 checkouts of one repository only the first 300 by id get neighbour edges,
+    and the graph says so; a repair never re-projects one (test_verify_governed.py)."""
+    remotes = {"status": "known", "value": [{"name": "origin", "fetch_url": "https://x/a.git"}]}
+    checkouts = [{"path": f"/workspace/c{i:03d}", "facts": {
+        "is_git_repository": {"status": "known", "value": True},
+        "head_revision": {"status": "known", "value": "abc" if i % 7 else "def"}, "remotes": remotes}}
+        for i in range(302)]
+    spec = {"observations": [{"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/workspace"],
+                              "checkouts": checkouts, "refusals": []}], "strings": []}
+    [mine], [suite] = _run(sys.executable, spec)["graphs"], _run(upstream("ozone").parent / "python", spec)["graphs"]
+    assert mine == suite
+    assert [o["kind"] for o in suite["omissions"]] == ["neighbor_of_pairs_capped"]
+    assert sum(e["kind"] == "neighbor_of" for e in suite["edges"]) == 300 * 299 // 2
+    assert suite["canonical"] and len(suite["conflicts"][0]["sides"]) == 302
+
+
+def test_accented_paths_project_canonically() -> None:
+    graph = project({"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/w"], "refusals": [],
+                     "checkouts": [{"path": f"/w/{name}", "facts": {}} for name in ACCENTED]})
+    assert is_canonical(graph)
+    node = next(n for n in graph["nodes"] if n.get("path") == "/w/caf\u00e9")
+    node["path"] = "/w/cafe\u0301"  # the same word, decomposed: another path
+    assert not is_canonical(graph)

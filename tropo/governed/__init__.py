@@ -1,0 +1,2 @@
+"""The governed formats: Task Capsule, Execution Receipt, gate verdict, governed
+verification and context repairs."""

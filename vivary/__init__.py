@@ -1,0 +1,2 @@
+"""The `vivary` front door: the suite's task verbs routed to the command that owns each,
+`vivary trust`, `vivary logs`."""
