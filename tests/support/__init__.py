@@ -1,0 +1,1 @@
+"""Helpers the tests share: importable by any test, never a test module themselves."""
