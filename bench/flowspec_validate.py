@@ -10,7 +10,7 @@ from functools import partial
 
 import yaml
 
-from strato.flow import load_spec
+from strato.flow.validate import load_spec
 
 
 def chain_spec(n: int) -> str:

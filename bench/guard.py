@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from strato.guard import cache, engine, verify_repository
+from strato.guard import cache, engine
+from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
 
 RID = "release:bench"

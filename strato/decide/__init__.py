@@ -3,7 +3,3 @@
 The capsules and receipts that feed them are formats of tropo's graph
 (`tropo.governed.capsule`, `tropo.governed.capsule_graph`, `tropo.governed.receipt`), so tropo
 can build them and exo can verify them without importing strato."""
-
-from strato.decide.decision import Decision, Refusal, decide
-
-__all__ = ["Decision", "Refusal", "decide"]

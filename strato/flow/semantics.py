@@ -8,7 +8,8 @@ from typing import NoReturn
 
 from strato.flow import types as ty
 from strato.flow.errors import SpecError
-from strato.flow.expr import ExprError, parse
+from strato.flow.expr.ast import parse
+from strato.flow.expr.errors import ExprError
 from strato.flow.graph import EdgeKind, StepGraph, closing_edge
 from strato.flow.leaves import Leaf, step_leaves
 from strato.flow.refs import Ref, RefSyntaxError, parse_template

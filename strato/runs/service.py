@@ -26,12 +26,14 @@ from strato.agents.config import (
 )
 from strato.agents.locks import private_folder
 from strato.agents.spectrust import command_refusal, preflight
-from strato.flow import Spec, SpecError, load_spec
-from strato.flow.spec import GateStep
-from strato.runs.dispatch.commands import Evaluator, command_evaluator
+from strato.flow.errors import SpecError
+from strato.flow.spec import GateStep, Spec
+from strato.flow.validate import load_spec
+from strato.runs.dispatch.commands import command_evaluator
 from strato.runs.dispatch.fanout import ItemCall, run_fanout
 from strato.runs.engine import bounds
 from strato.runs.engine.checks import Judge
+from strato.runs.engine.context import Evaluator
 from strato.runs.engine.dispatches import engine_telemetry
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.planning import FlowInfo, plan
@@ -105,7 +107,7 @@ class Runs:
         return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
 
     def lane_book(self) -> LaneBook:
-        """The lanes as they stand, for one operation (strato.runs.lanes.verification)."""
+        """The lanes as they stand, for one operation (strato.runs.engine.verification)."""
         return LaneBook(self.lanes.standing(), self.config_digests)
 
     def _parsed(self, text: str) -> Spec:

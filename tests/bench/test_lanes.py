@@ -5,7 +5,7 @@ output through while its lane had not earned trust."""
 from __future__ import annotations
 
 from bench import lanes
-from strato.flow import load_spec
+from strato.flow.validate import load_spec
 
 
 def test_the_benchmark_spec_is_a_valid_flow_of_four_steps_per_call() -> None:

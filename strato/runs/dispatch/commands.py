@@ -8,27 +8,15 @@ another clone, or one an MCP client started, fails the step with the refusal ins
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from strato.agents.config import last_line, run_process
 from strato.agents.lastjson import last_json_object
 from strato.agents.spectrust import command_refusal
+from strato.runs.engine.context import Evaluation, Evaluator
 
 DEFAULT_TIMEOUT_MS = 60_000
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    output: Any
-    failure: str | None
-    duration_ms: int
-
-
-# command, input value, timeout in ms -> what the command produced
-Evaluator = Callable[[str, Any, int | None], Evaluation]
 
 
 def command_evaluator(root: Path, spec_text: str) -> Evaluator:

@@ -35,7 +35,7 @@ from strato.runs.engine.fanouts import FanoutOutcome
 from strato.runs.engine.ledger import Ledger
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused, new_token
-from strato.runs.lanes.verification import ItemLanes, learn
+from strato.runs.engine.verification import ItemLanes, learn
 from strato.runs.store import Outcome, Snapshot
 from tropo.git import worktrees
 from tropo.git.types import Repository, oid

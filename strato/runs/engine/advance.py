@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow import types as ty
-from strato.flow.expr import ExprError, evaluate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task, render_value
 from strato.flow.spec import AnyStep, DoStep, EvaluateStep, FanoutStep, GateStep, RunStep, SetStep
-from strato.runs.engine import dispatches, gates, tokens
+from strato.runs.engine import dispatches, gates, tokens, verification
 from strato.runs.engine import fanouts as fanout_steps
 from strato.runs.engine.budgets import reserve, task_ledgers
 from strato.runs.engine.checks import check
@@ -23,7 +24,6 @@ from strato.runs.engine.context import Frame, RunContext
 from strato.runs.engine.iterate import materialise_carry
 from strato.runs.engine.outcomes import fail_scope, fail_step, finish, succeed
 from strato.runs.engine.state import ACTIVE, TERMINAL, new_scope
-from strato.runs.lanes import verification
 
 
 def advance_run(ctx: RunContext) -> None:

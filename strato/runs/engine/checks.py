@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.flow import types as ty
-from strato.flow.expr import ExprError, evaluate_predicate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate_predicate
 from strato.flow.expr.files import file_contains, file_exists
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render
 from strato.flow.spec import (

@@ -11,16 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strato.flow.expr import ExprError, evaluate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Stage
-from strato.runs.engine import dispatches
+from strato.runs.engine import dispatches, verification
 from strato.runs.engine.budgets import overspent, reserve, task_ledgers
 from strato.runs.engine.checks import DEFAULT_ATTEMPTS, check
 from strato.runs.engine.context import Frame, RunContext
 from strato.runs.engine.outcomes import conclude_fanout
-from strato.runs.lanes import verification
 
 LIVE = ("pending", "ready")
 

@@ -16,12 +16,24 @@ from typing import Any
 
 from strato.flow.refs import Scope
 from strato.flow.spec import AnyStep, Flow, RunStep, Spec
-from strato.runs.dispatch.commands import Evaluator
 from strato.runs.engine.checks import Judge
 from strato.runs.engine.ledger import Ledger
 from strato.runs.engine.planning import FlowInfo, flow_info
 from strato.runs.engine.state import Refused, now_iso
 from strato.runs.lanes.model import LaneBook
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an `evaluate` step's command produced: its output, or why it failed."""
+
+    output: Any
+    failure: str | None
+    duration_ms: int
+
+
+# command, input value, timeout in ms -> what the command produced (strato.runs.dispatch)
+Evaluator = Callable[[str, Any, int | None], Evaluation]
 
 
 @dataclass
@@ -59,7 +71,7 @@ class RunContext:
     events: list[dict[str, Any]] = field(default_factory=list)
     clock: Callable[[], str] = now_iso
     infos: dict[str, FlowInfo] = field(default_factory=dict)
-    lanes: LaneBook | None = None  # adaptive verification (strato.runs.lanes.verification)
+    lanes: LaneBook | None = None  # adaptive verification (strato.runs.engine.verification)
 
     def emit(self, kind: str, step: str | None = None, **detail: Any) -> None:
         event: dict[str, Any] = {"at": self.clock(), "type": kind}

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from strato.flow.spec import GateStep
+from strato.runs.engine import verification
 from strato.runs.engine.context import Frame, RunContext
 from strato.runs.engine.iterate import carry_on_revise
 from strato.runs.engine.outcomes import fail_scope
 from strato.runs.engine.state import RESOLVERS, Refused, fresh_step, new_token
-from strato.runs.lanes import verification
 
 DECISIONS = ("approve", "revise", "kill")
 

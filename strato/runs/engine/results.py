@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from strato.flow.spec import DoStep, FanoutStep
-from strato.runs.engine import consumer, dispatches
+from strato.runs.engine import consumer, dispatches, verification
 from strato.runs.engine.budgets import overspent, task_ledgers
 from strato.runs.engine.checks import check
 from strato.runs.engine.context import Frame, RunContext
@@ -20,7 +20,6 @@ from strato.runs.engine.iterate import iterate_again
 from strato.runs.engine.ledger import usage_errors
 from strato.runs.engine.outcomes import fail_step, succeed
 from strato.runs.engine.state import Refused
-from strato.runs.lanes import verification
 
 RESULT_KEYS = frozenset({"output", "failure", "usage", "telemetry"})
 

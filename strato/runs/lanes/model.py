@@ -11,7 +11,7 @@ beside it (`replay`). The nonce is drawn by the engine once the output exists an
 recorded with the decision: everything else in the seed is known to the agent before it
 answers, and an agent that could compute its own draw would know when it is unwatched.
 Everything here is pure: the lanes live in the repository (`strato.runs.lanes.store`) and
-the engine applies this rule (`strato.runs.lanes.verification`).
+the engine applies this rule (`strato.runs.engine.verification`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strato.decide import Decision, Refusal, decide
+from strato.decide.decision import Decision, Refusal, decide
 from tests.strato.decide import builders as b
 from tests.strato.decide.corpus import MUTATIONS, _at, _set
 

@@ -9,7 +9,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from strato.decide import decide
+from strato.decide.decision import decide
 from strato.decide.request import build_request
 from tests.strato.decide.builders import T0, capsule
 

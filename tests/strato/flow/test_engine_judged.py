@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from strato.flow import load_spec
 from strato.flow.refs import Scope
 from strato.flow.spec import DoStep
+from strato.flow.validate import load_spec
 from strato.runs.engine.checks import Judge, check
 from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import Workspace, make_workspace

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from strato.flow.expr import ExprError, evaluate, evaluate_predicate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate, evaluate_predicate
 
 CTX: dict[str, Any] = {
     "result": {

@@ -10,7 +10,8 @@ from typing import Any, get_args
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strato.flow.expr import ExprError, ExprErrorKind, evaluate
+from strato.flow.expr.errors import ExprError, ExprErrorKind
+from strato.flow.expr.evaluator import evaluate
 from strato.flow.expr.values import is_number
 
 SEEDS = [

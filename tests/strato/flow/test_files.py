@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.flow.expr import ExprError, evaluate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate
 
 
 @pytest.fixture

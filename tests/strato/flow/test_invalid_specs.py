@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from strato.flow import load_spec
+from strato.flow.validate import load_spec
 
 A = {"id": "a", "do": "work on ${input.topic}", "out": "R"}
 

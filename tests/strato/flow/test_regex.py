@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.flow.expr import ExprError
+from strato.flow.expr.errors import ExprError
 from strato.flow.expr.regex import check_shape, compile_pattern, search
 
 PATHOLOGICAL = [

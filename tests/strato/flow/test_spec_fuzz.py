@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.flow import validate_data
+from strato.flow.validate import validate_data
 from strato.flow.yamlload import load_yaml
 
 FIXTURES = Path(__file__).parent / "fixtures"

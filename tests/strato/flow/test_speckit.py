@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from strato.flow import load_spec
 from strato.flow.spec import DoStep
 from strato.flow.speckit import SpeckitError, compile_tasks, criterion, step_id
+from strato.flow.validate import load_spec
 
 TASKS = Path(__file__).parent / "fixtures" / "speckit_tasks"
 

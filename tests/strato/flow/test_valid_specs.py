@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.flow import check_entry_input, load_spec
 from strato.flow.spec import DoStep, FanoutStep, GateStep
+from strato.flow.validate import check_entry_input, load_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 README_EXAMPLES = sorted(FIXTURES.glob("readme_*.stratum.yaml"))

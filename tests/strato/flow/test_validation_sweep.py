@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.flow import load_spec, validate_data
+from strato.flow.validate import load_spec, validate_data
 from strato.flow.yamlload import load_yaml
 from tests.strato.flow.test_spec_fuzz import mutated_specs
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store, verify_repository
+from strato.guard import engine, store
 from strato.guard.errors import GuardError
 from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,

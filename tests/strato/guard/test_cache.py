@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import cache, engine, store, verify_repository
+from strato.guard import cache, engine, store
 from strato.guard.errors import GuardError
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from strato.guard import engine, store, verify_repository
+from strato.guard import engine, store
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import Workspace, approve_policy
 

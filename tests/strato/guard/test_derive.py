@@ -17,8 +17,9 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import authz, derive, descriptors, engine, ledger, store, verify_repository
+from strato.guard import authz, derive, descriptors, engine, ledger, store
 from strato.guard.canonical import payload_digest
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, make_key, ssh_sign
 from tropo.git import repo as gitrepo

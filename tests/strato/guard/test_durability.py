@@ -7,7 +7,8 @@ import copy
 import subprocess
 from pathlib import Path
 
-from strato.guard import engine, store, verify_repository
+from strato.guard import engine, store
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace
 from tropo.git import notes

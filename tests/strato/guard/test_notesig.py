@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import notesig, signers, sshsig, store, verify_repository
+from strato.guard import notesig, signers, sshsig, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import Key, Workspace, make_key
 from tests.strato.guard.test_attacks import at_review

@@ -21,10 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.guard import cache, engine, ledger, running, store, verify_repository
+from strato.guard import cache, engine, ledger, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.review import review
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes

@@ -8,8 +8,9 @@ import copy
 
 import pytest
 
-from strato.guard import engine, store, verify_repository
+from strato.guard import engine, store
 from strato.guard.errors import GuardError
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace
 from tropo.git import repo as gitrepo

@@ -15,8 +15,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, store, verify_repository
+from strato.guard import cache, engine, ledger, store
 from strato.guard.errors import GuardError
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes

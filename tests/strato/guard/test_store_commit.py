@@ -15,9 +15,10 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, running, store, verify_repository
+from strato.guard import cache, engine, ledger, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
+from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import Workspace, ledger_text, put_ledger
 from tropo.git import notes

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, ledger, store, verify_repository
+from strato.guard import engine, ledger, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
-from strato.guard.verify import Break, EntryHeadTrust, check_ledger
+from strato.guard.verify import Break, EntryHeadTrust, check_ledger, verify_repository
 from tests.conftest import git
 from tests.strato.guard.conftest import (
     POLICY,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from strato.decide import decide
+from strato.decide.decision import decide
 from tests.conftest import commit_all
 from tests.strato.decide import builders
 from tests.tropo.helpers import make_vault, tropo

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from strato.flow.expr import ExprError, evaluate
-from strato.flow.expr.evaluator import evaluate_predicate
+from strato.flow.expr.errors import ExprError
+from strato.flow.expr.evaluator import evaluate, evaluate_predicate
 
 
 def _error(source: str, context: dict[str, Any], root: Path | None = None) -> ExprError:

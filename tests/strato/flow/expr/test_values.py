@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from strato.flow.expr import ExprError
+from strato.flow.expr.errors import ExprError
 from strato.flow.expr.values import (
     SAFE_INT,
     check_binding,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strato.flow import load_spec
+from strato.flow.validate import load_spec
 from strato.runs.views.attempts import attempt_rows
 from tests.strato.flow.engine_helpers import make_workspace
 from tropo.review.retrieval import estimate_tokens
