@@ -8,14 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import fingerprint
+from tropo.governed.bounds import nonempty
 from tropo.governed.capsule import body
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
 
 
 def _count(value: Any) -> bool:
@@ -37,7 +34,7 @@ def _intact(verdict: Any) -> bool:
 def _failing_entry(entry: Any) -> bool:
     return (
         isinstance(entry, dict)
-        and _text(entry.get("name"))
+        and nonempty(entry.get("name"))
         and entry.get("expected") == "passed"
         and entry.get("actual") in ("failed", "skipped", "missing")
     )
@@ -47,10 +44,10 @@ def _well_typed(verdict: dict[str, Any]) -> bool:
     outcome = verdict.get("outcome")
     if outcome not in ("sufficient", "insufficient", "refused"):
         return False
-    if not _text(verdict.get("gate")) and not (outcome == "refused" and verdict.get("gate") is None):
+    if not nonempty(verdict.get("gate")) and not (outcome == "refused" and verdict.get("gate") is None):
         return False
     codes = verdict.get("reason_codes")
-    if not (isinstance(codes, list) and all(map(_text, codes)) and len(codes) == len(set(codes))):
+    if not (isinstance(codes, list) and all(map(nonempty, codes)) and len(codes) == len(set(codes))):
         return False
     failing = verdict.get("failing_checks", [])
     if not (isinstance(failing, list) and all(map(_failing_entry, failing))):

@@ -68,7 +68,13 @@ def depth_within(value: Any, limit: int = MAX_DEPTH) -> bool:
     return True
 
 
+def nonempty(value: Any) -> TypeGuard[str]:
+    """A string with at least one character: the governed formats' "text" field."""
+    return isinstance(value, str) and bool(value)
+
+
 def nonblank(value: Any) -> TypeGuard[str]:
+    """A string with more than whitespace: a field a reader must be able to see."""
     return isinstance(value, str) and bool(value.strip())
 
 

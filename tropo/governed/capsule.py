@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tropo.canonical import MAX_SAFE_INTEGER, deterministic_id, fingerprint, is_lossless
+from tropo.governed.bounds import nonblank, nonempty
 from tropo.governed.paths import is_canonical_absolute
 
 SCHEMA = "vivary.task-capsule/v0"
@@ -157,14 +158,6 @@ _UNKNOWN_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 }
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _nonblank(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
 def _dicts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
@@ -203,7 +196,7 @@ def parse_filters(filters: Any) -> list[dict[str, str]] | None:
         if ("equals" in item) == ("includes" in item):
             return None
         operator = "equals" if "equals" in item else "includes"
-        if not _nonblank(item[operator]):
+        if not nonblank(item[operator]):
             return None
         parsed.append({"field": item["field"], "operator": operator, "value": item[operator]})
     return parsed
@@ -230,7 +223,7 @@ def capsule_id(task: dict[str, Any], workspace_fingerprint: Any) -> str:
 
 def _checks_shape(value: Any) -> bool:
     return _dicts(value) and all(
-        _nonblank(check.get("name")) and _nonblank(check.get("command")) for check in value
+        nonblank(check.get("name")) and nonblank(check.get("command")) for check in value
     )
 
 
@@ -248,7 +241,7 @@ def _declared_checks_shape(value: Any) -> bool:
 def _task_shape(task: Any) -> bool:
     if not (
         isinstance(task, dict)
-        and _nonblank(task.get("question"))
+        and nonblank(task.get("question"))
         and set(task) <= {"question", "scope", "filters", "required_checks"}
     ):
         return False
@@ -267,14 +260,14 @@ def _task_shape(task: Any) -> bool:
 def _workspace_shape(workspace: Any) -> bool:
     return (
         isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
-        and ("content_fingerprint" not in workspace or _text(workspace["content_fingerprint"]))
+        and nonempty(workspace.get("fingerprint"))
+        and ("content_fingerprint" not in workspace or nonempty(workspace["content_fingerprint"]))
     )
 
 
 def _claim_shape(claim: Any) -> bool:
     if not isinstance(claim, dict) or not all(
-        _text(claim.get(field))
+        nonempty(claim.get(field))
         for field in (
             "id",
             "subject",
@@ -291,7 +284,7 @@ def _claim_shape(claim: Any) -> bool:
         claim["status"] == "known"
         and _dicts(claim.get("evidence"))
         and isinstance(selection, dict)
-        and _text(selection.get("tier"))
+        and nonempty(selection.get("tier"))
         and _dicts(selection.get("signals"))
         and claim["id"] == claim_id(claim)
     ):
@@ -307,44 +300,44 @@ def _unknown_shape(unknown: Any) -> bool:
     if kind is None:
         return (
             set(unknown) == {"checkout", "path", "fact", "reason"}
-            and all(_text(unknown[field]) for field in ("checkout", "path", "fact"))
-            and (unknown["reason"] is None or _text(unknown["reason"]))
+            and all(nonempty(unknown[field]) for field in ("checkout", "path", "fact"))
+            and (unknown["reason"] is None or nonempty(unknown["reason"]))
         )
     if not isinstance(kind, str) or kind not in _UNKNOWN_KEYS:
         return False
     keys, required = _UNKNOWN_KEYS[kind]
-    if set(unknown) != keys or not all(_text(unknown[field]) for field in required):
+    if set(unknown) != keys or not all(nonempty(unknown[field]) for field in required):
         return False
     if not _dicts(unknown["evidence"]):
         return False
     if kind == "required_check_undetermined":
         markers = unknown["observed_markers"]
-        return isinstance(markers, list) and bool(markers) and all(map(_text, markers))
+        return isinstance(markers, list) and bool(markers) and all(map(nonempty, markers))
     optional = (
         ("observed_revision", "searched_revision")
         if kind == "content_snapshot_stale"
         else ("subject", "subject_path")
     )
-    return all(unknown[field] is None or _text(unknown[field]) for field in optional)
+    return all(unknown[field] is None or nonempty(unknown[field]) for field in optional)
 
 
 def _side_shape(side: Any) -> bool:
     if not (
         isinstance(side, dict)
         and {"checkout", "path", "head_revision", "head_ref", "last_fetch", "evidence"} <= set(side)
-        and _text(side["checkout"])
-        and _text(side["path"])
+        and nonempty(side["checkout"])
+        and nonempty(side["path"])
     ):
         return False
     ref, evidence = side["head_ref"], side["evidence"]
     return (
-        (side["head_revision"] is None or _text(side["head_revision"]))
+        (side["head_revision"] is None or nonempty(side["head_revision"]))
         and (
             ref is None
             or (
                 isinstance(ref, dict)
-                and _text(ref.get("kind"))
-                and (ref["kind"] != "branch" or _text(ref.get("name")))
+                and nonempty(ref.get("kind"))
+                and (ref["kind"] != "branch" or nonempty(ref.get("name")))
             )
         )
         and (side["last_fetch"] is None or isinstance(side["last_fetch"], str))
@@ -358,7 +351,7 @@ def _conflict_shape(conflict: Any) -> bool:
         and conflict.get("kind") == "divergent_checkouts"
         and conflict.get("status") == "unresolved"
         and conflict.get("decision") == "review_required"
-        and all(_text(conflict.get(field)) for field in ("id", "repository", "question"))
+        and all(nonempty(conflict.get(field)) for field in ("id", "repository", "question"))
     ):
         return False
     sides, codes = conflict.get("sides"), conflict.get("reason_codes")
@@ -369,7 +362,7 @@ def _conflict_shape(conflict: Any) -> bool:
         and len({side["checkout"] for side in sides}) == len(sides)
         and isinstance(codes, list)
         and bool(codes)
-        and all(map(_text, codes))
+        and all(map(nonempty, codes))
     )
 
 
@@ -386,7 +379,7 @@ def _over_budget_shape(omission: dict[str, Any]) -> bool:
         and all(
             isinstance(entry, dict)
             and set(entry) == {"subject_path", "fact", "tier"}
-            and all(_text(entry[field]) for field in ("subject_path", "fact", "tier"))
+            and all(nonempty(entry[field]) for field in ("subject_path", "fact", "tier"))
             and entry["tier"] in TIERS
             for entry in omitted
         )
@@ -400,7 +393,7 @@ def _filter_record_shape(record: Any) -> bool:
         and record.get("field") in FILTER_FIELDS
         and len(record) == 2
         and ("equals" in record) != ("includes" in record)
-        and _text(record.get("equals", record.get("includes")))
+        and nonempty(record.get("equals", record.get("includes")))
     )
 
 
@@ -408,7 +401,7 @@ def omission_shape(omission: Any) -> bool:
     if not isinstance(omission, dict):
         return False
     kind = omission.get("kind")
-    if not _nonblank(kind) or not _nonblank(omission.get("reason")):
+    if not nonblank(kind) or not nonblank(omission.get("reason")):
         return False
     if kind == "claims_over_budget":
         return _over_budget_shape(omission)
@@ -432,7 +425,7 @@ def omission_shape(omission: Any) -> bool:
     if kind == "privacy_matches_excluded" and not isinstance(omission["evidence"], dict):
         return False
     return all(
-        _text(omission[field])
+        nonempty(omission[field])
         for field in ("path", "subject", "subject_path", "fact", "conflict", "repository")
         if field in omission
     )
@@ -455,7 +448,7 @@ def _signal_valid(
 ) -> bool:
     kind = signal.get("signal")
     if kind == "conflict_side":
-        return set(signal) == {"signal", "conflict"} and _text(signal["conflict"])
+        return set(signal) == {"signal", "conflict"} and nonempty(signal["conflict"])
     if kind == "question_term_match":
         return (
             set(signal) == {"signal", "term", "field"}
@@ -468,7 +461,7 @@ def _signal_valid(
             set(signal) == {"signal", "term", "path"}
             and isinstance(term, str)
             and term in content_terms
-            and _text(path)
+            and nonempty(path)
             and claim["fact"] == "content_match"
             and claim["claim"].startswith(f"{path}:")
             and f" matches '{term}': \"" in claim["claim"]
@@ -530,8 +523,8 @@ def is_capsule(capsule: Any) -> bool:
         and set(capsule) == FIELDS
         and capsule["schema"] == SCHEMA
         and _task_shape(capsule["task"])
-        and _text(capsule["capsule_id"])
-        and _text(capsule["fingerprint"])
+        and nonempty(capsule["capsule_id"])
+        and nonempty(capsule["fingerprint"])
         and _workspace_shape(capsule["workspace"])
         and all(
             isinstance(capsule[field], list) for field in ("claims", "conflicts", "unknowns", "omissions")
