@@ -3,6 +3,6 @@
 Ledgers live in git notes (``refs/notes/vivary/guard``); see ``docs/guard.md``.
 """
 
-from strato.guard.verify import Report, verify_repository
+from strato.guard.verify import VerifyReport, verify_repository
 
-__all__ = ["Report", "verify_repository"]
+__all__ = ["VerifyReport", "verify_repository"]
