@@ -8,15 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import fingerprint
-from tropo.governed.bounds import nonempty
+from tropo.governed.bounds import count_at_least, nonempty
 from tropo.governed.capsule import body
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")
-
-
-def _count(value: Any) -> bool:
-    return type(value) is int and value >= 0
 
 
 def _intact(verdict: Any) -> bool:
@@ -53,11 +49,13 @@ def _well_typed(verdict: dict[str, Any]) -> bool:
     if not (isinstance(failing, list) and all(map(_failing_entry, failing))):
         return False
     counts = {field: verdict.get(field) for field in _COUNTS}
-    if any(value is not None and not _count(value) for value in counts.values()):
+    if any(value is not None and not count_at_least(value, 0) for value in counts.values()):
         return False
     verified = verdict.get("claims_verified")
     if verified is not None and not (
-        _count(verified) and counts["claims_total"] is not None and verified <= counts["claims_total"]
+        count_at_least(verified, 0)
+        and counts["claims_total"] is not None
+        and verified <= counts["claims_total"]
     ):
         return False
     receipt_outcome = verdict.get("receipt_outcome")

@@ -262,7 +262,7 @@ def _unreadable(version: str | None, note: str) -> MigrationReport:
     return report
 
 
-def _dicts(value: Any) -> dict[str, Any]:
+def _dict_or_empty(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -278,11 +278,11 @@ def _classify(doc: dict[str, Any], report: MigrationReport) -> None:
         report.add("workflow-block", "workflow")
     if "contracts" in doc:
         report.add("contracts", "contracts")
-    functions = _dicts(doc.get("functions"))
+    functions = _dict_or_empty(doc.get("functions"))
     for name, fn in functions.items():
-        _function(_dicts(fn), f"functions.{name}", report)
-    for name, flow in _dicts(doc.get("flows")).items():
-        _flow(_dicts(flow), f"flows.{name}", functions, report)
+        _function(_dict_or_empty(fn), f"functions.{name}", report)
+    for name, flow in _dict_or_empty(doc.get("flows")).items():
+        _flow(_dict_or_empty(flow), f"flows.{name}", functions, report)
 
 
 def _function(fn: dict[str, Any], path: str, report: MigrationReport) -> None:
@@ -330,7 +330,7 @@ def _flow(flow: dict[str, Any], path: str, functions: dict[str, Any], report: Mi
 def _step(step: dict[str, Any], path: str, functions: dict[str, Any], report: MigrationReport) -> None:
     fn_name = step.get("function")
     if isinstance(fn_name, str):
-        mode = _dicts(functions.get(fn_name)).get("mode", "infer")
+        mode = _dict_or_empty(functions.get(fn_name)).get("mode", "infer")
         if mode in ("infer", "compute", "gate"):
             report.add(f"function-{mode}", path)
     elif "intent" in step:
@@ -352,7 +352,7 @@ def _step(step: dict[str, Any], path: str, functions: dict[str, Any], report: Mi
     if "decompose" in step:
         _decompose(step["decompose"], f"{path}.decompose", report)
     if "parallel_dispatch" in step:
-        _parallel(_dicts(step["parallel_dispatch"]), f"{path}.parallel_dispatch", report)
+        _parallel(_dict_or_empty(step["parallel_dispatch"]), f"{path}.parallel_dispatch", report)
     if "pipeline" in step:
         _pipeline(step["pipeline"], f"{path}.pipeline", report)
 

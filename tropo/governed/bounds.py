@@ -73,6 +73,11 @@ def nonempty(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value)
 
 
+def count_at_least(value: Any, least: int) -> bool:
+    """An integer (a bool is not one) of at least ``least``: a count a record carries."""
+    return type(value) is int and value >= least
+
+
 def nonblank(value: Any) -> TypeGuard[str]:
     """A string with more than whitespace: a field a reader must be able to see."""
     return isinstance(value, str) and bool(value.strip())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tropo.governed.bounds import nonblank, nonempty
+from tropo.governed.bounds import count_at_least, nonblank, nonempty
 from tropo.governed.freshness import parse_instant
 from tropo.governed.paths import (
     is_canonical_absolute,
@@ -30,10 +30,6 @@ MAX_PATH_WORK = 1_000_000
 _OBSERVED = frozenset({"raw_path", "path", "status", "head_revision", "matches", "omissions"})
 _UNKNOWN = frozenset({"raw_path", "path", "status", "reason", "matches", "omissions", "evidence"})
 JSON = dict[str, Any]
-
-
-def _count(value: Any, least: int = 1) -> bool:
-    return type(value) is int and value >= least
 
 
 def is_empty(content: Any) -> bool:
@@ -57,7 +53,7 @@ def _match(match: Any, terms: frozenset[str]) -> bool:
         type(match) is dict
         and set(match) == {"path", "line", "excerpt", "term", "evidence"}
         and is_checkout_relative(match["path"])
-        and _count(match["line"])
+        and count_at_least(match["line"], 1)
         and isinstance(match["excerpt"], str)
         and nonempty(match["term"])
         and match["term"] in terms
@@ -73,20 +69,20 @@ def _omission(omission: Any) -> bool:
         return (
             fields == {"kind", "path", "omitted_count", "reason"}
             and is_checkout_relative(omission["path"])
-            and _count(omission["omitted_count"])
+            and count_at_least(omission["omitted_count"], 1)
             and nonblank(omission["reason"])
         )
     if kind == "content_files_truncated":
         return (
             fields == {"kind", "omitted_count", "total_files_matched", "reason"}
-            and _count(omission["omitted_count"])
-            and _count(omission["total_files_matched"], omission["omitted_count"])
+            and count_at_least(omission["omitted_count"], 1)
+            and count_at_least(omission["total_files_matched"], omission["omitted_count"])
             and nonblank(omission["reason"])
         )
     return (
         kind == "privacy_matches_excluded"
         and fields == {"kind", "omitted_count", "reason", "evidence"}
-        and _count(omission["omitted_count"])
+        and count_at_least(omission["omitted_count"], 1)
         and nonblank(omission["reason"])
         and _evidence(omission["evidence"])
     )
