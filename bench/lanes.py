@@ -147,12 +147,12 @@ def reported(runs: Runs, run_id: str) -> list[tuple[str, int, str, bool]]:
         for ev in transition["events"]:
             if ev["type"] == "result" and ev.get("stepId") == path:
                 attempt = ev["detail"]["attempt"]
-                text = _text(runs, run_id, commit, path, attempt)
+                text = _attempt_text(runs, run_id, commit, path, attempt)
                 out.append((path, attempt, text, bool(ev["detail"]["success"])))
     return out
 
 
-def _text(runs: Runs, run_id: str, commit: str, path: str, attempt: int) -> str:
+def _attempt_text(runs: Runs, run_id: str, commit: str, path: str, attempt: int) -> str:
     state = runs.store.at(run_id, commit).state
     head, step = path.split("/")
     attempts = state["scope"]["steps"][head]["sub"]["steps"][step]["attempts"]

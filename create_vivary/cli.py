@@ -325,7 +325,7 @@ def doctor(target: Path, repair: bool, yes: bool, trend_: bool, repo_root: Path 
     sys.exit(0 if report.ok and payload["ok"] else 1)
 
 
-def _trend(report: doctor_mod.Report, payload: dict[str, Any], *, dry_run: bool) -> list[str]:
+def _trend(report: doctor_mod.DoctorReport, payload: dict[str, Any], *, dry_run: bool) -> list[str]:
     """Add ``trend`` to the report (and store this run), as create-vivary 0.4.3 does."""
     if dry_run:
         payload["trend"] = None

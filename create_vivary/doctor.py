@@ -49,7 +49,7 @@ class Repair:
 
 
 @dataclass
-class Report:
+class DoctorReport:
     root: Path
     contract: str = "none"
     errors: list[str] = field(default_factory=list)
@@ -88,7 +88,7 @@ def _contract(root: Path, types: set[str]) -> str:
     return "full-v0.3" if "implementation_slice" in types else "vivary-git"
 
 
-def _check_graph(report: Report) -> Config | None:
+def _check_graph(report: DoctorReport) -> Config | None:
     """The graph's findings as errors; the workspace's schema, when it has a valid one."""
     root = report.root
     if not (root / "tropo.toml").is_file() and not (root / THIN_CONFIG).is_file():
@@ -122,7 +122,7 @@ def _check_graph(report: Report) -> Config | None:
     return ws.config
 
 
-def _new_findings(report: Report, findings: list[Finding]) -> list[Finding]:
+def _new_findings(report: DoctorReport, findings: list[Finding]) -> list[Finding]:
     """The findings the hooks would refuse: all of them, or under the working tree's
     ratchet (``.vivary/hooks.toml``) those HEAD lacks; the rest are tolerated."""
     path = report.root / hooks_graph.CONFIG
@@ -138,7 +138,7 @@ def _new_findings(report: Report, findings: list[Finding]) -> list[Finding]:
     return ratchet.new_since(findings, ratchet.findings_at(report.root, "HEAD"))
 
 
-def _check_privacy(report: Report, *, repository: bool = True) -> None:
+def _check_privacy(report: DoctorReport, *, repository: bool = True) -> None:
     root = report.root
     probes = [*PRIVATE_FILES, PRIVATE_DIR + "probe.md"]
     if repository:
@@ -174,7 +174,7 @@ def _check_privacy(report: Report, *, repository: bool = True) -> None:
         report.repairs.append(Repair("gitignore", ".gitignore", "append " + " ".join(rules), "safe", append))
 
 
-def _check_baseline(report: Report, schema: Config | None) -> None:
+def _check_baseline(report: DoctorReport, schema: Config | None) -> None:
     """Shell files of ours the workspace lacks; never a Markdown file its schema would
     read as a document (an older schema does not exclude it)."""
     root = report.root
@@ -194,7 +194,7 @@ def _check_baseline(report: Report, schema: Config | None) -> None:
         report.repairs.append(Repair("add-file", rel, f"add {rel} from the template", "safe", add))
 
 
-def _check_hooks(report: Report) -> None:
+def _check_hooks(report: DoctorReport) -> None:
     states = hooks_install.status(report.root, DEFAULT_HOOKS)
     report.hooks = {s.name: s.state for s in states}
     missing = [s for s in states if s.state != "installed"]
@@ -216,9 +216,9 @@ def _install_hooks(root: Path) -> None:
     hooks_install.install(root, DEFAULT_HOOKS)
 
 
-def diagnose(root: Path) -> Report:
+def diagnose(root: Path) -> DoctorReport:
     top = gitcli.toplevel(root)
-    report = Report(root.resolve())
+    report = DoctorReport(root.resolve())
     if top is None and _contract(root, set()) == THIN_CONTRACT:
         # create-vivary 0.4's init seeds a folder without `git init`: healthy, not finished.
         report.warnings.append("not a git repository yet: privacy judged from .gitignore alone; "
@@ -242,7 +242,7 @@ def diagnose(root: Path) -> Report:
     return report
 
 
-def repair(report: Report) -> list[Repair]:
+def repair(report: DoctorReport) -> list[Repair]:
     """Apply the safe repairs in order; each says whether it worked."""
     for r in report.repairs:
         if r.status != "safe" or r.run is None:

@@ -14,13 +14,11 @@ recorded. The recovery plan has its own hash, applied only with ``--yes --plan
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from create_vivary import adapters, thin
+from create_vivary import adapters, journal_file, thin
 from create_vivary.plan import FileAction, Refused
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import RATCHET, plan_hash, render
@@ -28,16 +26,13 @@ from create_vivary.thin import digest
 from tropo.fs.rooted import UnsafePath, check_target, write_within
 from tropo.git import gitcli
 
-PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary-git.adopt-journal/v1"
 RECOVERY_SCHEMA = "vivary-git.adopt-recovery/v1"
-MAX_BYTES = 1024 * 1024
 
 
 def refuse_if_unfinished(root: Path) -> None:
-    journal = root / PATH
-    if journal.exists() or journal.is_symlink():
-        raise Refused(f"an unfinished adoption journal exists ({PATH}); recover it first: "
+    if journal_file.present(root):
+        raise Refused(f"an unfinished adoption journal exists ({journal_file.PATH}); recover it first: "
                       f"`create-vivary adopt {root} --recover <its plan hash>`")
 
 
@@ -48,26 +43,19 @@ def begin(root: Path, tx_hash: str, created: list[FileAction], *, git_init: bool
             "created": [{"path": a.path, "after_hash": digest(a.data)} for a in created],
             "replaced": [{"path": r.path, "adapter": r.adapter, "before": r.before,
                           "after_hash": digest(r.data)} for r in replaced or []]}
-    write_within(root, PATH, (json.dumps(body, sort_keys=True, indent=2) + "\n").encode())
+    journal_file.write(root, body)
 
 
 def finish(root: Path) -> None:
-    (root / PATH).unlink()
-    for folder in (root / ".vivary/runtime", root / ".vivary"):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+    (root / journal_file.PATH).unlink()
+    journal_file.remove_folders(root)
 
 
 def _read(root: Path, tx_hash: str) -> dict[str, Any]:
-    journal = root / PATH
+    journal = root / journal_file.PATH
     if journal.is_symlink() or not journal.is_file():
         raise Refused("no adoption journal to recover: nothing was interrupted")
-    if journal.stat().st_size > MAX_BYTES:
-        raise Refused("the adoption journal exceeds the recovery size limit")
-    try:
-        body = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, ValueError) as exc:
-        raise Refused(f"the adoption journal is unreadable: {exc}") from exc
+    body = journal_file.load(journal, "the adoption journal")
     entries = body.get("created") if isinstance(body, dict) else None
     if (body.get("schema") != SCHEMA or not isinstance(entries, list)
             or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
@@ -158,10 +146,7 @@ def _undo(root: Path, rows: list[dict[str, Any]]) -> None:
 def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[dict[str, Any]]]:
     """Apply the recovery plan a person approved by its hash."""
     rhash, rows = recovery(root, tx_hash)
-    if approved is None:
-        raise Refused("recovery apply requires --plan <hash> from the recovery dry-run")
-    if approved != rhash:
-        raise Refused(f"recovery plan hash mismatch: approved {approved}, current {rhash}")
+    journal_file.approve_recovery(rhash, approved)
     _undo(root, rows)
     finish(root)
     return rhash, rows

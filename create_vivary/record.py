@@ -22,6 +22,7 @@ from typing import Any
 from create_vivary.plan import Refused
 from create_vivary.scaffold import plan_hash
 from create_vivary.thin import CONTRACT, digest
+from tropo.canonical import unique_keys
 from tropo.check import document as docmod
 from tropo.check.config import THIN_CONFIG, ConfigError
 from tropo.check.frontmatter import parse
@@ -64,21 +65,12 @@ def read_bounded(path: Path, what: str) -> bytes:
     return data
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def capsule_binding(root: Path, path: Path) -> dict[str, str]:
     """The capsule's identity, once it is intact, scoped to this workspace, and about the
     workspace as it is now (a capsule compiled before any change is stale)."""
     try:
         capsule = json.loads(read_bounded(path, "record capsule").decode("utf-8"),
-                             object_pairs_hook=_no_duplicates)
+                             object_pairs_hook=unique_keys)
     except (UnicodeError, ValueError, RecursionError) as exc:
         raise Refused(f"record capsule must be one JSON object: {exc}") from exc
     if not isinstance(capsule, dict) or capsule.get("schema") != CAPSULE_SCHEMA:

@@ -36,7 +36,7 @@ class SeedError(ValueError):
     """Options the seed cannot honour (exit 1, as create-vivary 0.4.3 refuses them)."""
 
 
-def _text(name: str) -> str:
+def _template(name: str) -> str:
     return (template_root() / "thin" / name).read_text(encoding="utf-8")
 
 
@@ -73,7 +73,7 @@ def adapter_hashes(adapter: str) -> tuple[str, str]:
     """The source and content digests 0.4.3 uses to recognise its generated adapters."""
     source = (f"{CONTRACT}:{adapter}:route=.vivary/context.md;"
               "commands=tropo-find,tropo-check,create-vivary-doctor")
-    return digest(source.encode()), digest(_text("SKILL.md").encode())
+    return digest(source.encode()), digest(_template("SKILL.md").encode())
 
 
 def adapter_doc(adapter: str, generator: str = ADAPTER_FORMAT) -> str:
@@ -82,13 +82,13 @@ def adapter_doc(adapter: str, generator: str = ADAPTER_FORMAT) -> str:
     source_hash, content_hash = adapter_hashes(adapter)
     return (f"<!-- generated-by: {generator} -->\n<!-- adapter: {adapter} -->\n"
             f"<!-- source-hash: {source_hash} -->\n<!-- content-hash: {content_hash} -->\n"
-            + _text("SKILL.md"))
+            + _template("SKILL.md"))
 
 
 def agents_block() -> str:
     """The block that routes an agent to ``.vivary/context.md``; adopt appends it to a
     person's own AGENTS.md."""
-    return _text("AGENTS-block.md")
+    return _template("AGENTS-block.md")
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -104,7 +104,7 @@ def seed(project: str, preset: str, adapters: tuple[str, ...],
     excludes = [".git", ".agents", ".vivary/private", ".vivary/runtime"]
     if active_context == "cocoindex-code":
         excludes.append(".cocoindex_code")
-    toml = _fill(_text("workspace.toml"), {
+    toml = _fill(_template("workspace.toml"), {
         "exclude": _quoted(excludes),
         "preset": preset,
         "adapters": _quoted(sorted(adapters)),
@@ -112,10 +112,10 @@ def seed(project: str, preset: str, adapters: tuple[str, ...],
     })
     files = {
         ".gitignore": gitignore_block(active_context),
-        ".vivary/context.md": _fill(_text("context.md"), {"project": project, "preset": preset}),
+        ".vivary/context.md": _fill(_template("context.md"), {"project": project, "preset": preset}),
         ".vivary/workspace.toml": toml,
         "AGENTS.md": "# AGENTS.md\n\n" + agents_block(),
-        "STATE.md": _text("STATE.md"),
+        "STATE.md": _template("STATE.md"),
     }
     for adapter in sorted(adapters):
         files[ADAPTERS[adapter]] = adapter_doc(adapter)
@@ -144,11 +144,11 @@ def storage_config(storage: str, provider: str) -> bytes:
     name = f"storage-{key}.toml"
     if not (template_root() / "thin" / name).is_file():
         name = "storage-file.toml"
-    return _text(name).encode("utf-8")
+    return _template(name).encode("utf-8")
 
 
 def memory_config(memory: str) -> bytes:
-    return _text(f"memory-{memory}.toml").encode("utf-8")
+    return _template(f"memory-{memory}.toml").encode("utf-8")
 
 
 @dataclass(frozen=True)

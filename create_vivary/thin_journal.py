@@ -12,14 +12,12 @@ is still recoverable from that marker. Either tool recovers the other's journal.
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from create_vivary import prejournal, presets, thin
+from create_vivary import journal_file, prejournal, presets, thin
 from create_vivary.plan import Refused
 from create_vivary.thin import digest
 from create_vivary.thin_adopt import (
@@ -31,7 +29,6 @@ from create_vivary.thin_adopt import (
 )
 from tropo.fs.rooted import UnsafePath, check_target, write_within
 
-PATH = ".vivary/runtime/adopt-journal.json"
 SCHEMA = "vivary.adopt-journal.v3"
 RECOVERY_SCHEMA = "vivary.adopt-recovery-plan.v1"
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -71,13 +68,8 @@ def _journal(p: ThinPlan, actions: list[dict[str, Any]], phase: str, completed: 
             "completed": completed, "actions": [row(a) for a in actions]}
 
 
-def _write_journal(root: Path, body: dict[str, Any]) -> None:
-    write_within(root, PATH, (json.dumps(body, sort_keys=True, indent=2) + "\n").encode())
-
-
 def refuse_if_unfinished(root: Path) -> None:
-    journal = root / PATH
-    if journal.exists() or journal.is_symlink():
+    if journal_file.present(root):
         raise Refused("unfinished adoption journal exists; recover it before applying a new plan")
 
 
@@ -95,18 +87,18 @@ def apply(p: ThinPlan, approved: str | None, problems: Callable[[Path], list[str
     body = _journal(p, actions, "planned", 0)
     try:
         if not actions or "transient" not in actions[0]:
-            _write_journal(p.root, body)
+            journal_file.write(p.root, body)
         for index, action in enumerate(actions):
             _act(p.root, action)
             if "transient" in action:  # the journal's own folder is ignored only now
-                _write_journal(p.root, body)
+                journal_file.write(p.root, body)
                 write_within(p.root, action["path"], action["after"])
             body |= {"phase": "applying", "completed": index + 1}
-            _write_journal(p.root, body)
+            journal_file.write(p.root, body)
         errors = problems(p.root)
         if errors:
             raise Refused("Doctor failed after apply: " + "; ".join(errors))
-        (p.root / PATH).unlink()
+        (p.root / journal_file.PATH).unlink()
     except Exception as exc:
         try:
             _undo(p.root, actions)
@@ -163,14 +155,12 @@ def _undo(root: Path, actions: list[dict[str, Any]]) -> None:
     if failures:
         raise Refused("rollback failed: " + "; ".join(failures))
     try:
-        journal = check_target(root, PATH)  # no link on the way: nothing outside is touched
+        journal = check_target(root, journal_file.PATH)  # no link on the way: nothing outside is touched
     except UnsafePath:
         return
     if journal.is_file():
         journal.unlink()
-    for folder in (root / ".vivary/runtime", root / ".vivary"):
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+    journal_file.remove_folders(root)
 
 
 def _prejournal(root: Path, tx_hash: str) -> list[dict[str, Any]] | None:
@@ -202,18 +192,12 @@ def _prejournal(root: Path, tx_hash: str) -> list[dict[str, Any]] | None:
 
 def _journalled(root: Path, tx_hash: str) -> list[dict[str, Any]]:
     try:
-        journal = check_target(root, PATH)  # a link anywhere on the way is not ours to read
+        journal = check_target(root, journal_file.PATH)  # a link anywhere on the way is not ours to read
     except UnsafePath as exc:
         raise Refused("no safe adoption journal exists to recover") from exc
     if not journal.is_file():
         raise Refused("no safe adoption journal exists to recover")
-    if journal.stat().st_size > 1024 * 1024:
-        raise Refused("adoption journal exceeds the recovery size limit")
-    try:
-        body = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, ValueError) as exc:
-        raise Refused(f"adoption journal is unreadable: {exc}") from exc
-    return _validated(root, body, tx_hash)
+    return _validated(root, journal_file.load(journal, "adoption journal"), tx_hash)
 
 
 def _validated(root: Path, body: Any, tx_hash: str) -> list[dict[str, Any]]:
@@ -337,7 +321,7 @@ def _checked_row(row: Any, expected: dict[str, dict[str, Any]], tx_hash: str) ->
 
 def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     """The recovery plan's hash, its rows, and the actions it undoes."""
-    journal = root / PATH
+    journal = root / journal_file.PATH
     actions = _journalled(root, tx_hash) if journal.exists() else _prejournal(root, tx_hash)
     if actions is None:
         raise Refused("no safe adoption journal exists to recover")
@@ -374,9 +358,6 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]], list[
 
 def recover(root: Path, tx_hash: str, approved: str | None) -> tuple[str, list[dict[str, Any]]]:
     rhash, rows, actions = recovery(root, tx_hash)
-    if approved is None:
-        raise Refused("recovery apply requires --plan <hash> from the recovery dry-run")
-    if approved != rhash:
-        raise Refused(f"recovery plan hash mismatch: approved {approved}, current {rhash}")
+    journal_file.approve_recovery(rhash, approved)
     _undo(root, actions)
     return rhash, rows

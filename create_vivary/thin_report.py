@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from create_vivary import inventory, presets, thin
-from create_vivary.doctor import Report
+from create_vivary.doctor import DoctorReport
 from create_vivary.thin_adopt import ThinPlan
 
 
-def planned(p: ThinPlan, mode: str, doctor: Report | None) -> dict[str, Any]:
+def planned(p: ThinPlan, mode: str, doctor: DoctorReport | None) -> dict[str, Any]:
     body = p.as_json(mode)
     if doctor is not None:
         body["ok"] = doctor.ok
@@ -34,7 +34,7 @@ def recovery(root: Path, tx_hash: str, rhash: str, rows: list[dict[str, Any]],
     }
 
 
-def text(body: dict[str, Any], doctor: Report | None) -> list[str]:
+def text(body: dict[str, Any], doctor: DoctorReport | None) -> list[str]:
     applied = body["mode"] == "applied"
     lines = [f"create-vivary adopt: {'Adopted' if applied else 'Would adopt'} Vivary onto {body['root']}",
              f"preset: {body['preset']} ({body['preset_reason']})"]

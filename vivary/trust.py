@@ -72,7 +72,7 @@ class Reviewed:
         if before is None:
             return ""
         return "".join(difflib.unified_diff(
-            _text(before).splitlines(keepends=True), _text(self.data).splitlines(keepends=True),
+            _decoded(before).splitlines(keepends=True), _decoded(self.data).splitlines(keepends=True),
             f"{self.name} (approved)", f"{self.name} (now)"))
 
     def to_json(self) -> dict[str, Any]:
@@ -81,7 +81,7 @@ class Reviewed:
             "path": self.name, "sha256": trust.digest(self.data), "state": self.state,
             "approved": self.approved.to_json() if self.approved is not None else None,
             "runs": None if runs is None else [{"name": n, "argv": list(a)} for n, a in runs],
-            "content": _text(self.data) if runs is None else None,
+            "content": _decoded(self.data) if runs is None else None,
             "diff": self.diff() if self.state == "changed" else None,
         }
 
@@ -108,12 +108,12 @@ class Reviewed:
         runs = self.runs()
         if runs is None:
             return [f"{head}; its content:"] + ["  " + untrusted.block(line)
-                                               for line in _text(self.data).splitlines()]
+                                               for line in _decoded(self.data).splitlines()]
         return [f"{head}; it {runs_verb}:"] + (
             [f"  {name}: {untrusted.visible(shlex.join(argv))}" for name, argv in runs] or ["  no program"])
 
 
-def _text(data: bytes) -> str:
+def _decoded(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 

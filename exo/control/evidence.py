@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from exo.control import actors, ledger, scope, tasks
-from exo.control.text import instant_ms, is_nonblank
+from exo.control.text import instant_ms, is_trimmed
 from tropo.canonical import canonicalize, deterministic_id, is_lossless
 from tropo.governed.capsule import is_intact
 from tropo.governed.receipt import verify_receipt
@@ -82,7 +82,7 @@ def handoff(claims: Any, given: dict[str, Any]) -> dict[str, Any]:
     if code is not None:
         return _refused(code)
     revision = given["workspace_revision"]
-    if not is_nonblank(revision) or revision != capsule["workspace"]["fingerprint"]:
+    if not is_trimmed(revision) or revision != capsule["workspace"]["fingerprint"]:
         return _refused("workspace_revision_mismatch")
     authority = given.get("to_authority_class")
     authority = held["authority_class"] if authority is None else authority
@@ -110,7 +110,7 @@ def handoff(claims: Any, given: dict[str, Any]) -> dict[str, Any]:
 
 def _is_check(check: Any) -> bool:
     return (type(check) is dict and _CHECK_REQUIRED <= set(check) <= _CHECK_FIELDS
-            and is_nonblank(check["name"]) and is_nonblank(check["command"])
+            and is_trimmed(check["name"]) and is_trimmed(check["command"])
             and isinstance(check["outcome"], str) and check["outcome"] in tasks.OUTCOMES
             and ("detail" not in check or is_lossless(check["detail"])))
 

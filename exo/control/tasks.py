@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exo.control.text import is_bounded_text, is_nonblank
+from exo.control.text import is_bounded_text, is_trimmed
 from tropo.canonical import canonicalize, deterministic_id, is_lossless
 
 MAX_TASKS = 10_000
@@ -120,7 +120,7 @@ def _is_edge(edge: Any) -> bool:
     return (
         type(edge) is dict
         and set(edge) == EDGE_FIELDS
-        and all(is_nonblank(edge[k]) for k in ("edge_id", "receipt_id", "receipt_fingerprint",
+        and all(is_trimmed(edge[k]) for k in ("edge_id", "receipt_id", "receipt_fingerprint",
                                                 "capsule_id", "capsule_fingerprint", "name",
                                                 "command"))
         and edge["kind"] == "check"
@@ -152,9 +152,9 @@ def log_code(log: Any) -> str | None:
 
 
 def _is_task(task: Any, *, needs_capsule: bool) -> bool:
-    return (type(task) is dict and is_nonblank(task.get("task_id"))
-            and is_nonblank(task.get("status"))
-            and (not needs_capsule or is_nonblank(task.get("capsule_id"))))
+    return (type(task) is dict and is_trimmed(task.get("task_id"))
+            and is_trimmed(task.get("status"))
+            and (not needs_capsule or is_trimmed(task.get("capsule_id"))))
 
 
 def task_view(task: Any, log: Any) -> dict[str, Any]:

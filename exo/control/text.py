@@ -7,8 +7,9 @@ spellings could reach would let one holder claim the same thing twice.
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime
 from typing import Any
+
+from tropo.governed.freshness import parse_instant
 
 
 def is_nfc(value: str) -> bool:
@@ -27,7 +28,7 @@ def utf8_length(value: str) -> int | None:
         return None
 
 
-def is_nonblank(value: Any) -> bool:
+def is_trimmed(value: Any) -> bool:
     """A non-empty string without surrounding whitespace."""
     return isinstance(value, str) and bool(value) and value == value.strip()
 
@@ -37,7 +38,7 @@ def is_bounded_text(value: Any, max_bytes: int, *, controls_allowed: bool = Fals
     unless allowed, free of control/format/unassigned characters."""
     return (
         type(value) is str
-        and is_nonblank(value)
+        and is_trimmed(value)
         and is_nfc(value)
         and (controls_allowed or not has_control_chars(value))
         and (utf8_length(value) or max_bytes + 1) <= max_bytes
@@ -49,10 +50,5 @@ def instant_ms(value: Any) -> float | None:
     milliseconds since the epoch, or None."""
     if not is_bounded_text(value, 64) or "T" not in value:
         return None
-    try:
-        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-        if parsed.utcoffset() is None:
-            return None
-        return parsed.timestamp() * 1000
-    except (ValueError, OverflowError, OSError):
-        return None
+    parsed = parse_instant(value)
+    return None if parsed is None else parsed.timestamp() * 1000

@@ -12,6 +12,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any
 
+from tropo.governed.bounds import nonblank
 from tropo.governed.capsule import is_capsule, is_intact
 from tropo.governed.freshness import MAX_AGE, age_code, parse_instant, receipt_codes
 from tropo.governed.paths import is_absolute_root, same_roots
@@ -32,10 +33,6 @@ ALLOWED_FIELDS = frozenset({"schema", *ECHOED_FIELDS, "capsule", "receipt", "ver
 ACTOR_KINDS = frozenset({"human", "agent", "worker"})
 AUTHORITY_CLASSES = frozenset({"contributor", "owner"})
 _MAX_ACTOR_ID_BYTES = 256
-
-
-def _nonblank(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
 
 
 def _canonical_actor_id(value: Any) -> bool:
@@ -78,7 +75,7 @@ def _identity_codes(request: dict[str, Any]) -> list[str]:
     if request.get("policy_version") != POLICY_VERSION:
         codes.append("invalid_policy_version")
     actor = request.get("actor")
-    if isinstance(actor, dict) and set(actor) == {"kind", "id"} and _nonblank(actor["id"]):
+    if isinstance(actor, dict) and set(actor) == {"kind", "id"} and nonblank(actor["id"]):
         codes.extend(authority_codes(actor, request.get("authority_class")))
     else:
         codes.append("invalid_actor")
@@ -86,7 +83,7 @@ def _identity_codes(request: dict[str, Any]) -> list[str]:
     if not (
         isinstance(workspace, dict)
         and set(workspace) == {"fingerprint"}
-        and _nonblank(workspace["fingerprint"])
+        and nonblank(workspace["fingerprint"])
     ):
         codes.append("invalid_workspace")
     return codes
@@ -97,10 +94,10 @@ def _scope_paths(request: dict[str, Any]) -> list[str] | None:
     if not (
         isinstance(scope, dict)
         and set(scope) == {"project", "paths"}
-        and _nonblank(scope["project"])
+        and nonblank(scope["project"])
         and isinstance(scope["paths"], list)
         and scope["paths"]
-        and all(_nonblank(path) and is_absolute_root(path) for path in scope["paths"])
+        and all(nonblank(path) and is_absolute_root(path) for path in scope["paths"])
     ):
         return None
     return list(scope["paths"])
@@ -116,7 +113,7 @@ def _capsule_codes(request: dict[str, Any], scope: list[str] | None) -> list[str
     claimed = workspace.get("fingerprint") if isinstance(workspace, dict) else None
     if not is_intact(capsule):
         codes.append("capsule_fingerprint_mismatch")
-    elif _nonblank(claimed) and claimed != capsule["workspace"]["fingerprint"]:
+    elif nonblank(claimed) and claimed != capsule["workspace"]["fingerprint"]:
         codes.append("workspace_mismatch")
     if scope is not None and not same_roots(scope, capsule["task"].get("scope")):
         codes.append("scope_mismatch")

@@ -8,18 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from tropo.canonical import fingerprint
+from tropo.governed.bounds import count_at_least, nonempty
 from tropo.governed.capsule import body
 
 SCHEMA = "vivary.gate-verdict/v0"
 _COUNTS = ("unresolved_conflicts", "unresolved_unknowns", "claims_total")
-
-
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _count(value: Any) -> bool:
-    return type(value) is int and value >= 0
 
 
 def _intact(verdict: Any) -> bool:
@@ -37,7 +30,7 @@ def _intact(verdict: Any) -> bool:
 def _failing_entry(entry: Any) -> bool:
     return (
         isinstance(entry, dict)
-        and _text(entry.get("name"))
+        and nonempty(entry.get("name"))
         and entry.get("expected") == "passed"
         and entry.get("actual") in ("failed", "skipped", "missing")
     )
@@ -47,20 +40,22 @@ def _well_typed(verdict: dict[str, Any]) -> bool:
     outcome = verdict.get("outcome")
     if outcome not in ("sufficient", "insufficient", "refused"):
         return False
-    if not _text(verdict.get("gate")) and not (outcome == "refused" and verdict.get("gate") is None):
+    if not nonempty(verdict.get("gate")) and not (outcome == "refused" and verdict.get("gate") is None):
         return False
     codes = verdict.get("reason_codes")
-    if not (isinstance(codes, list) and all(map(_text, codes)) and len(codes) == len(set(codes))):
+    if not (isinstance(codes, list) and all(map(nonempty, codes)) and len(codes) == len(set(codes))):
         return False
     failing = verdict.get("failing_checks", [])
     if not (isinstance(failing, list) and all(map(_failing_entry, failing))):
         return False
     counts = {field: verdict.get(field) for field in _COUNTS}
-    if any(value is not None and not _count(value) for value in counts.values()):
+    if any(value is not None and not count_at_least(value, 0) for value in counts.values()):
         return False
     verified = verdict.get("claims_verified")
     if verified is not None and not (
-        _count(verified) and counts["claims_total"] is not None and verified <= counts["claims_total"]
+        count_at_least(verified, 0)
+        and counts["claims_total"] is not None
+        and verified <= counts["claims_total"]
     ):
         return False
     receipt_outcome = verdict.get("receipt_outcome")

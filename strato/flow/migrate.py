@@ -203,7 +203,7 @@ _JUDGE_UNSUPPORTED = ("verified", "applied_gate", "budget", "budgets")
 
 
 @dataclass
-class Report:
+class MigrationReport:
     version: str | None
     hits: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
@@ -236,7 +236,7 @@ class Report:
         return {"version": self.version, "report_only": True, "findings": self.findings}
 
 
-def check(text: str) -> Report:
+def check(text: str) -> MigrationReport:
     """Classify a v0.x spec (never raises for bad input: it reports `unreadable`)."""
     try:
         doc = load_yaml(text)
@@ -250,19 +250,19 @@ def check(text: str) -> Report:
             f"version must be one of {', '.join(VERSIONS)}"
             + ("; v1 specs are checked with `strato flow validate`" if version == 1 else ""),
         )
-    report = Report(shown)
+    report = MigrationReport(shown)
     _classify(doc, report)
     return report
 
 
-def _unreadable(version: str | None, note: str) -> Report:
-    report = Report(version)
+def _unreadable(version: str | None, note: str) -> MigrationReport:
+    report = MigrationReport(version)
     report.add("unreadable", "")
     report.notes["unreadable"] = note
     return report
 
 
-def _dicts(value: Any) -> dict[str, Any]:
+def _dict_or_empty(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -273,19 +273,19 @@ def _steps(flow: dict[str, Any], base: str) -> Iterator[tuple[str, dict[str, Any
             yield f"{base}.steps[{i}]", step
 
 
-def _classify(doc: dict[str, Any], report: Report) -> None:
+def _classify(doc: dict[str, Any], report: MigrationReport) -> None:
     if "workflow" in doc:
         report.add("workflow-block", "workflow")
     if "contracts" in doc:
         report.add("contracts", "contracts")
-    functions = _dicts(doc.get("functions"))
+    functions = _dict_or_empty(doc.get("functions"))
     for name, fn in functions.items():
-        _function(_dicts(fn), f"functions.{name}", report)
-    for name, flow in _dicts(doc.get("flows")).items():
-        _flow(_dicts(flow), f"flows.{name}", functions, report)
+        _function(_dict_or_empty(fn), f"functions.{name}", report)
+    for name, flow in _dict_or_empty(doc.get("flows")).items():
+        _flow(_dict_or_empty(flow), f"flows.{name}", functions, report)
 
 
-def _function(fn: dict[str, Any], path: str, report: Report) -> None:
+def _function(fn: dict[str, Any], path: str, report: MigrationReport) -> None:
     mode = fn.get("mode", "infer")
     if mode in ("infer", "compute", "gate"):
         report.add(f"function-{mode}", path)
@@ -295,7 +295,7 @@ def _function(fn: dict[str, Any], path: str, report: Report) -> None:
     _common(fn, path, report)
 
 
-def _common(node: dict[str, Any], path: str, report: Report) -> None:
+def _common(node: dict[str, Any], path: str, report: MigrationReport) -> None:
     """Keys that mean the same on functions, steps and stages."""
     if "ensure" in node:
         report.add("ensure-expressions", f"{path}.ensure")
@@ -313,7 +313,7 @@ def _common(node: dict[str, Any], path: str, report: Report) -> None:
             report.add("gate-policy", f"{path}.{key}")
 
 
-def _flow(flow: dict[str, Any], path: str, functions: dict[str, Any], report: Report) -> None:
+def _flow(flow: dict[str, Any], path: str, functions: dict[str, Any], report: MigrationReport) -> None:
     if "max_rounds" in flow:
         report.add("max-rounds", f"{path}.max_rounds")
     output = flow.get("output")
@@ -327,10 +327,10 @@ def _flow(flow: dict[str, Any], path: str, functions: dict[str, Any], report: Re
             report.add("missing-max-rounds", f"{spath}.on_revise")
 
 
-def _step(step: dict[str, Any], path: str, functions: dict[str, Any], report: Report) -> None:
+def _step(step: dict[str, Any], path: str, functions: dict[str, Any], report: MigrationReport) -> None:
     fn_name = step.get("function")
     if isinstance(fn_name, str):
-        mode = _dicts(functions.get(fn_name)).get("mode", "infer")
+        mode = _dict_or_empty(functions.get(fn_name)).get("mode", "infer")
         if mode in ("infer", "compute", "gate"):
             report.add(f"function-{mode}", path)
     elif "intent" in step:
@@ -352,18 +352,18 @@ def _step(step: dict[str, Any], path: str, functions: dict[str, Any], report: Re
     if "decompose" in step:
         _decompose(step["decompose"], f"{path}.decompose", report)
     if "parallel_dispatch" in step:
-        _parallel(_dicts(step["parallel_dispatch"]), f"{path}.parallel_dispatch", report)
+        _parallel(_dict_or_empty(step["parallel_dispatch"]), f"{path}.parallel_dispatch", report)
     if "pipeline" in step:
         _pipeline(step["pipeline"], f"{path}.pipeline", report)
 
 
-def _decompose(node: Any, path: str, report: Report) -> None:
+def _decompose(node: Any, path: str, report: MigrationReport) -> None:
     text = str(node)
     dependent = "depends_on" in text or "dependencies" in text
     report.add("decompose-dependencies" if dependent else "decompose", path)
 
 
-def _parallel(node: dict[str, Any], path: str, report: Report) -> None:
+def _parallel(node: dict[str, Any], path: str, report: MigrationReport) -> None:
     report.add("parallel-dispatch", path)
     if node.get("merge") in ("branch", "manual"):
         report.add("parallel-unsupported", f"{path}.merge")
@@ -372,7 +372,7 @@ def _parallel(node: dict[str, Any], path: str, report: Report) -> None:
             report.add("parallel-unsupported", f"{path}.{key}")
 
 
-def _pipeline(node: Any, path: str, report: Report) -> None:
+def _pipeline(node: Any, path: str, report: MigrationReport) -> None:
     stages = node.get("stages", []) if isinstance(node, dict) else node
     if isinstance(node, dict) and "exit_when" in node:
         report.add("pipeline-exit", f"{path}.exit_when")
@@ -388,7 +388,7 @@ def _pipeline(node: Any, path: str, report: Report) -> None:
             report.add("pipeline-nested", f"{spath}.pipeline")
 
 
-def render_text(report: Report, source: str) -> str:
+def render_text(report: MigrationReport, source: str) -> str:
     """The human report: header, the report-only line, then one entry per finding."""
     lines = [
         f"migrate --check {source}: v{report.version or '?'} spec, {len(report.hits)} finding(s)",

@@ -16,6 +16,7 @@ from typing import Any
 from strato.guard import policy as policy_mod
 from strato.guard.canonical import entry_digest, raw_entry_digest
 from strato.guard.errors import GuardError
+from tropo.canonical import DuplicateKeyError, unique_keys
 
 ENTRY_KEYS = frozenset(
     {
@@ -55,23 +56,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-class DuplicateKey(ValueError):
-    """With a duplicate key, a reader of the bytes sees the first value and a JSON parser
-    judges the last: a line may hold only one reading."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise DuplicateKey("duplicate key")
-    return found
-
-
 def loads(line: str) -> Any:
     """One line as JSON; ValueError (no JSON, a duplicate key, a number Python will not
     read, nesting too deep) for anything a ledger line may not be."""
     try:
-        return json.loads(line, object_pairs_hook=_unique_keys)
+        return json.loads(line, object_pairs_hook=unique_keys)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
 
@@ -102,7 +91,7 @@ def parse(text: str, known: int = 0, after: str = "") -> list[dict[str, Any]]:
         try:
             entry = loads(line)
         except ValueError as exc:
-            why = "duplicate key" if isinstance(exc, DuplicateKey) else "not JSON"
+            why = "duplicate key" if isinstance(exc, DuplicateKeyError) else "not JSON"
             raise LedgerBreak(n, why) from exc
         if (
             not isinstance(entry, dict)

@@ -43,7 +43,7 @@ class ReviewReport:
     base: str
     head: str
     base_notes: str | None
-    verify: verify.Report
+    verify: verify.VerifyReport
     rows: list[Row] = field(default_factory=list)
 
     @property
@@ -183,7 +183,7 @@ def review(
     base_tip = _base_notes(repo, base_commit, base_notes)
     head_tip = gitrepo.read_ref(repo, store.REF)
     if (bad_tip := verify.tip_break(repo, head_tip)) is not None:
-        empty = verify.Report(store.REF, head_tip, breaks=[bad_tip])
+        empty = verify.VerifyReport(store.REF, head_tip, breaks=[bad_tip])
         return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, empty)
     at = int(time.time()) if now_s is None else now_s
     known, breaks = _base_breaks(repo, base_tip, head_tip)

@@ -1,7 +1,7 @@
 """Re-check every ledger in the repository: chains, steps, signatures, notes history.
 
 The pre-push hook calls :func:`verify_repository`; ``strato guard verify`` prints its
-:class:`Report`. A break names the resource and the ledger line (or the notes commit).
+:class:`VerifyReport`. A break names the resource and the ledger line (or the notes commit).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Break:
 
 
 @dataclass
-class Report:
+class VerifyReport:
     ref: str
     tip: str | None
     resources: int = 0
@@ -271,7 +271,7 @@ def verify_repository(
     on_entry: OnEntry | None = None,
     tree: Commit | None = None,
     anchor: str | None = None,
-) -> Report:
+) -> VerifyReport:
     """Check every ledger on the notes ref (only ``anchor``'s, when given), its history,
     and (optionally) that it descends from each of ``since`` (e.g. the remote's notes
     ref); the reflog's earlier tips are always checked.
@@ -280,7 +280,7 @@ def verify_repository(
     that verified before under the same signers blobs is not checked again.
     """
     tip = gitrepo.read_ref(repo, store.REF)
-    report = Report(store.REF, tip)
+    report = VerifyReport(store.REF, tip)
     olds = [*(since or []), *_reflog_tips(repo, tip)]
     if tip is None:
         report.breaks += _rewind_breaks(set(), olds)

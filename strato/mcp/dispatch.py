@@ -19,7 +19,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from strato.guard.errors import GuardError
-from strato.mcp import agent_tools, bg_tools, contract, distill_tools, tools, usage_tools
+from strato.mcp import (
+    agent_tools,
+    bg_tools,
+    contract,
+    distill_tools,
+    guard_tools,
+    tools,
+    tropo_tools,
+    usage_tools,
+)
 from strato.mcp.registry import Context, Document, Tool, ToolError
 from strato.runs.engine import bounds
 from strato.runs.views import documents as views
@@ -29,7 +38,8 @@ from tropo.git.repo import RevisionError
 from tropo.git.snapshot import SourceError
 
 TOOLS: dict[str, Tool] = {
-    **tools.TOOLS, **agent_tools.TOOLS, **distill_tools.TOOLS, **bg_tools.TOOLS, **usage_tools.TOOLS
+    **tools.TOOLS, **guard_tools.TOOLS, **tropo_tools.TOOLS,
+    **agent_tools.TOOLS, **distill_tools.TOOLS, **bg_tools.TOOLS, **usage_tools.TOOLS,
 }
 
 

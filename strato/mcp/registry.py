@@ -39,6 +39,15 @@ class Context:
     def repo(self) -> Repository:
         return require(self.root)
 
+    def within(self, where: str) -> Path | None:
+        """`where` (relative to the workspace, or absolute) resolved, symlinks followed, if
+        that is inside it; None if it is not, or is no path at all (a NUL byte)."""
+        try:
+            path = (self.root / where).resolve()
+        except (ValueError, OSError):
+            return None
+        return path if path.is_relative_to(self.root.resolve()) else None
+
     def runs(self) -> Runs:
         return Runs(self.root)
 

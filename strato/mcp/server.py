@@ -27,7 +27,7 @@ INSTRUCTIONS = (
 )
 
 
-def _text(text: str) -> list[types.ContentBlock]:
+def _text_content(text: str) -> list[types.ContentBlock]:
     return [types.TextContent(type="text", text=text)]
 
 
@@ -47,13 +47,14 @@ def build(ctx: Context) -> Server[Any]:
             doc = await anyio.to_thread.run_sync(call, caller, params.name, params.arguments)
         except ToolError as exc:
             return types.CallToolResult(
-                content=_text(str(exc)), structured_content=exc.document, is_error=True
+                content=_text_content(str(exc)), structured_content=exc.document, is_error=True
             )
         except Exception as exc:  # a bug: the host gets one line, stderr the traceback
             traceback.print_exc(file=sys.stderr)
             message = f"internal error in {params.name}: {type(exc).__name__}: {exc}"
-            return types.CallToolResult(content=_text(message), is_error=True)
-        return types.CallToolResult(content=_text(json.dumps(doc, sort_keys=True)), structured_content=doc)
+            return types.CallToolResult(content=_text_content(message), is_error=True)
+        content = _text_content(json.dumps(doc, sort_keys=True))
+        return types.CallToolResult(content=content, structured_content=doc)
 
     return Server(
         "strato", version=version("vivary-git"), instructions=INSTRUCTIONS,

@@ -1,35 +1,25 @@
-"""The MCP tools, independent of the MCP SDK: each takes validated arguments and returns
+"""The MCP flow tools, independent of the MCP SDK: each takes validated arguments and returns
 the JSON document the matching CLI command prints with ``--json``, computed by the same
-functions. Expected failures raise :class:`ToolError` with the CLI's one-line message."""
+functions. Expected failures raise :class:`ToolError` with the CLI's one-line message.
+Guard and governed decisions are `guard_tools.py`, the typed graph `tropo_tools.py`."""
 
 from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from strato.agents import spectrust, trust
-from strato.decide.decision import Refusal, decide
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
-from strato.guard import authz, consent
-from strato.guard import engine as guard_engine
-from strato.guard.errors import GuardError
-from strato.guard.verify import verify_repository
-from strato.mcp import contract
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs.background import runner as background
 from strato.runs.engine.state import Refused
 from strato.runs.lanes.cli import check_view, lanes_view
 from strato.runs.views import documents as views
 from strato.runs.views import wire
-from tropo.check import reports
-from tropo.check.workspace import Workspace, open_workspace
-from tropo.git.repo import NotARepository, RevisionError, resolve_commit
-from tropo.git.snapshot import Source
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)
@@ -76,8 +66,8 @@ class CompileSpeckitArgs(Args):
 def compile_speckit(ctx: Context, a: CompileSpeckitArgs) -> Document:
     """`strato flow compile-speckit`: a folder of spec-kit `*.md` tasks inside the
     workspace as a v1 spec (`ok` with yaml, flow_name and one summary per step)."""
-    where = _within(ctx.root, a.tasks_dir)
-    if where is None or not all(_within(ctx.root, str(p)) for p in where.glob("*.md")):
+    where = ctx.within(a.tasks_dir)
+    if where is None or not all(ctx.within(str(p)) for p in where.glob("*.md")):
         error = f"{a.tasks_dir!r} is outside the workspace {ctx.root} (or a task file in it is)"
         raise ToolError(f"invalid_tasks_dir: {error}", {"error_type": "invalid_tasks_dir", "message": error})
     try:
@@ -95,18 +85,8 @@ class PlanArgs(Args):
     )
 
 
-def _within(root: Path, where: str) -> Path | None:
-    """`where` (relative to `root`, or absolute) resolved, symlinks followed, if that is
-    inside `root`; None if it is not, or is no path at all (a NUL byte)."""
-    try:
-        path = (root / where).resolve()
-    except (ValueError, OSError):
-        return None
-    return path if path.is_relative_to(root.resolve()) else None
-
-
 def _inside(ctx: Context, where: str | None, key: str) -> None:
-    if where is not None and _within(ctx.root, where) is None:
+    if where is not None and ctx.within(where) is None:
         raise ToolError(f"invalid_workspace_root: {key} {where} is outside the workspace {ctx.root}",
                         {"error_type": "invalid_workspace_root", "message": f"{where} is outside {ctx.root}"})
 
@@ -341,182 +321,3 @@ FLOW_TOOLS = frozenset(
         "stratum_audit", "stratum_flow_poll", "strato_runs", "strato_run_show",
     }
 )  # their documents may hold gate tokens
-
-
-# --- guard: the request object is the tool's arguments, as on `strato guard`'s stdin
-
-
-class GuardArgs(BaseModel):
-    """Stratum's guard request; the guard itself refuses unknown or mistyped fields (and
-    the contract's request check runs first for Stratum's five guard tools)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-    resource_id: str
-
-
-def _guard_request(ctx: Context, a: BaseModel) -> Document:
-    req = a.model_dump()
-    where = req.get("workspace_root")
-    if isinstance(where, str) and _within(ctx.root, where) is None:
-        raise ToolError(f"invalid_workspace_root: {where} is outside the workspace {ctx.root}")
-    if "override_token" in req:  # Stratum's name for what authorizes it: here a person's signature
-        req["authorization"] = req.pop("override_token")
-    return req
-
-
-# the engine's answer names that Stratum's surface calls otherwise
-_GUARD_STATUS = {
-    "stratum_guard_override": {"applied": "deviation"},
-    "stratum_guard_history": {"ok": "success"},
-}
-
-
-def _guard_answer(name: str, doc: Document, req: Document) -> Document:
-    """The guard's answer as the contract's variant of it: Stratum's status name and only
-    the keys it declares (the digests and signer `strato guard` adds stay at the CLI)."""
-    status = str(doc["status"])
-    status = _GUARD_STATUS.get(name, {}).get(status, status)
-    variant = contract.TOOLS[name].variant(status)
-    if variant is None:
-        return doc  # not a variant of the contract: the dispatch's check refuses it
-    answer = {**doc, "status": status, **({"rationale": req["rationale"]} if "rationale" in req else {})}
-    return {k: v for k, v in answer.items() if k == "status" or k in variant.body.keys()}  # noqa: SIM118 - Obj.keys()
-
-
-def _guard_register(ctx: Context, req: Document) -> Document:
-    """A policy's commands are programs the client chose: registered only when the server
-    was started with ``--allow-commands``, which then approves the policy (docs/guard.md)."""
-    pol = guard_engine.requested_policy(req)
-    if (found := consent.commands(pol)) and not ctx.allow_commands:
-        raise GuardError(
-            "command_execution_disabled",
-            f"the policy would run {consent.runs(found)}; an MCP client may register a guard "
-            "command only when the server was started with `strato mcp --allow-commands`",
-        )
-    doc = guard_engine.register(ctx.repo(), req)
-    consent.approve_registered(ctx.root, req["resource_id"], pol)
-    return doc
-
-
-def _guard_tool(operation: str) -> None:
-    op = guard_engine.OPERATIONS[operation]
-    stratum = "stratum_guard_" + operation.replace("-", "_")
-    name = stratum if stratum in contract.TOOLS else "strato_guard_" + operation.replace("-", "_")
-
-    def handler(ctx: Context, a: GuardArgs) -> Document:
-        req = _guard_request(ctx, a)
-        doc = _guard_register(ctx, req) if operation == "register" else op(ctx.repo(), req)
-        return _guard_answer(name, doc, req) if name in contract.TOOLS else doc
-
-    handler.__doc__ = f"`strato guard {operation}`: {op.__doc__} Answers with Stratum's guard JSON."
-    tool(name, GuardArgs)(handler)
-
-
-for _operation in guard_engine.OPERATIONS:
-    _guard_tool(_operation)
-
-
-class AuthorizeArgs(GuardArgs):
-    kind: Literal["override", "migrate"]
-
-
-@tool("strato_guard_authorize", AuthorizeArgs)
-def guard_authorize(ctx: Context, a: AuthorizeArgs) -> Document:
-    """The exact payload a person signs (ssh-keygen -Y sign) to authorize an override or
-    migrate now, its namespace and the command."""
-    payload, namespace = guard_engine.authorization_request(ctx.repo(), _guard_request(ctx, a))
-    command = authz.sign_command(namespace, "payload.json")
-    return {"payload": payload, "namespace": namespace, "command": command}
-
-
-class VerifyArgs(Args):
-    since: list[str] = Field(default_factory=list, description="Earlier notes tips to descend from.")
-
-
-@tool("strato_guard_verify", VerifyArgs)
-def guard_verify(ctx: Context, a: VerifyArgs) -> Document:
-    """Re-check every guard ledger's hash chain, steps and signatures."""
-    repo = ctx.repo()
-    try:
-        since = [str(resolve_commit(repo, r).id) for r in a.since]
-    except RevisionError as exc:
-        raise GuardError("invalid_revision", str(exc)) from exc
-    return verify_repository(repo, since=since).to_json()
-
-
-# --- governed decisions
-
-
-class DecideArgs(Args):
-    request: dict[str, Any] = Field(description="A vivary.strato-decision-request document.")
-
-
-@tool("strato_decide", DecideArgs)
-def decide_tool(ctx: Context, a: DecideArgs) -> Document:
-    """`strato decide --governed`: act, request_gate, stop or blocked, as a
-    vivary.strato-decision/v0 document; a malformed or stale request is refused."""
-    result = decide(a.request)
-    if isinstance(result, Refusal):
-        raise ToolError(f"request refused: {', '.join(result.reason_codes)}", result.document())
-    return result.document()
-
-
-# --- the typed graph
-
-
-class SourceArgs(Args):
-    staged: bool = Field(False, description="Read the index: what a commit would record.")
-    rev: str | None = Field(None, description="Read the workspace as this commit has it.")
-
-
-def _workspace(ctx: Context, a: SourceArgs) -> Workspace:
-    if a.staged and a.rev:
-        raise ToolError("staged and rev exclude each other")
-    source = Source.index() if a.staged else Source.at(a.rev) if a.rev else Source.worktree()
-    try:
-        ws = open_workspace(ctx.root, source)
-    except NotARepository as exc:
-        raise ToolError(str(exc)) from None
-    ws.schema  # noqa: B018 - surface config errors here, as one line
-    return ws
-
-
-class CheckArgs(SourceArgs):
-    paths: list[str] | None = Field(None, description="Workspace-relative files or folders.")
-    lenient: bool = Field(False, description="Warnings do not fail the check.")
-
-
-def _selector(path: str) -> str:
-    """A workspace-relative path that stays inside the workspace."""
-    pure = PurePosixPath(path)
-    if pure.is_absolute() or ".." in pure.parts or not path.strip():
-        raise ToolError(f"{path}: give a path relative to the workspace, without '..'")
-    return pure.as_posix()
-
-
-@tool("tropo_check", CheckArgs)
-def check(ctx: Context, a: CheckArgs) -> Document:
-    """`tropo check`: documents against the schema; refs resolve against the whole workspace."""
-    ws = _workspace(ctx, a)
-    selectors = None if a.paths is None else [_selector(p) for p in a.paths]
-    return reports.check(ws, selectors, lenient=a.lenient).as_dict()
-
-
-@tool("tropo_graph", SourceArgs)
-def graph(ctx: Context, a: SourceArgs) -> Document:
-    """`tropo graph`: documents as nodes, ref fields as edges."""
-    ws = _workspace(ctx, a)
-    return reports.graph(ws, ws.graph())
-
-
-class BlastArgs(SourceArgs):
-    id: str
-    depth: int | None = Field(None, ge=1, description="Stop after this many hops.")
-
-
-@tool("tropo_blast", BlastArgs)
-def blast(ctx: Context, a: BlastArgs) -> Document:
-    """`tropo blast`: what a change to a document could touch (everything that
-    transitively refs it)."""
-    ws = _workspace(ctx, a)
-    return reports.blast(ws, ws.graph(), a.id, a.depth)

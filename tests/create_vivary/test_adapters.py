@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from create_vivary import adapters, journal, thin
+from create_vivary import adapters, journal, journal_file, thin
 from create_vivary import adopt as adopt_mod
 from tests.create_vivary.test_parity import tree
 from tests.hooks.cli import BIN, run_json
@@ -180,7 +180,7 @@ def test_a_replaced_adapter_is_put_back_by_recover(tmp_path: Path) -> None:
                           "--plan", str(dry["recovery_plan_hash"]))
     assert code == 0, done
     assert (root / thin.ADAPTERS["claude"]).read_bytes() == before
-    assert not (root / journal.PATH).exists()
+    assert not (root / journal_file.PATH).exists()
 
 
 def test_a_planted_replacement_in_the_journal_is_refused(tmp_path: Path) -> None:
@@ -194,8 +194,8 @@ def test_a_planted_replacement_in_the_journal_is_refused(tmp_path: Path) -> None
                   {"path": thin.ADAPTERS["claude"], "adapter": "claude", "before": "evil\n# owned"}):
         body = {"schema": journal.SCHEMA, "plan_hash": "sha256:x", "git_init": False, "created": [],
                 "replaced": [{**entry, "after_hash": _digest(thin.adapter_doc("claude").encode())}]}
-        (root / journal.PATH).parent.mkdir(parents=True, exist_ok=True)
-        (root / journal.PATH).write_text(json.dumps(body))
+        (root / journal_file.PATH).parent.mkdir(parents=True, exist_ok=True)
+        (root / journal_file.PATH).write_text(json.dumps(body))
         snapshot = tree(root)
         code, out = run_json("create-vivary", "adopt", str(root), "--recover", "sha256:x")
         assert code == 1 and "malformed" in str(out["error"]), out

@@ -11,7 +11,7 @@ import pytest
 
 import templates
 from create_vivary import adopt as adopt_mod
-from create_vivary import journal
+from create_vivary import journal, journal_file
 from create_vivary import plan as plan_mod
 from create_vivary.adopt import exclusions, guess_preset
 from tests.conftest import commit_all, git, write_files
@@ -286,10 +286,10 @@ def _crash_after(count: int) -> Callable[..., Path]:
     done: list[str] = []
 
     def write(root: Path, rel: str, data: bytes, mode: int = 0o644) -> Path:
-        if rel != journal.PATH and len(done) == count:
+        if rel != journal_file.PATH and len(done) == count:
             raise KeyboardInterrupt("power cut")
         path = real(root, rel, data, mode)
-        if rel != journal.PATH:
+        if rel != journal_file.PATH:
             done.append(rel)
         return path
 
@@ -305,14 +305,14 @@ def test_an_interrupted_adopt_is_recovered_by_its_hash(
     with pytest.raises(KeyboardInterrupt):
         adopt_mod.apply(p, p.hash)
     monkeypatch.undo()
-    assert (brownfield / journal.PATH).is_file()
+    assert (brownfield / journal_file.PATH).is_file()
     again = run_cli("create-vivary", "adopt", str(brownfield), "--yes", "--plan", p.hash)
     assert again.returncode == 1 and "unfinished adoption journal" in again.stderr
     code, dry = run_json("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
     assert code == 0 and dry["mode"] == "recovery-dry-run"
     ops = [r["operation"] for r in dry["recovery_actions"]]
     assert ops.count("delete-created") == 3 and set(ops) == {"delete-created", "no-op"}
-    assert (brownfield / journal.PATH).is_file()  # the dry run wrote nothing
+    assert (brownfield / journal_file.PATH).is_file()  # the dry run wrote nothing
     other = run_cli("create-vivary", "adopt", str(brownfield), "--recover", "sha256:" + "1" * 64)
     assert other.returncode == 1 and "journal is for plan" in other.stderr
     bad = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash, "--yes",
@@ -373,7 +373,7 @@ def test_a_failed_write_takes_back_what_adopt_wrote(brownfield: Path) -> None:
         adopt_mod.apply(p, p.hash)
     (brownfield / late).unlink()
     assert _snapshot(brownfield) == existing
-    assert not (brownfield / journal.PATH).exists()
+    assert not (brownfield / journal_file.PATH).exists()
     assert sorted(q.relative_to(brownfield).as_posix() for q in brownfield.rglob("*")
                   if q.is_file() and ".git" not in q.parts) == sorted(BROWNFIELD)
     assert code == 0 and plan["plan_hash"] == p.hash
@@ -387,7 +387,7 @@ def test_a_planted_journal_cannot_make_recovery_delete_the_users_files(brownfiel
         body = {"schema": journal.SCHEMA, "plan_hash": "sha256:" + "a" * 64, "git_init": False,
                 "created": [{"path": path, "after_hash": "sha256:" + hashlib.sha256(readme).hexdigest()}]}
         (brownfield / ".vivary/runtime").mkdir(parents=True, exist_ok=True)
-        (brownfield / journal.PATH).write_text(json.dumps(body))
+        (brownfield / journal_file.PATH).write_text(json.dumps(body))
         proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", body["plan_hash"])
         assert proc.returncode == 1 and proc.stderr.count("\n") == 1, (path, proc.stderr)
         assert "never writes" in proc.stderr or "git tracks" in proc.stderr, (path, proc.stderr)

@@ -49,7 +49,7 @@ __all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"
 
 
 @dataclass
-class Report:
+class CheckReport:
     """The outcome of ``check``: documents and findings in walk order."""
 
     docs: list[Doc]
@@ -323,18 +323,18 @@ class Workspace:
         return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
                                 *state_rows(docs, extra))
 
-    def check(self, paths: Iterable[str] | None = None) -> Report:
+    def check(self, paths: Iterable[str] | None = None) -> CheckReport:
         """Every document, or those under ``paths``: in the order the paths were given
         (each document once, at the first path that selects it), walk order within one,
         as vivary-tropo reports them. A fault of the schema (E104) governs every
         document, so it is reported whatever the paths."""
         docs, extra = self.documents
         if paths is None:
-            return Report(docs, extra)
+            return CheckReport(docs, extra)
         selected = list(paths)
         chosen = _in_selector_order(extra, lambda f: f.path, selected)
         schema = [f for f in extra if f.code == docmod.E104 and f not in chosen]
-        return Report(_in_selector_order(docs, lambda d: d.rel, selected), schema + chosen)
+        return CheckReport(_in_selector_order(docs, lambda d: d.rel, selected), schema + chosen)
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0], self.root_name)

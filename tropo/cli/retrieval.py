@@ -36,7 +36,7 @@ def search_options(func: F) -> F:
     return func
 
 
-def _text(words: tuple[str, ...], command: str) -> str:
+def _search_text(words: tuple[str, ...], command: str) -> str:
     text = " ".join(words).strip()
     if not text:
         fail(f"{command}: give the text to search for, e.g. tropo {command} \"release workflow\"")
@@ -62,7 +62,7 @@ def query_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, 
       tropo query release truth
       tropo query auth --type module --edge related_changes --explain --json
     """
-    text = _text(words, "query")
+    text = _search_text(words, "query")
     filters = Filters(types, paths, edges)
     ws = load(root, staged, rev, no_cache, eager=False)
     results = query(open_search(ws), text, filters, k=k, snippet_chars=snippet, explain=explain)
@@ -113,7 +113,7 @@ def find_cmd(ctx: click.Context, words: tuple[str, ...], types: tuple[str, ...],
       tropo find auth flow --budget 300 --json
       tropo find --governed "what should the hooks change do next" --max-claims 40
     """
-    text = _text(words, "find")
+    text = _search_text(words, "find")
     if governed:
         _governed(ctx, text, max_claims, load(root, staged, rev, no_cache))
         return

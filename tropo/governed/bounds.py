@@ -68,7 +68,18 @@ def depth_within(value: Any, limit: int = MAX_DEPTH) -> bool:
     return True
 
 
+def nonempty(value: Any) -> TypeGuard[str]:
+    """A string with at least one character: the governed formats' "text" field."""
+    return isinstance(value, str) and bool(value)
+
+
+def count_at_least(value: Any, least: int) -> bool:
+    """An integer (a bool is not one) of at least ``least``: a count a record carries."""
+    return type(value) is int and value >= least
+
+
 def nonblank(value: Any) -> TypeGuard[str]:
+    """A string with more than whitespace: a field a reader must be able to see."""
     return isinstance(value, str) and bool(value.strip())
 
 

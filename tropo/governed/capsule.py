@@ -8,12 +8,13 @@ capsule edited after compiling, or one with a forged id, fails closed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from tropo.canonical import MAX_SAFE_INTEGER, deterministic_id, fingerprint, is_lossless
+from tropo.governed.bounds import nonblank, nonempty
 from tropo.governed.paths import is_canonical_absolute
+from tropo.governed.questions import FILTER_FIELDS, content_terms, parse_filters, question_terms
 
 SCHEMA = "vivary.task-capsule/v0"
 FIELDS = frozenset(
@@ -34,66 +35,7 @@ FIELDS = frozenset(
 MAX_SCOPE_ROOTS = 1000
 OMITTED_LIST_CAP = 16
 TIERS = ("conflict_side", "question_match", "allowlisted")
-FILTER_FIELDS = ("fact", "label", "path", "repository", "branch")
 
-# Words too generic to rank anything; part of the capsule contract because a
-# question-match signal is only valid for a term this list lets through.
-STOPWORDS = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "were",
-        "has",
-        "have",
-        "does",
-        "with",
-        "this",
-        "that",
-        "its",
-        "any",
-        "not",
-        "which",
-        "what",
-        "who",
-        "how",
-        "why",
-        "should",
-        "would",
-        "could",
-        "can",
-        "will",
-        "into",
-        "from",
-        "about",
-        "local",
-        "current",
-        "currently",
-        "reflects",
-        "truth",
-        "shared",
-        "checkout",
-        "checkouts",
-        "repository",
-        "repositories",
-        "repo",
-        "repos",
-        "branch",
-        "branches",
-        "remote",
-        "remotes",
-        "worktree",
-        "worktrees",
-        "commit",
-        "commits",
-        "dev",
-        "git",
-    ]
-)
-_TERM = re.compile(r"[a-z0-9][a-z0-9-]*")
-_CONTENT_TERM = re.compile(r"[^\W_]+")
 
 _OMISSION_KEYS: dict[str, frozenset[str]] = {
     kind: frozenset(keys.split())
@@ -157,56 +99,8 @@ _UNKNOWN_KEYS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
 }
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _nonblank(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
 def _dicts(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, dict) for item in value)
-
-
-def question_terms(question: str) -> list[str]:
-    """The ranking terms of a question: lowercase words of 3+ characters, no
-    stopwords, first occurrence order."""
-    terms: list[str] = []
-    for token in _TERM.findall(question.lower()):
-        if len(token) >= 3 and token not in STOPWORDS and token not in terms:
-            terms.append(token)
-    return terms
-
-
-def content_terms(question: str) -> set[str]:
-    """The words a content match's term must be one of: every lowercase word, any length."""
-    return set(_CONTENT_TERM.findall(question.lower()))
-
-
-def word_match(term: str, value: str) -> bool:
-    """`term` occurs in `value` as a whole word (ASCII letters and digits bound it)."""
-    pattern = r"(^|[^a-z0-9])" + re.escape(term) + r"([^a-z0-9]|$)"
-    return bool(value) and re.search(pattern, value.lower()) is not None
-
-
-def parse_filters(filters: Any) -> list[dict[str, str]] | None:
-    """Task filters as `{field, operator, value}`, or None when any is malformed."""
-    if filters is None:
-        return []
-    if not isinstance(filters, list):
-        return None
-    parsed = []
-    for item in filters:
-        if not isinstance(item, dict) or item.get("field") not in FILTER_FIELDS:
-            return None
-        if ("equals" in item) == ("includes" in item):
-            return None
-        operator = "equals" if "equals" in item else "includes"
-        if not _nonblank(item[operator]):
-            return None
-        parsed.append({"field": item["field"], "operator": operator, "value": item[operator]})
-    return parsed
 
 
 def claim_id(claim: dict[str, Any]) -> str:
@@ -230,7 +124,7 @@ def capsule_id(task: dict[str, Any], workspace_fingerprint: Any) -> str:
 
 def _checks_shape(value: Any) -> bool:
     return _dicts(value) and all(
-        _nonblank(check.get("name")) and _nonblank(check.get("command")) for check in value
+        nonblank(check.get("name")) and nonblank(check.get("command")) for check in value
     )
 
 
@@ -248,7 +142,7 @@ def _declared_checks_shape(value: Any) -> bool:
 def _task_shape(task: Any) -> bool:
     if not (
         isinstance(task, dict)
-        and _nonblank(task.get("question"))
+        and nonblank(task.get("question"))
         and set(task) <= {"question", "scope", "filters", "required_checks"}
     ):
         return False
@@ -267,14 +161,14 @@ def _task_shape(task: Any) -> bool:
 def _workspace_shape(workspace: Any) -> bool:
     return (
         isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
-        and ("content_fingerprint" not in workspace or _text(workspace["content_fingerprint"]))
+        and nonempty(workspace.get("fingerprint"))
+        and ("content_fingerprint" not in workspace or nonempty(workspace["content_fingerprint"]))
     )
 
 
 def _claim_shape(claim: Any) -> bool:
     if not isinstance(claim, dict) or not all(
-        _text(claim.get(field))
+        nonempty(claim.get(field))
         for field in (
             "id",
             "subject",
@@ -291,7 +185,7 @@ def _claim_shape(claim: Any) -> bool:
         claim["status"] == "known"
         and _dicts(claim.get("evidence"))
         and isinstance(selection, dict)
-        and _text(selection.get("tier"))
+        and nonempty(selection.get("tier"))
         and _dicts(selection.get("signals"))
         and claim["id"] == claim_id(claim)
     ):
@@ -307,44 +201,44 @@ def _unknown_shape(unknown: Any) -> bool:
     if kind is None:
         return (
             set(unknown) == {"checkout", "path", "fact", "reason"}
-            and all(_text(unknown[field]) for field in ("checkout", "path", "fact"))
-            and (unknown["reason"] is None or _text(unknown["reason"]))
+            and all(nonempty(unknown[field]) for field in ("checkout", "path", "fact"))
+            and (unknown["reason"] is None or nonempty(unknown["reason"]))
         )
     if not isinstance(kind, str) or kind not in _UNKNOWN_KEYS:
         return False
     keys, required = _UNKNOWN_KEYS[kind]
-    if set(unknown) != keys or not all(_text(unknown[field]) for field in required):
+    if set(unknown) != keys or not all(nonempty(unknown[field]) for field in required):
         return False
     if not _dicts(unknown["evidence"]):
         return False
     if kind == "required_check_undetermined":
         markers = unknown["observed_markers"]
-        return isinstance(markers, list) and bool(markers) and all(map(_text, markers))
+        return isinstance(markers, list) and bool(markers) and all(map(nonempty, markers))
     optional = (
         ("observed_revision", "searched_revision")
         if kind == "content_snapshot_stale"
         else ("subject", "subject_path")
     )
-    return all(unknown[field] is None or _text(unknown[field]) for field in optional)
+    return all(unknown[field] is None or nonempty(unknown[field]) for field in optional)
 
 
 def _side_shape(side: Any) -> bool:
     if not (
         isinstance(side, dict)
         and {"checkout", "path", "head_revision", "head_ref", "last_fetch", "evidence"} <= set(side)
-        and _text(side["checkout"])
-        and _text(side["path"])
+        and nonempty(side["checkout"])
+        and nonempty(side["path"])
     ):
         return False
     ref, evidence = side["head_ref"], side["evidence"]
     return (
-        (side["head_revision"] is None or _text(side["head_revision"]))
+        (side["head_revision"] is None or nonempty(side["head_revision"]))
         and (
             ref is None
             or (
                 isinstance(ref, dict)
-                and _text(ref.get("kind"))
-                and (ref["kind"] != "branch" or _text(ref.get("name")))
+                and nonempty(ref.get("kind"))
+                and (ref["kind"] != "branch" or nonempty(ref.get("name")))
             )
         )
         and (side["last_fetch"] is None or isinstance(side["last_fetch"], str))
@@ -358,7 +252,7 @@ def _conflict_shape(conflict: Any) -> bool:
         and conflict.get("kind") == "divergent_checkouts"
         and conflict.get("status") == "unresolved"
         and conflict.get("decision") == "review_required"
-        and all(_text(conflict.get(field)) for field in ("id", "repository", "question"))
+        and all(nonempty(conflict.get(field)) for field in ("id", "repository", "question"))
     ):
         return False
     sides, codes = conflict.get("sides"), conflict.get("reason_codes")
@@ -369,7 +263,7 @@ def _conflict_shape(conflict: Any) -> bool:
         and len({side["checkout"] for side in sides}) == len(sides)
         and isinstance(codes, list)
         and bool(codes)
-        and all(map(_text, codes))
+        and all(map(nonempty, codes))
     )
 
 
@@ -386,7 +280,7 @@ def _over_budget_shape(omission: dict[str, Any]) -> bool:
         and all(
             isinstance(entry, dict)
             and set(entry) == {"subject_path", "fact", "tier"}
-            and all(_text(entry[field]) for field in ("subject_path", "fact", "tier"))
+            and all(nonempty(entry[field]) for field in ("subject_path", "fact", "tier"))
             and entry["tier"] in TIERS
             for entry in omitted
         )
@@ -400,7 +294,7 @@ def _filter_record_shape(record: Any) -> bool:
         and record.get("field") in FILTER_FIELDS
         and len(record) == 2
         and ("equals" in record) != ("includes" in record)
-        and _text(record.get("equals", record.get("includes")))
+        and nonempty(record.get("equals", record.get("includes")))
     )
 
 
@@ -408,7 +302,7 @@ def omission_shape(omission: Any) -> bool:
     if not isinstance(omission, dict):
         return False
     kind = omission.get("kind")
-    if not _nonblank(kind) or not _nonblank(omission.get("reason")):
+    if not nonblank(kind) or not nonblank(omission.get("reason")):
         return False
     if kind == "claims_over_budget":
         return _over_budget_shape(omission)
@@ -432,7 +326,7 @@ def omission_shape(omission: Any) -> bool:
     if kind == "privacy_matches_excluded" and not isinstance(omission["evidence"], dict):
         return False
     return all(
-        _text(omission[field])
+        nonempty(omission[field])
         for field in ("path", "subject", "subject_path", "fact", "conflict", "repository")
         if field in omission
     )
@@ -455,7 +349,7 @@ def _signal_valid(
 ) -> bool:
     kind = signal.get("signal")
     if kind == "conflict_side":
-        return set(signal) == {"signal", "conflict"} and _text(signal["conflict"])
+        return set(signal) == {"signal", "conflict"} and nonempty(signal["conflict"])
     if kind == "question_term_match":
         return (
             set(signal) == {"signal", "term", "field"}
@@ -468,7 +362,7 @@ def _signal_valid(
             set(signal) == {"signal", "term", "path"}
             and isinstance(term, str)
             and term in content_terms
-            and _text(path)
+            and nonempty(path)
             and claim["fact"] == "content_match"
             and claim["claim"].startswith(f"{path}:")
             and f" matches '{term}': \"" in claim["claim"]
@@ -530,8 +424,8 @@ def is_capsule(capsule: Any) -> bool:
         and set(capsule) == FIELDS
         and capsule["schema"] == SCHEMA
         and _task_shape(capsule["task"])
-        and _text(capsule["capsule_id"])
-        and _text(capsule["fingerprint"])
+        and nonempty(capsule["capsule_id"])
+        and nonempty(capsule["fingerprint"])
         and _workspace_shape(capsule["workspace"])
         and all(
             isinstance(capsule[field], list) for field in ("claims", "conflicts", "unknowns", "omissions")

@@ -22,10 +22,9 @@ from tropo.governed.capsule import (
     body,
     capsule_id,
     claim_id,
-    question_terms,
-    word_match,
 )
 from tropo.governed.paths import is_canonical_absolute, normalize
+from tropo.governed.questions import question_terms, word_match
 from tropo.governed.receipt import js_timestamp
 
 DEFAULT_MAX_CLAIMS = 24

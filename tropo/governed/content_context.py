@@ -9,10 +9,10 @@ no checkouts and no refusals is valid but presents nothing either.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from tropo.governed.bounds import nonblank
+from tropo.governed.bounds import count_at_least, nonblank, nonempty
+from tropo.governed.freshness import parse_instant
 from tropo.governed.paths import (
     is_canonical_absolute,
     is_checkout_relative,
@@ -32,14 +32,6 @@ _UNKNOWN = frozenset({"raw_path", "path", "status", "reason", "matches", "omissi
 JSON = dict[str, Any]
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _count(value: Any, least: int = 1) -> bool:
-    return type(value) is int and value >= least
-
-
 def is_empty(content: Any) -> bool:
     return content is None or (
         type(content) is dict
@@ -49,17 +41,11 @@ def is_empty(content: Any) -> bool:
 
 def _instant(value: Any) -> bool:
     # Every `Z` read as UTC, as the suite reads this field (not only a trailing one).
-    if not nonblank(value):
-        return False
-    try:
-        instant = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return instant.utcoffset() is not None
+    return nonblank(value) and parse_instant(value.replace("Z", "+00:00")) is not None
 
 
 def _evidence(value: Any) -> bool:
-    return type(value) is dict and set(value) == {"command"} and _text(value["command"])
+    return type(value) is dict and set(value) == {"command"} and nonempty(value["command"])
 
 
 def _match(match: Any, terms: frozenset[str]) -> bool:
@@ -67,9 +53,9 @@ def _match(match: Any, terms: frozenset[str]) -> bool:
         type(match) is dict
         and set(match) == {"path", "line", "excerpt", "term", "evidence"}
         and is_checkout_relative(match["path"])
-        and _count(match["line"])
+        and count_at_least(match["line"], 1)
         and isinstance(match["excerpt"], str)
-        and _text(match["term"])
+        and nonempty(match["term"])
         and match["term"] in terms
         and _evidence(match["evidence"])
     )
@@ -83,20 +69,20 @@ def _omission(omission: Any) -> bool:
         return (
             fields == {"kind", "path", "omitted_count", "reason"}
             and is_checkout_relative(omission["path"])
-            and _count(omission["omitted_count"])
+            and count_at_least(omission["omitted_count"], 1)
             and nonblank(omission["reason"])
         )
     if kind == "content_files_truncated":
         return (
             fields == {"kind", "omitted_count", "total_files_matched", "reason"}
-            and _count(omission["omitted_count"])
-            and _count(omission["total_files_matched"], omission["omitted_count"])
+            and count_at_least(omission["omitted_count"], 1)
+            and count_at_least(omission["total_files_matched"], omission["omitted_count"])
             and nonblank(omission["reason"])
         )
     return (
         kind == "privacy_matches_excluded"
         and fields == {"kind", "omitted_count", "reason", "evidence"}
-        and _count(omission["omitted_count"])
+        and count_at_least(omission["omitted_count"], 1)
         and nonblank(omission["reason"])
         and _evidence(omission["evidence"])
     )
@@ -110,7 +96,7 @@ def _observed(checkout: JSON, terms: frozenset[str]) -> bool:
         return False
     head, matches, omissions = checkout["head_revision"], checkout["matches"], checkout["omissions"]
     if not (
-        (head is None or _text(head))
+        (head is None or nonempty(head))
         and type(matches) is list
         and type(omissions) is list
         and all(_match(match, terms) for match in matches)
@@ -118,7 +104,7 @@ def _observed(checkout: JSON, terms: frozenset[str]) -> bool:
     ):
         return False
     if "privacy_fingerprint" in fields:
-        return bool(terms) and _text(head) and _text(checkout["privacy_fingerprint"])
+        return bool(terms) and nonempty(head) and nonempty(checkout["privacy_fingerprint"])
     nothing = head is None and not matches and not omissions
     return checkout["reason"] == "no_question_terms" and not terms and nothing
 
@@ -126,7 +112,7 @@ def _observed(checkout: JSON, terms: frozenset[str]) -> bool:
 def _checkout(checkout: Any, terms: frozenset[str]) -> bool:
     if not (
         type(checkout) is dict
-        and _text(checkout.get("raw_path"))
+        and nonempty(checkout.get("raw_path"))
         and is_canonical_absolute(checkout.get("path"))
         and normalize(checkout["raw_path"]) == checkout["path"]
     ):
@@ -148,8 +134,8 @@ def _refusal(refusal: Any, allowlist: list[str]) -> bool:
     if not (
         type(refusal) is dict
         and set(refusal) == {"raw_path", "path", "status", "reason"}
-        and _text(refusal["raw_path"])
-        and _text(refusal["path"])
+        and nonempty(refusal["raw_path"])
+        and nonempty(refusal["path"])
         and normalize(refusal["path"]) == refusal["path"]
         and normalize(refusal["raw_path"]) == refusal["path"]
         and refusal["status"] == "refused"
@@ -223,7 +209,7 @@ def is_valid(content: Any) -> bool:
         and content["schema"] == SCHEMA
         and _instant(content["observed_at"])
         and type(content["terms"]) is list
-        and all(map(_text, content["terms"]))
+        and all(map(nonempty, content["terms"]))
         and type(content["allowlist"]) is list
         and content["allowlist"]
         and all(map(is_canonical_absolute, content["allowlist"]))

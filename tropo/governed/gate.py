@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 from tropo.canonical import fingerprint
+from tropo.governed.bounds import nonempty
 from tropo.governed.capsule import SCHEMA as CAPSULE_SCHEMA
 from tropo.governed.receipt import receipt_verdict
 
@@ -56,10 +57,6 @@ def well_formed(gate: dict[str, Any]) -> bool:
     )
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
 def _verdict(**fields: Any) -> JSON:
     content = {"schema": SCHEMA, **fields}
     return {**content, "fingerprint": fingerprint(content)}
@@ -69,10 +66,10 @@ def _usable_capsule(capsule: Any) -> bool:
     workspace = capsule.get("workspace") if isinstance(capsule, dict) else None
     return (
         isinstance(capsule, dict)
-        and _text(capsule.get("capsule_id"))
-        and _text(capsule.get("fingerprint"))
+        and nonempty(capsule.get("capsule_id"))
+        and nonempty(capsule.get("fingerprint"))
         and isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
+        and nonempty(workspace.get("fingerprint"))
         and all(isinstance(capsule.get(field), list) for field in ("claims", "conflicts", "unknowns"))
     )
 

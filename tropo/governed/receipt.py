@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tropo.canonical import deterministic_id, fingerprint, is_lossless
+from tropo.governed.bounds import nonempty
 from tropo.governed.capsule import body
 
 SCHEMA = "vivary.execution-receipt/v0"
@@ -56,10 +57,6 @@ def receipt_id(capsule_fingerprint: str, created_at: str, actor: str) -> str:
     )
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
 def checks_authorized(checks: Any, capsule: dict[str, Any]) -> bool:
     """Every listed check names one of the capsule's required checks with its exact
     command, so a receipt cannot vouch for work the capsule never asked for."""
@@ -96,13 +93,13 @@ def build_receipt(
     there is at least one check and every check passed."""
     workspace = capsule.get("workspace")
     if not (
-        _text(capsule.get("capsule_id"))
-        and _text(capsule.get("fingerprint"))
+        nonempty(capsule.get("capsule_id"))
+        and nonempty(capsule.get("fingerprint"))
         and isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
+        and nonempty(workspace.get("fingerprint"))
     ):
         raise ReceiptError("the capsule has no complete id, fingerprint and workspace binding")
-    if not _text(runtime.get("actor")):
+    if not nonempty(runtime.get("actor")):
         raise ReceiptError("the runtime needs a non-empty actor")
     for check in checks:
         if check.get("outcome") not in OUTCOMES:
@@ -144,10 +141,10 @@ def _bound(receipt: dict[str, Any]) -> bool:
     capsule, workspace = receipt.get("capsule"), receipt.get("workspace")
     return (
         isinstance(capsule, dict)
-        and _text(capsule.get("id"))
-        and _text(capsule.get("fingerprint"))
+        and nonempty(capsule.get("id"))
+        and nonempty(capsule.get("fingerprint"))
         and isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
+        and nonempty(workspace.get("fingerprint"))
     )
 
 
@@ -162,7 +159,7 @@ def verify_receipt(receipt: Any, capsule: dict[str, Any] | None = None) -> list[
     claimed = receipt.get("fingerprint")
     if not (isinstance(claimed, str) and claimed.startswith("sha256:")):
         shape.append("missing_fingerprint")
-    if not _text(receipt.get("receipt_id")):
+    if not nonempty(receipt.get("receipt_id")):
         shape.append("missing_id")
     if not _bound(receipt):
         shape.append("missing_binding")
@@ -176,7 +173,7 @@ def verify_receipt(receipt: Any, capsule: dict[str, Any] | None = None) -> list[
     runtime = receipt["runtime"]
     actor = runtime.get("actor") if isinstance(runtime, dict) else None
     created_at = receipt["created_at"]
-    if not (_text(created_at) and isinstance(actor, str) and actor) or receipt["receipt_id"] != receipt_id(
+    if not (nonempty(created_at) and isinstance(actor, str) and actor) or receipt["receipt_id"] != receipt_id(
         receipt["capsule"]["fingerprint"], created_at, actor
     ):
         return ["receipt_id_mismatch"]
@@ -187,7 +184,7 @@ def verify_receipt(receipt: Any, capsule: dict[str, Any] | None = None) -> list[
         receipt["capsule"]["id"] == capsule.get("capsule_id")
         and receipt["capsule"]["fingerprint"] == capsule.get("fingerprint")
         and isinstance(workspace, dict)
-        and _text(workspace.get("fingerprint"))
+        and nonempty(workspace.get("fingerprint"))
         and receipt["workspace"]["fingerprint"] == workspace["fingerprint"]
     ):
         return ["capsule_binding_mismatch"]
@@ -204,6 +201,6 @@ def receipt_verdict(receipt: Any, capsule: dict[str, Any] | None = None) -> dict
         outcome, rid = "refused", None
     else:
         outcome = "insufficient" if codes else "verified"
-        rid = receipt["receipt_id"] if _text(receipt.get("receipt_id")) else None
+        rid = receipt["receipt_id"] if nonempty(receipt.get("receipt_id")) else None
     content = {"schema": VERDICT_SCHEMA, "outcome": outcome, "reason_codes": codes, "receipt_id": rid}
     return {**content, "fingerprint": fingerprint(content)}

@@ -13,6 +13,7 @@ import pytest
 from strato.guard import canonical, ledger
 from strato.guard import policy as policy_mod
 from tests.strato.guard.conftest import POLICY
+from tropo.canonical import DuplicateKeyError
 
 RID = "compose:FEAT-7"
 POL = policy_mod.parse(POLICY)
@@ -144,9 +145,9 @@ def test_a_duplicate_key_is_refused_whichever_value_comes_first() -> None:
     first, second = lines(text)
     twice = second.replace('"kind":"transition"', '"kind":"transition","kind":"register"')
     assert broken(first + twice) == (2, "duplicate key")
-    with pytest.raises(ledger.DuplicateKey) as info:
+    with pytest.raises(DuplicateKeyError) as info:
         ledger.loads('{"a":1,"a":1}')
-    assert str(info.value) == "duplicate key"
+    assert str(info.value) == "duplicate key 'a'"
 
 
 @pytest.mark.parametrize(

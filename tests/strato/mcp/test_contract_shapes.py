@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from strato.mcp import contract
-from strato.mcp.contract import answer_violations, event_violations, parse, request_violations, violations
+from strato.mcp.contract import answer_violations, event_violations, request_violations
+from strato.mcp.shapes import parse, violations
 
 REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference" / "stratum-mcp-surface.md"
 
