@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive
+from strato.agents.process import spawn
 from strato.heartbeat import switch
 from tropo.git import gitcli
 
@@ -46,9 +46,7 @@ def post_commit(root: Path) -> None:
             if lock is None:
                 return  # the running runner sees the mark when it finishes
         env = {k: v for k, v in os.environ.items() if k not in _HOOK_ENV}
-        subprocess.Popen(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root,
-                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        spawn(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root, env=env)
     except Exception as exc:  # a commit is never failed by its heartbeat
         print(f"vivary: heartbeat not started: {exc}", file=sys.stderr)
 

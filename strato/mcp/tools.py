@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strato.agents import spectrust, trust
 from strato.decide.decision import Refusal, decide
 from strato.flow.speckit import SpeckitError, compile_tasks
+from strato.flow.starts import commands
 from strato.flow.validate import load_spec
 from strato.guard import authz, consent
 from strato.guard import engine as guard_engine
@@ -128,7 +129,7 @@ def _consent(ctx: Context, text: str) -> None:
     `--allow-commands` (the spec is approved then); refused before anything is written
     otherwise. An invalid spec is left to the plan, which says why."""
     spec, _ = load_spec(text, ctx.runs().config.known)
-    found = [] if spec is None else spectrust.commands(spec)
+    found = [] if spec is None else commands(spec)
     if not found:
         return
     if not ctx.allow_commands:

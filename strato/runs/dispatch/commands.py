@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.agents.config import last_line, run_process
 from strato.agents.lastjson import last_json_object
+from strato.agents.process import last_line, run_process
 from strato.agents.spectrust import command_refusal
 
 DEFAULT_TIMEOUT_MS = 60_000
