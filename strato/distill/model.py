@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat import store
+from strato.proposals import store
 from tropo import untrusted
 from tropo.redact import redact
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive
 from strato.agents.process import spawn
-from strato.heartbeat import switch
+from strato.proposals import switch
 from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
@@ -67,7 +67,7 @@ def drain(root: Path) -> int:
     """Run while marks are left; returns how many runs it made (0: none pending, or
     another runner holds the lock)."""
     from strato.heartbeat import engine
-    from strato.heartbeat import settings as config
+    from strato.proposals import settings as config
 
     side = _side(root)
     runs = 0
