@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from strato.heartbeat import store
+from strato.proposals import store
 
 
 def tour(ws: Path, run: Callable[[list[str]], None]) -> None:

@@ -8,12 +8,12 @@ hook started by hand from a subdirectory works too.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from hooks import registry
 from hooks.scripts import CHAINED_SUFFIX
+from strato.agents.process import run_attached
 from tropo.git import gitcli
 
 
@@ -24,7 +24,7 @@ def run_chained(script: str, name: str, args: list[str], stdin: bytes) -> int:
     if not os.access(chained, os.X_OK):
         print(f"vivary: chained hook {chained} is not executable; skipped", file=sys.stderr)
         return 0
-    code = subprocess.run([str(chained), *args], input=stdin, check=False).returncode
+    code = run_attached([str(chained), *args], stdin=stdin)[0]
     if code:
         print(f"vivary: {name} refused by the chained hook {chained.name}", file=sys.stderr)
     return code

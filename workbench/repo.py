@@ -19,7 +19,7 @@ from strato.guard import verify as guard_verify
 from strato.guard.authz import Signer
 from strato.guard.errors import GuardError
 from strato.heartbeat import apply as heartbeat_apply
-from strato.heartbeat import store as heartbeat_store
+from strato.proposals import store as heartbeat_store
 from strato.runs.engine.state import Refused
 from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs, SpecInvalid

@@ -7,29 +7,25 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from strato.agentruns.store import BoundedStream, RunDir
 from strato.agents import groups, trust
-from strato.agents.config import MAX_KEPT, AgentConfigError, load_config, unwrap
+from strato.agents.calls import usage
+from strato.agents.config import AgentConfigError, load_config
 from strato.agents.interpreter import own_python
 from strato.agents.lastjson import last_json_object
+from strato.agents.process import run_process, spawn
 
 
 def launch(run: RunDir, root: Path) -> int:
     """Start the detached runner; its pid."""
-    proc = subprocess.Popen(
-        own_python("-m", "strato.agentruns.runner", str(run.path), str(root)),
-        cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-    )
-    run.set_runner(proc.pid)
-    return proc.pid
+    pid = spawn(own_python("-m", "strato.agentruns.runner", str(run.path), str(root)), cwd=root)
+    run.set_runner(pid)
+    return pid
 
 
 def execute(run: RunDir, root: Path) -> dict[str, Any]:
@@ -43,64 +39,55 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
     except (trust.Untrusted, trust.TrustError, AgentConfigError) as exc:
         run.finish(_error(req, str(exc), started))
         return run.result() or {}
-    argv = spec.argv_for(req["prompt"])
     env = dict(os.environ)
     if req.get("model"):
         env["VIVARY_AGENT_MODEL"] = req["model"]
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=req["cwd"], env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
-    except OSError as exc:
-        run.finish(_error(req, f"cannot start agent {spec.name}: {exc.strerror or exc}", started))
+
+    def begun(pgid: int) -> None:
+        run.set_proc(pgid)
+        if run.cancel_requested():  # a cancel that came before the pgid was on disk
+            groups.stop(pgid)
+
+    events = _Events(run)
+
+    def streams() -> tuple[_Events, BoundedStream]:
+        events.sink = BoundedStream(run.stream)
+        return events, BoundedStream(run.stderr)
+
+    done = run_process(  # at its end, children it left behind; at a timeout, the whole group
+        spec.argv_for(req["prompt"]), Path(req["cwd"]), spec.timeout_s, env=env,
+        on_start=begun, stop=groups.stop, copies=streams,
+    )
+    if isinstance(done, str):
+        run.finish(_error(req, f"cannot start agent {spec.name}: {done}", started))
         return run.result() or {}
-    run.set_proc(proc.pid)
-    if run.cancel_requested():  # a cancel that came before the pgid was on disk
-        groups.stop(proc.pid)
-    out, err = bytearray(), bytearray()
-    events = [0]
-    readers = [
-        threading.Thread(target=_copy, args=(proc.stdout, BoundedStream(run.stream), out, run, events)),
-        threading.Thread(target=_copy, args=(proc.stderr, BoundedStream(run.stderr), err, None, None)),
-    ]
-    for r in readers:
-        r.start()
-    code: int | None
-    try:
-        code = proc.wait(timeout=spec.timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
-    groups.stop(proc.pid)  # children it left behind, or the whole group at a timeout
-    proc.wait()
-    for r in readers:
-        r.join()
-    run.set_progress(events[0])
-    text = bytes(out[-MAX_KEPT:]).decode("utf-8", errors="replace")
-    run.finish(_outcome(run, req, code, text, events[0], started, spec.timeout_s))
+    run.set_progress(events.seen)
+    run.finish(_outcome(run, req, done.returncode, done.stdout, events.seen, started, spec.timeout_s))
     return run.result() or {}
 
 
-def _copy(
-    stream: Any, sink: BoundedStream, tail: bytearray, run: RunDir | None, events: list[int] | None
-) -> None:
-    """Stream to the bounded file and to the in-memory tail (the last MiB, where the
-    answer is); count the lines that are JSON objects (a streaming agent's events)."""
-    pending = b""
-    while chunk := stream.read1(65536):
-        sink.write(chunk)
-        tail += chunk
-        if len(tail) > 2 * MAX_KEPT:
-            del tail[: len(tail) - MAX_KEPT]
-        if events is not None and run is not None:
-            *lines, pending = (pending + chunk).split(b"\n")
-            pending = pending[-(1 << 20) :]
-            seen = sum(1 for line in lines if _is_event(line))
-            if seen:  # at most one small write per chunk read
-                events[0] += seen
-                run.set_progress(events[0])
-    sink.close()
-    stream.close()
+class _Events:
+    """The agent's stdout on its way to the bounded file: the lines that are JSON
+    objects (a streaming agent's events) are counted, and the count recorded."""
+
+    sink: BoundedStream  # opened once the agent has started
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.pending = b""
+        self.seen = 0
+
+    def write(self, chunk: bytes) -> None:
+        self.sink.write(chunk)
+        *lines, pending = (self.pending + chunk).split(b"\n")
+        self.pending = pending[-(1 << 20) :]
+        seen = sum(1 for line in lines if _is_event(line))
+        if seen:  # at most one small write per chunk read
+            self.seen += seen
+            self.run.set_progress(self.seen)
+
+    def close(self) -> None:
+        self.sink.close()
 
 
 def _is_event(line: bytes) -> bool:
@@ -144,7 +131,7 @@ def answer(stdout: str) -> tuple[str, dict[str, float]]:
     else everything it printed (the last MiB); usage when the wrapper reports it."""
     found = last_json_object(stdout)
     if found is not None and found.get("type") == "result" and isinstance(found.get("result"), str):
-        return found["result"], unwrap(found)[1]
+        return found["result"], usage(found)
     return stdout.strip(), {}
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat import store
+from strato.proposals import store
 from tropo import untrusted
 from tropo.redact import redact
 
@@ -102,8 +102,9 @@ def rewrite(record: dict[str, Any], answer: object) -> dict[str, Any] | str:
 def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:
     """Ask the ``distill`` agent to rewrite the memory lines and skill candidates among
     ``pids`` (just staged), in turn, until ``budget`` tokens are spent."""
+    from strato.agents import calls, trust
     from strato.agents import config as agents
-    from strato.agents import trust
+    from strato.runs.engine import bounds
 
     done = Outcome()
     try:
@@ -126,7 +127,7 @@ def rewrite_new(root: Path, pids: list[str], budget: int) -> Outcome:
         if done.tokens + tokens(ask) > budget:
             done.over_budget.append(pid)
             continue
-        result = agents.call(spec, ask, root)
+        result = calls.call(spec, ask, root, admit=bounds.agent_output)
         text = result.output.get("text") if isinstance(result.output, dict) else None
         done.tokens += max(tokens(ask) + tokens(text if isinstance(text, str) else ""),
                            int(result.usage.get("tokens", 0)))

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.distill import miner, model, skill, transcripts
-from strato.heartbeat import report, settings, store
-from strato.heartbeat.proposal import Proposal
+from strato.proposals import settings, store
+from strato.proposals.proposal import Proposal
 from tropo.git import gitcli
 from tropo.redact import redact
 
@@ -74,7 +74,7 @@ def extract(root: Path, sources: Sources, min_count: int, window_days: int | Non
     With ``write`` false, the same answer with the outcome staging would have, and
     nothing written (MCP's default)."""
     side = store.sidecar(root)
-    day = report.today(time.time() if now is None else now)
+    day = store.today(time.time() if now is None else now)
     out: list[dict[str, Any]] = []
     for p in skill_proposals(root, sources, min_count, window_days, now):
         out.append({"id": p.id, "revision": p.revision, "title": p.title, "files": sorted(p.files),

@@ -11,7 +11,7 @@ import json
 import re
 
 from strato.distill.miner import Workflow
-from strato.heartbeat.proposal import Proposal
+from strato.proposals.proposal import Proposal
 from tropo import untrusted
 from tropo.redact import redact
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from strato.flow import types as ty
 from strato.flow.errors import FirstError, SpecError, fail
-from strato.flow.expr import ExprError, parse
+from strato.flow.expr.ast import parse
+from strato.flow.expr.errors import ExprError
 from strato.flow.flowcheck import FlowCheck
 from strato.flow.graph import closing_edge
 from strato.flow.leaves import step_leaves

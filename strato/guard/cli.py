@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
+from strato.agents.process import run_attached
 from strato.guard import authz, consent, engine, lock, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import error_markdown
@@ -221,16 +221,12 @@ def sign(root: Path, as_json: bool, key: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "payload.json"
         path.write_bytes(payload.encode("utf-8"))
-        proc = subprocess.run(
-            ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", namespace, str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            check=False,
+        code, err = run_attached(
+            ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", namespace, str(path)], quiet=True
         )
         sig = Path(str(path) + ".sig")
-        if proc.returncode != 0 or not sig.exists():
-            _fail(GuardError("sign_failed", f"ssh-keygen -Y sign failed: {proc.stderr.strip()}"))
+        if code != 0 or not sig.exists():
+            _fail(GuardError("sign_failed", f"ssh-keygen -Y sign failed: {err.strip()}"))
         signature = sig.read_text()
     if as_json:
         _emit({"payload": payload, "namespace": namespace, "signature": signature})

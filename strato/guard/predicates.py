@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
-import signal
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from strato.agents.config import AgentSpec
+from strato.agents.process import run_process
 from strato.guard.config import CONFIG_PATH, GuardConfig
 from strato.guard.errors import GuardError
 from strato.guard.policy import Policy, Predicate
@@ -130,26 +128,14 @@ def _commit_exists(ev: Evidence, sha: str) -> tuple[bool, str]:
 
 
 def run_group(argv: list[str], cwd: Path, timeout: float) -> tuple[int | None, str]:
-    """Run ``argv`` in its own process group; on timeout kill the whole group."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return None, f"cannot run {argv[0]}: {exc.strerror}"
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    """Run ``argv`` in its own process group (:func:`strato.agents.process.run_process`):
+    its exit code and the last MiB of its stdout, or None and why it gave none."""
+    done = run_process(argv, cwd, timeout)
+    if isinstance(done, str):
+        return None, f"cannot run {argv[0]}: {done}"
+    if done.returncode is None:
         return None, f"timed out after {timeout:g}s"
-    return proc.returncode, out
+    return done.returncode, done.stdout
 
 
 def _command(ev: Evidence, argv: list[str]) -> tuple[bool, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat import store
+from strato.proposals import store
 from tropo import untrusted
 from tropo.git import gitcli, gitlog
 

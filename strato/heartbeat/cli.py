@@ -11,8 +11,8 @@ import click
 
 from strato.heartbeat import apply as decisions
 from strato.heartbeat import deep as deep_review
-from strato.heartbeat import settings, store
 from strato.heartbeat.engine import HeartbeatError, run
+from strato.proposals import settings, store
 from tropo import untrusted
 from tropo.cli.clijson import echo_error
 from tropo.git import gitcli

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.heartbeat import apply as decisions
-from strato.heartbeat import store
-from strato.heartbeat.proposal import KINDS
+from strato.proposals import store
+from strato.proposals.proposal import KINDS
 from tropo import untrusted
 from tropo.git import gitcli
 

@@ -19,9 +19,10 @@ from strato.distill.service import Sources, default_sources, skill_proposals
 from strato.guard import ledger
 from strato.guard import store as guard_store
 from strato.guard.errors import GuardError
-from strato.heartbeat import hygiene, memory, playbook, refusals, report, store
-from strato.heartbeat.proposal import KINDS, Proposal
-from strato.heartbeat.settings import Settings
+from strato.heartbeat import hygiene, memory, playbook, refusals, report
+from strato.proposals import store
+from strato.proposals.proposal import KINDS, Proposal
+from strato.proposals.settings import Settings
 from tropo.check.roots import ConfigError
 from tropo.git import gitcli, gitlog, notes
 from tropo.git import repo as gitrepo
@@ -181,7 +182,7 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
             skipped.append(name)
             continue
         proposals += check()
-    day = report.today(now)
+    day = store.today(now)
     outcomes = {p.id: (p, store.offer(side, p, day)) for p in proposals}
     new = sorted(pid for pid, (_, o) in outcomes.items() if o in ("new", "revised"))
     rewrites = model.rewrite_new(root, new, settings.distill_tokens)

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from strato.heartbeat.proposal import Proposal
+from strato.proposals.proposal import Proposal
 from tropo.git.gitlog import BranchTip
 
 DAY = 86400

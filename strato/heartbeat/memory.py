@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from strato.heartbeat.proposal import Proposal
+from strato.proposals.proposal import Proposal
 from tropo import untrusted
 from tropo.git.gitlog import LogCommit
 from tropo.redact import redact

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TypedDict
 
-from strato.heartbeat.proposal import Proposal
+from strato.proposals.proposal import Proposal
 from tropo import untrusted
 from tropo.git.gitlog import LogCommit
 from tropo.redact import redact

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat import memory, store
-from strato.heartbeat.proposal import Proposal, digest
+from strato.heartbeat import memory
+from strato.proposals import store
+from strato.proposals.proposal import Proposal, digest
 from tropo.git import gitcli
 from tropo.git.gitlog import LogCommit
 

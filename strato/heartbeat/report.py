@@ -5,12 +5,11 @@ through a symlink a commit put there."""
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat import store
-from strato.heartbeat.proposal import KINDS
+from strato.proposals import store
+from strato.proposals.proposal import KINDS
 from tropo import untrusted
 from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
@@ -62,6 +61,3 @@ def write(root: Path, side: Path, day: str, text: str) -> Path:
     write_atomic(path, text.encode())
     return path
 
-
-def today(now: float) -> str:
-    return datetime.datetime.fromtimestamp(now, datetime.UTC).date().isoformat()

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive
-from strato.heartbeat import switch
+from strato.agents.process import spawn
+from strato.proposals import switch
 from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
@@ -46,9 +46,7 @@ def post_commit(root: Path) -> None:
             if lock is None:
                 return  # the running runner sees the mark when it finishes
         env = {k: v for k, v in os.environ.items() if k not in _HOOK_ENV}
-        subprocess.Popen(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root,
-                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        spawn(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root, env=env)
     except Exception as exc:  # a commit is never failed by its heartbeat
         print(f"vivary: heartbeat not started: {exc}", file=sys.stderr)
 
@@ -69,7 +67,7 @@ def drain(root: Path) -> int:
     """Run while marks are left; returns how many runs it made (0: none pending, or
     another runner holds the lock)."""
     from strato.heartbeat import engine
-    from strato.heartbeat import settings as config
+    from strato.proposals import settings as config
 
     side = _side(root)
     runs = 0

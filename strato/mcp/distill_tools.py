@@ -1,5 +1,5 @@
 """`stratum_distill` (Stratum's argument names) and the heartbeat's read-only tools, on
-top of :mod:`strato.distill.service` and :mod:`strato.heartbeat.store`.
+top of :mod:`strato.distill.service` and :mod:`strato.proposals.store`.
 
 `apply` and `reject` are deliberately not tools: installing a skill or dismissing a
 proposal is a person's decision, taken with `strato heartbeat apply|reject` at a
@@ -15,8 +15,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from strato.distill import service
-from strato.heartbeat import store
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
+from strato.proposals import store
 
 TOOLS: dict[str, Tool] = {}
 tool = collector(TOOLS)

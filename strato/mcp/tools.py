@@ -13,6 +13,7 @@ from pydantic import Field
 
 from strato.agents import spectrust, trust
 from strato.flow.speckit import SpeckitError, compile_tasks
+from strato.flow.starts import commands
 from strato.flow.validate import load_spec
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs.background import runner as background
@@ -108,7 +109,7 @@ def _consent(ctx: Context, text: str) -> None:
     `--allow-commands` (the spec is approved then); refused before anything is written
     otherwise. An invalid spec is left to the plan, which says why."""
     spec, _ = load_spec(text, ctx.runs().config.known)
-    found = [] if spec is None else spectrust.commands(spec)
+    found = [] if spec is None else commands(spec)
     if not found:
         return
     if not ctx.allow_commands:

@@ -14,20 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from strato.agents import trust
-from strato.agents.config import (
-    WORKSPACE_FILE,
-    AgentsConfig,
-    CallResult,
-    agent_prompt,
-    call,
-    committed_gate_policy,
-    judge_runner,
-    load_config,
-)
+from strato.agents.calls import CallResult, agent_prompt, call, judge_runner
+from strato.agents.config import WORKSPACE_FILE, AgentsConfig, committed_gate_policy, load_config
 from strato.agents.locks import private_folder
-from strato.agents.spectrust import command_refusal, preflight
+from strato.agents.spectrust import command_refusal, refusal
 from strato.flow.errors import SpecError
 from strato.flow.spec import GateStep, Spec
+from strato.flow.starts import starts
 from strato.flow.validate import load_spec
 from strato.runs.dispatch.commands import command_evaluator
 from strato.runs.dispatch.fanout import ItemCall, run_fanout
@@ -56,6 +49,13 @@ class SpecInvalid(Exception):
     def __init__(self, errors: list[SpecError]) -> None:
         super().__init__(str(errors[0]) if errors else "invalid spec")
         self.errors = errors
+
+
+def _preflight(root: Path, spec: Spec, text: str, config: AgentsConfig) -> None:
+    """Refuse (``untrusted``) a spec that would start a program the person did not choose."""
+    found = starts(spec)
+    if (why := refusal(root, text, config, found.agents, found.judged, found.commands)) is not None:
+        raise Refused("untrusted", why)
 
 
 class Runs:
@@ -96,7 +96,7 @@ class Runs:
             except trust.Untrusted as exc:
                 return _refusing_judge(str(exc))
             if spec is not None:
-                self._judge = judge_runner(spec, self.root, self.pacing_dir)
+                self._judge = judge_runner(spec, self.root, self.pacing_dir, bounds.agent_output)
         return self._judge
 
     @cached_property
@@ -130,7 +130,7 @@ class Runs:
     def preflight(self, snap: Snapshot) -> None:
         """Refuse (`untrusted`) to drive a run whose agents, judge or commands the person
         has not approved here, before any step is claimed."""
-        preflight(self.root, self.spec_of(snap), self.store.spec_text(snap), self.config)
+        _preflight(self.root, self.spec_of(snap), self.store.spec_text(snap), self.config)
 
     def command_refusal(self, snap: Snapshot, command: str) -> str | None:
         """Why the run's spec may not run ``command`` here (None: it is approved)."""
@@ -155,7 +155,7 @@ class Runs:
             raise Refused("invalid_run_id", f"invalid run id {run_id!r} (letters, digits, dashes)")
         bounds.check(inputs, "the run's input")
         spec = self._parsed(spec_text)
-        preflight(self.root, spec, spec_text, self.config)  # nothing is written when refused
+        _preflight(self.root, spec, spec_text, self.config)  # nothing is written when refused
         state = plan(spec, inputs, run_id or str(uuid.uuid4()))
         evaluator = command_evaluator(self.root, spec_text)
         eng = Engine(spec, state, self.root, self.judge(), evaluator, lanes=self.lane_book())
@@ -422,7 +422,8 @@ class Runs:
         return [e for e in self.engine(snap, judge=False).ready() if e["id"] in picked]
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
-        res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir)
+        res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir,
+                   admit=bounds.agent_output)
         return self.report(run_id, entry, res)
 
     def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:

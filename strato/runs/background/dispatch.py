@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -26,9 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from strato.agents import groups, reaper
-from strato.agents.config import Finished, run_process
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive, open_append
+from strato.agents.process import Finished, run_process, spawn
 from tropo.fs.atomic import write_atomic
 
 TICK_S = 0.05
@@ -128,11 +127,7 @@ def _wait(folder: Path, cancelled: Callable[[], bool], grace_s: float) -> Finish
 def _start(folder: Path, lock_fd: int) -> None:
     log = folder / "dispatch.log"
     with open_append(log) as out:
-        subprocess.Popen(
-            own_python("-m", "strato.runs.background.dispatch", str(folder)),
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
-            close_fds=True, pass_fds=(lock_fd,),
-        )
+        spawn(own_python("-m", "strato.runs.background.dispatch", str(folder)), log=out, pass_fds=(lock_fd,))
 
 
 def main(folder: Path) -> None:

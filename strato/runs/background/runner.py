@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -33,12 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from strato.agents import groups
-from strato.agents.config import READ_ONLY, AgentSpec, CallResult, agent_prompt, interpret, pace
+from strato.agents.calls import CallResult, agent_prompt, interpret
+from strato.agents.config import READ_ONLY, AgentSpec
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive, is_held, open_append, private_folder, take
+from strato.agents.pacing import pace
+from strato.agents.process import spawn_orphan
 from strato.flow.spec import FanoutStep
 from strato.runs.background import dispatch as bgdispatch
 from strato.runs.dispatch.fanout import ItemCall
+from strato.runs.engine import bounds
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso, token_holders
 from strato.runs.service import Runs
@@ -50,12 +53,6 @@ from tropo.git.repo import private_dir
 
 CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
 LOG_LIMIT = 1 << 20
-# the runner's parent exits at once, so the runner is reparented and nobody must reap it
-# (argv[1]: a descriptor to hand on, -1 for none)
-_DETACH = (
-    "import subprocess, sys; fd = int(sys.argv[1]); "
-    "subprocess.Popen(sys.argv[2:], close_fds=True, pass_fds=() if fd < 0 else (fd,))"
-)
 MAX_FAILED_STARTS = 3  # runners that died in a row at one head before the run is failed
 
 
@@ -174,12 +171,8 @@ def launch(runs: Runs, run_id: str, lock_fd: int | None = None) -> None:
     runner = own_python("-m", "strato.runs.background.runner", str(runs.root), run_id)
     if lock_fd is not None:
         runner.append(str(lock_fd))
-    argv = own_python("-c", _DETACH, str(-1 if lock_fd is None else lock_fd), *runner)
     with open_append(log) as out:
-        subprocess.Popen(
-            argv, cwd=runs.root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-            start_new_session=True, close_fds=True, pass_fds=() if lock_fd is None else (lock_fd,),
-        ).wait()
+        spawn_orphan(runner, cwd=runs.root, log=out, pass_fds=() if lock_fd is None else (lock_fd,))
 
 
 # --- runners that crash
@@ -315,7 +308,7 @@ def _call(
                          cancelled)
     if done is None:
         raise Cancelled
-    return interpret(agent, done)
+    return interpret(agent, done, admit=bounds.agent_output)
 
 
 def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:

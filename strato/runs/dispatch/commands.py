@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from strato.agents.config import last_line, run_process
 from strato.agents.lastjson import last_json_object
+from strato.agents.process import last_line, run_process
 from strato.agents.spectrust import command_refusal
 from strato.runs.engine.context import Evaluation, Evaluator
 

@@ -13,21 +13,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from strato.agents.config import (
-    READ_ONLY,
-    WORKTREE_WRITE,
-    AgentsConfig,
-    AgentSpec,
-    CallResult,
-    agent_prompt,
-    call,
-    last_line,
-    run_process,
-)
+from strato.agents.calls import CallResult, agent_prompt, call
+from strato.agents.config import READ_ONLY, WORKTREE_WRITE, AgentsConfig, AgentSpec
+from strato.agents.process import last_line, run_process
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
-from strato.runs.engine import dispatches
+from strato.runs.engine import bounds, dispatches
 from strato.runs.engine.budgets import overspent, task_ledgers
 from strato.runs.engine.checks import DEFAULT_ATTEMPTS, Judge, check
 from strato.runs.engine.consumer import require_failure, stage_when
@@ -319,7 +311,7 @@ class _ItemRunner:
         self.writing = threading.Lock()  # one transition of this fanout at a time
         self.call_item: ItemCall = call_item or (
             lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
-                                                           sandbox=sandbox)
+                                                           sandbox=sandbox, admit=bounds.agent_output)
         )
 
     def run(self, item: dict[str, Any]) -> None:

@@ -55,6 +55,13 @@ def problem(value: Any, what: str, max_bytes: int) -> Refused | None:
     return None
 
 
+def agent_output(output: Any, what: str) -> str | None:
+    """Why an agent's output may not become a step result (its call then failed: a
+    retry may do better), or None: :func:`strato.agents.calls.interpret` asks."""
+    too_big = problem({"output": output}, what, MAX_RESULT_BYTES)
+    return None if too_big is None else str(too_big)
+
+
 def check(value: Any, what: str, max_bytes: int = MAX_RESULT_BYTES) -> None:
     """Refuse ``value`` (``too_deep`` or ``too_large``) unless it is within the bounds."""
     if (refusal := problem(value, what, max_bytes)) is not None:

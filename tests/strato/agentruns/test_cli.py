@@ -11,7 +11,7 @@ from pathlib import Path
 
 from strato.agentruns.store import STREAM_LIMIT
 from strato.agents import groups
-from strato.agents.config import MAX_KEPT
+from strato.agents.process import MAX_KEPT
 from tests.strato.agentruns.conftest import strato, wait_for
 
 

@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.lastjson import greedy  # the old definition: the benchmark's baseline is the test's oracle
-from strato.agents.config import AgentSpec, call
+from strato.agents.calls import call
+from strato.agents.config import AgentSpec
 from strato.agents.lastjson import last_json_object
 
 JSONISH = st.lists(

@@ -103,7 +103,7 @@ def test_a_damaged_store_approves_nothing_and_is_left_as_it_is(repo_dir: Path, d
 
 
 def test_approvals_made_at_once_by_many_processes_all_stay(repo_dir: Path) -> None:
-    code = "import sys; from pathlib import Path; from strato import trust; " \
+    code = "import sys; from pathlib import Path; from strato.agents import trust; " \
            "trust.approve(Path(sys.argv[1]), 'file', sys.argv[2], sys.argv[2].encode())"
     names = [f"f{i}.toml" for i in range(8)]
     procs = [subprocess.Popen([sys.executable, "-c", code, str(repo_dir), n]) for n in names]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from strato.distill import service, transcripts
-from strato.heartbeat import apply, engine, store
-from strato.heartbeat.settings import Settings
+from strato.heartbeat import apply, engine
+from strato.proposals import store
+from strato.proposals.settings import Settings
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session, codex_session
 from tests.strato.heartbeat.conftest import T0

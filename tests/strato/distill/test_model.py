@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from strato.distill import model, service
-from strato.heartbeat import apply, engine, settings, store
+from strato.heartbeat import apply, engine
+from strato.proposals import settings, store
 from tests.approvals import approve_agents
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.agents.config import AgentConfigError, AgentSpec, call, load_config, unwrap
+from strato.agents.calls import call, unwrap
+from strato.agents.config import AgentConfigError, AgentSpec, load_config
 from strato.runs.service import SpecInvalid
 from tests.approvals import approve_agents
 from tests.strato.flow.engine_helpers import make_workspace, reply
@@ -94,7 +95,7 @@ def test_pacing_holds_across_processes(tmp_path: Path) -> None:
     caller.write_text(textwrap.dedent(f"""
         import time
         from pathlib import Path
-        from strato.agents.config import pace
+        from strato.agents.pacing import pace
         for _ in range(2):
             pace(Path({str(tmp_path / 'pacing' / 'paced.lock')!r}), 0.5)
             with open({str(stamps)!r}, "a") as fh:

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from strato.heartbeat import store
+from strato.proposals import store
 from tests.conftest import git
 from tests.strato.heartbeat.conftest import T0, commit_at
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from strato.guard import store as guard_store
-from strato.heartbeat import engine, store
-from strato.heartbeat.settings import Settings
+from strato.heartbeat import engine
+from strato.proposals import store
+from strato.proposals.settings import Settings
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import make_workspace, reply
 from tests.strato.heartbeat.conftest import DAY, T0, commit_at

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from strato.heartbeat import runner, store
+from strato.heartbeat import runner
+from strato.proposals import store
 from tests.conftest import git
 from tests.strato.heartbeat.conftest import T0, commit_at
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from strato.heartbeat import apply, engine, store
-from strato.heartbeat.settings import Settings
+from strato.heartbeat import apply, engine
+from strato.proposals import store
+from strato.proposals.settings import Settings
 from tests.conftest import git
 from tests.strato.guard.conftest import outside_code
 from tests.strato.heartbeat.conftest import T0, commit_at

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from strato.guard import engine as guard
-from strato.heartbeat import engine, refusals, store
-from strato.heartbeat.settings import Settings
+from strato.heartbeat import engine, refusals
+from strato.proposals import store
+from strato.proposals.settings import Settings
 from tests.conftest import git
 from tests.strato.flow.engine_helpers import make_workspace, reply
 from tests.strato.guard.conftest import POLICY, make_key, ssh_sign

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from strato.heartbeat import engine
-from strato.heartbeat.settings import Settings
+from strato.proposals.settings import Settings
 from tests.conftest import git
 from tests.strato.heartbeat.conftest import T0, commit_at
 

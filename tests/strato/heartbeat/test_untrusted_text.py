@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from strato.distill import transcripts
-from strato.heartbeat import deep, store
+from strato.heartbeat import deep
+from strato.proposals import store
 from tests.conftest import git
 from tests.strato.distill.shapes import claude_session
 

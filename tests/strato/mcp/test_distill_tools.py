@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strato.distill import transcripts
-from strato.heartbeat import store
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context, ToolError
+from strato.proposals import store
 from tests.strato.distill.shapes import claude_session, codex_session
 from tests.strato.mcp.conftest import Session, run_server
 

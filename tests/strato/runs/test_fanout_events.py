@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from strato.agents.config import agent_prompt, call
+from strato.agents.calls import agent_prompt, call
 from strato.mcp.contract import event_violations
 from strato.runs.background import runner as background
 from strato.runs.dispatch.fanout import record_attempt, record_dispatch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from strato.agents.config import MAX_KEPT, Finished
+from strato.agents.process import MAX_KEPT, Finished
 from strato.runs.background import dispatch as bgdispatch
 
 FLOOD = """

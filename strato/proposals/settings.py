@@ -1,7 +1,7 @@
 """The heartbeat's knobs, read from git config in one call (repository, then user).
 
 Thresholds live under ``vivary.heartbeat.*`` (e.g. ``vivary.heartbeat.staleDays``); the
-on/off switch is :mod:`strato.heartbeat.switch`.
+on/off switch is :mod:`strato.proposals.switch`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat.switch import enabled_in
+from strato.proposals.switch import enabled_in
 from tropo.git import gitcli
 
 

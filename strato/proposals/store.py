@@ -8,12 +8,13 @@ new one. Nothing here is tracked by git, and nothing here is ever pushed.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from strato.heartbeat.proposal import Proposal
+from strato.proposals.proposal import Proposal
 from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
 
@@ -22,6 +23,11 @@ _ID = re.compile(r"^[a-z-]+-[0-9a-f]{12}$")
 
 class UnknownProposal(Exception):
     """No proposal has that id (exit 2)."""
+
+
+def today(now: float) -> str:
+    """The day a proposal is offered (UTC): what its staging and the report are named by."""
+    return datetime.datetime.fromtimestamp(now, datetime.UTC).date().isoformat()
 
 
 def sidecar(root: Path) -> Path:

@@ -1,0 +1,122 @@
+"""One call of an agent: paced, run by :func:`strato.agents.process.run_process`, its
+answer taken from the last JSON object it printed (unwrapped from the Claude CLI's
+envelope, with the cost it reports), or the one-line reason it gave none. The caller
+may refuse an answer it would not take (a run refuses one past its bounds): the call
+has then failed, and its spend was real."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from strato.agents.config import READ_ONLY, AgentSpec
+from strato.agents.lastjson import last_json_object
+from strato.agents.pacing import pace
+from strato.agents.process import Finished, last_line, run_process
+
+# why an agent's output may not be taken (``what`` names it in the reason), or None
+Admit = Callable[[Any, str], str | None]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    output: Any  # the last JSON object printed, or None
+    failure: str | None
+    usage: dict[str, float]
+    duration_ms: int
+
+
+def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None, *,
+         exit_zero: bool = False, sandbox: str = READ_ONLY, admit: Admit | None = None) -> CallResult:
+    """Run the agent once in `cwd`: paced, bounded in time and in output kept. A working
+    agent's last JSON object counts whatever its exit status; with ``exit_zero`` (a
+    judge, whose answer grants trust) a non-zero exit is a failure even after printing
+    one. `sandbox` fills a `{sandbox}` element of the agent's argv."""
+    if pacing_dir is not None and agent.min_interval_s > 0:
+        pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
+    return interpret(agent, run_process(agent.argv_for(prompt, sandbox), cwd, agent.timeout_s),
+                     exit_zero=exit_zero, admit=admit)
+
+
+def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False,
+              admit: Admit | None = None) -> CallResult:
+    """What one finished agent process gave: its output and usage, or why it failed
+    (shared by a call in this process and one a background run recorded on disk). An
+    output `admit` refuses is a failure: it never reaches the caller."""
+    if isinstance(done, str):
+        return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
+    ms = done.duration_ms
+    if done.returncode is None:
+        return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
+    found = last_json_object(done.stdout)
+    if done.returncode != 0 and (found is None or exit_zero):
+        tail = last_line(done.stderr_tail)
+        return CallResult(None, f"agent {agent.name} exited {done.returncode}: {tail}", {}, ms)
+    if found is None:
+        return CallResult(None, f"agent {agent.name} printed no JSON object", {}, ms)
+    output, usage = unwrap(found)
+    if admit is not None and (refused := admit(output, f"agent {agent.name}'s output")) is not None:
+        return CallResult(None, refused, usage, ms)
+    return CallResult(output, None, usage, ms)
+
+
+def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:
+    """The Claude CLI wraps the answer (`{"type": "result", "result": "<text>"}`); take
+    the JSON inside and its cost. Anything else is the output itself."""
+    if obj.get("type") == "result" and isinstance(obj.get("result"), str):
+        return last_json_object(obj["result"]), usage(obj)
+    return obj, {}
+
+
+def usage(obj: dict[str, Any]) -> dict[str, float]:
+    """The cost and tokens the Claude CLI's envelope reports, where it reports them."""
+    found: dict[str, float] = {}
+    cost = obj.get("total_cost_usd")
+    if isinstance(cost, int | float) and cost >= 0:
+        found["usd"] = float(cost)
+    tokens = obj.get("usage", {})
+    if isinstance(tokens, dict):
+        n = sum(v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
+        if n:
+            found["tokens"] = n
+    return found
+
+
+def agent_prompt(entry: dict[str, Any]) -> str:
+    """The task text handed to an agent: the rendered `do`, the contract to answer in,
+    and the previous failure when this is a retry."""
+    parts = [entry["do"]]
+    if entry.get("contract"):
+        fields = ", ".join(f"{k}: {v}" for k, v in entry["contract"].items())
+        parts.append(
+            f"Respond with ONLY a minified JSON object matching this contract (field: type): {fields}"
+        )
+    if entry.get("previousFailure"):
+        parts.append(
+            f"Your previous attempt failed: {entry['previousFailure']['reason']}\n"
+            "Correct the problem and try again."
+        )
+    return "\n\n".join(parts)
+
+
+def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None,
+                 admit: Admit | None = None) -> Any:
+    """A judge for `judged` ensures: the judge agent answers `{holds, reason}`."""
+
+    def judge(statement: str, stakes: str, output: Any) -> dict[str, Any]:
+        prompt = (
+            f"Judge whether this statement holds ({stakes} stakes): {statement}\n"
+            f"Output under review: {json.dumps(output)}\n"
+            'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
+        )
+        res = call(spec, prompt, cwd, pacing_dir, exit_zero=True, admit=admit)
+        spent = {"model": spec.name, "usage": res.usage}  # the judge agent, as .vivary/agents.toml names it
+        if res.failure is not None or not isinstance(res.output, dict):
+            return {"holds": False, "reason": res.failure or "judge gave no verdict", **spent}
+        verdict = {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}
+        return {**verdict, **spent}
+
+    return judge
