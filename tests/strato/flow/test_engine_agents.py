@@ -17,7 +17,7 @@ import pytest
 from strato.agents.config import AgentConfigError, AgentSpec, call, load_config, unwrap
 from strato.runs.service import SpecInvalid
 from tests.approvals import approve_agents
-from tests.strato.flow.engine_helpers import make_workspace, reply
+from tests.support.flows import make_workspace, reply
 
 MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
 

@@ -14,7 +14,7 @@ import pytest
 from strato.guard import cache, engine, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import (
+from tests.support.guard import (
     POLICY,
     Key,
     Workspace,

@@ -12,7 +12,7 @@ import pytest
 
 from strato.guard import canonical, ledger
 from strato.guard import policy as policy_mod
-from tests.strato.guard.conftest import POLICY
+from tests.support.guard import POLICY
 
 RID = "compose:FEAT-7"
 POL = policy_mod.parse(POLICY)

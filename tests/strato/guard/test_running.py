@@ -26,7 +26,7 @@ from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.review import review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

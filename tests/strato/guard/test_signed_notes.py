@@ -11,7 +11,7 @@ import pytest
 from strato.guard import engine, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace
+from tests.support.guard import POLICY, Key, Workspace
 from tropo.git import repo as gitrepo
 
 RID = "svc:signed"

@@ -17,7 +17,7 @@ import pytest
 from strato.guard import cache, engine, ledger, running, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

@@ -16,7 +16,8 @@ import pytest
 
 from strato.guard import engine, lock, store
 from strato.guard.errors import GuardError
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tests.support import console
+from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
@@ -48,12 +49,7 @@ def kill_holding_lock(ws: Workspace) -> Path:
 
 
 def unlock_cli(ws: Workspace, *args: str) -> tuple[int, dict[str, object], str]:
-    proc = subprocess.run(
-        [STRATO, "guard", "unlock", "--root", str(ws.root), "--json", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = console.run("strato", "guard", "unlock", "--root", ws.root, "--json", *args)
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 

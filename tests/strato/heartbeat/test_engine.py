@@ -13,8 +13,8 @@ from strato.guard import store as guard_store
 from strato.heartbeat import engine, store
 from strato.heartbeat.settings import Settings
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace, reply
-from tests.strato.heartbeat.conftest import DAY, T0, commit_at
+from tests.support.flows import make_workspace, reply
+from tests.support.heartbeat import DAY, T0, commit_at
 from tropo.git import repo as gitrepo
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from strato.distill import transcripts
 from strato.heartbeat import deep, store
 from tests.conftest import git
-from tests.strato.distill.shapes import claude_session
+from tests.support.transcripts import claude_session
 
 STRATO = Path(sys.executable).parent / "strato"
 TOKEN = "ghp_" + "Zq3x" * 9

@@ -16,8 +16,8 @@ from strato.distill import transcripts
 from strato.heartbeat import store
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context, ToolError
-from tests.strato.distill.shapes import claude_session, codex_session
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support.mcp import Session, run_server
+from tests.support.transcripts import claude_session, codex_session
 
 FLOW = [("Bash", "git status"), ("Bash", "pytest -q tests"), ("Bash", "git commit -m 'wip'")]
 STEPS = ["bash:git status", "bash:pytest", "bash:git commit"]
