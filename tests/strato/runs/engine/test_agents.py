@@ -17,9 +17,9 @@ import pytest
 from strato.agents.config import AgentConfigError, AgentSpec, call, load_config, unwrap
 from strato.runs.service import SpecInvalid
 from tests.approvals import approve_agents
-from tests.support.flows import make_workspace, reply
+from tests.support.flows import FIXTURES, make_workspace, reply
 
-MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
+MINIMAL = (FIXTURES / "readme_minimal.stratum.yaml").read_text()
 
 
 def _agent(tmp_path: Path, body: str, timeout_s: float = 60, interval: float = 0) -> AgentSpec:
@@ -100,7 +100,7 @@ def test_pacing_holds_across_processes(tmp_path: Path) -> None:
             with open({str(stamps)!r}, "a") as fh:
                 fh.write(f"{{time.time()}}\\n")
     """))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[4])}
     procs = [subprocess.Popen([sys.executable, str(caller)], env=env) for _ in range(3)]
     assert [p.wait() for p in procs] == [0, 0, 0]
     times = sorted(float(t) for t in stamps.read_text().split())
