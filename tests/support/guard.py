@@ -341,3 +341,9 @@ WINDOW_ASK = {
     "to_state": "released",
     "rationale": "shipped by hand",
 }
+
+
+def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
+    """`strato guard migrate-store --json`, in process: (exit code, its JSON)."""
+    proc = console.run("strato", "guard", "migrate-store", "--root", ws.root, "--json")
+    return proc.returncode, json.loads(proc.stdout)

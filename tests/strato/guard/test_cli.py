@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from strato.guard import store
 from tests.conftest import commit_all, git
+from tests.support import console
 from tests.support.guard import (
     POLICY,
     Key,
@@ -23,7 +22,6 @@ from tests.support.guard import (
     ssh_sign,
 )
 
-STRATO = str(Path(sys.executable).parent / "strato")
 RID = "cli:1"
 
 
@@ -152,9 +150,8 @@ def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
         "verify",
         "review",
     ):
-        proc = subprocess.run(
-            [STRATO, "guard", command, "--help"], capture_output=True, text=True, check=True
-        )
+        proc = console.run("strato", "guard", command, "--help")
+        assert proc.returncode == 0, proc.stderr
         assert "Example" in proc.stdout and "--root" in proc.stdout, command
 
 
