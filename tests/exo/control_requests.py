@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from exo.control import ledger
-from tests.strato.decide import builders
+from tests.support import governed as builders
 
 SCHEMA = "vivary.exo-control-request/v0"
 OPERATIONS = ("claim", "release", "expire_leases", "dependencies", "handoff",

@@ -13,7 +13,7 @@ from hooks import prepush, registry
 from strato.runs.lanes import store as lanestore
 from strato.runs.lanes.store import LaneStore
 from tests.conftest import commit_all, git, write_files
-from tests.strato.runs.lanes.test_sync import lane_evidence
+from tests.support.lanes import lane_evidence
 from tropo.git.push import Push
 from tropo.git.repo import require
 

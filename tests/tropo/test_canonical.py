@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.strato.decide.oracle import run_upstream
+from tests.support.oracle import run_upstream
 from tropo.canonical import canonicalize, deterministic_id, fingerprint, is_lossless
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from strato.agentruns.store import STREAM_LIMIT
 from strato.agents import groups
 from strato.agents.process import MAX_KEPT
-from tests.strato.agentruns.conftest import strato, wait_for
+from tests.support.runs import strato, wait_for
 
 
 def runs_dir(root: Path) -> Path:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.strato.decide import builders as b
+from tests.support import console
+from tests.support import governed as b
 from tropo.governed.capsule import is_intact
 from tropo.governed.capsule_graph import GRAPH_CHECK
 from tropo.governed.receipt import verify_receipt
@@ -21,7 +22,7 @@ PASSED = ("--check", "tropo-check=passed", "--actor", "agent:example", "--harnes
 
 
 def strato(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STRATO, *args], input=stdin, capture_output=True, text=True, check=False)
+    return console.run("strato", *args, input=stdin)
 
 
 @pytest.fixture

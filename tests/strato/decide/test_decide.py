@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from strato.decide.decision import Decision, Refusal, decide
-from tests.strato.decide import builders as b
-from tests.strato.decide.corpus import MUTATIONS, _at, _set
+from tests.support import governed as b
+from tests.support.decisions import MUTATIONS, set_at, stamp
 
 Doc = dict[str, Any]
 
@@ -99,21 +99,21 @@ REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ),
     (
         "receipt before capsule",
-        lambda d: {**d, "receipt": {"created_at": _at(-1)}},
+        lambda d: {**d, "receipt": {"created_at": stamp(-1)}},
         ["receipt_precedes_capsule"],
     ),
     (
         "receipt from future",
-        lambda d: {**d, "receipt": {"created_at": _at(91)}},
+        lambda d: {**d, "receipt": {"created_at": stamp(91)}},
         ["receipt_from_future"],
     ),
     (
         "stale receipt",
         lambda d: {
             **d,
-            "requested_at": _at(250),
-            "decision_at": _at(301),
-            "receipt": {"created_at": _at(0)},
+            "requested_at": stamp(250),
+            "decision_at": stamp(301),
+            "receipt": {"created_at": stamp(0)},
         },
         ["stale_capsule", "stale_receipt"],
     ),
@@ -121,7 +121,7 @@ REFUSALS: list[tuple[str, Callable[[Doc], Any], list[str]]] = [
     ("limits extra", MUTATIONS["limits_extra"], ["invalid_limits"]),
     (
         "too deep",
-        _set(("capsule", "claims", 0, "evidence"), [_deep(5000)]),
+        set_at(("capsule", "claims", 0, "evidence"), [_deep(5000)]),
         ["request_too_deeply_nested"],
     ),
 ]

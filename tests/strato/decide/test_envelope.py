@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from strato.decide.envelope import parse_instant, validate
-from tests.strato.decide import builders as b
+from tests.support import governed as b
 
 
 def test_instants_in_utc_are_read_with_z_or_an_offset() -> None:

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.strato.decide.corpus import corpus
+import pytest
+
+from tests.support.decisions import corpus
 
 DRIVER = Path(__file__).with_name("side_by_side.py")
 
@@ -28,6 +30,7 @@ def _run(python: Path | str, paths: list[str]) -> list[dict[str, Any]]:
     return results
 
 
+@pytest.mark.slow
 def test_corpus_matches_upstream(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
     upstream_python = upstream("python")
     cases = corpus()

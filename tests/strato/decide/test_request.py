@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 from strato.decide.decision import decide
 from strato.decide.request import build_request
-from tests.strato.decide.builders import T0, capsule
+from tests.support import console
+from tests.support.governed import T0, capsule
+from tests.support.workspaces import scaffold
 
 BIN = Path(sys.executable).parent
 
@@ -29,19 +30,15 @@ def test_a_request_built_too_late_is_stale_as_decide_says() -> None:
 
 
 def test_from_tropo_find_to_decide_in_a_real_workspace(tmp_path: Path) -> None:
-    subprocess.run([BIN / "create-vivary", "init", "ws", "--commit"], cwd=tmp_path, check=True, capture_output=True)
-    ws = tmp_path / "ws"
-    found = subprocess.run([BIN / "tropo", "find", "--governed", "what next"], cwd=ws, capture_output=True, check=True)
-    (ws / "capsule.json").write_bytes(found.stdout)
-    built = subprocess.run(
-        [BIN / "strato", "decide-request", "capsule.json", "--actor", "agent:me"], cwd=ws, capture_output=True, text=True
-    )
+    ws = scaffold(tmp_path / "ws")
+    found = console.run("tropo", "find", "--governed", "what next", cwd=ws)
+    assert found.returncode == 0, found.stderr
+    (ws / "capsule.json").write_text(found.stdout)
+    built = console.run("strato", "decide-request", "capsule.json", "--actor", "agent:me", cwd=ws)
     assert built.returncode == 0, built.stderr
     request = json.loads(built.stdout)
     assert request["schema"] == "vivary.strato-decision-request/v0" and request["scope"]["project"] == "ws"
-    decided = subprocess.run(
-        [BIN / "strato", "decide", "--governed", "--json", "-"], input=built.stdout, cwd=ws, capture_output=True, text=True
-    )
+    decided = console.run("strato", "decide", "--governed", "--json", "-", input=built.stdout, cwd=ws)
     assert decided.returncode == 0 and json.loads(decided.stdout)["reason_codes"] != ["invalid_request_document"]
     assert json.loads(decided.stdout)["decision"] in ("act", "request_gate", "stop")
 
@@ -49,8 +46,6 @@ def test_from_tropo_find_to_decide_in_a_real_workspace(tmp_path: Path) -> None:
 def test_what_is_not_a_capsule_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"not": "a capsule"}')
     for args in (["x.json"], ["missing.json"]):
-        proc = subprocess.run(
-            [BIN / "strato", "decide-request", *args, "--actor", "a", "--json"], cwd=tmp_path, capture_output=True, text=True
-        )
+        proc = console.run("strato", "decide-request", *args, "--actor", "a", "--json", cwd=tmp_path)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
         assert json.loads(proc.stdout)["ok"] is False

@@ -1,5 +1,15 @@
 """The heartbeat's scripted workspace, shared: candidates are staged beside its proposals."""
 
-from tests.strato.heartbeat.conftest import ws
+from __future__ import annotations
 
-__all__ = ["ws"]
+from pathlib import Path
+
+import pytest
+
+from tests.support.heartbeat import scripted_workspace
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """The heartbeat's workspace: a schema, one index linking one done change, a fresh STATE.md."""
+    return scripted_workspace(tmp_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,9 @@ from strato.heartbeat import apply, engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
 from tests.conftest import git
-from tests.strato.distill.shapes import claude_session, codex_session
-from tests.strato.heartbeat.conftest import T0
-
-FLOW = [("Bash", "git status"), ("Bash", "pytest -q tests"), ("Bash", "git commit -m 'wip'")]
-OTHER = [("Read", None)]
-
-
-def sources(tmp_path: Path) -> service.Sources:
-    return service.Sources([tmp_path / "claude"], [tmp_path / "codex"])
+from tests.support import console
+from tests.support.heartbeat import T0
+from tests.support.transcripts import FLOW, OTHER, claude_session, codex_session, sources
 
 
 def skills(root: Path, tmp_path: Path) -> list[dict[str, object]]:
@@ -98,8 +91,7 @@ def test_heartbeat_run_stages_skill_candidates(ws: Path, tmp_path: Path) -> None
 
 
 def distill(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "strato.cli", "distill", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False)
+    return console.run("strato", "distill", *args, cwd=cwd)
 
 
 def test_cli_top_and_stats_stage_nothing_extract_stages(ws: Path, tmp_path: Path) -> None:

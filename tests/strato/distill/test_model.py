@@ -15,9 +15,8 @@ from strato.heartbeat import apply, engine
 from strato.proposals import settings, store
 from tests.approvals import approve_agents
 from tests.conftest import git
-from tests.strato.distill.shapes import claude_session
-from tests.strato.distill.test_distill import FLOW, OTHER, sources
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.support.heartbeat import T0, commit_at
+from tests.support.transcripts import FLOW, OTHER, claude_session, sources
 
 AGENT = Path(__file__).parent / "agent_scripts" / "distill_agent.py"
 

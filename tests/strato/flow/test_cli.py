@@ -1,20 +1,18 @@
-"""`strato flow ...` as a real subprocess: output shapes, exit codes, stderr."""
+"""`strato flow ...` through its console script, in process: output shapes, exit codes, stderr."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support import console
+
 FIXTURES = Path(__file__).parent / "fixtures"
-STRATO = Path(sys.executable).with_name("strato")
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(STRATO), "flow", *args], capture_output=True, text=True, cwd=cwd, check=False
-    )
+    return console.run("strato", "flow", *args, cwd=cwd)
 
 
 def test_validate_valid() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from strato.flow.expr import evaluate
+from strato.flow.expr.evaluator import evaluate
 
 # the expression language has no array or object literals: values come from bindings
 VALUES: dict[str, Any] = {

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from strato.flow.validate import load_spec, validate_data
 from strato.flow.yamlload import load_yaml
-from tests.strato.flow.test_spec_fuzz import mutated_specs
+from tests.support.spec_mutations import mutated_specs
 
 REPO = Path(__file__).resolve().parents[3]
 R = {"text": "string", "n": "number", "items": "string[]", "meta": "object"}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,49 +21,23 @@ from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import (
+from tests.support.guard import (
     POLICY,
+    RID,
     Key,
     Workspace,
+    anchor,
+    at_review,
     drop_ledger,
-    ledger_text,
+    forge,
+    ledger,
     make_key,
     outside_code,
-    put_ledger,
+    sign_override,
     ssh_sign,
 )
-from tests.strato.guard.test_verify import reseal
-from tropo.git.notes import anchor_id
 
-RID = "release:9"
 Y2030 = 1893456000  # 2030-01-01T00:00:00Z
-
-
-def anchor(rid: str = RID) -> str:
-    return anchor_id(store.anchor_content(rid))
-
-
-def ledger(ws: Workspace, rid: str = RID) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in ledger_text(ws, anchor(rid)).splitlines()]
-
-
-def forge(ws: Workspace, entries: list[dict[str, Any]], rid: str = RID) -> None:
-    """Write ``entries`` as the ledger's lines with every digest recomputed, in an
-    ordinary notes commit on top of the current one (the bytes review reads)."""
-    put_ledger(ws, anchor(rid), reseal(entries))
-
-
-def sign_override(ws: Workspace, key: Key, rationale: str) -> dict[str, Any]:
-    ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": rationale}
-    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    return {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)}
-
-
-def at_review(ws: Workspace) -> None:
-    (ws.root / "NOTES.md").write_text("n\n")
-    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
-    move = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
-    assert engine.transition(ws.repo, move)["status"] == "applied"
 
 
 @pytest.fixture

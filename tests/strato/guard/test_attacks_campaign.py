@@ -23,21 +23,34 @@ from strato.guard.canonical import sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, make_key, put_ledger
-from tests.strato.guard.test_attacks import RID, anchor, at_review, forge, ledger, sign_override
-from tests.strato.guard.test_ci_recipe import ci, origin_with_main, pull_request
-from tests.strato.guard.test_notesig import git_verifies, resign
+from tests.support import console
+from tests.support.guard import (
+    POLICY,
+    RID,
+    Key,
+    Workspace,
+    anchor,
+    at_review,
+    ci,
+    forge,
+    git_verifies,
+    ledger,
+    ledger_text,
+    make_key,
+    notes_commit,
+    origin_with_main,
+    pull_request,
+    put_ledger,
+    resign,
+    sign_override,
+)
 from tropo.untrusted import default_ignorable
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
 
 def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [STRATO, "guard", *args, "--root", str(ws.root)], capture_output=True, text=True, check=False
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return console.run("strato", "guard", *args, "--root", ws.root)  # a traceback raises
 
 
 @pytest.fixture
@@ -46,20 +59,6 @@ def base(ws: Workspace, key: Key) -> str:
     ws.trust(key.signers_line("alice@example.com"))
     sha = ws.pin("main: trust alice, no ledgers")
     git(ws.root, "checkout", "-q", "-b", "feature")
-    return sha
-
-
-def notes_commit(ws: Workspace, extra: str, parents: list[str] | None = None) -> str:
-    """A notes commit whose tree is the current one plus ``extra`` ls-tree lines, made
-    with git's own plumbing and set as the notes ref (what a force-push delivers)."""
-    tip = git(ws.root, "rev-parse", store.REF).strip()
-    listing = git(ws.root, "ls-tree", tip) + extra
-    tree = subprocess.run(
-        ["git", "mktree"], cwd=ws.root, input=listing, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    flags = [f for p in (parents if parents is not None else [tip]) for f in ("-p", p)]
-    sha = git(ws.root, "commit-tree", tree, *flags, "-m", "notes").strip()
-    git(ws.root, "update-ref", store.REF, sha)
     return sha
 
 

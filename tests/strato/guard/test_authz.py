@@ -10,7 +10,7 @@ import pytest
 
 from strato.guard import authz, signers
 from strato.guard.errors import GuardError
-from tests.strato.guard.conftest import Key, Workspace, make_key, ssh_sign
+from tests.support.guard import Key, Workspace, make_key, ssh_sign
 from tropo.git import repo as gitrepo
 
 PAYLOAD = b'{"action":"override"}'

@@ -15,7 +15,7 @@ from strato.guard import cache, engine, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import (
+from tests.support.guard import (
     POLICY,
     Key,
     Workspace,

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,54 +12,7 @@ from pathlib import Path
 from hooks import install as installer
 from strato.guard import engine, store
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
-
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "guard.md"
-
-
-def recipe() -> str:
-    text = DOCS.read_text()
-    found = re.search(r"CI recipe \(any CI.*?```sh\n(.*?)```", text, re.DOTALL)
-    assert found, "docs/guard.md has no CI recipe block"
-    return found.group(1)
-
-
-def ci(remote: Path, branch: str, where: Path) -> subprocess.CompletedProcess[str]:
-    git(where.parent, "clone", "-q", str(remote), str(where))
-    git(where, "checkout", "-q", branch)
-    env = {
-        **os.environ,
-        "BASE_BRANCH": "main",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    env.pop("PR", None)
-    return subprocess.run(
-        ["bash", "-c", recipe()], cwd=where, env=env, capture_output=True, text=True, check=False
-    )
-
-
-def pull_request(
-    ws: Workspace, key: Key, branch: str, rid: str, files: dict[str, str] | None = None
-) -> None:
-    git(ws.root, "checkout", "-q", "-b", branch, "main")
-    ws.commit({"NOTES.md": "n\n", **(files or {})}, f"{branch}: work")
-    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
-    engine.transition(ws.repo, {"resource_id": rid, "from_state": "draft", "to_state": "review"})
-    ask = {"resource_id": rid, "from_state": "review", "to_state": "released", "rationale": "go"}
-    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
-    ws.pin(f"{branch}: pin guard notes")
-
-
-def origin_with_main(ws: Workspace, key: Key, tmp_path: Path) -> Path:
-    """A bare remote whose main trusts alice and pins no ledgers yet."""
-    remote = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(ws.root, "remote", "add", "origin", str(remote))
-    ws.trust(key.signers_line("alice@example.com"))
-    ws.pin("main: trust alice, no ledgers yet")
-    git(ws.root, "push", "-q", "origin", "main")
-    return remote
+from tests.support.guard import POLICY, Key, Workspace, ci, make_key, origin_with_main, pull_request, ssh_sign
 
 
 def test_recipe_passes_a_legit_pr_and_fails_an_attacker(

@@ -4,48 +4,25 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from strato.guard import store
 from tests.conftest import commit_all, git
-from tests.strato.guard.conftest import (
+from tests.support import console
+from tests.support.guard import (
     POLICY,
     Key,
     Workspace,
     ledger_text,
+    out,
     put_ledger,
+    run,
     ssh_sign,
 )
 
-STRATO = str(Path(sys.executable).parent / "strato")
 RID = "cli:1"
-
-
-def run(
-    ws: Workspace | Path, *args: str, stdin: str | dict[str, Any] = ""
-) -> subprocess.CompletedProcess[str]:
-    root = ws.root if isinstance(ws, Workspace) else ws
-    text = stdin if isinstance(stdin, str) else json.dumps(stdin)
-    proc = subprocess.run(
-        [STRATO, "guard", *args, "--root", str(root)],
-        input=text,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
-
-
-def out(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, proc.stdout
-    return dict(json.loads(lines[0]))
 
 
 def registered(ws: Workspace) -> None:
@@ -173,9 +150,8 @@ def test_every_command_has_an_example_in_help(ws: Workspace) -> None:
         "verify",
         "review",
     ):
-        proc = subprocess.run(
-            [STRATO, "guard", command, "--help"], capture_output=True, text=True, check=True
-        )
+        proc = console.run("strato", "guard", command, "--help")
+        assert proc.returncode == 0, proc.stderr
         assert "Example" in proc.stdout and "--root" in proc.stdout, command
 
 

@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from strato.guard import engine, store
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import Workspace, approve_policy
+from tests.support.guard import Workspace, approve_policy
 
 STRATO = str(Path(sys.executable).parent / "strato")
 
@@ -109,6 +111,7 @@ def test_parallel_writers_on_other_resources_lose_nothing(ws: Workspace) -> None
     assert commits == str(4 * 9)  # one notes commit per entry, none overwritten
 
 
+@pytest.mark.slow
 def test_kill_9_during_appends_leaves_a_sound_ledger(ws: Workspace) -> None:
     proc = worker(ws, "victim", 10_000)
     assert proc.stdout is not None

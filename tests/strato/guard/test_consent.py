@@ -19,8 +19,7 @@ import pytest
 from strato.guard import engine, store
 from strato.guard.canonical import seal
 from tests.conftest import git
-from tests.strato.guard.conftest import Workspace, approve_policy, ledger_text, put_ledger
-from tests.strato.guard.test_cli import out, run
+from tests.support.guard import Workspace, approve_policy, ledger_text, out, put_ledger, run
 from tropo.git import notes
 
 FETCH_NOTES = "+refs/notes/vivary/guard:refs/notes/vivary/guard"  # as docs/guard.md's recipe

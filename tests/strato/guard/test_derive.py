@@ -21,7 +21,7 @@ from strato.guard import authz, derive, descriptors, engine, ledger, store
 from strato.guard.canonical import payload_digest
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, make_key, ssh_sign
+from tests.support.guard import POLICY, Workspace, ledger_text, make_key, ssh_sign
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
 from tropo.git.types import Commit
@@ -434,7 +434,6 @@ def test_a_predicate_without_an_id_is_named_by_its_statement(made: Made) -> None
     with pytest.raises(ValueError) as caught:
         derive.check(entry, state, made.head)
     assert str(caught.value) == "predicate 'server_file_exists(\"NOTES.md\")' is met without evidence"
-
 
 
 def test_the_honest_ledgers_verify_signatures_and_all(made: Made) -> None:

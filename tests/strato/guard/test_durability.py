@@ -10,7 +10,7 @@ from pathlib import Path
 from strato.guard import engine, store
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace
+from tests.support.guard import POLICY, Workspace
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

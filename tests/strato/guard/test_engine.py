@@ -13,7 +13,7 @@ import pytest
 from strato.guard import engine, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace, approve_file, approve_policy
+from tests.support.guard import POLICY, Workspace, approve_file, approve_policy
 
 RID = "compose:FEAT-1"
 

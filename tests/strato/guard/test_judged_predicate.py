@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from strato.agents import trust
-from tests.strato.guard.conftest import Workspace, approve_file
-from tests.strato.guard.test_cli import out, run
+from tests.support.guard import Workspace, approve_file, out, run
 
 RID = "judged:1"
 STATEMENT = "the release notes read well"

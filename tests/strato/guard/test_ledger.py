@@ -12,7 +12,7 @@ import pytest
 
 from strato.guard import canonical, ledger
 from strato.guard import policy as policy_mod
-from tests.strato.guard.conftest import POLICY
+from tests.support.guard import POLICY
 from tropo.canonical import DuplicateKeyError
 
 RID = "compose:FEAT-7"

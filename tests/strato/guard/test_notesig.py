@@ -4,7 +4,6 @@ way ``git verify-commit`` checks them, and a base that requires them."""
 from __future__ import annotations
 
 import functools
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,37 +13,8 @@ from strato.guard.errors import GuardError
 from strato.guard.review import review
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import Key, Workspace, make_key
-from tests.strato.guard.test_attacks import at_review
+from tests.support.guard import Key, Workspace, at_review, git_verifies, make_key, resign
 from tropo.git import repo as gitrepo
-
-
-def resign(ws: Workspace, key: Key | None, since: str | None) -> None:
-    """Re-create every notes commit after ``since`` with the same trees, signed by
-    ``key`` with the real git (unsigned when ``key`` is None)."""
-    revs = ["rev-list", "--reverse", store.REF, *([f"^{since}"] if since else [])]
-    parent = since
-    for sha in git(ws.root, *revs).split():
-        tree = git(ws.root, "rev-parse", f"{sha}^{{tree}}").strip()
-        sign = ["-S"] if key else []
-        cfg = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key.path}"] if key else []
-        args = [*cfg, "commit-tree", *sign, tree, *(["-p", parent] if parent else []), "-m", "guard"]
-        parent = git(ws.root, *args).strip()
-    assert parent is not None
-    git(ws.root, "update-ref", store.REF, parent)
-    git(ws.root, "reflog", "expire", "--expire=now", "--all")  # a rewrite, on purpose
-
-
-def git_verifies(ws: Workspace, sha: str, allowed: str) -> bool:
-    path = ws.tmp / "allowed_for_git"
-    path.write_text(allowed)
-    proc = subprocess.run(
-        ["git", "-c", f"gpg.ssh.allowedSignersFile={path}", "verify-commit", sha],
-        cwd=ws.root,
-        capture_output=True,
-        check=False,
-    )
-    return proc.returncode == 0
 
 
 @pytest.mark.parametrize("who", ["alice", "mallory"])

@@ -14,8 +14,7 @@ import pytest
 from strato.guard import engine, pin, store
 from strato.guard.errors import GuardError
 from tests.conftest import commit_all, git
-from tests.strato.guard.conftest import POLICY, Workspace, put_ledger
-from tests.strato.guard.test_cli import run
+from tests.support.guard import POLICY, Workspace, put_ledger, run
 from tropo.git import repo as gitrepo
 
 REGISTER = {"resource_id": "pin:1", **copy.deepcopy(POLICY)}

@@ -9,7 +9,7 @@ from pathlib import Path
 from hooks import install as installer
 from strato.guard import engine, pin, store
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import repo as gitrepo
 
 

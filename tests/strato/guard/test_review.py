@@ -12,19 +12,19 @@ from strato.guard import config, engine, store
 from strato.guard.review import MAX_CELL, _cell, review
 from strato.guard.verify import Break
 from tests.conftest import git
-from tests.strato.guard.conftest import (
+from tests.support.guard import (
     POLICY,
     Key,
     Workspace,
     drop_ledger,
     ledger_text,
     make_key,
+    notes_commit,
     put_ledger,
+    reseal,
+    resign,
     ssh_sign,
 )
-from tests.strato.guard.test_attacks_campaign import notes_commit
-from tests.strato.guard.test_notesig import resign
-from tests.strato.guard.test_verify import reseal
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
 from tropo.git.revspec import spelled
@@ -381,7 +381,6 @@ def test_a_new_register_line_claiming_a_missing_commit_is_refused_at_line_1(ws: 
     ws.pin()
     why = f"{RID!r} line 1: claims commit 111111111111, which this repository lacks"
     assert why in [str(b) for b in review(ws.repo, base).verify.breaks]
-
 
 
 def test_a_second_note_for_a_ledger_is_a_break_naming_its_object(ws: Workspace, key: Key) -> None:

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from strato.guard import engine, pin, store
 from strato.guard.review import review
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, outside_code, ssh_sign
-from tests.strato.guard.test_attacks import RID, forge, ledger
+from tests.support.guard import POLICY, RID, Key, Workspace, forge, ledger, make_key, outside_code, ssh_sign
 
 FIELDS = ("kind", "outcome", "resolved_by", "from_state", "to_state", "verdict", "rationale")
 WORDS = ["draft", "review", "released", "transition", "deviation", "graph_version", "register",

@@ -27,11 +27,10 @@ from strato.guard.errors import GuardError
 from strato.guard.review import review
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, migrate_cli, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
-STRATO = Path(sys.executable).with_name("strato")
 RID = "svc:running"
 ANCHOR = notes.anchor_id(store.anchor_content(RID))
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
@@ -264,16 +263,6 @@ def test_an_older_writers_append_leaves_a_stale_state_that_is_no_break(moved: Wo
     drop_cache(moved)
     snap = store.load(moved.repo, RID)
     assert snap.generation == "" and snap.state is not None and snap.state.length == 4
-
-
-def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run(
-        [STRATO, "guard", "migrate-store", "--root", str(ws.root), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.returncode, json.loads(proc.stdout)
 
 
 def test_appends_across_clones_keep_the_state_true(moved: Workspace, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from strato.guard import authz, descriptors, engine, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
+from tests.support.guard import POLICY, Key, Workspace, make_key, ssh_sign
 
 RID = "compose:FEAT-2"
 

@@ -12,7 +12,7 @@ from strato.guard import engine, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace
+from tests.support.guard import POLICY, Key, Workspace
 from tropo.git import repo as gitrepo
 
 RID = "svc:signed"

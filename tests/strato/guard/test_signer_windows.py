@@ -16,16 +16,9 @@ import pytest
 
 from strato.guard import signers, store
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace
-from tests.strato.guard.test_cli import out, run
-
-RID = "window:1"
-ASK = {
-    "resource_id": RID,
-    "from_state": "review",
-    "to_state": "released",
-    "rationale": "shipped by hand",
-}
+from tests.support.guard import POLICY, Key, Workspace, out, run
+from tests.support.guard import WINDOW_ASK as ASK
+from tests.support.guard import WINDOW_RID as RID
 
 
 def _day(offset_days: int) -> str:

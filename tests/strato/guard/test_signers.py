@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from strato.guard import signers
-from tests.strato.guard.conftest import Key, make_key
+from tests.support.guard import Key, make_key
 
 JAN_2030 = 1893456000
 
@@ -29,7 +29,6 @@ def test_namespaces_and_validity(key: Key) -> None:
     assert not s.allows("stratum-guard-migrate", JAN_2030 - 1)
     assert not s.allows("stratum-guard-override", JAN_2030)
     assert not s.allows("stratum-guard-override", 1)
-
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from strato.guard import signers
-from tests.strato.guard.conftest import Key
+from tests.support.guard import Key
 
 
 def test_a_key_that_is_not_strict_base64_or_of_another_type_is_refused(key: Key) -> None:

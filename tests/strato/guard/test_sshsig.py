@@ -8,48 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import signers, sshsig
-from tests.strato.guard.conftest import Key, make_key, ssh_sign
+from strato.guard import sshsig
+from tests.support.guard import Key, keygen_verifies, make_key, ours_verifies, ssh_sign
 
 KINDS = ["ed25519", "ecdsa", "rsa"]
-
-
-def keygen_verifies(key: Key, namespace: str, message: bytes, armor: str, tmp: Path) -> bool:
-    allowed = tmp / "allowed"
-    allowed.write_text(key.signers_line("alice@example.com"))
-    sig = tmp / "verify.sig"
-    sig.write_text(armor)
-    proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(allowed),
-            "-I",
-            "alice@example.com",
-            "-n",
-            namespace,
-            "-s",
-            str(sig),
-        ],
-        input=message,
-        capture_output=True,
-        check=False,
-    )
-    return proc.returncode == 0
-
-
-def ours_verifies(key: Key, namespace: str, message: bytes, armor: str) -> bool:
-    try:
-        sig = sshsig.parse_armor(armor)
-        trusted = signers.parse(key.signers_line("alice@example.com"))
-        if signers.find(trusted, sig.key, namespace, 0) is None:
-            return False
-        sshsig.check(sig, namespace, message)
-    except sshsig.SignatureError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from strato.guard import sshsig
-from tests.strato.guard.conftest import Key, ssh_sign
-from tests.strato.guard.test_sshsig import keygen_verifies, ours_verifies
+from tests.support.guard import Key, keygen_verifies, ours_verifies, ssh_sign
 
 NS = "stratum-guard-override"
 MSG = b"payload"

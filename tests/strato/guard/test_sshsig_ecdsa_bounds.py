@@ -19,8 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from strato.guard import sshsig
-from tests.strato.guard.conftest import Key
-from tests.strato.guard.test_sshsig import keygen_verifies, ours_verifies
+from tests.support.guard import Key, keygen_verifies, ours_verifies
 
 NAMESPACE = "stratum-guard-override"
 MESSAGE = b'{"action":"override","ledger_head":"abc"}'

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from strato.guard import sshsig
-from tests.strato.guard.conftest import Key, ssh_sign
+from tests.support.guard import Key, ssh_sign
 
 
 def test_the_namespace_refusal_names_both_namespaces(tmp_path: Path, key: Key) -> None:

@@ -18,8 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from strato.guard import sshsig
-from tests.strato.guard.conftest import Key, make_key
-from tests.strato.guard.test_sshsig import keygen_verifies, ours_verifies
+from tests.support.guard import Key, keygen_verifies, make_key, ours_verifies
 
 NAMESPACE = "stratum-guard-override"
 MESSAGE = b'{"action":"override","ledger_head":"abc"}'

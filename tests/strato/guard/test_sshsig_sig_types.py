@@ -12,10 +12,18 @@ from pathlib import Path
 import pytest
 
 from strato.guard import sshsig
-from tests.strato.guard.conftest import POLICY, Workspace, make_key, ssh_sign
-from tests.strato.guard.test_cli import out, run
-from tests.strato.guard.test_signer_windows import ASK, RID
-from tests.strato.guard.test_sshsig import keygen_verifies, ours_verifies
+from tests.support.guard import (
+    POLICY,
+    Workspace,
+    keygen_verifies,
+    make_key,
+    ours_verifies,
+    out,
+    run,
+    ssh_sign,
+)
+from tests.support.guard import WINDOW_ASK as ASK
+from tests.support.guard import WINDOW_RID as RID
 
 NAMESPACE = "stratum-guard-override"
 MESSAGE = b"payload"

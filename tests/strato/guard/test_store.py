@@ -19,7 +19,7 @@ from strato.guard import cache, engine, ledger, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Workspace, ledger_text, migrate_cli, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
@@ -54,16 +54,6 @@ def old_layout(ws: Workspace, text: str) -> None:
     for n in (1, len(lines)):
         note.write_text("".join(lines[:n]))
         git(ws.root, "notes", "--ref=vivary/guard", "add", "-f", "-F", str(note), ANCHOR)
-
-
-def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run(
-        [STRATO, "guard", "migrate-store", "--root", str(ws.root), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return proc.returncode, json.loads(proc.stdout)
 
 
 def test_each_line_is_its_own_blob_at_its_bucketed_name(moved: Workspace) -> None:

@@ -20,7 +20,7 @@ from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import Workspace, ledger_text, put_ledger
+from tests.support.guard import Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

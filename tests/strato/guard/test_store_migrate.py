@@ -18,7 +18,7 @@ from strato.guard import cache, engine, ledger, running, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

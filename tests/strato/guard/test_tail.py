@@ -15,7 +15,7 @@ from strato.guard import cache, engine, store, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tests.conftest import git
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 

@@ -9,18 +9,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from strato.guard import engine, lock, store
 from strato.guard.errors import GuardError
-from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
+from tests.support import console
+from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
 from tropo.git import repo as gitrepo
 
-STRATO = str(Path(sys.executable).parent / "strato")
 RID = "release:1.0"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
 
@@ -48,12 +47,7 @@ def kill_holding_lock(ws: Workspace) -> Path:
 
 
 def unlock_cli(ws: Workspace, *args: str) -> tuple[int, dict[str, object], str]:
-    proc = subprocess.run(
-        [STRATO, "guard", "unlock", "--root", str(ws.root), "--json", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = console.run("strato", "guard", "unlock", "--root", ws.root, "--json", *args)
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 
 
@@ -106,16 +100,9 @@ def test_unlock_refuses_over_a_ledger_that_does_not_verify(registered: Workspace
 
 
 def test_unlock_usage_errors(registered: Workspace, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [STRATO, "guard", "unlock", "--min-age", "-1", "--root", str(registered.root)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = console.run("strato", "guard", "unlock", "--min-age", "-1", "--root", registered.root)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     empty = tmp_path / "not-a-repo"
     empty.mkdir()
-    proc = subprocess.run(
-        [STRATO, "guard", "unlock", "--root", str(empty)], capture_output=True, text=True, check=False
-    )
+    proc = console.run("strato", "guard", "unlock", "--root", empty)
     assert proc.returncode == 2 and "not_a_repository" in proc.stderr

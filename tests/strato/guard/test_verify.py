@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 
 from strato.guard import engine, ledger, store
-from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.verify import Break, EntryHeadTrust, check_ledger, verify_repository
 from tests.conftest import git
-from tests.strato.guard.conftest import (
+from tests.support.guard import (
     POLICY,
     Key,
     Workspace,
     ledger_text,
     make_key,
     put_ledger,
+    reseal,
     ssh_sign,
 )
 from tropo.git import notes
@@ -62,18 +62,6 @@ def lines(ws: Workspace) -> list[str]:
 def put(ws: Workspace, text: str, target: str | None = None) -> None:
     """Overwrite a ledger the way anyone who can push the notes ref can."""
     put_ledger(ws, target or anchor(ws), text)
-
-
-def reseal(entries: list[dict[str, Any]]) -> str:
-    """Recompute every digest so that the chain itself holds (a careful forger)."""
-    out, prev = [], ""
-    for entry in entries:
-        body = {k: v for k, v in entry.items() if k != "entry_digest"}
-        body["prev_digest"] = prev
-        sealed, line = seal(body)
-        prev = sealed["entry_digest"]
-        out.append(line)
-    return "".join(out)
 
 
 def first_break(ws: Workspace, **kw: Any) -> tuple[str | None, int | None, str]:
@@ -317,8 +305,7 @@ def test_notes_commits_to_push_are_judged_by_signers_valid_now(
 ) -> None:
     """The pushed notes commits' signatures are checked against HEAD's signers at the time
     of the check: a key that expired, or is not valid yet, signs nothing."""
-    from tests.strato.guard.test_attacks import at_review
-    from tests.strato.guard.test_notesig import resign
+    from tests.support.guard import at_review, resign
 
     ws.trust(key.signers_line("alice@example.com", options))
     at_review(ws)
@@ -608,8 +595,7 @@ def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Works
 def test_only_the_notes_commits_after_since_are_judged(ws: Workspace, key: Key) -> None:
     """Every notes commit is signed by a key HEAD does not trust; given the remote's tip,
     only the commit after it (the one a push sends) is judged."""
-    from tests.strato.guard.test_attacks import at_review
-    from tests.strato.guard.test_notesig import resign
+    from tests.support.guard import at_review, resign
 
     ws.trust(key.signers_line("alice@example.com"))
     at_review(ws)

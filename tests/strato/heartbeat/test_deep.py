@@ -14,7 +14,7 @@ from pathlib import Path
 
 from strato.proposals import store
 from tests.conftest import git
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.support.heartbeat import T0, commit_at
 
 STRATO = Path(sys.executable).parent / "strato"
 QUESTION = re.compile(r"^\[(?P<kind>[a-z]+)\] (?P<id>[a-z-]+-[0-9a-f]{12}): ", re.MULTILINE)

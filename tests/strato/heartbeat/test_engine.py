@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,9 @@ from strato.heartbeat import engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace, reply
-from tests.strato.heartbeat.conftest import DAY, T0, commit_at
+from tests.support import console
+from tests.support.flows import make_workspace, reply
+from tests.support.heartbeat import DAY, T0, commit_at
 from tropo.git import repo as gitrepo
 
 
@@ -147,8 +147,7 @@ def test_report_never_follows_a_symlink_out_of_the_repository(ws: Path, tmp_path
 
 
 def guard(root: Path, verb: str, request: dict[str, object]) -> None:
-    proc = subprocess.run([str(Path(sys.executable).parent / "strato"), "guard", verb], cwd=root,
-                          input=json.dumps(request), capture_output=True, text=True, check=False)
+    proc = console.run("strato", "guard", verb, cwd=root, input=json.dumps(request))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -17,25 +16,9 @@ import pytest
 from strato.heartbeat import runner
 from strato.proposals import store
 from tests.conftest import git
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.support.heartbeat import T0, commit, commit_at, install
 
 BIN = Path(sys.executable).parent
-
-
-def install(root: Path) -> None:
-    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--hook", "post-commit"], cwd=root,
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-
-
-def commit(root: Path, name: str) -> tuple[int, str]:
-    (root / name).write_text(name)
-    git(root, "add", name)
-    proc = subprocess.run(["git", "commit", "-q", "-m", f"add {name}"], cwd=root, capture_output=True,
-                          text=True, check=False,
-                          env={**os.environ, "GIT_AUTHOR_DATE": f"@{T0} +0000",
-                               "GIT_COMMITTER_DATE": f"@{T0} +0000"})
-    return proc.returncode, git(root, "rev-parse", "HEAD").strip()
 
 
 def wait_idle(root: Path) -> None:
@@ -112,6 +95,7 @@ def _proposals(root: Path) -> dict[str, str]:
     return {r["id"]: r["revision"] for r in store.all_records(store.sidecar(root))}
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_then_rerun_proposes_nothing_twice(ws: Path, tmp_path: Path) -> None:
     for n in range(6):
         commit_at(ws, T0, f"fix(core): bug {n}", {f"changes/lost{n}.md": f"---\nstatus: done\n---\n# L{n}\n",

@@ -15,8 +15,7 @@ from pathlib import Path
 from strato.proposals import store
 from tests.approvals import approve_agents
 from tests.conftest import git
-from tests.strato.heartbeat.conftest import T0, commit_at
-from tests.strato.heartbeat.test_hook import commit, install
+from tests.support.heartbeat import T0, commit, commit_at, install
 
 
 def wait_heartbeat(root: Path, head: str) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,9 @@ from strato.heartbeat import apply, engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
 from tests.conftest import git
-from tests.strato.guard.conftest import outside_code
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.support import console
+from tests.support.guard import outside_code
+from tests.support.heartbeat import T0, commit_at
 
 
 def beat(root: Path) -> list[str]:
@@ -103,8 +103,7 @@ def test_rejected_subject_is_not_proposed_again(ws: Path) -> None:
 
 
 def strato(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "strato.cli", "heartbeat", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False)
+    return console.run("strato", "heartbeat", *args, cwd=cwd)
 
 
 def test_cli_run_status_show_and_errors(ws: Path) -> None:

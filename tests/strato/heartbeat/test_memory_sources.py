@@ -14,10 +14,10 @@ from strato.heartbeat import engine, refusals
 from strato.proposals import store
 from strato.proposals.settings import Settings
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace, reply
-from tests.strato.guard.conftest import POLICY, make_key, ssh_sign
-from tests.strato.guard.conftest import Workspace as GuardWorkspace
-from tests.strato.heartbeat.conftest import SCHEMA, T0, commit_at
+from tests.support.flows import make_workspace, reply
+from tests.support.guard import POLICY, make_key, ssh_sign
+from tests.support.guard import Workspace as GuardWorkspace
+from tests.support.heartbeat import SCHEMA, T0, commit_at
 
 BIN = Path(sys.executable).parent
 

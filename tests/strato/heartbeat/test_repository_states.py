@@ -9,7 +9,7 @@ from pathlib import Path
 from strato.heartbeat import engine
 from strato.proposals.settings import Settings
 from tests.conftest import git
-from tests.strato.heartbeat.conftest import T0, commit_at
+from tests.support.heartbeat import T0, commit_at
 
 
 def snapshot(root: Path) -> tuple[str, str, str]:

@@ -8,7 +8,6 @@ import datetime
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,9 @@ from strato.distill import transcripts
 from strato.heartbeat import deep
 from strato.proposals import store
 from tests.conftest import git
-from tests.strato.distill.shapes import claude_session
+from tests.support import console
+from tests.support.transcripts import claude_session
 
-STRATO = Path(sys.executable).parent / "strato"
 TOKEN = "ghp_" + "Zq3x" * 9
 ERASE, CLIPBOARD = "\x1b[2K", "\x1b]52;c;cm0gLXJmIH4=\x07"
 TOOL = f"Deploy{ERASE}{CLIPBOARD}{TOKEN}\n# Heading"
@@ -27,9 +26,8 @@ RAW = ("\x1b", "\x07", TOKEN, TOKEN.lower().replace("_", "-"), "Zq3x" * 9, "zq3x
 
 def heartbeat(ws: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home), "CODEX_HOME": str(home / "codex")}
-    proc = subprocess.run([str(STRATO), "heartbeat", *args, "--root", str(ws)], capture_output=True,
-                          text=True, check=False, env=env)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    proc = console.run("strato", "heartbeat", *args, "--root", ws, env=env)  # a traceback raises
+    assert proc.returncode == 0, proc.stderr
     return proc
 
 
@@ -87,10 +85,9 @@ def test_distill_top_stats_and_extract_show_a_hostile_tool_name_as_text(ws: Path
     with open(path, "a") as fh:
         fh.write(json.dumps({"type": f"kind{CLIPBOARD}"}) + "\n")
     for command in ("top", "stats", "extract"):
-        proc = subprocess.run([str(STRATO), "distill", command, "--project", str(folder), "--root", str(ws)],
-                              capture_output=True, text=True, check=False)
+        proc = console.run("strato", "distill", command, "--project", folder, "--root", ws)
         assert proc.returncode == 0, proc.stderr
         clean(proc.stdout)
-    top = subprocess.run([str(STRATO), "distill", "top", "--json", "--project", str(folder), "--root", str(ws)],
-                         capture_output=True, text=True, check=True)
+    top = console.run("strato", "distill", "top", "--json", "--project", folder, "--root", ws)
+    assert top.returncode == 0, top.stderr
     assert TOKEN not in top.stdout

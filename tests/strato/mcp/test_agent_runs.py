@@ -5,19 +5,27 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from strato.agents import groups
 from strato.mcp.contract import answer_violations
-from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support.agents import agent_workspace
+from tests.support.mcp import Session, run_server
+
+
+@pytest.fixture
+def workspace(repo_dir: Path) -> Iterator[Path]:
+    """The agent runs' workspace (scripted agents), not this folder's graph workspace."""
+    yield from agent_workspace(repo_dir)
 
 
 async def answer(s: Session, tool: str, args: dict[str, Any], status: str) -> dict[str, Any]:
@@ -34,7 +42,7 @@ async def wait(s: Session, run_id: str, status: str) -> dict[str, Any]:
     return await answer(s, "stratum_agent_poll", {"runId": run_id}, status)
 
 
-def test_every_variant_of_the_three_tools(workspace: Path) -> None:  # noqa: F811 - the fixture
+def test_every_variant_of_the_three_tools(workspace: Path) -> None:
     async def scenario(s: Session) -> None:
         run = {"agent": "steady", "prompt": "now", "cwd": "."}
         done = await answer(s, "stratum_agent_run", run, "complete")
@@ -69,7 +77,7 @@ def test_every_variant_of_the_three_tools(workspace: Path) -> None:  # noqa: F81
     run_server(workspace, scenario)
 
 
-def test_bad_requests_are_refused_in_one_line(workspace: Path) -> None:  # noqa: F811 - the fixture
+def test_bad_requests_are_refused_in_one_line(workspace: Path) -> None:
     async def scenario(s: Session) -> None:
         for args, want in [
             ({"agent": "steady", "prompt": "x", "cwd": ".", "colour": "red"}, "colour"),
@@ -88,7 +96,7 @@ def test_bad_requests_are_refused_in_one_line(workspace: Path) -> None:  # noqa:
     assert not (workspace / ".git" / "vivary" / "agent-runs").exists()
 
 
-def test_the_handshake_names_the_server_and_its_version(workspace: Path) -> None:  # noqa: F811
+def test_the_handshake_names_the_server_and_its_version(workspace: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "strato.cli", "mcp", "--root", str(workspace)])
 
     async def main() -> types.InitializeResult:

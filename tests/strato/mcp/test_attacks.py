@@ -4,20 +4,28 @@ in the repository, against the real `strato mcp` through the SDK's stdio client.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import pytest
 
 from strato.agentruns.store import BoundedStream
 from tests.conftest import commit_all, write_files
-from tests.strato.agentruns.conftest import workspace  # noqa: F401 - the fixture, by name
-from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+from tests.support.agents import agent_workspace
+from tests.support.mcp import GATE_SPEC, Session, run_server
 
 SECRET = "the victim's secret\n"
 
 
+@pytest.fixture
+def workspace(repo_dir: Path) -> Iterator[Path]:
+    """The agent runs' workspace (scripted agents), not this folder's graph workspace."""
+    yield from agent_workspace(repo_dir)
+
+
 def test_a_stream_turned_into_a_symlink_is_neither_read_nor_written_through(
-    workspace: Path, tmp_path: Path  # noqa: F811 - the fixture
+    workspace: Path, tmp_path: Path
 ) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text(SECRET)
@@ -47,7 +55,7 @@ def test_a_stream_turned_into_a_symlink_is_neither_read_nor_written_through(
     assert victim.read_text() == SECRET
 
 
-def test_paths_out_of_the_workspace_are_refused(workspace: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_paths_out_of_the_workspace_are_refused(workspace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text(f"# Leak\n\n{SECRET}")
@@ -94,8 +102,9 @@ def test_a_gate_policy_written_in_the_working_tree_grants_nothing(repo_dir: Path
 
 
 def test_agent_run_folders_planted_as_symlinks_are_neither_read_nor_written_through(
-    workspace: Path, tmp_path: Path  # noqa: F811 - the fixture
+    workspace: Path, tmp_path: Path
 ) -> None:
+
     outside = tmp_path / "outside"
     outside.mkdir()
     home = workspace / ".git" / "vivary" / "agent-runs"

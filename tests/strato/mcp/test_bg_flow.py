@@ -22,8 +22,8 @@ from strato.mcp import contract
 from strato.mcp.contract import answer_violations, event_violations
 from tests.approvals import approve_agents
 from tests.conftest import commit_all
-from tests.strato.mcp.conftest import Session
-from tests.strato.runs.bg_helpers import (
+from tests.support.mcp import Session
+from tests.support.runs import (
     GATED_SPEC,
     STEPS_SPEC,
     calls,

@@ -6,11 +6,6 @@ for the ones it cannot (nested far past any JSON parser's recursion limit)."""
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +13,7 @@ import anyio
 
 from strato.mcp.contract import error_violations
 from strato.runs.engine import bounds
-from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+from tests.support.mcp import GATE_SPEC, Session, Wire, run_server
 
 
 def nested(levels: int) -> Any:
@@ -59,49 +54,6 @@ def test_a_result_too_deep_or_too_large_is_refused_and_changes_nothing(workspace
             assert done["status"] == "ready"  # taken, and checked against the contract as usual
 
     run_server(workspace, scenario)
-
-
-class Wire:
-    """`strato mcp` as a process spoken to in raw JSON-RPC lines, every read bounded."""
-
-    def __init__(self, root: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "strato.cli", "mcp", "--root", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ),
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def handshake(self) -> None:
-        """`initialize` (as id 1) and `initialized`, as a client opens a session."""
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
-        assert self.answer()["id"] == 1
-        self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
-
-    def send(self, text: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(text.encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self) -> dict[str, Any]:
-        try:
-            line = self.lines.get(timeout=120)  # a hang is a loud failure
-        except queue.Empty:
-            raise AssertionError("strato mcp gave no answer within 120 s") from None
-        doc: dict[str, Any] = json.loads(line)
-        return doc
-
-    def close(self) -> str:
-        assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.close()  # the server stops at the end of its input
-        self.proc.wait(timeout=60)
-        return self.proc.stderr.read().decode()
 
 
 def _call(id_: int, name: str, arguments: str) -> str:

@@ -18,9 +18,10 @@ import anyio
 from strato.mcp import contract
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, missing, write_files
-from tests.strato.flow.engine_helpers import Workspace, make_workspace
-from tests.strato.guard.conftest import make_key, ssh_sign
-from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+from tests.support.flows import Workspace, make_workspace
+from tests.support.guard import make_key, ssh_sign
+from tests.support.mcp import GATE_SPEC, Session, run_server
+from tests.support.specs import consumer_fanout_spec, review_spec
 
 # tools of the reference another branch is building: not served yet
 PENDING: set[str] = set()
@@ -45,34 +46,6 @@ UNREACHABLE = {
 # tests/strato/runs/test_codex_sandbox.py)
 NOT_PRODUCED = {"sandbox_policy"}
 
-REVIEW = """
-version: 1
-contracts:
-  Draft: {text: string}
-flows:
-  entry: main
-  main:
-    input: {topic: string}
-    output: {from: "${polish.output}", contract: Draft}
-    max_rounds: 2
-    BUDGET
-    carry:
-      notes:
-        initial: "${input.topic}"
-        on_revise:
-          review: "${draft.output.text}"
-    steps:
-      - id: draft
-        do: "Draft ${input.topic}; notes: ${notes}"
-        out: Draft
-      - id: review
-        after: [draft]
-        gate: {on_approve: null, on_revise: draft, on_kill: null}
-      - id: polish
-        after: [review]
-        do: "Polish ${draft.output.text}"
-        out: Draft
-"""
 
 CHAIN = """
 version: 1
@@ -143,39 +116,7 @@ flows:
         ENSURE
 """
 
-CONSUMER = """
-version: 1
-contracts:
-  Draft: {text: string}
-  Score: {score: number}
-  Total: {n: integer}
-flows:
-  entry: main
-  main:
-    input: {topics: "string[]"}
-    output: {from: "${total.output}", contract: Total}
-    steps:
-      - id: each
-        fanout:
-          over: "${input.topics}"
-          concurrency: 2
-          isolation: none
-          require: any
-          merge: sequential
-          dispatch: consumer
-          steps:
-            - do: "Draft ${item}"
-              out: Draft
-            - do: "Score ${prev.text}"
-              out: Score
-              when: "item != 'skip'"
-              ensure:
-                - expr: "result.score >= 0.5"
-      - id: total
-        after: [each]
-        set: {n: "len(result.each)"}
-        out: Total
-"""
+CONSUMER = consumer_fanout_spec("any", when="\"item != 'skip'\"")
 
 ENGINE = """
 version: 1
@@ -335,7 +276,7 @@ def test_every_tool_answers_every_variant_it_can_reach_inside_the_contract(tmp_p
 
 async def flows(w: Wire) -> None:
     """RUNSTATE from plan, step_done, resume and gate_resolve, in each variant."""
-    plan = await w.plan(REVIEW.replace("BUDGET", ""), "ready", topic="bees")
+    plan = await w.plan(review_spec(), "ready", topic="bees")
     run = plan["runId"]
     assert [r["id"] for r in plan["ready"]] == ["draft"] and plan["ledger"] == {"spent": {"dispatches": 1}}
     await w.ok("stratum_resume", {"runId": run}, "ready")
@@ -360,13 +301,13 @@ async def flows(w: Wire) -> None:
     await w.done(last["runId"], "work", {"output": {"text": "t", "score": 0.9}}, "ready")
     await w.gate(last["runId"], "approve", "completed")
 
-    killed = await w.plan(REVIEW.replace("BUDGET", ""), "ready", topic="wasps")
+    killed = await w.plan(review_spec(), "ready", topic="wasps")
     await w.done(killed["runId"], "draft", DRAFT, "ready")
     dead = await w.gate(killed["runId"], "kill", "failed")
     assert dead["failure"]["reason"] == "gate review killed flow"
     await w.ended(killed["runId"], "failed")
 
-    tight = await w.plan(REVIEW.replace("BUDGET", "budget: {dispatches: 1}"), "ready", topic="ants")
+    tight = await w.plan(review_spec("budget: {dispatches: 1}"), "ready", topic="ants")
     assert tight["ledger"] == {"spent": {"dispatches": 1}, "budget": {"dispatches": 1}}
     await w.done(tight["runId"], "draft", DRAFT, "ready")
     over = await w.gate(tight["runId"], "approve", "budget_exhausted")
@@ -406,7 +347,7 @@ async def flows(w: Wire) -> None:
 
 async def checkpoints(w: Wire) -> None:
     """commit and revert in each variant, the error with the labels that exist."""
-    plan = await w.plan(REVIEW.replace("BUDGET", ""), "ready", topic="moths")
+    plan = await w.plan(review_spec(), "ready", topic="moths")
     run = plan["runId"]
     start = await w.ok("stratum_commit", {"flow_id": run, "label": "start"}, "committed")
     assert (start["step_number"], start["current_step_id"], start["checkpoints"]) == (0, "draft", ["start"])
@@ -535,7 +476,7 @@ async def in_flight(w: Wire, ws: Workspace) -> None:
 
 
 async def validation(w: Wire, root: Path) -> None:
-    await w.ok("stratum_validate", {"spec": REVIEW.replace("BUDGET", "")}, "valid")
+    await w.ok("stratum_validate", {"spec": review_spec()}, "valid")
     await w.ok("stratum_validate", {"spec": {"version": 1, "flows": {}}}, "invalid")
     bad = await w.ok("stratum_validate", {"spec": 5}, "invalid")
     assert bad["errors"][0]["code"] == "spec_not_an_object"

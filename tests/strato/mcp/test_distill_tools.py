@@ -4,8 +4,6 @@ client against a real `strato mcp`, over transcript fixtures in the documented s
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +14,9 @@ from strato.distill import transcripts
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context, ToolError
 from strato.proposals import store
-from tests.strato.distill.shapes import claude_session, codex_session
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support import console
+from tests.support.mcp import Session, run_server
+from tests.support.transcripts import claude_session, codex_session
 
 FLOW = [("Bash", "git status"), ("Bash", "pytest -q tests"), ("Bash", "git commit -m 'wip'")]
 STEPS = ["bash:git status", "bash:pytest", "bash:git commit"]
@@ -83,8 +82,8 @@ def test_three_modes_stage_only_with_write(workspace: Path, homes: tuple[Path, P
     run_server(workspace, scenario)
     [record] = proposals(workspace)
     assert record["id"] == seen["id"] and record["status"] == "open"  # staged, never applied
-    cli = subprocess.run([sys.executable, "-m", "strato.cli", "distill", "extract", "--root", str(workspace),
-                          "--json"], capture_output=True, text=True, check=True)
+    cli = console.run("strato", "distill", "extract", "--root", workspace, "--json")
+    assert cli.returncode == 0, cli.stderr
     [same] = json.loads(cli.stdout)["candidates"]  # one miner behind both surfaces
     assert (same["id"], same["revision"], same["outcome"]) == (seen["id"], seen["revision"], "known")
 

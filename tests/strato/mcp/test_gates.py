@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files
-from tests.strato.mcp.conftest import GATE_SPEC, Session
+from tests.support.mcp import GATE_SPEC, Session
 
 STRATO = Path(sys.executable).parent / "strato"
 GOOD = {"output": {"text": "final", "score": 0.9}}

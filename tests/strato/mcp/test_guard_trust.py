@@ -10,7 +10,7 @@ from strato.guard import engine
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context
 from tests.conftest import commit_all, git, write_files
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support.mcp import Session, run_server
 from tropo.git.repo import require
 
 

@@ -14,8 +14,8 @@ import yaml
 from strato.mcp import contract
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, git
-from tests.strato.decide.builders import request as decision_request
-from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+from tests.support.governed import request as decision_request
+from tests.support.mcp import GATE_SPEC, Session, run_server
 
 
 def cli(*args: str) -> tuple[int, Any]:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strato.mcp.stdin import prune
-from tests.strato.mcp.test_bounds import Wire
+from tests.support.mcp import Wire
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='ab[]{}"\\,: \u00e9', max_size=6),

@@ -12,7 +12,7 @@ from strato.agents import trust
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support.mcp import Session, run_server
 
 PROBE = """
 version: 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strato.mcp.contract import event_violations
-from tests.strato.mcp.conftest import GATE_SPEC, Session, run_server
+from tests.support.mcp import GATE_SPEC, Session, run_server
 
 
 def test_a_usage_report_is_debited_once_and_bad_reports_are_refused(workspace: Path) -> None:

@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import console
+from tests.support.workspaces import scaffold
+
 BIN = Path(sys.executable).parent
 EXAMPLE = "examples/review.stratum.yaml"
 
 
 def _run(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}"}  # the step runs `tropo`
-    proc = subprocess.run([BIN / "strato", *args], cwd=ws, capture_output=True, text=True, env=env)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return console.run("strato", *args, cwd=ws, env=env)  # a traceback raises
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    subprocess.run([BIN / "create-vivary", "init", "ws", "--commit"], cwd=tmp_path, check=True, capture_output=True)
-    return tmp_path / "ws"
+    return scaffold(tmp_path / "ws")
 
 
 def test_the_example_gate_shows_the_check_it_asks_about(ws: Path) -> None:

@@ -16,7 +16,7 @@ from strato.mcp.contract import event_violations
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 
 CODEX = Path(__file__).parent / "scripts" / "codex_like.py"
 

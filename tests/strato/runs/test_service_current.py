@@ -14,8 +14,8 @@ from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
 from strato.runs.store import Outcome
-from tests.strato.flow.engine_helpers import make_workspace
-from tests.strato.mcp.conftest import GATE_SPEC
+from tests.support.flows import make_workspace
+from tests.support.mcp import GATE_SPEC
 
 LOW = {"output": {"text": "draft", "score": 0.2}}  # fails the ensure: a retry is issued
 GOOD = {"output": {"text": "final", "score": 0.9}}

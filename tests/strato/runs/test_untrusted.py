@@ -11,7 +11,7 @@ from pathlib import Path
 from strato.agents import trust
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 
 SPEC = """
 version: 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from strato.decide.decision import decide
 from tests.conftest import commit_all
-from tests.strato.decide import builders
+from tests.support import governed as builders
 from tests.tropo.helpers import make_vault, tropo
 from tropo.governed.capsule import is_intact
 from tropo.governed.receipt import js_timestamp

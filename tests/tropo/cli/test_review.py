@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tests.strato.guard.conftest import outside_code
+from tests.support.guard import outside_code
 from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
 
 

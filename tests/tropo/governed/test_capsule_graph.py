@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.strato.decide import builders as b
-from tests.strato.decide.oracle import run_upstream
+from tests.support import governed as b
+from tests.support.oracle import run_upstream
 from tropo.governed.capsule import is_intact
 from tropo.governed.capsule_graph import compile_capsule, graph_fingerprint
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.strato.decide import builders as b
+from tests.support import governed as b
 from tests.tropo.review.test_verify_governed import CAPSULE, GATE, edit, resealed_receipt
 
 DRIVER = Path(__file__).with_name("verdict_driver.py")

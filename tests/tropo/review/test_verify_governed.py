@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.strato.decide import builders as b
+from tests.support import governed as b
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.governed.receipt import build_receipt

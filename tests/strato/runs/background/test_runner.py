@@ -23,7 +23,7 @@ from strato.runs.background import runner as background
 from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
 from strato.runs.views import wire
-from tests.strato.runs.bg_helpers import (
+from tests.support.runs import (
     STEPS_SPEC,
     calls,
     fanout_spec,
@@ -280,11 +280,13 @@ def _item_calls_sent_once(root: Path, run_id: str, where: str) -> None:
     assert len(debited) == len(handed), where
 
 
+@pytest.mark.slow
 def test_a_runner_killed_at_random_points_30_times_ends_each_run_as_the_foreground(workspace: Path) -> None:
     kills = killed_at_random(workspace, STEPS_SPEC, {}, 30, "k")
     assert kills >= 15, f"only {kills} kills landed on a live runner"
 
 
+@pytest.mark.slow
 def test_a_runner_killed_mid_fanout_never_runs_an_item_agent_twice(workspace: Path) -> None:
     """The same with a fanout: a runner started after a kill hands back the calls its
     items' agents made (or waits for the ones still running) instead of calling again.

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from strato.runs.engine import bounds
 from strato.runs.engine.state import Refused
-from tests.strato.flow.engine_helpers import make_workspace, reply
-from tests.strato.runs.engine.test_dispatches import SPEC, _plan, _ready
+from tests.support.flows import DISPATCH_SPEC, make_workspace, planned, ready_entry, reply
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
@@ -59,8 +58,8 @@ def test_text_deeper_than_pythons_parser_goes_is_refused_not_raised() -> None:
 
 
 def test_a_result_past_a_bound_is_refused_by_the_service_and_nothing_is_written(tmp_path: Path) -> None:
-    _, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    _, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     head = runs.load("r1").head
     for result, code in (
         ({"output": nested(bounds.MAX_DEPTH)}, "too_deep"),
@@ -70,15 +69,15 @@ def test_a_result_past_a_bound_is_refused_by_the_service_and_nothing_is_written(
             runs.done("r1", "a", entry["dispatchToken"], result)
         assert caught.value.code == code
     with pytest.raises(Refused):
-        runs.plan(SPEC, {"deep": nested(bounds.MAX_DEPTH)}, "r2")
+        runs.plan(DISPATCH_SPEC, {"deep": nested(bounds.MAX_DEPTH)}, "r2")
     assert runs.load("r1").head == head and "r2" not in runs.store.run_ids()
     ok = runs.done("r1", "a", entry["dispatchToken"], {"output": {"n": 1, "pad": nested(bounds.MAX_DEPTH - 2)}})
     assert ok.snap.head != head  # just within: taken
 
 
 def test_the_cli_refuses_deep_or_large_json_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     head = runs.load("r1").head
     deep = tmp_path / "deep.json"
     deep.write_text('{"output": ' + "[" * 50_000 + "]" * 50_000 + "}")
@@ -92,7 +91,7 @@ def test_the_cli_refuses_deep_or_large_json_with_one_line_and_exit_2(tmp_path: P
         (("flow", "usage", "r1", entry["dispatchId"], "--usage", f"@{deep}"), "too_deep"),
         (("flow", "plan", str(tmp_path / "s.yaml"), "--input", "x=" + "[" * 5000 + "]" * 5000), "too_deep"),
     ):
-        (tmp_path / "s.yaml").write_text(SPEC)
+        (tmp_path / "s.yaml").write_text(DISPATCH_SPEC)
         proc = ws.strato(*args)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
@@ -107,7 +106,7 @@ def test_engine_mode_takes_an_agents_too_deep_output_as_a_failed_attempt(tmp_pat
     answer = {"type": "result", "result": too_deep, "usage": {}}
     good = {"type": "result", "result": json.dumps({"n": 2}), "usage": {}}
     ws.agents([{"match": "step a", "replies": [reply(answer), reply(good)]}, {"match": "step b", "replies": [reply(good)]}])
-    (tmp_path / "s.yaml").write_text(SPEC)
+    (tmp_path / "s.yaml").write_text(DISPATCH_SPEC)
     code, view = ws.strato_json("run", str(tmp_path / "s.yaml"), "--id", "r1")
     assert code == 0 and view["status"] == "completed", view
     rows = [row for row in ws.runs().audit("r1")["attempts"] if row["stepId"] == "a"]

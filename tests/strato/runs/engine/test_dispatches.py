@@ -17,30 +17,7 @@ from strato.runs.dispatch.fanout import record_dispatch, record_item
 from strato.runs.engine.dispatches import engine_telemetry, telemetry_errors
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from tests.strato.flow.engine_helpers import Workspace, make_workspace, reply
-
-SPEC = """
-version: 1
-contracts:
-  R: {n: integer}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${b.output}", contract: R}
-    budget: {usd: 1.0}
-    steps:
-      - id: a
-        do: "step a"
-        out: R
-        ensure:
-          - expr: "result.n > 0"
-        attempts: 3
-      - id: b
-        after: [a]
-        do: "step b after ${a.output.n}"
-        out: R
-"""
+from tests.support.flows import DISPATCH_SPEC, make_workspace, planned, ready_entry, reply
 
 CONSUMER = """
 version: 1
@@ -70,17 +47,6 @@ flows:
 """
 
 
-def _plan(tmp_path: Path, spec: str = SPEC, inputs: dict[str, Any] | None = None) -> tuple[Workspace, Runs]:
-    ws = make_workspace(tmp_path)
-    runs = ws.runs()
-    runs.plan(spec, inputs or {}, "r1")
-    return ws, runs
-
-
-def _ready(runs: Runs, step: str = "a") -> dict[str, Any]:
-    return next(e for e in runs.engine(runs.load("r1")).ready() if e["id"] == step)
-
-
 def _events(runs: Runs, kind: str) -> list[dict[str, Any]]:
     """The run's events of one kind; `usage_debit` ones are checked against the
     reference's payload (no undeclared key, every type right) on the way."""
@@ -91,28 +57,28 @@ def _events(runs: Runs, kind: str) -> list[dict[str, Any]]:
 
 
 def test_a_ready_entry_carries_its_dispatch_generation_and_digests(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    first = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    first = ready_entry(runs)
     assert first["generation"] == 1
     assert first["dispatchId"] != first["dispatchToken"]
     assert first["contractDigest"].startswith("sha256:") and first["revisionDigest"].startswith("sha256:")
     # a rejected result hands the step out again: same contract, a new generation
     runs.done("r1", "a", first["dispatchToken"], {"output": {"n": 0}})
-    second = _ready(runs)
+    second = ready_entry(runs)
     assert second["generation"] == 2 and second["attempt"] == 2
     assert second["dispatchId"] != first["dispatchId"]
     assert second["contractDigest"] == first["contractDigest"]
     assert second["revisionDigest"] != first["revisionDigest"]
     runs.done("r1", "a", second["dispatchToken"], {"output": {"n": 1}})
     # another step has another contract
-    assert _ready(runs, "b")["contractDigest"] != first["contractDigest"]
-    assert _ready(runs, "b")["generation"] == 1
+    assert ready_entry(runs, "b")["contractDigest"] != first["contractDigest"]
+    assert ready_entry(runs, "b")["generation"] == 1
 
 
 def test_a_second_run_of_the_same_spec_has_the_same_contract_and_another_revision(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    runs.plan(SPEC, {}, "r2")
-    one = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    runs.plan(DISPATCH_SPEC, {}, "r2")
+    one = ready_entry(runs)
     two = next(e for e in runs.engine(runs.load("r2")).ready() if e["id"] == "a")
     assert one["contractDigest"] == two["contractDigest"]
     assert one["revisionDigest"] != two["revisionDigest"]
@@ -131,10 +97,10 @@ def test_a_second_run_of_the_same_spec_has_the_same_contract_and_another_revisio
 def test_a_result_claiming_an_earlier_hand_out_is_refused_even_with_the_current_token(
     tmp_path: Path, claim: dict[str, Any], code: str
 ) -> None:
-    _ws, runs = _plan(tmp_path)
-    first = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    first = ready_entry(runs)
     runs.done("r1", "a", first["dispatchToken"], {"output": {"n": 0}})
-    current = _ready(runs)
+    current = ready_entry(runs)
     claim = {k: (first[k] if v == "FIRST" else v) for k, v in claim.items()}
     head = runs.load("r1").head
     with pytest.raises(Refused) as refused:
@@ -148,10 +114,10 @@ def test_a_result_claiming_an_earlier_hand_out_is_refused_even_with_the_current_
 
 
 def test_a_stale_token_with_the_current_digests_is_still_refused(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    first = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    first = ready_entry(runs)
     runs.done("r1", "a", first["dispatchToken"], {"output": {"n": 0}})
-    current = _ready(runs)
+    current = ready_entry(runs)
     mine = {k: current[k] for k in ("generation", "contractDigest", "revisionDigest")}
     with pytest.raises(Refused) as refused:
         runs.done("r1", "a", first["dispatchToken"], {"output": {"n": 5}}, mine)
@@ -159,8 +125,8 @@ def test_a_stale_token_with_the_current_digests_is_still_refused(tmp_path: Path)
 
 
 def test_usage_is_debited_once_per_dispatch_and_each_debit_has_the_next_seq(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    first = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    first = ready_entry(runs)
     telemetry = {"durationMs": 1500, "model": "gpt-5-codex", "effort": "high"}
     runs.usage_report("r1", first["dispatchId"], {"usd": 0.25, "tokens": 100}, telemetry)
     head = runs.load("r1").head
@@ -169,9 +135,9 @@ def test_usage_is_debited_once_per_dispatch_and_each_debit_has_the_next_seq(tmp_
     assert runs.load("r1").head == head
     # the result's own usage for the same dispatch is not debited again
     runs.done("r1", "a", first["dispatchToken"], {"output": {"n": 0}, "usage": {"usd": 0.25, "tokens": 100}})
-    second = _ready(runs)
+    second = ready_entry(runs)
     runs.done("r1", "a", second["dispatchToken"], {"output": {"n": 2}, "usage": {"usd": 0.5}})
-    b = _ready(runs, "b")
+    b = ready_entry(runs, "b")
     runs.usage_report("r1", b["dispatchId"], {"usd": 0.125})
     spent = runs.load("r1").state["flowSpent"]
     assert spent["usd"] == 0.875 and spent["tokens"] == 100 and spent["dispatches"] == 3
@@ -197,8 +163,8 @@ def test_usage_is_debited_once_per_dispatch_and_each_debit_has_the_next_seq(tmp_
 
 
 def test_telemetry_of_a_result_is_kept_in_its_attempt_and_its_debit(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     telemetry = {"durationMs": 42.5, "model": "claude-opus"}
     runs.done("r1", "a", entry["dispatchToken"], {"output": {"n": 1}, "telemetry": telemetry})
     state = runs.load("r1").state
@@ -239,8 +205,8 @@ BAD_TELEMETRY = [
 
 @pytest.mark.parametrize("telemetry", BAD_TELEMETRY)
 def test_bad_telemetry_is_refused_and_nothing_is_recorded(tmp_path: Path, telemetry: Any) -> None:
-    _ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     head = runs.load("r1").head
     with pytest.raises(Refused) as refused:
         runs.done(
@@ -263,8 +229,8 @@ def test_bad_telemetry_is_refused_and_nothing_is_recorded(tmp_path: Path, teleme
     ["x", {"usd": -1}, {"usd": float("nan")}, {"usd": True}, {"coins": 1}, {"dispatches": 1}],
 )
 def test_a_malformed_usage_report_is_refused_and_nothing_is_recorded(tmp_path: Path, usage: Any) -> None:
-    _ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     head = runs.load("r1").head
     with pytest.raises(Refused) as refused:
         runs.usage_report("r1", entry["dispatchId"], usage)
@@ -273,10 +239,10 @@ def test_a_malformed_usage_report_is_refused_and_nothing_is_recorded(tmp_path: P
 
 
 def test_a_usage_report_for_a_dispatch_the_run_never_made_is_refused(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path)
-    runs.plan(SPEC, {}, "r2")
+    _ws, runs = planned(tmp_path)
+    runs.plan(DISPATCH_SPEC, {}, "r2")
     other = next(e for e in runs.engine(runs.load("r2")).ready() if e["id"] == "a")
-    for dispatch_id in (other["dispatchId"], _ready(runs)["dispatchToken"], "", "../x"):
+    for dispatch_id in (other["dispatchId"], ready_entry(runs)["dispatchToken"], "", "../x"):
         with pytest.raises(Refused) as refused:
             runs.usage_report("r1", dispatch_id, {"usd": 1})
         assert refused.value.code == "unknown_dispatch"
@@ -285,8 +251,8 @@ def test_a_usage_report_for_a_dispatch_the_run_never_made_is_refused(tmp_path: P
 def test_usage_that_overspends_the_flow_budget_ends_the_run_and_later_reports_still_count(
     tmp_path: Path,
 ) -> None:
-    _ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     runs.usage_report("r1", entry["dispatchId"], {"usd": 1.5})
     state = runs.load("r1").state
     assert state["status"] == "budget_exhausted"
@@ -294,7 +260,7 @@ def test_usage_that_overspends_the_flow_budget_ends_the_run_and_later_reports_st
     with pytest.raises(Refused):  # its result can no longer be accepted
         runs.done("r1", "a", entry["dispatchToken"], {"output": {"n": 1}})
     # spend reported after the end is real spend: recorded, once
-    runs.plan(SPEC, {}, "r2")
+    runs.plan(DISPATCH_SPEC, {}, "r2")
     entry2 = next(e for e in runs.engine(runs.load("r2")).ready() if e["id"] == "a")
     runs.cancel("r2", "stop")
     runs.usage_report("r2", entry2["dispatchId"], {"usd": 0.3})
@@ -306,11 +272,11 @@ def test_usage_that_overspends_the_flow_budget_ends_the_run_and_later_reports_st
 def test_a_revert_hands_live_steps_out_again_and_the_superseded_dispatch_may_still_report(
     tmp_path: Path,
 ) -> None:
-    _ws, runs = _plan(tmp_path)
-    before = _ready(runs)
+    _ws, runs = planned(tmp_path)
+    before = ready_entry(runs)
     runs.commit("r1", "cp")
     runs.revert("r1", "cp")
-    after = _ready(runs)
+    after = ready_entry(runs)
     assert after["generation"] == before["generation"] + 1
     assert after["dispatchId"] != before["dispatchId"] and after["revisionDigest"] != before["revisionDigest"]
     with pytest.raises(Refused) as refused:
@@ -326,7 +292,7 @@ def test_a_revert_hands_live_steps_out_again_and_the_superseded_dispatch_may_sti
 
 
 def test_consumer_items_are_dispatches_with_item_generations(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path, CONSUMER, {"xs": [1, 2]})
+    _ws, runs = planned(tmp_path, CONSUMER, {"xs": [1, 2]})
     items = {e["id"]: e for e in runs.engine(runs.load("r1")).ready()}
     one = items["each/0"]
     assert one["generation"] == 1 and one["itemIndex"] == 0
@@ -366,7 +332,7 @@ def test_engine_mode_debits_each_agent_call_once_with_its_measured_time(tmp_path
         ]
     )
     spec = tmp_path / "s.yaml"
-    spec.write_text(SPEC)
+    spec.write_text(DISPATCH_SPEC)
     code, view = ws.strato_json("run", str(spec), "--id", "r1")
     assert code == 0, view
     runs = ws.runs()
@@ -385,8 +351,8 @@ def test_engine_mode_debits_each_agent_call_once_with_its_measured_time(tmp_path
 
 
 def test_the_cli_reports_usage_once_and_refuses_bad_reports(tmp_path: Path) -> None:
-    ws, runs = _plan(tmp_path)
-    entry = _ready(runs)
+    ws, runs = planned(tmp_path)
+    entry = ready_entry(runs)
     args = ("flow", "usage", "r1", entry["dispatchId"], "--usage", '{"usd": 0.5}')
     code, first = ws.strato_json(*args, "--telemetry", '{"durationMs": 7, "model": "m"}')
     assert code == 0 and first["status"] == "debited" and first["seq"] == 1
@@ -460,11 +426,11 @@ flows:
 
 
 def test_generations_go_on_across_a_revise_round(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path, GATED)
-    first = _ready(runs, "work")
+    _ws, runs = planned(tmp_path, GATED)
+    first = ready_entry(runs, "work")
     runs.done("r1", "work", first["dispatchToken"], {"output": {"n": 1}})
     runs.gate("r1", "review", "revise", note="again")
-    second = _ready(runs, "work")
+    second = ready_entry(runs, "work")
     assert (first["epoch"], second["epoch"]) == (0, 1)
     assert (first["generation"], second["generation"]) == (1, 2)
     assert second["revisionDigest"] != first["revisionDigest"]
@@ -511,7 +477,7 @@ flows:
 def test_an_engine_fanout_item_recorded_again_after_a_lost_race_still_debits_its_calls(
     tmp_path: Path,
 ) -> None:
-    _ws, runs = _plan(tmp_path, ENGINE_FANOUT, {"xs": [7]})
+    _ws, runs = planned(tmp_path, ENGINE_FANOUT, {"xs": [7]})
     call = {
         "dispatchId": "call-1",
         "stage": 0,
@@ -571,8 +537,8 @@ flows:
 
 
 def test_usage_of_a_finished_subflows_step_counts_against_its_run_step_and_the_flow(tmp_path: Path) -> None:
-    _ws, runs = _plan(tmp_path, NESTED)
-    inner = _ready(runs, "sub/w")
+    _ws, runs = planned(tmp_path, NESTED)
+    inner = ready_entry(runs, "sub/w")
     runs.done("r1", "sub/w", inner["dispatchToken"], {"output": {"n": 1}})
     assert runs.load("r1").state["scope"]["steps"]["sub"]["status"] == "succeeded"
     runs.usage_report("r1", inner["dispatchId"], {"usd": 2.0})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from strato.flow.validate import load_spec
 from strato.runs.views.attempts import attempt_rows
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 from tropo.review.retrieval import estimate_tokens
 
 SPEC = """

@@ -13,7 +13,7 @@ from strato.runs.lanes import model as lanes
 from strato.runs.lanes.store import LaneStore
 from strato.runs.service import Runs
 from strato.runs.views.events import project
-from tests.strato.runs.lanes.test_model import decisions, judge_calls, judged_workspace
+from tests.support.lanes import decisions, judge_calls, judged_workspace
 
 FANOUT = """
 version: 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,69 +20,8 @@ from strato.runs.lanes.store import REF, LaneStore
 from strato.runs.service import Runs
 from tests.approvals import approve_agents, approve_spec
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import Workspace, make_workspace
-
-SPEC = """
-version: 1
-contracts:
-  A: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${w.output}", contract: A}
-    steps:
-      - id: w
-        do: "write"
-        out: A
-        attempts: 1
-        ensure:
-          - expr: "result.text != 'forbidden'"
-          - judged: {statement: "the text is polite", stakes: STAKES}
-"""
-LANE = "main/w/claude"
-
-
-def judged_workspace(tmp_path: Path, rules: list[dict[str, Any]] | None = None) -> Workspace:
-    """Agents configured (scripted by `rules`; without them the writer is never called:
-    results are reported by the test, as a consumer agent would), and a judge script that
-    fails outputs containing RUDE and logs every question it is asked."""
-    ws = make_workspace(tmp_path)
-    ws.agents(rules or [])
-    judge = tmp_path / "judge.py"
-    judge.write_text(
-        textwrap.dedent(
-            f"""
-            import json, sys
-            with open({str(tmp_path / "judge.log")!r}, "a") as log:
-                log.write(sys.argv[1].replace("\\n", " ") + "\\n")
-            holds = "RUDE" not in sys.argv[1]
-            print(json.dumps({{"holds": holds, "reason": "checked"}}))
-            """
-        )
-    )
-    argv = json.dumps([sys.executable, str(judge), "{prompt}"])
-    config = ws.root / ".vivary" / "agents.toml"
-    config.write_text(config.read_text() + f"[judge]\nargv = {argv}\ntimeout_s = 60\n")
-    approve_agents(ws.root)
-    return ws
-
-
-def judge_calls(tmp_path: Path) -> int:
-    log = tmp_path / "judge.log"
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def run_once(runs: Runs, run_id: str, text: str, stakes: str = "cheap", spec: str = SPEC) -> dict[str, Any]:
-    """Plan a run named `run_id`, report `text` for its step, return its audit."""
-    snap = runs.plan(spec.replace("STAKES", stakes), {}, run_id).snap
-    token = snap.state["scope"]["steps"]["w"]["dispatchToken"]
-    runs.done(run_id, "w", token, {"output": {"text": text}})
-    return runs.audit(run_id)
-
-
-def decisions(audit: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in audit["events"] if e["type"] in ("verified", "skipped") and "lane" in e.get("detail", {})]
+from tests.support.flows import Workspace
+from tests.support.lanes import JUDGED_SPEC, LANE, decisions, judge_calls, judged_workspace, run_once
 
 
 def lane(runs: Runs) -> dict[str, Any]:
@@ -226,7 +164,7 @@ def test_a_judge_failure_caught_while_trusted_also_resets(tmp_path: Path) -> Non
 
 def test_a_change_of_the_steps_spec_resets_the_lane(tmp_path: Path) -> None:
     _ws, runs = _trusted(tmp_path)
-    changed = SPEC.replace("the text is polite", "the text is kind")
+    changed = JUDGED_SPEC.replace("the text is polite", "the text is kind")
     for n in range(lanes.TRUST_AFTER):
         [decision] = decisions(run_once(runs, f"c{n}", "hello", spec=changed))
         assert decision["type"] == "verified" and decision["detail"]["streak"] == n

@@ -17,8 +17,8 @@ import pytest
 from strato.runs.lanes.store import MAX_MERGE_DEPTH, REF, LanesCorrupt, LaneStore, evidence_id
 from tests.approvals import approve_agents
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import Workspace
-from tests.strato.runs.lanes.test_model import LANE, judged_workspace, run_once
+from tests.support.flows import Workspace
+from tests.support.lanes import LANE, judged_workspace, lane_evidence, run_once
 
 
 def _two_clones(tmp_path: Path) -> tuple[Workspace, Workspace, Path]:
@@ -96,11 +96,6 @@ def test_two_clones_that_diverged_are_merged_into_one_log(tmp_path: Path) -> Non
     git(a.root, "fetch", "-q", "origin", "refs/vivary/runs/*:refs/vivary/runs/*")
     code, report = a.strato_json("lanes", "--check")
     assert code == 0, report
-
-
-def lane_evidence(kind: str, second: int) -> dict[str, Any]:
-    return {"kind": kind, "lane": LANE, "runId": f"r{second}", "stepId": "w", "attempt": 1,
-            "specDigest": "s", "configDigest": "c", "checked": True, "at": f"2026-01-01T00:00:{second:02d}Z"}
 
 
 def test_the_merge_folds_evidence_in_the_order_it_was_taken_not_side_by_side(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from strato.runs.service import Runs
 from strato.runs.views.attempts import RESOLUTIONS
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 
 SPEC = """
 version: 1

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from strato.runs.engine.state import Refused
-from tests.strato.flow.engine_helpers import Workspace, event_types, make_workspace, reply
+from tests.support.flows import Workspace, event_types, make_workspace, reply
 
 
 def costly(output: dict[str, Any], usd: float = 0.0, tokens: int = 0) -> dict[str, Any]:

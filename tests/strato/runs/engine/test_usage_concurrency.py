@@ -4,38 +4,11 @@ compare-and-swap, and every loser reloads and finds the dispatch already debited
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from tests.strato.flow.engine_helpers import make_workspace
-from tests.strato.runs.engine.test_dispatches import SPEC
-
-REPLAY = Path(__file__).parent / "scripts" / "replay_usage.py"
-PROCESSES, THREADS = 4, 25
-
-
-def _replay(root: Path, go: Path, *calls: dict[str, Any]) -> Counter[str]:
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(REPLAY), str(root), "r1", str(go), str(THREADS), *map(json.dumps, calls)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(PROCESSES)
-    ]
-    go.touch()  # release every thread of every process together
-    seen: Counter[str] = Counter()
-    for proc in procs:
-        out, _ = proc.communicate()
-        assert proc.returncode == 0
-        for line in out.splitlines():
-            answer = json.loads(line)
-            seen[answer.get("ok") or f"refused:{answer['refused']}"] += 1
-    return seen
+from tests.support.flows import DISPATCH_SPEC, make_workspace
+from tests.support.runs import PROCESSES, THREADS, replay_usage
 
 
 def _usage_commits(root: Path) -> list[str]:
@@ -51,10 +24,10 @@ def _usage_commits(root: Path) -> list[str]:
 def test_a_usage_report_replayed_100_times_concurrently_is_debited_once(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     runs = ws.runs()
-    runs.plan(SPEC, {}, "r1")
+    runs.plan(DISPATCH_SPEC, {}, "r1")
     entry = runs.engine(runs.load("r1")).ready()[0]
     call = {"kind": "usage", "dispatchId": entry["dispatchId"], "usage": {"usd": 0.125, "tokens": 7}}
-    seen = _replay(ws.root, tmp_path / "go", call)
+    seen = replay_usage(ws.root, tmp_path / "go", call)
     assert seen == {"debited": 1, "duplicate": PROCESSES * THREADS - 1}
     state = runs.load("r1").state
     assert state["flowSpent"] == {"dispatches": 1, "usd": 0.125, "tokens": 7}
@@ -66,7 +39,7 @@ def test_a_usage_report_replayed_100_times_concurrently_is_debited_once(tmp_path
 def test_a_result_with_usage_racing_usage_reports_for_its_dispatch_debits_once(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     runs = ws.runs()
-    runs.plan(SPEC, {}, "r1")
+    runs.plan(DISPATCH_SPEC, {}, "r1")
     entry = runs.engine(runs.load("r1")).ready()[0]
     usage = {"usd": 0.25}
     report = {"kind": "usage", "dispatchId": entry["dispatchId"], "usage": usage}
@@ -76,7 +49,7 @@ def test_a_result_with_usage_racing_usage_reports_for_its_dispatch_debits_once(t
         "token": entry["dispatchToken"],
         "result": {"output": {"n": 1}, "usage": usage},
     }
-    seen = _replay(ws.root, tmp_path / "go", report, done)
+    seen = replay_usage(ws.root, tmp_path / "go", report, done)
     # one result is accepted, every other copy is refused; one debit, whoever won it
     dones = PROCESSES * (THREADS // 2)  # threads alternate: report, done, report, ...
     assert seen["done"] == 1

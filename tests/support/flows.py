@@ -14,8 +14,9 @@ from typing import Any
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, git, write_files
+from tests.support import console
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1] / "strato" / "flow"
 AGENT = HERE / "agent_scripts" / "scripted.py"
 FIXTURES = HERE / "fixtures"
 STRATO = Path(sys.executable).parent / "strato"
@@ -52,9 +53,8 @@ class Workspace:
         return (FIXTURES / name).read_text()
 
     def strato(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(  # the timeout turns a hang into a loud failure
-            [str(STRATO), *args, "--root", str(self.root)], capture_output=True, text=True, timeout=300
-        )
+        """`strato ARGS --root ROOT`, in process (the CLI, not the process, is under test)."""
+        proc = console.run("strato", *args, "--root", self.root)
         if check and proc.returncode != 0:
             raise AssertionError(f"strato {args} exited {proc.returncode}: {proc.stderr}")
         return proc
@@ -79,3 +79,38 @@ def reply(obj: Any) -> dict[str, Any]:
 
 def event_types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+DISPATCH_SPEC = """
+version: 1
+contracts:
+  R: {n: integer}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${b.output}", contract: R}
+    budget: {usd: 1.0}
+    steps:
+      - id: a
+        do: "step a"
+        out: R
+        ensure:
+          - expr: "result.n > 0"
+        attempts: 3
+      - id: b
+        after: [a]
+        do: "step b after ${a.output.n}"
+        out: R
+"""
+
+
+def planned(tmp_path: Path, spec: str = DISPATCH_SPEC, inputs: dict[str, Any] | None = None) -> tuple[Workspace, Runs]:
+    ws = make_workspace(tmp_path)
+    runs = ws.runs()
+    runs.plan(spec, inputs or {}, "r1")
+    return ws, runs
+
+
+def ready_entry(runs: Runs, step: str = "a") -> dict[str, Any]:
+    return next(e for e in runs.engine(runs.load("r1")).ready() if e["id"] == step)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.strato.flow.engine_helpers import event_types, make_workspace, reply
+from tests.support.flows import event_types, make_workspace, reply
 
 
 def test_minimal_retries_a_low_confidence_answer_then_completes(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.strato.flow.engine_helpers import FIXTURES, STRATO, make_workspace, reply
+from tests.support.flows import FIXTURES, STRATO, make_workspace, reply
 
 GATE = str(FIXTURES / "readme_gate.stratum.yaml")
 

@@ -11,7 +11,7 @@ from strato.agents import trust
 from strato.runs.engine.state import Refused
 from tests.approvals import approve_spec
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import Workspace, make_workspace
+from tests.support.flows import Workspace, make_workspace
 
 SIMPLE = """
 version: 1

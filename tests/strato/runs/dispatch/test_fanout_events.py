@@ -25,7 +25,7 @@ from strato.runs.dispatch.fanout import record_attempt, record_dispatch
 from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
 from strato.runs.views import wire
-from tests.strato.runs.bg_helpers import calls, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
+from tests.support.runs import calls, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
 
 SPEC = """\
 version: 1

@@ -12,35 +12,10 @@ import pytest
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import CheckpointNotFound
-from tests.strato.flow.engine_helpers import event_types, make_workspace
+from tests.support.flows import event_types, make_workspace
+from tests.support.specs import review_spec
 
-REVIEW = """
-version: 1
-contracts:
-  Draft: {text: string}
-flows:
-  entry: main
-  main:
-    input: {topic: string}
-    output: {from: "${polish.output}", contract: Draft}
-    max_rounds: 2
-    carry:
-      notes:
-        initial: "${input.topic}"
-        on_revise:
-          review: "${draft.output.text}"
-    steps:
-      - id: draft
-        do: "Draft ${input.topic}; notes: ${notes}"
-        out: Draft
-      - id: review
-        after: [draft]
-        gate: {on_approve: null, on_revise: draft, on_kill: null}
-      - id: polish
-        after: [review]
-        do: "Polish ${draft.output.text}"
-        out: Draft
-"""
+REVIEW = review_spec()
 
 BUDGET = """
 version: 1

@@ -14,10 +14,9 @@ from typing import Any
 
 from strato.runs.service import Runs
 from tests.approvals import approve_agents
-from tests.strato.flow.engine_helpers import STRATO, Workspace, make_workspace
-from tests.strato.mcp.conftest import Session, run_server
-from tests.strato.runs.bg_helpers import wait_for
-from tests.strato.runs.test_usage_concurrency import PROCESSES, THREADS, _replay
+from tests.support.flows import STRATO, Workspace, make_workspace
+from tests.support.mcp import Session, run_server
+from tests.support.runs import PROCESSES, THREADS, replay_usage, wait_for
 
 ONE = """
 version: 1
@@ -126,7 +125,7 @@ def test_reports_racing_the_engines_claim_never_replace_its_measure(tmp_path: Pa
     runs.plan(ONE, {}, "r1")
     first = _ready_id(ws)
     engine = _engine(ws, "--resume", "r1")  # claims while 100 threads in 4 processes report
-    seen = _replay(ws.root, tmp_path / "go", {"kind": "usage", "dispatchId": first, "usage": {"usd": 0.01}})
+    seen = replay_usage(ws.root, tmp_path / "go", {"kind": "usage", "dispatchId": first, "usage": {"usd": 0.01}})
     out, _ = engine.communicate(timeout=300)
     assert engine.returncode == 0, out
     assert sum(seen.values()) == PROCESSES * THREADS

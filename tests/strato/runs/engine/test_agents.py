@@ -18,9 +18,9 @@ from strato.agents.calls import call, unwrap
 from strato.agents.config import AgentConfigError, AgentSpec, load_config
 from strato.runs.service import SpecInvalid
 from tests.approvals import approve_agents
-from tests.strato.flow.engine_helpers import make_workspace, reply
+from tests.support.flows import FIXTURES, make_workspace, reply
 
-MINIMAL = (Path(__file__).parent / "fixtures" / "readme_minimal.stratum.yaml").read_text()
+MINIMAL = (FIXTURES / "readme_minimal.stratum.yaml").read_text()
 
 
 def _agent(tmp_path: Path, body: str, timeout_s: float = 60, interval: float = 0) -> AgentSpec:
@@ -101,7 +101,7 @@ def test_pacing_holds_across_processes(tmp_path: Path) -> None:
             with open({str(stamps)!r}, "a") as fh:
                 fh.write(f"{{time.time()}}\\n")
     """))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[4])}
     procs = [subprocess.Popen([sys.executable, str(caller)], env=env) for _ in range(3)]
     assert [p.wait() for p in procs] == [0, 0, 0]
     times = sorted(float(t) for t in stamps.read_text().split())

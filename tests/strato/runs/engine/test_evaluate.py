@@ -14,7 +14,7 @@ import pytest
 from strato.agents import trust
 from strato.runs.engine.state import Refused
 from tests.approvals import approve_spec
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 
 EVALUATE = """
 version: 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from strato.distill import service
+
 
 def claude_line(session: str, cwd: Path, stamp: str, tool: str, command: str | None = None) -> str:
     item: dict[str, object] = {"type": "tool_use", "id": f"toolu_{stamp}", "name": tool,
@@ -37,3 +39,13 @@ def codex_session(folder: Path, session: str, cwd: Path, commands: list[str],
     path = folder / f"rollout-{day}-{session}.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+FLOW = [("Bash", "git status"), ("Bash", "pytest -q tests"), ("Bash", "git commit -m 'wip'")]
+
+
+OTHER = [("Read", None)]
+
+
+def sources(tmp_path: Path) -> service.Sources:
+    return service.Sources([tmp_path / "claude"], [tmp_path / "codex"])

@@ -19,25 +19,8 @@ from strato.flow.spec import DoStep
 from strato.flow.validate import load_spec
 from strato.runs.engine.checks import Judge, check
 from tests.approvals import approve_agents
-from tests.strato.flow.engine_helpers import Workspace, make_workspace
-
-SPEC = """
-version: 1
-contracts:
-  A: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${w.output}", contract: A}
-    steps:
-      - id: w
-        do: "write"
-        out: A
-        attempts: 1
-        ensure:
-          - judged: {statement: "the text is polite", stakes: cheap}
-"""
+from tests.support.flows import Workspace, make_workspace
+from tests.support.specs import JUDGED
 
 
 def _with_judge(tmp_path: Path, stdout: str, exit_code: int = 0) -> Workspace:
@@ -66,7 +49,7 @@ def _with_judge(tmp_path: Path, stdout: str, exit_code: int = 0) -> Workspace:
 
 def _run(ws: Workspace, tmp_path: Path) -> tuple[dict[str, object], list[dict[str, object]]]:
     runs = ws.runs()
-    run_id = runs.plan(SPEC, {}).snap.run_id
+    run_id = runs.plan(JUDGED, {}).snap.run_id
     state = runs.drive(run_id).state
     judged = [e["detail"] for e in runs.audit(run_id)["events"] if e["type"] == "judged"]
     asked = (tmp_path / "judge.log").read_text().splitlines()
@@ -78,7 +61,7 @@ def test_without_a_judge_a_judged_ensure_fails_closed(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     ws.agents([{"match": "write", "replies": [{"json": {"text": "hello"}}]}])
     runs = ws.runs()
-    state = runs.drive(runs.plan(SPEC, {}).snap.run_id).state
+    state = runs.drive(runs.plan(JUDGED, {}).snap.run_id).state
     assert state["status"] == "failed"
     assert "no judge configured" in state["failure"]["reason"]
 
@@ -157,7 +140,7 @@ def _answering(answer: Mapping[str, Any] | Exception) -> Judge:
 def test_any_judge_the_engine_is_given_must_say_exactly_true(answer: Mapping[str, Any] | Exception) -> None:
     """The engine's own rule, for judges other than the `[judge]` runner (which already
     normalises its answer): only `holds: true` holds."""
-    spec, _ = load_spec(SPEC)
+    spec, _ = load_spec(JUDGED)
     assert spec is not None
     step = spec.flow_map["main"].typed_steps[0]
     assert isinstance(step, DoStep)

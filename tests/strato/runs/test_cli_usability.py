@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.strato.flow.engine_helpers import FIXTURES, make_workspace
-from tests.strato.mcp.conftest import Session, run_server
+from tests.support.flows import FIXTURES, make_workspace
+from tests.support.mcp import Session, run_server
 
 GATE = str(FIXTURES / "readme_gate.stratum.yaml")
 

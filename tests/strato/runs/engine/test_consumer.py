@@ -12,44 +12,12 @@ import pytest
 
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from tests.strato.flow.engine_helpers import make_workspace
-
-CONSUMER = """
-version: 1
-contracts:
-  Draft: {text: string}
-  Score: {score: number}
-  Total: {n: integer}
-flows:
-  entry: main
-  main:
-    input: {topics: "string[]"}
-    output: {from: "${total.output}", contract: Total}
-    steps:
-      - id: each
-        fanout:
-          over: "${input.topics}"
-          concurrency: 2
-          isolation: none
-          require: REQUIRE
-          merge: sequential
-          dispatch: consumer
-          steps:
-            - do: "Draft ${item}"
-              out: Draft
-            - do: "Score ${prev.text}"
-              out: Score
-              ensure:
-                - expr: "result.score >= 0.5"
-      - id: total
-        after: [each]
-        set: {n: "len(result.each)"}
-        out: Total
-"""
+from tests.support.flows import make_workspace
+from tests.support.specs import consumer_fanout_spec
 
 
 def _spec(require: str = "all") -> str:
-    return CONSUMER.replace("REQUIRE", require)
+    return consumer_fanout_spec(require)
 
 
 def _ready(runs: Runs, run_id: str) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ import pytest
 from strato.runs.service import Runs
 from strato.runs.store import RunStore, head_ref
 from tests.conftest import git
-from tests.strato.flow.engine_helpers import make_workspace
+from tests.support.flows import make_workspace
 from tropo.git.repo import RefRaceError
 
 CHAIN = """
@@ -75,6 +75,7 @@ def test_a_transition_from_a_stale_head_is_refused(tmp_path: Path) -> None:
     assert info.value.actual != snap.head
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_leaves_a_consistent_resumable_run(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     spec_file = tmp_path / "chain.yaml"

@@ -12,12 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tests.approvals import approve_agents
 from tests.conftest import commit_all, write_files
+from tests.support import console
 
 # One script plays every agent; the first word of the step's `do` says which. The
 # specs name the built-in `claude`, so they stay valid outside this workspace too.
@@ -231,11 +233,9 @@ def wait_for(condition: Callable[[], Any], what: str, bound_s: float = 180) -> A
 
 
 def strato(root: Path, *args: str, stdin: str | None = None) -> tuple[int, Any, str]:
-    """Run `strato ARGS --root ROOT --json`: (exit code, its JSON, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "strato.cli", *args, "--root", str(root), "--json"],
-        capture_output=True, text=True, check=False, input=stdin, timeout=300,  # a hang fails loudly
-    )
+    """`strato ARGS --root ROOT --json` in process: (exit code, its JSON, stderr). The
+    runners it starts are real detached processes all the same."""
+    proc = console.run("strato", *args, "--root", root, "--json", input=stdin)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
 
 
@@ -255,3 +255,27 @@ def is_runner(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X") and b"strato.runs.background.runner" in cmdline
+
+
+PROCESSES, THREADS = 4, 25  # writers racing on one dispatch's usage: processes, threads each
+REPLAY = Path(__file__).parents[1] / "strato" / "runs" / "scripts" / "replay_usage.py"
+
+
+def replay_usage(root: Path, go: Path, *calls: dict[str, Any]) -> Counter[str]:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(REPLAY), str(root), "r1", str(go), str(THREADS), *map(json.dumps, calls)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(PROCESSES)
+    ]
+    go.touch()  # release every thread of every process together
+    seen: Counter[str] = Counter()
+    for proc in procs:
+        out, _ = proc.communicate()
+        assert proc.returncode == 0
+        for line in out.splitlines():
+            answer = json.loads(line)
+            seen[answer.get("ok") or f"refused:{answer['refused']}"] += 1
+    return seen

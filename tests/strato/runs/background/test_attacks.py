@@ -13,7 +13,7 @@ import pytest
 from strato.agents.locks import PlantedLink, private_folder
 from strato.runs.background import runner as background
 from strato.runs.service import Runs
-from tests.strato.runs.bg_helpers import calls, kill_hostiles, make_workspace, strato, wait_for
+from tests.support.runs import calls, kill_hostiles, make_workspace, strato, wait_for
 
 
 @pytest.fixture
