@@ -3,9 +3,9 @@
 ``apply`` builds the proposal's files on its base commit in a private index and creates
 the branch ``heartbeat/<id>`` (it must not exist yet: :func:`tropo.git.chain.move`), so
 the person's branch, index and working tree stay exactly as they were, and the branch's
-diff is the proposal. A
-proposal with no files (a hygiene finding, a private memory line) is refused: a person
-acts on it by hand. ``reject`` records the decision, so the subject is not proposed again.
+diff is the proposal. A proposal with no files (a hygiene finding, a private memory
+line) is refused: a person acts on it by hand. ``reject`` records the decision, so the
+subject is not proposed again.
 """
 
 from __future__ import annotations
