@@ -13,11 +13,15 @@ from typing import Any
 import pygit2
 import pytest
 
-from tests.conftest import git
 from tropo.git import chain
 from tropo.git.repo import RefRaceError, read_ref
 
 REF = "refs/vivary/test/chain"
+
+
+def git(cwd: Path, *args: str) -> str:
+    """What the real git program prints (these tests read the chain as a person would)."""
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
 
 
 def _repo(repo_dir: Path) -> pygit2.Repository:
