@@ -14,13 +14,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.agents import write_agents
 from strato.runs.service import Runs
-from strato.runs.store import Snapshot
+from strato.runs.store import Snapshot, Transition
+
+T = TypeVar("T")
 
 
 class FsyncJsonStore:
@@ -70,6 +72,14 @@ class FsyncJsonStore:
         doc["log"].append(message)
         self._write(snap.run_id, doc)
         return Snapshot(snap.run_id, str(doc["seq"]), state)
+
+    def update(
+        self, run_id: str, op: str, decide: Callable[[Snapshot], tuple[Transition | None, T]]
+    ) -> tuple[Snapshot, T]:
+        """One writer, so no race to retry: load, decide, write."""
+        snap = self.load(run_id)
+        change, value = decide(snap)
+        return (snap if change is None else self.transition(snap, *change)), value
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         return iter([(str(i), m) for i, m in enumerate(self._read(run_id)["log"])])

@@ -7,10 +7,11 @@ object database, so the person's working tree and index are never touched; its o
 change is the ``assignee`` line of the item. The branch is also where the work goes.
 
 Only the holder (the agent the claim commit names) releases a claim; anyone else needs
-``force`` with a reason, kept as a commit on ``refs/exo/released/<id>`` whose parents
-hold the released tips, so the record and the work it dropped stay reachable. Both
-names are self-asserted handles, not authenticated identities: this stops mistakes and
-makes overrides visible; who may push or delete at all is the remote's permissions.
+``force`` with a reason, kept as a commit on ``refs/exo/released/<id>`` (a chain of
+records, moved by :func:`tropo.git.chain.move`) whose parents hold the released tips,
+so the record and the work it dropped stay reachable. Both names are self-asserted
+handles, not authenticated identities: this stops mistakes and makes overrides
+visible; who may push or delete at all is the remote's permissions.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from exo.assignee import FrontmatterError, read_fields, set_assignee
-from tropo.git import push, trees
+from tropo.git import chain, push, trees
 from tropo.git.repo import RefRaceError, cas_ref, read_ref, signature, workdir
 from tropo.git.types import Commit, GitError, Oid, Repository, valid_ref_name
 from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
@@ -447,7 +448,7 @@ def release(
         if tracked is not None:
             cas_ref(repo, tracking_ref(remote, item_id), None, tracked, "exo: release")
     if record is not None:
-        cas_ref(repo, log, record, local_log, f"exo: forced release of {item_id}")
+        chain.move(repo, log, record, local_log, f"exo: forced release of {item_id}")
     if local is not None:
         cas_ref(repo, ref, None, local, f"exo: release {item_id}")
     return Release(item_id, ref.removeprefix("refs/heads/"), local, remote, force, holder,

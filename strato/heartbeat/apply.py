@@ -1,10 +1,11 @@
 """``apply`` and ``reject``: a person's decision on one proposal.
 
 ``apply`` builds the proposal's files on its base commit in a private index and creates
-the branch ``heartbeat/<id>`` (it must not exist yet), so the person's branch, index and
-working tree stay exactly as they were, and the branch's diff is the proposal. A
-proposal with no files (a hygiene finding, a private memory line) is refused: a person
-acts on it by hand. ``reject`` records the decision, so the subject is not proposed again.
+the branch ``heartbeat/<id>`` (it must not exist yet: :func:`tropo.git.chain.move`), so
+the person's branch, index and working tree stay exactly as they were, and the branch's
+diff is the proposal. A proposal with no files (a hygiene finding, a private memory
+line) is refused: a person acts on it by hand. ``reject`` records the decision, so the
+subject is not proposed again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from strato.proposals import store
 from tropo import untrusted
-from tropo.git import gitcli, gitlog
+from tropo.git import chain, gitcli, gitlog
+from tropo.git.repo import RefRaceError, require
 
 
 class Refused(Exception):
@@ -41,8 +43,10 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
               f"Heartbeat-Revision: {untrusted.line(record['revision'])}\n"
     commit = gitlog.commit_files(root, base, files, message)
     name = branch(pid)
-    if not gitlog.create_ref(root, f"refs/heads/{name}", commit):
-        raise Refused(f"branch {name} already exists; delete it to apply {pid} again")
+    try:
+        chain.move(require(root), f"refs/heads/{name}", commit, None, f"heartbeat: apply {pid}")
+    except RefRaceError:
+        raise Refused(f"branch {name} already exists; delete it to apply {pid} again") from None
     store.decide(side, pid, "applied", branch=name, commit=commit)
     return {"id": pid, "status": "applied", "branch": name, "commit": commit,
             "files": sorted(files)}

@@ -33,13 +33,13 @@ from strato.runs.engine.planning import FlowInfo, plan
 from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.lanes.model import LaneBook, digest
 from strato.runs.lanes.store import LaneStore
-from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, valid_label
+from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, Transition, head_ref, valid_label
 from strato.runs.views.attempts import attempt_rows
+from tropo.git.chain import ChainConflict
 from tropo.git.objects import file_at_head
 from tropo.git.repo import RefRaceError, private_dir, require, workdir
 from tropo.git.types import Repository
 
-MAX_RACE_RETRIES = 50
 # the transports a person decides through: their own terminal, or the workbench page
 # (`vivary serve`), which proves it with the per-start token only that person was shown
 PERSON_TRANSPORTS = ("terminal", "workbench")
@@ -177,21 +177,26 @@ class Runs:
         """Load, act, commit with CAS; on a lost race start over from the new head. An
         action that returns False changed nothing: no transition is written."""
         run_id = self.store.resolve(run_id)
-        for _ in range(MAX_RACE_RETRIES):
-            snap = self.store.load(run_id)
+
+        def decide(snap: Snapshot) -> tuple[Transition | None, Engine | None]:
             eng = self.engine(snap)
             if action(eng) is False:
-                return Outcome(snap, [])
+                return None, None
             if eng.lanes is not None:  # lowering trust early is always safe
                 self.lanes.record(eng.lanes.resets())
-            try:
-                new = self.store.transition(snap, eng.run, {"op": op, **detail, "events": eng.events})
-            except RefRaceError:
-                continue
-            if eng.lanes is not None:
-                self.lanes.record(eng.lanes.gains())
-            return Outcome(new, eng.events)
-        raise Refused("race_lost", f"run {run_id} kept moving; try again")
+            return (eng.run, {"op": op, **detail, "events": eng.events}), eng
+
+        try:
+            new, eng = self.store.update(run_id, op, decide)
+        except ChainConflict as exc:
+            if exc.name != head_ref(run_id):  # the lanes', not the run's
+                raise
+            raise Refused("race_lost", f"run {run_id} kept moving; try again") from None
+        if eng is None:
+            return Outcome(new, [])
+        if eng.lanes is not None:
+            self.lanes.record(eng.lanes.gains())
+        return Outcome(new, eng.events)
 
     def _record_lanes(self, eng: Engine) -> None:
         """Fold a new run's lane evidence in (it exists only once its ref does)."""

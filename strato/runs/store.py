@@ -1,28 +1,28 @@
 """Runs stored in the repository: `refs/vivary/runs/<id>/head` is a chain of commits,
 one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
 (the spec frozen at plan time); its message is the transition as JSON. The ref moves
-by compare-and-swap, so the ref is the lock: two writers starting from the same head
-can never both land. Writers also hold `tropo.git.reflock.ref_writer`, so a git ref lock
-left by a writer killed mid-update cannot block the run forever. Checkpoints are refs
-to past heads."""
+by compare-and-swap (a chain store, :mod:`tropo.git.chain`), so the ref is the lock:
+two writers starting from the same head can never both land, and a lost race decides
+again from the winner's head. Checkpoints are refs to past heads."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from tropo.git import chain
 from tropo.git.chains import commits_since, message_of, ref_names, ref_targets, ref_tips
-from tropo.git.objects import blob_at, entry_oid, write_commit
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import cas_ref, read_ref
-from tropo.git.types import Oid, Repository, oid, valid_ref_name
+from tropo.git.objects import blob_at, entry_oid
+from tropo.git.repo import read_ref
+from tropo.git.types import Oid, Repository, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
 T = TypeVar("T")
+Transition = tuple[dict[str, Any], dict[str, Any]]  # a run's next state, and the message saying why
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 
 
@@ -82,22 +82,15 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
-def dump_state(state: dict[str, Any]) -> bytes:
-    return json.dumps(state, sort_keys=True, separators=(",", ":")).encode()
-
-
 class RunStore:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
 
     def create(self, run_id: str, state: dict[str, Any], spec_yaml: str, message: dict[str, Any]) -> str:
         """Write the first commit and create the head ref (it must not exist)."""
-        files = {"run.json": dump_state(state), "spec.yaml": spec_yaml.encode()}
-        commit = write_commit(self.repo, files, [], _message(message))
+        files = {"run.json": chain.encode(state), "spec.yaml": spec_yaml.encode()}
         name = head_ref(check_run_id(run_id))
-        with ref_writer(self.repo, name):
-            cas_ref(self.repo, name, commit, None, "vivary: plan")
-        return str(commit)
+        return chain.append(self.repo, name, None, chain.Append(files, _message(message)), "vivary: plan")
 
     def resolve(self, run_id: str) -> str:
         """The run id that `run_id` names: itself, or the one run id it is a prefix of
@@ -116,10 +109,10 @@ class RunStore:
         return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> Snapshot:
-        data = blob_at(self.repo, commit, "run.json")
-        if data is None:
+        state = chain.read(self.repo, commit, "run.json")
+        if state is None:
             raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
-        return Snapshot(run_id, commit, json.loads(data))
+        return Snapshot(run_id, commit, state)
 
     def spec_text(self, snap: Snapshot) -> str:
         data = blob_at(self.repo, snap.head, "spec.yaml")
@@ -132,15 +125,39 @@ class RunStore:
     def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
-        parent = oid(snap.head)
-        spec = entry_oid(self.repo, parent, "spec.yaml")
-        files: dict[str, bytes | Oid] = {"run.json": dump_state(state)}
+        change = self._next(snap, state, message)
+        commit = chain.append(self.repo, head_ref(snap.run_id), snap.head, change, _reason(message))
+        return Snapshot(snap.run_id, commit, state)
+
+    def update(
+        self, run_id: str, op: str, decide: Callable[[Snapshot], tuple[Transition | None, T]]
+    ) -> tuple[Snapshot, T]:
+        """Load the run, `decide` its next state and transition (None: nothing to write),
+        commit it; on a lost race load the winner's head and decide again (at most
+        `chain.MAX_RACE_RETRIES` times, then `chain.ChainConflict`). The run after it,
+        and what the last `decide` returned beside its transition."""
+
+        def step(head: str | None) -> tuple[chain.Decision, tuple[Snapshot, T]]:
+            if head is None:
+                raise RunNotFound(f"no run {run_id!r}")
+            snap = self.at(run_id, head)
+            change, value = decide(snap)
+            if change is None:
+                return None, (snap, value)
+            return self._next(snap, *change), (Snapshot(run_id, head, change[0]), value)
+
+        ref = head_ref(check_run_id(run_id))
+        head, (snap, value) = chain.update(self.repo, ref, step, _reason({"op": op}))
+        return replace(snap, head=head or snap.head), value
+
+    def _next(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> chain.Append:
+        """The commit after `snap`: the new state beside the run's frozen spec (its blob
+        reused, so an unchanged spec is never hashed again)."""
+        spec = entry_oid(self.repo, snap.head, "spec.yaml")
+        files: dict[str, bytes | Oid] = {"run.json": chain.encode(state)}
         if spec is not None:
             files["spec.yaml"] = spec
-        commit = write_commit(self.repo, files, [parent], _message(message))
-        with ref_writer(self.repo, head_ref(snap.run_id)):
-            cas_ref(self.repo, head_ref(snap.run_id), commit, snap.head, f"vivary: {message.get('op', '')}")
-        return Snapshot(snap.run_id, str(commit), state)
+        return chain.Append(files, _message(message))
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""
@@ -186,8 +203,7 @@ class RunStore:
     def save_checkpoint(self, snap: Snapshot, label: str) -> None:
         name = checkpoint_ref(snap.run_id, label)
         old = read_ref(self.repo, name)
-        with ref_writer(self.repo, name):
-            cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
+        chain.move(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
 
     def checkpoint(self, run_id: str, label: str) -> Snapshot:
         commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if valid_label(run_id, label) else None
@@ -199,6 +215,11 @@ class RunStore:
 def _by_run(refs: dict[str, T]) -> dict[str, T]:
     """`refs/vivary/runs/<id>/head` -> value, keyed by run id (checkpoints left out)."""
     return {name[len(PREFIX) : -len("/head")]: v for name, v in refs.items() if name.endswith("/head")}
+
+
+def _reason(message: dict[str, Any]) -> str:
+    """The reflog line of a transition."""
+    return f"vivary: {message.get('op', '')}"
 
 
 def _message(message: dict[str, Any]) -> str:

@@ -126,14 +126,6 @@ def commit_files(root: Path, parent: str, files: dict[str, bytes], message: str)
         return git("commit-tree", tree, "-p", parent, "-F", "-", data=message.encode())
 
 
-def create_ref(root: Path, ref: str, oid: str) -> bool:
-    """Create ``ref`` at ``oid`` only if it does not exist yet (git's mutex); False if
-    it already exists."""
-    proc = subprocess.run(["git", "update-ref", "--no-deref", ref, oid, ""], cwd=root,
-                          capture_output=True, check=False)
-    return proc.returncode == 0
-
-
 def tree_files(root: Path, rev: str, suffixes: tuple[str, ...] = ()) -> dict[str, str]:
     """Files of ``rev``'s tree (path -> blob id), optionally only those ending in
     ``suffixes``; one ``ls-tree`` call."""

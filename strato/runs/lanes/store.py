@@ -1,8 +1,9 @@
 """Lanes stored in the repository: `refs/vivary/lanes` is a chain of commits whose tree
 holds `lanes.json` (every lane's record) and whose message is the evidence folded in,
 so `git log refs/vivary/lanes` is the review trail and the ref travels with push and
-fetch like any other. The ref moves by compare-and-swap: a writer that loses the race
-re-reads the new tip and folds its evidence again, so no evidence is ever overwritten.
+fetch like any other. It is a chain store (:mod:`tropo.git.chain`): a writer that loses
+the race re-reads the new tip and folds its evidence again, so no evidence is ever
+overwritten.
 """
 
 from __future__ import annotations
@@ -12,16 +13,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from strato.runs.lanes.model import KINDS, digest, fold
+from tropo.git import chain
 from tropo.git.chains import merge_base, message_of, parents
-from tropo.git.objects import blob_at, write_commit
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import RefRaceError, cas_ref, read_ref
+from tropo.git.repo import read_ref
 from tropo.git.revision import is_ancestor
-from tropo.git.types import Repository, oid
+from tropo.git.types import Repository
 
 REF = "refs/vivary/lanes"
 FILE = "lanes.json"
-MAX_RACE_RETRIES = 50
 MAX_MERGE_DEPTH = 100  # merges of merges: more is no history we wrote
 
 
@@ -36,19 +35,16 @@ class LaneStore:
     def read(self) -> tuple[str | None, dict[str, dict[str, Any]]]:
         """(tip, lanes): the lanes as of the ref's tip ({} before the first evidence)."""
         tip = read_ref(self.repo, REF)
+        return tip, self._lanes(tip)
+
+    def _lanes(self, tip: str | None) -> dict[str, dict[str, Any]]:
         if tip is None:
-            return None, {}
-        data = blob_at(self.repo, tip, FILE)
-        try:
-            doc = json.loads(data or b"")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise LanesCorrupt(f"{REF} {tip[:12]}: {FILE} is not JSON: {exc}") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
-            raise LanesCorrupt(f"{REF} {tip[:12]}: {FILE} has no lanes object")
-        for key, record in doc["lanes"].items():
+            return {}
+        lanes = _document(self.repo, tip, f"{REF} {tip[:12]}")
+        for key, record in lanes.items():
             if not _well_formed(key, record):
                 raise LanesCorrupt(f"{REF} {tip[:12]}: lane {key[:80]!r} is malformed")
-        return tip, doc["lanes"]
+        return lanes
 
     def standing(self) -> dict[str, dict[str, Any]]:
         """The lanes to decide by: none at all (so every output is verified) when the
@@ -64,25 +60,20 @@ class LaneStore:
         items = list(evidence)
         if not items:
             return None
-        for _ in range(MAX_RACE_RETRIES):
-            tip, note = read_ref(self.repo, REF), ""
+
+        def fold_in(tip: str | None) -> tuple[chain.Decision, None]:
+            note = ""
             try:
-                lanes = self.read()[1]
+                lanes = self._lanes(tip)
             except LanesCorrupt as exc:  # start over on top of it: history keeps what it was
                 lanes, note = {}, f" (the previous tip was unreadable, lanes start over: {exc})"
             for item in items:
                 fold(lanes, item)
-            body = json.dumps({"version": 1, "lanes": lanes}, sort_keys=True, indent=1).encode()
             subject = ", ".join(sorted({f"{i['kind']} {i['lane']}" for i in items}))[:200]
             message = f"lanes: {subject}{note}\n\n{json.dumps(items, sort_keys=True)}\n"
-            commit = write_commit(self.repo, {FILE: body}, [oid(tip)] if tip else [], message)
-            try:
-                with ref_writer(self.repo, REF):
-                    cas_ref(self.repo, REF, commit, tip, "vivary: lanes")
-            except RefRaceError:
-                continue
-            return str(commit)
-        raise RefRaceError(REF, None, read_ref(self.repo, REF))
+            return chain.Append({FILE: _body(lanes)}, message), None
+
+        return chain.update(self.repo, REF, fold_in, "vivary: lanes")[0]
 
     def log(self, tip: str | None = None) -> list[dict[str, Any]]:
         """The evidence the lanes at `tip` (default: the ref's) fold from, oldest first:
@@ -132,23 +123,19 @@ class LaneStore:
         commit whose lanes are its log folded afresh. The new tip; `LanesCorrupt` (and
         nothing moves) when either side's evidence cannot be read."""
         self._readable(theirs)
-        for _ in range(MAX_RACE_RETRIES):
-            ours = read_ref(self.repo, REF)
-            if ours is not None and is_ancestor(self.repo, theirs, ours):
-                return ours
-            if ours is None or is_ancestor(self.repo, ours, theirs):
-                new = theirs
-            else:
-                new = self._merge(ours, theirs)
-            try:
-                with ref_writer(self.repo, REF):
-                    cas_ref(self.repo, REF, new, ours, "vivary: lanes from another clone")
-            except RefRaceError:
-                continue
-            return new
-        raise RefRaceError(REF, None, read_ref(self.repo, REF))
 
-    def _merge(self, ours: str, theirs: str) -> str:
+        def take(ours: str | None) -> tuple[chain.Decision, None]:
+            if ours is not None and is_ancestor(self.repo, theirs, ours):
+                return None, None
+            if ours is None or is_ancestor(self.repo, ours, theirs):
+                return theirs, None
+            return self._merge(ours, theirs), None
+
+        new = chain.update(self.repo, REF, take, "vivary: lanes from another clone")[0]
+        assert new is not None
+        return new
+
+    def _merge(self, ours: str, theirs: str) -> chain.Append:
         base = merge_base(self.repo, ours, theirs)
         memo: dict[str, list[dict[str, Any]]] = {}
         merged = self._log(base, memo, 0) if base else []
@@ -156,22 +143,34 @@ class LaneStore:
         lanes: dict[str, dict[str, Any]] = {}
         for item in merged + tail:
             fold(lanes, item)
-        body = json.dumps({"version": 1, "lanes": lanes}, sort_keys=True, indent=1).encode()
         since = f"since {base[:12]}" if base else "with no common history"
         subject = f"lanes: merge {theirs[:12]} into {ours[:12]} ({len(tail)} evidence {since}, refolded)"
         message = f"{subject}\n\n{json.dumps(tail, sort_keys=True)}\n"
-        return str(write_commit(self.repo, {FILE: body}, [oid(ours), oid(theirs)], message))
+        return chain.Append({FILE: _body(lanes)}, message, [ours, theirs])
 
     def _readable(self, tip: str) -> None:
         """Refuse a tip whose lanes or evidence this store cannot read."""
         self.log(tip)
-        data = blob_at(self.repo, tip, FILE)
-        try:
-            doc = json.loads(data or b"")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise LanesCorrupt(f"{tip[:12]}: {FILE} is not JSON") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
-            raise LanesCorrupt(f"{tip[:12]}: {FILE} has no lanes object")
+        _document(self.repo, tip, tip[:12])
+
+
+def _document(repo: Repository, tip: str, where: str) -> dict[str, Any]:
+    """The lanes object of the lanes document at `tip`; `LanesCorrupt` saying `where`."""
+    try:
+        doc = chain.read(repo, tip, FILE)
+    except ValueError as exc:
+        raise LanesCorrupt(f"{where}: {FILE} is not JSON: {exc}") from None
+    if doc is None:
+        raise LanesCorrupt(f"{where}: {FILE} is not JSON")
+    if not isinstance(doc, dict) or not isinstance(doc.get("lanes"), dict):
+        raise LanesCorrupt(f"{where}: {FILE} has no lanes object")
+    lanes: dict[str, Any] = doc["lanes"]
+    return lanes
+
+
+def _body(lanes: dict[str, dict[str, Any]]) -> bytes:
+    """The lanes document, indented: people read its diffs in review."""
+    return chain.encode({"version": 1, "lanes": lanes}, indent=1)
 
 
 def evidence_id(item: Mapping[str, Any]) -> str:
