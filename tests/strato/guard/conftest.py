@@ -13,7 +13,7 @@ import pygit2
 import pytest
 
 from strato.agents import trust
-from strato.guard import pin, store
+from strato.guard import layout, ledgertrees, pin, store
 from tests.conftest import commit_all, git, write_files
 from tropo.git import notes
 from tropo.git import repo as gitrepo
@@ -133,7 +133,7 @@ def ledger_text(ws: Workspace, anchor: str) -> str:
     repo = ws.repo
     tip = gitrepo.read_ref(repo, store.REF)
     note = notes.note_blob(repo, tip, anchor)
-    return store.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
+    return layout.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
 
 
 def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
@@ -141,7 +141,7 @@ def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
     the notes ref can; returns the new notes tip."""
     repo = ws.repo
     tip = gitrepo.read_ref(repo, store.REF)
-    tree = store.replace_tree(repo, tip, anchor, text.encode())
+    tree = ledgertrees.replace_tree(repo, tip, anchor, text.encode())
     return notes.commit(repo, store.REF, tip, tree, "hand-edited ledger\n")
 
 
@@ -153,10 +153,10 @@ def drop_ledger(ws: Workspace, anchor: str) -> str:
     tip = gitrepo.read_ref(repo, store.REF)
     tree = notes.tree_of(repo, tip)
     assert tree is not None
-    lines = repo.TreeBuilder(tree[store.LEDGERS])
+    lines = repo.TreeBuilder(tree[layout.LEDGERS])
     lines.remove(anchor)
     top = repo.TreeBuilder(tree)
-    top.insert(store.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
+    top.insert(layout.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
     staged = repo[top.write()]
     assert isinstance(staged, pygit2.Tree)
-    return notes.commit(repo, store.REF, tip, store.without_state(repo, staged, anchor), "deleted ledger\n")
+    return notes.commit(repo, store.REF, tip, ledgertrees.without_state(repo, staged, anchor), "deleted ledger\n")

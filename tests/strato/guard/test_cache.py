@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import cache, engine, store, verify_repository
+from strato.guard import cache, engine, signedops, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import (
@@ -143,7 +143,7 @@ def test_verified_signatures_are_keyed_by_the_trust_root_they_used(
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     ask = {"resource_id": RID, "from_state": "draft", "to_state": "review", "rationale": "ok"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
     report = verify_repository(ws.repo)
     assert report.ok and report.entries == 2
     chain = cache.GuardCache(ws.repo).chain(anchor())

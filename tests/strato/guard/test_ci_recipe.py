@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from hooks import install as installer
-from strato.guard import engine, store
+from strato.guard import engine, signedops, store
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, make_key, ssh_sign
 
@@ -49,7 +49,7 @@ def pull_request(
     engine.transition(ws.repo, {"resource_id": rid, "from_state": "draft", "to_state": "review"})
     ask = {"resource_id": rid, "from_state": "review", "to_state": "released", "rationale": "go"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
     ws.pin(f"{branch}: pin guard notes")
 
 

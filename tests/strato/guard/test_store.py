@@ -15,7 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, store, verify_repository
+from strato.guard import cache, engine, layout, ledger, ledgertrees, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
@@ -68,10 +68,10 @@ def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
 def test_each_line_is_its_own_blob_at_its_bucketed_name(moved: Workspace) -> None:
     text = ledger_text(moved, ANCHOR)
     for n, line in enumerate(text.splitlines(keepends=True)):
-        path = "/".join(store.entry_path(ANCHOR, n))
+        path = "/".join(layout.entry_path(ANCHOR, n))
         assert git(moved.root, "cat-file", "blob", f"{store.REF}:{path}") == line
     assert git(moved.root, "notes", "--ref=vivary/guard", "show", ANCHOR).encode() == (
-        store.marker(ANCHOR)
+        layout.marker(ANCHOR)
     )
 
 
@@ -79,14 +79,14 @@ def test_lines_read_back_in_order_across_bucket_boundaries(ws: Workspace) -> Non
     lines = [f"line {n}\n" for n in range(600)]  # crosses 00/00/ff -> 00/01/00 and more
     put_ledger(ws, ANCHOR, "".join(lines))
     tree = notes.tree_of(ws.repo, tip(ws))
-    assert store.line_count(tree, ANCHOR) == 600
+    assert layout.line_count(tree, ANCHOR) == 600
     assert ledger_text(ws, ANCHOR) == "".join(lines)
-    assert store.entry_path(ANCHOR, 256)[2:] == ["00", "01", "00"]
+    assert layout.entry_path(ANCHOR, 256)[2:] == ["00", "01", "00"]
 
 
 def test_an_older_reader_finds_a_note_it_refuses(moved: Workspace) -> None:
     with pytest.raises(ledger.LedgerBreak):
-        ledger.parse(store.marker(ANCHOR).decode())
+        ledger.parse(layout.marker(ANCHOR).decode())
 
 
 def test_a_ledger_in_the_older_layout_reads_verifies_and_migrates(moved: Workspace) -> None:
@@ -149,7 +149,7 @@ def _edit_lines(ws: Workspace, edit: dict[str, pygit2.Oid | None], message: str)
 
 
 def line_path(n: int) -> str:
-    return "/".join(store.entry_path(ANCHOR, n))
+    return "/".join(layout.entry_path(ANCHOR, n))
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_any_edit_but_an_append_breaks_the_history(moved: Workspace, edit: str, 
         "change": {line_path(1): other},
         "remove_last": {line_path(2): None},
         "insert_gap": {line_path(5): other},
-        "misplaced": {f"{store.LEDGERS}/{ANCHOR}/00/00/zz": other},
+        "misplaced": {f"{layout.LEDGERS}/{ANCHOR}/00/00/zz": other},
     }
     _edit_lines(moved, edits[edit], "edit\n")
     report = verify_repository(moved.repo)
@@ -222,19 +222,19 @@ def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
     base = [f"line {n}\n".encode() for n in range(300)]  # 00/00/00 .. 00/01/2b
 
     def tree(lines: list[bytes]) -> pygit2.Tree:
-        found = ws.repo[store._lines_tree(ws.repo, lines)]
+        found = ws.repo[ledgertrees.lines_tree_of(ws.repo, lines)]
         assert isinstance(found, pygit2.Tree)
         return found
 
     whole = tree(base)
     cuts = (1, 2, 255, 256, 257, 258, 300)
-    assert store.prefix_id(whole, 0) == "" and store.prefix_id(whole, 301) == ""
-    assert len({store.prefix_id(whole, n) for n in cuts}) == len(cuts)
-    assert all(store.prefix_id(tree(base[:n]), n) == store.prefix_id(whole, n) for n in cuts)
+    assert layout.prefix_id(whole, 0) == "" and layout.prefix_id(whole, 301) == ""
+    assert len({layout.prefix_id(whole, n) for n in cuts}) == len(cuts)
+    assert all(layout.prefix_id(tree(base[:n]), n) == layout.prefix_id(whole, n) for n in cuts)
     for changed in (0, 1, 254, 255, 256, 257, 299):
         other = tree([*base[:changed], b"edited\n", *base[changed + 1 :]])
         for n in cuts:
-            same = store.prefix_id(other, n) == store.prefix_id(whole, n)
+            same = layout.prefix_id(other, n) == layout.prefix_id(whole, n)
             assert same == (n <= changed), (changed, n)
 
 
@@ -255,7 +255,7 @@ def test_a_warm_cache_checks_every_line_of_another_history(moved: Workspace) -> 
 def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace) -> None:
     repo, old = moved.repo, tip(moved)
     data = ledger_text(moved, ANCHOR).encode() + b"\xff\n"
-    notes.commit(repo, store.REF, old, store.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
+    notes.commit(repo, store.REF, old, ledgertrees.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
     with pytest.raises(GuardError) as info:
         store.load(moved.repo, RID)
     assert str(info.value) == f"ledger of {RID!r} is broken at line 1: ledger is not UTF-8"
@@ -278,9 +278,9 @@ def test_a_full_load_records_the_lines_it_checked_under_the_ledgers_anchor(moved
     shutil.rmtree(cache.GuardCache(moved.repo).root)
     snap = store.load(moved.repo, RID)
     assert snap.generation != ""  # folded in full: every line checked
-    tree = store.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
+    tree = layout.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
     data = ledger_text(moved, ANCHOR).encode()
-    assert cache.GuardCache(moved.repo).chain(ANCHOR) == cache.Chain(store.prefix_id(tree, 3), len(data), 3)
+    assert cache.GuardCache(moved.repo).chain(ANCHOR) == cache.Chain(layout.prefix_id(tree, 3), len(data), 3)
 
 
 def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(moved: Workspace) -> None:
@@ -289,7 +289,7 @@ def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(mov
         store.load(moved.repo, RID)
     assert (info.value.error_type, info.value.message) == (
         "ledger_corrupt",
-        f"ledger of {RID!r}: ledger lines under {store.LEDGERS}/ but no note",
+        f"ledger of {RID!r}: ledger lines under {layout.LEDGERS}/ but no note",
     )
 
 

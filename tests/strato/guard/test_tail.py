@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import cache, engine, store, tail
+from strato.guard import cache, engine, ledgertrees, store, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tests.conftest import git
@@ -237,7 +237,7 @@ def fold_next_append(ws: Workspace) -> None:
     repo, old = ws.repo, gitrepo.read_ref(ws.repo, store.REF)
     tree = notes.tree_of(repo, old)
     assert tree is not None
-    notes.commit(repo, store.REF, old, store.without_state(repo, tree, ANCHOR), "no running state\n")
+    notes.commit(repo, store.REF, old, ledgertrees.without_state(repo, tree, ANCHOR), "no running state\n")
     subprocess.run(["rm", "-rf", str(cache.GuardCache(ws.repo).root)], check=True)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, ledger, store, verify_repository
+from strato.guard import engine, layout, ledger, signedops, store, verify_repository
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.verify import Break, EntryHeadTrust, check_ledger
@@ -44,7 +44,7 @@ def busy(ws: Workspace, key: Key) -> Workspace:
     ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": "ok"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
     sig = ssh_sign(key, ns, payload.encode(), ws.tmp)
-    engine.override(ws.repo, {**ask, "authorization": sig})
+    signedops.override(ws.repo, {**ask, "authorization": sig})
     assert verify_repository(ws.repo).ok
     return ws
 
@@ -359,7 +359,7 @@ def test_a_signature_moved_to_a_commit_that_no_longer_trusts_its_key_is_a_break(
     assert engine.transition(ws.repo, move)["status"] == "applied"
     for _ in range(2):
         payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **back})
-        engine.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+        signedops.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
         assert engine.transition(ws.repo, move)["status"] == "applied"
     bob = make_key(ws.tmp, "ed25519", "bob")
     bob_era = ws.trust(bob.signers_line("bob"))
@@ -598,7 +598,7 @@ def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Works
 
     repo, note = busy.repo, anchor(busy)
     tip = gitrepo.read_ref(repo, store.REF)
-    older = store.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
+    older = layout.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
     assert older is not None and running.parse(older[1]) is not None and running.parse(older[1]).lines == 3
     tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))
     notes.commit(repo, store.REF, tip, tree, "an older running state\n")
