@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from strato.guard import cache, running, tail
+from strato.guard import cache, running
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.layout import lines_tree, prefix_id
@@ -86,10 +86,7 @@ def commit(
         assert isinstance(written, Tree)
         ident = prefix_id(lines_tree(written, target), lines)
         answer = respond(entry)  # before the state below moves past the entry
-        verified = cache.GuardCache(repo)
-        verified.save_chain(target, cache.Chain(ident, 0, lines))
-        if snap.state is not None and snap.generation:
-            tail.advance(verified, target, snap.state, entry, ident, snap.generation)
+        cache.GuardCache(repo).advance(target, snap.state, entry, ident, snap.generation)
         if lines % GC_EVERY == 0:  # each append leaves a few small loose objects, and reading
             objects.gc_auto(repo)  # tens of thousands of them costs far more than a pack
         return answer

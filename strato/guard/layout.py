@@ -230,14 +230,14 @@ def stored(
         return Stored(anchor, "", early=f"ledger lines under {LEDGERS}/ but {what}")
     count = line_count(tree, anchor)
     name = prefix_id(lines, count)
-    chain = verified.chain(anchor) if verified is not None else None
+    record = verified.record(anchor) if verified is not None else None
     found = Stored(
         anchor,
         name,
         tree=lines,
         repo=repo,
         count=count,
-        checked=bool(chain and chain.blob == name),
+        checked=bool(record and record.blob == name),
         running=state,
         running_id=oid,
     )

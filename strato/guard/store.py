@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from strato.guard import cache, ledger, running, tail
+from strato.guard import cache, ledger, running
 from strato.guard.errors import GuardError
 from strato.guard.layout import (
     LEDGERS,
@@ -93,24 +93,24 @@ def parse_ledger(
     """The entries of the ledger ``blob`` (``data``), digests and links checked for every
     line the cache has not seen for this anchor; raises :class:`ledger.LedgerBreak`.
     ``prefix`` is :meth:`Stored.prefix` for a ledger kept as line blobs."""
-    chain = verified.chain(anchor)
-    if prefix is not None and chain is not None and chain.blob != blob:
-        known = chain.lines if prefix(chain.lines) == chain.blob else 0
+    record = verified.record(anchor)
+    if prefix is not None and record is not None and record.blob != blob:
+        known = record.lines if prefix(record.lines) == record.blob else 0
     else:
-        known = cache.known_lines(chain, blob, data)
+        known = cache.known_lines(record, blob, data)
     try:
         found = ledger.parse(data.decode("utf-8"), known)
     except UnicodeDecodeError:
         raise ledger.LedgerBreak(1, "ledger is not UTF-8") from None
-    if known < len(found):
-        verified.save_chain(anchor, cache.Chain(blob, len(data), len(found)))
+    if known < len(found) and not (record is not None and record.fold is not None and known):
+        verified.save(anchor, cache.Remembered(blob, len(data), len(found)))
     return found
 
 
 def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot:
     """``resource_id``'s ledger at ``tip`` (default: the notes ref), folded; resumed from
-    the cached tail state when the ledger extends it (:mod:`strato.guard.tail`), so the
-    cost does not grow with the ledger. ``state.entries`` is read when asked for."""
+    what is remembered of its lines when it can be (:func:`strato.guard.cache.resume`), so
+    the cost does not grow with the ledger. ``state.entries`` is read when asked for."""
     tip = gitrepo.read_ref(repo, REF) if tip is None else tip
     anchor = notes.anchor_id(anchor_content(resource_id))
     tree = notes.tree_of(repo, tip)
@@ -136,40 +136,29 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
             state = ledger.fold(entries, resource_id)
         except ledger.LedgerBreak as exc:
             raise exc.as_guard_error(resource_id) from None
-        generation = "" if found.legacy else tail.remember(verified, anchor, state, found.blob)
+        generation = "" if found.legacy else verified.remember(anchor, found.blob, len(found.data), state)
         return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
 
     if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
         count = line_count(tree, anchor)
-        line = functools.partial(read_line, lines, anchor)
+        kept = running_blob(tree, anchor)
         try:
-            resumed = tail.resume(
+            resumed = cache.resume(
                 verified,
                 anchor,
                 resource_id,
-                functools.partial(prefix_id, lines),
                 count,
-                line,
+                functools.partial(prefix_id, lines),
+                functools.partial(read_line, lines, anchor),
+                kept[1] if kept is not None else None,
+                lambda: require(folded()),
                 lambda: full()[1],
             )
         except (KeyError, ValueError):  # a line its names promise is missing or not a blob:
             resumed = None  # no record is true of it, and the full read says what is wrong
         if resumed is not None:
             return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
-        # no local record: the one in the notes tree, checked against the lines it names
-        kept = running_blob(tree, anchor)
-        state = running.resume(
-            kept[1] if kept is not None else None,
-            resource_id,
-            count,
-            line,
-            lambda: require(folded()).by_key,
-            lambda: require(folded()).entries,
-        )
-        if state is not None:
-            return Snapshot(tip, resource_id, state, lines=count)
     return folded()
-
 
 
 def require(snap: Snapshot) -> ledger.State:

@@ -426,7 +426,7 @@ def test_a_writer_with_no_cache_takes_the_record_when_the_last_line_holds_the_po
 def resume_from(lines: list[bytes], record: running.Running) -> ledger.State | None:
     """The writer's check alone: ``lines`` as the ledger, ``record`` as its running state."""
     text = b"".join(lines).decode()
-    return running.resume(
+    return cache.from_running(
         running.render(record),
         RID,
         len(lines),
@@ -488,7 +488,7 @@ def test_deferred_keys_read_the_ledger_once_and_forget_nothing() -> None:
         reads.append(1)
         return index
 
-    keys = running.Deferred(load)
+    keys = cache.Deferred(load)
     assert reads == []  # nothing read until a key is asked for
     keys["j"] = {"idempotency_key": "j"}
     assert index["j"] == {"idempotency_key": "j"} and sorted(keys) == ["j", "k"] and len(keys) == 2
@@ -508,7 +508,7 @@ def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_f
     kept = running.render(true)
 
     def resume(rid: str, ledger_lines: list[bytes], record: bytes) -> ledger.State | None:
-        return running.resume(
+        return cache.from_running(
             record, rid, len(ledger_lines), lambda n: ledger_lines[n],
             lambda: ledger.load(text, RID).by_key, lambda: ledger.load(text, RID).entries,
         )

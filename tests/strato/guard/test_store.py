@@ -15,7 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, layout, ledger, ledgertrees, store, verify_repository
+from strato.guard import cache, engine, layout, ledger, ledgertrees, running, store, verify_repository
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Workspace, ledger_text, put_ledger
@@ -280,7 +280,10 @@ def test_a_full_load_records_the_lines_it_checked_under_the_ledgers_anchor(moved
     assert snap.generation != ""  # folded in full: every line checked
     tree = layout.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
     data = ledger_text(moved, ANCHOR).encode()
-    assert cache.GuardCache(moved.repo).chain(ANCHOR) == cache.Chain(layout.prefix_id(tree, 3), len(data), 3)
+    found = cache.GuardCache(moved.repo).record(ANCHOR)
+    assert found is not None and (found.blob, found.size, found.lines) == (layout.prefix_id(tree, 3), len(data), 3)
+    assert snap.state is not None and found.fold == running.of_state(snap.state)  # and what they fold to
+    assert found.generation == snap.generation
 
 
 def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(moved: Workspace) -> None:

@@ -226,7 +226,12 @@ def test_an_append_records_the_new_ledger_as_checked(reg: Workspace) -> None:
     for n in (2, 3):
         append.commit(reg.repo, RID, flip([]))
         tree = notes.tree_of(reg.repo, tip(reg))
-        assert verified.chain(ANCHOR) == cache.Chain(layout.prefix_id(layout.lines_tree(tree, ANCHOR), n), 0, n)
+        found = verified.record(ANCHOR)
+        assert found is not None
+        assert (found.blob, found.size, found.lines, found.verified, found.running) == (
+            layout.prefix_id(layout.lines_tree(tree, ANCHOR), n), 0, n, None, ""
+        )
+        assert found.fold is None or found.fold == running.of_state(store.require(store.load(reg.repo, RID)))
 
 
 def sealed_ledger(ws: Workspace, count: int) -> str:
@@ -508,7 +513,7 @@ def test_a_warm_cache_never_spares_the_walk_of_other_line_names(reg: Workspace) 
     tree = notes.tree_of(repo, old)
     odd = [layout.LEDGERS, ANCHOR, "00", "00", "zz"]
     notes.commit(repo, store.REF, old, notes.insert(repo, tree, odd, repo.create_blob(b"x\n")), "odd\n")
-    assert cache.GuardCache(repo).chain(ANCHOR) is not None
+    assert cache.GuardCache(repo).record(ANCHOR) is not None
     new = tip(reg)
     note = notes.note_blob(repo, new, ANCHOR)
     found = layout.stored(repo, notes.tree_of(repo, new), ANCHOR, note, cache.GuardCache(repo))

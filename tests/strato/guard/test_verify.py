@@ -497,19 +497,19 @@ def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(
     (kept,) = [k for k in store.ledgers(busy.repo, tip) if k.anchor == anchor(busy)]
     made_at = json.loads(lines(busy)[3])["git_head"]
     signers_blob = git(busy.root, "rev-parse", f"{made_at}:.vivary/guard/allowed_signers").strip()
-    accepted = cache.Chain(
+    accepted = cache.Remembered(
         kept.blob, len(kept.data), 4, ((made_at, f"{made_at}:{signers_blob}"),), kept.running_id
     )
     known = cache.GuardCache(busy.repo)
-    assert known.chain(anchor(busy)) == accepted
-    entry = known.root / "chains" / f"{anchor(busy)}.json"
+    assert known.record(anchor(busy)) == accepted
+    entry = known.root / "ledgers" / f"{anchor(busy)}.json"
     written = entry.stat().st_ino
     busy.commit({"later.md": "later\n"}, "later work")
     assert verify_repository(busy.repo).to_json()["entries"] == 5
     assert entry.stat().st_ino == written  # not replaced: a hit
     shutil.rmtree(known.root)  # cold: every ledger checked and counted again
     assert verify_repository(busy.repo).to_json()["entries"] == 5
-    assert known.chain(anchor(busy)) == accepted  # the line's own commit, not HEAD
+    assert known.record(anchor(busy)) == accepted  # the line's own commit, not HEAD
     assert sorted(p.name for p in entry.parent.iterdir()) == sorted(f"{anchor(busy, r)}.json" for r in (RID, "svc:other"))
 
 
@@ -522,7 +522,7 @@ def test_a_ledger_the_engine_read_but_verify_never_accepted_is_checked(busy: Wor
     del entries[-1]["verdict"]["authorization"]
     put(busy, reseal(entries))
     assert engine.history(busy.repo, {"resource_id": RID})["current_state"] == "released"
-    chain = cache.GuardCache(busy.repo).chain(anchor(busy))
+    chain = cache.GuardCache(busy.repo).record(anchor(busy))
     assert chain is not None and chain.lines == 4 and chain.verified is None
     rid, line, message = first_break(busy)
     assert (rid, line) == (RID, 4) and "unsigned" in message
