@@ -80,7 +80,7 @@ class Snapshot:
     raw: bytes = b""  # the older layout's note (only read for it)
     legacy: bool = False  # kept as one note: the next append moves it to entry blobs
     lines: int = 0
-    generation: str = ""  # the cached tail state this came from or was recorded as
+    generation: str = ""  # the cached fold this came from or was recorded as
 
 
 def parse_ledger(

@@ -218,7 +218,7 @@ def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
 def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
     """Two ledgers agree on the prefix id of their first ``n`` lines exactly when those
     lines are the same bytes, whatever follows, on either side of a bucket boundary:
-    the tail cache resumes from a record only under that name."""
+    the cache resumes from a record only under that name."""
     base = [f"line {n}\n".encode() for n in range(300)]  # 00/00/00 .. 00/01/2b
 
     def tree(lines: list[bytes]) -> pygit2.Tree:
@@ -264,7 +264,7 @@ def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace
 def test_a_load_at_an_older_notes_commit_reads_the_ledger_as_it_was_there(moved: Workspace) -> None:
     old = tip(moved)
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"
-    for cached in (True, False):  # resumed from the tail record, and from the notes record
+    for cached in (True, False):  # resumed from the local record, and from the notes record
         if not cached:
             shutil.rmtree(cache.GuardCache(moved.repo).root)
         then, now = store.load(moved.repo, RID, old), store.load(moved.repo, RID)
@@ -300,11 +300,11 @@ def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(mov
 def test_lines_past_the_cached_tail_that_are_not_there_are_refused_not_a_crash(
     moved: Workspace, edit: str
 ) -> None:
-    """The local tail record knows the first 4 lines; the names then promise lines the
+    """The local record knows the first 4 lines; the names then promise lines the
     tree does not hold as blobs. Every writer refuses the ledger with what is wrong, as
     a cold read does, instead of failing on the missing blob."""
     put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR))  # no running state: a full fold
-    assert store.load(moved.repo, RID).generation != ""  # recorded in the tail cache
+    assert store.load(moved.repo, RID).generation != ""  # recorded in the local cache
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # the record: 4 lines
     repo = moved.repo
     first = repo.create_blob(ledger_text(moved, ANCHOR).splitlines(keepends=True)[1].encode())
