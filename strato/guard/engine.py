@@ -1,9 +1,9 @@
-"""Guard operations on a repository: register, transition, override, migrate, upgrade,
-apply-upgrade, history.
+"""Guard operations on a repository: register, transition, history, and the table of
+every operation (the signed and policy ones are :mod:`strato.guard.signedops`).
 
-Each takes a request shaped like Stratum's (same field names; unknown keys refused)
-and returns its response object; failures raise :class:`GuardError`. Checks that
-decide a write run inside :func:`store.commit`, against the ledger that write extends.
+Each takes a request shaped like Stratum's (see :mod:`strato.guard.requests`) and
+returns its response object; failures raise :class:`GuardError`. Checks that decide a
+write run inside :func:`strato.guard.append.commit`, against the ledger that write extends.
 """
 
 from __future__ import annotations
@@ -15,127 +15,24 @@ from typing import Any
 
 from strato.agents import config as agents
 from strato.agents import trust
-from strato.guard import authz, config, consent, descriptors, entries, predicates, store
+from strato.guard import append, authz, config, consent, predicates, signedops, store
 from strato.guard import policy as policy_mod
-from strato.guard.canonical import payload_digest, sha256_hex
+from strato.guard import requests as rq
+from strato.guard.canonical import payload_digest
 from strato.guard.errors import GuardError
 from strato.guard.ledger import State
 from strato.guard.verify import Break, verify_repository
 from tropo.git import notes
 from tropo.git import repo as gitrepo
-from tropo.git.revision import read_file
 from tropo.git.types import Repository
 from tropo.untrusted import visible
-
-
-def fields(
-    req: Mapping[str, Any], required: tuple[str, ...], optional: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The request's fields, defaults filled; unknown or missing keys are ``invalid_request``."""
-    if not isinstance(req, Mapping):
-        raise GuardError("invalid_request", "the request must be one JSON object")
-    if "override_token" in req:
-        raise GuardError("invalid_request", "override_token was replaced by signed authorizations")
-    if unknown := sorted(set(req) - set(required) - set(optional)):
-        raise GuardError("invalid_request", f"unknown keys: {', '.join(unknown)}")
-    if missing := [k for k in required if k not in req]:
-        raise GuardError("invalid_request", f"missing keys: {', '.join(missing)}")
-    got = {**optional, **req}
-    policy_mod.check_resource_id(got.get("resource_id"))
-    return got
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _response(entry: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "ledger_ref": entry["entry_digest"],
-        "entry_digest": entry["entry_digest"],
-        "prev_digest": entry["prev_digest"],
-        **extra,
-    }
-
-
-def _check_move(state: State, src: object, dst: object) -> tuple[str, str]:
-    src, dst = policy_mod.check_state(src), policy_mod.check_state(dst)
-    if src != state.current_state:
-        raise GuardError(
-            "stale_from_state",
-            f"the resource is at {state.current_state!r}, not {src!r} (the state moved)",
-        )
-    if not state.policy.has_edge(src, dst):
-        raise GuardError("illegal_edge", f"{src}->{dst} is not an edge of the policy")
-    return src, dst
-
-
-def _new_policy(f: Mapping[str, Any], state: State, cfg: config.GuardConfig) -> policy_mod.Policy:
-    """The requested policy; the initial state carries over while it is still a state."""
-    graph, terminal = f["new_graph"], f["new_terminal"]
-    keeps_initial = (
-        isinstance(graph, dict)
-        and isinstance(terminal, list)
-        and (state.policy.initial in graph or state.policy.initial in terminal)
-    )
-    new = policy_mod.parse(
-        {
-            "graph": graph,
-            "edge_predicates": f["new_edge_predicates"],
-            "initial": state.policy.initial if keeps_initial else state.current_state,
-            "terminal": terminal,
-            "stakes": f["new_stakes"],
-        }
-    )
-    predicates.check_policy(new, cfg)
-    if state.current_state not in new.nodes:
-        raise GuardError(
-            "invalid_policy", f"the current state {state.current_state!r} must stay a node"
-        )
-    return new
-
-
-def _policy_entry(
-    state: State,
-    new: policy_mod.Policy,
-    operation: str,
-    resolved_by: str,
-    rationale: str,
-    authorization: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    verdict: dict[str, Any] = {
-        "operation": operation,
-        "policy": new.to_json(),
-        "checksum": new.checksum,
-        "graph_version": state.graph_version + 1,
-    }
-    if authorization is not None:
-        verdict["authorization"] = authorization
-    return {
-        "from_state": state.current_state,
-        "to_state": state.current_state,
-        "outcome": "graph_version",
-        "kind": "graph_version",
-        "resolved_by": resolved_by,
-        "idempotency_key": None,
-        "payload_digest": new.checksum,
-        "rationale": rationale,
-        "verdict": verdict,
-    }
-
-
-def _rationale(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise GuardError("invalid_request", "rationale must be a non-empty string")
-    return value
-
 
 # -- register ---------------------------------------------------------------------------
 
 
 def requested_policy(req: Mapping[str, Any]) -> policy_mod.Policy:
     """The policy a register request names, checked for shape (refusals as ``register``)."""
-    f = fields(
+    f = rq.fields(
         req,
         ("resource_id", "graph", "initial"),
         {"edge_predicates": {}, "terminal": [], "stakes": {}, "workspace_root": None},
@@ -157,7 +54,7 @@ def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid = req["resource_id"]
     answer = {"guard_id": store.guard_id(rid), "checksum": pol.checksum}
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         if snap.state is not None:
             if snap.state.checksum == pol.checksum:
                 return {**answer, "status": "exists"}
@@ -187,7 +84,7 @@ def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
             "ledger_ref": sealed["entry_digest"],
         }
 
-    return store.commit(repo, rid, step)
+    return append.commit(repo, rid, step)
 
 
 # -- transition -------------------------------------------------------------------------
@@ -239,7 +136,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     (``ledger_rewritten``, ``ledger_corrupt``), the edge's commands must be of a policy
     the user approved (``policy_untrusted``) and the judge must come from trusted
     configuration (``judge_untrusted``)."""
-    f = fields(
+    f = rq.fields(
         req,
         ("resource_id", "from_state", "to_state"),
         {"artifacts": {}, "modified_files": [], "idempotency_key": None, "resolved_by": "agent"},
@@ -277,14 +174,14 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
                 raise GuardError(
                     "idempotency_conflict", f"idempotency key {key!r} was used for another payload"
                 )
-            return _response(
+            return rq.response(
                 prior,
                 status="replayed",
                 verdict=prior["verdict"],
                 current_state=state.current_state,
                 payload_digest=prior["payload_digest"],
             )
-        _check_move(state, f["from_state"], f["to_state"])
+        rq.check_move(state, f["from_state"], f["to_state"])
         return None
 
     tip, broken = _verified(repo, rid)
@@ -321,7 +218,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     outcome = "applied" if verdict["met"] else "refused"
     evaluated_under = state.checksum
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         if (replay := precheck(snap)) is not None:
             return replay
         now = store.require(snap)
@@ -340,7 +237,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
             "rationale": None,
             "verdict": verdict,
         }
-        return entry, lambda sealed: _response(
+        return entry, lambda sealed: rq.response(
             sealed,
             status=outcome,
             verdict=verdict,
@@ -348,186 +245,12 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
             payload_digest=sealed["payload_digest"],
         )
 
-    return store.commit(repo, rid, step, first)
-
-
-# -- signed operations ------------------------------------------------------------------
-
-
-def _signed(
-    repo: Repository, armor: object, namespace: str, payload: str
-) -> tuple[authz.Signer, dict[str, Any]]:
-    signer = authz.check_signature(
-        armor,
-        namespace,
-        payload.encode(),
-        authz.trusted_signers(gitrepo.head_commit(repo)),
-        _now_ms() // 1000,
-        payload,
-    )
-    return signer, {"namespace": namespace, "signature": armor, **signer.to_json()}
-
-
-def override(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Move along a legal edge without its predicates, on a person's one-shot signature."""
-    f = fields(
-        req,
-        ("resource_id", "from_state", "to_state", "authorization", "rationale"),
-        {"resolved_by": "human"},
-    )
-    if f["resolved_by"] != "human":
-        raise GuardError("override_unavailable", "an override is resolved by a human")
-    rid, raw = f["resource_id"], _rationale(f["rationale"])
-
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
-        state = store.require(snap)
-        src, dst = _check_move(state, f["from_state"], f["to_state"])
-        payload = authz.override_payload(rid, src, dst, raw, state.head)
-        signer, auth = _signed(repo, f["authorization"], authz.NS_OVERRIDE, payload)
-        entry = {
-            "from_state": src,
-            "to_state": dst,
-            "outcome": "deviation",
-            "kind": "deviation",
-            "resolved_by": "human",
-            "idempotency_key": None,
-            "payload_digest": payload_digest(src, dst, {}, [], "human", state.checksum),
-            "rationale": entries.authorized_rationale(signer, raw),
-            "verdict": {"authorization": {**auth, "rationale": raw}},
-        }
-        return entry, lambda sealed: _response(
-            sealed, status="applied", current_state=dst, authorized_by=signer.principal
-        )
-
-    return store.commit(repo, rid, step)
-
-
-_POLICY_FIELDS = ("new_graph",)
-_POLICY_DEFAULTS: dict[str, Any] = {"new_edge_predicates": {}, "new_terminal": [], "new_stakes": {}}
-
-
-def migrate(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Replace the policy in any way, on a person's one-shot signature."""
-    f = fields(
-        req, ("resource_id", *_POLICY_FIELDS, "authorization", "rationale"), _POLICY_DEFAULTS
-    )
-    rid, raw = f["resource_id"], _rationale(f["rationale"])
-    cfg = config.load(gitrepo.head_commit(repo))
-
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
-        state = store.require(snap)
-        new = _new_policy(f, state, cfg)
-        payload = authz.migrate_payload(rid, new.checksum, raw, state.head)
-        signer, auth = _signed(repo, f["authorization"], authz.NS_MIGRATE, payload)
-        entry = _policy_entry(
-            state,
-            new,
-            "migrate",
-            "human",
-            entries.authorized_rationale(signer, raw),
-            {**auth, "rationale": raw},
-        )
-        return entry, lambda sealed: {
-            "status": "migrated",
-            "checksum": new.checksum,
-            "graph_version": state.graph_version + 1,
-            "ledger_ref": sealed["entry_digest"],
-            "rationale": raw,
-            "authorized_by": signer.principal,
-        }
-
-    return store.commit(repo, rid, step)
-
-
-def upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Extend the policy without a signature; anything but additive is refused."""
-    f = fields(req, ("resource_id", *_POLICY_FIELDS, "rationale"), _POLICY_DEFAULTS)
-    rid, raw = f["resource_id"], _rationale(f["rationale"])
-    cfg = config.load(gitrepo.head_commit(repo))
-
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
-        state = store.require(snap)
-        new = _new_policy(f, state, cfg)
-        answer = {"checksum": new.checksum, "rationale": raw}
-        if new.checksum == state.checksum:
-            return {**answer, "status": "unchanged", "graph_version": state.graph_version}
-        if why := policy_mod.additive_violation(state.policy, new):
-            raise GuardError("incompatible_policy_upgrade", f"not an additive upgrade: {why}")
-        entry = _policy_entry(state, new, "upgrade", "agent", raw)
-        return entry, lambda sealed: {
-            **answer,
-            "status": "migrated",
-            "graph_version": state.graph_version + 1,
-            "ledger_ref": sealed["entry_digest"],
-        }
-
-    return store.commit(repo, rid, step)
-
-
-def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Apply a signed upgrade descriptor committed at HEAD."""
-    f = fields(req, ("resource_id", "descriptor_id"), {})
-    rid, ident = f["resource_id"], f["descriptor_id"]
-    head = gitrepo.head_commit(repo)
-    data, armor = read_file(head, descriptors.PATH), read_file(head, descriptors.SIG_PATH)
-    if data is None or armor is None:
-        raise GuardError(
-            "upgrade_descriptor_unavailable",
-            f"HEAD has no {descriptors.PATH} with its signature {descriptors.SIG_PATH}",
-        )
-    try:
-        signer, auth = _signed(
-            repo, armor.decode("utf-8", "replace"), authz.NS_DESCRIPTORS, data.decode("utf-8")
-        )
-    except GuardError as exc:
-        raise GuardError("upgrade_descriptor_unavailable", exc.message) from exc
-    found = descriptors.parse(data).get(ident) if isinstance(ident, str) else None
-    if found is None:
-        raise GuardError(
-            "upgrade_descriptor_unavailable", f"no descriptor {ident!r} in {descriptors.PATH}"
-        )
-    cfg = config.load(head)
-
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
-        state = store.require(snap)
-        new = entries.target_policy(found, state.policy)
-        predicates.check_policy(new, cfg)
-        answer = {"checksum": new.checksum, "descriptor_id": ident}
-        if new.checksum == state.checksum:
-            return {**answer, "status": "unchanged", "graph_version": state.graph_version}
-        if state.checksum != found.from_checksum:
-            raise GuardError(
-                "upgrade_descriptor_mismatch",
-                f"descriptor {ident} upgrades from {found.from_checksum[:12]}, "
-                f"the policy is {state.checksum[:12]}",
-            )
-        if state.current_state not in new.nodes:
-            raise GuardError(
-                "invalid_policy", f"the current state {state.current_state!r} must stay a node"
-            )
-        rationale = entries.descriptor_rationale(found, sha256_hex(data))
-        entry = _policy_entry(
-            state,
-            new,
-            "apply_upgrade",
-            "human",
-            rationale,
-            {**auth, "descriptor_id": ident, "descriptor_file": data.decode("utf-8")},
-        )
-        return entry, lambda sealed: {
-            **answer,
-            "status": "applied",
-            "graph_version": state.graph_version + 1,
-            "ledger_ref": sealed["entry_digest"],
-            "authorized_by": signer.principal,
-        }
-
-    return store.commit(repo, rid, step)
+    return append.commit(repo, rid, step, first)
 
 
 def history(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     """The resource's current state, graph version and whole ledger."""
-    f = fields(req, ("resource_id",), {})
+    f = rq.fields(req, ("resource_id",), {})
     state = store.require(store.load(repo, f["resource_id"]))
     return {
         "status": "ok",
@@ -541,10 +264,10 @@ def history(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
 OPERATIONS = {
     "register": register,
     "transition": transition,
-    "override": override,
-    "migrate": migrate,
-    "upgrade": upgrade,
-    "apply-upgrade": apply_upgrade,
+    "override": signedops.override,
+    "migrate": signedops.migrate,
+    "upgrade": signedops.upgrade,
+    "apply-upgrade": signedops.apply_upgrade,
     "history": history,
 }
 
@@ -555,18 +278,18 @@ def authorization_request(repo: Repository, req: Mapping[str, Any]) -> tuple[str
         raise GuardError("invalid_request", "the request must be one JSON object")
     body = {k: v for k, v in req.items() if k != "kind"}
     if req.get("kind") == "override":
-        f = fields(body, ("resource_id", "from_state", "to_state", "rationale"), {})
+        f = rq.fields(body, ("resource_id", "from_state", "to_state", "rationale"), {})
         state = store.require(store.load(repo, f["resource_id"]))
-        src, dst = _check_move(state, f["from_state"], f["to_state"])
-        raw = _rationale(f["rationale"])
+        src, dst = rq.check_move(state, f["from_state"], f["to_state"])
+        raw = rq.rationale(f["rationale"])
         return authz.override_payload(
             f["resource_id"], src, dst, raw, state.head
         ), authz.NS_OVERRIDE
     if req.get("kind") == "migrate":
-        f = fields(body, ("resource_id", *_POLICY_FIELDS, "rationale"), _POLICY_DEFAULTS)
+        f = rq.fields(body, ("resource_id", *rq.POLICY_FIELDS, "rationale"), rq.POLICY_DEFAULTS)
         state = store.require(store.load(repo, f["resource_id"]))
-        new = _new_policy(f, state, config.load(gitrepo.head_commit(repo)))
-        raw = _rationale(f["rationale"])
+        new = rq.new_policy(f, state, config.load(gitrepo.head_commit(repo)))
+        raw = rq.rationale(f["rationale"])
         return authz.migrate_payload(
             f["resource_id"], new.checksum, raw, state.head
         ), authz.NS_MIGRATE

@@ -3,7 +3,7 @@
 Every notes commit is compared with each of its parents by a single streaming
 ``git diff-tree --stdin`` process (:mod:`tropo.git.commitdiff`), so the check reads
 what each commit changed and never a whole ledger: ledger lines are entry blobs (see
-:mod:`strato.guard.store`), and an append adds exactly the next line names. A line that
+:mod:`strato.guard.layout`), and an append adds exactly the next line names. A line that
 was changed or removed, a line inserted anywhere but at the end, or a marker note
 rewritten is a break. Ledgers still kept as one note (the older layout) are compared as
 before, prefix against prefix; the commit that moves one to entry blobs must keep its
@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Container
 from dataclasses import dataclass, field
 
-from strato.guard import cache, ledger, store
+from strato.guard import cache, layout, ledger
 from tropo.git import commitdiff, notes
 from tropo.git.types import Blob, Repository
 
@@ -45,12 +45,12 @@ def _note_target(path: str) -> str | None:
 def _record(change: _Change, diff: commitdiff.Change) -> None:
     path, old, new, status = diff.path, diff.old, diff.new, diff.status
     parts = path.split("/")
-    if parts[0] == store.LEDGERS:
+    if parts[0] == layout.LEDGERS:
         anchor = parts[1] if len(parts) > 1 else ""
         digits = "".join(parts[2:])
         if (
             status == "A"
-            and len(parts) == 2 + store.LEVELS
+            and len(parts) == 2 + layout.LEVELS
             and all(len(p) == 2 for p in parts[2:])
             and set(digits) <= _HEX
         ):
@@ -94,7 +94,7 @@ class _Counts:
     def start(self, parent: str | None, anchor: str) -> int:
         if parent is not None and parent == self.at and anchor in self.counts:
             return self.counts[anchor]
-        found = store.line_count(notes.tree_of(self.repo, parent), anchor)
+        found = layout.line_count(notes.tree_of(self.repo, parent), anchor)
         if parent is not None and parent == self.at:
             self.counts[anchor] = found
         return found
@@ -127,8 +127,8 @@ def _judge(repo: Repository, change: _Change, counts: _Counts) -> list[Found]:
 
     def rid(anchor: str) -> str | None:  # only to name a break: the first line either side
         for tree in (before, after):
-            lines = store.lines_tree(tree, anchor)
-            first = "/".join(store.entry_path(anchor, 0)[2:])
+            lines = layout.lines_tree(tree, anchor)
+            first = "/".join(layout.entry_path(anchor, 0)[2:])
             try:
                 blob = lines[first] if lines is not None else None
             except KeyError:
@@ -149,14 +149,14 @@ def _judge(repo: Repository, change: _Change, counts: _Counts) -> list[Found]:
         if old is None or old == new:
             continue
         old_data = notes.blob_data(repo, old)
-        was_marker = old_data == store.marker(target)
+        was_marker = old_data == layout.marker(target)
         name = rid(target) if was_marker else ledger.resource_of(old_data)
         if new is None:
             found.append((name, target, f"ledger deleted in notes commit {sha}"))
         elif was_marker:
             found.append((name, target, f"ledger note rewritten in notes commit {sha}"))
         else:
-            grown = store.stored(repo, after, target, new)  # legacy, or moved to lines
+            grown = layout.stored(repo, after, target, new)  # legacy, or moved to lines
             if grown.problem is not None or not grown.data.startswith(old_data):
                 found.append((name, target, f"ledger rewritten, not appended to, in notes commit {sha}"))
     return found

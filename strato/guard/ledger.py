@@ -150,7 +150,7 @@ def resource_of(data: bytes) -> str | None:
 class State:
     """A resource as its ledger so far says it is.
 
-    A state resumed from the cache (:mod:`strato.guard.tail`) knows its length, its
+    A state resumed from the cache (:mod:`strato.guard.cache`) knows its length, its
     idempotency keys (``by_key``, looked up on demand) and how to read its entries; it
     reads them only when ``entries`` is asked for."""
 

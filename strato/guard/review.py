@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from strato.guard import authz, config, ledger, notesig, pin, store, verify
+from strato.guard import authz, config, layout, ledger, notesig, pin, store, verify
 from strato.guard.signers import AllowedSigner
 from tropo import untrusted
 from tropo.git import notes
@@ -142,7 +142,7 @@ def _base_breaks(
     return known, found
 
 
-def _extends(base: store.Stored, head: store.Stored) -> bool:
+def _extends(base: layout.Stored, head: layout.Stored) -> bool:
     """Whether ``head``'s ledger bytes start with all of ``base``'s. Two ledgers kept as
     line blobs agree when the head's first line blobs are the base's (an oid names the
     bytes, so no line is read); otherwise, or if they do not, the bytes decide."""

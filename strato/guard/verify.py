@@ -319,17 +319,17 @@ def verify_repository(
                 Break(rid, 1, "note does not belong to the resource it registers", kept.anchor)
             )
             continue
-        chain = known.chain(kept.anchor)
+        record = known.record(kept.anchor)
         if (
             own_trust
             and on_entry is None
-            and chain is not None
-            and chain.blob == blob
-            and chain.verified is not None
-            and chain.running == kept.running_id
-            and all(at_head.key(head) == key for head, key in chain.verified)
+            and record is not None
+            and record.blob == blob
+            and record.verified is not None
+            and record.running == kept.running_id
+            and all(at_head.key(head) == key for head, key in record.verified)
         ):
-            report.entries += chain.lines
+            report.entries += record.lines
             continue
         signed.clear()
         try:
@@ -349,8 +349,8 @@ def verify_repository(
             continue
         if own_trust:
             keys = tuple((head, at_head.key(head)) for head in signed)
-            chain = cache.Chain(blob, len(kept.data), len(found), keys, kept.running_id)
-            known.save_chain(kept.anchor, chain)
+            accepted = cache.Remembered(blob, len(kept.data), len(found), keys, kept.running_id)
+            known.accepted(kept.anchor, accepted)
     # line-precise breaks first: they say the most about what was done
     report.breaks += history + _rewind_breaks(ancestors, olds)
     if since:

@@ -16,7 +16,7 @@ from typing import Any
 import pygit2
 
 from strato.agents import trust
-from strato.guard import engine, pin, signers, sshsig, store
+from strato.guard import engine, layout, ledgertrees, pin, signedops, signers, sshsig, store
 from strato.guard.canonical import seal
 from tests.conftest import commit_all, git, write_files
 from tests.support import console
@@ -119,7 +119,7 @@ def ledger_text(ws: Workspace, anchor: str) -> str:
     repo = ws.repo
     tip = gitrepo.read_ref(repo, store.REF)
     note = notes.note_blob(repo, tip, anchor)
-    return store.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
+    return layout.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
 
 
 def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
@@ -127,7 +127,7 @@ def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
     the notes ref can; returns the new notes tip."""
     repo = ws.repo
     tip = gitrepo.read_ref(repo, store.REF)
-    tree = store.replace_tree(repo, tip, anchor, text.encode())
+    tree = ledgertrees.replace_tree(repo, tip, anchor, text.encode())
     return notes.commit(repo, store.REF, tip, tree, "hand-edited ledger\n")
 
 
@@ -139,13 +139,13 @@ def drop_ledger(ws: Workspace, anchor: str) -> str:
     tip = gitrepo.read_ref(repo, store.REF)
     tree = notes.tree_of(repo, tip)
     assert tree is not None
-    lines = repo.TreeBuilder(tree[store.LEDGERS])
+    lines = repo.TreeBuilder(tree[layout.LEDGERS])
     lines.remove(anchor)
     top = repo.TreeBuilder(tree)
-    top.insert(store.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
+    top.insert(layout.LEDGERS, lines.write(), pygit2.GIT_FILEMODE_TREE)
     staged = repo[top.write()]
     assert isinstance(staged, pygit2.Tree)
-    return notes.commit(repo, store.REF, tip, store.without_state(repo, staged, anchor), "deleted ledger\n")
+    return notes.commit(repo, store.REF, tip, ledgertrees.without_state(repo, staged, anchor), "deleted ledger\n")
 
 
 def reseal(entries: list[dict[str, Any]]) -> str:
@@ -319,7 +319,7 @@ def pull_request(
     engine.transition(ws.repo, {"resource_id": rid, "from_state": "draft", "to_state": "review"})
     ask = {"resource_id": rid, "from_state": "review", "to_state": "released", "rationale": "go"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
     ws.pin(f"{branch}: pin guard notes")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store
+from strato.guard import engine, signedops, store
 from strato.guard.errors import GuardError
 from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
@@ -65,7 +65,7 @@ def refusal(report: ReviewReport) -> str:
 
 
 def test_legit_branch_passes(ws: Workspace, key: Key, pr: str) -> None:
-    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    signedops.override(ws.repo, sign_override(ws, key, "ship"))
     report = judged(ws, pr)
     assert report.ok, report.verify.breaks
     assert [r.kind for r in report.rows] == ["register", "transition", "deviation"]
@@ -113,7 +113,7 @@ def test_2_revoked_key_chosen_by_git_head(ws: Workspace, key: Key, tmp_path: Pat
     ws.commit({"NOTES.md": "n\n"}, "feature work")
     at_review(ws)
     git(ws.root, "checkout", "-q", "--detach", alice_era)  # HEAD trusts alice again
-    engine.override(ws.repo, sign_override(ws, key, "old key"))
+    signedops.override(ws.repo, sign_override(ws, key, "old key"))
     git(ws.root, "checkout", "-q", "feature")
     report = judged(ws, base)
     why = refusal(report)
@@ -203,7 +203,7 @@ def test_5_key_validity_is_judged_at_review_time(
     at_review(ws)
     if options:  # the same name without the window, so that the branch can write it at all
         ws.trust(key.signers_line("alice@example.com"))
-    engine.override(ws.repo, sign_override(ws, key, "ship"))  # ts_ms is now, whatever it says
+    signedops.override(ws.repo, sign_override(ws, key, "ship"))  # ts_ms is now, whatever it says
     report = judged(ws, base, now_s=now)
     if ok:
         assert report.ok, report.verify.breaks
@@ -234,7 +234,7 @@ def test_6_negated_namespace_like_openssh(ws: Workspace, key: Key, pr: str, tmp_
 
 def test_7_markdown_injection(ws: Workspace, key: Key, pr: str) -> None:
     evil = "x\r\n\n| a | b |\n# pwned <img src=https://e.vil/x> <!-- hide `code` ||"
-    engine.override(ws.repo, sign_override(ws, key, evil))
+    signedops.override(ws.repo, sign_override(ws, key, evil))
     report = judged(ws, pr)
     md = report.markdown()
     for bad in ("\r", "\n# pwned", "| a | b |"):
@@ -266,13 +266,13 @@ def test_8_negative_ecdsa_mpint_is_a_clean_refusal(ws: Workspace, tmp_path: Path
     at_review(ws)
     ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": "r"}
     with pytest.raises(GuardError) as caught:
-        engine.override(ws.repo, {**ask, "authorization": _negative_ecdsa_signature(ecdsa)})
+        signedops.override(ws.repo, {**ask, "authorization": _negative_ecdsa_signature(ecdsa)})
     assert caught.value.error_type == "override_unavailable"
     assert "malformed ECDSA signature" in caught.value.message
 
 
 def test_replay_reorder_truncate_delete(ws: Workspace, key: Key, pr: str) -> None:
-    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    signedops.override(ws.repo, sign_override(ws, key, "ship"))
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge", "feature")
     base = ws.pin()
@@ -312,5 +312,5 @@ def test_cert_authority_line_is_refused_with_its_line(ws: Workspace, key: Key) -
     ws.trust("# ca\n", key.signers_line("*@example.com", "cert-authority"))
     at_review(ws)
     with pytest.raises(GuardError) as caught:
-        engine.override(ws.repo, sign_override(ws, key, "ship"))
+        signedops.override(ws.repo, sign_override(ws, key, "ship"))
     assert "line 2: cert-authority is not supported" in caught.value.message

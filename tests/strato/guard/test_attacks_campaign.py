@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.guard import config, descriptors, engine, predicates, store
+from strato.guard import config, descriptors, engine, predicates, signedops, store
 from strato.guard.canonical import sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
@@ -194,7 +194,7 @@ def test_plain_output_prints_forged_text_without_control_characters(
     """The plain report is read in CI logs: a forged signer name (a carriage return and
     an erase-line sequence that would overwrite "refused" with "ok") is printed escaped."""
     at_review(ws)
-    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    signedops.override(ws.repo, sign_override(ws, key, "ship"))
     entries = ledger(ws)
     lie = "mallory\r\x1b[2Kok     release:9 line 3 deviation"
     auth = {**entries[-1]["verdict"]["authorization"], "principal": lie}
@@ -501,7 +501,7 @@ def test_an_override_signature_replayed_on_another_resource_is_refused(
     """alice's signed deviation for release:9, copied onto release:10 (same policy, same
     state, every digest recomputed): the payload names the resource and the ledger head."""
     at_review(ws)
-    engine.override(ws.repo, sign_override(ws, key, "ship"))
+    signedops.override(ws.repo, sign_override(ws, key, "ship"))
     deviation = ledger(ws)[-1]
     other = "release:10"
     engine.register(ws.repo, {"resource_id": other, **copy.deepcopy(POLICY)})

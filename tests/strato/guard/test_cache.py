@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import cache, engine, store
+from strato.guard import cache, engine, signedops, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
@@ -61,7 +61,7 @@ def moved(ws: Workspace) -> Workspace:
 
 
 def test_every_append_leaves_the_new_blob_known(moved: Workspace) -> None:
-    chain = cache.GuardCache(moved.repo).chain(anchor())
+    chain = cache.GuardCache(moved.repo).record(anchor())
     assert chain is not None
     assert (chain.blob, chain.lines) == (note_blob(moved), 7)
     assert cache_dir(moved).is_relative_to(Path(moved.repo.path).resolve() / "vivary")
@@ -70,12 +70,12 @@ def test_every_append_leaves_the_new_blob_known(moved: Workspace) -> None:
 def test_known_lines_only_for_the_same_bytes_or_an_append(moved: Workspace) -> None:
     data = ledger_text(moved, anchor()).encode()
     first4 = b"".join(data.splitlines(keepends=True)[:4])
-    chain = cache.Chain(str(notes.anchor(moved.repo, first4)), len(first4), 4)
+    chain = cache.Remembered(str(notes.anchor(moved.repo, first4)), len(first4), 4)
     assert cache.known_lines(chain, note_blob(moved), data) == 4  # an append of 3 lines
     assert cache.known_lines(chain, chain.blob, first4) == 4
     edited = data.replace(b'"draft"', b'"DRAFT"', 1)
     assert cache.known_lines(chain, str(notes.anchor(moved.repo, edited)), edited) == 0
-    lying = cache.Chain(chain.blob, chain.size, 5)  # line count does not fit the bytes
+    lying = cache.Remembered(chain.blob, chain.size, 5)  # line count does not fit the bytes
     assert cache.known_lines(lying, note_blob(moved), data) == 0
     assert cache.known_lines(None, note_blob(moved), data) == 0
 
@@ -88,7 +88,7 @@ def test_cached_and_fresh_verify_agree_and_a_deleted_cache_is_rebuilt(moved: Wor
     assert verify_repository(moved.repo).to_json() == first  # all hits
     shutil.rmtree(cache_dir(moved))
     assert verify_repository(moved.repo).to_json() == first  # all misses
-    assert cache.GuardCache(moved.repo).chain(anchor()) is not None
+    assert cache.GuardCache(moved.repo).record(anchor()) is not None
     assert engine.history(moved.repo, {"resource_id": RID})["current_state"] == "draft"
 
 
@@ -98,7 +98,7 @@ def test_corrupt_cache_files_are_misses(moved: Workspace) -> None:
     for path in root.rglob("*"):
         if path.is_file():
             path.write_bytes(b"\x00garbage{" + bytes(range(256)))
-    (root / "chains" / "x.json").write_text('{"v": 1, "blob": 3}')
+    (root / "ledgers" / "x.json").write_text('{"v": 1, "blob": 3}')
     assert verify_repository(moved.repo).ok
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"
     assert verify_repository(moved.repo).entries == 8
@@ -144,10 +144,10 @@ def test_verified_signatures_are_keyed_by_the_trust_root_they_used(
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     ask = {"resource_id": RID, "from_state": "draft", "to_state": "review", "rationale": "ok"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
     report = verify_repository(ws.repo)
     assert report.ok and report.entries == 2
-    chain = cache.GuardCache(ws.repo).chain(anchor())
+    chain = cache.GuardCache(ws.repo).record(anchor())
     assert chain is not None and chain.verified is not None and len(chain.verified) == 1
     assert verify_repository(ws.repo).ok  # a hit
     # drop the branch that trusted alice, and its commits: the entry's git_head is gone

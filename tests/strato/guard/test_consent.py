@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store
+from strato.guard import engine, signedops, store
 from strato.guard.canonical import seal
 from tests.conftest import git
 from tests.support.guard import Workspace, approve_policy, ledger_text, out, put_ledger, run
@@ -120,7 +120,7 @@ def test_the_approval_is_of_one_policy_in_one_repository(clones: Clones) -> None
 
     approve_policy(victim, "release:9")
     later = marker.with_name("later")
-    engine.upgrade(attacker.repo, {
+    signedops.upgrade(attacker.repo, {
         "resource_id": "release:9",
         "new_graph": {"draft": ["review", "parked"], "review": []},
         "new_edge_predicates": {

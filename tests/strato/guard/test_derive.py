@@ -17,7 +17,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import authz, derive, descriptors, engine, ledger, store
+from strato.guard import authz, derive, descriptors, engine, ledger, signedops, store
 from strato.guard.canonical import payload_digest
 from strato.guard.verify import verify_repository
 from tests.conftest import git
@@ -75,7 +75,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Made:
     ws.commit({"NOTES.md": "n\n"}, "notes")
     assert engine.transition(repo, move)["status"] == "applied"
     ask = {"resource_id": "moves", "from_state": "review", "to_state": "draft", "rationale": "back"}
-    engine.override(repo, sign("override", ask))
+    signedops.override(repo, sign("override", ask))
     assert engine.transition(repo, move)["status"] == "applied"
     git(root, "rm", "-q", "-r", "PASSED")
     ws.commit({"PASSED": "ok\n"}, "tests passed")
@@ -92,10 +92,10 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Made:
         "new_stakes": dict(POLICY["stakes"]),
         "rationale": "grow",
     }
-    assert engine.upgrade(repo, upgrade)["status"] == "migrated"
+    assert signedops.upgrade(repo, upgrade)["status"] == "migrated"
     migrate = {"resource_id": "policy", "new_graph": {"draft": ["released"]}, "new_terminal": ["released"],
                "rationale": "drop review"}
-    out = engine.migrate(repo, sign("migrate", migrate))
+    out = signedops.migrate(repo, sign("migrate", migrate))
     assert out["status"] == "migrated"
     checksum = engine.history(repo, {"resource_id": "policy"})["ledger"][-1]["payload_digest"]
     to_policy = {"graph": {"draft": ["review"], "review": []}, "edge_predicates": {},
@@ -104,7 +104,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Made:
     data = json.dumps({"version": 1, "descriptors": items}, indent=2)
     ws.commit({descriptors.PATH: data,
                descriptors.SIG_PATH: ssh_sign(key, authz.NS_DESCRIPTORS, data.encode(), tmp)})
-    assert engine.apply_upgrade(repo, {"resource_id": "policy", "descriptor_id": "d"})["status"] == "applied"
+    assert signedops.apply_upgrade(repo, {"resource_id": "policy", "descriptor_id": "d"})["status"] == "applied"
 
     ledgers = {rid: _read(ws, rid) for rid in ("moves", "policy")}
     assert [e["kind"] for e in ledgers["moves"]] == [

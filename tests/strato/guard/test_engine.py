@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, store
+from strato.guard import engine, layout, signedops, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, approve_file, approve_policy
@@ -73,8 +73,8 @@ def test_register_is_idempotent_and_refuses_another_policy(ws: Workspace) -> Non
     # the note on the anchor is the marker git itself can show; the lines are entry blobs
     anchor = git(ws.root, "notes", "--ref=vivary/guard", "list").split()[1]
     shown = git(ws.root, "notes", "--ref=vivary/guard", "show", anchor)
-    assert shown.encode() == store.marker(anchor)
-    text = git(ws.root, "show", f"{store.REF}:{store.LEDGERS}/{anchor}/00/00/00")
+    assert shown.encode() == layout.marker(anchor)
+    text = git(ws.root, "show", f"{store.REF}:{layout.LEDGERS}/{anchor}/00/00/00")
     assert text.startswith('{"entry_digest":"') and '"kind":"register"' in text
 
 
@@ -274,7 +274,7 @@ def upgrade(ws: Workspace, graph: dict[str, list[str]], **extra: Any) -> dict[st
         "rationale": "grow",
         **extra,
     }
-    return engine.upgrade(ws.repo, req)
+    return signedops.upgrade(ws.repo, req)
 
 
 def test_upgrade_is_additive_only(ws: Workspace) -> None:

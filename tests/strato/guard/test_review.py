@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from strato.guard import config, engine, store
+from strato.guard import config, engine, signedops, store
 from strato.guard.review import MAX_CELL, _cell, review
 from strato.guard.verify import Break
 from tests.conftest import git
@@ -41,7 +41,7 @@ def override(ws: Workspace, key: Key, rationale: str) -> None:
         "rationale": rationale,
     }
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
 
 
 def start(ws: Workspace, key: Key) -> str:

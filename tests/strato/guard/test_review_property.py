@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strato.guard import engine, pin, store
+from strato.guard import engine, pin, signedops, store
 from strato.guard.review import review
 from tests.conftest import git
 from tests.support.guard import POLICY, RID, Key, Workspace, forge, ledger, make_key, outside_code, ssh_sign
@@ -64,7 +64,7 @@ def test_mutated_ledgers_never_pass_review(ws: Workspace, key: Key, mutations: l
         engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
         ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": "r"}
         payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-        engine.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+        signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
         (ws.tmp / "honest.json").write_text(json.dumps(ledger(ws)))
         (ws.tmp / "honest.tip").write_text(git(ws.root, "rev-parse", store.REF).strip())
     # every example attacks the honest notes commit, not the previous example's forgery
@@ -109,7 +109,7 @@ def test_a_signed_append_passes_only_with_a_base_key(
     signer = key if by_base_key else Key(ws.tmp / "mallory_ed25519", "")
     ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": rationale}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    engine.override(ws.repo, {**ask, "authorization": ssh_sign(signer, ns, payload.encode(), ws.tmp)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(signer, ns, payload.encode(), ws.tmp)})
     pin.write(ws.repo)
     git(ws.root, "commit", "-q", "--allow-empty", "-am", "re-pin")
     report = review(ws.repo, "main")

@@ -21,7 +21,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strato.guard import cache, engine, ledger, running, store
+from strato.guard import (
+    cache,
+    engine,
+    layout,
+    ledger,
+    ledgertrees,
+    running,
+    signedops,
+    store,
+)
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.review import review
@@ -50,7 +59,7 @@ def tip(ws: Workspace) -> str | None:
 
 
 def state_blob(ws: Workspace) -> bytes | None:
-    kept = store.running_blob(notes.tree_of(ws.repo, tip(ws)), ANCHOR)
+    kept = layout.running_blob(notes.tree_of(ws.repo, tip(ws)), ANCHOR)
     return None if kept is None else kept[1]
 
 
@@ -69,7 +78,7 @@ def put_state(ws: Workspace, data: bytes | None, as_tree: bool = False) -> None:
     tree = notes.tree_of(repo, old)
     assert tree is not None
     if data is None:
-        new = store.without_state(repo, tree, ANCHOR)
+        new = ledgertrees.without_state(repo, tree, ANCHOR)
     elif as_tree:
         inner = repo.TreeBuilder()
         inner.insert("x", repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
@@ -95,7 +104,7 @@ def test_every_append_writes_the_state_its_lines_fold_to(ws: Workspace) -> None:
         lambda: (ws.root / "NOTES.md").write_text("n\n"),
         lambda: engine.transition(ws.repo, MOVE),  # applied
         lambda: engine.transition(ws.repo, BACK),
-        lambda: engine.upgrade(ws.repo, UPGRADE),  # the policy line moves
+        lambda: signedops.upgrade(ws.repo, UPGRADE),  # the policy line moves
         lambda: engine.transition(ws.repo, {**MOVE, "idempotency_key": "k"}),
     ]
     seen = [state_blob(ws)]
@@ -123,7 +132,7 @@ def test_an_uncached_append_reads_no_line_but_the_last_and_the_policy_line(moved
     transition verifies the whole ledger before anything runs, so it refuses (never a
     crash) until the object is back, and then appends."""
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # 4 lines: 0 register
-    middle = git(moved.root, "rev-parse", f"{store.REF}:{'/'.join(store.entry_path(ANCHOR, 1))}").strip()
+    middle = git(moved.root, "rev-parse", f"{store.REF}:{'/'.join(layout.entry_path(ANCHOR, 1))}").strip()
     loose = Path(moved.repo.path) / "objects" / middle[:2] / middle[2:]
     kept = loose.read_bytes()
     loose.unlink()  # a small ledger's objects are loose
@@ -161,7 +170,7 @@ TAMPERED: dict[str, Callable[[Workspace], bytes]] = {
 
 @pytest.mark.parametrize("how", sorted(TAMPERED))
 def test_a_tampered_state_is_a_break_and_no_writer_uses_it(moved: Workspace, how: str) -> None:
-    engine.upgrade(moved.repo, UPGRADE)
+    signedops.upgrade(moved.repo, UPGRADE)
     engine.transition(moved.repo, {**MOVE, "idempotency_key": "k"})
     engine.transition(moved.repo, BACK)  # 6 lines, at draft, policy at line 3 (v2)
     assert verify_repository(moved.repo).ok  # and recorded as verified
@@ -203,7 +212,7 @@ def test_a_lie_consistent_with_the_lines_it_names_misleads_only_the_writer(moved
     the last line is also legal, cannot be told from the truth without reading the lines
     between. The writer then works under that policy, as it would under a forged line,
     and verify refuses both the record and what was written under it."""
-    engine.upgrade(moved.repo, UPGRADE)  # line 4: graph_version 2
+    signedops.upgrade(moved.repo, UPGRADE)  # line 4: graph_version 2
     engine.transition(moved.repo, MOVE)  # its edge has the same predicates under both
     v1 = folded(moved).entries[0]["payload_digest"]
     put_state(moved, lie(moved, graph_version=1, policy_line=0, checksum=v1))
@@ -212,7 +221,7 @@ def test_a_lie_consistent_with_the_lines_it_names_misleads_only_the_writer(moved
     drop_cache(moved)
     snap = store.load(moved.repo, RID)
     assert snap.generation == "" and snap.state is not None and snap.state.graph_version == 1
-    engine.upgrade(moved.repo, UPGRADE)  # believed to be the first upgrade
+    signedops.upgrade(moved.repo, UPGRADE)  # believed to be the first upgrade
     (brk,) = verify_repository(moved.repo).breaks
     assert brk.line == 6 and "graph_version 2 does not follow 2" in brk.message
 
@@ -333,7 +342,7 @@ def test_concurrent_uncached_appends_keep_the_state_true(ws: Workspace) -> None:
 
 
 def test_after_matches_the_fold_for_every_kind_of_line(moved: Workspace) -> None:
-    engine.upgrade(moved.repo, UPGRADE)
+    signedops.upgrade(moved.repo, UPGRADE)
     engine.transition(moved.repo, MOVE)
     refused = {"resource_id": RID, "from_state": "review", "to_state": "released"}
     assert engine.transition(moved.repo, refused)["status"] == "refused"  # no PASSED file
@@ -391,7 +400,7 @@ def test_a_writer_with_no_cache_takes_the_record_when_the_last_line_holds_the_po
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     for step in ("register", "upgrade"):
         if step == "upgrade":
-            engine.upgrade(ws.repo, UPGRADE)
+            signedops.upgrade(ws.repo, UPGRADE)
         drop_cache(ws)
         snap = store.load(ws.repo, RID)
         assert snap.generation == "" and snap.state is not None, step  # the record, not a fold
@@ -406,7 +415,7 @@ def test_a_writer_with_no_cache_takes_the_record_when_the_last_line_holds_the_po
 def resume_from(lines: list[bytes], record: running.Running) -> ledger.State | None:
     """The writer's check alone: ``lines`` as the ledger, ``record`` as its running state."""
     text = b"".join(lines).decode()
-    return running.resume(
+    return cache.from_running(
         running.render(record),
         RID,
         len(lines),
@@ -444,7 +453,7 @@ def test_a_record_true_of_a_forged_last_line_is_not_resumed_from(moved: Workspac
 def test_a_record_true_of_a_policy_change_that_moves_the_state_is_not_resumed_from(moved: Workspace) -> None:
     """A policy change stays at the current state (the fold refuses one that does not);
     a last line that moves, with a record that agrees with it, is not taken either."""
-    engine.upgrade(moved.repo, UPGRADE)  # line 3: draft -> draft under graph_version 2
+    signedops.upgrade(moved.repo, UPGRADE)  # line 3: draft -> draft under graph_version 2
     lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
     state = folded(moved)
     true = running.of_state(state)
@@ -468,7 +477,7 @@ def test_deferred_keys_read_the_ledger_once_and_forget_nothing() -> None:
         reads.append(1)
         return index
 
-    keys = running.Deferred(load)
+    keys = cache.Deferred(load)
     assert reads == []  # nothing read until a key is asked for
     keys["j"] = {"idempotency_key": "j"}
     assert index["j"] == {"idempotency_key": "j"} and sorted(keys) == ["j", "k"] and len(keys) == 2
@@ -488,7 +497,7 @@ def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_f
     kept = running.render(true)
 
     def resume(rid: str, ledger_lines: list[bytes], record: bytes) -> ledger.State | None:
-        return running.resume(
+        return cache.from_running(
             record, rid, len(ledger_lines), lambda n: ledger_lines[n],
             lambda: ledger.load(text, RID).by_key, lambda: ledger.load(text, RID).entries,
         )
@@ -497,7 +506,7 @@ def test_a_record_that_misnames_the_resource_or_the_policy_line_is_not_resumed_f
     assert resume("svc:other", lines, kept) is None  # another resource's ledger
     # a second copy of the register line, named as the policy line of a later graph version
     assert resume(RID, [lines[0], *lines], running.render(replace(true, lines=4, policy_line=1))) is None
-    engine.upgrade(moved.repo, UPGRADE)  # line 3, graph_version 2
+    signedops.upgrade(moved.repo, UPGRADE)  # line 3, graph_version 2
     lines = [line.encode() for line in ledger_text(moved, ANCHOR).splitlines(keepends=True)]
     upgraded = running.of_state(folded(moved))
     assert resume(RID, lines, running.render(upgraded)) is not None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import authz, descriptors, engine, store
+from strato.guard import authz, descriptors, engine, signedops, store
 from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, make_key, ssh_sign
@@ -71,7 +71,7 @@ def test_transition_refused_then_signed_override_applies_once(ws: Workspace, tru
     req = {"resource_id": RID, "from_state": "review", "to_state": "released"}
     assert engine.transition(ws.repo, req)["status"] == "refused"
     signed = override_req(ws, trusted)
-    out = engine.override(ws.repo, signed)
+    out = signedops.override(ws.repo, signed)
     assert out["status"] == "applied" and out["authorized_by"] == "alice@example.com"
     hist = engine.history(ws.repo, {"resource_id": RID})
     last = hist["ledger"][-1]
@@ -84,12 +84,12 @@ def test_transition_refused_then_signed_override_applies_once(ws: Workspace, tru
 
 def test_a_signature_works_once(ws: Workspace, trusted: Key) -> None:
     signed = override_req(ws, trusted, to_state="draft")
-    assert engine.override(ws.repo, signed)["current_state"] == "draft"
+    assert signedops.override(ws.repo, signed)["current_state"] == "draft"
     req = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
     assert engine.transition(ws.repo, req)["status"] == "applied"
     tip = git(ws.root, "rev-parse", store.REF).strip()
     # back at review, the same edge is legal again, but the ledger head moved on
-    message = refused("override_unavailable", engine.override, ws.repo, signed)
+    message = refused("override_unavailable", signedops.override, ws.repo, signed)
     assert "does not verify" in message
     assert git(ws.root, "rev-parse", store.REF).strip() == tip
 
@@ -108,9 +108,9 @@ def test_override_attacks_are_refused(ws: Workspace, trusted: Key) -> None:
         {**good, "authorization": ""},
     ]
     for req in attacks:
-        message = refused("override_unavailable", engine.override, ws.repo, req)
+        message = refused("override_unavailable", signedops.override, ws.repo, req)
         assert "sign exactly" in message  # the expected payload is echoed back
-    refused("override_unavailable", engine.override, ws.repo, {**good, "resolved_by": "agent"})
+    refused("override_unavailable", signedops.override, ws.repo, {**good, "resolved_by": "agent"})
     assert git(ws.root, "rev-parse", store.REF).strip() == tip
 
 
@@ -121,7 +121,7 @@ def test_signers_only_in_the_working_tree_grant_nothing(ws: Workspace, key: Key)
     signers = ws.root / authz.SIGNERS_PATH
     signers.parent.mkdir(parents=True)
     signers.write_text(key.signers_line("alice"))  # written, never committed
-    message = refused("override_unavailable", engine.override, ws.repo, override_req(ws, key))
+    message = refused("override_unavailable", signedops.override, ws.repo, override_req(ws, key))
     assert "no .vivary/guard/allowed_signers in commit" in message
 
 
@@ -130,7 +130,7 @@ def test_unsupported_signers_option_refuses_with_the_line(ws: Workspace, key: Ke
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     (ws.root / "NOTES.md").write_text("n\n")
     engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
-    message = refused("override_unavailable", engine.override, ws.repo, override_req(ws, key))
+    message = refused("override_unavailable", signedops.override, ws.repo, override_req(ws, key))
     assert "line 2: cert-authority is not supported" in message
 
 
@@ -139,7 +139,7 @@ def test_namespace_restricted_signer(ws: Workspace, key: Key) -> None:
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     (ws.root / "NOTES.md").write_text("n\n")
     engine.transition(ws.repo, {"resource_id": RID, "from_state": "draft", "to_state": "review"})
-    message = refused("override_unavailable", engine.override, ws.repo, override_req(ws, key))
+    message = refused("override_unavailable", signedops.override, ws.repo, override_req(ws, key))
     assert "not an allowed signer" in message
 
 
@@ -160,7 +160,7 @@ def test_signed_migrate(ws: Workspace, kind: str) -> None:
     ws.trust(key.signers_line("ops@example.com"))
     engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     graph = {"draft": ["released"]}
-    out = engine.migrate(ws.repo, migrate_req(ws, key, graph))
+    out = signedops.migrate(ws.repo, migrate_req(ws, key, graph))
     assert out["status"] == "migrated" and out["graph_version"] == 2
     assert out["authorized_by"] == "ops@example.com"
     # the new policy governs: the edge that did not exist before is now legal (no predicates)
@@ -169,7 +169,7 @@ def test_signed_migrate(ws: Workspace, kind: str) -> None:
     # a signature for one policy does not authorize another
     signed = migrate_req(ws, key, {"draft": ["released"], "released": []})
     refused(
-        "override_unavailable", engine.migrate, ws.repo, {**signed, "new_graph": {"released": []}}
+        "override_unavailable", signedops.migrate, ws.repo, {**signed, "new_graph": {"released": []}}
     )
 
 
@@ -201,14 +201,14 @@ def test_apply_upgrade_from_a_signed_descriptor(ws: Workspace, key: Key) -> None
         ],
     )
     req = {"resource_id": RID, "descriptor_id": "shortcut"}
-    out = engine.apply_upgrade(ws.repo, req)
+    out = signedops.apply_upgrade(ws.repo, req)
     assert out["status"] == "applied" and out["graph_version"] == 2
-    assert engine.apply_upgrade(ws.repo, req)["status"] == "unchanged"
+    assert signedops.apply_upgrade(ws.repo, req)["status"] == "unchanged"
     last = engine.history(ws.repo, {"resource_id": RID})["ledger"][-1]
     assert last["rationale"].startswith("descriptor shortcut (file sha256 ")
     refused(
         "upgrade_descriptor_unavailable",
-        engine.apply_upgrade,
+        signedops.apply_upgrade,
         ws.repo,
         {"resource_id": RID, "descriptor_id": "missing"},
     )
@@ -222,11 +222,11 @@ def test_apply_upgrade_refuses_mismatch_and_bad_signatures(ws: Workspace, key: K
         ws, key, [{"id": "d", "rationale": "r", "from_checksum": "a" * 64, "to_policy": to_policy}]
     )
     req = {"resource_id": RID, "descriptor_id": "d"}
-    refused("upgrade_descriptor_mismatch", engine.apply_upgrade, ws.repo, req)
+    refused("upgrade_descriptor_mismatch", signedops.apply_upgrade, ws.repo, req)
     # a file edited after signing no longer verifies
     path = ws.root / descriptors.PATH
     ws.commit({descriptors.PATH: path.read_text().replace('"r"', '"edited"')})
-    refused("upgrade_descriptor_unavailable", engine.apply_upgrade, ws.repo, req)
+    refused("upgrade_descriptor_unavailable", signedops.apply_upgrade, ws.repo, req)
 
 
 def test_authorize_payload_is_the_reference_shape(ws: Workspace, trusted: Key) -> None:
@@ -252,7 +252,7 @@ def test_signature_file_path_is_not_an_input(ws: Workspace, tmp_path: Path) -> N
     # apply-upgrade takes only resource_id and descriptor_id: no path to point elsewhere
     refused(
         "invalid_request",
-        engine.apply_upgrade,
+        signedops.apply_upgrade,
         ws.repo,
         {"resource_id": RID, "descriptor_id": "d", "path": str(tmp_path)},
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, store
+from strato.guard import cache, engine, layout, ledger, ledgertrees, running, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
@@ -59,10 +59,10 @@ def old_layout(ws: Workspace, text: str) -> None:
 def test_each_line_is_its_own_blob_at_its_bucketed_name(moved: Workspace) -> None:
     text = ledger_text(moved, ANCHOR)
     for n, line in enumerate(text.splitlines(keepends=True)):
-        path = "/".join(store.entry_path(ANCHOR, n))
+        path = "/".join(layout.entry_path(ANCHOR, n))
         assert git(moved.root, "cat-file", "blob", f"{store.REF}:{path}") == line
     assert git(moved.root, "notes", "--ref=vivary/guard", "show", ANCHOR).encode() == (
-        store.marker(ANCHOR)
+        layout.marker(ANCHOR)
     )
 
 
@@ -70,14 +70,14 @@ def test_lines_read_back_in_order_across_bucket_boundaries(ws: Workspace) -> Non
     lines = [f"line {n}\n" for n in range(600)]  # crosses 00/00/ff -> 00/01/00 and more
     put_ledger(ws, ANCHOR, "".join(lines))
     tree = notes.tree_of(ws.repo, tip(ws))
-    assert store.line_count(tree, ANCHOR) == 600
+    assert layout.line_count(tree, ANCHOR) == 600
     assert ledger_text(ws, ANCHOR) == "".join(lines)
-    assert store.entry_path(ANCHOR, 256)[2:] == ["00", "01", "00"]
+    assert layout.entry_path(ANCHOR, 256)[2:] == ["00", "01", "00"]
 
 
 def test_an_older_reader_finds_a_note_it_refuses(moved: Workspace) -> None:
     with pytest.raises(ledger.LedgerBreak):
-        ledger.parse(store.marker(ANCHOR).decode())
+        ledger.parse(layout.marker(ANCHOR).decode())
 
 
 def test_a_ledger_in_the_older_layout_reads_verifies_and_migrates(moved: Workspace) -> None:
@@ -140,7 +140,7 @@ def _edit_lines(ws: Workspace, edit: dict[str, pygit2.Oid | None], message: str)
 
 
 def line_path(n: int) -> str:
-    return "/".join(store.entry_path(ANCHOR, n))
+    return "/".join(layout.entry_path(ANCHOR, n))
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_any_edit_but_an_append_breaks_the_history(moved: Workspace, edit: str, 
         "change": {line_path(1): other},
         "remove_last": {line_path(2): None},
         "insert_gap": {line_path(5): other},
-        "misplaced": {f"{store.LEDGERS}/{ANCHOR}/00/00/zz": other},
+        "misplaced": {f"{layout.LEDGERS}/{ANCHOR}/00/00/zz": other},
     }
     _edit_lines(moved, edits[edit], "edit\n")
     report = verify_repository(moved.repo)
@@ -209,23 +209,23 @@ def test_concurrent_migrations_move_each_ledger_once(moved: Workspace) -> None:
 def test_a_prefix_id_names_exactly_the_first_lines(ws: Workspace) -> None:
     """Two ledgers agree on the prefix id of their first ``n`` lines exactly when those
     lines are the same bytes, whatever follows, on either side of a bucket boundary:
-    the tail cache resumes from a record only under that name."""
+    the cache resumes from a record only under that name."""
     base = [f"line {n}\n".encode() for n in range(300)]  # 00/00/00 .. 00/01/2b
 
     def tree(lines: list[bytes]) -> pygit2.Tree:
-        found = ws.repo[store._lines_tree(ws.repo, lines)]
+        found = ws.repo[ledgertrees.lines_tree_of(ws.repo, lines)]
         assert isinstance(found, pygit2.Tree)
         return found
 
     whole = tree(base)
     cuts = (1, 2, 255, 256, 257, 258, 300)
-    assert store.prefix_id(whole, 0) == "" and store.prefix_id(whole, 301) == ""
-    assert len({store.prefix_id(whole, n) for n in cuts}) == len(cuts)
-    assert all(store.prefix_id(tree(base[:n]), n) == store.prefix_id(whole, n) for n in cuts)
+    assert layout.prefix_id(whole, 0) == "" and layout.prefix_id(whole, 301) == ""
+    assert len({layout.prefix_id(whole, n) for n in cuts}) == len(cuts)
+    assert all(layout.prefix_id(tree(base[:n]), n) == layout.prefix_id(whole, n) for n in cuts)
     for changed in (0, 1, 254, 255, 256, 257, 299):
         other = tree([*base[:changed], b"edited\n", *base[changed + 1 :]])
         for n in cuts:
-            same = store.prefix_id(other, n) == store.prefix_id(whole, n)
+            same = layout.prefix_id(other, n) == layout.prefix_id(whole, n)
             assert same == (n <= changed), (changed, n)
 
 
@@ -246,7 +246,7 @@ def test_a_warm_cache_checks_every_line_of_another_history(moved: Workspace) -> 
 def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace) -> None:
     repo, old = moved.repo, tip(moved)
     data = ledger_text(moved, ANCHOR).encode() + b"\xff\n"
-    notes.commit(repo, store.REF, old, store.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
+    notes.commit(repo, store.REF, old, ledgertrees.replace_tree(repo, old, ANCHOR, data), "not UTF-8\n")
     with pytest.raises(GuardError) as info:
         store.load(moved.repo, RID)
     assert str(info.value) == f"ledger of {RID!r} is broken at line 1: ledger is not UTF-8"
@@ -255,7 +255,7 @@ def test_a_ledger_that_is_not_utf8_is_refused_at_its_first_line(moved: Workspace
 def test_a_load_at_an_older_notes_commit_reads_the_ledger_as_it_was_there(moved: Workspace) -> None:
     old = tip(moved)
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"
-    for cached in (True, False):  # resumed from the tail record, and from the notes record
+    for cached in (True, False):  # resumed from the local record, and from the notes record
         if not cached:
             shutil.rmtree(cache.GuardCache(moved.repo).root)
         then, now = store.load(moved.repo, RID, old), store.load(moved.repo, RID)
@@ -269,9 +269,12 @@ def test_a_full_load_records_the_lines_it_checked_under_the_ledgers_anchor(moved
     shutil.rmtree(cache.GuardCache(moved.repo).root)
     snap = store.load(moved.repo, RID)
     assert snap.generation != ""  # folded in full: every line checked
-    tree = store.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
+    tree = layout.lines_tree(notes.tree_of(moved.repo, tip(moved)), ANCHOR)
     data = ledger_text(moved, ANCHOR).encode()
-    assert cache.GuardCache(moved.repo).chain(ANCHOR) == cache.Chain(store.prefix_id(tree, 3), len(data), 3)
+    found = cache.GuardCache(moved.repo).record(ANCHOR)
+    assert found is not None and (found.blob, found.size, found.lines) == (layout.prefix_id(tree, 3), len(data), 3)
+    assert snap.state is not None and found.fold == running.of_state(snap.state)  # and what they fold to
+    assert found.generation == snap.generation
 
 
 def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(moved: Workspace) -> None:
@@ -280,7 +283,7 @@ def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(mov
         store.load(moved.repo, RID)
     assert (info.value.error_type, info.value.message) == (
         "ledger_corrupt",
-        f"ledger of {RID!r}: ledger lines under {store.LEDGERS}/ but no note",
+        f"ledger of {RID!r}: ledger lines under {layout.LEDGERS}/ but no note",
     )
 
 
@@ -288,11 +291,11 @@ def test_a_ledger_the_tree_does_not_hold_soundly_is_refused_with_its_problem(mov
 def test_lines_past_the_cached_tail_that_are_not_there_are_refused_not_a_crash(
     moved: Workspace, edit: str
 ) -> None:
-    """The local tail record knows the first 4 lines; the names then promise lines the
+    """The local record knows the first 4 lines; the names then promise lines the
     tree does not hold as blobs. Every writer refuses the ledger with what is wrong, as
     a cold read does, instead of failing on the missing blob."""
     put_ledger(moved, ANCHOR, ledger_text(moved, ANCHOR))  # no running state: a full fold
-    assert store.load(moved.repo, RID).generation != ""  # recorded in the tail cache
+    assert store.load(moved.repo, RID).generation != ""  # recorded in the local cache
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # the record: 4 lines
     repo = moved.repo
     first = repo.create_blob(ledger_text(moved, ANCHOR).splitlines(keepends=True)[1].encode())

@@ -1,4 +1,4 @@
-"""The guard's write path and the notes tree it reads: `store.commit` seals an entry on the
+"""The guard's write path and the notes tree it reads: `append.commit` seals an entry on the
 newest ledger and moves the notes ref by compare-and-swap (a lost race runs the step again,
 a held lock is waited on and then named, a ref that keeps moving is given up); the tree
 walkers find every line where the layout puts it and name every odd entry."""
@@ -15,7 +15,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, running, store
+from strato.guard import append, cache, engine, layout, ledger, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
@@ -53,11 +53,11 @@ def flip_fields(state: ledger.State) -> dict[str, Any]:
 
 def flip(
     seen: list[store.Snapshot], first: Callable[[int], None] = lambda _: None
-) -> store.Step:
+) -> append.Step:
     """A step that flips the state and answers the sealed entry; it records every snapshot
     it was run on, and runs ``first(n)`` (another writer, say) on its ``n``th run."""
 
-    def step(snap: store.Snapshot) -> tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.Snapshot) -> tuple[dict[str, Any], append.Respond]:
         seen.append(snap)
         first(len(seen))
         return flip_fields(store.require(snap)), lambda sealed: sealed
@@ -86,7 +86,7 @@ def test_a_step_that_answers_without_an_entry_writes_nothing(reg: Workspace) -> 
         seen.append(snap)
         return {"status": "exists"}
 
-    assert store.commit(reg.repo, RID, step) == {"status": "exists"}
+    assert append.commit(reg.repo, RID, step) == {"status": "exists"}
     assert tip(reg) == before and [s.tip for s in seen] == [before]
 
 
@@ -96,7 +96,7 @@ def test_a_sealed_entry_links_to_the_head_and_the_commit_names_it(ws: Workspace)
     engine.register(ws.repo, {"resource_id": rid, "graph": FLIP, "initial": "a"})
     registered = store.require(store.load(ws.repo, rid)).head
     before, start = tip(ws), int(time.time() * 1000)
-    entry = store.commit(ws.repo, rid, flip([]))
+    entry = append.commit(ws.repo, rid, flip([]))
     assert start <= entry["ts_ms"] <= int(time.time() * 1000)
     assert entry["prev_digest"] == registered
     assert entry["git_head"] == git(ws.root, "rev-parse", "HEAD").strip()
@@ -107,7 +107,7 @@ def test_a_sealed_entry_links_to_the_head_and_the_commit_names_it(ws: Workspace)
     assert isinstance(written, pygit2.Commit)
     assert [str(p) for p in written.parent_ids] == [before]
     assert written.message == f"guard: {rid[:80]} transition applied\n"
-    path = "/".join(store.entry_path(anchor, 1))
+    path = "/".join(layout.entry_path(anchor, 1))
     line = git(ws.root, "cat-file", "blob", f"{store.REF}:{path}")
     assert ledger.parse(ledger_text(ws, anchor))[1] == entry == ledger.loads(line)
     state = git(ws.root, "cat-file", "blob", f"{store.REF}:{running.STATE}/{anchor}")
@@ -117,7 +117,7 @@ def test_a_sealed_entry_links_to_the_head_and_the_commit_names_it(ws: Workspace)
 def test_an_entry_written_before_the_first_commit_names_no_head(repo_dir: Path) -> None:
     repo = gitrepo.require(repo_dir)
     engine.register(repo, {"resource_id": RID, "graph": FLIP, "initial": "a"})
-    entry = store.commit(repo, RID, flip([]))
+    entry = append.commit(repo, RID, flip([]))
     assert entry["git_head"] is None
     assert [e["git_head"] for e in ledger.parse(ledger_text(Workspace(repo_dir, repo_dir), ANCHOR))] == [
         None,
@@ -128,12 +128,12 @@ def test_an_entry_written_before_the_first_commit_names_no_head(repo_dir: Path) 
 def test_a_snapshot_read_before_is_used_only_while_the_ref_has_not_moved(reg: Workspace) -> None:
     read = store.load(reg.repo, RID)
     seen: list[store.Snapshot] = []
-    store.commit(reg.repo, RID, flip(seen), read)
+    append.commit(reg.repo, RID, flip(seen), read)
     assert seen[0] is read  # the ref had not moved: not read again
     stale = store.load(reg.repo, RID)
-    store.commit(reg.repo, RID, flip([]))  # another writer moves the ref
+    append.commit(reg.repo, RID, flip([]))  # another writer moves the ref
     seen.clear()
-    entry = store.commit(reg.repo, RID, flip(seen), stale)
+    entry = append.commit(reg.repo, RID, flip(seen), stale)
     assert len(seen) == 1 and seen[0] is not stale and seen[0].tip != stale.tip
     assert [e["to_state"] for e in lines(reg)] == ["a", "b", "a", "b"]
     assert entry["prev_digest"] == lines(reg)[2]["entry_digest"]
@@ -144,10 +144,10 @@ def test_a_lost_race_runs_the_step_again_on_the_winners_ledger(reg: Workspace) -
 
     def other_writer(n: int) -> None:
         if n == 1:  # between our read and our write, another writer appends
-            winners.append((store.commit(reg.repo, RID, flip([])), tip(reg)))
+            winners.append((append.commit(reg.repo, RID, flip([])), tip(reg)))
 
     seen: list[store.Snapshot] = []
-    entry = store.commit(reg.repo, RID, flip(seen, other_writer))
+    entry = append.commit(reg.repo, RID, flip(seen, other_writer))
     assert [s.lines for s in seen] == [1, 2]
     (won, won_tip), = winners
     assert seen[1].tip == won_tip != seen[0].tip
@@ -163,13 +163,13 @@ def test_a_held_lock_is_waited_on_then_named(reg: Workspace) -> None:
     lock.write_text("")
     seen: list[store.Snapshot] = []
     with pytest.raises(GuardError) as info:
-        store.commit(reg.repo, RID, flip(seen))
+        append.commit(reg.repo, RID, flip(seen))
     assert info.value.error_type == "ledger_busy"
     assert info.value.message == (
         f"{lock} exists: another writer holds it, or one was killed; "
         "run `strato guard unlock` (it checks the lock is stale and the ledger sound)"
     )
-    assert len(seen) == store.MAX_LOCK_WAITS + 1 and {s.tip for s in seen} == {before}
+    assert len(seen) == append.MAX_LOCK_WAITS + 1 and {s.tip for s in seen} == {before}
     lock.unlink()
     assert tip(reg) == before and len(lines(reg)) == 1
 
@@ -183,7 +183,7 @@ def test_a_ref_that_keeps_moving_is_given_up(reg: Workspace) -> None:
 
     seen: list[store.Snapshot] = []
     with pytest.raises(GuardError) as info:
-        store.commit(reg.repo, RID, flip(seen, other_writer))
+        append.commit(reg.repo, RID, flip(seen, other_writer))
     assert (info.value.error_type, info.value.message) == (
         "ledger_busy",
         f"{store.REF} kept moving; try again",
@@ -196,7 +196,7 @@ def test_a_signing_failure_writes_nothing(reg: Workspace) -> None:
     before = tip(reg)
     git(reg.root, "config", "vivary.signNotes", "maybe")
     with pytest.raises(GuardError) as info:
-        store.commit(reg.repo, RID, flip([]))
+        append.commit(reg.repo, RID, flip([]))
     assert (info.value.error_type, info.value.message) == (
         "signing_failed",
         "git config vivary.signNotes is not a boolean",
@@ -212,7 +212,7 @@ def test_an_object_store_that_cannot_be_written_is_ledger_busy(reg: Workspace) -
     for n in range(256):  # every loose object's directory is a file: no object can be written
         (objects / f"{n:02x}").touch()
     with pytest.raises(GuardError) as info:
-        store.commit(reg.repo, RID, flip([]))
+        append.commit(reg.repo, RID, flip([]))
     assert info.value.error_type == "ledger_busy"
     assert re.fullmatch(
         f"cannot move {store.REF}: failed to make directory '{re.escape(str(objects))}/[0-9a-f]{{2}}': "
@@ -225,9 +225,14 @@ def test_an_object_store_that_cannot_be_written_is_ledger_busy(reg: Workspace) -
 def test_an_append_records_the_new_ledger_as_checked(reg: Workspace) -> None:
     verified = cache.GuardCache(reg.repo)
     for n in (2, 3):
-        store.commit(reg.repo, RID, flip([]))
+        append.commit(reg.repo, RID, flip([]))
         tree = notes.tree_of(reg.repo, tip(reg))
-        assert verified.chain(ANCHOR) == cache.Chain(store.prefix_id(store.lines_tree(tree, ANCHOR), n), 0, n)
+        found = verified.record(ANCHOR)
+        assert found is not None
+        assert (found.blob, found.size, found.lines, found.verified, found.running) == (
+            layout.prefix_id(layout.lines_tree(tree, ANCHOR), n), 0, n, None, ""
+        )
+        assert found.fold is None or found.fold == running.of_state(store.require(store.load(reg.repo, RID)))
 
 
 def sealed_ledger(ws: Workspace, count: int) -> str:
@@ -250,7 +255,7 @@ def packs(ws: Workspace) -> int:
 def test_every_256th_line_lets_git_pack_the_loose_objects(reg: Workspace) -> None:
     git(reg.root, "config", "gc.autoDetach", "false")
     git(reg.root, "config", "gc.autoPackLimit", "1")  # more than one pack: `gc --auto` repacks
-    put_ledger(reg, ANCHOR, sealed_ledger(reg, store.GC_EVERY - 2))
+    put_ledger(reg, ANCHOR, sealed_ledger(reg, append.GC_EVERY - 2))
     git(reg.root, "repack", "-q")
     loose = reg.repo.create_blob(b"a loose object\n")
     pack = Path(reg.repo.path) / "objects" / "pack" / "pack"
@@ -258,11 +263,11 @@ def test_every_256th_line_lets_git_pack_the_loose_objects(reg: Workspace) -> Non
         ["git", "pack-objects", "-q", str(pack)], cwd=reg.root, input=f"{loose}\n", text=True, check=True
     )
     assert packs(reg) == 2
-    store.commit(reg.repo, RID, flip([]))  # line 255: no gc
-    assert packs(reg) == 2 and len(lines(reg)) == store.GC_EVERY - 1
-    store.commit(reg.repo, RID, flip([]))  # line 256
-    assert packs(reg) == 1 and len(lines(reg)) == store.GC_EVERY
-    assert store.require(store.load(reg.repo, RID)).length == store.GC_EVERY
+    append.commit(reg.repo, RID, flip([]))  # line 255: no gc
+    assert packs(reg) == 2 and len(lines(reg)) == append.GC_EVERY - 1
+    append.commit(reg.repo, RID, flip([]))  # line 256
+    assert packs(reg) == 1 and len(lines(reg)) == append.GC_EVERY
+    assert store.require(store.load(reg.repo, RID)).length == append.GC_EVERY
 
 
 # -- the tree walkers -------------------------------------------------------------------
@@ -288,7 +293,7 @@ def ledger_tree(count: int) -> Spec:
     """``ledgers/<anchor>`` holding lines 0 .. count-1, each ``line <n>``."""
     top: Spec = {}
     for n in range(count):
-        a, b, c = store.entry_path(ANCHOR, n)[2:]
+        a, b, c = layout.entry_path(ANCHOR, n)[2:]
         mid = top.setdefault(a, {})
         assert isinstance(mid, dict)
         leaf = mid.setdefault(b, {})
@@ -297,19 +302,19 @@ def ledger_tree(count: int) -> Spec:
     return top
 
 
-def stored(ws: Workspace, spec: Spec, note: bytes | None) -> store.Stored:
+def stored(ws: Workspace, spec: Spec, note: bytes | None) -> layout.Stored:
     repo = ws.repo
     oid = str(repo.create_blob(note)) if note is not None else None
-    return store.stored(repo, build(repo, spec), ANCHOR, oid)
+    return layout.stored(repo, build(repo, spec), ANCHOR, oid)
 
 
 def test_entry_path_names_six_hex_digits_in_three_levels_and_refuses_past_the_end() -> None:
-    assert store.entry_path(ANCHOR, 0) == [store.LEDGERS, ANCHOR, "00", "00", "00"]
-    assert store.entry_path(ANCHOR, 0x12AB3C) == [store.LEDGERS, ANCHOR, "12", "ab", "3c"]
-    assert store.entry_path(ANCHOR, store.MAX_LINES - 1)[2:] == ["ff", "ff", "ff"]
-    for line in (store.MAX_LINES, -1):
+    assert layout.entry_path(ANCHOR, 0) == [layout.LEDGERS, ANCHOR, "00", "00", "00"]
+    assert layout.entry_path(ANCHOR, 0x12AB3C) == [layout.LEDGERS, ANCHOR, "12", "ab", "3c"]
+    assert layout.entry_path(ANCHOR, layout.MAX_LINES - 1)[2:] == ["ff", "ff", "ff"]
+    for line in (layout.MAX_LINES, -1):
         with pytest.raises(GuardError) as info:
-            store.entry_path(ANCHOR, line)
+            layout.entry_path(ANCHOR, line)
         assert (info.value.error_type, info.value.message) == (
             "ledger_full",
             "a ledger holds at most 16777216 lines",
@@ -319,7 +324,7 @@ def test_entry_path_names_six_hex_digits_in_three_levels_and_refuses_past_the_en
 def test_the_anchor_and_the_marker_are_the_bytes_every_clone_agrees_on() -> None:
     """Where a clone looks for a ledger, and what an older reader finds there."""
     assert store.anchor_content("svc:ü") == b"vivary-guard-anchor\nsvc:\xc3\xbc"
-    assert store.marker("ab" * 20) == (
+    assert layout.marker("ab" * 20) == (
         b"vivary guard ledger: its lines are the blobs under ledgers/" + b"ab" * 20 + b"/ "
         b"of this notes tree; this note is not a ledger line (upgrade vivary to read it)\n"
     )
@@ -337,21 +342,21 @@ def test_require_names_the_resource_with_no_guard() -> None:
 def test_lines_tree_and_line_count_read_only_the_ledgers_own_tree(ws: Workspace) -> None:
     repo = ws.repo
     lines = build(repo, ledger_tree(300))
-    whole = build(repo, {store.LEDGERS: {ANCHOR: lines, "ff" * 20: ledger_tree(3)}})
-    found = store.lines_tree(whole, ANCHOR)
+    whole = build(repo, {layout.LEDGERS: {ANCHOR: lines, "ff" * 20: ledger_tree(3)}})
+    found = layout.lines_tree(whole, ANCHOR)
     assert found is not None and found.id == lines.id
-    assert store.line_count(whole, ANCHOR) == 300 and store.line_count(whole, "ff" * 20) == 3
+    assert layout.line_count(whole, ANCHOR) == 300 and layout.line_count(whole, "ff" * 20) == 3
     for n in (1, 255, 256, 257):
-        assert store.line_count(build(repo, {store.LEDGERS: {ANCHOR: ledger_tree(n)}}), ANCHOR) == n
+        assert layout.line_count(build(repo, {layout.LEDGERS: {ANCHOR: ledger_tree(n)}}), ANCHOR) == n
     nothing = [
         None,
         build(repo, {"other": {ANCHOR: lines}}),
-        build(repo, {store.LEDGERS: b"a blob"}),
-        build(repo, {store.LEDGERS: {"ff" * 20: lines}}),
-        build(repo, {store.LEDGERS: {ANCHOR: b"a blob"}}),
+        build(repo, {layout.LEDGERS: b"a blob"}),
+        build(repo, {layout.LEDGERS: {"ff" * 20: lines}}),
+        build(repo, {layout.LEDGERS: {ANCHOR: b"a blob"}}),
     ]
     for tree in nothing:
-        assert store.lines_tree(tree, ANCHOR) is None and store.line_count(tree, ANCHOR) == 0
+        assert layout.lines_tree(tree, ANCHOR) is None and layout.line_count(tree, ANCHOR) == 0
     odd: list[Spec] = [
         {},  # no line at all
         {"00": {}},  # an empty level
@@ -360,24 +365,24 @@ def test_lines_tree_and_line_count_read_only_the_ledgers_own_tree(ws: Workspace)
         {"00": {"00": {"zz": b"x"}}},  # a last name that is no number
     ]
     for spec in odd:
-        assert store.line_count(build(repo, {store.LEDGERS: {ANCHOR: spec}}), ANCHOR) == 0, spec
+        assert layout.line_count(build(repo, {layout.LEDGERS: {ANCHOR: spec}}), ANCHOR) == 0, spec
 
 
 def test_running_blob_is_the_state_blob_of_that_anchor_only(ws: Workspace) -> None:
     repo = ws.repo
     blob = repo.create_blob(b"state bytes\n")
     tree = build(repo, {running.STATE: {ANCHOR: b"state bytes\n", "ff" * 20: b"other\n"}})
-    assert store.running_blob(tree, ANCHOR) == (str(blob), b"state bytes\n")
+    assert layout.running_blob(tree, ANCHOR) == (str(blob), b"state bytes\n")
     not_blob = build(repo, {running.STATE: {ANCHOR: {"x": b"y"}}})
     item = not_blob[running.STATE][ANCHOR]
-    assert store.running_blob(not_blob, ANCHOR) == (str(item.id), b"")
+    assert layout.running_blob(not_blob, ANCHOR) == (str(item.id), b"")
     for none in (
         None,
         build(repo, {"other": {ANCHOR: b"s"}}),
         build(repo, {running.STATE: b"a blob"}),
         build(repo, {running.STATE: {"ff" * 20: b"s"}}),
     ):
-        assert store.running_blob(none, ANCHOR) is None
+        assert layout.running_blob(none, ANCHOR) is None
 
 
 def test_every_odd_name_among_the_lines_is_named(ws: Workspace) -> None:
@@ -400,27 +405,27 @@ def test_every_odd_name_among_the_lines_is_named(ws: Workspace) -> None:
             "ledger line '00/02/00' is out of sequence (a line is missing)",
         ),
     ]
-    marker = store.marker(ANCHOR)
+    marker = layout.marker(ANCHOR)
     for spec, problem in cases:
-        found = stored(ws, {store.LEDGERS: {ANCHOR: spec}}, marker)
+        found = stored(ws, {layout.LEDGERS: {ANCHOR: spec}}, marker)
         assert (found.problem, found.parts) == (problem, ()), spec
-    good = stored(ws, {store.LEDGERS: {ANCHOR: ledger_tree(258)}}, marker)
+    good = stored(ws, {layout.LEDGERS: {ANCHOR: ledger_tree(258)}}, marker)
     assert good.problem is None and good.lines == 258
     assert good.data == b"".join(f"line {n}\n".encode() for n in range(258))
     assert good.first_line == b"line 0\n" and not good.legacy
 
 
 def test_a_ledger_the_notes_tree_does_not_hold_readably_is_named(ws: Workspace) -> None:
-    marker = store.marker(ANCHOR)
-    lines = {store.LEDGERS: {ANCHOR: ledger_tree(2)}}
+    marker = layout.marker(ANCHOR)
+    lines = {layout.LEDGERS: {ANCHOR: ledger_tree(2)}}
     state = {running.STATE: {ANCHOR: b"state\n"}}
     cases: list[tuple[Spec, bytes | None, str]] = [
         (state, None, f"a running-state blob under {running.STATE}/ for no ledger"),
-        (lines, None, f"ledger lines under {store.LEDGERS}/ but no note"),
-        (lines, b"line 0\nline 1\n", f"ledger lines under {store.LEDGERS}/ but a note that is a ledger too"),
+        (lines, None, f"ledger lines under {layout.LEDGERS}/ but no note"),
+        (lines, b"line 0\nline 1\n", f"ledger lines under {layout.LEDGERS}/ but a note that is a ledger too"),
         (
             # the names walk cleanly, but the last one (an empty level) counts no line
-            {store.LEDGERS: {ANCHOR: {"00": {"00": {"00": b"l\n", "01": b"l\n"}, "01": {}}}}},
+            {layout.LEDGERS: {ANCHOR: {"00": {"00": {"00": b"l\n", "01": b"l\n"}, "01": {}}}}},
             marker,
             "the ledger's line names do not count up from 000000",
         ),
@@ -440,7 +445,7 @@ def test_a_ledger_the_notes_tree_does_not_hold_readably_is_named(ws: Workspace) 
     with_state = stored(ws, {**lines, **state}, marker)
     assert with_state.problem is None and with_state.running == b"state\n"
     assert with_state.running_id == str(ws.repo.create_blob(b"state\n"))
-    assert with_state.blob == store.prefix_id(store.lines_tree(build(ws.repo, lines), ANCHOR), 2)
+    assert with_state.blob == layout.prefix_id(layout.lines_tree(build(ws.repo, lines), ANCHOR), 2)
 
 
 def test_ledgers_lists_every_anchor_of_notes_lines_and_states(ws: Workspace) -> None:
@@ -450,7 +455,7 @@ def test_ledgers_lists_every_anchor_of_notes_lines_and_states(ws: Workspace) -> 
     tree = repo[
         notes.insert(
             repo,
-            build(repo, {store.LEDGERS: {b: ledger_tree(1)}, running.STATE: {c: b"state\n"}}),
+            build(repo, {layout.LEDGERS: {b: ledger_tree(1)}, running.STATE: {c: b"state\n"}}),
             [a],
             note,
         )
@@ -461,7 +466,7 @@ def test_ledgers_lists_every_anchor_of_notes_lines_and_states(ws: Workspace) -> 
     assert [s.anchor for s in found] == [a, b, c]
     assert [s.problem for s in found] == [
         None,
-        f"ledger lines under {store.LEDGERS}/ but no note",
+        f"ledger lines under {layout.LEDGERS}/ but no note",
         f"a running-state blob under {running.STATE}/ for no ledger",
     ]
     assert found[0].data == b"not a ledger\n" and found[0].blob == str(note)
@@ -471,7 +476,7 @@ def test_an_empty_ledger_tree_is_a_ledger_of_no_resource(ws: Workspace) -> None:
     """``ledgers/<anchor>`` an empty tree under the marker: no line to claim a resource,
     which verify names instead of failing on the missing register line."""
     repo = ws.repo
-    tree = build(repo, {store.LEDGERS: {ANCHOR: {}}, ANCHOR: store.marker(ANCHOR)})
+    tree = build(repo, {layout.LEDGERS: {ANCHOR: {}}, ANCHOR: layout.marker(ANCHOR)})
     notes.commit(repo, store.REF, None, tree.id, "empty\n")
     found = store.ledgers(repo, tip(ws))[0]
     assert (found.problem, found.lines, found.data, found.first_line) == (None, 0, b"", b"")
@@ -504,15 +509,15 @@ def test_an_append_keeps_every_annotated_blob_reachable(ws: Workspace) -> None:
 def test_a_warm_cache_never_spares_the_walk_of_other_line_names(reg: Workspace) -> None:
     """The cache knows this ledger under its prefix id; an odd name added among its lines
     makes another name, so the lines are walked again and the odd one named."""
-    store.commit(reg.repo, RID, flip([]))  # the chain record: this ledger, checked
+    append.commit(reg.repo, RID, flip([]))  # the chain record: this ledger, checked
     repo, old = reg.repo, tip(reg)
     tree = notes.tree_of(repo, old)
-    odd = [store.LEDGERS, ANCHOR, "00", "00", "zz"]
+    odd = [layout.LEDGERS, ANCHOR, "00", "00", "zz"]
     notes.commit(repo, store.REF, old, notes.insert(repo, tree, odd, repo.create_blob(b"x\n")), "odd\n")
-    assert cache.GuardCache(repo).chain(ANCHOR) is not None
+    assert cache.GuardCache(repo).record(ANCHOR) is not None
     new = tip(reg)
     note = notes.note_blob(repo, new, ANCHOR)
-    found = store.stored(repo, notes.tree_of(repo, new), ANCHOR, note, cache.GuardCache(repo))
+    found = layout.stored(repo, notes.tree_of(repo, new), ANCHOR, note, cache.GuardCache(repo))
     assert found.problem == "unexpected entry '00/00/zz' among the ledger's lines"
     with pytest.raises(GuardError) as info:
         store.load(repo, RID)

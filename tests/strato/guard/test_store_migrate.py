@@ -14,7 +14,7 @@ from dataclasses import replace
 import pygit2
 import pytest
 
-from strato.guard import cache, engine, ledger, running, store
+from strato.guard import cache, engine, layout, ledger, ledgertrees, running, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
@@ -34,7 +34,7 @@ def tip(ws: Workspace) -> str | None:
 
 
 def state_blob(ws: Workspace, at: str) -> bytes | None:
-    kept = store.running_blob(notes.tree_of(ws.repo, tip(ws)), at)
+    kept = layout.running_blob(notes.tree_of(ws.repo, tip(ws)), at)
     return None if kept is None else kept[1]
 
 
@@ -49,7 +49,7 @@ def put_state(ws: Workspace, at: str, data: bytes | None) -> None:
     tree = notes.tree_of(repo, old)
     assert tree is not None
     if data is None:
-        new = store.without_state(repo, tree, at)
+        new = ledgertrees.without_state(repo, tree, at)
     else:
         new = notes.insert(repo, tree, [running.STATE, at], repo.create_blob(data))
     notes.commit(repo, store.REF, old, new, "hand-edited running state\n")
@@ -97,7 +97,7 @@ def test_migrate_moves_every_older_ledger_and_writes_its_state(ws: Workspace) ->
     older_layout(ws, texts, fresh=False)
     kept_c = notes.tree_of(ws.repo, tip(ws))
     assert kept_c is not None
-    c_lines, c_state = store.lines_tree(kept_c, anchor(c)), state_blob(ws, anchor(c))
+    c_lines, c_state = layout.lines_tree(kept_c, anchor(c)), state_blob(ws, anchor(c))
     assert c_lines is not None and c_state == true_state(ws, c)
     before = tip(ws)
     assert before is not None and notes.kept_anchors(ws.repo, before) == {anchor(c)}
@@ -112,11 +112,11 @@ def test_migrate_moves_every_older_ledger_and_writes_its_state(ws: Workspace) ->
     for at, text in texts.items():
         assert not found[at].legacy and found[at].problem is None and found[at].lines == 3
         assert found[at].data == text.encode()
-        assert notes.read(ws.repo, after, at) == store.marker(at)
+        assert notes.read(ws.repo, after, at) == layout.marker(at)
     for rid in (a, b):
         assert state_blob(ws, anchor(rid)) == true_state(ws, rid)
     tree = notes.tree_of(ws.repo, after)
-    moved_c = store.lines_tree(tree, anchor(c))
+    moved_c = layout.lines_tree(tree, anchor(c))
     assert moved_c is not None and moved_c.id == c_lines.id and state_blob(ws, anchor(c)) == c_state
     assert notes.kept_anchors(ws.repo, after) == {anchor(a), anchor(b), anchor(c)}
     assert verify_repository(ws.repo).ok
@@ -141,7 +141,7 @@ def test_migrate_writes_a_state_that_is_missing_stale_or_untrue(ws: Workspace) -
     record = running.parse(state_blob(ws, anchor(untrue)) or b"")
     assert record is not None
     put_state(ws, anchor(untrue), running.render(replace(record, current_state="review")))
-    sound_state = store.running_blob(notes.tree_of(ws.repo, tip(ws)), anchor(sound))
+    sound_state = layout.running_blob(notes.tree_of(ws.repo, tip(ws)), anchor(sound))
     before = tip(ws)
 
     answer = store.migrate(ws.repo)
@@ -151,7 +151,7 @@ def test_migrate_writes_a_state_that_is_missing_stale_or_untrue(ws: Workspace) -
     assert after is not None and parent_and_message(ws, after) == ([before], "guard: migrate-store\n")
     for rid in RIDS:
         assert state_blob(ws, anchor(rid)) == true_state(ws, rid), rid
-    assert store.running_blob(notes.tree_of(ws.repo, after), anchor(sound)) == sound_state
+    assert layout.running_blob(notes.tree_of(ws.repo, after), anchor(sound)) == sound_state
     assert verify_repository(ws.repo).ok
     assert store.migrate(ws.repo)["status"] == "up_to_date" and tip(ws) == after
 
@@ -212,7 +212,7 @@ def test_a_migration_that_loses_a_race_starts_again_from_the_winners_tip(ws: Wor
     texts = {anchor(rid): ledger_text(ws, anchor(rid)) for rid in (first, second)}
     older_layout(ws, texts)
     repo, before = ws.repo, tip(ws)
-    moved = store.replace_tree(repo, before, anchor(first), texts[anchor(first)].encode())
+    moved = ledgertrees.replace_tree(repo, before, anchor(first), texts[anchor(first)].encode())
     sig = gitrepo.signature(repo)
     assert before is not None
     winner = str(repo.create_commit(None, sig, sig, "winner\n", moved, [pygit2.Oid(hex=before)]))
@@ -308,7 +308,7 @@ def test_find_entry_never_answers_from_a_ledger_whose_chain_does_not_hold(ws: Wo
 
     def put(at: str, data: bytes) -> None:
         old = tip(ws)
-        notes.commit(repo, store.REF, old, store.replace_tree(repo, old, at, data), "edited\n")
+        notes.commit(repo, store.REF, old, ledgertrees.replace_tree(repo, old, at, data), "edited\n")
 
     put(first, bad)
     put(second, text)
@@ -363,5 +363,5 @@ def test_a_note_under_a_fanout_directory_is_replaced_where_it_is(ws: Workspace) 
 
     moved = notes.tree_of(repo, tip(ws))
     assert moved is not None and at not in moved and notes.duplicated(repo, tip(ws)) == []
-    assert notes.read(repo, tip(ws), at) == store.marker(at) and ledger_text(ws, at) == text
+    assert notes.read(repo, tip(ws), at) == layout.marker(at) and ledger_text(ws, at) == text
     assert verify_repository(repo).ok

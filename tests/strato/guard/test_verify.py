@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from strato.guard import engine, ledger, store
+from strato.guard import engine, layout, ledger, signedops, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import Break, EntryHeadTrust, check_ledger, verify_repository
 from tests.conftest import git
@@ -44,7 +44,7 @@ def busy(ws: Workspace, key: Key) -> Workspace:
     ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": "ok"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
     sig = ssh_sign(key, ns, payload.encode(), ws.tmp)
-    engine.override(ws.repo, {**ask, "authorization": sig})
+    signedops.override(ws.repo, {**ask, "authorization": sig})
     assert verify_repository(ws.repo).ok
     return ws
 
@@ -346,7 +346,7 @@ def test_a_signature_moved_to_a_commit_that_no_longer_trusts_its_key_is_a_break(
     assert engine.transition(ws.repo, move)["status"] == "applied"
     for _ in range(2):
         payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **back})
-        engine.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+        signedops.override(ws.repo, {**back, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
         assert engine.transition(ws.repo, move)["status"] == "applied"
     bob = make_key(ws.tmp, "ed25519", "bob")
     bob_era = ws.trust(bob.signers_line("bob"))
@@ -484,19 +484,19 @@ def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(
     (kept,) = [k for k in store.ledgers(busy.repo, tip) if k.anchor == anchor(busy)]
     made_at = json.loads(lines(busy)[3])["git_head"]
     signers_blob = git(busy.root, "rev-parse", f"{made_at}:.vivary/guard/allowed_signers").strip()
-    accepted = cache.Chain(
+    accepted = cache.Remembered(
         kept.blob, len(kept.data), 4, ((made_at, f"{made_at}:{signers_blob}"),), kept.running_id
     )
     known = cache.GuardCache(busy.repo)
-    assert known.chain(anchor(busy)) == accepted
-    entry = known.root / "chains" / f"{anchor(busy)}.json"
+    assert known.record(anchor(busy)) == accepted
+    entry = known.root / "ledgers" / f"{anchor(busy)}.json"
     written = entry.stat().st_ino
     busy.commit({"later.md": "later\n"}, "later work")
     assert verify_repository(busy.repo).to_json()["entries"] == 5
     assert entry.stat().st_ino == written  # not replaced: a hit
     shutil.rmtree(known.root)  # cold: every ledger checked and counted again
     assert verify_repository(busy.repo).to_json()["entries"] == 5
-    assert known.chain(anchor(busy)) == accepted  # the line's own commit, not HEAD
+    assert known.record(anchor(busy)) == accepted  # the line's own commit, not HEAD
     assert sorted(p.name for p in entry.parent.iterdir()) == sorted(f"{anchor(busy, r)}.json" for r in (RID, "svc:other"))
 
 
@@ -509,7 +509,7 @@ def test_a_ledger_the_engine_read_but_verify_never_accepted_is_checked(busy: Wor
     del entries[-1]["verdict"]["authorization"]
     put(busy, reseal(entries))
     assert engine.history(busy.repo, {"resource_id": RID})["current_state"] == "released"
-    chain = cache.GuardCache(busy.repo).chain(anchor(busy))
+    chain = cache.GuardCache(busy.repo).record(anchor(busy))
     assert chain is not None and chain.lines == 4 and chain.verified is None
     rid, line, message = first_break(busy)
     assert (rid, line) == (RID, 4) and "unsigned" in message
@@ -585,7 +585,7 @@ def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Works
 
     repo, note = busy.repo, anchor(busy)
     tip = gitrepo.read_ref(repo, store.REF)
-    older = store.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
+    older = layout.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
     assert older is not None and running.parse(older[1]) is not None and running.parse(older[1]).lines == 3
     tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))
     notes.commit(repo, store.REF, tip, tree, "an older running state\n")

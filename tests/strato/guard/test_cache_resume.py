@@ -1,17 +1,18 @@
-"""Appends resume the folded state from the cached tail record: the same answers as a
-full fold (state, idempotency keys), lines another clone appended are caught up, and a
-record that does not describe the ledger's lines is never used."""
+"""Appends resume the folded state the cache remembers of a ledger's lines: the same
+answers as a full fold (state, idempotency keys), lines another clone appended are caught
+up, and a record that does not describe the ledger's lines is never used."""
 
 from __future__ import annotations
 
 import copy
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from strato.guard import cache, engine, store, tail
+from strato.guard import cache, engine, ledgertrees, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tests.conftest import git
@@ -34,8 +35,19 @@ def moved(ws: Workspace) -> Workspace:
     return ws
 
 
-def record(ws: Workspace) -> tail.Tail | None:
-    return tail.read(cache.GuardCache(ws.repo), ANCHOR)
+def record(ws: Workspace) -> cache.Remembered | None:
+    """The cache's record of the ledger, when it remembers what the lines fold to."""
+    found = cache.GuardCache(ws.repo).record(ANCHOR)
+    return found if found is not None and found.fold is not None else None
+
+
+def state_of(found: cache.Remembered) -> running.Running:
+    assert found.fold is not None
+    return found.fold
+
+
+def record_path(ws: Workspace) -> Path:
+    return cache.GuardCache(ws.repo).root / "ledgers" / f"{ANCHOR}.json"
 
 
 def resumed(ws: Workspace) -> bool:
@@ -45,7 +57,7 @@ def resumed(ws: Workspace) -> bool:
 
 def test_a_load_resumes_and_answers_as_a_full_fold(moved: Workspace) -> None:
     found = record(moved)
-    assert found is not None and found.lines == 3 and found.current_state == "draft"
+    assert found is not None and found.lines == 3 and state_of(found).current_state == "draft"
     assert resumed(moved)
     shown = engine.history(moved.repo, {"resource_id": RID})  # answered from the record
     assert (shown["resource_id"], shown["current_state"], shown["graph_version"]) == (RID, "draft", 1)
@@ -110,7 +122,7 @@ def test_a_rewritten_ledger_is_folded_again_not_resumed(moved: Workspace) -> Non
 
 @pytest.mark.parametrize("garbage", ["{", '{"lines": 3}', "[]"])
 def test_a_garbage_record_is_a_miss(moved: Workspace, garbage: str) -> None:
-    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    path = record_path(moved)
     path.write_text(garbage)
     snap = store.load(moved.repo, RID)
     assert snap.generation == "" and snap.state is not None  # answered by the notes' running state
@@ -119,9 +131,10 @@ def test_a_garbage_record_is_a_miss(moved: Workspace, garbage: str) -> None:
 
 
 def test_a_record_that_lies_about_its_lines_is_a_miss(moved: Workspace) -> None:
-    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    path = record_path(moved)
     lie = json.loads(path.read_text())
-    path.write_text(json.dumps({**lie, "current_state": "review", "ident": "0" * 40}))
+    fold = running.render(replace(state_of(cache.GuardCache(moved.repo).record(ANCHOR)), current_state="review"))
+    path.write_text(json.dumps({**lie, "fold": fold.decode(), "blob": "0" * 40}))
     snap = store.load(moved.repo, RID)
     assert snap.state is not None and snap.state.current_state == "draft"
 
@@ -130,22 +143,31 @@ def test_keys_that_cannot_be_recorded_leave_no_record(moved: Workspace) -> None:
     root = cache.GuardCache(moved.repo).root
     subprocess.run(["rm", "-rf", str(root / "keys")], check=True)
     (root / "keys").write_text("not a directory")
-    (root / "tails" / f"{ANCHOR}.json").unlink()
+    record_path(moved).unlink()
     assert not resumed(moved) and record(moved) is None  # and it cannot resume later
     replay = engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})
     assert replay["status"] == "replayed"  # the full fold still knows the key
 
 
+FOLD_FIELDS = ("graph_version", "policy_line", "head", "current_state")
+
+
 @pytest.mark.parametrize(
     "field,value",
     [("lines", -1), ("lines", True), ("lines", "3"), ("graph_version", -1), ("policy_line", None),
-     ("ident", ""), ("head", 7), ("current_state", ""), ("generation", None), ("extra", 1)],
+     ("blob", ""), ("head", 7), ("current_state", ""), ("generation", None), ("extra", 1),
+     ("fold", 7), ("fold", "{}"), ("lines", 4)],
 )
 def test_a_record_with_an_odd_field_is_a_miss(moved: Workspace, field: str, value: object) -> None:
-    path = cache.GuardCache(moved.repo).root / "tails" / f"{ANCHOR}.json"
+    path = record_path(moved)
     good = json.loads(path.read_text())
-    assert record(moved) == tail.Tail(**good)
-    path.write_text(json.dumps({**good, field: value}))
+    found = record(moved)
+    assert found is not None and found.to_json() == good
+    if field in FOLD_FIELDS:  # inside the fold, in the running-state format
+        fold = json.loads(good["fold"])
+        path.write_text(json.dumps({**good, "fold": json.dumps({**fold, field: value})}))
+    else:
+        path.write_text(json.dumps({**good, field: value}))
     assert record(moved) is None
     snap = store.load(moved.repo, RID)  # and the load answers without it
     assert snap.state is not None and snap.state.current_state == "draft"
@@ -156,7 +178,7 @@ def test_a_key_file_holding_another_keys_entry_is_no_replay(moved: Workspace) ->
     a miss, so the key is looked up in the ledger, never answered with the wrong line."""
     found = record(moved)
     assert found is not None
-    keys = tail.Keys(cache.GuardCache(moved.repo), ANCHOR, found.generation)
+    keys = cache.GuardCache(moved.repo).keys(ANCHOR, found.generation)
     first = keys["k1"]
     assert first["idempotency_key"] == "k1" and first["to_state"] == "review"
     keys._path("k2").write_bytes(keys._path("k1").read_bytes())
@@ -186,8 +208,8 @@ def test_a_caught_up_record_is_saved_and_a_new_generation_drops_the_old(
     assert before is not None and before.lines == 3
     assert store.load(moved.repo, RID).generation == before.generation  # caught up, not folded
     after = record(moved)
-    assert after is not None and (after.lines, after.current_state) == (5, "draft")
-    assert after.generation == before.generation and after.ident != before.ident
+    assert after is not None and (after.lines, state_of(after).current_state) == (5, "draft")
+    assert after.generation == before.generation and after.blob != before.blob
     keys_root = cache.GuardCache(moved.repo).root / "keys" / ANCHOR
     two = ledger_text(moved, ANCHOR).splitlines(keepends=True)[:2]
     put_ledger(moved, ANCHOR, "".join(two))  # another history: folded again, a new generation
@@ -202,7 +224,7 @@ def test_the_key_index_is_looked_up_never_listed_or_emptied(moved: Workspace) ->
     counting its index would look complete and be wrong, so it refuses."""
     found = record(moved)
     assert found is not None
-    keys = tail.Keys(cache.GuardCache(moved.repo), ANCHOR, found.generation)
+    keys = cache.GuardCache(moved.repo).keys(ANCHOR, found.generation)
     with pytest.raises(TypeError, match=r"^the key index is looked up, not listed$"):
         list(keys)
     with pytest.raises(TypeError, match=r"^the key index is looked up, not listed$"):
@@ -237,7 +259,7 @@ def fold_next_append(ws: Workspace) -> None:
     repo, old = ws.repo, gitrepo.read_ref(ws.repo, store.REF)
     tree = notes.tree_of(repo, old)
     assert tree is not None
-    notes.commit(repo, store.REF, old, store.without_state(repo, tree, ANCHOR), "no running state\n")
+    notes.commit(repo, store.REF, old, ledgertrees.without_state(repo, tree, ANCHOR), "no running state\n")
     subprocess.run(["rm", "-rf", str(cache.GuardCache(ws.repo).root)], check=True)
 
 
@@ -247,7 +269,7 @@ def test_an_append_after_a_full_fold_moves_the_record_and_records_its_key(moved:
     fold_next_append(moved)
     assert engine.transition(moved.repo, MOVE)["status"] == "applied"  # no key
     found = record(moved)
-    assert found is not None and (found.lines, found.current_state) == (4, "review")
+    assert found is not None and (found.lines, state_of(found).current_state) == (4, "review")
     assert resumed(moved)  # k1, in the folded lines, was recorded by the fold itself
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k1"})["status"] == "replayed"
     fold_next_append(moved)
@@ -271,7 +293,7 @@ def test_a_fold_whose_keys_cannot_be_recorded_drops_the_old_record(moved: Worksp
 
 
 def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(moved: Workspace) -> None:
-    """No record can be saved (``tails`` is not a directory) and no key recorded (the
+    """No record can be saved (``ledgers`` is not a directory) and no key recorded (the
     generation's directory is not one): every append still lands, answers, and replays."""
     root = cache.GuardCache(moved.repo).root
     found = record(moved)
@@ -282,8 +304,8 @@ def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(moved: Workspace)
     # resumed from the record: the new key cannot be written, so the record is dropped
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "applied"
     assert record(moved) is None
-    subprocess.run(["rm", "-rf", str(root / "tails")], check=True)
-    (root / "tails").write_text("not a directory")
+    subprocess.run(["rm", "-rf", str(root / "ledgers")], check=True)
+    (root / "ledgers").write_text("not a directory")
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "replayed"
     assert engine.transition(moved.repo, BACK)["status"] == "applied"
     assert record(moved) is None and len(ledger_text(moved, ANCHOR).splitlines()) == 5
