@@ -23,7 +23,7 @@ from strato.guard.ledger import State
 from strato.guard.verify import Break, verify_repository
 from tropo.git import notes
 from tropo.git import repo as gitrepo
-from tropo.git.revision import read_file
+from tropo.git.snapshot import read_file
 from tropo.git.types import Repository
 from tropo.untrusted import visible
 
@@ -157,7 +157,7 @@ def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid = req["resource_id"]
     answer = {"guard_id": store.guard_id(rid), "checksum": pol.checksum}
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         if snap.state is not None:
             if snap.state.checksum == pol.checksum:
                 return {**answer, "status": "exists"}
@@ -268,7 +268,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         args = (f["from_state"], f["to_state"], artifacts, files, f["resolved_by"])
         return payload_digest(*args, state.checksum), payload_digest(*args)
 
-    def precheck(snap: store.Snapshot) -> dict[str, Any] | None:
+    def precheck(snap: store.LedgerSnapshot) -> dict[str, Any] | None:
         state = store.require(snap)
         mine = digests(state)
         prior = state.by_key.get(key) if key is not None else None
@@ -321,7 +321,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     outcome = "applied" if verdict["met"] else "refused"
     evaluated_under = state.checksum
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         if (replay := precheck(snap)) is not None:
             return replay
         now = store.require(snap)
@@ -379,7 +379,7 @@ def override(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         raise GuardError("override_unavailable", "an override is resolved by a human")
     rid, raw = f["resource_id"], _rationale(f["rationale"])
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         state = store.require(snap)
         src, dst = _check_move(state, f["from_state"], f["to_state"])
         payload = authz.override_payload(rid, src, dst, raw, state.head)
@@ -414,7 +414,7 @@ def migrate(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid, raw = f["resource_id"], _rationale(f["rationale"])
     cfg = config.load(gitrepo.head_commit(repo))
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         state = store.require(snap)
         new = _new_policy(f, state, cfg)
         payload = authz.migrate_payload(rid, new.checksum, raw, state.head)
@@ -445,7 +445,7 @@ def upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid, raw = f["resource_id"], _rationale(f["rationale"])
     cfg = config.load(gitrepo.head_commit(repo))
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         state = store.require(snap)
         new = _new_policy(f, state, cfg)
         answer = {"checksum": new.checksum, "rationale": raw}
@@ -488,7 +488,7 @@ def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         )
     cfg = config.load(head)
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], store.Respond]:
         state = store.require(snap)
         new = entries.target_policy(found, state.policy)
         predicates.check_policy(new, cfg)

@@ -33,6 +33,7 @@ from strato.guard import cache, ledger, running, tail
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from tropo.git import notes, objects
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.types import (
     FILEMODE_BLOB,
@@ -299,7 +300,7 @@ def ledgers(repo: Repository, tip: str | None) -> list[Stored]:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class LedgerSnapshot:
     """One resource's ledger as one notes commit has it."""
 
     tip: str | None
@@ -335,11 +336,11 @@ def parse_ledger(
     return found
 
 
-def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot:
+def load(repo: Repository, resource_id: str, tip: str | None = None) -> LedgerSnapshot:
     """``resource_id``'s ledger at ``tip`` (default: the notes ref), folded; resumed from
     the cached tail state when the ledger extends it (:mod:`strato.guard.tail`), so the
     cost does not grow with the ledger. ``state.entries`` is read when asked for."""
-    tip = gitrepo.read_ref(repo, REF) if tip is None else tip
+    tip = gitrefs.read_ref(repo, REF) if tip is None else tip
     anchor = notes.anchor_id(anchor_content(resource_id))
     tree = notes.tree_of(repo, tip)
     note = notes.note_blob(repo, tip, anchor)
@@ -356,16 +357,16 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
             raise exc.as_guard_error(resource_id) from None
 
     @functools.cache
-    def folded() -> Snapshot:
+    def folded() -> LedgerSnapshot:
         found, entries = full()
         if not entries:
-            return Snapshot(tip, resource_id, None)
+            return LedgerSnapshot(tip, resource_id, None)
         try:
             state = ledger.fold(entries, resource_id)
         except ledger.LedgerBreak as exc:
             raise exc.as_guard_error(resource_id) from None
         generation = "" if found.legacy else tail.remember(verified, anchor, state, found.blob)
-        return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
+        return LedgerSnapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
 
     if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
         count = line_count(tree, anchor)
@@ -383,7 +384,7 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
         except (KeyError, ValueError):  # a line its names promise is missing or not a blob:
             resumed = None  # no record is true of it, and the full read says what is wrong
         if resumed is not None:
-            return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
+            return LedgerSnapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
         # no local record: the one in the notes tree, checked against the lines it names
         kept = running_blob(tree, anchor)
         state = running.resume(
@@ -395,7 +396,7 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
             lambda: require(folded()).entries,
         )
         if state is not None:
-            return Snapshot(tip, resource_id, state, lines=count)
+            return LedgerSnapshot(tip, resource_id, state, lines=count)
     return folded()
 
 
@@ -452,7 +453,7 @@ def _with_state(repo: Repository, tree: Oid, anchor: str, state: bytes) -> Oid:
     return notes.insert(repo, staged, [running.STATE, anchor], repo.create_blob(state))
 
 
-def require(snap: Snapshot) -> ledger.State:
+def require(snap: LedgerSnapshot) -> ledger.State:
     if snap.state is None:
         raise GuardError("guard_not_found", f"no guard is registered for {snap.resource_id!r}")
     return snap.state
@@ -461,11 +462,11 @@ def require(snap: Snapshot) -> ledger.State:
 # A step decides, from a fresh snapshot, either a response without writing (a dict)
 # or the entry to append and how to answer once it is sealed.
 Respond = Callable[[dict[str, Any]], dict[str, Any]]
-Step = Callable[[Snapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
+Step = Callable[[LedgerSnapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
 
 
 def commit(
-    repo: Repository, resource_id: str, step: Step, read: Snapshot | None = None
+    repo: Repository, resource_id: str, step: Step, read: LedgerSnapshot | None = None
 ) -> dict[str, Any]:
     """Run ``step`` against the newest ledger and append its entry atomically.
 
@@ -476,7 +477,7 @@ def commit(
     target = notes.anchor(repo, anchor_content(resource_id))
     waits = 0
     for _ in range(MAX_ATTEMPTS):
-        tip = gitrepo.read_ref(repo, REF)
+        tip = gitrefs.read_ref(repo, REF)
         snap = read if read is not None and read.tip == tip else load(repo, resource_id, tip)
         read = None
         decided = step(snap)
@@ -502,7 +503,7 @@ def commit(
             notes.commit(repo, REF, snap.tip, tree, message)
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
-        except gitrepo.RefRaceError as exc:
+        except gitrefs.RefRaceError as exc:
             if exc.actual == snap.tip:  # not moved, only locked: give the holder a moment
                 waits += 1
                 if waits > MAX_LOCK_WAITS:
@@ -538,7 +539,7 @@ def find_entry(repo: Repository, digest: str) -> dict[str, Any] | None:
     """The entry with ``digest`` in any ledger whose chain holds, or None."""
     if len(digest) != 64:
         return None
-    for kept in ledgers(repo, gitrepo.read_ref(repo, REF)):
+    for kept in ledgers(repo, gitrefs.read_ref(repo, REF)):
         if digest.encode() not in kept.data:
             continue
         try:
@@ -611,7 +612,7 @@ def migrate(repo: Repository) -> dict[str, Any]:
     the same, so every digest and the append-only history check still hold.
     """
     for _ in range(MAX_ATTEMPTS):
-        tip = gitrepo.read_ref(repo, REF)
+        tip = gitrefs.read_ref(repo, REF)
         found = ledgers(repo, tip)
         moved = [s for s in found if s.problem is None and s.legacy]
         states = _missing_states(repo, tip, found)
@@ -632,7 +633,7 @@ def migrate(repo: Repository) -> dict[str, Any]:
             new_tip = notes.commit(repo, REF, tip, new_tree, "guard: migrate-store\n")
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
-        except gitrepo.RefRaceError:
+        except gitrefs.RefRaceError:
             continue
         return {
             "status": "migrated",

@@ -14,7 +14,9 @@ from typing import Any
 
 from strato.heartbeat import store
 from tropo import untrusted
-from tropo.git import gitcli, gitlog
+from tropo.git import gitcli, objects
+from tropo.git import refs as gitrefs
+from tropo.git import repo as gitrepo
 
 
 class Refused(Exception):
@@ -39,9 +41,10 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
     message = f"heartbeat: {untrusted.line(store.title(record))}\n\nHeartbeat-Proposal: {pid}\n" \
               f"Heartbeat-Revision: {untrusted.line(record['revision'])}\n"
-    commit = gitlog.commit_files(root, base, files, message)
+    repo = gitrepo.require(root)
+    commit = str(objects.commit_files(repo, base, files, message))
     name = branch(pid)
-    if not gitlog.create_ref(root, f"refs/heads/{name}", commit):
+    if not gitrefs.create_ref(repo, f"refs/heads/{name}", commit, f"heartbeat: apply {pid}"):
         raise Refused(f"branch {name} already exists; delete it to apply {pid} again")
     store.decide(side, pid, "applied", branch=name, commit=commit)
     return {"id": pid, "status": "applied", "branch": name, "commit": commit,

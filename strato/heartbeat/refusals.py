@@ -20,7 +20,7 @@ from typing import Any
 from strato.heartbeat import memory, store
 from strato.heartbeat.proposal import Proposal, digest
 from tropo.git import gitcli
-from tropo.git.gitlog import LogCommit
+from tropo.git.log import LogCommit
 
 FILE = "refusals.jsonl"
 KEEP = 100  # the newest refusals kept; older ones are paired already or never will be

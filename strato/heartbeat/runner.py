@@ -23,6 +23,7 @@ from pathlib import Path
 from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive
 from strato.heartbeat import switch
+from tropo.fs.private import private_folder
 from tropo.git import gitcli
 
 # git's hook environment describes the commit in progress; the runner outlives it
@@ -30,7 +31,7 @@ _HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_ED
 
 
 def _side(root: Path) -> Path:
-    return gitcli.git_dir(root) / "vivary" / "heartbeat"
+    return private_folder(gitcli.git_dir(root), "heartbeat")
 
 
 def post_commit(root: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from strato.heartbeat.proposal import Proposal
 from tropo.fs.atomic import write_atomic
+from tropo.fs.private import private_folder
 from tropo.git import gitcli
 
 _ID = re.compile(r"^[a-z-]+-[0-9a-f]{12}$")
@@ -25,7 +26,7 @@ class UnknownProposal(Exception):
 
 
 def sidecar(root: Path) -> Path:
-    return gitcli.git_dir(root) / "vivary" / "heartbeat"
+    return private_folder(gitcli.git_dir(root), "heartbeat")
 
 
 def _write_json(path: Path, value: Any) -> None:

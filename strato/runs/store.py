@@ -2,7 +2,7 @@
 one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
 (the spec frozen at plan time); its message is the transition as JSON. The ref moves
 by compare-and-swap, so the ref is the lock: two writers starting from the same head
-can never both land. Writers also hold `tropo.git.reflock.ref_writer`, so a git ref lock
+can never both land. Writers also hold `tropo.git.refs.ref_writer`, so a git ref lock
 left by a writer killed mid-update cannot block the run forever. Checkpoints are refs
 to past heads."""
 
@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tropo.git.chains import commits_since, message_of, ref_names, ref_targets, ref_tips
+from tropo.git.log import commits_since, message_of
 from tropo.git.objects import blob_at, entry_oid, write_commit
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import cas_ref, read_ref
+from tropo.git.refs import cas_ref, read_ref, ref_names, ref_targets, ref_tips, ref_writer
 from tropo.git.types import Oid, Repository, oid, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
@@ -46,7 +45,7 @@ class CheckpointNotFound(LookupError):
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class RunSnapshot:
     """One run as of one commit."""
 
     run_id: str
@@ -58,7 +57,7 @@ class Snapshot:
 class Outcome:
     """What one operation did: the run after it and the events it emitted."""
 
-    snap: Snapshot
+    snap: RunSnapshot
     events: list[dict[str, Any]]
 
 
@@ -111,25 +110,25 @@ class RunStore:
             raise RunNotFound(f"no run {run_id!r}")
         return matches[0]
 
-    def load(self, run_id: str) -> Snapshot:
+    def load(self, run_id: str) -> RunSnapshot:
         run_id = self.resolve(run_id)
         return self.at(run_id, self.head(run_id))
 
-    def at(self, run_id: str, commit: str) -> Snapshot:
+    def at(self, run_id: str, commit: str) -> RunSnapshot:
         data = blob_at(self.repo, commit, "run.json")
         if data is None:
             raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
-        return Snapshot(run_id, commit, json.loads(data))
+        return RunSnapshot(run_id, commit, json.loads(data))
 
-    def spec_text(self, snap: Snapshot) -> str:
+    def spec_text(self, snap: RunSnapshot) -> str:
         data = blob_at(self.repo, snap.head, "spec.yaml")
         return "" if data is None else data.decode()
 
-    def spec_key(self, snap: Snapshot) -> str:
+    def spec_key(self, snap: RunSnapshot) -> str:
         """The frozen spec's blob id: parsed specs are cached by it."""
         return str(entry_oid(self.repo, snap.head, "spec.yaml"))
 
-    def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
+    def transition(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> RunSnapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
         parent = oid(snap.head)
@@ -140,7 +139,7 @@ class RunStore:
         commit = write_commit(self.repo, files, [parent], _message(message))
         with ref_writer(self.repo, head_ref(snap.run_id)):
             cas_ref(self.repo, head_ref(snap.run_id), commit, snap.head, f"vivary: {message.get('op', '')}")
-        return Snapshot(snap.run_id, str(commit), state)
+        return RunSnapshot(snap.run_id, str(commit), state)
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""
@@ -183,13 +182,13 @@ class RunStore:
         prefix = f"{PREFIX}{run_id}/checkpoints/"
         return [name[len(prefix) :] for name in ref_names(self.repo, prefix)]
 
-    def save_checkpoint(self, snap: Snapshot, label: str) -> None:
+    def save_checkpoint(self, snap: RunSnapshot, label: str) -> None:
         name = checkpoint_ref(snap.run_id, label)
         old = read_ref(self.repo, name)
         with ref_writer(self.repo, name):
             cas_ref(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
 
-    def checkpoint(self, run_id: str, label: str) -> Snapshot:
+    def checkpoint(self, run_id: str, label: str) -> RunSnapshot:
         commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if valid_label(run_id, label) else None
         if commit is None:
             raise CheckpointNotFound(label, self.checkpoints(run_id))

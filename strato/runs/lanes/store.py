@@ -12,11 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from strato.runs.lanes.model import KINDS, digest, fold
-from tropo.git.chains import merge_base, message_of, parents
+from tropo.git.log import message_of, parents
 from tropo.git.objects import blob_at, write_commit
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import RefRaceError, cas_ref, read_ref
-from tropo.git.revision import is_ancestor
+from tropo.git.refs import RefRaceError, cas_ref, is_ancestor, merge_base, read_ref, ref_writer
 from tropo.git.types import Repository, oid
 
 REF = "refs/vivary/lanes"

@@ -28,7 +28,7 @@ from strato.guard.review import review
 from tests.conftest import git
 from tests.strato.guard.conftest import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 
 STRATO = Path(sys.executable).with_name("strato")
 RID = "svc:running"
@@ -46,7 +46,7 @@ UPGRADE = {
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 def state_blob(ws: Workspace) -> bytes | None:

@@ -21,6 +21,7 @@ from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.strato.guard.conftest import Workspace, ledger_text, put_ledger
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RID = "svc:commit"
@@ -31,7 +32,7 @@ Spec = dict[str, "bytes | pygit2.Tree | Spec"]
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 def flip_fields(state: ledger.State) -> dict[str, Any]:
@@ -51,12 +52,12 @@ def flip_fields(state: ledger.State) -> dict[str, Any]:
 
 
 def flip(
-    seen: list[store.Snapshot], first: Callable[[int], None] = lambda _: None
+    seen: list[store.LedgerSnapshot], first: Callable[[int], None] = lambda _: None
 ) -> store.Step:
     """A step that flips the state and answers the sealed entry; it records every snapshot
     it was run on, and runs ``first(n)`` (another writer, say) on its ``n``th run."""
 
-    def step(snap: store.Snapshot) -> tuple[dict[str, Any], store.Respond]:
+    def step(snap: store.LedgerSnapshot) -> tuple[dict[str, Any], store.Respond]:
         seen.append(snap)
         first(len(seen))
         return flip_fields(store.require(snap)), lambda sealed: sealed
@@ -79,9 +80,9 @@ def lines(ws: Workspace) -> list[dict[str, Any]]:
 
 def test_a_step_that_answers_without_an_entry_writes_nothing(reg: Workspace) -> None:
     before = tip(reg)
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
 
-    def step(snap: store.Snapshot) -> dict[str, Any]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any]:
         seen.append(snap)
         return {"status": "exists"}
 
@@ -126,7 +127,7 @@ def test_an_entry_written_before_the_first_commit_names_no_head(repo_dir: Path) 
 
 def test_a_snapshot_read_before_is_used_only_while_the_ref_has_not_moved(reg: Workspace) -> None:
     read = store.load(reg.repo, RID)
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     store.commit(reg.repo, RID, flip(seen), read)
     assert seen[0] is read  # the ref had not moved: not read again
     stale = store.load(reg.repo, RID)
@@ -145,7 +146,7 @@ def test_a_lost_race_runs_the_step_again_on_the_winners_ledger(reg: Workspace) -
         if n == 1:  # between our read and our write, another writer appends
             winners.append((store.commit(reg.repo, RID, flip([])), tip(reg)))
 
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     entry = store.commit(reg.repo, RID, flip(seen, other_writer))
     assert [s.lines for s in seen] == [1, 2]
     (won, won_tip), = winners
@@ -160,7 +161,7 @@ def test_a_held_lock_is_waited_on_then_named(reg: Workspace) -> None:
     before = tip(reg)
     lock = Path(reg.repo.path) / (store.REF + ".lock")
     lock.write_text("")
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     with pytest.raises(GuardError) as info:
         store.commit(reg.repo, RID, flip(seen))
     assert info.value.error_type == "ledger_busy"
@@ -180,7 +181,7 @@ def test_a_ref_that_keeps_moving_is_given_up(reg: Workspace) -> None:
         assert tree is not None
         notes.commit(reg.repo, store.REF, old, tree.id, "another writer\n")
 
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     with pytest.raises(GuardError) as info:
         store.commit(reg.repo, RID, flip(seen, other_writer))
     assert (info.value.error_type, info.value.message) == (
@@ -326,7 +327,7 @@ def test_the_anchor_and_the_marker_are_the_bytes_every_clone_agrees_on() -> None
 
 def test_require_names_the_resource_with_no_guard() -> None:
     with pytest.raises(GuardError) as info:
-        store.require(store.Snapshot(None, "svc:none", None))
+        store.require(store.LedgerSnapshot(None, "svc:none", None))
     assert (info.value.error_type, info.value.message) == (
         "guard_not_found",
         "no guard is registered for 'svc:none'",

@@ -23,7 +23,7 @@ from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError
 from tropo.check.workspace import open_workspace
-from tropo.git.source import Source, SourceError
+from tropo.git.snapshot import Source, SourceError
 
 
 def _slow(root: Path, source: Source) -> tuple[Any, ...]:

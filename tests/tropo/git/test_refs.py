@@ -1,8 +1,10 @@
-"""A git ref lock left by a writer killed mid-update is cleared by the next cooperating
-writer; a live cooperating writer is waited for, never broken."""
+"""Refs against git itself: compare-and-swap with one winner, a git lock left by a
+writer killed mid-update cleared by the next cooperating writer (a live one waited
+for, never broken), and the refs under a prefix."""
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 import textwrap
@@ -12,8 +14,46 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import RefRaceError, cas_ref, read_ref
+from tests.conftest import commit_all, git, write_files
+from tropo.git import refs as gitrefs
+from tropo.git import repo as gitrepo
+from tropo.git.refs import RefRaceError, cas_ref, read_ref, ref_writer
+
+
+def _commit(root: Path) -> str:
+    write_files(root, {"a.md": "# A\n"})
+    return commit_all(root)
+
+
+def test_cas_create_update_delete(repo_dir: Path) -> None:
+    head = _commit(repo_dir)
+    repo = gitrepo.require(repo_dir)
+    gitrefs.cas_ref(repo, "refs/vivary/t", head, None, "create")
+    assert git(repo_dir, "rev-parse", "refs/vivary/t").strip() == head
+    with pytest.raises(gitrefs.RefRaceError) as info:
+        gitrefs.cas_ref(repo, "refs/vivary/t", head, None, "create again")
+    assert info.value.actual == head
+    gitrefs.cas_ref(repo, "refs/vivary/t", None, head, "delete")
+    assert gitrefs.read_ref(repo, "refs/vivary/t") is None
+
+
+def _racer(args: tuple[str, str, int]) -> bool:
+    root, head, _ = args
+    repo = pygit2.Repository(root)
+    try:
+        gitrefs.cas_ref(repo, "refs/vivary/race", head, None, "race")
+    except gitrefs.RefRaceError:
+        return False
+    return True
+
+
+def test_cas_race_has_one_winner(repo_dir: Path) -> None:
+    head = _commit(repo_dir)
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        wins = pool.map(_racer, [(str(repo_dir), head, i) for i in range(16)])
+    assert wins.count(True) == 1
+
+
 
 NAME = "refs/vivary/runs/r/head"
 
@@ -63,7 +103,7 @@ def test_a_live_cooperating_writer_is_waited_for(repo_dir: Path, tmp_path: Path)
     holder = tmp_path / "holder.py"
     holder.write_text(textwrap.dedent(f"""
         import sys, pygit2
-        from tropo.git.reflock import ref_writer
+        from tropo.git.refs import ref_writer
         repo = pygit2.Repository({str(repo_dir)!r})
         with ref_writer(repo, {NAME!r}):
             print("held", flush=True)
@@ -93,3 +133,14 @@ def test_a_live_cooperating_writer_is_waited_for(repo_dir: Path, tmp_path: Path)
     entered.wait()
     thread.join()
     proc.wait()
+
+
+
+def test_ref_names_lists_only_the_prefix_sorted(repo_dir: Path) -> None:
+    _commit(repo_dir)
+    for name in ("refs/vivary/runs/b/head", "refs/vivary/runs/a/head", "refs/vivary/other"):
+        git(repo_dir, "update-ref", name, "HEAD")
+    assert gitrefs.ref_names(gitrepo.require(repo_dir), "refs/vivary/runs/") == [
+        "refs/vivary/runs/a/head",
+        "refs/vivary/runs/b/head",
+    ]
