@@ -26,6 +26,8 @@ class UnknownProposal(Exception):
 
 
 def sidecar(root: Path) -> Path:
+    """``.git/vivary/heartbeat``, the heartbeat's private folder (the runner's lock, the
+    proposals, the state), never through a planted link."""
     return private_folder(gitcli.git_dir(root), "heartbeat")
 
 

@@ -94,7 +94,11 @@ def summarize(ws: Workspace) -> Outcome:
         return _full(ws)
     from tropo.git.repo import private_dir
 
-    place = Place(ws.root, ws.snapshot.top, private_dir(repository))
+    try:
+        private = private_dir(repository)
+    except PlantedLink:  # a folder planted under .git/vivary: checked without a cache
+        return _full(ws)
+    place = Place(ws.root, ws.snapshot.top, private)
     source = ws.snapshot.source
     if source.kind != "rev":
         return _answer(place, source, lambda: ws)

@@ -38,6 +38,7 @@ from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
 from tropo.check.roots import read_by_tropo, root_in
+from tropo.fs.private import PlantedLink
 from tropo.fs.records import Store, code_stamp
 from tropo.git.snapshot import LINK, MAX_BLOB, Entry, Snapshot, Source, SourceError
 
@@ -301,7 +302,10 @@ class Workspace:
             return None
         from tropo.git.repo import private_dir
 
-        return private_dir(repository)
+        try:
+            return private_dir(repository)
+        except PlantedLink:  # a folder planted under .git/vivary: checked without a cache
+            return None
 
     @cached_property
     def entries(self) -> dict[str, Entry]:

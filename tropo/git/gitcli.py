@@ -2,8 +2,9 @@
 
 Some facts are only true as git computes them (ignore rules with every source of
 excludes, the hooks directory after ``core.hooksPath`` and worktrees) and some actions
-must run git's porcelain (a commit that fires the hooks, a push). Everything else
-goes through pygit2 in :mod:`tropo.git.repo`.
+must run git's porcelain (a commit that fires the hooks, a push). This is the one
+module of the layer that starts the program; everything else asks it, or goes through
+pygit2 (:mod:`tropo.git.repo` opens the repository).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from pathlib import Path
 import pygit2
 
 from tropo.fs.atomic import write_atomic
+from tropo.fs.private import PlantedLink
 from tropo.git import gitcli
 from tropo.git.repo import private_dir
 from tropo.git.types import Blob, Commit, Tree
@@ -243,8 +244,11 @@ def _walk(repo: pygit2.Repository, head: pygit2.Commit, stop: str | None, dates:
             dates[path] = (min(old[0], day), max(old[1], day)) if old else (day, day)
 
 
-def _cache_file(repo: pygit2.Repository) -> Path:
-    return private_dir(repo) / f"dates.v{_DATES_VERSION}"
+def _cache_file(repo: pygit2.Repository) -> Path | None:
+    try:
+        return private_dir(repo) / f"dates.v{_DATES_VERSION}"
+    except PlantedLink:  # a folder planted there: no cache, only slower
+        return None
 
 
 def _load(path: Path) -> tuple[str, Dates] | None:
@@ -259,8 +263,8 @@ def _load(path: Path) -> tuple[str, Dates] | None:
 
 def file_dates(repo: pygit2.Repository, head: pygit2.Commit, *, use_cache: bool = True) -> Dates:
     """Dates of every path ever changed up to ``head``; incremental from a cached ancestor."""
-    cache = _cache_file(repo)
-    cached = _load(cache) if use_cache else None
+    cache = _cache_file(repo) if use_cache else None
+    cached = _load(cache) if cache is not None else None
     dates: Dates = {}
     stop = None
     if cached is not None:
@@ -269,7 +273,7 @@ def file_dates(repo: pygit2.Repository, head: pygit2.Commit, *, use_cache: bool 
         if repo.descendant_of(head.id, pygit2.Oid(hex=cached[0])):
             dates, stop = cached[1], cached[0]
     _walk(repo, head, stop, dates)
-    if use_cache:
+    if cache is not None:
         with contextlib.suppress(OSError):  # a cache we cannot write is only slower next time
             write_atomic(cache, marshal.dumps((str(head.id), dates)))
     return dates

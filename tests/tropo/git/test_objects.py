@@ -22,7 +22,7 @@ def _repo(root: Path) -> tuple[pygit2.Repository, pygit2.Commit]:
     return repo, head
 
 
-def test_read_file(repo_dir: Path) -> None:
+def test_tree_file(repo_dir: Path) -> None:
     repo, head = _repo(repo_dir)
     assert objects.tree_file(repo, head.tree, "a/b/c.md") == objects.TreeFile(b"old\n", objects.BLOB)
     link = objects.tree_file(repo, head.tree, "link.md")
@@ -61,3 +61,18 @@ def test_replace_refuses_symlinks_and_files_as_dirs(repo_dir: Path) -> None:
         objects.replace_file(repo, head.tree, "top.md/inner.md", b"x")
     with pytest.raises(objects.TreePathError):
         objects.replace_file(repo, head.tree, "a", b"x")
+
+
+def test_commit_files_writes_over_the_parent_and_leaves_the_checkout_alone(repo_dir: Path) -> None:
+    repo, head = _repo(repo_dir)
+    status = git(repo_dir, "status", "--porcelain")
+    new = objects.commit_files(repo, head.id, {"a/b/c.md": b"new\n", "run.sh": b"#!/bin/sh\nexit 0\n",
+                                               "d/e.md": b"e\n"}, "edit\n\nwhy\n")
+    assert git(repo_dir, "rev-parse", "HEAD").strip() == str(head.id)
+    assert git(repo_dir, "status", "--porcelain") == status
+    assert git(repo_dir, "rev-parse", f"{new}^").strip() == str(head.id)
+    assert git(repo_dir, "show", f"{new}:a/b/c.md") == "new\n"
+    assert git(repo_dir, "show", f"{new}:d/e.md") == "e\n"
+    assert git(repo_dir, "show", f"{new}:a/x.md") == "x\n"
+    assert git(repo_dir, "ls-tree", str(new), "run.sh").split()[0] == "100755"
+    assert git(repo_dir, "log", "-1", "--format=%B", str(new)).strip() == "edit\n\nwhy"

@@ -144,3 +144,28 @@ def test_ref_names_lists_only_the_prefix_sorted(repo_dir: Path) -> None:
         "refs/vivary/runs/a/head",
         "refs/vivary/runs/b/head",
     ]
+
+
+def test_create_ref_is_a_mutex(repo_dir: Path) -> None:
+    head = _commit(repo_dir)
+    repo = gitrepo.require(repo_dir)
+    assert gitrefs.create_ref(repo, "refs/heads/claim/x", head, "first")
+    assert not gitrefs.create_ref(repo, "refs/heads/claim/x", head, "second")
+    assert gitrefs.read_ref(repo, "refs/heads/claim/x") == head
+
+
+def test_branches_tips_and_ancestry_agree_with_git(repo_dir: Path) -> None:
+    base = _commit(repo_dir)
+    git(repo_dir, "branch", "claim/merged")
+    write_files(repo_dir, {"b.md": "# B\n"})
+    git(repo_dir, "checkout", "-q", "-b", "claim/ahead")
+    ahead = commit_all(repo_dir)
+    git(repo_dir, "update-ref", "refs/vivary/blob", git(repo_dir, "rev-parse", "HEAD:b.md").strip())
+    repo = gitrepo.require(repo_dir)
+    tips = gitrefs.branches(repo, "claim/")
+    assert [(t.name, t.oid) for t in tips] == [("claim/ahead", ahead), ("claim/merged", base)]
+    assert tips[0].time == int(git(repo_dir, "log", "-1", "--format=%ct", ahead))
+    assert "refs/vivary/blob" not in gitrefs.ref_tips(repo, "refs/vivary/")  # a commit's tip only
+    assert gitrefs.is_ancestor(repo, base, ahead) and gitrefs.is_ancestor(repo, ahead, ahead)
+    assert not gitrefs.is_ancestor(repo, ahead, base)
+    assert gitrefs.merge_base(repo, base, ahead) == base
