@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from bench.agents import write_agents
 from strato.runs.service import Runs
-from strato.runs.store import Snapshot, Transition
+from strato.runs.store import RunSnapshot, Transition
 
 T = TypeVar("T")
 
@@ -55,27 +55,27 @@ class FsyncJsonStore:
         """Run ids are full here: the benchmark never names a run by a prefix."""
         return run_id
 
-    def load(self, run_id: str) -> Snapshot:
+    def load(self, run_id: str) -> RunSnapshot:
         doc = self._read(run_id)
-        return Snapshot(run_id, str(doc["seq"]), doc["state"])
+        return RunSnapshot(run_id, str(doc["seq"]), doc["state"])
 
-    def spec_key(self, snap: Snapshot) -> str:
+    def spec_key(self, snap: RunSnapshot) -> str:
         return snap.run_id
 
-    def spec_text(self, snap: Snapshot) -> str:
+    def spec_text(self, snap: RunSnapshot) -> str:
         return self.specs[snap.run_id]
 
-    def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
+    def transition(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> RunSnapshot:
         doc = self._read(snap.run_id)
         doc["seq"] += 1
         doc["state"] = state
         doc["log"].append(message)
         self._write(snap.run_id, doc)
-        return Snapshot(snap.run_id, str(doc["seq"]), state)
+        return RunSnapshot(snap.run_id, str(doc["seq"]), state)
 
     def update(
-        self, run_id: str, op: str, decide: Callable[[Snapshot], tuple[Transition | None, T]]
-    ) -> tuple[Snapshot, T]:
+        self, run_id: str, op: str, decide: Callable[[RunSnapshot], tuple[Transition | None, T]]
+    ) -> tuple[RunSnapshot, T]:
         """One writer, so no race to retry: load, decide, write."""
         snap = self.load(run_id)
         change, value = decide(snap)

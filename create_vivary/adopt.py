@@ -166,7 +166,7 @@ def existing_findings(root: Path) -> int | None:
     from tropo.check import incremental
     from tropo.check.findings import failing
     from tropo.check.roots import ConfigError
-    from tropo.git.source import Source, SourceError
+    from tropo.git.snapshot import Source, SourceError
 
     try:
         return len(failing(incremental.check(root, Source.worktree()).summary.graded(strict=True)))
@@ -194,7 +194,7 @@ def _read_by_schema(root: Path) -> Callable[[str], bool]:
     from tropo.check.document import is_markdown
     from tropo.check.roots import ConfigError
     from tropo.check.workspace import open_workspace
-    from tropo.git.source import SourceError
+    from tropo.git.snapshot import SourceError
 
     try:
         ws = open_workspace(root)

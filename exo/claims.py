@@ -1,6 +1,6 @@
 """Claims: a work item is owned by whoever created its branch ``claim/<id>`` first.
 
-Creating a ref that must not exist yet is git's mutex (``tropo.git.repo.cas_ref``); with a
+Creating a ref that must not exist yet is git's mutex (``tropo.git.refs.cas_ref``); with a
 remote, a push that must create the branch there is the distributed one, and a
 rejected push means the claim is lost. The claim commit is built from HEAD in the
 object database, so the person's working tree and index are never touched; its only
@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from exo.assignee import FrontmatterError, read_fields, set_assignee
-from tropo.git import chain, push, trees
-from tropo.git.repo import RefRaceError, cas_ref, read_ref, signature, workdir
+from tropo.git import chain, objects
+from tropo.git import remote as gitremote
+from tropo.git.refs import RefRaceError, cas_ref, read_ref
+from tropo.git.repo import signature, workdir
 from tropo.git.types import Commit, GitError, Oid, Repository, valid_ref_name
-from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
+from tropo.git.worktrees import WorktreeError, add_worktree, checked_out_at
 
 BRANCHES = "refs/heads/claim/"
 RELEASED = "refs/exo/released/"
@@ -121,8 +123,8 @@ def holder_at(repo: Repository, oid: str, path: str) -> str | None:
         commit = repo[oid].peel(Commit)
     except (KeyError, ValueError, GitError):
         return None
-    found = trees.read_file(repo, commit.tree, path)
-    if found is None or found.filemode == trees.LINK:
+    found = objects.tree_file(repo, commit.tree, path)
+    if found is None or found.filemode == objects.LINK:
         return None
     try:
         value = read_fields(found.data.decode("utf-8")).get("assignee")
@@ -216,10 +218,10 @@ def _held(repo: Repository, ref: str, oid: str, item_id: str, path: str) -> Clai
 def _build_claim(
     repo: Repository, head: Commit, item_id: str, path: str, handle: str
 ) -> tuple[Oid, Any, bool]:
-    found = trees.read_file(repo, head.tree, path)
+    found = objects.tree_file(repo, head.tree, path)
     if found is None:
         raise ClaimRefused(f"{path}: not in HEAD; commit the item before claiming it")
-    if found.filemode == trees.LINK:
+    if found.filemode == objects.LINK:
         raise ClaimRefused(f"{path}: refusing to claim symlinked or out-of-workspace file")
     try:
         edit = set_assignee(found.data.decode("utf-8"), handle)
@@ -227,12 +229,10 @@ def _build_claim(
         raise ClaimRefused(f"{path}: not UTF-8 text") from exc
     except FrontmatterError as exc:
         raise ClaimRefused(f"{path}: {exc}") from exc
-    tree = trees.replace_file(repo, head.tree, path, edit.text.encode("utf-8"))
-    sig = signature(repo)
     message = f"exo: claim {item_id} for @{handle}\n\n{TRAILER}: {item_id}\n"
     if not edit.changed:  # the item names the claimer already: say which file holds it
         message += f"{PATH_TRAILER}: {path}\n"
-    oid = repo.create_commit(None, sig, sig, message, tree, [head.id])
+    oid = objects.commit_files(repo, head.id, {path: edit.text.encode("utf-8")}, message)
     return oid, edit.previous, edit.changed
 
 
@@ -244,18 +244,18 @@ def _push(repo: Repository, remote: str, ref: str, oid: str, item_id: str,
     cwd = workdir(repo)
     try:
         for attempt in range(PUSH_ATTEMPTS):
-            pushed = push.push_ref(cwd, remote, ref, ref, None)
+            pushed = gitremote.push_ref(cwd, remote, ref, ref, None)
             if pushed.ok:
                 return
             if not pushed.rejected:
                 raise ClaimRefused(f"{remote}: push of {ref} failed ({pushed.detail})")
-            winner = push.fetch_ref(cwd, remote, ref, tracking_ref(remote, item_id))
+            winner = gitremote.fetch_ref(cwd, remote, ref, tracking_ref(remote, item_id))
             if winner == oid:
                 return
             if winner is not None:
                 raise _held(repo, tracking_ref(remote, item_id), winner, item_id, path)
             time.sleep(0.05 * (attempt + 1))  # the winner still held the remote lock
-    except push.RemoteError as exc:
+    except gitremote.RemoteError as exc:
         raise ClaimRefused(f"{exc}; nothing claimed") from exc
     raise ClaimRefused(f"{remote} rejected {ref} ({pushed.detail}); nothing claimed")
 
@@ -403,11 +403,11 @@ def release(
     remote_tip = remote_log = None
     if remote:
         try:
-            remote_tip = push.fetch_ref(workdir(repo), remote, ref, tracking_ref(remote, item_id))
+            remote_tip = gitremote.fetch_ref(workdir(repo), remote, ref, tracking_ref(remote, item_id))
             if force:
-                remote_log = push.fetch_ref(workdir(repo), remote, log,
+                remote_log = gitremote.fetch_ref(workdir(repo), remote, log,
                                             f"refs/exo/remotes/{remote}/released/{item_id}")
-        except push.RemoteError as exc:
+        except gitremote.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
     if local is None and remote_tip is None:
         where = f" here or on {remote}" if remote else ""
@@ -438,8 +438,8 @@ def release(
         if record is not None:
             updates.append((record, log, remote_log))
         try:
-            outcome = push.push_refs(workdir(repo), remote, updates)
-        except push.RemoteError as exc:
+            outcome = gitremote.push_refs(workdir(repo), remote, updates)
+        except gitremote.RemoteError as exc:
             raise ClaimRefused(f"{exc}; nothing released") from exc
         if not outcome.ok:
             raise ClaimRefused(f"claim/{item_id} not deleted on {remote} ({outcome.detail}); it may "

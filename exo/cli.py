@@ -26,7 +26,7 @@ from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 from tropo import untrusted
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
-from tropo.git.push import RemoteError
+from tropo.git.remote import RemoteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime
 
 from exo.claims import default_remote
-from tropo.git import push
+from tropo.git import remote as gitremote
 from tropo.git.repo import workdir
 from tropo.git.types import Repository
 
@@ -16,12 +16,12 @@ from tropo.git.types import Repository
 def _names(repo: Repository) -> list[str]:
     """The remotes the board reads: exo.remote when set, else every remote."""
     chosen = default_remote(repo)
-    return [chosen] if chosen else push.remote_names(workdir(repo))
+    return [chosen] if chosen else gitremote.remote_names(workdir(repo))
 
 
 def local_claim_note(repo: Repository) -> str | None:
     """The one line a claim made without a remote owes a clone that has one."""
-    names = push.remote_names(workdir(repo))
+    names = gitremote.remote_names(workdir(repo))
     if not names:
         return None
     name = "origin" if "origin" in names else names[0]
@@ -30,16 +30,16 @@ def local_claim_note(repo: Repository) -> str | None:
 
 
 def refresh(repo: Repository) -> None:
-    """Fetch what the board reads; raises :class:`tropo.git.push.RemoteError`."""
+    """Fetch what the board reads; raises :class:`tropo.git.gitremote.RemoteError`."""
     for name in _names(repo):
-        push.fetch(workdir(repo), name)
+        gitremote.fetch(workdir(repo), name)
 
 
 def freshness(repo: Repository) -> list[dict[str, str | None]]:
     """Each remote the board reads, with the time of its last fetch (UTC, ISO 8601)."""
     found = []
     for name in _names(repo):
-        at = push.last_fetch(workdir(repo), name)
+        at = gitremote.last_fetch(workdir(repo), name)
         stamp = None if at is None else datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         found.append({"remote": name, "fetchedAt": stamp})
     return found

@@ -15,7 +15,7 @@ from exo.claims import ClaimRefused
 from exo.items import WORK_FOLDER, WorkItem, is_work_item, work_items
 from tropo.check.graph import Graph
 from tropo.check.workspace import ConfigError, Source, SourceError, Workspace, open_workspace
-from tropo.git import trees
+from tropo.git import objects
 from tropo.git.repo import NotARepository, require, workdir
 from tropo.git.types import Commit, Repository, Tree
 
@@ -69,8 +69,8 @@ class View:
     def _refuse_symlink(self, path: str) -> None:
         if self.tree is None or "\0" in path or ".." in path.split("/"):
             return
-        found = trees.read_file(self.repo, self.tree, self.prefix + path)
-        if found is not None and found.filemode == trees.LINK:
+        found = objects.tree_file(self.repo, self.tree, self.prefix + path)
+        if found is not None and found.filemode == objects.LINK:
             raise ClaimRefused(f"{path}: refusing to claim symlinked or out-of-workspace file")
 
 

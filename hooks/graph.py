@@ -22,8 +22,8 @@ from tropo.git import gitcli
 
 if TYPE_CHECKING:
     from tropo.check.findings import Finding
-    from tropo.git.push import Push
-    from tropo.git.source import Source
+    from tropo.git.remote import Push
+    from tropo.git.snapshot import Source
 
 CONFIG = ".vivary/hooks.toml"
 MODES = ("strict", "ratchet")
@@ -81,7 +81,7 @@ def commit(root: Path, rev: str) -> str | None:
 def named(root: Path, rev: str) -> str:
     """The commit a revision the person typed names (``--base``, ``--head``), through the
     one resolver: a short name a pushed tag shares with a branch is refused, never guessed.
-    Raises :class:`tropo.git.source.RevisionError` (one line, with the fix)."""
+    Raises :class:`tropo.git.gitcli.RevisionError` (one line, with the fix)."""
     from tropo.git import repo as gitrepo
 
     try:
@@ -117,7 +117,7 @@ def push_base(root: Path, remote: str, tip: str, remote_sha: str) -> str | None:
 def check(push: Push) -> list[str]:
     """pre-push: one problem per finding at each pushed branch tip, file and line first."""
     from tropo.check.roots import ConfigError
-    from tropo.git.source import Source, SourceError
+    from tropo.git.snapshot import Source, SourceError
 
     problems: list[str] = []
     for update in push.updates:

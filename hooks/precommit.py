@@ -10,7 +10,7 @@ from pathlib import Path
 from hooks import graph, registry
 from tropo import untrusted
 from tropo.check.roots import ConfigError
-from tropo.git.source import Source, SourceError
+from tropo.git.snapshot import Source, SourceError
 
 
 def registered(root: Path, what: str) -> bool:

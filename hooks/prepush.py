@@ -23,7 +23,7 @@ from strato.runs.lanes import store as lanestore
 from strato.runs.lanes import sync as lanesync
 from tropo import untrusted
 from tropo.git import gitcli
-from tropo.git.push import Push, RefUpdate
+from tropo.git.remote import Push, RefUpdate
 
 CLAIMS = "refs/heads/claim/"
 # Refs that travel with any push: the guard ledgers and the records of forced claim

@@ -3,7 +3,7 @@
 Each entry is a ``"module:function"`` path resolved only when the hook runs, so a
 hook stays cheap and this module imports nothing it does not need. A pre-commit check
 takes the work tree root and returns problems (empty = pass); a pre-push check takes a
-:class:`tropo.git.push.Push` and returns problems, before anything is pushed
+:class:`tropo.git.remote.Push` and returns problems, before anything is pushed
 (``PRE_PUSH``) or once the refs that travel along are pushed and before git pushes
 what was asked (``PRE_PUSH_AFTER_ALONG``); a post-commit action takes the work tree
 root and must never fail the commit.

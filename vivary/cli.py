@@ -174,7 +174,8 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
     Example: vivary hooks check --base refs/remotes/origin/main --head HEAD
     """
     from tropo.check.roots import ConfigError
-    from tropo.git.source import RevisionError, Source, SourceError
+    from tropo.git.gitcli import RevisionError
+    from tropo.git.snapshot import Source, SourceError
 
     top = _repo_root(root)
     try:

@@ -23,7 +23,7 @@ from strato.proposals import store as heartbeat_store
 from strato.runs.engine.state import Refused
 from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.store import RunNotFound, Snapshot, check_run_id
+from strato.runs.store import RunNotFound, RunSnapshot, check_run_id
 from strato.runs.views import documents as views
 from tropo.git import repo as gitrepo
 from tropo.review import view as graph_view
@@ -59,7 +59,7 @@ def step_views(state: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def row(runs: Runs, snap: Snapshot, moved_at: int) -> dict[str, Any]:
+def row(runs: Runs, snap: RunSnapshot, moved_at: int) -> dict[str, Any]:
     """A run as the list shows it (gate tokens only in the run's own view)."""
     summary = views.summary(runs, snap)
     summary["gates"] = [{k: v for k, v in g.items() if k != "gateToken"} for g in summary["gates"]]
@@ -81,7 +81,7 @@ def events_of(runs: Runs, head: str) -> list[dict[str, Any]]:
     return [ev for _, t in runs.store.since(head, None) for ev in t.get("events", [])]
 
 
-def detail(runs: Runs, snap: Snapshot, events: list[dict[str, Any]], offset: int,
+def detail(runs: Runs, snap: RunSnapshot, events: list[dict[str, Any]], offset: int,
            limit: int) -> dict[str, Any]:
     """A run's own view: summary with gate tokens, steps and attempts, usage, judged
     events, and one page of ``events``, newest first."""

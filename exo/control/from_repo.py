@@ -17,7 +17,8 @@ from exo.claims import claim_commit, claim_refs, holder_at
 from exo.control import ledger, scope
 from exo.control.envelope import OPERATIONS
 from exo.workspace import View
-from tropo.git.repo import read_ref, resolve_commit
+from tropo.git.refs import read_ref
+from tropo.git.repo import resolve_commit
 
 PROJECT = "workspace"
 LEASE_KEY = "exo.lease-seconds"

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.agents.locks import PlantedLink, open_append, private_folder
+from strato.agents.locks import open_append
 from tropo.fs.atomic import write_atomic
+from tropo.fs.private import PlantedLink, private_folder
 
 STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
 _ID = re.compile(r"ar-[0-9a-f]{12}")
@@ -126,11 +127,11 @@ class Store:
     """All agent runs of one repository: ``<git dir>/vivary/agent-runs/<id>/``."""
 
     def __init__(self, git_dir: Path) -> None:
-        self.top = git_dir / "vivary"
+        self.git_dir = git_dir
 
     def create(self, request: dict[str, Any]) -> RunDir:
         """A new run's folder (`PlantedLink` if a folder on the way is a symlink)."""
-        run = RunDir(private_folder(self.top, "agent-runs", create=True) / new_id())
+        run = RunDir(private_folder(self.git_dir, "agent-runs", create=True) / new_id())
         run.path.mkdir()
         _write(run.path / "request.json", request)
         return run
@@ -140,7 +141,7 @@ class Store:
         if not valid_id(run_id):
             return None
         try:
-            run = RunDir(private_folder(self.top, "agent-runs", run_id))
+            run = RunDir(private_folder(self.git_dir, "agent-runs", run_id))
         except PlantedLink:
             return None
         return run if (run.path / "request.json").is_file() else None

@@ -7,10 +7,7 @@ Another agent in the repository can write under `.git/vivary` too: every file op
 here for appending is opened without following a symlink, and one that is a symlink or
 has a second hard link (a victim file outside planted there) is replaced by a file of
 our own, never written through. A folder there is reached through
-:func:`private_folder`, which refuses one that is a symlink (a folder planted to point
-outside), so nothing is read or written through it either. That check and the use
-that follows are two steps: an agent that swaps a folder for a link between them is
-not stopped (only opening every file relative to a checked folder's descriptor would)."""
+:func:`tropo.fs.private.private_folder`, which refuses one that is a symlink."""
 
 from __future__ import annotations
 
@@ -22,42 +19,6 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-
-from strato.runs.engine.state import Refused
-
-
-class PlantedLink(Refused):
-    """A folder under `.git/vivary` that is a symlink or not a folder: not ours to use."""
-
-    def __init__(self, path: Path, what: str) -> None:
-        super().__init__("planted_link", f"{path} is {what}, not a folder of ours: refused (remove it)")
-
-
-def private_folder(top: Path, *parts: str, create: bool = False) -> Path:
-    """`top/parts...`, with `top` (`.git/vivary`) and each folder below it on the way
-    checked by lstat: a symlink or a non-folder there is refused (`PlantedLink`), so
-    nothing is read or written through it. With `create`, missing folders are made
-    (0700); without, the path is returned as soon as one is missing (a reader finds
-    nothing there)."""
-    assert all(name not in ("", ".", "..") and "/" not in name for name in parts), parts
-    steps = [top]
-    for name in parts:
-        steps.append(steps[-1] / name)
-    for here in steps:
-        if create:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(here, 0o700)
-        try:
-            mode = os.lstat(here).st_mode
-        except FileNotFoundError:
-            if create:
-                raise
-            return top.joinpath(*parts)
-        if stat.S_ISLNK(mode):
-            raise PlantedLink(here, "a symlink")
-        if not stat.S_ISDIR(mode):
-            raise PlantedLink(here, "not a folder")
-    return steps[-1]
 
 
 @contextlib.contextmanager

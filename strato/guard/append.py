@@ -18,8 +18,9 @@ from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.layout import lines_tree, prefix_id
 from strato.guard.ledgertrees import append_tree
-from strato.guard.store import MAX_ATTEMPTS, REF, Snapshot, anchor_content, load
+from strato.guard.store import MAX_ATTEMPTS, REF, LedgerSnapshot, anchor_content, load
 from tropo.git import notes, objects
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.types import GitError, Repository, Tree
 
@@ -30,11 +31,11 @@ GC_EVERY = 256  # appends between two `git gc --auto`, as git's own commands run
 # A step decides, from a fresh snapshot, either a response without writing (a dict)
 # or the entry to append and how to answer once it is sealed.
 Respond = Callable[[dict[str, Any]], dict[str, Any]]
-Step = Callable[[Snapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
+Step = Callable[[LedgerSnapshot], dict[str, Any] | tuple[dict[str, Any], Respond]]
 
 
 def commit(
-    repo: Repository, resource_id: str, step: Step, read: Snapshot | None = None
+    repo: Repository, resource_id: str, step: Step, read: LedgerSnapshot | None = None
 ) -> dict[str, Any]:
     """Run ``step`` against the newest ledger and append its entry atomically.
 
@@ -45,7 +46,7 @@ def commit(
     target = notes.anchor(repo, anchor_content(resource_id))
     waits = 0
     for _ in range(MAX_ATTEMPTS):
-        tip = gitrepo.read_ref(repo, REF)
+        tip = gitrefs.read_ref(repo, REF)
         snap = read if read is not None and read.tip == tip else load(repo, resource_id, tip)
         read = None
         decided = step(snap)
@@ -71,7 +72,7 @@ def commit(
             notes.commit(repo, REF, snap.tip, tree, message)
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
-        except gitrepo.RefRaceError as exc:
+        except gitrefs.RefRaceError as exc:
             if exc.actual == snap.tip:  # not moved, only locked: give the holder a moment
                 waits += 1
                 if waits > MAX_LOCK_WAITS:

@@ -15,7 +15,7 @@ from strato.guard import signers as signers_mod
 from strato.guard import sshsig
 from strato.guard.canonical import canonical
 from strato.guard.errors import GuardError
-from tropo.git.revision import read_file
+from tropo.git.snapshot import read_file
 from tropo.git.types import Commit
 
 SIGNERS_PATH = ".vivary/guard/allowed_signers"

@@ -22,6 +22,7 @@ from strato.guard.errors import GuardError
 from strato.guard.review import error_markdown
 from strato.guard.review import review as run_review
 from strato.guard.verify import verify_repository
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 from tropo.untrusted import visible
@@ -89,7 +90,7 @@ def guard() -> None:
 
 def _followed(repo: Repository, before: str | None) -> None:
     """When the command moved the notes ref, move the work tree's pin along and say so."""
-    if gitrepo.read_ref(repo, store.REF) != before and (said := pin.follow(repo)) is not None:
+    if gitrefs.read_ref(repo, store.REF) != before and (said := pin.follow(repo)) is not None:
         click.echo(f"strato guard: {said}", err=True)
 
 
@@ -129,7 +130,7 @@ def _stdin_command(
             if signature is not None:
                 req.setdefault("authorization", signature.read_text(errors="replace"))
             repo = _repo(root)
-            before = gitrepo.read_ref(repo, store.REF)
+            before = gitrefs.read_ref(repo, store.REF)
             result = operation(repo, req)
             if (after := _AFTER.get(name)) is not None:
                 after(repo, req)
@@ -436,7 +437,7 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
     """
     try:
         repo = _repo(root)
-        before = gitrepo.read_ref(repo, store.REF)
+        before = gitrefs.read_ref(repo, store.REF)
         answer = store.migrate(repo)
     except GuardError as exc:
         _fail(exc)

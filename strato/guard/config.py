@@ -19,7 +19,7 @@ import tomllib
 from dataclasses import dataclass
 
 from strato.guard.errors import GuardError
-from tropo.git.revision import read_file
+from tropo.git.snapshot import read_file
 from tropo.git.types import Commit
 
 CONFIG_PATH = ".vivary/guard/config.toml"

@@ -54,7 +54,7 @@ def register(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid = req["resource_id"]
     answer = {"guard_id": store.guard_id(rid), "checksum": pol.checksum}
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         if snap.state is not None:
             if snap.state.checksum == pol.checksum:
                 return {**answer, "status": "exists"}
@@ -165,7 +165,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         args = (f["from_state"], f["to_state"], artifacts, files, f["resolved_by"])
         return payload_digest(*args, state.checksum), payload_digest(*args)
 
-    def precheck(snap: store.Snapshot) -> dict[str, Any] | None:
+    def precheck(snap: store.LedgerSnapshot) -> dict[str, Any] | None:
         state = store.require(snap)
         mine = digests(state)
         prior = state.by_key.get(key) if key is not None else None
@@ -218,7 +218,7 @@ def transition(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     outcome = "applied" if verdict["met"] else "refused"
     evaluated_under = state.checksum
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         if (replay := precheck(snap)) is not None:
             return replay
         now = store.require(snap)

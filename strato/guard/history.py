@@ -1,7 +1,7 @@
 """The notes history only ever appended: checked as one tree diff per notes commit.
 
 Every notes commit is compared with each of its parents by a single streaming
-``git diff-tree --stdin`` process (:mod:`tropo.git.commitdiff`), so the check reads
+``git diff-tree --stdin`` process (:mod:`tropo.git.log`), so the check reads
 what each commit changed and never a whole ledger: ledger lines are entry blobs (see
 :mod:`strato.guard.layout`), and an append adds exactly the next line names. A line that
 was changed or removed, a line inserted anywhere but at the end, or a marker note
@@ -18,7 +18,8 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 
 from strato.guard import cache, layout, ledger
-from tropo.git import commitdiff, notes
+from tropo.git import log as gitlog
+from tropo.git import notes
 from tropo.git.types import Blob, Repository
 
 _HEX = frozenset(string.hexdigits.lower())
@@ -42,7 +43,7 @@ def _note_target(path: str) -> str | None:
     return flat if len(flat) == 40 and set(flat) <= _HEX else None
 
 
-def _record(change: _Change, diff: commitdiff.Change) -> None:
+def _record(change: _Change, diff: gitlog.Change) -> None:
     path, old, new, status = diff.path, diff.old, diff.new, diff.status
     parts = path.split("/")
     if parts[0] == layout.LEDGERS:
@@ -72,7 +73,7 @@ def _record(change: _Change, diff: commitdiff.Change) -> None:
 def _changes(repo: Repository, pairs: list[tuple[str, str | None]]) -> list[_Change]:
     """One diff per (commit, parent) pair, all from one ``git diff-tree`` process."""
     found: list[_Change] = []
-    for (commit, parent), diffs in zip(pairs, commitdiff.changes(repo, pairs), strict=True):
+    for (commit, parent), diffs in zip(pairs, gitlog.changes(repo, pairs), strict=True):
         change = _Change(commit, parent)
         for diff in diffs:
             _record(change, diff)
@@ -178,7 +179,7 @@ class Reach(Container[str]):
         if self._listed is None:  # one rev-list, however many are asked about
             self._listed = self.known.reached(self.tip)
             if self._listed is None:
-                self._listed = {row[0] for row in commitdiff.graph(self.repo, self.tip)}
+                self._listed = {row[0] for row in gitlog.graph(self.repo, self.tip)}
                 self.known.save_reached(self.tip, self._listed)
         return sha in self._listed
 
@@ -190,7 +191,7 @@ def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Containe
     checked = known.checked_history()
     if tip in checked:  # its whole history was checked: nothing to run
         return Reach(repo, tip, known), []
-    graph = commitdiff.graph(repo, tip)
+    graph = gitlog.graph(repo, tip)
     ancestors = {row[0] for row in graph}
     fresh = [row for row in graph if row[0] not in checked]
     pairs: list[tuple[str, str | None]] = []

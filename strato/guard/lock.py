@@ -20,6 +20,7 @@ from typing import Any
 
 from strato.guard import store
 from strato.guard.verify import verify_repository
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 
@@ -39,7 +40,7 @@ def unlock(repo: Repository, min_age_s: float = DEFAULT_MIN_AGE_S) -> dict[str, 
         return {"status": "no_lock", "lock": str(path)}
     age = max(0.0, time.time() - stat.st_mtime)
     held = path.read_bytes()[:200].decode("ascii", "replace").strip()
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     answer: dict[str, Any] = {
         "lock": str(path),
         "age_s": round(age, 3),

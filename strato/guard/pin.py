@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from strato.guard import store
 from strato.guard.errors import GuardError
 from tropo.fs.rooted import UnsafePath, check_target, write_within
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
-from tropo.git.revision import is_ancestor, read_file
+from tropo.git.refs import is_ancestor
+from tropo.git.snapshot import read_file
 from tropo.git.types import Commit, Repository
 
 PIN_PATH = ".vivary/guard/notes-tip"
@@ -38,7 +40,7 @@ def _unsafe(exc: UnsafePath) -> GuardError:
 def write(repo: Repository) -> str | None:
     """Pin the current notes tip in the work tree (commit it with the change); the tip.
     Never through a symlink: a branch could point the pin at any file of the user's."""
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     try:
         write_within(gitrepo.workdir(repo), PIN_PATH, text(tip).encode())
     except UnsafePath as exc:
@@ -88,7 +90,7 @@ def judge(repo: Repository, pinned: str | None) -> State:
     """Whether ``pinned`` (a pin's text) names this clone's notes tip, and if not, which
     way they differ: the notes moved past it (stale), the clone lacks it (behind), or
     neither descends from the other (diverged)."""
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     if pinned is None:
         return State("missing", None, tip)
     if pinned != NONE and not SHA.match(pinned):

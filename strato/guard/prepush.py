@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 from strato.guard import pin, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from tropo.git import push as gitpush
+from tropo.git import refs as gitrefs
+from tropo.git import remote as gitremote
 from tropo.git import repo as gitrepo
-from tropo.git.revision import is_ancestor
+from tropo.git.refs import is_ancestor
 
 if TYPE_CHECKING:
-    from tropo.git.push import Push
+    from tropo.git.remote import Push
     from tropo.git.types import Repository
 
 ZERO = "0" * 40
@@ -24,12 +25,12 @@ def check(push: Push) -> list[str]:
     """The breaks ``strato guard verify`` would report; the remote's notes tip, when this
     clone has it, must still be an ancestor (a rewound ledger is a break)."""
     repo = gitrepo.require(push.root)
-    if gitrepo.read_ref(repo, store.REF) is None:
+    if gitrefs.read_ref(repo, store.REF) is None:
         return []
     since = []
     try:
-        remote_tip = gitpush.remote_oid(push.root, push.remote, store.REF)
-    except gitpush.RemoteError:
+        remote_tip = gitremote.remote_oid(push.root, push.remote, store.REF)
+    except gitremote.RemoteError:
         remote_tip = None
     if remote_tip is not None and remote_tip in repo:
         since.append(remote_tip)
@@ -83,10 +84,10 @@ def pins_pushed(push: Push) -> list[str]:
     if not pins:
         return []
     try:
-        remote_tip = gitpush.remote_oid(push.root, push.remote, store.REF)
+        remote_tip = gitremote.remote_oid(push.root, push.remote, store.REF)
         if remote_tip is not None and remote_tip not in repo:
-            gitpush.fetch_objects(push.root, push.remote, store.REF)
-    except gitpush.RemoteError as exc:
+            gitremote.fetch_objects(push.root, push.remote, store.REF)
+    except gitremote.RemoteError as exc:
         return [f"cannot tell whether {push.remote} has the guard notes the branches pin: {exc}"]
     problems = []
     for branch, pinned in sorted(pins.items()):

@@ -16,8 +16,9 @@ from strato.guard import authz, config, layout, ledger, notesig, pin, store, ver
 from strato.guard.signers import AllowedSigner
 from tropo import untrusted
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
-from tropo.git.revision import is_ancestor
+from tropo.git.refs import is_ancestor
 from tropo.git.types import Commit, Repository
 
 
@@ -181,7 +182,7 @@ def review(
     base_commit = gitrepo.resolve_commit(repo, base)
     head_commit = gitrepo.resolve_commit(repo, head)
     base_tip = _base_notes(repo, base_commit, base_notes)
-    head_tip = gitrepo.read_ref(repo, store.REF)
+    head_tip = gitrefs.read_ref(repo, store.REF)
     if (bad_tip := verify.tip_break(repo, head_tip)) is not None:
         empty = verify.VerifyReport(store.REF, head_tip, breaks=[bad_tip])
         return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, empty)

@@ -16,7 +16,7 @@ from strato.guard import requests as rq
 from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from tropo.git import repo as gitrepo
-from tropo.git.revision import read_file
+from tropo.git.snapshot import read_file
 from tropo.git.types import Repository
 
 
@@ -31,7 +31,7 @@ def override(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         raise GuardError("override_unavailable", "an override is resolved by a human")
     rid, raw = f["resource_id"], rq.rationale(f["rationale"])
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         state = store.require(snap)
         src, dst = rq.check_move(state, f["from_state"], f["to_state"])
         payload = authz.override_payload(rid, src, dst, raw, state.head)
@@ -62,7 +62,7 @@ def migrate(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid, raw = f["resource_id"], rq.rationale(f["rationale"])
     cfg = config.load(gitrepo.head_commit(repo))
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         state = store.require(snap)
         new = rq.new_policy(f, state, cfg)
         payload = authz.migrate_payload(rid, new.checksum, raw, state.head)
@@ -93,7 +93,7 @@ def upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     rid, raw = f["resource_id"], rq.rationale(f["rationale"])
     cfg = config.load(gitrepo.head_commit(repo))
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         state = store.require(snap)
         new = rq.new_policy(f, state, cfg)
         answer = {"checksum": new.checksum, "rationale": raw}
@@ -136,7 +136,7 @@ def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         )
     cfg = config.load(head)
 
-    def step(snap: store.Snapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any] | tuple[dict[str, Any], append.Respond]:
         state = store.require(snap)
         new = entries.target_policy(found, state.policy)
         predicates.check_policy(new, cfg)

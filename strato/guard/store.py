@@ -39,7 +39,7 @@ from strato.guard.layout import (
 )
 from strato.guard.ledgertrees import with_lines, with_state
 from tropo.git import notes
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 from tropo.git.types import Repository, Tree
 
 REF = "refs/notes/vivary/guard"
@@ -71,7 +71,7 @@ def ledgers(repo: Repository, tip: str | None) -> list[Stored]:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class LedgerSnapshot:
     """One resource's ledger as one notes commit has it."""
 
     tip: str | None
@@ -107,11 +107,11 @@ def parse_ledger(
     return found
 
 
-def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot:
+def load(repo: Repository, resource_id: str, tip: str | None = None) -> LedgerSnapshot:
     """``resource_id``'s ledger at ``tip`` (default: the notes ref), folded; resumed from
     what is remembered of its lines when it can be (:func:`strato.guard.cache.resume`), so
     the cost does not grow with the ledger. ``state.entries`` is read when asked for."""
-    tip = gitrepo.read_ref(repo, REF) if tip is None else tip
+    tip = gitrefs.read_ref(repo, REF) if tip is None else tip
     anchor = notes.anchor_id(anchor_content(resource_id))
     tree = notes.tree_of(repo, tip)
     note = notes.note_blob(repo, tip, anchor)
@@ -128,16 +128,16 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
             raise exc.as_guard_error(resource_id) from None
 
     @functools.cache
-    def folded() -> Snapshot:
+    def folded() -> LedgerSnapshot:
         found, entries = full()
         if not entries:
-            return Snapshot(tip, resource_id, None)
+            return LedgerSnapshot(tip, resource_id, None)
         try:
             state = ledger.fold(entries, resource_id)
         except ledger.LedgerBreak as exc:
             raise exc.as_guard_error(resource_id) from None
         generation = "" if found.legacy else verified.remember(anchor, found.blob, len(found.data), state)
-        return Snapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
+        return LedgerSnapshot(tip, resource_id, state, found.data, found.legacy, len(entries), generation)
 
     if lines is not None and note is not None and notes.blob_data(repo, note) == marker(anchor):
         count = line_count(tree, anchor)
@@ -157,11 +157,11 @@ def load(repo: Repository, resource_id: str, tip: str | None = None) -> Snapshot
         except (KeyError, ValueError):  # a line its names promise is missing or not a blob:
             resumed = None  # no record is true of it, and the full read says what is wrong
         if resumed is not None:
-            return Snapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
+            return LedgerSnapshot(tip, resource_id, resumed[0], lines=count, generation=resumed[1])
     return folded()
 
 
-def require(snap: Snapshot) -> ledger.State:
+def require(snap: LedgerSnapshot) -> ledger.State:
     if snap.state is None:
         raise GuardError("guard_not_found", f"no guard is registered for {snap.resource_id!r}")
     return snap.state
@@ -172,7 +172,7 @@ def find_entry(repo: Repository, digest: str) -> dict[str, Any] | None:
     """The entry with ``digest`` in any ledger whose chain holds, or None."""
     if len(digest) != 64:
         return None
-    for kept in ledgers(repo, gitrepo.read_ref(repo, REF)):
+    for kept in ledgers(repo, gitrefs.read_ref(repo, REF)):
         if digest.encode() not in kept.data:
             continue
         try:
@@ -213,7 +213,7 @@ def migrate(repo: Repository) -> dict[str, Any]:
     the same, so every digest and the append-only history check still hold.
     """
     for _ in range(MAX_ATTEMPTS):
-        tip = gitrepo.read_ref(repo, REF)
+        tip = gitrefs.read_ref(repo, REF)
         found = ledgers(repo, tip)
         moved = [s for s in found if s.problem is None and s.legacy]
         states = _missing_states(repo, tip, found)
@@ -234,7 +234,7 @@ def migrate(repo: Repository) -> dict[str, Any]:
             new_tip = notes.commit(repo, REF, tip, new_tree, "guard: migrate-store\n")
         except notes.SigningError as exc:
             raise GuardError("signing_failed", str(exc)) from None
-        except gitrepo.RefRaceError:
+        except gitrefs.RefRaceError:
             continue
         return {
             "status": "migrated",

@@ -27,6 +27,7 @@ from strato.guard import (
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.types import Commit, Repository
 
@@ -248,7 +249,7 @@ def _reflog_tips(repo: Repository, tip: str | None) -> list[str]:
         log = repo.references[store.REF].log()
     except KeyError:
         return []
-    found = [str(e.oid_new) for e in log if str(e.oid_new) != gitrepo.ZERO]
+    found = [str(e.oid_new) for e in log if str(e.oid_new) != gitrefs.ZERO]
     return found[found.index(tip):] if tip in found else found
 
 
@@ -279,7 +280,7 @@ def verify_repository(
     With the default trust (each entry's own commit) and no ``on_entry``, a ledger blob
     that verified before under the same signers blobs is not checked again.
     """
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     report = VerifyReport(store.REF, tip)
     olds = [*(since or []), *_reflog_tips(repo, tip)]
     if tip is None:

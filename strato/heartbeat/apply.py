@@ -15,8 +15,9 @@ from typing import Any
 
 from strato.proposals import store
 from tropo import untrusted
-from tropo.git import chain, gitcli, gitlog
-from tropo.git.repo import RefRaceError, require
+from tropo.git import chain, gitcli, objects
+from tropo.git import repo as gitrepo
+from tropo.git.refs import RefRaceError
 
 
 class Refused(Exception):
@@ -41,10 +42,11 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
     message = f"heartbeat: {untrusted.line(store.title(record))}\n\nHeartbeat-Proposal: {pid}\n" \
               f"Heartbeat-Revision: {untrusted.line(record['revision'])}\n"
-    commit = gitlog.commit_files(root, base, files, message)
+    repo = gitrepo.require(root)
+    commit = str(objects.commit_files(repo, base, files, message))
     name = branch(pid)
     try:
-        chain.move(require(root), f"refs/heads/{name}", commit, None, f"heartbeat: apply {pid}")
+        chain.move(repo, f"refs/heads/{name}", commit, None, f"heartbeat: apply {pid}")
     except RefRaceError:
         raise Refused(f"branch {name} already exists; delete it to apply {pid} again") from None
     store.decide(side, pid, "applied", branch=name, commit=commit)

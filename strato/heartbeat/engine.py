@@ -24,9 +24,11 @@ from strato.proposals import store
 from strato.proposals.proposal import KINDS, Proposal
 from strato.proposals.settings import Settings
 from tropo.check.roots import ConfigError
-from tropo.git import gitcli, gitlog, notes
+from tropo.git import gitcli, notes, objects
+from tropo.git import log as gitlog
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
-from tropo.git.source import Source, SourceError
+from tropo.git.snapshot import Source, SourceError
 
 Check = Callable[[], list[Proposal]]
 RUNS = "refs/vivary/runs/"  # strato.runs.store keeps each run's chain here
@@ -96,8 +98,9 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
 
     def claim_checks() -> list[Proposal]:
         assert head is not None
-        tips = gitlog.branches(root, "claim/")
-        merged = {t.name for t in tips if gitlog.is_ancestor(root, t.oid, head)}
+        repo = gitrepo.require(root)
+        tips = gitrefs.branches(repo, "claim/")
+        merged = {t.name for t in tips if gitrefs.is_ancestor(repo, t.oid, head)}
         return hygiene.claim_branches(tips, merged, now, settings.claim_idle_days)
 
     seen_runs: dict[str, str] = dict(state.get("runs") or {})
@@ -105,31 +108,32 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     def run_checks() -> list[Proposal]:
         from strato.runs.store import parse_message  # a run's transition, from its commit
 
-        heads = [t for t in gitlog.ref_tips(root, RUNS) if t.name.endswith("/head")]
-        states = gitcli.blobs(root, [f"{t.oid}:run.json" for t in heads])
+        tips = gitrefs.ref_tips(gitrepo.require(root), RUNS)
+        heads = [(name, oid, when) for name, (oid, when) in tips.items() if name.endswith("/head")]
+        states = gitcli.blobs(root, [f"{oid}:run.json" for _, oid, _ in heads])
         waits, retries = [], []
-        for tip in heads:
-            run_id = tip.name[len(RUNS):-len("/head")]
-            if seen_runs.get(run_id) != tip.oid:  # a run that moved: read its chain again
+        for name, oid, when in heads:
+            run_id = name[len(RUNS):-len("/head")]
+            if seen_runs.get(run_id) != oid:  # a run that moved: read its chain again
                 chain = []
-                for c in reversed(gitlog.log(root, tip.oid)):
+                for c in reversed(gitlog.log(root, oid)):
                     try:
                         chain.append((c.oid, parse_message(f"{c.subject}\n\n{c.body}")))
                     except ValueError:
                         continue  # not a transition: nothing to learn from it
                 retries += memory.run_lessons(run_id, chain)
-                seen_runs[run_id] = tip.oid
+                seen_runs[run_id] = oid
             try:
-                state = json.loads(states.get(f"{tip.oid}:run.json", b"{}"))
+                state = json.loads(states.get(f"{oid}:run.json", b"{}"))
             except ValueError:
                 continue
             if isinstance(state, dict) and state.get("status") == "running":
-                waits.append((run_id, tip.time, sorted(hygiene.waiting_gates(state))))
+                waits.append((run_id, when, sorted(hygiene.waiting_gates(state))))
         return [*hygiene.gate_waits(waits, now, settings.gate_wait_hours), *retries]
 
     def guard_checks() -> list[Proposal]:
         repo = gitrepo.require(root)
-        tip = gitrepo.read_ref(repo, guard_store.REF)
+        tip = gitrefs.read_ref(repo, guard_store.REF)
         resources, overrides = [], []
         for kept in guard_store.ledgers(repo, tip):
             rid = ledger.resource_of(kept.first_line) if kept.problem is None else None
@@ -161,7 +165,7 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
 
     def duplicate_checks() -> list[Proposal]:
         assert head is not None
-        docs = gitlog.tree_files(root, head, (".md", ".markdown"))
+        docs = objects.tree_files(root, head, (".md", ".markdown"))
         texts = _texts(root, head, [p for p in docs if not p.startswith(report.FOLDER + "/")])
         return hygiene.duplicates(texts, settings.duplicate_min_chars)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from strato.proposals.proposal import Proposal
-from tropo.git.gitlog import BranchTip
+from tropo.git.refs import BranchTip
 
 DAY = 86400
 CADENCE_DAYS = {"daily": 1, "weekly": 7}  # session-end, milestone, manual, disabled: no age

@@ -20,7 +20,7 @@ from typing import Any
 
 from strato.proposals.proposal import Proposal
 from tropo import untrusted
-from tropo.git.gitlog import LogCommit
+from tropo.git.log import LogCommit
 from tropo.redact import redact
 
 _REVERT = re.compile(r'^Revert "(?P<subject>.+)"$')

@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from strato.proposals.proposal import Proposal
 from tropo import untrusted
-from tropo.git.gitlog import LogCommit
+from tropo.git.log import LogCommit
 from tropo.redact import redact
 
 PLAYBOOK = "bug-risk-playbook.md"

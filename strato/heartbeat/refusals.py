@@ -21,7 +21,7 @@ from strato.heartbeat import memory
 from strato.proposals import store
 from strato.proposals.proposal import Proposal, digest
 from tropo.git import gitcli
-from tropo.git.gitlog import LogCommit
+from tropo.git.log import LogCommit
 
 FILE = "refusals.jsonl"
 KEEP = 100  # the newest refusals kept; older ones are paired already or never will be

@@ -23,14 +23,10 @@ from strato.agents.interpreter import own_python
 from strato.agents.locks import exclusive
 from strato.agents.process import spawn
 from strato.proposals import switch
-from tropo.git import gitcli
+from strato.proposals.store import sidecar
 
 # git's hook environment describes the commit in progress; the runner outlives it
 _HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_EDITOR", "GIT_REFLOG_ACTION")
-
-
-def _side(root: Path) -> Path:
-    return gitcli.git_dir(root) / "vivary" / "heartbeat"
 
 
 def post_commit(root: Path) -> None:
@@ -39,7 +35,7 @@ def post_commit(root: Path) -> None:
     try:
         if not switch.enabled(root):
             return
-        side = _side(root)
+        side = sidecar(root)
         side.mkdir(parents=True, exist_ok=True)
         (side / "pending").touch()
         with exclusive(side / "run.lock") as lock:
@@ -69,7 +65,7 @@ def drain(root: Path) -> int:
     from strato.heartbeat import engine
     from strato.proposals import settings as config
 
-    side = _side(root)
+    side = sidecar(root)
     runs = 0
     while _work(side):
         with exclusive(side / "run.lock") as lock:
@@ -99,7 +95,7 @@ def main(argv: list[str]) -> int:
         import traceback
 
         with contextlib.suppress(OSError):
-            (_side(root) / "runner.log").write_text(traceback.format_exc())
+            (sidecar(root) / "runner.log").write_text(traceback.format_exc())
         return 1
     return 0
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from strato.proposals.proposal import Proposal
 from tropo.fs.atomic import write_atomic
+from tropo.fs.private import private_folder
 from tropo.git import gitcli
 
 _ID = re.compile(r"^[a-z-]+-[0-9a-f]{12}$")
@@ -31,7 +32,9 @@ def today(now: float) -> str:
 
 
 def sidecar(root: Path) -> Path:
-    return gitcli.git_dir(root) / "vivary" / "heartbeat"
+    """``.git/vivary/heartbeat``, the heartbeat's private folder (the runner's lock, the
+    proposals, the state), never through a planted link."""
+    return private_folder(gitcli.git_dir(root), "heartbeat")
 
 
 def _write_json(path: Path, value: Any) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 from strato.agents import trust
 from strato.agents.calls import CallResult, agent_prompt, call, judge_runner
 from strato.agents.config import WORKSPACE_FILE, AgentsConfig, committed_gate_policy, load_config
-from strato.agents.locks import private_folder
 from strato.agents.spectrust import command_refusal, refusal
 from strato.flow.errors import SpecError
 from strato.flow.spec import GateStep, Spec
@@ -33,11 +32,12 @@ from strato.runs.engine.planning import FlowInfo, plan
 from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.lanes.model import LaneBook, digest
 from strato.runs.lanes.store import LaneStore
-from strato.runs.store import RUN_ID, Outcome, RunStore, Snapshot, Transition, head_ref, valid_label
+from strato.runs.store import RUN_ID, Outcome, RunSnapshot, RunStore, Transition, head_ref, valid_label
 from strato.runs.views.attempts import attempt_rows
 from tropo.git.chain import ChainConflict
-from tropo.git.objects import file_at_head
-from tropo.git.repo import RefRaceError, private_dir, require, workdir
+from tropo.git.refs import RefRaceError
+from tropo.git.repo import head_commit, private_dir, require, workdir
+from tropo.git.snapshot import read_file
 from tropo.git.types import Repository
 
 # the transports a person decides through: their own terminal, or the workbench page
@@ -77,14 +77,14 @@ class Runs:
     def config(self) -> AgentsConfig:
         if self._config is None:
             loaded = load_config(self.root)  # the working tree's is still checked whole
-            committed = file_at_head(self.repo, WORKSPACE_FILE)
+            committed = read_file(head_commit(self.repo), WORKSPACE_FILE)
             gates = committed_gate_policy(self.root, committed, loaded.gates)
             self._config = replace(loaded, gates=gates)
         return self._config
 
     @property
     def pacing_dir(self) -> Path:
-        return private_folder(private_dir(self.repo), "pacing", create=True)
+        return private_dir(self.repo, "pacing", create=True)
 
     def judge(self) -> Judge | None:
         """The judge of `judged` ensures; one that holds nothing, with the refusal as its
@@ -116,7 +116,7 @@ class Runs:
             raise SpecInvalid(errors)
         return spec
 
-    def _frozen(self, snap: Snapshot) -> tuple[Spec, Evaluator]:
+    def _frozen(self, snap: RunSnapshot) -> tuple[Spec, Evaluator]:
         """The run's spec and the evaluator of its commands (checked against its text)."""
         key = self.store.spec_key(snap)
         if key not in self._specs:
@@ -124,19 +124,19 @@ class Runs:
             self._specs[key] = (self._parsed(text), command_evaluator(self.root, text))
         return self._specs[key]
 
-    def spec_of(self, snap: Snapshot) -> Spec:
+    def spec_of(self, snap: RunSnapshot) -> Spec:
         return self._frozen(snap)[0]
 
-    def preflight(self, snap: Snapshot) -> None:
+    def preflight(self, snap: RunSnapshot) -> None:
         """Refuse (`untrusted`) to drive a run whose agents, judge or commands the person
         has not approved here, before any step is claimed."""
         _preflight(self.root, self.spec_of(snap), self.store.spec_text(snap), self.config)
 
-    def command_refusal(self, snap: Snapshot, command: str) -> str | None:
+    def command_refusal(self, snap: RunSnapshot, command: str) -> str | None:
         """Why the run's spec may not run ``command`` here (None: it is approved)."""
         return command_refusal(self.root, self.store.spec_text(snap), command)
 
-    def engine(self, snap: Snapshot, judge: bool = True) -> Engine:
+    def engine(self, snap: RunSnapshot, judge: bool = True) -> Engine:
         spec, evaluator = self._frozen(snap)
         infos = self._infos.setdefault(snap.state["revisionDigest"], {})
         # a snapshot is parsed afresh from its commit on every load, so the engine may
@@ -145,7 +145,7 @@ class Runs:
         book = self.lane_book() if judge else None
         return Engine(spec, snap.state, self.root, judged, evaluator, infos=infos, lanes=book)
 
-    def load(self, run_id: str) -> Snapshot:
+    def load(self, run_id: str) -> RunSnapshot:
         return self.store.load(run_id)
 
     # --- operations
@@ -167,7 +167,7 @@ class Runs:
         except RefRaceError:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
         self._record_lanes(eng)
-        snap = Snapshot(state["id"], head, eng.run)
+        snap = RunSnapshot(state["id"], head, eng.run)
         self._specs[self.store.spec_key(snap)] = (spec, evaluator)
         return Outcome(snap, eng.events)
 
@@ -178,7 +178,7 @@ class Runs:
         action that returns False changed nothing: no transition is written."""
         run_id = self.store.resolve(run_id)
 
-        def decide(snap: Snapshot) -> tuple[Transition | None, Engine | None]:
+        def decide(snap: RunSnapshot) -> tuple[Transition | None, Engine | None]:
             eng = self.engine(snap)
             if action(eng) is False:
                 return None, None
@@ -303,7 +303,7 @@ class Runs:
     def cancel(self, run_id: str, reason: str | None = None, by: str = "cli") -> Outcome:
         return self.apply(run_id, "cancel", lambda e: e.cancel(by, reason))
 
-    def commit(self, run_id: str, label: str) -> Snapshot:
+    def commit(self, run_id: str, label: str) -> RunSnapshot:
         snap = self.store.load(run_id)
         if not valid_label(snap.run_id, label.strip()):
             raise Refused(
@@ -374,7 +374,7 @@ class Runs:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         dispatch: Callable[[str, dict[str, Any]], Outcome] | None = None,
         fanout_calls: Callable[[str, str], ItemCall] | None = None,
-    ) -> Snapshot:
+    ) -> RunSnapshot:
         """Run agents for ready steps (and fanouts) until the run ends or only gates
         are left waiting. `dispatch` runs one ready step (default: `self.dispatch`) and
         `fanout_calls(run, fanout path)` the agents of a fanout's items (default: here);

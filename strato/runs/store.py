@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tropo.git import chain
-from tropo.git.chains import commits_since, message_of, ref_names, ref_targets, ref_tips
+from tropo.git.log import commits_since, message_of
 from tropo.git.objects import blob_at, entry_oid
-from tropo.git.repo import read_ref
+from tropo.git.refs import read_ref, ref_names, ref_targets, ref_tips
 from tropo.git.types import Oid, Repository, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
@@ -46,7 +46,7 @@ class CheckpointNotFound(LookupError):
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class RunSnapshot:
     """One run as of one commit."""
 
     run_id: str
@@ -58,7 +58,7 @@ class Snapshot:
 class Outcome:
     """What one operation did: the run after it and the events it emitted."""
 
-    snap: Snapshot
+    snap: RunSnapshot
     events: list[dict[str, Any]]
 
 
@@ -104,53 +104,53 @@ class RunStore:
             raise RunNotFound(f"no run {run_id!r}")
         return matches[0]
 
-    def load(self, run_id: str) -> Snapshot:
+    def load(self, run_id: str) -> RunSnapshot:
         run_id = self.resolve(run_id)
         return self.at(run_id, self.head(run_id))
 
-    def at(self, run_id: str, commit: str) -> Snapshot:
+    def at(self, run_id: str, commit: str) -> RunSnapshot:
         state = chain.read(self.repo, commit, "run.json")
         if state is None:
             raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
-        return Snapshot(run_id, commit, state)
+        return RunSnapshot(run_id, commit, state)
 
-    def spec_text(self, snap: Snapshot) -> str:
+    def spec_text(self, snap: RunSnapshot) -> str:
         data = blob_at(self.repo, snap.head, "spec.yaml")
         return "" if data is None else data.decode()
 
-    def spec_key(self, snap: Snapshot) -> str:
+    def spec_key(self, snap: RunSnapshot) -> str:
         """The frozen spec's blob id: parsed specs are cached by it."""
         return str(entry_oid(self.repo, snap.head, "spec.yaml"))
 
-    def transition(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> Snapshot:
+    def transition(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> RunSnapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
         change = self._next(snap, state, message)
         commit = chain.append(self.repo, head_ref(snap.run_id), snap.head, change, _reason(message))
-        return Snapshot(snap.run_id, commit, state)
+        return RunSnapshot(snap.run_id, commit, state)
 
     def update(
-        self, run_id: str, op: str, decide: Callable[[Snapshot], tuple[Transition | None, T]]
-    ) -> tuple[Snapshot, T]:
+        self, run_id: str, op: str, decide: Callable[[RunSnapshot], tuple[Transition | None, T]]
+    ) -> tuple[RunSnapshot, T]:
         """Load the run, `decide` its next state and transition (None: nothing to write),
         commit it; on a lost race load the winner's head and decide again (at most
         `chain.MAX_RACE_RETRIES` times, then `chain.ChainConflict`). The run after it,
         and what the last `decide` returned beside its transition."""
 
-        def step(head: str | None) -> tuple[chain.Decision, tuple[Snapshot, T]]:
+        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T]]:
             if head is None:
                 raise RunNotFound(f"no run {run_id!r}")
             snap = self.at(run_id, head)
             change, value = decide(snap)
             if change is None:
                 return None, (snap, value)
-            return self._next(snap, *change), (Snapshot(run_id, head, change[0]), value)
+            return self._next(snap, *change), (RunSnapshot(run_id, head, change[0]), value)
 
         ref = head_ref(check_run_id(run_id))
         head, (snap, value) = chain.update(self.repo, ref, step, _reason({"op": op}))
         return replace(snap, head=head or snap.head), value
 
-    def _next(self, snap: Snapshot, state: dict[str, Any], message: dict[str, Any]) -> chain.Append:
+    def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> chain.Append:
         """The commit after `snap`: the new state beside the run's frozen spec (its blob
         reused, so an unchanged spec is never hashed again)."""
         spec = entry_oid(self.repo, snap.head, "spec.yaml")
@@ -200,12 +200,12 @@ class RunStore:
         prefix = f"{PREFIX}{run_id}/checkpoints/"
         return [name[len(prefix) :] for name in ref_names(self.repo, prefix)]
 
-    def save_checkpoint(self, snap: Snapshot, label: str) -> None:
+    def save_checkpoint(self, snap: RunSnapshot, label: str) -> None:
         name = checkpoint_ref(snap.run_id, label)
         old = read_ref(self.repo, name)
         chain.move(self.repo, name, snap.head, old, f"vivary: checkpoint {label}")
 
-    def checkpoint(self, run_id: str, label: str) -> Snapshot:
+    def checkpoint(self, run_id: str, label: str) -> RunSnapshot:
         commit = read_ref(self.repo, checkpoint_ref(run_id, label)) if valid_label(run_id, label) else None
         if commit is None:
             raise CheckpointNotFound(label, self.checkpoints(run_id))

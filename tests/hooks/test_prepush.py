@@ -14,7 +14,7 @@ from strato.runs.lanes import store as lanestore
 from strato.runs.lanes.store import LaneStore
 from tests.conftest import commit_all, git, write_files
 from tests.support.lanes import lane_evidence
-from tropo.git.push import Push
+from tropo.git.remote import Push
 from tropo.git.repo import require
 
 

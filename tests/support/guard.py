@@ -21,6 +21,7 @@ from strato.guard.canonical import seal
 from tests.conftest import commit_all, git, write_files
 from tests.support import console
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
 
@@ -117,7 +118,7 @@ def approve_file(ws: Workspace, rel: str) -> None:
 def ledger_text(ws: Workspace, anchor: str) -> str:
     """The bytes of ``anchor``'s ledger at the notes tip, whichever layout keeps them."""
     repo = ws.repo
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     note = notes.note_blob(repo, tip, anchor)
     return layout.stored(repo, notes.tree_of(repo, tip), anchor, note).data.decode()
 
@@ -126,7 +127,7 @@ def put_ledger(ws: Workspace, anchor: str, text: str) -> str:
     """Replace a ledger's bytes wholesale in a new notes commit, as anyone who can push
     the notes ref can; returns the new notes tip."""
     repo = ws.repo
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     tree = ledgertrees.replace_tree(repo, tip, anchor, text.encode())
     return notes.commit(repo, store.REF, tip, tree, "hand-edited ledger\n")
 
@@ -136,7 +137,7 @@ def drop_ledger(ws: Workspace, anchor: str) -> str:
     push the notes ref can; returns the new notes tip."""
     git(ws.root, "notes", "--ref=vivary/guard", "remove", anchor)
     repo = ws.repo
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     tree = notes.tree_of(repo, tip)
     assert tree is not None
     lines = repo.TreeBuilder(tree[layout.LEDGERS])

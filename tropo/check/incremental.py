@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 from tropo.check.checkstate import CheckState
 from tropo.check.findings import Finding, Summary
 from tropo.check.roots import ConfigError, find_root, is_config, read_by_tropo, root_in
+from tropo.fs.private import PlantedLink, private_folder
 from tropo.fs.records import Shelf, code_stamp
-from tropo.git import gitcli, gitdelta
-from tropo.git.source import Source
+from tropo.git import diff as gitdiff
+from tropo.git import gitcli
+from tropo.git.snapshot import Source
 
 if TYPE_CHECKING:
     from tropo.check.workspace import Workspace
@@ -80,7 +82,7 @@ def check(start: Path | None, source: Source, *, use_cache: bool = True) -> Outc
         from tropo.check.workspace import Workspace
         from tropo.git.snapshot import open_snapshot
 
-        return Workspace(place.root, open_snapshot(place.root, source))
+        return Workspace(place.root, open_snapshot(place.root, source, read_by_tropo))
 
     return _answer(place, source, workspace)
 
@@ -92,7 +94,11 @@ def summarize(ws: Workspace) -> Outcome:
         return _full(ws)
     from tropo.git.repo import private_dir
 
-    place = Place(ws.root, ws.snapshot.top, private_dir(repository))
+    try:
+        private = private_dir(repository)
+    except PlantedLink:  # a folder planted under .git/vivary: checked without a cache
+        return _full(ws)
+    place = Place(ws.root, ws.snapshot.top, private)
     source = ws.snapshot.source
     if source.kind != "rev":
         return _answer(place, source, lambda: ws)
@@ -116,7 +122,7 @@ def _answer(place: Place, source: Source, workspace: Callable[[], Workspace]) ->
         return decoded
     outcome = None
     if key is not None and delta.head is not None:
-        state = tree_state(place, gitdelta.tree_of(place.top, delta.head))
+        state = tree_state(place, gitdiff.tree_of(place.top, delta.head))
         patched = patched_state(place, state, delta.changes) if state is not None else None
         if patched is not None:
             outcome = Outcome(patched.summary(place.root.name), patched.strict)
@@ -149,8 +155,10 @@ def place_of(start: Path, source: Source) -> Place | None:
     if len(out) != 2:
         return None
     top = Path(out[0]).resolve()
-    private = (start / out[1]).resolve() / "vivary" if not Path(out[1]).is_absolute() \
-        else Path(out[1]).resolve() / "vivary"
+    try:
+        private = private_folder((start / out[1]).resolve())
+    except PlantedLink:
+        return None
     root = find_root(start) if source.kind == "worktree" else root_in(top, start)
     if root is None:
         return None
@@ -161,10 +169,10 @@ def place_of(start: Path, source: Source) -> Place | None:
     return Place(root, top, private)
 
 
-def delta_of(place: Place, source: Source) -> gitdelta.Delta:
+def delta_of(place: Place, source: Source) -> gitdiff.Delta:
     if source.kind == "index":
-        return gitdelta.index(place.top, place.pathspec)
-    return gitdelta.worktree(place.top, place.pathspec)
+        return gitdiff.index(place.top, place.pathspec)
+    return gitdiff.worktree(place.top, place.pathspec)
 
 
 def _results(place: Place) -> Shelf:
@@ -177,10 +185,10 @@ def _namespace(place: Place) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
-def _result_key(place: Place, delta: gitdelta.Delta) -> str | None:
-    """Names the checked content (see :func:`tropo.git.gitdelta.fingerprint`) under this
+def _result_key(place: Place, delta: gitdiff.Delta) -> str | None:
+    """Names the checked content (see :func:`tropo.git.gitdiff.fingerprint`) under this
     workspace's namespace; None when nothing names it."""
-    found = gitdelta.fingerprint(place.top, delta, read_by_tropo)
+    found = gitdiff.fingerprint(place.top, delta, read_by_tropo)
     return f"{_namespace(place)}-{found}" if found is not None else None
 
 
@@ -226,7 +234,7 @@ def _derived_state(place: Place, shelf: Shelf, namespace: str, tree: str) -> Che
         if base is None:
             continue
         try:
-            changes = gitdelta.between(place.top, older.rpartition("-")[2], tree, place.pathspec)
+            changes = gitdiff.between(place.top, older.rpartition("-")[2], tree, place.pathspec)
         except gitcli.GitError:  # that tree is gone (gc): try an older one
             continue
         return patched_state(place, base, changes) if len(changes) <= _DERIVE_LIMIT else None
@@ -242,7 +250,7 @@ def _whole_tree_state(place: Place, tree: str) -> CheckState | None:
 
 
 def patched_state(place: Place, state: CheckState,
-                   changes: tuple[gitdelta.Change, ...]) -> CheckState | None:
+                   changes: tuple[gitdiff.Change, ...]) -> CheckState | None:
     """``state`` with the changed documents analysed anew under its schema; None when a
     change reaches the schema (a config, or a file it read) or an analysis used file dates."""
     from tropo.check.workspace import state_rows, walk_key
@@ -261,7 +269,7 @@ def patched_state(place: Place, state: CheckState,
 
 
 def changed_documents(place: Place, state: CheckState,
-                      changes: Iterable[gitdelta.Change]) -> list[str] | None:
+                      changes: Iterable[gitdiff.Change]) -> list[str] | None:
     """The workspace-relative documents among ``changes``; None when one of them reaches
     the schema ``state`` was made under (a config, or any file it read)."""
     touched = []
@@ -276,11 +284,11 @@ def changed_documents(place: Place, state: CheckState,
     return touched
 
 
-def analyse(place: Place, state: CheckState, changes: Iterable[gitdelta.Change]) -> Workspace | None:
+def analyse(place: Place, state: CheckState, changes: Iterable[gitdiff.Change]) -> Workspace | None:
     """A workspace of just the changed files (gone ones left out) under ``state``'s
     schema, its documents analysed; None when that cannot stand for the real thing."""
     from tropo.check.workspace import Workspace
-    from tropo.git.files import DeltaSnapshot, Entry
+    from tropo.git.snapshot import DeltaSnapshot, Entry
 
     entries = [Entry(c.rel, c.oid, c.mode) for c in changes if not c.gone]
     try:

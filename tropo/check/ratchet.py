@@ -43,10 +43,10 @@ def new_since(now: list[Finding], before: list[Finding]) -> list[Finding]:
 def findings_at(start: Path | None, rev: str, *, use_cache: bool = True) -> list[Finding]:
     """The whole workspace's findings as commit ``rev`` records it; none when that
     revision has no workspace or a schema that cannot be read (then everything is new).
-    A revision that does not exist raises :class:`tropo.git.source.RevisionError`."""
+    A revision that does not exist raises :class:`tropo.git.gitcli.RevisionError`."""
     from tropo.check import incremental
     from tropo.check.roots import ConfigError
-    from tropo.git.source import Source
+    from tropo.git.snapshot import Source
 
     try:
         return incremental.check(start, Source.at(rev), use_cache=use_cache).summary.findings

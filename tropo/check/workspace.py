@@ -37,13 +37,13 @@ from tropo.check.fields import KNOWN as KNOWN_SPECS
 from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
 from tropo.check.progress import Progress
-from tropo.check.roots import root_in
+from tropo.check.roots import read_by_tropo, root_in
+from tropo.fs.private import PlantedLink
 from tropo.fs.records import Store, code_stamp
-from tropo.git.files import LINK, MAX_BLOB, Entry, Snapshot
-from tropo.git.source import Source, SourceError
+from tropo.git.snapshot import LINK, MAX_BLOB, Entry, Snapshot, Source, SourceError
 
 if TYPE_CHECKING:
-    from tropo.git import history
+    from tropo.git import log as gitlog
 
 __all__ = ["ConfigError", "Source", "SourceError", "Workspace", "open_workspace"]
 
@@ -82,7 +82,7 @@ class Workspace:
         prefix = root.relative_to(snapshot.top).as_posix() if root != snapshot.top else ""
         self._prefix = f"{prefix}/" if prefix else ""
         self.root_name = root.name
-        self._dates: history.Dates | None = None
+        self._dates: gitlog.Dates | None = None
         self.dated = False  # some document's check used file dates (history or mtime)
         self._given_config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
@@ -146,14 +146,14 @@ class Workspace:
         """The file that holds this workspace's schema, for hints that name it."""
         return self.schema.file
 
-    def dates(self) -> history.Dates:
-        from tropo.git import history
+    def dates(self) -> gitlog.Dates:
+        from tropo.git import log as gitlog
 
         if self._dates is None:
             repository = self.snapshot.repo()
             commit = self.snapshot.commit()
             self._dates = (
-                history.file_dates(repository, commit, use_cache=self.use_cache)
+                gitlog.file_dates(repository, commit, use_cache=self.use_cache)
                 if repository is not None and commit is not None else {}
             )
         return self._dates
@@ -302,7 +302,10 @@ class Workspace:
             return None
         from tropo.git.repo import private_dir
 
-        return private_dir(repository)
+        try:
+            return private_dir(repository)
+        except PlantedLink:  # a folder planted under .git/vivary: checked without a cache
+            return None
 
     @cached_property
     def entries(self) -> dict[str, Entry]:
@@ -412,9 +415,9 @@ def open_workspace(
         found = find_root(start)
         if found is None:
             raise ConfigError(f"no {CONFIG_NAME} found walking up from {start}")
-        snapshot = open_snapshot(found, source)
+        snapshot = open_snapshot(found, source, read_by_tropo)
     else:
-        snapshot = open_snapshot(start, source)
+        snapshot = open_snapshot(start, source, read_by_tropo)
         commit = snapshot.commit() if source.kind == "rev" else None
         found = root_in(snapshot.top, start, str(commit.tree_id) if commit is not None else None)
         if found is None:

@@ -23,7 +23,8 @@ from tropo.check.roots import CONFIG_NAME, ConfigError
 from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
 from tropo.fs.atomic import write_atomic
-from tropo.git.source import NotARepository, RevisionError, Source, SourceError
+from tropo.git.gitcli import NotARepository, RevisionError
+from tropo.git.snapshot import Source, SourceError
 
 if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs it
     from tropo.check.document import Doc

@@ -22,8 +22,8 @@ from tropo.check.roots import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
 from tropo.cli.clijson import echo_error
 from tropo.cli.main import fail, main, source_of, workspace_options
-from tropo.git.files import LINK
-from tropo.git.source import NotARepository, RevisionError, SourceError
+from tropo.git.gitcli import NotARepository, RevisionError
+from tropo.git.snapshot import LINK, SourceError
 from tropo.review import budget, packs
 
 

@@ -17,7 +17,7 @@ from tropo.check.workspace import Workspace, open_workspace
 from tropo.cli.main import emit, fail, guarded, load, main, spelled, workspace_options
 from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
-from tropo.git.source import Source
+from tropo.git.snapshot import Source
 from tropo.review import fsmap, graphdiff, statediff, view
 
 _ROOT = click.option("--root", type=click.Path(file_okay=False, path_type=Path),

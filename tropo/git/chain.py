@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tropo.git.objects import FileMap, blob_at, write_commit
-from tropo.git.reflock import ref_writer
-from tropo.git.repo import RefRaceError, cas_ref, read_ref
+from tropo.git.refs import RefRaceError, cas_ref, read_ref, ref_writer
 from tropo.git.types import Oid, Repository
 
 MAX_RACE_RETRIES = 50

@@ -2,8 +2,9 @@
 
 Some facts are only true as git computes them (ignore rules with every source of
 excludes, the hooks directory after ``core.hooksPath`` and worktrees) and some actions
-must run git's porcelain (a commit that fires the hooks, a push). Everything else
-goes through pygit2 in :mod:`tropo.git.repo`.
+must run git's porcelain (a commit that fires the hooks, a push). This is the one
+module of the layer that starts the program; everything else asks it, or goes through
+pygit2 (:mod:`tropo.git.repo` opens the repository).
 """
 
 from __future__ import annotations
@@ -18,6 +19,17 @@ class GitError(RuntimeError):
     """git exited non-zero; the message is git's own last line."""
 
 
+# The errors of finding a repository and a revision, here at the bottom of the layer so
+# that a front end can catch them without loading the git bindings.
+
+class NotARepository(Exception):
+    """The path is not inside a git work tree."""
+
+
+class RevisionError(ValueError):
+    """A revision names no commit."""
+
+
 def call(cwd: Path, *args: str, stdin: str | None = None,
          env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``git args`` in ``cwd`` and hand back its exit code, stdout and stderr without
@@ -25,6 +37,26 @@ def call(cwd: Path, *args: str, stdin: str | None = None,
     on stdout and exits non-zero). ``env`` is set on top of this process's environment."""
     return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
                           check=False, env={**os.environ, **env} if env is not None else None)
+
+
+def call_bytes(git_dir: Path, *args: str, stdin: bytes = b"", env: Mapping[str, str] | None = None,
+               capture: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git --git-dir GIT_DIR args``, bytes in and out, without raising: for plumbing
+    on a repository opened by path, whatever ``GIT_DIR`` a hook set. ``capture=False``
+    sends the output nowhere, for a command that leaves a detached child behind (which
+    would hold a captured pipe open)."""
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], input=stdin, stdout=out, stderr=out,
+                          check=False, env={**os.environ, **env} if env is not None else None)
+
+
+def output(git_dir: Path, *args: str, stdin: bytes = b"", env: Mapping[str, str] | None = None) -> bytes:
+    """What :func:`call_bytes` prints, or :class:`GitError` with git's last line."""
+    proc = call_bytes(git_dir, *args, stdin=stdin, env=env)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
+    return proc.stdout
 
 
 def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> str:

@@ -3,7 +3,7 @@
 A note hangs on an *anchor*: a blob whose content is fixed for a key, so the note's
 address is derivable from the key alone and never depends on a branch. Writes build the
 notes commit themselves (parent = the tip the caller read) and move the notes ref with
-:func:`tropo.git.repo.cas_ref`, so a concurrent writer is told who won instead of being
+:func:`tropo.git.refs.cas_ref`, so a concurrent writer is told who won instead of being
 overwritten, and a crash leaves the ref at the last good commit.
 
 Readers accept git's fan-out layout (``ab/cdef...``) as well as the flat one, so notes
@@ -22,14 +22,15 @@ unset and ``commit.gpgsign`` is true: whoever signs their commits signs their no
 
 from __future__ import annotations
 
-import os
 import string
-import subprocess
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import pygit2
 
-from tropo.git import repo as gitrepo
+from tropo.git import gitcli
+from tropo.git.refs import cas_ref
+from tropo.git.repo import signature
 
 _HEX = frozenset(string.hexdigits.lower())
 ANCHORS = "anchors"
@@ -211,7 +212,6 @@ def _signed_commit(
         f"{sig.time} {'+' if sig.offset >= 0 else '-'}{abs(sig.offset) // 60:02d}{abs(sig.offset) % 60:02d}"
     )
     env = {
-        **os.environ,
         "GIT_AUTHOR_NAME": sig.name,
         "GIT_AUTHOR_EMAIL": sig.email,
         "GIT_AUTHOR_DATE": when,
@@ -219,10 +219,10 @@ def _signed_commit(
         "GIT_COMMITTER_EMAIL": sig.email,
         "GIT_COMMITTER_DATE": when,
     }
-    args = ["git", "--git-dir", repo.path, "commit-tree", "-S", str(tree)]
+    args = ["commit-tree", "-S", str(tree)]
     for parent in parents:
         args += ["-p", str(parent)]
-    proc = subprocess.run(args, input=message.encode(), capture_output=True, env=env, check=False)
+    proc = gitcli.call_bytes(Path(repo.path), *args, stdin=message.encode(), env=env)
     if proc.returncode != 0:
         why = " ".join(proc.stderr.decode("utf-8", "replace").split()) or f"exit {proc.returncode}"
         raise SigningError(f"cannot sign the notes commit: {why}")
@@ -232,16 +232,16 @@ def _signed_commit(
 def commit(repo: pygit2.Repository, ref: str, tip: str | None, tree: pygit2.Oid, message: str) -> str:
     """Commit ``tree`` on top of ``tip`` (signed if configured) and move ``ref`` by CAS.
 
-    Raises :class:`tropo.git.repo.RefRaceError` when ``ref`` no longer points at ``tip``,
+    Raises :class:`tropo.git.refs.RefRaceError` when ``ref`` no longer points at ``tip``,
     :class:`SigningError` when signing is configured and fails (``ref`` is not moved).
     """
-    sig = gitrepo.signature(repo)
+    sig = signature(repo)
     parents = [] if tip is None else [pygit2.Oid(hex=tip)]
     if signs(repo):
         new = _signed_commit(repo, sig, message, tree, parents)
     else:
         new = repo.create_commit(None, sig, sig, message, tree, parents)
-    gitrepo.cas_ref(repo, ref, new, tip, message.splitlines()[0])
+    cas_ref(repo, ref, new, tip, message.splitlines()[0])
     return str(new)
 
 

@@ -1,17 +1,27 @@
-"""Git objects written directly through pygit2: small flat trees and commits that never
-touch the index or the work tree, so a state machine can keep its history in a ref
-without disturbing the person's checkout."""
+"""Git objects written and read directly: blobs, trees and commits that never touch the
+index or the work tree, so a state machine can keep its history in a ref, and a claim or
+an applied proposal can change files, without disturbing the person's checkout.
+
+A tree is edited from object-database pieces: only the trees on an edited path are
+rewritten, every other entry is reused by id.
+"""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 import pygit2
 
+from tropo.git import gitcli
 from tropo.git.repo import signature
 
 FileMap = Mapping[str, bytes | pygit2.Oid]
+BLOB = pygit2.GIT_FILEMODE_BLOB
+EXECUTABLE = pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
+TREE = pygit2.GIT_FILEMODE_TREE
+LINK = pygit2.GIT_FILEMODE_LINK
 
 
 def write_tree(repo: pygit2.Repository, files: FileMap) -> pygit2.Oid:
@@ -65,23 +75,103 @@ def gc_auto(repo: pygit2.Repository) -> None:
     """Let git pack loose objects when it judges there are too many (``git gc --auto``,
     which git's porcelain runs after a commit and writes made here would otherwise skip).
     git detaches the work; a failure changes nothing."""
-    subprocess.run(
-        ["git", "--git-dir", repo.path, "gc", "--auto", "--quiet"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        check=False,
-    )
+    gitcli.call_bytes(Path(repo.path), "gc", "--auto", "--quiet", capture=False)
 
 
-def file_at_head(repo: pygit2.Repository, path: str) -> bytes | None:
-    """A file's content as HEAD commits it (`path` may name a nested file), or None:
-    what the workspace committed, not what someone wrote in its working tree since."""
-    if repo.head_is_unborn:
-        return None
-    tree = repo.head.peel(pygit2.Commit).tree
-    try:
-        obj = repo[tree[path].id]
-    except KeyError:
-        return None
-    return obj.read_raw() if isinstance(obj, pygit2.Blob) else None
+class TreePathError(ValueError):
+    """A path that cannot be read or written as a plain file in a tree."""
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    """One entry found at a path: its bytes and its mode (symlinks included)."""
+
+    data: bytes
+    filemode: int
+
+
+def _parts(path: str) -> list[str]:
+    parts = path.split("/")
+    if not path or any(p in ("", ".", "..") for p in parts) or "\0" in path:
+        raise TreePathError(f"not a tree path: {path!r}")
+    return parts
+
+
+def tree_file(repo: pygit2.Repository, tree: pygit2.Tree, path: str) -> TreeFile | None:
+    """The entry at ``path`` (posix, relative to ``tree``), or None when absent."""
+    node: pygit2.Tree = tree
+    parts = _parts(path)
+    for i, name in enumerate(parts):
+        try:
+            entry = node[name]
+        except KeyError:
+            return None
+        if i == len(parts) - 1:
+            if entry.filemode not in (BLOB, EXECUTABLE, LINK):
+                return None
+            blob = repo[entry.id]
+            assert isinstance(blob, pygit2.Blob)
+            return TreeFile(blob.data, entry.filemode)
+        if entry.filemode != TREE:
+            return None
+        sub = repo[entry.id]
+        assert isinstance(sub, pygit2.Tree)
+        node = sub
+    return None  # pragma: no cover - the loop always returns
+
+
+def replace_file(
+    repo: pygit2.Repository, tree: pygit2.Tree, path: str, data: bytes
+) -> pygit2.Oid:
+    """A new root tree equal to ``tree`` except that the regular file at ``path`` holds
+    ``data`` (mode kept; created as a plain file when absent). Symlinks are refused."""
+    parts = _parts(path)
+
+    def rebuild(node: pygit2.Tree | None, rest: list[str]) -> pygit2.Oid:
+        builder = repo.TreeBuilder(node) if node is not None else repo.TreeBuilder()
+        name = rest[0]
+        entry = node[name] if node is not None and name in node else None
+        if len(rest) == 1:
+            mode = BLOB if entry is None else entry.filemode
+            if mode not in (BLOB, EXECUTABLE):
+                raise TreePathError(f"{path}: not a regular file in the tree")
+            builder.insert(name, repo.create_blob(data), mode)
+            return builder.write()
+        sub: pygit2.Tree | None = None
+        if entry is not None:
+            if entry.filemode != TREE:
+                raise TreePathError(f"{path}: {name} is not a directory in the tree")
+            found = repo[entry.id]
+            assert isinstance(found, pygit2.Tree)
+            sub = found
+        builder.insert(name, rebuild(sub, rest[1:]), TREE)
+        return builder.write()
+
+    return rebuild(tree, parts)
+
+
+def commit_files(repo: pygit2.Repository, parent: str | pygit2.Oid, files: Mapping[str, bytes],
+                 message: str) -> pygit2.Oid:
+    """A new commit on ``parent``: its tree with ``files`` (path -> content, nested paths
+    allowed, modes kept) written over it, attached to no ref (the caller moves one).
+    HEAD, the index and the working tree are left exactly as they were."""
+    base = repo[pygit2.Oid(hex=str(parent))].peel(pygit2.Commit)
+    tree = base.tree
+    for path, data in sorted(files.items()):
+        found = repo[replace_file(repo, tree, path, data)]
+        assert isinstance(found, pygit2.Tree)
+        tree = found
+    sig = signature(repo)
+    return repo.create_commit(None, sig, sig, message, tree.id, [base.id])
+
+
+def tree_files(root: Path, rev: str, suffixes: tuple[str, ...] = ()) -> dict[str, str]:
+    """Files of ``rev``'s tree (path -> blob id), optionally only those ending in
+    ``suffixes``; one ``ls-tree`` call."""
+    found: dict[str, str] = {}
+    for record in gitcli.records(root, "ls-tree", "-r", "-z", "--full-tree", rev):
+        meta, _, path = record.partition("\t")
+        kind, oid = meta.split()[1:3]
+        if kind == "blob" and (not suffixes or path.endswith(suffixes)):
+            found[path] = oid
+    return found

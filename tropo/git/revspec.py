@@ -16,7 +16,7 @@ import re
 
 import pygit2
 
-from tropo.git.source import RevisionError
+from tropo.git.gitcli import RevisionError
 
 # git's (and libgit2's) order for a short name: a tag beats a branch beats a remote one
 _RULES = ("refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")

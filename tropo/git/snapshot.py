@@ -1,24 +1,185 @@
-"""Snapshots: the files of a workspace as the working tree, the index or a commit has them.
+"""Snapshots: the files of a workspace as a plain directory, the working tree, the index
+or a commit has them, and where a workspace is read from.
 
-Each snapshot lists entries (path, blob oid when known, mode) and reads their bytes.
-In a git work tree, clean tracked files take their oid from the index without being
-read, so a warm check reads only what changed. Outside git, the working tree is walked.
+A snapshot lists entries (path, blob oid when known, mode) and reads their bytes. In a
+git work tree, clean tracked files take their oid from the index without being read, so
+a warm check reads only what changed; outside git, the directory is walked; a delta
+holds only the files that changed. The git bindings are imported only when a git
+snapshot is opened, so front ends can name sources and catch these errors before
+deciding whether they need a repository at all (a warm check never loads them).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pygit2
+from tropo.git import gitcli
 
-from tropo.check.roots import read_by_tropo
-from tropo.git import gitcli, gitdelta
-from tropo.git import repo as gitrepo
-from tropo.git.files import LINK, MAX_BLOB, DirSnapshot, Entry, Snapshot
-from tropo.git.source import Source as Source
-from tropo.git.source import SourceError as SourceError
+if TYPE_CHECKING:
+    import pygit2
+
+LINK = 0o120000
+MAX_BLOB = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where to read a workspace from: ``worktree`` (default), ``index`` or ``rev``."""
+
+    kind: str
+    rev: str | None = None
+
+    @classmethod
+    def worktree(cls) -> Source:
+        return cls("worktree")
+
+    @classmethod
+    def index(cls) -> Source:
+        return cls("index")
+
+    @classmethod
+    def at(cls, rev: str) -> Source:
+        return cls("rev", rev)
+
+    def describe(self) -> str:
+        return {"worktree": "the working tree", "index": "the index"}.get(self.kind, f"{self.rev}")
+
+
+class SourceError(Exception):
+    """The source cannot be read (no repository, no commit); exit 2."""
+
+
+
+
+@dataclass(frozen=True)
+class Entry:
+    rel: str  # posix path relative to the snapshot's top
+    oid: str | None  # blob oid when known without reading the file
+    mode: int  # git file mode; LINK for symlinks
+
+
+class Snapshot:
+    """A read-only view of files; subclasses say where the bytes come from."""
+
+    def __init__(self, top: Path, source: Source | None = None) -> None:
+        self.top = top
+        self.source = source or Source.worktree()
+
+    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+        raise NotImplementedError
+
+    def read(self, entry: Entry) -> bytes:
+        raise NotImplementedError
+
+    def read_path(self, rel: str) -> bytes | None:
+        raise NotImplementedError
+
+    def conflicts(self) -> list[str]:
+        return []
+
+    def fingerprint(self) -> str | None:
+        """A digest that changes whenever any entry's path, blob or mode may have changed,
+        cheaper than listing the entries; None when there is no cheap one."""
+        return None
+
+    def commit(self) -> pygit2.Commit | None:
+        """The commit whose history dates this snapshot's files."""
+        return None
+
+    def repo(self) -> pygit2.Repository | None:
+        return None
+
+
+class DirSnapshot(Snapshot):
+    """A plain directory (no git): walked, symlinks never followed."""
+
+    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+        out: list[Entry] = []
+        for _, found in walk(self.top, prune):
+            for rel, st in found:
+                if stat.S_ISLNK(st.st_mode):
+                    out.append(Entry(rel, None, LINK))
+                elif stat.S_ISREG(st.st_mode):
+                    out.append(Entry(rel, None, 0o100644))
+        return out
+
+    def read(self, entry: Entry) -> bytes:
+        if entry.mode == LINK:
+            return os.readlink(self.top / entry.rel).encode("utf-8", "surrogateescape")
+        return read_capped(self.top / entry.rel)
+
+    def read_path(self, rel: str) -> bytes | None:
+        path = self.top / rel
+        if path.is_symlink() or not path.is_file():
+            return None
+        return read_capped(path)
+
+
+def read_capped(path: Path) -> bytes:
+    """A file's bytes, at most ``MAX_BLOB + 1`` (enough to tell it is too large). Sized
+    by fstat first: asking for the cap outright allocates 16 MiB per small file."""
+    with open(path, "rb", buffering=0) as fh:
+        want = min(os.fstat(fh.fileno()).st_size, MAX_BLOB) + 1
+        data = fh.read(want) or b""
+        while len(data) < MAX_BLOB + 1 and (more := fh.read(MAX_BLOB + 1 - len(data))):
+            data += more  # it grew, or the size lied (a pipe, /proc)
+    return data
+
+
+def walk(top: Path, prune: Callable[[str], bool]) -> Iterator[tuple[str, list[tuple[str, os.stat_result]]]]:
+    """Each folder under ``top``, depth first with names sorted, and its entries (path
+    relative to ``top``, lstat); pruned paths are left out and symlinks never followed."""
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            with os.scandir(top / rel_dir) as it:
+                items = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        found = []
+        for item in items:
+            rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+            if prune(rel):
+                continue
+            try:
+                found.append((rel, item.stat(follow_symlinks=False)))
+            except OSError:
+                continue
+        yield rel_dir, found
+        stack.extend(reversed([rel for rel, st in found if stat.S_ISDIR(st.st_mode)]))
+
+
+class DeltaSnapshot(DirSnapshot):
+    """Only the files that differ from a tree whose check is known: their bytes from
+    blobs read beforehand or, where only the disk tells, from the working tree; the
+    configs as that tree's check read them. Asking for any other config is a
+    :class:`LookupError`: the caller cannot patch that state and checks everything."""
+
+    def __init__(self, top: Path, changed: list[Entry], blobs: Mapping[str, bytes],
+                 configs: Mapping[str, bytes | None]) -> None:
+        super().__init__(top)
+        self._changed = changed
+        self._blobs = blobs
+        self._configs = configs
+
+    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+        return [e for e in self._changed if not prune(e.rel)]
+
+    def read(self, entry: Entry) -> bytes:
+        if entry.oid is None:
+            return super().read(entry)
+        return self._blobs[entry.oid][: MAX_BLOB + 1]
+
+    def read_path(self, rel: str) -> bytes | None:
+        if rel not in self._configs:
+            raise LookupError(rel)
+        return self._configs[rel]
 
 
 def _git_records(top: Path, *args: str) -> list[str]:
@@ -58,11 +219,15 @@ def _ls_tree(top: Path, commit: str) -> Listing:
 
 class WorktreeSnapshot(DirSnapshot):
     """A git work tree: the index's blob oids for clean files, corrected by status, so
-    only what changed is ever read."""
+    only what changed is ever read. ``read`` says which changed files the fingerprint
+    reads from disk (the caller's roots: configs and documents)."""
 
-    def __init__(self, repository: pygit2.Repository) -> None:
-        super().__init__(gitrepo.workdir(repository))
+    def __init__(self, repository: pygit2.Repository, read: Callable[[str], bool]) -> None:
+        from tropo.git.repo import workdir
+
+        super().__init__(workdir(repository))
         self._repo = repository
+        self._read = read
         self._conflicts: list[str] = []
 
     def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
@@ -83,9 +248,11 @@ class WorktreeSnapshot(DirSnapshot):
 
     def fingerprint(self) -> str | None:
         """What git says differs from HEAD, with the bytes of each changed document or
-        config only the disk knows (:func:`tropo.git.gitdelta.fingerprint`)."""
+        config only the disk knows (:func:`tropo.git.diff.fingerprint`)."""
+        from tropo.git import diff
+
         try:
-            return gitdelta.fingerprint(self.top, gitdelta.worktree(self.top, "."), read_by_tropo)
+            return diff.fingerprint(self.top, diff.worktree(self.top, "."), self._read)
         except gitcli.GitError:
             return None
 
@@ -93,7 +260,9 @@ class WorktreeSnapshot(DirSnapshot):
         return self._conflicts
 
     def commit(self) -> pygit2.Commit | None:
-        return gitrepo.head_commit(self._repo)
+        from tropo.git.repo import head_commit
+
+        return head_commit(self._repo)
 
     def repo(self) -> pygit2.Repository:
         return self._repo
@@ -104,7 +273,9 @@ class IndexSnapshot(Snapshot):
 
     def __init__(self, repository: pygit2.Repository, source: Source, listing: Callable[[], Listing],
                  commit: pygit2.Commit | None, fingerprint: str | None = None) -> None:
-        super().__init__(gitrepo.workdir(repository), source)
+        from tropo.git.repo import workdir
+
+        super().__init__(workdir(repository), source)
         self._repo = repository
         self._listing = listing
         self._commit = commit
@@ -143,18 +314,23 @@ class IndexSnapshot(Snapshot):
 
 
 def _blob(repository: pygit2.Repository, oid: str) -> bytes:
+    import pygit2
+
     blob = repository[oid]
     assert isinstance(blob, pygit2.Blob)
     return blob.data if blob.size <= MAX_BLOB else blob.data[: MAX_BLOB + 1]
 
 
-def open_snapshot(start: Path, source: Source) -> Snapshot:
-    """The snapshot of the repository (or plain directory) containing ``start``."""
+def open_snapshot(start: Path, source: Source, read: Callable[[str], bool]) -> Snapshot:
+    """The snapshot of the repository (or plain directory) containing ``start``; ``read``
+    as for :class:`WorktreeSnapshot`."""
+    from tropo.git import repo as gitrepo
+
     repository = gitrepo.discover(start)
     if source.kind == "worktree":
         if repository is None or repository.is_bare:
             return DirSnapshot(start)
-        return WorktreeSnapshot(repository)
+        return WorktreeSnapshot(repository, read)
     if repository is None or repository.is_bare:
         what = "--staged" if source.kind == "index" else "--rev"
         raise SourceError(f"{what} needs a git work tree, and {start} is not inside one")
@@ -174,14 +350,18 @@ def open_snapshot(start: Path, source: Source) -> Snapshot:
 
 def tree_snapshot(repository: pygit2.Repository, tree: str) -> IndexSnapshot:
     """A tree's files with no commit around them (so no file dates from history)."""
-    top = gitrepo.workdir(repository)
+    from tropo.git.repo import workdir
+
+    top = workdir(repository)
     return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}")
 
 
 def read_staged(repository: pygit2.Repository, rel: str) -> bytes | None:
     """The bytes the index stages at ``rel``, what the next commit records there (the
     index of ``GIT_INDEX_FILE`` when git sets it); None when it stages no file there."""
-    top = gitrepo.workdir(repository)
+    from tropo.git.repo import workdir
+
+    top = workdir(repository)
     for rec in _git_records(top, "ls-files", "--stage", "-z", "--", f":(literal){rel}"):
         meta, _, path = rec.partition("\t")
         mode, oid, stage = meta.split(" ")
@@ -200,3 +380,19 @@ def _index_trailer(repository: pygit2.Repository) -> bytes | None:
             return fh.read()
     except OSError:
         return None
+
+
+def read_file(commit: pygit2.Commit | None, path: str) -> bytes | None:
+    """The bytes of ``path`` in ``commit``'s tree as the revision records them, never as
+    the working tree has them; None when absent or not a file. Trust roots (allowed
+    signers, guard config) are read this way, so that an edit in the working tree, or in
+    the environment, cannot grant anything."""
+    import pygit2
+
+    if commit is None:
+        return None
+    try:
+        obj = commit.tree[path]
+    except KeyError:
+        return None
+    return obj.data if isinstance(obj, pygit2.Blob) else None

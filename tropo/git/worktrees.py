@@ -1,8 +1,9 @@
-"""Disposable linked worktrees for isolated edits, and merging their changes back.
+"""Linked worktrees: a checkout of one branch where the person asks for it, and
+disposable ones for isolated edits whose changes are merged back.
 
-Worktrees live under `.git/vivary/worktrees/<group>/<name>` with a detached HEAD (no
-branch is left behind). Merging is done on trees in memory first, so a conflict is
-found before anything in the person's work tree or index changes."""
+Disposable worktrees live under `.git/vivary/worktrees/<group>/<name>` with a detached
+HEAD (no branch is left behind). Merging is done on trees in memory first, so a conflict
+is found before anything in the person's work tree or index changes."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 class WorktreeError(Exception):
-    """A worktree could not be created, or changes could not be merged back."""
+    """A worktree cannot be created where or how it was asked, or its changes cannot be
+    merged back."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,39 @@ class Worktree:
     name: str
     path: Path
     base: pygit2.Oid
+
+
+def add_worktree(repo: pygit2.Repository, path: Path, branch: str) -> Path:
+    """Check ``branch`` (a full ``refs/heads/...`` name) out in a new worktree at
+    ``path``, which must not exist yet. The worktree's admin name follows the path's
+    last component, as ``git worktree add`` does."""
+    target = path.resolve()
+    if target.exists() or target.is_symlink():
+        raise WorktreeError(f"{path}: already exists; choose a new directory")
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", target.name) or "worktree"
+    if name in repo.list_worktrees():
+        raise WorktreeError(f"a worktree named {name!r} already exists; choose another path")
+    try:
+        repo.add_worktree(name, str(target), repo.references[branch])
+    except (KeyError, pygit2.GitError) as exc:
+        raise WorktreeError(f"cannot add worktree at {path}: {exc}") from exc
+    return target
+
+
+def checked_out_at(repo: pygit2.Repository, branch: str) -> Path | None:
+    """The linked worktree that has ``branch`` checked out, if any."""
+    for name in repo.list_worktrees():
+        worktree = repo.lookup_worktree(name)
+        if worktree.is_prunable:
+            continue
+        try:
+            linked = pygit2.Repository(worktree.path)
+        except pygit2.GitError:
+            continue
+        if not linked.head_is_unborn and not linked.head_is_detached \
+                and linked.head.name == branch:
+            return Path(worktree.path)
+    return None
 
 
 def _admin_name(group: str, name: str) -> str:
@@ -43,7 +78,7 @@ def add(repo: pygit2.Repository, group: str, name: str) -> Worktree:
     base = head_commit(repo)
     if base is None:
         raise WorktreeError("the repository has no commits: nothing to check out")
-    path = private_dir(repo) / "worktrees" / group / name
+    path = private_dir(repo, "worktrees") / group / name
     remove(repo, Worktree(admin, path, base.id))  # a leftover from a crashed run
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

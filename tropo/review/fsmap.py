@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tropo.check.config import ConfigError, is_excluded
-from tropo.git.files import walk as walk_tree
+from tropo.git.snapshot import walk as walk_tree
 
 SKIP_DIRS = (".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".astro",
              ".next", "target")

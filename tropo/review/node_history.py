@@ -1,7 +1,7 @@
 """One document's history through commits: when it appeared, each frontmatter field change
 with its commit and author, and renames followed back to where the file began.
 
-The commit walk is the repository layer's (:func:`tropo.git.pathlog.path_log`); this
+The commit walk is the repository layer's (:func:`tropo.git.log.path_log`); this
 module reads the frontmatter on either side of each step and names what changed.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tropo.check.frontmatter import parse
-from tropo.git.pathlog import path_log
+from tropo.git.log import path_log
 from tropo.git.types import Commit
 from tropo.review.graphdiff import field_changes
 

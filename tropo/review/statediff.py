@@ -20,8 +20,9 @@ from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.graph import Edge
 from tropo.check.roots import root_in
-from tropo.git import gitcli, gitdelta
-from tropo.git.source import Source
+from tropo.git import diff as gitdiff
+from tropo.git import gitcli
+from tropo.git.snapshot import Source
 from tropo.review.graphdiff import EdgeRow, Shape
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class _Side:
     the check state of the result."""
 
     tree: str
-    changes: tuple[gitdelta.Change, ...]
+    changes: tuple[gitdiff.Change, ...]
     state: CheckState
 
 
@@ -64,16 +65,16 @@ def shapes(start: Path | None, old: Source, new: Source) -> tuple[Shape, Shape] 
 
 def _side(place: incremental.Place, here: Path, source: Source) -> _Side | None:
     """A side whose root is the working tree's (else the whole way must decide)."""
-    changes: tuple[gitdelta.Change, ...] = ()
+    changes: tuple[gitdiff.Change, ...] = ()
     if source.kind == "rev":
         assert source.rev is not None
-        tree = gitdelta.tree_of(place.top, source.rev)
+        tree = gitdiff.tree_of(place.top, source.rev)
         root = root_in(place.top, here, tree)
     else:
         delta = incremental.delta_of(place, source)
         if delta.head is None or delta.conflicted:
             return None
-        tree, changes = gitdelta.tree_of(place.top, delta.head), delta.changes
+        tree, changes = gitdiff.tree_of(place.top, delta.head), delta.changes
         root = root_in(place.top, here) if source.kind == "index" else place.root
     if root != place.root:
         return None
@@ -85,7 +86,7 @@ def _side(place: incremental.Place, here: Path, source: Source) -> _Side | None:
 
 def _changed_paths(place: incremental.Place, a: _Side, b: _Side) -> list[str] | None:
     """The workspace-relative documents that may differ between the sides."""
-    changes = [*gitdelta.between(place.top, a.tree, b.tree, place.pathspec), *a.changes, *b.changes]
+    changes = [*gitdiff.between(place.top, a.tree, b.tree, place.pathspec), *a.changes, *b.changes]
     docs = incremental.changed_documents(place, a.state, changes)
     if docs is None or len(docs) > _MAX_CHANGED:
         return None
@@ -100,7 +101,7 @@ def _analysed(place: incremental.Place, side: _Side, rels: list[str]) -> Workspa
     return incremental.analyse(place, side.state, found.values())
 
 
-def _tree_entries(top: Path, tree: str, paths: list[str]) -> list[gitdelta.Change]:
+def _tree_entries(top: Path, tree: str, paths: list[str]) -> list[gitdiff.Change]:
     if not paths:
         return []
     out = []
@@ -109,7 +110,7 @@ def _tree_entries(top: Path, tree: str, paths: list[str]) -> list[gitdelta.Chang
         meta, _, path = rec.partition("\t")
         mode, kind, oid = meta.split(" ")
         if kind == "blob":
-            out.append(gitdelta.Change(path, oid, int(mode, 8)))
+            out.append(gitdiff.Change(path, oid, int(mode, 8)))
     return out
 
 

@@ -35,7 +35,7 @@ from strato.agents import groups
 from strato.agents.calls import CallResult, agent_prompt, interpret
 from strato.agents.config import READ_ONLY, AgentSpec
 from strato.agents.interpreter import own_python
-from strato.agents.locks import exclusive, is_held, open_append, private_folder, take
+from strato.agents.locks import exclusive, is_held, open_append, take
 from strato.agents.pacing import pace
 from strato.agents.process import spawn_orphan
 from strato.flow.spec import FanoutStep
@@ -45,7 +45,7 @@ from strato.runs.engine import bounds
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso, token_holders
 from strato.runs.service import Runs
-from strato.runs.store import Outcome, Snapshot
+from strato.runs.store import Outcome, RunSnapshot
 from strato.runs.views import documents as views
 from strato.runs.views import wire
 from tropo.fs.atomic import write_atomic
@@ -62,7 +62,7 @@ class Cancelled(Exception):
 
 def bg_dir(runs: Runs, run_id: str, *parts: str, create: bool = False) -> Path:
     """`.git/vivary/bg/<run>/<parts>`, never through a folder planted as a symlink."""
-    return private_folder(private_dir(runs.repo), "bg", run_id, *parts, create=create)
+    return private_dir(runs.repo, "bg", run_id, *parts, create=create)
 
 
 def runner_lock(runs: Runs, run_id: str) -> Path:
@@ -99,7 +99,7 @@ def mark(runs: Runs, run_id: str) -> None:
         runs.apply(run_id, "background", act)
 
 
-def has_work(runs: Runs, snap: Snapshot) -> bool:
+def has_work(runs: Runs, snap: RunSnapshot) -> bool:
     """A runner has something to do: a cancel to record, an agent step or a fanout to run."""
     if snap.state["status"] in RUN_TERMINAL:
         return False
@@ -134,7 +134,7 @@ def wake(runs: Runs, run_id: str) -> bool:
     return True
 
 
-def take_up(runs: Runs, run_id: str, by: str) -> Snapshot:
+def take_up(runs: Runs, run_id: str, by: str) -> RunSnapshot:
     """Resume a run (`stratum_resume`): record it, then carry it on, as `carry_on`."""
     run_id = runs.store.resolve(run_id)
     runs.resume(run_id, by)
@@ -158,7 +158,7 @@ def carry_on(runs: Runs, run_id: str) -> None:
             views.run_due_fanouts(runs, snap.run_id)
 
 
-def _wanted(runs: Runs, snap: Snapshot) -> bool:
+def _wanted(runs: Runs, snap: RunSnapshot) -> bool:
     return is_background(snap.state) and has_work(runs, snap)
 
 
@@ -424,7 +424,7 @@ def cancel_view(runs: Runs, run_id: str, by: str, reason: str | None = None) -> 
 # --- poll
 
 
-def bg_status(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+def bg_status(runs: Runs, snap: RunSnapshot) -> dict[str, Any]:
     """The `bg` block of a poll: what the background side of the run is doing."""
     state = snap.state
     eng = runs.engine(snap, judge=False)

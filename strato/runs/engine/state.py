@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from strato.flow.spec import Flow
+from tropo.fs.private import Refusal
 
 TERMINAL = frozenset({"succeeded", "failed", "skipped"})
 ACTIVE = frozenset({"ready", "running", "waiting_gate"})
@@ -24,13 +25,9 @@ USAGE_CODES = frozenset(
 )
 
 
-class Refused(Exception):
+class Refused(Refusal):
     """An operation that does not apply to the run as it is (stale token, wrong step,
     finished run, ...). `code` is stable for `--json` output."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def now_iso() -> str:

@@ -14,9 +14,8 @@ from typing import Any
 
 from strato.runs.lanes.model import KINDS, digest, fold
 from tropo.git import chain
-from tropo.git.chains import merge_base, message_of, parents
-from tropo.git.repo import read_ref
-from tropo.git.revision import is_ancestor
+from tropo.git.log import message_of, parents
+from tropo.git.refs import is_ancestor, merge_base, read_ref
 from tropo.git.types import Repository
 
 REF = "refs/vivary/lanes"

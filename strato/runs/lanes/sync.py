@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from strato.runs.lanes.store import REF, LanesCorrupt, LaneStore
-from tropo.git.push import RemoteError, fetch_ref, push_ref, remote_oid
-from tropo.git.repo import cas_ref, read_ref, require
+from tropo.git.refs import cas_ref, read_ref
+from tropo.git.remote import RemoteError, fetch_ref, push_ref, remote_oid
+from tropo.git.repo import require
 
 INCOMING = "refs/vivary/lanes-incoming"  # where the remote's tip is fetched to, for the merge
 MAX_PUSHES = 5

@@ -9,19 +9,20 @@ from strato.agents import trust
 from strato.agents.config import AgentConfigError, GatePolicy
 from strato.runs.dispatch.fanout import run_fanout
 from strato.runs.engine.machine import Engine
-from strato.runs.engine.state import USAGE_CODES, Refused
+from strato.runs.engine.state import USAGE_CODES
 from strato.runs.service import Runs, SpecInvalid
-from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, Snapshot
+from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, RunSnapshot
 from strato.runs.views.attempts import state_rows
+from tropo.fs.private import Refusal
 from tropo.git.repo import NotARepository
 
-EXPECTED_ERRORS = (Refused, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository,
+EXPECTED_ERRORS = (Refusal, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository,
                    trust.Untrusted, trust.TrustError)
 
 
 def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
     """An expected run error as (exit code, one-line message, JSON payload)."""
-    if isinstance(exc, Refused):
+    if isinstance(exc, Refusal):  # strato's Refused, or a folder planted under .git/vivary
         return 2 if exc.code in USAGE_CODES else 1, str(exc), {"code": exc.code}
     if isinstance(exc, CheckpointNotFound):
         return 1, str(exc), {"code": "checkpoint_not_found", "available": exc.available}
@@ -39,7 +40,7 @@ def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
     raise TypeError(f"not an expected run error: {exc!r}") from exc
 
 
-def summary(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+def summary(runs: Runs, snap: RunSnapshot) -> dict[str, Any]:
     """The stable view of a run: status, what is ready, which gates wait."""
     eng = runs.engine(snap, judge=False)
     state = snap.state
@@ -73,7 +74,7 @@ def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
     ]
 
 
-def asked_gates(runs: Runs, snap: Snapshot) -> list[dict[str, Any]]:
+def asked_gates(runs: Runs, snap: RunSnapshot) -> list[dict[str, Any]]:
     """The waiting gates, each with its `subject`: the output of every step it comes after
     (null for one that produced none), so whoever decides sees what they are asked about."""
     eng = runs.engine(snap, judge=False)

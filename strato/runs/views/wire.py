@@ -15,7 +15,7 @@ from typing import Any
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import TERMINAL, Refused
 from strato.runs.service import Runs
-from strato.runs.store import Snapshot
+from strato.runs.store import RunSnapshot
 from strato.runs.views.events import project
 
 PAGE = 500  # events per poll answer at most; nextCursor says where the next page starts
@@ -60,7 +60,7 @@ def gate_entries(eng: Engine) -> list[dict[str, Any]]:
     ]
 
 
-def runstate(runs: Runs, snap: Snapshot) -> dict[str, Any]:
+def runstate(runs: Runs, snap: RunSnapshot) -> dict[str, Any]:
     """The RUNSTATE variant the run is in."""
     eng = runs.engine(snap, judge=False)
     state = snap.state

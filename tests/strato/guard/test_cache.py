@@ -24,7 +24,7 @@ from tests.support.guard import (
     ssh_sign,
 )
 from tropo.git import notes
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 
 RID = "svc:cached"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
@@ -37,7 +37,7 @@ def anchor() -> str:
 
 def note_blob(ws: Workspace) -> str:
     """The oid of the ledger's bytes as one blob: what the cache is keyed by."""
-    (kept,) = [s for s in store.ledgers(ws.repo, gitrepo.read_ref(ws.repo, store.REF))]
+    (kept,) = [s for s in store.ledgers(ws.repo, gitrefs.read_ref(ws.repo, store.REF))]
     return kept.blob
 
 
@@ -84,7 +84,7 @@ def test_cached_and_fresh_verify_agree_and_a_deleted_cache_is_rebuilt(moved: Wor
     first = verify_repository(moved.repo).to_json()
     assert first["ok"] and first["entries"] == 7
     hist = cache.GuardCache(moved.repo).checked_history()
-    assert gitrepo.read_ref(moved.repo, store.REF) in hist and len(hist) == 7
+    assert gitrefs.read_ref(moved.repo, store.REF) in hist and len(hist) == 7
     assert verify_repository(moved.repo).to_json() == first  # all hits
     shutil.rmtree(cache_dir(moved))
     assert verify_repository(moved.repo).to_json() == first  # all misses

@@ -18,6 +18,7 @@ from strato.guard.errors import GuardError
 from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RID = "svc:tail"
@@ -256,7 +257,7 @@ def test_a_fetched_line_that_does_not_chain_is_never_applied(moved: Workspace, f
 def fold_next_append(ws: Workspace) -> None:
     """No record of either kind: the next load folds the whole ledger (as after an older
     writer's append on a clone with no cache)."""
-    repo, old = ws.repo, gitrepo.read_ref(ws.repo, store.REF)
+    repo, old = ws.repo, gitrefs.read_ref(ws.repo, store.REF)
     tree = notes.tree_of(repo, old)
     assert tree is not None
     notes.commit(repo, store.REF, old, ledgertrees.without_state(repo, tree, ANCHOR), "no running state\n")

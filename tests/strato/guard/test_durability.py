@@ -12,6 +12,7 @@ from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import POLICY, Workspace
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RIDS = ("release:1.0", "compose:FEAT-1", "svc:api")
@@ -40,12 +41,12 @@ def build(ws: Workspace) -> dict[str, str]:
 
 def test_gc_prune_and_notes_prune_keep_every_ledger(ws: Workspace) -> None:
     before = build(ws)
-    tip = gitrepo.read_ref(ws.repo, store.REF)
+    tip = gitrefs.read_ref(ws.repo, store.REF)
     assert notes.kept_anchors(ws.repo, tip) == ANCHORS
     git(ws.root, "reflog", "expire", "--expire=now", "--all")
     git(ws.root, "gc", "-q", "--prune=now")
     git(ws.root, "notes", "--ref=vivary/guard", "prune")
-    assert gitrepo.read_ref(ws.repo, store.REF) == tip  # prune found nothing to drop
+    assert gitrefs.read_ref(ws.repo, store.REF) == tip  # prune found nothing to drop
     for anchor in ANCHORS:
         git(ws.root, "cat-file", "-e", anchor)
     assert verify_repository(ws.repo).ok
@@ -80,7 +81,7 @@ def test_git_notes_own_writes_keep_the_anchors(ws: Workspace) -> None:
     build(ws)
     head = git(ws.root, "rev-parse", "HEAD").strip()
     git(ws.root, "notes", "--ref=vivary/guard", "add", "-m", "a person's note", head)
-    tip = gitrepo.read_ref(ws.repo, store.REF)
+    tip = gitrefs.read_ref(ws.repo, store.REF)
     assert notes.kept_anchors(ws.repo, tip) == ANCHORS
     assert verify_repository(ws.repo).ok is False  # a note that is no ledger is reported
     git(ws.root, "notes", "--ref=vivary/guard", "remove", head)

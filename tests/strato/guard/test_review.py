@@ -25,6 +25,7 @@ from tests.support.guard import (
     resign,
     ssh_sign,
 )
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
 from tropo.git.revspec import spelled
@@ -174,7 +175,7 @@ def test_a_base_ledger_in_the_older_layout_cannot_be_rewritten(ws: Workspace, ke
     note = ws.tmp / "ledger.txt"
     note.write_text(text)
     git(ws.root, "notes", "--ref=vivary/guard", "add", "-F", str(note), anchor)
-    assert store.ledgers(ws.repo, gitrepo.read_ref(ws.repo, store.REF))[0].legacy
+    assert store.ledgers(ws.repo, gitrefs.read_ref(ws.repo, store.REF))[0].legacy
     base = ws.pin()
     git(ws.root, "checkout", "-q", "-b", "next")
     put_ledger(ws, anchor, text.replace('"agent"', '"human"', 1))  # moved to line blobs, edited

@@ -38,7 +38,7 @@ from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, migrate_cli, put_ledger
 from tropo.git import notes
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 
 RID = "svc:running"
 ANCHOR = notes.anchor_id(store.anchor_content(RID))
@@ -55,7 +55,7 @@ UPGRADE = {
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 def state_blob(ws: Workspace) -> bytes | None:

@@ -13,7 +13,7 @@ from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 
 RID = "svc:signed"
 MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
@@ -83,9 +83,9 @@ def test_a_signing_failure_is_one_line_and_writes_nothing(
         git(ws.root, "config", "user.signingkey", str(ws.tmp / "no-such-key"))
     else:
         git(ws.root, "config", "vivary.signNotes", "maybe")
-    before = gitrepo.read_ref(ws.repo, store.REF)
+    before = gitrefs.read_ref(ws.repo, store.REF)
     with pytest.raises(GuardError) as info:
         engine.transition(ws.repo, {**MOVE, "from_state": "review", "to_state": "draft"})
     assert info.value.error_type == "signing_failed"
     assert "\n" not in info.value.message
-    assert gitrepo.read_ref(ws.repo, store.REF) == before
+    assert gitrefs.read_ref(ws.repo, store.REF) == before

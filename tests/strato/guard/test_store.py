@@ -21,7 +21,7 @@ from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, migrate_cli, put_ledger
 from tropo.git import notes
-from tropo.git import repo as gitrepo
+from tropo.git import refs as gitrefs
 
 STRATO = Path(sys.executable).with_name("strato")
 RID = "svc:store"
@@ -31,7 +31,7 @@ BACK = {"resource_id": RID, "from_state": "review", "to_state": "draft"}
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_any_edit_but_an_append_breaks_the_history(moved: Workspace, edit: str, 
 def test_a_ledger_both_as_note_and_as_lines_is_refused(moved: Workspace) -> None:
     text = ledger_text(moved, ANCHOR)
     repo = moved.repo
-    old = gitrepo.read_ref(repo, store.REF)
+    old = gitrefs.read_ref(repo, store.REF)
     tree = notes.tree_of(repo, old)
     new = notes.insert(repo, tree, notes.note_path(tree, ANCHOR), repo.create_blob(text.encode()))
     notes.commit(repo, store.REF, old, new, "two ledgers\n")

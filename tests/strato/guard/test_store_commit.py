@@ -22,6 +22,7 @@ from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import Workspace, ledger_text, put_ledger
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RID = "svc:commit"
@@ -32,7 +33,7 @@ Spec = dict[str, "bytes | pygit2.Tree | Spec"]
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 def flip_fields(state: ledger.State) -> dict[str, Any]:
@@ -80,9 +81,9 @@ def lines(ws: Workspace) -> list[dict[str, Any]]:
 
 def test_a_step_that_answers_without_an_entry_writes_nothing(reg: Workspace) -> None:
     before = tip(reg)
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
 
-    def step(snap: store.Snapshot) -> dict[str, Any]:
+    def step(snap: store.LedgerSnapshot) -> dict[str, Any]:
         seen.append(snap)
         return {"status": "exists"}
 
@@ -161,7 +162,7 @@ def test_a_held_lock_is_waited_on_then_named(reg: Workspace) -> None:
     before = tip(reg)
     lock = Path(reg.repo.path) / (store.REF + ".lock")
     lock.write_text("")
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     with pytest.raises(GuardError) as info:
         append.commit(reg.repo, RID, flip(seen))
     assert info.value.error_type == "ledger_busy"
@@ -181,7 +182,7 @@ def test_a_ref_that_keeps_moving_is_given_up(reg: Workspace) -> None:
         assert tree is not None
         notes.commit(reg.repo, store.REF, old, tree.id, "another writer\n")
 
-    seen: list[store.Snapshot] = []
+    seen: list[store.LedgerSnapshot] = []
     with pytest.raises(GuardError) as info:
         append.commit(reg.repo, RID, flip(seen, other_writer))
     assert (info.value.error_type, info.value.message) == (
@@ -332,7 +333,7 @@ def test_the_anchor_and_the_marker_are_the_bytes_every_clone_agrees_on() -> None
 
 def test_require_names_the_resource_with_no_guard() -> None:
     with pytest.raises(GuardError) as info:
-        store.require(store.Snapshot(None, "svc:none", None))
+        store.require(store.LedgerSnapshot(None, "svc:none", None))
     assert (info.value.error_type, info.value.message) == (
         "guard_not_found",
         "no guard is registered for 'svc:none'",

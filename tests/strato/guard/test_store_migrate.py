@@ -20,6 +20,7 @@ from strato.guard.verify import verify_repository
 from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RIDS = ("svc:migrate-a", "svc:migrate-b", "svc:migrate-c", "svc:migrate-d")
@@ -30,7 +31,7 @@ def anchor(rid: str) -> str:
 
 
 def tip(ws: Workspace) -> str | None:
-    return gitrepo.read_ref(ws.repo, store.REF)
+    return gitrefs.read_ref(ws.repo, store.REF)
 
 
 def state_blob(ws: Workspace, at: str) -> bytes | None:

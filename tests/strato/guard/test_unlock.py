@@ -18,6 +18,7 @@ from strato.guard.errors import GuardError
 from tests.support import console
 from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RID = "release:1.0"
@@ -26,7 +27,7 @@ MOVE = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
 
 def kill_holding_lock(ws: Workspace) -> Path:
     """Start a real git transaction on the notes ref, wait until it holds the lock, kill -9."""
-    tip = gitrepo.read_ref(ws.repo, store.REF)
+    tip = gitrefs.read_ref(ws.repo, store.REF)
     proc = subprocess.Popen(
         ["git", "update-ref", "--stdin"],
         cwd=ws.root,
@@ -65,7 +66,7 @@ def registered(ws: Workspace) -> Workspace:
 
 def test_killed_writer_lock_is_refused_then_unlocked(registered: Workspace) -> None:
     ws = registered
-    tip = gitrepo.read_ref(ws.repo, store.REF)
+    tip = gitrefs.read_ref(ws.repo, store.REF)
     path = kill_holding_lock(ws)
     with pytest.raises(GuardError) as info:
         engine.transition(ws.repo, MOVE)
@@ -79,7 +80,7 @@ def test_killed_writer_lock_is_refused_then_unlocked(registered: Workspace) -> N
     code, out, _ = unlock_cli(ws)
     assert (code, out["status"], out["tip"]) == (0, "unlocked", tip)
     assert not path.exists()
-    assert gitrepo.read_ref(ws.repo, store.REF) == tip  # the last good commit, untouched
+    assert gitrefs.read_ref(ws.repo, store.REF) == tip  # the last good commit, untouched
     assert engine.transition(ws.repo, MOVE)["status"] == "applied"
     log = (gitrepo.private_dir(ws.repo) / "guard" / "unlock.log").read_text().splitlines()
     assert [json.loads(line)["status"] for line in log] == ["refused", "unlocked"]

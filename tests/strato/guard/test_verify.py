@@ -26,6 +26,7 @@ from tests.support.guard import (
     ssh_sign,
 )
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 RID = "svc:api"
@@ -468,8 +469,8 @@ def test_a_deletion_recorded_in_the_reflog_is_not_a_tip(busy: Workspace) -> None
     tip = git(busy.root, "rev-parse", store.REF).strip()
     log = busy.root / ".git" / "logs" / store.REF
     who = "A U Thor <author@example.com> 1796219600 +0000"
-    log.write_text(log.read_text() + f"{tip} {gitrepo.ZERO} {who}\tdeleted\n{gitrepo.ZERO} {tip} {who}\tmade again\n")
-    assert [str(e.oid_new) for e in busy.repo.references[store.REF].log()][:2] == [tip, gitrepo.ZERO]
+    log.write_text(log.read_text() + f"{tip} {gitrefs.ZERO} {who}\tdeleted\n{gitrefs.ZERO} {tip} {who}\tmade again\n")
+    assert [str(e.oid_new) for e in busy.repo.references[store.REF].log()][:2] == [tip, gitrefs.ZERO]
     assert verify_repository(busy.repo).ok
 
 
@@ -479,7 +480,7 @@ def test_what_verify_accepted_it_records_and_a_warm_verify_checks_nothing_again(
     warm verify re-checks nothing, so it writes no cache entry either."""
     from strato.guard import cache
 
-    tip = gitrepo.read_ref(busy.repo, store.REF)
+    tip = gitrefs.read_ref(busy.repo, store.REF)
     assert tip is not None
     (kept,) = [k for k in store.ledgers(busy.repo, tip) if k.anchor == anchor(busy)]
     made_at = json.loads(lines(busy)[3])["git_head"]
@@ -532,7 +533,7 @@ def test_a_note_that_is_no_ledger_of_its_own_is_one_break_and_the_next_ledgers_a
     elif defect == "a false running state":
         from strato.guard import running
 
-        repo, tip = busy.repo, gitrepo.read_ref(busy.repo, store.REF)
+        repo, tip = busy.repo, gitrefs.read_ref(busy.repo, store.REF)
         tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(b"{}\n"))
         notes.commit(repo, store.REF, tip, tree, "hand-edited running state\n")
         want = Break(first, None, f"the running-state blob under {running.STATE}/ is not one the guard writes", note)
@@ -584,7 +585,7 @@ def test_a_running_state_true_of_the_ledgers_first_lines_is_no_break(busy: Works
     from strato.guard import running
 
     repo, note = busy.repo, anchor(busy)
-    tip = gitrepo.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF)
     older = layout.running_blob(notes.tree_of(repo, git(busy.root, "rev-parse", f"{tip}~1").strip()), note)
     assert older is not None and running.parse(older[1]) is not None and running.parse(older[1]).lines == 3
     tree = notes.insert(repo, notes.tree_of(repo, tip), [running.STATE, note], repo.create_blob(older[1]))

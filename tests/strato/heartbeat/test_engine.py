@@ -16,6 +16,7 @@ from tests.conftest import git
 from tests.support import console
 from tests.support.flows import make_workspace, reply
 from tests.support.heartbeat import DAY, T0, commit_at
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 
@@ -169,13 +170,13 @@ def test_a_guard_ledger_still_kept_as_one_note_is_read_too(ws: Path) -> None:
     graph = {"draft": ["review"], "review": ["done"]}
     guard(ws, "register", {"resource_id": "feat:old", "graph": graph, "initial": "draft", "terminal": ["done"]})
     repo = gitrepo.require(ws)
-    [kept] = guard_store.ledgers(repo, gitrepo.read_ref(repo, guard_store.REF))
+    [kept] = guard_store.ledgers(repo, gitrefs.read_ref(repo, guard_store.REF))
     (ws.parent / "ledger.txt").write_bytes(kept.data)
     anchor = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=ws, check=True, capture_output=True,
                             input=guard_store.anchor_content("feat:old")).stdout.decode().strip()
     git(ws, "update-ref", "-d", guard_store.REF)
     git(ws, "notes", "--ref=vivary/guard", "add", "-F", str(ws.parent / "ledger.txt"), anchor)
-    [legacy] = guard_store.ledgers(repo, gitrepo.read_ref(repo, guard_store.REF))
+    [legacy] = guard_store.ledgers(repo, gitrefs.read_ref(repo, guard_store.REF))
     assert legacy.legacy and legacy.data == kept.data
     beat(ws, time.time() + 8 * DAY)
     [record] = [r for r in store.all_records(store.sidecar(ws)) if r["check"] == "guard-stuck"]

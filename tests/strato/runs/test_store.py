@@ -15,8 +15,8 @@ from strato.runs.store import (
     AmbiguousRunId,
     CheckpointNotFound,
     RunNotFound,
+    RunSnapshot,
     RunStore,
-    Snapshot,
     check_run_id,
     head_ref,
     parse_message,
@@ -24,7 +24,7 @@ from strato.runs.store import (
 )
 from tests.conftest import git
 from tropo.git.objects import write_commit
-from tropo.git.repo import RefRaceError, cas_ref
+from tropo.git.refs import RefRaceError, cas_ref
 
 SPEC = "# the spec bytes: the store keeps them as given and never reads them\n"
 
@@ -38,7 +38,7 @@ def _root(store: RunStore) -> Path:
     return Path(store.repo.workdir)
 
 
-def _plan(store: RunStore, run_id: str, **state: object) -> Snapshot:
+def _plan(store: RunStore, run_id: str, **state: object) -> RunSnapshot:
     store.create(run_id, {"status": "running", **state}, SPEC, {"op": "plan", "runId": run_id})
     return store.load(run_id)
 
@@ -56,7 +56,7 @@ def test_a_run_is_one_parentless_commit_of_its_state_and_its_frozen_spec(store: 
     assert git(root, "log", "-1", "--format=%B", head) == (
         'run: plan s go v1\n\n{"decision":"go","label":"v1","op":"plan","stepId":"s","x":1}\n\n')
     snap = store.load("r1")
-    assert snap == Snapshot("r1", head, {"a": [1, "é"], "b": 1})
+    assert snap == RunSnapshot("r1", head, {"a": [1, "é"], "b": 1})
     assert store.head("r1") == head
     assert store.spec_text(snap) == SPEC
     assert store.spec_key(snap) == git(root, "rev-parse", f"{head}:spec.yaml").strip()
@@ -83,7 +83,7 @@ def test_transitions_chain_on_the_head_keep_the_spec_and_are_read_back_oldest_fi
     second = store.transition(first, {"status": "running", "n": 1}, {"op": "done", "stepId": "a"})
     third = store.transition(second, {"status": "completed"}, {"op": "cancel"})
     root = _root(store)
-    assert third == store.load("r1") == Snapshot("r1", store.head("r1"), {"status": "completed"})
+    assert third == store.load("r1") == RunSnapshot("r1", store.head("r1"), {"status": "completed"})
     assert git(root, "rev-list", "--parents", "-n1", third.head).split() == [third.head, second.head]
     assert git(root, "log", "-1", "--format=%s", second.head).strip() == "run: done a"
     assert git(root, "show", f"{second.head}:run.json") == '{"n":1,"status":"running"}'
@@ -179,7 +179,7 @@ def test_a_checkpoint_is_a_ref_to_a_past_head_and_can_be_moved(store: RunStore) 
     store.save_checkpoint(second, "v2")
     assert store.checkpoint("r1", "v1") == first
     store.save_checkpoint(second, "v1")  # saving again moves it
-    assert store.checkpoint("r1", "v1") == Snapshot("r1", second.head, second.state)
+    assert store.checkpoint("r1", "v1") == RunSnapshot("r1", second.head, second.state)
     assert store.checkpoints("r1") == ["v1", "v2"]
     assert git(_root(store), "rev-parse", "refs/vivary/runs/r1/checkpoints/v1").strip() == second.head
     assert store.head("r1") == second.head

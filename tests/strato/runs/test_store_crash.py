@@ -20,7 +20,7 @@ from strato.runs.service import Runs
 from strato.runs.store import RunStore, head_ref
 from tests.conftest import git
 from tests.support.flows import make_workspace
-from tropo.git.repo import RefRaceError
+from tropo.git.refs import RefRaceError
 
 CHAIN = """
 version: 1

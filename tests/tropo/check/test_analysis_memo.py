@@ -13,7 +13,7 @@ from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import codes, drop_answers, make_vault, tropo_json
 from tropo.check.config import excluder, is_excluded
 from tropo.check.workspace import walk_key
-from tropo.git.files import Entry
+from tropo.git.snapshot import Entry
 
 
 def _memo(repo: Path) -> Path:

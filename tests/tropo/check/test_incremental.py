@@ -7,6 +7,7 @@ from __future__ import annotations
 import marshal
 import os
 import random
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,13 +18,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import drop_answers, make_vault
+from tests.tropo.helpers import drop_answers, make_vault, tropo_json
 from tests.tropo.walk import answered, random_step, vault_repo
 from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError
 from tropo.check.workspace import open_workspace
-from tropo.git.source import Source, SourceError
+from tropo.git.snapshot import Source, SourceError
 
 
 def _slow(root: Path, source: Source) -> tuple[Any, ...]:
@@ -142,3 +143,18 @@ def test_a_stored_tree_that_git_no_longer_has_is_passed_over(repo_dir: Path) -> 
     write_files(repo_dir, {"people/ann.md": "---\nrelationship: x\n---\n"})
     commit_all(repo_dir)
     assert _fast(repo_dir, Source.worktree()) == _slow(repo_dir, Source.worktree())
+
+
+def test_a_private_folder_planted_as_a_link_is_never_written_through(repo_dir: Path, tmp_path: Path) -> None:
+    make_vault(repo_dir, {"meetings/a.md": "---\ndate: 2026-01-01\nattendees: [ghost]\n---\n"})
+    commit_all(repo_dir)
+    expected = tropo_json("check", "--no-cache", cwd=repo_dir)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    private = repo_dir / ".git" / "vivary"
+    if private.exists():
+        shutil.rmtree(private)
+    private.symlink_to(outside, target_is_directory=True)
+    for source in ([], ["--staged"], ["--rev", "HEAD"]):
+        assert tropo_json("check", *source, cwd=repo_dir) == expected  # checked, only uncached
+    assert list(outside.iterdir()) == []

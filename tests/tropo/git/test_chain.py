@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 from tropo.git import chain
-from tropo.git.repo import RefRaceError, read_ref
+from tropo.git.refs import RefRaceError, read_ref
 
 REF = "refs/vivary/test/chain"
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import git
 from tropo.git import notes
+from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 
 REF = "refs/notes/test"
@@ -35,8 +36,8 @@ def test_write_read_and_git_agrees(repo_dir: Path) -> None:
     # and a note git writes, we read
     other = notes.anchor(repo, b"b")
     git(repo_dir, "notes", "--ref=test", "add", "-m", "from git", other)
-    assert notes.read(repo, gitrepo.read_ref(repo, REF), other) == b"from git\n"
-    assert set(notes.blobs(repo, gitrepo.read_ref(repo, REF))) == {target, other}
+    assert notes.read(repo, gitrefs.read_ref(repo, REF), other) == b"from git\n"
+    assert set(notes.blobs(repo, gitrefs.read_ref(repo, REF))) == {target, other}
 
 
 def test_write_is_compare_and_swap(repo_dir: Path) -> None:
@@ -44,11 +45,11 @@ def test_write_is_compare_and_swap(repo_dir: Path) -> None:
     target = notes.anchor(repo, b"a")
     tip = notes.write(repo, REF, None, target, b"x", "first")
     notes.write(repo, REF, tip, target, b"xy", "winner")
-    with pytest.raises(gitrepo.RefRaceError) as info:
+    with pytest.raises(gitrefs.RefRaceError) as info:
         notes.write(repo, REF, tip, target, b"xz", "loser")
-    assert info.value.actual == gitrepo.read_ref(repo, REF)
-    assert notes.read(repo, gitrepo.read_ref(repo, REF), target) == b"xy"
-    with pytest.raises(gitrepo.RefRaceError):
+    assert info.value.actual == gitrefs.read_ref(repo, REF)
+    assert notes.read(repo, gitrefs.read_ref(repo, REF), target) == b"xy"
+    with pytest.raises(gitrefs.RefRaceError):
         notes.write(repo, REF, None, target, b"again", "create twice")
 
 
@@ -62,11 +63,11 @@ def test_fanned_out_notes_are_read_and_updated_in_place(repo_dir: Path) -> None:
         builder.insert(target, repo.create_blob(f"{i}\n".encode()), pygit2.GIT_FILEMODE_BLOB)
     sig = gitrepo.signature(repo)
     flat = repo.create_commit(None, sig, sig, "flat", builder.write(), [])
-    gitrepo.cas_ref(repo, REF, flat, None, "flat")
+    gitrefs.cas_ref(repo, REF, flat, None, "flat")
     git(repo_dir, "notes", "--ref=test", "add", "-f", "-m", "changed", targets[0])
     tree = git(repo_dir, "ls-tree", REF)
     assert "\ttree" not in tree and " tree " in tree  # really fanned out
-    tip = gitrepo.read_ref(repo, REF)
+    tip = gitrefs.read_ref(repo, REF)
     assert notes.read(repo, tip, targets[5]) == b"5\n"
     assert len(notes.blobs(repo, tip)) == 300
     new_tip = notes.write(repo, REF, tip, targets[7], b"7 and more\n", "append")
@@ -80,11 +81,11 @@ def test_write_keeps_every_annotated_blob_reachable(repo_dir: Path) -> None:
     (repo_dir / "k").write_bytes(b"older anchor")
     older = git(repo_dir, "hash-object", "-w", "k").strip()
     git(repo_dir, "notes", "--ref=test", "add", "-m", "old", older)
-    assert notes.kept_anchors(repo, gitrepo.read_ref(repo, REF)) == set()
+    assert notes.kept_anchors(repo, gitrefs.read_ref(repo, REF)) == set()
     target = notes.anchor(repo, b"new anchor")
-    tip = notes.write(repo, REF, gitrepo.read_ref(repo, REF), target, b"x\n", "ours")
+    tip = notes.write(repo, REF, gitrefs.read_ref(repo, REF), target, b"x\n", "ours")
     assert notes.kept_anchors(repo, tip) == {older, target}
     git(repo_dir, "gc", "-q", "--prune=now")
     git(repo_dir, "notes", "--ref=test", "prune")
     assert git(repo_dir, "notes", "--ref=test", "show", older) == "old\n"
-    assert notes.read(repo, gitrepo.read_ref(repo, REF), target) == b"x\n"
+    assert notes.read(repo, gitrefs.read_ref(repo, REF), target) == b"x\n"

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import commit_all, git, write_files
 from tests.tropo.helpers import make_vault, tropo
 from tests.tropo.walk import answered, random_step, vault_repo
-from tropo.git.source import Source
+from tropo.git.snapshot import Source
 from tropo.review import statediff
 
 

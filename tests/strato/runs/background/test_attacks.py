@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from strato.agents.locks import PlantedLink, private_folder
 from strato.runs.background import runner as background
 from strato.runs.service import Runs
 from tests.support.runs import calls, kill_hostiles, make_workspace, strato, wait_for
@@ -83,26 +82,3 @@ def test_a_folder_under_vivary_planted_as_a_symlink_is_refused_and_nothing_is_wr
     code, doc, err = strato(workspace, "flow", "poll", "linked")  # a poll would start a runner: refused too
     assert code == 1 and doc["code"] == "planted_link", err
     assert _tree(outside) == ["precious.txt"] and calls(workspace, "link") == []
-
-
-def test_every_folder_on_the_way_is_checked_and_a_missing_one_is_made_ours(tmp_path: Path) -> None:
-    top = tmp_path / "vivary"
-    made = private_folder(top, "bg", "r1", "dispatch", "t", create=True)
-    assert made.is_dir() and (made.stat().st_mode & 0o777) == 0o700
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    for n, planted in enumerate(("bg/r1/dispatch/t", "bg/r1/dispatch", "bg", "")):
-        where = top / planted if planted else top
-        target = tmp_path / f"moved-{n}"
-        where.rename(target)
-        where.symlink_to(outside, target_is_directory=True)
-        for create in (True, False):
-            with pytest.raises(PlantedLink, match="is a symlink"):
-                private_folder(top, "bg", "r1", "dispatch", "t", create=create)
-        where.unlink()
-        target.rename(where)
-    (top / "bg" / "file").write_text("x")
-    with pytest.raises(PlantedLink, match="not a folder"):
-        private_folder(top, "bg", "file", "x", create=True)
-    assert private_folder(top, "bg", "absent", "deeper") == top / "bg" / "absent" / "deeper"
-    assert not (top / "bg" / "absent").exists() and list(outside.iterdir()) == []

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from tests.conftest import commit_all, git, write_files
-from tropo.git import gitdelta
-from tropo.git.gitdelta import LINK, Change
+from tropo.git import diff as gitdiff
+from tropo.git.diff import LINK, Change
 
 
 def _hash(repo: Path, text: str) -> str:
@@ -18,7 +18,7 @@ def _hash(repo: Path, text: str) -> str:
         (repo / ".tmp-blob").unlink()
 
 
-def _by_path(delta: gitdelta.Delta) -> dict[str, Change]:
+def _by_path(delta: gitdiff.Delta) -> dict[str, Change]:
     return {c.rel: c for c in delta.changes}
 
 
@@ -30,7 +30,7 @@ def test_worktree_sees_staged_unstaged_untracked_and_deleted(repo_dir: Path) -> 
     git(repo_dir, "add", "a.md")
     (repo_dir / "c.md").unlink()
     git(repo_dir, "rm", "-q", "--cached", "d.md")  # staged deletion, file still on disk
-    delta = gitdelta.worktree(repo_dir, ".")
+    delta = gitdiff.worktree(repo_dir, ".")
     assert delta.head == head and not delta.conflicted
     changes = _by_path(delta)
     assert changes["a.md"] == Change("a.md", _hash(repo_dir, "a2\n"), 0o100644)  # index == disk
@@ -47,7 +47,7 @@ def test_index_sees_only_what_is_staged(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "a2\n", "b.md": "b2\n"})
     git(repo_dir, "add", "a.md")
     git(repo_dir, "rm", "-q", "--cached", "b.md")
-    changes = _by_path(gitdelta.index(repo_dir, "."))
+    changes = _by_path(gitdiff.index(repo_dir, "."))
     assert changes == {"a.md": Change("a.md", _hash(repo_dir, "a2\n"), 0o100644),
                        "b.md": Change("b.md", None, 0)}
 
@@ -57,25 +57,25 @@ def test_a_symlink_replacing_a_file_is_a_link_change(repo_dir: Path) -> None:
     commit_all(repo_dir)
     (repo_dir / "a.md").unlink()
     os.symlink("t.md", repo_dir / "a.md")
-    assert _by_path(gitdelta.worktree(repo_dir, "."))["a.md"] == Change("a.md", None, LINK)
+    assert _by_path(gitdiff.worktree(repo_dir, "."))["a.md"] == Change("a.md", None, LINK)
     os.symlink("/etc/hostname", repo_dir / "u.md")
-    assert _by_path(gitdelta.worktree(repo_dir, "."))["u.md"].mode == LINK
+    assert _by_path(gitdiff.worktree(repo_dir, "."))["u.md"].mode == LINK
 
 
 def test_pathspec_limits_to_the_workspace_and_paths_stay_top_relative(repo_dir: Path) -> None:
     write_files(repo_dir, {"kb [x]/a.md": "a\n", "other/b.md": "b\n"})
     commit_all(repo_dir)
     write_files(repo_dir, {"kb [x]/a.md": "a2\n", "other/b.md": "b2\n", "kb [x]/n.md": "n\n"})
-    assert sorted(_by_path(gitdelta.worktree(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
+    assert sorted(_by_path(gitdiff.worktree(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
     git(repo_dir, "add", "-A")
-    assert sorted(_by_path(gitdelta.index(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
+    assert sorted(_by_path(gitdiff.index(repo_dir, ":(literal)kb [x]"))) == ["kb [x]/a.md", "kb [x]/n.md"]
 
 
 def test_no_commit_yet_has_no_head(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "a\n"})
-    assert gitdelta.worktree(repo_dir, ".").head is None
+    assert gitdiff.worktree(repo_dir, ".").head is None
     git(repo_dir, "add", "a.md")
-    assert gitdelta.index(repo_dir, ".") == gitdelta.Delta(None, (), False)
+    assert gitdiff.index(repo_dir, ".") == gitdiff.Delta(None, (), False)
 
 
 def test_an_unmerged_index_is_conflicted(repo_dir: Path) -> None:
@@ -88,19 +88,19 @@ def test_an_unmerged_index_is_conflicted(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "main\n"})
     commit_all(repo_dir)
     git(repo_dir, "merge", "-q", "other", check=False)
-    assert gitdelta.worktree(repo_dir, ".").conflicted
-    assert gitdelta.index(repo_dir, ".").conflicted
+    assert gitdiff.worktree(repo_dir, ".").conflicted
+    assert gitdiff.index(repo_dir, ".").conflicted
 
 
 def test_between_two_trees(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "a\n", "b.md": "b\n"})
     commit_all(repo_dir)
-    first = gitdelta.tree_of(repo_dir, "HEAD")
+    first = gitdiff.tree_of(repo_dir, "HEAD")
     (repo_dir / "b.md").unlink()
     write_files(repo_dir, {"a.md": "a2\n", "c.md": "c\n"})
     commit_all(repo_dir)
-    second = gitdelta.tree_of(repo_dir, "HEAD")
-    changes = {c.rel: c for c in gitdelta.between(repo_dir, first, second, ".")}
+    second = gitdiff.tree_of(repo_dir, "HEAD")
+    changes = {c.rel: c for c in gitdiff.between(repo_dir, first, second, ".")}
     assert changes == {"a.md": Change("a.md", _hash(repo_dir, "a2\n"), 0o100644),
                        "b.md": Change("b.md", None, 0),
                        "c.md": Change("c.md", _hash(repo_dir, "c\n"), 0o100644)}

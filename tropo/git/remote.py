@@ -11,11 +11,14 @@ credential set-up works unchanged. The remote always follows ``--``, so a name s
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tropo.git import gitcli
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import commit_all, git, write_files
-from tropo.git import push
+from tropo.git import remote as gitremote
 
 
 def _clone_pair(tmp_path: Path) -> tuple[Path, Path, str]:
@@ -26,28 +26,28 @@ def test_create_only_push_has_one_winner(tmp_path: Path) -> None:
     write_files(two, {"b.md": "b\n"})
     other = commit_all(two)
     ref = "refs/heads/claim/x"
-    first = push.push_ref(one, "origin", head, ref, None)
+    first = gitremote.push_ref(one, "origin", head, ref, None)
     assert first.ok and not first.rejected
-    second = push.push_ref(two, "origin", other, ref, None)
+    second = gitremote.push_ref(two, "origin", other, ref, None)
     assert second.rejected and not second.ok
-    assert push.remote_oid(two, "origin", ref) == head
-    assert push.fetch_ref(two, "origin", ref, "refs/remotes/origin/claim/x") == head
+    assert gitremote.remote_oid(two, "origin", ref) == head
+    assert gitremote.fetch_ref(two, "origin", ref, "refs/remotes/origin/claim/x") == head
     # Deleting needs the value we expect there.
-    assert push.push_ref(two, "origin", None, ref, other).rejected
-    assert push.push_ref(two, "origin", None, ref, head).ok
-    assert push.remote_oid(one, "origin", ref) is None
-    assert push.fetch_ref(one, "origin", ref, "refs/remotes/origin/claim/x") is None
+    assert gitremote.push_ref(two, "origin", None, ref, other).rejected
+    assert gitremote.push_ref(two, "origin", None, ref, head).ok
+    assert gitremote.remote_oid(one, "origin", ref) is None
+    assert gitremote.fetch_ref(one, "origin", ref, "refs/remotes/origin/claim/x") is None
 
 
 def test_unreachable_remote_is_a_remote_error(tmp_path: Path) -> None:
     one, _two, head = _clone_pair(tmp_path)
     git(one, "remote", "add", "gone", str(tmp_path / "missing.git"))
-    with pytest.raises(push.RemoteError, match="gone"):
-        push.push_ref(one, "gone", head, "refs/heads/claim/x", None)
-    with pytest.raises(push.RemoteError):
-        push.remote_oid(one, "gone", "refs/heads/claim/x")
-    with pytest.raises(push.RemoteError):
-        push.push_ref(one, "no-such-remote", head, "refs/heads/claim/x", None)
+    with pytest.raises(gitremote.RemoteError, match="gone"):
+        gitremote.push_ref(one, "gone", head, "refs/heads/claim/x", None)
+    with pytest.raises(gitremote.RemoteError):
+        gitremote.remote_oid(one, "gone", "refs/heads/claim/x")
+    with pytest.raises(gitremote.RemoteError):
+        gitremote.push_ref(one, "no-such-remote", head, "refs/heads/claim/x", None)
 
 
 def test_fetch_objects_brings_the_commit_and_writes_no_ref(tmp_path: Path) -> None:
@@ -57,11 +57,11 @@ def test_fetch_objects_brings_the_commit_and_writes_no_ref(tmp_path: Path) -> No
     git(one, "push", "-q", "origin", "HEAD:refs/heads/main")
     refs = git(two, "for-each-ref")
     assert git(two, "cat-file", "-t", newer, check=False) == ""
-    push.fetch_objects(two, "origin", "refs/heads/main")
+    gitremote.fetch_objects(two, "origin", "refs/heads/main")
     assert git(two, "cat-file", "-t", newer).strip() == "commit"
     assert git(two, "for-each-ref") == refs and not (two / ".git" / "FETCH_HEAD").exists()
-    with pytest.raises(push.RemoteError, match="refs/heads/nope"):
-        push.fetch_objects(two, "origin", "refs/heads/nope")
+    with pytest.raises(gitremote.RemoteError, match="refs/heads/nope"):
+        gitremote.fetch_objects(two, "origin", "refs/heads/nope")
 
 
 def test_a_remote_name_is_never_read_as_an_option(tmp_path: Path) -> None:
@@ -70,12 +70,12 @@ def test_a_remote_name_is_never_read_as_an_option(tmp_path: Path) -> None:
     one, _, head = _clone_pair(tmp_path)
     ref = "refs/heads/main"
     for option, call in (
-        ("--receive-pack", lambda r: push.push_ref(one, r, head, "refs/heads/x", None)),
-        ("--upload-pack", lambda r: push.remote_oid(one, r, ref)),
-        ("--upload-pack", lambda r: push.fetch_objects(one, r, ref)),
-        ("--upload-pack", lambda r: push.fetch_ref(one, r, ref, "refs/remotes/x/main")),
+        ("--receive-pack", lambda r: gitremote.push_ref(one, r, head, "refs/heads/x", None)),
+        ("--upload-pack", lambda r: gitremote.remote_oid(one, r, ref)),
+        ("--upload-pack", lambda r: gitremote.fetch_objects(one, r, ref)),
+        ("--upload-pack", lambda r: gitremote.fetch_ref(one, r, ref, "refs/remotes/x/main")),
     ):
         pwned = tmp_path / "PWNED"
-        with pytest.raises(push.RemoteError):
+        with pytest.raises(gitremote.RemoteError):
             call(f"{option}=touch {pwned};")
         assert not pwned.exists(), option

@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import commit_all, git, write_files
 from tropo.git.repo import require
-from tropo.git.worktree import WorktreeError, add_worktree, checked_out_at
+from tropo.git.worktrees import WorktreeError, add_worktree, checked_out_at
 
 
 def test_add_worktree_checks_the_branch_out(repo_dir: Path, tmp_path: Path) -> None:
