@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.exo.control_requests import OPERATIONS, documents
-from tests.hooks.cli import break_ref, run_cli
 from tests.strato.decide.corpus import corpus
+from tests.support.cli import break_ref, run_cli
+from tests.support.control_requests import OPERATIONS, documents
 from vivary.frontdoor import ROUTES, Route, dispatch
 
 DRIVER = Path(__file__).with_name("frontdoor_driver.py")

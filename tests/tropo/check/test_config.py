@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import codes, make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, write_files
+from tests.support.vaults import codes, make_vault, tropo, tropo_json, tropo_process
 from tropo.check.config import ConfigError, Schema, is_excluded
 
 

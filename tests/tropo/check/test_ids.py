@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.hooks.cli import run_cli
-from tests.tropo.helpers import codes, tropo_json, tropo_process
+from tests.support.cli import run_cli
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import codes, tropo_json, tropo_process
 from tropo.check.ids import is_slug, slugify, upstream_aliases, upstream_slugify
 
 

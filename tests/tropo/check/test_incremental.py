@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import drop_answers, make_vault
-from tests.tropo.walk import answered, random_step, vault_repo
+from tests.support.repos import commit_all, write_files
+from tests.support.vault_walks import answered, random_step, vault_repo
+from tests.support.vaults import drop_answers, make_vault
 from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError

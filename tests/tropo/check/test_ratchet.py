@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import tropo_process
 from tropo.check.findings import Finding
 from tropo.check.ratchet import new_since
 

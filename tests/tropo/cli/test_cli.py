@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import write_files
+from tests.support.vaults import make_vault, tropo, tropo_json, tropo_process
 
 CHAIN = """\
 [types.node]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
 from tests.strato.guard.conftest import outside_code
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import make_vault, tropo, tropo_json, tropo_process
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import gitdelta
 from tropo.git.gitdelta import LINK, Change
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git.pathlog import path_log
 from tropo.git.repo import require, resolve_commit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import trees
 from tropo.git.repo import require
 

@@ -13,44 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import SEARCH, tropo, tropo_json, tropo_process
 from tropo.check.workspace import open_workspace
 from tropo.review.retrieval import estimate_tokens, open_search, trim
 from tropo.review.search import word_counts
 from tropo.review.search_index import BodyIndex
-
-SEARCH_CONFIG = """\
-version = 1
-[base]
-derive = ["id", "title"]
-optional = { tags = "string-list" }
-[types.decision]
-folder = "decisions"
-required = { status = "enum:proposed|accepted" }
-optional = { affects = "ref-list" }
-[types.module]
-folder = "modules"
-optional = { owner = "string", depends_on = "ref" }
-"""
-
-SEARCH = {
-    "tropo.toml": SEARCH_CONFIG,
-    "decisions/release-workflow.md":
-        "---\nstatus: accepted\naffects: [agent-workspace, ghost]\ntags: [release, truth]\n---\n"
-        "# Release workflow\n\nRelease truth is owned by the release workflow.\n"
-        "Auth_token and authentication live elsewhere.\n",
-    "decisions/old-release.md":
-        "---\nstatus: proposed\naffects: [retrieval]\n---\n# Old release\n\n" + "filler words " * 40
-        + "and at the very end the release truth again.\n",
-    "modules/agent-workspace.md":
-        "---\nowner: Release team\n---\n# Agent workspace\n\nThe workspace where agents run. "
-        "Truth lives here; truthful notes.\n",
-    "modules/retrieval.md": "---\ndepends_on: agent-workspace\n---\n# Retrieval\n\n"
-                            "Retrieval of release notes. CAFÉ café Truth.\r\nSecond line\r\n",
-    "notes/loose.md": "no heading, just release text about the truth and the release\n",
-    "notes/empty.md": "---\ntags: [truth]\n---\n",
-}
 
 
 @pytest.fixture

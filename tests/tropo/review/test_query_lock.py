@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import tropo_process
-from tests.tropo.review.test_query import SEARCH
+from tests.support.repos import commit_all, write_files
+from tests.support.vaults import SEARCH, tropo_process
 from tropo.review.search_index import BodyIndex
 
 HOLDER = textwrap.dedent("""

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, missing, write_files
-from tests.tropo.cdp import Page, find_chromium
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.cdp import Page, find_chromium
+from tests.support.repos import commit_all, git, write_files
+from tests.support.requirements import missing
+from tests.support.vaults import make_vault, tropo, tropo_json, tropo_process
 
 
 @pytest.fixture
@@ -57,6 +58,7 @@ def _label_heights(page: Page) -> list[float]:
     return heights
 
 
+@pytest.mark.slow  # a browser test
 def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     _big_workspace(repo_dir, 500, 120)
     commit_all(repo_dir)
@@ -117,6 +119,7 @@ def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     assert page.errors() == []
 
 
+@pytest.mark.slow  # a browser test
 def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> None:
     _big_workspace(repo_dir, 10_001, 10_000)
     commit_all(repo_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import commit_all, git
+from tests.support.repos import commit_all, git
 from tropo.git import objects
 from tropo.git import repo as gitrepo
 from tropo.git.types import hash_blob

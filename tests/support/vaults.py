@@ -1,4 +1,4 @@
-"""Workspace builders and a CLI runner shared by the tropo tests."""
+"""Vault workspaces (a typed vault, a workspace to search) and a tropo CLI runner."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from tests.conftest import write_files
+from tests.support.repos import write_files
 from tropo.cli.main import main
 
 VAULT_CONFIG = """\
@@ -49,6 +49,40 @@ VAULT = {
         "---\nstatus: accepted\ndate: 2026-06-12\n---\n# Folder as type\n",
     "meetings/2026-06-12-kickoff.md":
         "---\ndate: 2026-06-12\nproject: tropo\nattendees: [jeff]\n---\n# Kickoff\n",
+}
+
+
+# A workspace to search: ranked fields, a broken reference, CRLF and accents, an empty note.
+SEARCH_CONFIG = """\
+version = 1
+[base]
+derive = ["id", "title"]
+optional = { tags = "string-list" }
+[types.decision]
+folder = "decisions"
+required = { status = "enum:proposed|accepted" }
+optional = { affects = "ref-list" }
+[types.module]
+folder = "modules"
+optional = { owner = "string", depends_on = "ref" }
+"""
+
+SEARCH = {
+    "tropo.toml": SEARCH_CONFIG,
+    "decisions/release-workflow.md":
+        "---\nstatus: accepted\naffects: [agent-workspace, ghost]\ntags: [release, truth]\n---\n"
+        "# Release workflow\n\nRelease truth is owned by the release workflow.\n"
+        "Auth_token and authentication live elsewhere.\n",
+    "decisions/old-release.md":
+        "---\nstatus: proposed\naffects: [retrieval]\n---\n# Old release\n\n" + "filler words " * 40
+        + "and at the very end the release truth again.\n",
+    "modules/agent-workspace.md":
+        "---\nowner: Release team\n---\n# Agent workspace\n\nThe workspace where agents run. "
+        "Truth lives here; truthful notes.\n",
+    "modules/retrieval.md": "---\ndepends_on: agent-workspace\n---\n# Retrieval\n\n"
+                            "Retrieval of release notes. CAFÉ café Truth.\r\nSecond line\r\n",
+    "notes/loose.md": "no heading, just release text about the truth and the release\n",
+    "notes/empty.md": "---\ntags: [truth]\n---\n",
 }
 
 
