@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
+from tests.support.console import run
 from tests.support.repos import write_files
 from tropo.cli.main import main
 
@@ -107,10 +107,10 @@ def tropo_json(*args: str, cwd: Path) -> tuple[int, Any]:
     return code, json.loads(out)
 
 
-def tropo_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a real process, for exit codes and stderr as a shell sees them."""
-    return subprocess.run([sys.executable, "-m", "tropo", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False)
+def tropo_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`tropo ARGS` in ``cwd`` as a shell sees it (exit code, stdout, stderr), run in
+    process; unlike `tropo`, no ``--root`` is added."""
+    return run("tropo", *args, cwd=cwd)
 
 
 def codes(payload: dict[str, Any]) -> list[tuple[str, int, str]]:

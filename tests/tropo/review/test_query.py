@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.repos import commit_all, git, write_files
-from tests.support.vaults import SEARCH, tropo, tropo_json, tropo_process
+from tests.support.vaults import SEARCH, tropo, tropo_cli, tropo_json
 from tropo.check.workspace import open_workspace
 from tropo.review.retrieval import estimate_tokens, open_search, trim
 from tropo.review.search import word_counts
@@ -163,16 +163,16 @@ def test_trim_keeps_order_and_fits() -> None:
 
 def test_bad_input(search_ws: Path) -> None:
     for cmd in ("query", "find"):
-        proc = tropo_process(cmd, "   ", cwd=search_ws)
+        proc = tropo_cli(cmd, "   ", cwd=search_ws)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert proc.stderr.count("\n") == 1 and "give the text" in proc.stderr
     code, out = tropo_json("query", "the", "of", cwd=search_ws)  # only stopwords: all terms count
     assert code == 0 and out["results"]
     code, out = tropo_json("find", "truth", "--budget", "1", cwd=search_ws)
     assert code == 0 and len(out["results"]) == 1 and out["budget"] == 1
-    proc = tropo_process("query", "x", "--rev", "no-such-rev", cwd=search_ws)
+    proc = tropo_cli("query", "x", "--rev", "no-such-rev", cwd=search_ws)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    proc = tropo_process("query", "x", "--staged", "--rev", "HEAD", cwd=search_ws)
+    proc = tropo_cli("query", "x", "--staged", "--rev", "HEAD", cwd=search_ws)
     assert proc.returncode == 2
     code, _, _ = tropo("query", "x", "--k", "-1", cwd=search_ws)
     assert code == 2
