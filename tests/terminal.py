@@ -1,34 +1,6 @@
-"""Run a console script as a real subprocess whose stdout and stderr are a terminal (a
-pseudo-terminal): click strips escape sequences only from output that is not a terminal,
-so what a person's terminal receives is seen only this way."""
+"""Transitional: tests/strato imports these from here until it imports tests.support.terminal;
+then this file goes."""
 
-from __future__ import annotations
+from tests.support.terminal import BIN, on_terminal
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-BIN = Path(sys.executable).parent
-
-
-def on_terminal(name: str, *args: str, cwd: Path) -> tuple[int, str]:
-    """(exit code, everything written to the terminal) of ``name ARGS`` run in ``cwd``."""
-    master, slave = os.openpty()
-    try:
-        with subprocess.Popen([str(BIN / name), *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                              stdout=slave, stderr=slave) as child:
-            os.close(slave)
-            seen = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: the child closed its end
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            code = child.wait()
-    finally:
-        os.close(master)
-    return code, seen.decode("utf-8", errors="replace").replace("\r\n", "\n")
+__all__ = ["BIN", "on_terminal"]

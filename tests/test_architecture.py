@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "vivary")
+from tests.support.layout import PACKAGES, ROOT
+
 # Who may import whom: the arrows of docs/architecture.md, transitively closed.
 MAY_IMPORT = {
     "tropo": set(),

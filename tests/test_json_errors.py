@@ -4,13 +4,12 @@ for tropo, exo and strato alike (a script that asked for JSON always gets an obj
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent
+from tests.support.console import run
+from tests.support.workspaces import scaffold
 
 
 @pytest.mark.parametrize(
@@ -35,12 +34,11 @@ BIN = Path(sys.executable).parent
 def test_errors_under_json_are_one_object_on_stdout_and_one_line_on_stderr(
     tmp_path: Path, argv: list[str], code: int
 ) -> None:
-    subprocess.run([BIN / "create-vivary", "init", "ws", "--commit"], cwd=tmp_path, check=True, capture_output=True)
-    proc = subprocess.run([BIN / argv[0], *argv[1:]], cwd=tmp_path / "ws", capture_output=True, text=True)
+    scaffold(tmp_path / "ws")
+    proc = run(argv[0], *argv[1:], cwd=tmp_path / "ws")
     assert proc.returncode == code, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)  # exactly one JSON document
     assert isinstance(doc, dict) and doc
-    plain = subprocess.run([BIN / argv[0], *[a for a in argv[1:] if a != "--json"]], cwd=tmp_path / "ws",
-                           capture_output=True, text=True)
+    plain = run(argv[0], *[a for a in argv[1:] if a != "--json"], cwd=tmp_path / "ws")
     assert plain.returncode == code and not plain.stdout.lstrip().startswith("{")

@@ -1,61 +1,14 @@
 """The README's quick tour, run literally: each line of its shell block in a fresh
 folder, in order, through `bash`, with this distribution's commands first on PATH. A
-line that exits non-zero fails the test with the line and its output. This module owns
-"the README's tour lines": tests/test_wheel.py runs the same lines from a built wheel.
-The docs pages' blocks are run by tests/test_docs_examples.py."""
+line that exits non-zero fails the test with the line and its output. The tour's lines
+and how they run live in tests/support/tour.py: tests/test_wheel.py runs the same lines
+from a built wheel. The docs pages' blocks are run by tests/test_docs_examples.py."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-def block_lines(text: str, heading: str) -> list[str]:
-    """The commands of the first ```sh block after `heading`."""
-    section = text.split(heading, 1)[1]
-    block = re.search(r"```sh\n(.*?)```", section, re.S)
-    assert block is not None, f"no ```sh block after {heading!r}"
-    return [line for line in block.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
-
-
-def tour_lines() -> list[str]:
-    """The README's quick tour, line by line."""
-    return block_lines((ROOT / "README.md").read_text(encoding="utf-8"), "## Quick tour")
-
-
-def run_lines(tmp_path: Path, lines: list[str], bin_dir: Path = BIN) -> Path:
-    """Run each line in one shell session's worth of state (the folder a `cd` left), with
-    the commands of ``bin_dir`` first on PATH."""
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    cwd_file = tmp_path / ".cwd"
-    cwd = tmp_path / "tour"
-    cwd.mkdir()
-    for line in lines:
-        script = f"set -o pipefail\n{line}\nstatus=$?\npwd > {cwd_file}\nexit $status\n"
-        proc = subprocess.run(
-            ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL
-        )
-        assert proc.returncode == 0, f"{line!r} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-        cwd = Path(cwd_file.read_text().strip())
-    return cwd
-
-
-SCAFFOLD = ["create-vivary init my-ws --preset coding --commit", "cd my-ws"]
-
-
-def assert_the_tour_ran(tmp_path: Path) -> None:
-    """What the tour leaves behind: its page, its request and its flow run's ref."""
-    ws = tmp_path / "tour" / "my-ws"
-    assert (ws / "graph.html").is_file() and (ws / "request.json").is_file()
-    assert "refs/vivary/runs/review-1/head" in subprocess.run(
-        ["git", "-C", str(ws), "for-each-ref", "--format=%(refname)"], capture_output=True, text=True, check=True
-    ).stdout
+from tests.support.tour import SCAFFOLD, assert_the_tour_ran, run_lines, tour_lines
 
 
 def test_every_line_of_the_quick_tour_runs_as_written(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.support.repos import git
 
 BIN = Path(sys.executable).parent
 NODE = "local-ci-baseline"  # the coding preset's starter change

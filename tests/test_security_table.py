@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.test_architecture import PACKAGES, ROOT
+from tests.support.layout import PACKAGES, ROOT
 
 # module -> the names in it that start a process (or hand a command line to one)
 STARTERS = {

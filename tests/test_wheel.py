@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, missing
-from tests.hooks.cli import CHANGE, break_ref
-from tests.test_readme_tour import assert_the_tour_ran, run_lines, tour_lines
+from tests.support.cli import CHANGE, break_ref
+from tests.support.repos import git
+from tests.support.requirements import missing
+from tests.support.tour import assert_the_tour_ran, run_lines, tour_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("strato", "tropo", "exo", "create-vivary", "vivary")
@@ -31,7 +32,8 @@ OFFLINE = ("Could not find a version", "No matching distribution", "NewConnectio
 # every module of ours the console scripts load, and where it was loaded from
 WHERE = "import sys, importlib; print('\\n'.join(importlib.import_module(m).__file__ for m in sys.argv[1:]))"
 
-pytestmark = pytest.mark.xdist_group("wheel")  # `make test` keeps this module on one worker
+# `make test` keeps this module on one worker; the slow tier (-m "not slow" leaves it out)
+pytestmark = [pytest.mark.xdist_group("wheel"), pytest.mark.slow]
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

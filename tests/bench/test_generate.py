@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import generate, run
-from tests.conftest import git
+from tests.support.repos import git
 
 
 @pytest.mark.parametrize("nodes", [50, 1000, 20000])

@@ -20,8 +20,9 @@ import pytest
 
 from create_vivary import adapters, journal, journal_file, thin
 from create_vivary import adopt as adopt_mod
-from tests.create_vivary.test_parity import tree
-from tests.hooks.cli import BIN, run_json
+from tests.support.cli import run_json
+from tests.support.console import BIN
+from tests.support.trees import tree
 
 SITUATIONS = ("free", "free", "current", "older", "newer", "user-owned", "other-adapter", "dir",
               "symlink")

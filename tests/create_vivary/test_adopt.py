@@ -14,8 +14,8 @@ from create_vivary import adopt as adopt_mod
 from create_vivary import journal, journal_file
 from create_vivary import plan as plan_mod
 from create_vivary.adopt import exclusions, guess_preset
-from tests.conftest import commit_all, git, write_files
-from tests.hooks.cli import run_cli, run_json
+from tests.support.cli import run_cli, run_json
+from tests.support.repos import commit_all, git, write_files
 from tropo.fs import rooted
 from tropo.fs.rooted import UnsafePath
 

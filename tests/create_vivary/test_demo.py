@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from bench.demo_lifecycle import tour
-from tests.conftest import git
+from tests.support.repos import git
 
 
 def test_tour(tmp_path: Path) -> None:

@@ -13,8 +13,10 @@ import pytest
 
 from create_vivary.presets import PRESETS
 from hooks import install as installer
-from tests.conftest import commit_all, git, missing
-from tests.hooks.cli import run_cli, run_json
+from tests.support.cli import run_cli, run_json
+from tests.support.repos import commit_all, git
+from tests.support.requirements import missing
+from tests.support.workspaces import scaffold
 
 OLD_FULL = Path(os.environ.get("VIVARY_UPSTREAM03", Path(__file__).parents[2] / ".upstream03"))
 
@@ -22,7 +24,7 @@ OLD_FULL = Path(os.environ.get("VIVARY_UPSTREAM03", Path(__file__).parents[2] / 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(root), "--yes", "--commit").returncode == 0
+    scaffold(root, "--yes")
     return root
 
 

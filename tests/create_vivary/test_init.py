@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from create_vivary.presets import PRESETS
-from tests.conftest import git
-from tests.hooks.cli import BIN, CHANGE, run_cli, run_json
+from tests.support.cli import CHANGE, run_cli, run_json
+from tests.support.console import BIN
+from tests.support.repos import git
 
 
 def _tree(root: Path) -> dict[str, bytes]:

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from create_vivary import thin
-from tests.conftest import git, missing
-from tests.create_vivary.test_parity import tree
-from tests.hooks.cli import BIN, run_cli
+from tests.support.cli import run_cli
+from tests.support.console import BIN
+from tests.support.repos import git
+from tests.support.requirements import missing
+from tests.support.trees import tree
 
 
 def _unwritable(tmp_path: Path) -> Path:

@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.hooks.cli import BIN
+from tests.support.console import BIN
+from tests.support.trees import tree
+
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against create-vivary 0.4.3): -m "not slow" leaves it out
 
 PRESETS = ("coding", "second-brain", "knowledge-work", "writing")
 # What depends on the install, not on the tool (docs/lifecycle.md, "Deliberate differences").
@@ -78,18 +81,6 @@ def _target(base: Path, kind: str) -> Path:
         (base / "link").symlink_to(base / "real")
         return base / "link" / "ws"
     return ws
-
-
-def tree(base: Path) -> dict[str, bytes | str]:
-    """Every path below ``base``: a file's bytes, a folder or a link by name."""
-    out: dict[str, bytes | str] = {}
-    for here, dirs, files in os.walk(base):
-        for name in dirs + files:
-            path = Path(here) / name
-            rel = path.relative_to(base).as_posix()
-            out[rel] = ("link" if path.is_symlink() else "dir" if path.is_dir()
-                        else path.read_bytes())
-    return out
 
 
 def _run(exe: Path | str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

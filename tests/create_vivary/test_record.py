@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.create_vivary.test_parity import tree
-from tests.hooks.cli import run_cli, run_json
+from tests.support.cli import run_cli, run_json
+from tests.support.trees import tree
 
 RECORD = "---\nproject: ws\nstatus: done\nslice: first\n---\n# First slice\n\nDid it.\n"
 

@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.create_vivary.test_parity import tree
-from tests.hooks.cli import BIN
+from tests.support.console import BIN
+from tests.support.trees import tree
 
 BLOCK = thin.gitignore_block(None)
 NO_TX = "sha256:no-interrupted-plan"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hooks.cli import run_cli, run_json
+from tests.support.cli import run_cli, run_json
 
 STATE = ".vivary/runtime/doctor-state.json"
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from create_vivary.thin import MEMORY_RULES
-from tests.hooks.cli import BIN, run_cli
+from tests.support.cli import run_cli
+from tests.support.console import BIN
 
 
 class Terminal:

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import commit_all, git
-from tests.exo.workspaces import ITEM, clone, make_remote, write_workspace
+from tests.support.coordination import ITEM, clone, make_remote, write_workspace
+from tests.support.repos import commit_all, git
 
 RACERS = 16
 RACER = """

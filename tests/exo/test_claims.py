@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exo import claims
-from tests.conftest import commit_all, git, write_files
-from tests.exo.workspaces import clone, make_remote
+from tests.support.coordination import clone, make_remote
+from tests.support.repos import commit_all, git, write_files
 
 ITEM = "changes/item.md"
 EXO = Path(sys.executable).parent / "exo"

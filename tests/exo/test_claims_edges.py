@@ -10,8 +10,8 @@ import pygit2
 import pytest
 
 from exo import claims
-from tests.conftest import commit_all, git, write_files
-from tests.exo.workspaces import ITEM, clone, make_remote
+from tests.support.coordination import ITEM, clone, make_remote
+from tests.support.repos import commit_all, git, write_files
 
 OTHER = "changes/other.md"
 

@@ -14,8 +14,8 @@ import pytest
 
 from exo import claims
 from hooks import install as installer
-from tests.conftest import git
-from tests.exo.workspaces import ITEM, clone, make_remote
+from tests.support.coordination import ITEM, clone, make_remote
+from tests.support.repos import git
 
 EXO = Path(sys.executable).parent / "exo"
 KEPT = ("; kept your local claim/item (it may carry work): retry once origin takes it, "

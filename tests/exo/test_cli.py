@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
-from tests.exo.workspaces import ITEM, clone, make_remote, write_workspace
+from tests.support.coordination import ITEM, clone, make_remote, write_workspace
+from tests.support.repos import commit_all, git, write_files
 
 EXO = str(Path(sys.executable).parent / "exo")
 

@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 from bench.demo_exo import tour
-from tests.conftest import commit_all, git
-from tests.exo.workspaces import write_workspace
+from tests.support.coordination import write_workspace
+from tests.support.repos import commit_all, git
 
 BIN = Path(sys.executable).parent
 

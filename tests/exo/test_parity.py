@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git
-from tests.exo.workspaces import write_workspace
+from tests.support.coordination import write_workspace
+from tests.support.repos import commit_all, git
+
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-exo): -m "not slow" leaves it out
 
 EXO = str(Path(sys.executable).parent / "exo")
 COMMANDS = [["board"], ["conflicts"], ["roles"]]

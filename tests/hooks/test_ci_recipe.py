@@ -7,8 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.conftest import git
-from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli
+from tests.support.cli import CHANGE, break_ref, run_cli
+from tests.support.console import BIN
+from tests.support.repos import git
+from tests.support.workspaces import scaffold
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
 
@@ -28,7 +30,7 @@ def _run_recipe(ci: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_documented_recipe_catches_what_no_verify_skipped(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(ws), "--auto", "--yes", "--commit").returncode == 0
+    scaffold(ws, "--auto", "--yes")
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(ws, "remote", "add", "origin", str(bare))
@@ -57,7 +59,7 @@ def test_a_pushed_tag_named_like_the_base_cannot_pass_a_broken_graph(tmp_path: P
     attacker's base and passed it. The short name is now refused; the recipe's full ref
     judges by the real base."""
     ws = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(ws), "--auto", "--yes", "--commit").returncode == 0
+    scaffold(ws, "--auto", "--yes")
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(ws, "remote", "add", "origin", str(bare))

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.hooks.cli import CHANGE, break_ref, run_cli
+from tests.support.cli import CHANGE, break_ref
+from tests.support.repos import git
+from tests.support.workspaces import scaffold
 
 EXTRA = "modules/extra.md"
 
@@ -23,7 +24,7 @@ def ws(tmp_path: Path) -> Path:
     """A fresh coding workspace with its default hooks, main pushed to a bare origin, and a
     module ``extra`` that nothing refers to yet."""
     root = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(root), "--auto", "--yes", "--commit").returncode == 0
+    scaffold(root, "--auto", "--yes")
     (root / EXTRA).write_text("---\nproject: ws\nstatus: active\nmodule_area: x\n---\n# Extra\n")
     git(root, "add", EXTRA)
     git(root, "commit", "-q", "-m", "extra module")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.hooks.cli import run_cli
+from tests.support.repos import git
+from tests.support.workspaces import scaffold
 
 OLD = "changes/old.md"
 CLEAN = "modules/codebase/index.md"
@@ -33,7 +33,7 @@ def _edit_line(root: Path, rel: str, old: str, new: str) -> None:
 def messy(tmp_path: Path) -> Path:
     """A workspace whose history already holds two findings (committed past the hooks)."""
     root = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(root), "--auto", "--yes", "--commit").returncode == 0
+    scaffold(root, "--auto", "--yes")
     (root / OLD).write_text(OLD_TEXT)
     git(root, "add", OLD)
     git(root, "commit", "-q", "--no-verify", "-m", "old findings")

@@ -12,8 +12,10 @@ import pytest
 
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS
-from tests.conftest import commit_all, git, write_files
-from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli, run_json
+from tests.support.cli import CHANGE, break_ref, run_cli, run_json
+from tests.support.console import BIN
+from tests.support.repos import commit_all, git, write_files
+from tests.support.workspaces import scaffold
 
 MARK_HOOK = '#!/bin/sh\necho "$0 ran" >> "$(git rev-parse --show-toplevel)/.git/marks"\n'
 
@@ -187,7 +189,7 @@ def test_a_removed_virtualenv_falls_back_to_the_vivary_on_path(tmp_path: Path) -
     """Issue 26: the hooks outlive their venv. The `vivary` on PATH (here this test's
     own) runs the same check: a broken ref is still refused, a clean commit goes through."""
     repo_dir = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(repo_dir), "--auto", "--yes", "--commit").returncode == 0
+    scaffold(repo_dir, "--auto", "--yes")
     break_ref(repo_dir)
     git(repo_dir, "add", "-A")
     python = _gone_venv_hook(repo_dir, tmp_path)

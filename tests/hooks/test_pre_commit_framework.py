@@ -8,7 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from tests.hooks.cli import BIN, CHANGE, break_ref, run_cli
+from tests.support.cli import CHANGE, break_ref
+from tests.support.console import BIN
+from tests.support.workspaces import scaffold
 
 MANIFEST = Path(__file__).parents[2] / ".pre-commit-hooks.yaml"
 
@@ -19,7 +21,7 @@ def test_manifest_entry_checks_the_staged_snapshot(tmp_path: Path) -> None:
     argv = shlex.split(hook["entry"])
     argv[0] = str(BIN / argv[0])
     root = tmp_path / "ws"
-    assert run_cli("create-vivary", "init", str(root), "--yes", "--commit").returncode == 0
+    scaffold(root, "--yes")
     assert subprocess.run(argv, cwd=root, capture_output=True).returncode == 0
     break_ref(root)
     assert subprocess.run(argv, cwd=root, capture_output=True).returncode == 0  # not staged

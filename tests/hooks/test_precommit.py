@@ -7,17 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-from tests.hooks.cli import CHANGE, break_ref, run_cli
+from tests.support.cli import CHANGE, break_ref, run_cli
+from tests.support.repos import git
+from tests.support.workspaces import scaffold
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     """A fresh coding workspace, committed through its own hooks."""
     root = tmp_path / "ws"
-    proc = run_cli("create-vivary", "init", str(root), "--auto", "--yes", "--commit")
-    assert proc.returncode == 0, proc.stderr
-    return root
+    return scaffold(root, "--auto", "--yes")
 
 
 def commit(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,8 @@ from hooks import install as installer
 from hooks import prepush, registry
 from strato.runs.lanes import store as lanestore
 from strato.runs.lanes.store import LaneStore
-from tests.conftest import commit_all, git, write_files
 from tests.support.lanes import lane_evidence
+from tests.support.repos import commit_all, git, write_files
 from tropo.git.remote import Push
 from tropo.git.repo import require
 

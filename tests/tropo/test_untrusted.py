@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import missing
+from tests.support.requirements import missing
 from tropo import untrusted
 from tropo.redact import redact
 

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import VAULT, tropo_json
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import VAULT, tropo_json
+
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-tropo): -m "not slow" leaves it out
 
 OURS_ONLY = {"E002", "E003", "E130", "W230", "I221"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing, upstream_bin
+from tests.support.requirements import missing, upstream_bin
 
 VIVARY = Path(sys.executable).parent / "vivary"
 

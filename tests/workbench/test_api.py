@@ -17,8 +17,9 @@ import pytest
 
 from bench import demo_guard
 from strato.runs.service import Runs
-from tests.conftest import commit_all, git, missing, write_files
-from tests.workbench.serving import (
+from tests.support.repos import commit_all, git, write_files
+from tests.support.requirements import missing
+from tests.support.serving import (
     BIN,
     SPEC,
     Server,
@@ -28,6 +29,7 @@ from tests.workbench.serving import (
     report_draft,
     serving,
 )
+from tests.support.workspaces import scaffold
 
 PATH = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 
@@ -248,8 +250,7 @@ def test_heartbeat_proposals_are_accepted_and_rejected_with_the_token(ws: Path) 
 
 def test_the_board_claims_and_graph_of_a_workspace(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    subprocess.run([str(BIN / "create-vivary"), "init", str(ws), "--preset", "coding", "--commit", "--yes"],
-                   check=True, capture_output=True)
+    scaffold(ws, "--preset", "coding", "--yes")
     subprocess.run([str(BIN / "exo"), "claim", "local-ci-baseline", "--agent", "@connie"], cwd=ws, check=True,
                    capture_output=True)
     with serving("--root", str(ws)) as server:

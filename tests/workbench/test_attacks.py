@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 
 from strato.runs.service import Runs
-from tests.conftest import commit_all, git, write_files
-from tests.workbench.serving import (
+from tests.support.browser import Watched
+from tests.support.repos import commit_all, git, write_files
+from tests.support.serving import (
     BIN,
     SPEC,
     Server,
@@ -35,8 +36,7 @@ from tests.workbench.serving import (
     report_draft,
     serving,
 )
-from tests.workbench.test_browser import Watched, browser  # noqa: F401 (the browser fixture)
-from tests.workbench.test_browser import watched as watched  # the page fixture, re-exported
+from tests.support.workspaces import scaffold
 
 
 def _raw(server: Server, head: str, body: bytes = b"") -> tuple[int, bytes]:
@@ -79,6 +79,7 @@ def test_the_demo_export_never_writes_through_a_planted_link(tmp_path: Path) -> 
     assert victim.read_text() == "keep me\n"
 
 
+@pytest.mark.slow  # a browser test
 def test_open_gives_the_browser_a_private_file_not_the_token(tmp_path: Path, watched: Watched) -> None:
     ws = gated_workspace(tmp_path / "ws")
     seen = tmp_path / "argv.txt"
@@ -237,11 +238,11 @@ def test_many_event_streams_leave_the_server_answering(server: Server) -> None:
 PAYLOAD = '<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=2</script>'
 
 
+@pytest.mark.slow  # a browser test
 def test_repository_content_never_runs_as_script_in_the_page_or_the_graph(watched: Watched,
                                                                            tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    subprocess.run([str(BIN / "create-vivary"), "init", str(ws), "--preset", "coding", "--commit", "--yes"],
-                   check=True, capture_output=True)
+    scaffold(ws, "--preset", "coding", "--yes")
     checks = ws / "verification" / "local-checks.md"
     checks.write_text(checks.read_text().replace("# Local checks", f"# </script>{PAYLOAD}"))
     write_files(ws, {"flow.yaml": SPEC})

@@ -8,21 +8,18 @@ refreshes the docs' copies), so a test run never dirties the tracked tree."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs
-from tests.conftest import commit_all, git, missing, write_files
-from tests.workbench.serving import (
+from tests.support.browser import Watched
+from tests.support.repos import commit_all, git, write_files
+from tests.support.serving import (
     BIN,
     SPEC,
     Server,
@@ -33,55 +30,9 @@ from tests.workbench.serving import (
     start,
 )
 
-CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.slow  # the slow tier (browser tests): -m "not slow" leaves it out
+
 UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    exe = CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium")
-    if exe is None:
-        missing("no Chromium for the workbench's browser tests: apt-get install chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing("playwright is not installed: pip install -e '.[dev]'")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=ARGS)
-        yield b
-        b.close()
-
-
-class Watched:
-    """A page whose console errors and uncaught exceptions are kept."""
-
-    def __init__(self, browser: Any, shots: Path) -> None:
-        self.shots = shots
-        self.context = browser.new_context(viewport={"width": 1280, "height": 800})
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.requested: list[str] = []
-        self.page.on("request", lambda r: self.requested.append(r.url))
-
-    def shot(self, name: str) -> None:
-        self.shots.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(self.shots / f"workbench-{name}.png"))
-        assert (self.shots / f"workbench-{name}.png").stat().st_size > 0
-
-    def close(self) -> None:
-        self.context.close()
-
-
-@pytest.fixture
-def watched(browser: Any, tmp_path: Path) -> Iterator[Watched]:
-    chosen = os.environ.get("VIVARY_SCREENSHOTS")
-    w = Watched(browser, Path(chosen).resolve() if chosen else tmp_path / "screenshots")
-    yield w
-    w.close()
 
 
 def _workspace(tmp: Path) -> Path:

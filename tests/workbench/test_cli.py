@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import editable_extra_command
-from tests.workbench.serving import BIN, serving
+from tests.support.requirements import editable_extra_command
+from tests.support.serving import BIN, serving
 
 
 def _vivary(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from strato.runs.service import Runs
-from tests.workbench.serving import Server, gate_token, gated_workspace, serving
+from tests.support.serving import Server, gate_token, gated_workspace, serving
 
 
 @pytest.fixture(scope="module")

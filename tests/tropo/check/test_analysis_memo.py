@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import codes, drop_answers, make_vault, tropo_json
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import codes, drop_answers, make_vault, tropo_json
 from tropo.check.config import excluder, is_excluded
 from tropo.check.workspace import walk_key
 from tropo.git.snapshot import Entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.tropo.helpers import codes, make_vault, tropo, tropo_json
+from tests.support.vaults import codes, make_vault, tropo, tropo_json
 
 
 def test_clean_vault(tmp_path: Path) -> None:

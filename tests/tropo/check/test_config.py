@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import codes, make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, write_files
+from tests.support.vaults import codes, make_vault, tropo, tropo_cli, tropo_json
 from tropo.check.config import ConfigError, Schema, is_excluded
 
 
@@ -85,7 +85,7 @@ def test_folder_collision_and_exact_paths() -> None:
 )
 def test_broken_config_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str) -> None:
     write_files(tmp_path, {"tropo.toml": text, "a.md": "# A\n"})
-    proc = tropo_process("check", cwd=tmp_path)
+    proc = tropo_cli("check", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -94,7 +94,7 @@ def test_broken_config_is_one_line_and_exit_2(tmp_path: Path, text: str, message
 
 
 def test_missing_config_is_exit_2(tmp_path: Path) -> None:
-    proc = tropo_process("check", cwd=tmp_path)
+    proc = tropo_cli("check", cwd=tmp_path)
     assert proc.returncode == 2 and "no tropo.toml found" in proc.stderr
 
 
@@ -147,7 +147,7 @@ def test_exclude_rules() -> None:
 
 def test_root_found_by_walking_up(tmp_path: Path) -> None:
     make_vault(tmp_path)
-    proc = tropo_process("check", "--json", cwd=tmp_path / "people")
+    proc = tropo_cli("check", "--json", cwd=tmp_path / "people")
     assert proc.returncode == 0, proc.stderr
     assert '"checked": 4' in proc.stdout
 
@@ -203,7 +203,7 @@ def test_a_typo_in_a_field_spec_is_one_finding_on_the_schema_file(repo_dir: Path
         assert codes(out) == [("tropo.toml", 4, "E104"), ("notes/deep/tropo.toml", 2, "E104")]
         assert out["findings"][0]["message"].startswith(
             "types.note.optional.about: unknown field spec 'ref-lst' (known: any, bool, date,")
-    text = tropo_process("check", cwd=repo_dir).stdout
+    text = tropo_cli("check", cwd=repo_dir).stdout
     assert text.count("E104") == 2 and "E103" not in text
     code, out = tropo_json("check", str(repo_dir / "notes/n1.md"), cwd=repo_dir)  # governed too
     assert code == 1 and codes(out) == [("tropo.toml", 4, "E104"), ("notes/deep/tropo.toml", 2, "E104")]

@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.hooks.cli import run_cli
-from tests.tropo.helpers import codes, tropo_json, tropo_process
+from tests.support.cli import run_cli
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import codes, tropo_cli, tropo_json
 from tropo.check.ids import is_slug, slugify, upstream_aliases, upstream_slugify
 
 
@@ -65,9 +65,9 @@ def test_a_workspace_written_for_vivary_tropo_checks_clean_with_advice(repo_dir:
         assert out["findings"][0]["message"] == (
             "field 'about': ref 'caf-n-code' is the id vivary-tropo derives; "
             "resolved to 'café-ünïcode', the id to write now")
-    text = tropo_process("check", cwd=repo_dir).stdout
+    text = tropo_cli("check", cwd=repo_dir).stdout
     assert text.count("info I221") == 2 and "1 error(s), 0 warning(s)" in text
-    assert "I221" not in tropo_process("check", "--quiet", cwd=repo_dir).stdout
+    assert "I221" not in tropo_cli("check", "--quiet", cwd=repo_dir).stdout
     (repo_dir / "notes/index-of.md").write_text("---\nabout: [caf-n-code]\n---\n# I\n")
     code, out = tropo_json("check", cwd=repo_dir)
     assert (code, out["errors"], out["warnings"], out["clean"]) == (0, 0, 0, 3)

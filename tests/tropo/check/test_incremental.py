@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import drop_answers, make_vault, tropo_json
-from tests.tropo.walk import answered, random_step, vault_repo
+from tests.support.repos import commit_all, write_files
+from tests.support.vault_walks import answered, random_step, vault_repo
+from tests.support.vaults import drop_answers, make_vault, tropo_json
 from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError

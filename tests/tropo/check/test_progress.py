@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import commit_all
-from tests.tropo.helpers import make_vault
+from tests.support.repos import commit_all
+from tests.support.vaults import make_vault
 from tropo.check.progress import DELAY_ENV
 
 DOCS = 300

@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import tropo_cli
 from tropo.check.findings import Finding
 from tropo.check.ratchet import new_since
 
@@ -60,7 +60,7 @@ def test_check_new_since_on_a_workspace_with_old_findings(repo_dir: Path) -> Non
     old = commit_all(repo_dir)
     write_files(repo_dir, {"notes/old.md": "---\nabout: [ghost, ghost, ghost]\n---\n# Old\n",
                            "notes/clean.md": "---\nabout: [nowhere]\n---\n# Clean\n"})
-    proc = tropo_process("check", "--new-since", old, "--json", cwd=repo_dir)
+    proc = tropo_cli("check", "--new-since", old, "--json", cwd=repo_dir)
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert [(f["path"], f["code"]) for f in out["findings"]] == [
@@ -68,10 +68,10 @@ def test_check_new_since_on_a_workspace_with_old_findings(repo_dir: Path) -> Non
     assert out["new_since"] == old and out["known"] == 2
     git(repo_dir, "checkout", "-q", "notes/clean.md")
     write_files(repo_dir, {"notes/old.md": "---\n\n\nabout: [ghost, ghost]\n---\n# O\n"})
-    text = tropo_process("check", "--new-since", old, cwd=repo_dir)
+    text = tropo_cli("check", "--new-since", old, cwd=repo_dir)
     assert text.returncode == 0 and "0 error(s), 0 warning(s) new since" in text.stdout
-    assert tropo_process("check", cwd=repo_dir).returncode == 1  # without it: all findings
-    bad = tropo_process("check", "--new-since", "no-such-rev", cwd=repo_dir)
+    assert tropo_cli("check", cwd=repo_dir).returncode == 1  # without it: all findings
+    bad = tropo_cli("check", "--new-since", "no-such-rev", cwd=repo_dir)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo_dir, capture_output=True,
                           text=True, check=True).stdout == " M notes/old.md\n"

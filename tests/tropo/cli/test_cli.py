@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import write_files
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import write_files
+from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
 
 CHAIN = """\
 [types.node]
@@ -91,18 +91,18 @@ def test_fix_drops_an_emptied_block(tmp_path: Path) -> None:
 
 
 def test_help_has_examples() -> None:
-    proc = tropo_process("check", "--help", cwd=Path.cwd())
+    proc = tropo_cli("check", "--help", cwd=Path.cwd())
     assert proc.returncode == 0 and "Examples:" in proc.stdout and "--staged" in proc.stdout
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["blast"], ["blast", "x", "--depth", "0"]])
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     make_vault(tmp_path)
-    proc = tropo_process(*args, cwd=tmp_path)
+    proc = tropo_cli(*args, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_bare_tropo_runs_check(tmp_path: Path) -> None:
     make_vault(tmp_path, {"meetings/x.md": "---\ndate: nope\n---\n"})
-    proc = tropo_process(cwd=tmp_path)
+    proc = tropo_cli(cwd=tmp_path)
     assert proc.returncode == 1 and "E103" in proc.stdout

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from strato.decide.decision import decide
-from tests.conftest import commit_all
 from tests.support import governed as builders
-from tests.tropo.helpers import make_vault, tropo
+from tests.support.repos import commit_all
+from tests.support.vaults import make_vault, tropo
 from tropo.governed.capsule import is_intact
 from tropo.governed.receipt import js_timestamp
 

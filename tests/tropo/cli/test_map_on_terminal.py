@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.terminal import on_terminal
+from tests.support.terminal import on_terminal
 
 CLIPBOARD, ERASE = "\x1b]52;c;ZXZpbA==\x07", "\x1b[2K"
 

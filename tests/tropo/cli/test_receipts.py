@@ -17,7 +17,7 @@ import pytest
 
 from create_vivary.cli import main as create_main
 from exo.cli import main as exo_main
-from tests.conftest import missing, upstream_bin
+from tests.support.requirements import missing, upstream_bin
 from tropo.cli import receipts
 from tropo.cli.main import main as tropo_main
 

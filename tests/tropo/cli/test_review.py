@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
 from tests.support.guard import outside_code
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_diff_between_commits(vault: Path) -> None:
     _, limited = tropo_json("diff", "HEAD~1..HEAD", "--blast-limit", "0", cwd=vault)
     assert limited["blast"]["tropo"] == {"count": 1, "nearest": []}
     assert out["counts"]["edges_newly_broken"] == 1 and out["counts"]["broken_added"] == 1
-    proc = tropo_process("diff", "HEAD~1..HEAD", "--fail-on", "broken", cwd=vault)
+    proc = tropo_cli("diff", "HEAD~1..HEAD", "--fail-on", "broken", cwd=vault)
     assert proc.returncode == 1 and "BROKEN 2026-06-12-kickoff --project--> tropo" in proc.stdout
     code, md, _ = tropo("diff", "HEAD~1..HEAD", "--markdown", cwd=vault)
     assert code == 0 and md.startswith("### Graph diff `HEAD~1..HEAD`")
@@ -93,7 +93,7 @@ def test_diff_cached_states_equal_fresh(vault: Path) -> None:
 def test_diff_bad_input(vault: Path, tmp_path: Path) -> None:
     for args in (["no-such..HEAD"], ["HEAD..no-such"], [], ["HEAD...HEAD"], ["..HEAD"],
                  ["HEAD..HEAD", "--staged"]):
-        proc = tropo_process("diff", *args, cwd=vault)
+        proc = tropo_cli("diff", *args, cwd=vault)
         assert proc.returncode == 2, args
         assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     # One side without a config: the revision before the workspace was adopted.
@@ -104,7 +104,7 @@ def test_diff_bad_input(vault: Path, tmp_path: Path) -> None:
     commit_all(other, "before")
     make_vault(other)
     commit_all(other, "adopt")
-    proc = tropo_process("diff", "HEAD~1..HEAD", cwd=other)
+    proc = tropo_cli("diff", "HEAD~1..HEAD", cwd=other)
     assert proc.returncode == 2 and "no tropo.toml in HEAD~1" in proc.stderr
 
 
@@ -143,9 +143,9 @@ def test_plan_reports_without_writing(vault: Path) -> None:
                                   "retype = { a = 1 }\n", "not toml ][\n"])
 def test_plan_bad_spec(vault: Path, text: str) -> None:
     write_files(vault, {"bad.toml": text})
-    proc = tropo_process("plan", "bad.toml", cwd=vault)
+    proc = tropo_cli("plan", "bad.toml", cwd=vault)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.startswith("tropo: plan:")
-    assert tropo_process("plan", "missing.toml", cwd=vault).returncode == 2
+    assert tropo_cli("plan", "missing.toml", cwd=vault).returncode == 2
 
 
 def test_log_follows_fields_and_renames(vault: Path) -> None:
@@ -173,9 +173,9 @@ def test_log_follows_fields_and_renames(vault: Path) -> None:
 
 
 def test_log_bad_input(vault: Path) -> None:
-    proc = tropo_process("log", "no-such-id", cwd=vault)
+    proc = tropo_cli("log", "no-such-id", cwd=vault)
     assert proc.returncode == 1 and "no document with id 'no-such-id'" in proc.stderr
-    proc = tropo_process("log", "jeff", "--rev", "nope", cwd=vault)
+    proc = tropo_cli("log", "jeff", "--rev", "nope", cwd=vault)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
@@ -191,10 +191,10 @@ def test_what_a_document_or_commit_says_is_shown_not_obeyed(vault: Path) -> None
                         "Folders \x1b]52;c;cm0=\x07 as types.\n"})
     git(vault, "add", "-A")
     git(vault, "-c", "user.name=Ev\x1b[2Kil", "commit", "-q", "-m", "change \x1b]52;c;x\x07")
-    md = tropo_process("diff", "HEAD~1..HEAD", "--markdown", cwd=vault).stdout
+    md = tropo_cli("diff", "HEAD~1..HEAD", "--markdown", cwd=vault).stdout
     assert "evil.example" in md and "evil.example" not in outside_code(md)
     for args in (("diff", "HEAD~1..HEAD", "--markdown"), ("diff", "HEAD~1..HEAD"), ("graph",),
                  ("log", "0001-folder-as-type"), ("check",), ("query", "folders"), ("find", "folders")):
-        out = tropo_process(*args, cwd=vault).stdout
+        out = tropo_cli(*args, cwd=vault).stdout
         assert not [c for c in "\x1b\x07\u034f" if c in out], (args, out)
         assert "U+001B" in out or "\\x1b" in out, (args, out)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tests.conftest import git
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

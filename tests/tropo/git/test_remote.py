@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import remote as gitremote
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
+from tests.support.repos import commit_all, write_files
 from tropo.git import repo as gitrepo
 
 

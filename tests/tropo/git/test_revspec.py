@@ -8,7 +8,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tests.conftest import git
+from tests.support.repos import git
 from tropo.git import repo as gitrepo
 from tropo.git.revspec import AmbiguousRevision, resolve_commit, spelled
 

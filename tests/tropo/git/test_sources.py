@@ -7,8 +7,8 @@ import json
 import marshal
 from pathlib import Path
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import codes, drop_answers, make_vault, tropo, tropo_json
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import codes, drop_answers, make_vault, tropo, tropo_json
 from tropo.check.workspace import Source, open_workspace
 
 BROKEN = "---\ndate: 2026-01-01\nattendees: [ghost]\n---\n"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git.repo import require
 from tropo.git.worktrees import WorktreeError, add_worktree, checked_out_at
 

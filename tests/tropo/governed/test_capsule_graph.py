@@ -15,6 +15,8 @@ from tests.support.oracle import run_upstream
 from tropo.governed.capsule import is_intact
 from tropo.governed.capsule_graph import compile_capsule, graph_fingerprint
 
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-core): -m "not slow" leaves it out
+
 UPSTREAM_VERIFY = """
 import json, sys
 from vivary_core.capsule_compile import verify_task_capsule_integrity

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import missing, upstream_bin
+from tests.support.requirements import missing, upstream_bin
 from tropo.governed import collation_table
 from tropo.governed.collation import Uncollatable, locale_key, path_key
 

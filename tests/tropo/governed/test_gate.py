@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import governed as b
-from tests.tropo.review.test_verify_governed import CAPSULE, GATE, edit, resealed_receipt
+from tests.support.sealed import CAPSULE, GATE, edit, resealed_receipt
 
 DRIVER = Path(__file__).with_name("verdict_driver.py")
 RECEIPT = b.receipt(CAPSULE)

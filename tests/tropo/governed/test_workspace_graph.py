@@ -16,62 +16,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.sealed import ACCENTED, seeded_observation
 from tropo.governed.workspace_graph import is_canonical, project
 
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-core): -m "not slow" leaves it out
+
 DRIVER = Path(__file__).with_name("projection_driver.py")
-NAMES = ["a", "B", "c-d", "c_d", "Zed", "zed", "x.y", "0n", "A B", "a~", "a$", "Q"]
-ACCENTED = ["caf\u00e9", "Caf\u00e9", "cafe", "na\u00efve", "\u00c6r\u00f8", "stra\u00dfe", "strasse", "a\u2026b",
-            "\u00a0x", "x\u00ad", "\u4e2d\u6587", "\U0001f600", "\u0142\u00f3d\u017a"]
 JSON = dict[str, Any]
-
-
-def _facts(r: random.Random) -> JSON:
-    facts: JSON = {"is_git_repository": {"status": "known", "value": r.random() < 0.9}}
-    if r.random() < 0.8:
-        facts["head_revision"] = {"status": "known", "value": r.choice(["abc", "def"]),
-                                  "evidence": {"command": "git rev-parse HEAD"}}
-    if r.random() < 0.2:
-        facts["head_revision"] = {"status": "unknown", "reason": "no_head"}
-    if r.random() < 0.7:
-        remotes = [{"name": r.choice(["origin", "up"]), "fetch_url": r.choice(["https://x/a.git", "https://x/b.git"])}]
-        facts["remotes"] = {"status": "known", "value": remotes[: r.randint(0, 1)]}
-    if r.random() < 0.4:
-        ref = r.choice([{"kind": "branch", "name": "main"}, {"kind": "detached"}])
-        facts["head_ref"] = {"status": "known", "value": ref}
-    if r.random() < 0.3:
-        entries = [{"state": r.choice(["M", "??"]), "path": f"f{j}.md"} for j in range(r.randint(0, 3))]
-        facts["dirty_entries"] = {"status": "known", "value": entries[::-1]}
-        facts["is_dirty"] = {"status": "known", "value": True}
-    if r.random() < 0.3:
-        facts["git_common_dir"] = {"status": "known", "value": "/workspace/.git"}
-    if r.random() < 0.3:
-        facts["last_fetch"] = {"status": "known", "value": "2026-07-26T11:00:00Z"}
-    if r.random() < 0.2:
-        facts["workspace_markers"] = {"status": "known", "value": ["tropo.toml", "AGENTS.md"]}
-    return facts
-
-
-def _observation(r: random.Random, index: int, pool: list[str] = NAMES) -> JSON:
-    names = r.sample(pool, r.randint(0, 7))
-    refused = r.sample(["/etc", "/Etc", "/tmp/x", "rel", "/e-c", "/e_c"], r.randint(0, 4))
-    observation: JSON = {
-        "observed_at": "2026-07-26T12:00:00Z",
-        "allowlist": ["/workspace"],
-        "checkouts": [{"path": f"/workspace/{name}", "facts": _facts(r)} for name in names],
-        "refusals": [{"path": path, "status": "refused", "reason": "outside_allowlist"} for path in refused],
-    }
-    bend = index % 10
-    if bend == 1 and names:
-        observation["checkouts"].append(observation["checkouts"][0])  # the same checkout twice
-    elif bend == 2:
-        observation["allowlist"] = ["workspace"]
-    elif bend == 3 and names:
-        observation["checkouts"][0]["facts"]["head_ref"] = {"status": "known", "value": {"kind": "tag"}}
-    elif bend == 4:
-        observation["refusals"].append({"path": "rel", "status": "refused", "reason": "resolved_outside_allowlist"})
-    elif bend == 5 and names:
-        observation["checkouts"][0]["path"] = "/workspace/../x"
-    return observation
 
 
 def _strings(r: random.Random) -> list[str]:
@@ -91,9 +42,9 @@ def _run(python: Path | str, spec: JSON) -> JSON:
 @pytest.fixture(scope="module")
 def spec() -> JSON:
     r = random.Random(18)
-    observations = [_observation(r, i) for i in range(80)]
+    observations = [seeded_observation(r, i) for i in range(80)]
     accented = random.Random(1808)
-    observations += [_observation(accented, i, ACCENTED) for i in range(40)]
+    observations += [seeded_observation(accented, i, ACCENTED) for i in range(40)]
     return {"observations": observations, "strings": _strings(r)}
 
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import commit_all, git
-from tests.hooks.cli import run_cli
-from tests.tropo.review.workspaces import workspace
+from tests.support.cli import run_cli
+from tests.support.repos import commit_all, git
+from tests.support.review_workspaces import workspace
 from tropo.check.graph import Edge, Graph, Node
 from tropo.review import budget, packs
 
-DRIVER = Path(__file__).parents[2] / "hooks" / "frontdoor_driver.py"
+DRIVER = Path(__file__).parents[2] / "vivary" / "frontdoor_driver.py"
 PER_PACK = 52
 RULES = {
     "structure": {"change-unverified", "change-ungated", "module-unverified", "orphan",

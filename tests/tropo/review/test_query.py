@@ -13,44 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import tropo, tropo_json, tropo_process
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vaults import SEARCH, tropo, tropo_cli, tropo_json
 from tropo.check.workspace import open_workspace
 from tropo.review.retrieval import estimate_tokens, open_search, trim
 from tropo.review.search import word_counts
 from tropo.review.search_index import BodyIndex
-
-SEARCH_CONFIG = """\
-version = 1
-[base]
-derive = ["id", "title"]
-optional = { tags = "string-list" }
-[types.decision]
-folder = "decisions"
-required = { status = "enum:proposed|accepted" }
-optional = { affects = "ref-list" }
-[types.module]
-folder = "modules"
-optional = { owner = "string", depends_on = "ref" }
-"""
-
-SEARCH = {
-    "tropo.toml": SEARCH_CONFIG,
-    "decisions/release-workflow.md":
-        "---\nstatus: accepted\naffects: [agent-workspace, ghost]\ntags: [release, truth]\n---\n"
-        "# Release workflow\n\nRelease truth is owned by the release workflow.\n"
-        "Auth_token and authentication live elsewhere.\n",
-    "decisions/old-release.md":
-        "---\nstatus: proposed\naffects: [retrieval]\n---\n# Old release\n\n" + "filler words " * 40
-        + "and at the very end the release truth again.\n",
-    "modules/agent-workspace.md":
-        "---\nowner: Release team\n---\n# Agent workspace\n\nThe workspace where agents run. "
-        "Truth lives here; truthful notes.\n",
-    "modules/retrieval.md": "---\ndepends_on: agent-workspace\n---\n# Retrieval\n\n"
-                            "Retrieval of release notes. CAFÉ café Truth.\r\nSecond line\r\n",
-    "notes/loose.md": "no heading, just release text about the truth and the release\n",
-    "notes/empty.md": "---\ntags: [truth]\n---\n",
-}
 
 
 @pytest.fixture
@@ -195,16 +163,16 @@ def test_trim_keeps_order_and_fits() -> None:
 
 def test_bad_input(search_ws: Path) -> None:
     for cmd in ("query", "find"):
-        proc = tropo_process(cmd, "   ", cwd=search_ws)
+        proc = tropo_cli(cmd, "   ", cwd=search_ws)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert proc.stderr.count("\n") == 1 and "give the text" in proc.stderr
     code, out = tropo_json("query", "the", "of", cwd=search_ws)  # only stopwords: all terms count
     assert code == 0 and out["results"]
     code, out = tropo_json("find", "truth", "--budget", "1", cwd=search_ws)
     assert code == 0 and len(out["results"]) == 1 and out["budget"] == 1
-    proc = tropo_process("query", "x", "--rev", "no-such-rev", cwd=search_ws)
+    proc = tropo_cli("query", "x", "--rev", "no-such-rev", cwd=search_ws)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    proc = tropo_process("query", "x", "--staged", "--rev", "HEAD", cwd=search_ws)
+    proc = tropo_cli("query", "x", "--staged", "--rev", "HEAD", cwd=search_ws)
     assert proc.returncode == 2
     code, _, _ = tropo("query", "x", "--k", "-1", cwd=search_ws)
     assert code == 2

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
-from tests.tropo.helpers import tropo_process
-from tests.tropo.review.test_query import SEARCH
+from tests.support.repos import commit_all, write_files
+from tests.support.vaults import SEARCH, tropo_cli
 from tropo.review.search_index import BodyIndex
 
 HOLDER = textwrap.dedent("""
@@ -45,7 +44,7 @@ def _ids(proc: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def test_query_answers_while_another_process_holds_the_index(search_ws: Path) -> None:
-    before = _ids(tropo_process("query", "release", "--json", cwd=search_ws))
+    before = _ids(tropo_cli("query", "release", "--json", cwd=search_ws))
     write_files(search_ws, {"notes/new.md": "# New release note\n"})  # needs an index write
     index = search_ws / ".git" / "vivary" / "search.v1.sqlite"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(index)],
@@ -53,7 +52,7 @@ def test_query_answers_while_another_process_holds_the_index(search_ws: Path) ->
     assert holder.stdin is not None and holder.stdout is not None
     try:
         assert holder.stdout.readline() == "held\n"
-        during = tropo_process("query", "release", "--json", cwd=search_ws)
+        during = tropo_cli("query", "release", "--json", cwd=search_ws)
         assert during.stderr == ""
         assert holder.poll() is None  # the lock was held for the whole query
     finally:
@@ -62,7 +61,7 @@ def test_query_answers_while_another_process_holds_the_index(search_ws: Path) ->
         assert holder.stdout.readline() == "released\n"
         holder.wait()
     assert sorted(_ids(during)) == sorted([*before, "new"])
-    after = _ids(tropo_process("query", "release", "--json", cwd=search_ws))
+    after = _ids(tropo_cli("query", "release", "--json", cwd=search_ws))
     assert after == _ids(during)
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
-from tests.tropo.helpers import make_vault, tropo
-from tests.tropo.walk import answered, random_step, vault_repo
+from tests.support.repos import commit_all, git, write_files
+from tests.support.vault_walks import answered, random_step, vault_repo
+from tests.support.vaults import make_vault, tropo
 from tropo.git.snapshot import Source
 from tropo.review import statediff
 

@@ -20,29 +20,18 @@ from typing import Any
 import pytest
 
 from tests.support import governed as b
+from tests.support.sealed import ACCENTED, CAPSULE, GATE, edit, resealed_receipt, sealed, seeded_observation
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.governed.receipt import build_receipt
 from tropo.governed.request import refusal
 from tropo.governed.workspace_graph import project, topology_fingerprint
 
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-core): -m "not slow" leaves it out
+
 DRIVER = Path(__file__).with_name("verify_driver.py")
 JSON = dict[str, Any]
 T = b.T0
-
-
-def sealed(base: JSON, **workspace: Any) -> JSON:
-    """A compiled capsule a graphless verification accepts: a repair topology
-    fingerprint, and the task declaring the checks it requires."""
-    capsule = copy.deepcopy(base)
-    capsule["workspace"].update({"repair_topology_fingerprint": "topology_1", **workspace})
-    capsule["workspace"] = {k: v for k, v in capsule["workspace"].items() if v is not ...}
-    capsule["task"]["required_checks"] = copy.deepcopy(capsule["required_checks"])
-    return b.seal(capsule)
-
-
-CAPSULE = sealed(b.capsule())
-GATE = {"name": "merge", "required_checks": [GRAPH_CHECK["name"]], "require_claims_verified": True}
 
 
 def request(capsule: JSON | None = None, receipt: Any = ..., **fields: Any) -> JSON:
@@ -59,31 +48,6 @@ def request(capsule: JSON | None = None, receipt: Any = ..., **fields: Any) -> J
         del doc["receipt"]
     doc.update(fields)
     return {k: v for k, v in doc.items() if v is not ...}
-
-
-def edit(doc: JSON, path: str, value: Any) -> JSON:
-    """``doc`` with the dotted ``path`` set to ``value`` (``...`` deletes it)."""
-    doc = copy.deepcopy(doc)
-    *parents, last = path.split(".")
-    target: Any = doc
-    for key in parents:
-        target = target[int(key)] if isinstance(target, list) else target[key]
-    if value is ...:
-        del target[last]
-    elif isinstance(target, list):
-        target[int(last)] = value
-    else:
-        target[last] = value
-    return doc
-
-
-def resealed_receipt(receipt: JSON, path: str, value: Any) -> JSON:
-    from tropo.canonical import fingerprint
-    from tropo.governed.capsule import body
-
-    changed = edit(receipt, path, value)
-    changed["fingerprint"] = fingerprint(body(changed, "receipt_id", "fingerprint"))
-    return changed
 
 
 def _valid() -> dict[str, Any]:
@@ -634,12 +598,11 @@ def _task(r: random.Random, checkouts: list[JSON]) -> JSON:
 def _specs() -> list[JSON]:
     """Observed workspaces (markers, dirty files, remotes, divergent heads) and tasks over
     them, for the suite to project and compile."""
-    from tests.tropo.governed.test_workspace_graph import _observation
 
     r = random.Random(1818)
     specs = []
     for index in range(60):
-        observation = _observation(r, index * 10)
+        observation = seeded_observation(r, index * 10)
         observation["observed_at"] = CAPSULE["workspace"]["observed_at"]
         for checkout in observation["checkouts"]:
             if r.random() < 0.15 and "head_revision" in checkout["facts"]:
@@ -711,7 +674,6 @@ def _content_specs() -> list[JSON]:
 def _accented_specs() -> list[JSON]:
     """Workspaces of accented (and some uncollatable) checkout names, most with more than
     ten dirty files of accented names, so claim texts cut their listing with `…`."""
-    from tests.tropo.governed.test_workspace_graph import ACCENTED
 
     r = random.Random(1810)
     files = ["r\u00e9sum\u00e9.md", "notes.md", "\u00dcber.txt", "a\u2026", "Z.md", "\u00e6.md"]
@@ -782,11 +744,11 @@ def _drive(python: Path | str, runs: list[JSON]) -> list[JSON]:
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, JSON]]:
-    from tests.conftest import upstream_bin
+    from tests.support.requirements import upstream_bin
 
     ozone = upstream_bin("ozone")
     if ozone is None:
-        from tests.conftest import missing
+        from tests.support.requirements import missing
 
         missing("upstream ozone not installed: run `make upstream` to compare")
     tmp = tmp_path_factory.mktemp("verify")

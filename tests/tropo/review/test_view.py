@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, missing, write_files
-from tests.tropo.cdp import Page, find_chromium
-from tests.tropo.helpers import make_vault, tropo, tropo_json, tropo_process
+from tests.support.cdp import Page, find_chromium
+from tests.support.repos import commit_all, git, write_files
+from tests.support.requirements import missing
+from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
 
 
 @pytest.fixture
@@ -57,6 +58,7 @@ def _label_heights(page: Page) -> list[float]:
     return heights
 
 
+@pytest.mark.slow  # a browser test
 def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     _big_workspace(repo_dir, 500, 120)
     commit_all(repo_dir)
@@ -117,6 +119,7 @@ def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     assert page.errors() == []
 
 
+@pytest.mark.slow  # a browser test
 def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> None:
     _big_workspace(repo_dir, 10_001, 10_000)
     commit_all(repo_dir)
@@ -142,20 +145,20 @@ def test_view_out_refusals(repo_dir: Path, tmp_path: Path) -> None:
     (repo_dir / "link.html").symlink_to(outside)
     (repo_dir / "adir.html").mkdir()
     for out, code in ((str(outside), 1), ("link.html", 1), ("../outside.html", 1), ("adir.html", 2)):
-        proc = tropo_process("view", "--out", out, cwd=repo_dir)
+        proc = tropo_cli("view", "--out", out, cwd=repo_dir)
         assert proc.returncode == code and "Traceback" not in proc.stderr, (out, proc.stderr)
     assert outside.read_text() == "keep"
     for args in (["blast"], ["blast", "nope"], ["graph", "jeff"], ["other"]):
-        proc = tropo_process("view", *args, cwd=repo_dir)
+        proc = tropo_cli("view", *args, cwd=repo_dir)
         assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
-    proc = tropo_process("view", "blast", "tropo", cwd=repo_dir)
+    proc = tropo_cli("view", "blast", "tropo", cwd=repo_dir)
     assert proc.returncode == 0 and proc.stdout.startswith("<!doctype html>")
     assert '"id": "2026-06-12-kickoff"' in proc.stdout and '"id": "jeff"' not in proc.stdout
 
 
 def test_view_escapes_content(repo_dir: Path) -> None:
     make_vault(repo_dir, {"people/evil.md": "---\nrelationship: \"</script><script>alert(1)</script>\"\n---\n"})
-    proc = tropo_process("view", cwd=repo_dir)
+    proc = tropo_cli("view", cwd=repo_dir)
     assert proc.returncode == 0
     assert "<script>alert(1)" not in proc.stdout and proc.stdout.count("</script>") == 2
 
@@ -183,8 +186,8 @@ def test_map_needs_no_config_and_rejects_bad_paths(tmp_path: Path) -> None:
     write_files(tmp_path, {"a/one.md": "x", "a/two.md": "y"})
     code, out = tropo_json("map", cwd=tmp_path)
     assert code == 0 and out["summary"]["total_files"] == 2
-    assert tropo_process("map", "no-such-dir", cwd=tmp_path).returncode == 2
-    assert tropo_process("map", "a", "--root", "a", cwd=tmp_path).returncode == 2
+    assert tropo_cli("map", "no-such-dir", cwd=tmp_path).returncode == 2
+    assert tropo_cli("map", "a", "--root", "a", cwd=tmp_path).returncode == 2
 
 
 def test_view_out_never_overwrites_what_it_did_not_write(repo_dir: Path) -> None:
@@ -201,23 +204,23 @@ def test_view_out_never_overwrites_what_it_did_not_write(repo_dir: Path) -> None
              ("notes/keep.txt", "not a page tropo view wrote"),
              ("missing/dir/graph.html", "the directory")]
     for out, message in cases:
-        proc = tropo_process("view", "--out", out, cwd=repo_dir)
+        proc = tropo_cli("view", "--out", out, cwd=repo_dir)
         assert (proc.returncode, message in proc.stderr) == (1, True), (out, proc.stderr)
         assert proc.stderr.count("\n") == 1 and "outside the workspace" not in proc.stderr
     assert not (repo_dir / ".git/new.html").exists() and not (repo_dir / "missing").exists()
     assert {p: (repo_dir / p).read_bytes() for p in before} == before
     # Our own page is rewritten freely; --force overwrites a tracked file, never .git.
     for _ in range(2):
-        assert tropo_process("view", "--out", "graph.html", cwd=repo_dir).returncode == 0
-    assert tropo_process("view", "--out", rel, "--force", cwd=repo_dir).returncode == 0
+        assert tropo_cli("view", "--out", "graph.html", cwd=repo_dir).returncode == 0
+    assert tropo_cli("view", "--out", rel, "--force", cwd=repo_dir).returncode == 0
     assert (repo_dir / rel).read_bytes().startswith(b"<!doctype html>")
-    forced = tropo_process("view", "--out", ".git/config", "--force", cwd=repo_dir)
+    forced = tropo_cli("view", "--out", ".git/config", "--force", cwd=repo_dir)
     assert forced.returncode == 1 and (repo_dir / ".git/config").read_bytes() == before[".git/config"]
 
 
 def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     write_files(tmp_path, {"tropo.toml": "version = 1\n", "a.md": "# A\n"})
-    assert tropo_process("view", "--out", "graph.html", cwd=tmp_path).returncode == 0
-    proc = tropo_process("view", "--out", "a.md", cwd=tmp_path)
+    assert tropo_cli("view", "--out", "graph.html", cwd=tmp_path).returncode == 0
+    proc = tropo_cli("view", "--out", "a.md", cwd=tmp_path)
     assert proc.returncode == 1 and "not a page tropo view wrote" in proc.stderr
     assert (tmp_path / "a.md").read_text() == "# A\n"

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import git
-from tests.exo.workspaces import ITEM, clone, make_remote
+from tests.support.coordination import ITEM, clone, make_remote
+from tests.support.repos import git
 
 EXO = str(Path(sys.executable).parent / "exo")
 SCHEMA = "vivary.exo-control-request/v0"

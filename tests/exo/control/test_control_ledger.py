@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exo.control import ledger, scope
-from tests.exo.control_requests import ledger_of
+from tests.support.control_requests import ledger_of
 
 NOW = "2026-01-01T00:00:00Z"
 seeds = st.integers(min_value=0, max_value=10_000)

@@ -21,7 +21,9 @@ import pytest
 from click.testing import CliRunner
 
 from exo.cli import main
-from tests.exo.control_requests import OPERATIONS, collisions, documents
+from tests.support.control_requests import OPERATIONS, collisions, documents
+
+pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-core): -m "not slow" leaves it out
 
 EXO = str(Path(sys.executable).parent / "exo")
 PER_OPERATION = 60

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, git, write_files
+from tests.support.approvals import approve_agents
+from tests.support.console import BIN
+from tests.support.repos import commit_all, git, write_files
 
-BIN = Path(sys.executable).parent
 LINE = re.compile(r"vivary: serving http://([0-9.]+):(\d+)/\?token=([A-Za-z0-9_-]+)\n\Z")
 
 SPEC = """\

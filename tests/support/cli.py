@@ -1,23 +1,27 @@
-"""Run our console scripts as real subprocesses, the way a user or an agent would,
-and break a fresh workspace's graph in a known place."""
+"""Our console scripts answered as a user or an agent sees them (exit code, stdout,
+stderr, the --json document), run in this process; and a fresh workspace's graph broken
+in a known place."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-BIN = Path(sys.executable).parent
+from tests.support.console import run
+
 CHANGE = "changes/local-ci-baseline.md"  # the coding preset's starter change
 
 
 def run_cli(name: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / name), *args], cwd=cwd, capture_output=True, text=True, check=False)
+    """`name ARGS...` in process (tests.support.console.run); `run_process` where the
+    process boundary is what a test proves."""
+    return run(name, *args, cwd=cwd)
 
 
 def run_json(name: str, *args: str, cwd: Path | None = None) -> tuple[int, Any]:
+    """(exit code, the parsed --json document) of `name ARGS... --json`."""
     proc = run_cli(name, *args, "--json", cwd=cwd)
     return proc.returncode, json.loads(proc.stdout)
 

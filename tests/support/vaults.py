@@ -1,17 +1,17 @@
-"""Workspace builders and a CLI runner shared by the tropo tests."""
+"""Vault workspaces (a typed vault, a workspace to search) and a tropo CLI runner."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
-from tests.conftest import write_files
+from tests.support.console import run
+from tests.support.repos import write_files
 from tropo.cli.main import main
 
 VAULT_CONFIG = """\
@@ -52,6 +52,40 @@ VAULT = {
 }
 
 
+# A workspace to search: ranked fields, a broken reference, CRLF and accents, an empty note.
+SEARCH_CONFIG = """\
+version = 1
+[base]
+derive = ["id", "title"]
+optional = { tags = "string-list" }
+[types.decision]
+folder = "decisions"
+required = { status = "enum:proposed|accepted" }
+optional = { affects = "ref-list" }
+[types.module]
+folder = "modules"
+optional = { owner = "string", depends_on = "ref" }
+"""
+
+SEARCH = {
+    "tropo.toml": SEARCH_CONFIG,
+    "decisions/release-workflow.md":
+        "---\nstatus: accepted\naffects: [agent-workspace, ghost]\ntags: [release, truth]\n---\n"
+        "# Release workflow\n\nRelease truth is owned by the release workflow.\n"
+        "Auth_token and authentication live elsewhere.\n",
+    "decisions/old-release.md":
+        "---\nstatus: proposed\naffects: [retrieval]\n---\n# Old release\n\n" + "filler words " * 40
+        + "and at the very end the release truth again.\n",
+    "modules/agent-workspace.md":
+        "---\nowner: Release team\n---\n# Agent workspace\n\nThe workspace where agents run. "
+        "Truth lives here; truthful notes.\n",
+    "modules/retrieval.md": "---\ndepends_on: agent-workspace\n---\n# Retrieval\n\n"
+                            "Retrieval of release notes. CAFÉ café Truth.\r\nSecond line\r\n",
+    "notes/loose.md": "no heading, just release text about the truth and the release\n",
+    "notes/empty.md": "---\ntags: [truth]\n---\n",
+}
+
+
 def make_vault(root: Path, extra: dict[str, str] | None = None) -> Path:
     write_files(root, {**VAULT, **(extra or {})})
     return root
@@ -73,10 +107,10 @@ def tropo_json(*args: str, cwd: Path) -> tuple[int, Any]:
     return code, json.loads(out)
 
 
-def tropo_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a real process, for exit codes and stderr as a shell sees them."""
-    return subprocess.run([sys.executable, "-m", "tropo", *args], cwd=cwd,
-                          capture_output=True, text=True, check=False)
+def tropo_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`tropo ARGS` in ``cwd`` as a shell sees it (exit code, stdout, stderr), run in
+    process; unlike `tropo`, no ``--root`` is added."""
+    return run("tropo", *args, cwd=cwd)
 
 
 def codes(payload: dict[str, Any]) -> list[tuple[str, int, str]]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import git, write_files
-from tests.tropo.helpers import make_vault
+from tests.support.repos import git, write_files
+from tests.support.vaults import make_vault
 
 
 def vault_repo(tmp_path: Path, subdir: str) -> tuple[Path, Path]:
