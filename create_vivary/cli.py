@@ -37,7 +37,7 @@ class _BareTargetGroup(ReceiptGroup):
         return argv
 
 
-@click.group(cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
+@click.group("create-vivary", cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:

@@ -62,7 +62,7 @@ def _remote_option(func: F) -> F:
     )(func)
 
 
-@click.group(cls=ReceiptGroup, receipt_tool="exo", receipt_default="conflicts",
+@click.group("exo", cls=ReceiptGroup, receipt_tool="exo", receipt_default="conflicts",
              invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git", prog_name="exo")
 @click.pass_context

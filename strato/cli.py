@@ -16,7 +16,7 @@ from strato.runs.lanes.cli import lanes_command
 from tropo.console import JsonErrorsGroup
 
 
-@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("strato", cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard, MCP server."""

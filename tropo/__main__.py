@@ -1,3 +1,3 @@
 from tropo.cli.main import main
 
-main(prog_name="tropo")  # named as its console script: messages say `tropo: ...`
+main()

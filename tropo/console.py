@@ -78,10 +78,11 @@ def stop(message: str, exit_code: int, *, prog: str | None = None) -> NoReturn:
     """One line `PROG: MESSAGE` on stderr (hidden characters shown, since messages quote
     what others wrote) and the exit code; alone, it ends a failure whose document the
     command printed itself (a governed refusal, Stratum's guard envelope, the validator's
-    report). `prog` is by default the name the command was run by (`tropo`, `exo`, `vivary`)."""
+    report). `prog` is by default the name of the command's own console script (`tropo`,
+    `exo`, `create-vivary`: its top group's name), also when the front door runs it."""
     if prog is None:
         ctx = click.get_current_context(silent=True)
-        prog = (ctx.find_root().info_name if ctx is not None else None) or "error"
+        prog = (ctx.find_root().command.name if ctx is not None else None) or "error"
     click.echo(f"{prog}: {untrusted.visible(message)}", err=True)
     sys.exit(exit_code)
 

@@ -61,7 +61,7 @@ def _report_actions(as_json: bool, top: Path, names: tuple[str, ...], actions: l
     )
 
 
-@click.group(cls=frontdoor.FrontDoor, invoke_without_command=True,
+@click.group("vivary", cls=frontdoor.FrontDoor, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 @click.pass_context

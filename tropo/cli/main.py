@@ -141,7 +141,7 @@ def verify_request(argv: Sequence[str]) -> str | None:
     return words[1] if len(words) > 1 and words[0] == "verify" else None
 
 
-@click.group(cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
+@click.group("tropo", cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
              receipt_default="check", receipt_request=verify_request,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")

@@ -22,7 +22,7 @@ from tests.tropo.review.workspaces import workspace
 from tropo.check.graph import Edge, Graph, Node
 from tropo.review import budget, packs
 
-DRIVER = Path(__file__).parents[2] / "hooks" / "frontdoor_driver.py"
+DRIVER = Path(__file__).parents[2] / "vivary" / "frontdoor_driver.py"
 PER_PACK = 52
 RULES = {
     "structure": {"change-unverified", "change-ungated", "module-unverified", "orphan",
