@@ -1,4 +1,5 @@
-"""The ``create-vivary`` command: init, doctor, adopt."""
+"""The ``create-vivary`` command: init, wizard, capabilities and doctor here; adopt and
+record in `create_vivary.adopt_cli`."""
 
 from __future__ import annotations
 
@@ -6,54 +7,21 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
-from create_vivary import adopt as adopt_mod
 from create_vivary import capabilities as caps
 from create_vivary import doctor as doctor_mod
 from create_vivary import init as init_mod
-from create_vivary import journal, minimal, thin, thin_adopt, thin_journal, thin_report, trend, wizard
-from create_vivary import record as record_mod
+from create_vivary import minimal, thin, trend, wizard
+from create_vivary.adopt_cli import adopt, record_command
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
-from create_vivary.scaffold import TemplateError
+from create_vivary.terminal import doctor_problems, files_text, guarded, json_option, target_argument
 from tropo.cli.receipts import ReceiptGroup
+from tropo.console import REFUSED, USAGE, emit, fail
 from tropo.fs.rooted import UnsafePath, write_within
-from tropo.git import gitcli
-
-_json = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-_dir = click.argument("target", type=click.Path(path_type=Path))
-
-
-def _fail(as_json: bool, code: int, message: str) -> NoReturn:
-    if as_json:
-        click.echo(json.dumps({"ok": False, "error": message}, sort_keys=True))
-    click.echo(f"create-vivary: {message}", err=True)
-    sys.exit(code)
-
-
-def _guarded(as_json: bool, fn: Callable[[], Any]) -> Any:
-    """Run ``fn``; expected failures become one line on stderr and an exit code."""
-    try:
-        return fn()
-    except ValueError as exc:
-        if isinstance(exc, UnsafePath | TemplateError):
-            _fail(as_json, 1, str(exc))
-        _fail(as_json, 2, str(exc))
-    except (Refused, gitcli.GitError) as exc:
-        _fail(as_json, 1, str(exc))
-    except OSError as exc:
-        _fail(as_json, 1, f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
-
-
-def _emit(as_json: bool, payload: dict[str, Any], text: list[str]) -> None:
-    click.echo(json.dumps(payload, sort_keys=True) if as_json else "\n".join(text))
-
-
-def _files_text(files: list[dict[str, Any]]) -> list[str]:
-    return [f"  {f['action']:9} {f['path']}" for f in files if f["action"] != "unchanged"]
 
 
 class _BareTargetGroup(ReceiptGroup):
@@ -61,13 +29,15 @@ class _BareTargetGroup(ReceiptGroup):
     ``create-vivary DIR`` is its init, which here is ``init --minimal``. A folder that
     shares a command's name is given as ``./doctor`` (or after ``init``)."""
 
+    error_as_text = True  # the published create-vivary's error document: {"ok": false, "error": "..."}
+
     def route(self, argv: list[str]) -> list[str]:
         if argv and not argv[0].startswith("-") and argv[0] not in self.commands:
             return ["init", "--minimal", *argv]
         return argv
 
 
-@click.group(cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
+@click.group("create-vivary", cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
@@ -104,7 +74,7 @@ def _storage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @main.command()
-@_dir
+@target_argument
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), default="coding", show_default=True)
 @click.option("--minimal", is_flag=True,
               help="create-vivary 0.4.3's init: the five-file thin-v0.3 seed, no git until --commit.")
@@ -121,7 +91,7 @@ def _storage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--auto", is_flag=True, help="No prompts (implies --yes).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @_storage_options
-@_json
+@json_option
 def init(target: Path, preset: str, minimal: bool, project: str | None, force: bool, commit: bool,
          dry_run: bool, auto: bool, yes: bool, as_json: bool, **seed: Any) -> None:
     """Lay down a new workspace in TARGET: files, git repository, hooks.
@@ -137,30 +107,28 @@ def init(target: Path, preset: str, minimal: bool, project: str | None, force: b
         return
     given = [name for name in _SEED_ONLY if seed[name] not in (None, (), False)]
     if given:
-        _fail(as_json, 2, f"--{given[0].replace('_', '-')} belongs to the thin seed: add --minimal")
-    plan = _guarded(
-        as_json,
-        lambda: init_mod.plan(target, preset, project_name(target, project), force=force, commit=commit),
-    )
+        fail(f"--{given[0].replace('_', '-')} belongs to the thin seed: add --minimal", USAGE)
+    plan = guarded(lambda: init_mod.plan(target, preset, project_name(target, project),
+                                         force=force, commit=commit))
     body = plan.as_json()
     if dry_run:
-        _emit(
+        emit(
             as_json,
             {"ok": True, "mode": "dry-run", **body},
             [
                 f"create-vivary: plan for {plan.root} ({plan.preset})",
-                *_files_text(body["files"]),
+                *files_text(body["files"]),
                 f"plan: {plan.hash}",
             ],
         )
         return
     interactive = not (auto or yes or as_json) and sys.stdin.isatty()
     if interactive:
-        click.echo("\n".join(_files_text(body["files"])), err=True)
+        click.echo("\n".join(files_text(body["files"])), err=True)
         if not click.confirm(f"write {len(plan.files)} file(s) to {plan.root}?", err=True):
-            _fail(False, 1, "cancelled; nothing written")
-    result = _guarded(as_json, lambda: init_mod.apply(plan))
-    _emit(
+            fail("cancelled; nothing written", REFUSED)
+    result = guarded(lambda: init_mod.apply(plan))
+    emit(
         as_json,
         {"ok": True, "mode": "applied", **result},
         [
@@ -182,16 +150,16 @@ def _init_minimal(target: Path, preset: str, project: str | None, commit: bool, 
     """create-vivary 0.4.3's init: same checks, same files, same report (its --yes only
     confirms installs, and we install nothing)."""
     adapters = tuple(seed["adapter"])
-    root = _guarded(as_json, lambda: minimal.resolve_target(target))
-    _guarded(as_json, lambda: minimal.check_empty(root))
+    root = guarded(lambda: minimal.resolve_target(target))
+    guarded(lambda: minimal.check_empty(root))
     choice = wizard.decide(_answers(seed, auto, dry_run, as_json), command="init")
-    plan = _guarded(as_json, lambda: minimal.plan(target, preset, adapters, seed["active_context"],
+    plan = guarded(lambda: minimal.plan(target, preset, adapters, seed["active_context"],
                                                   choice, project))
     done: dict[str, Any] = {}
     if not dry_run:
-        _guarded(as_json, lambda: minimal.apply(plan, lambda: _healthy(plan.root)))
+        guarded(lambda: minimal.apply(plan, lambda: _healthy(plan.root)))
         if commit:
-            done = _guarded(as_json, lambda: init_mod.commit_seed(plan.root, list(plan.files), preset))
+            done = guarded(lambda: init_mod.commit_seed(plan.root, list(plan.files), preset))
     if as_json:
         report = {
             "ok": True, "root": str(plan.root), "contract": thin.CONTRACT, "preset": preset,
@@ -215,18 +183,18 @@ def _init_minimal(target: Path, preset: str, project: str | None, commit: bool, 
 
 
 def _healthy(root: Path) -> None:
-    problems = _problems(root)
+    problems = doctor_problems(root)
     if problems:
         raise Refused("doctor failed after init: " + "; ".join(problems))
 
 
 @main.command(name="wizard")
-@_dir
+@target_argument
 @click.option("--auto", is_flag=True, help="Ask nothing; pick from the hints.")
 @click.option("--yes", is_flag=True, help="Accepted for create-vivary 0.4.3 compatibility.")
 @click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
 @_storage_options
-@_json
+@json_option
 def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: bool,
                    **seed: Any) -> None:
     """Choose storage and memory for an existing workspace, asking at a terminal.
@@ -239,12 +207,12 @@ def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: 
              create-vivary wizard . --no-wizard --memory local --json
     """
     answers = _answers(seed, auto, dry_run, as_json)
-    root = _guarded(as_json, lambda: minimal.resolve_target(target))
+    root = guarded(lambda: minimal.resolve_target(target))
     decided_by_flags = (auto or yes or seed["no_wizard"] or answers.any_storage_flag()
                         or seed["memory"] is not None)
     if not sys.stdin.isatty() and not decided_by_flags:
-        _fail(as_json, 2, "wizard asks at a terminal; without one give --auto, --no-wizard "
-                          "or the choices (--storage, --memory, ...)")
+        fail("wizard asks at a terminal; without one give --auto, --no-wizard "
+                          "or the choices (--storage, --memory, ...)", USAGE)
     choice = wizard.decide(answers, command="wizard")
     files = thin.config_files(choice, always_storage=True)
     ignore = root / ".gitignore"
@@ -252,7 +220,7 @@ def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: 
         ignore.read_bytes() if ignore.is_file() and not ignore.is_symlink() else None, choice.memory)
     if not dry_run:
         writes = {**files, **({".gitignore": rules} if rules is not None else {})}
-        _guarded(as_json, lambda: [write_within(root, rel, data) for rel, data in writes.items()])
+        guarded(lambda: [write_within(root, rel, data) for rel, data in writes.items()])
     if as_json:
         click.echo(json.dumps({
             "ok": True, "root": str(root), "storage": choice.storage, "provider": choice.provider,
@@ -268,7 +236,7 @@ def wizard_command(target: Path, auto: bool, yes: bool, dry_run: bool, as_json: 
 
 @main.command(name="capabilities")
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), default="coding", show_default=True)
-@_json
+@json_option
 def capabilities_command(preset: str, as_json: bool) -> None:
     """List the optional capabilities and whether this install provides each.
 
@@ -280,14 +248,14 @@ def capabilities_command(preset: str, as_json: bool) -> None:
 
 
 @main.command()
-@_dir
+@target_argument
 @click.option("--repair", is_flag=True, help="Plan safe fixes (apply them with --yes).")
 @click.option("--yes", is_flag=True, help="With --repair: apply the safe fixes, then recheck.")
 @click.option("--trend", "trend_", is_flag=True,
               help="Compare with the previous --trend run and store this one (the only write).")
 @click.option("--repo-root", type=click.Path(path_type=Path),
               help="Accepted for create-vivary 0.4.3 compatibility; our tropo is built in.")
-@_json
+@json_option
 def doctor(target: Path, repair: bool, yes: bool, trend_: bool, repo_root: Path | None,
            as_json: bool) -> None:
     """Check TARGET: baseline files, privacy (asked of git), graph, hooks, schema.
@@ -299,12 +267,12 @@ def doctor(target: Path, repair: bool, yes: bool, trend_: bool, repo_root: Path 
              create-vivary doctor . --trend
     """
     if not target.is_dir():
-        _fail(as_json, 2, f"not a directory: {target}")
-    report = _guarded(as_json, lambda: doctor_mod.diagnose(target))
+        fail(f"not a directory: {target}", USAGE)
+    report = guarded(lambda: doctor_mod.diagnose(target))
     applied: list[dict[str, object]] = []
     if repair and yes:
         applied = [r.as_json() for r in doctor_mod.repair(report)]
-        report = _guarded(as_json, lambda: doctor_mod.diagnose(target))
+        report = guarded(lambda: doctor_mod.diagnose(target))
     payload = report.as_json()
     if repair:
         payload["repair"] = {
@@ -321,7 +289,7 @@ def doctor(target: Path, repair: bool, yes: bool, trend_: bool, repo_root: Path 
         lines += [f"repair [{a['status']}] {a['summary']}" for a in payload["repair"]["actions"]]
     if trend_:
         lines += _trend(report, payload, dry_run=repair and not yes)
-    _emit(as_json, payload, lines)
+    emit(as_json, payload, lines)
     sys.exit(0 if report.ok and payload["ok"] else 1)
 
 
@@ -344,176 +312,5 @@ def _trend(report: doctor_mod.DoctorReport, payload: dict[str, Any], *, dry_run:
     return trend.lines(payload["trend"], warning)
 
 
-@main.command()
-@_dir
-@click.option("--preset", type=click.Choice(sorted(PRESETS)), help="Default: guessed from content.")
-@click.option("--project", help="Project label written into the nodes (default: folder name).")
-@click.option("--yes", is_flag=True, help="Add the files (default: dry-run plan only).")
-@click.option("--plan", "approved", metavar="HASH",
-              help="The plan hash of the dry-run you approved; required with --yes.")
-@click.option("--recover", metavar="PLAN_HASH",
-              help="Plan taking back an interrupted adopt of PLAN_HASH (apply: --yes --plan).")
-@click.option("--ratchet", is_flag=True,
-              help="Write .vivary/hooks.toml so hooks refuse only new findings.")
-@click.option("--adapter", "adapters", multiple=True, type=click.Choice(sorted(thin.ADAPTERS)),
-              help="Add one runtime skill as create-vivary 0.4.3 does (repeat for both).")
-@click.option("--minimal", is_flag=True,
-              help="create-vivary 0.4.3's thin adoption: the thin seed, AGENTS.md and .gitignore patched.")
-@click.option("--repo-root", type=click.Path(path_type=Path),
-              help="Accepted for create-vivary 0.4.3 compatibility; our tropo is built in.")
-@_json
-def adopt(target: Path, preset: str | None, project: str | None, yes: bool, approved: str | None,
-          recover: str | None, ratchet: bool, adapters: tuple[str, ...], minimal: bool,
-          repo_root: Path | None, as_json: bool) -> None:
-    """Add Vivary to an existing folder or repository; never edits, moves or deletes.
-
-    The dry run prints a plan hash; --yes writes only with --plan <that hash>, and
-    refuses when anything in the tree changed since.
-
-    \b
-    Example: create-vivary adopt ~/notes --json                    (plan)
-             create-vivary adopt ~/notes --yes --plan sha256:...   (add the files)
-             create-vivary adopt ~/repo --ratchet --yes --plan sha256:...
-             create-vivary adopt ~/notes --adapter claude --adapter agents
-             create-vivary adopt ~/notes --recover sha256:...      (after a crash)
-             create-vivary adopt ~/repo --minimal --json           (0.4.3's thin adoption)
-    """
-    if minimal:
-        if project is not None or ratchet:
-            _fail(as_json, 2, f"--{'project' if project is not None else 'ratchet'} is not an "
-                  "option of the thin adoption: drop --minimal or it")
-        _adopt_minimal(target, preset, yes, approved, recover, adapters, as_json)
-        return
-    if recover is not None:
-        _recover(target, recover, yes, approved, as_json)
-        return
-    plan = _guarded(as_json, lambda: adopt_mod.plan(target, preset, project_name(target, project),
-                                                    ratchet, adapters))
-    body = plan.as_json()
-    head = [f"create-vivary: adopt {plan.root} as {plan.preset} ({plan.preset_reason})",
-            f"repository: {plan.repository}"]
-    tail = [f"excluded: {e}" for e in plan.excluded] + [f"note: {n}" for n in plan.notes]
-    tail += [f"next: {f}" for f in plan.followups]
-    tail += [f"conflict: {c['path']}: {c['reason']}" for c in plan.conflicts]
-    if not yes:
-        _emit(
-            as_json,
-            {"ok": not plan.conflicts, "mode": "dry-run", **body},
-            [
-                *head,
-                *(f"  create    {p}" for p in body["would_create"]),
-                *(f"  replace   {r.path} (generated by {r.before})" for r in plan.replaced),
-                *tail,
-                f"plan: {plan.hash} (apply: --yes --plan {plan.hash})",
-            ],
-        )
-        sys.exit(1 if plan.conflicts else 0)
-    if approved is None:
-        _fail(as_json, 1, "apply requires --plan <hash> from the approved dry-run")
-    result = _guarded(as_json, lambda: adopt_mod.apply(plan, approved))
-    report = _guarded(as_json, lambda: doctor_mod.diagnose(plan.root))
-    result |= {"mode": "applied", "ok": report.ok, "doctor": report.as_json()}
-    _emit(
-        as_json,
-        result,
-        [
-            *head,
-            f"created {len(result['created'])} file(s)",
-            *tail,
-            *(f"tolerated: {t}" for t in report.tolerated),
-            *(f"error: {e}" for e in report.errors),
-        ],
-    )
-    sys.exit(0 if report.ok else 1)
-
-
-def _adopt_minimal(target: Path, preset: str | None, yes: bool, approved: str | None,
-                   recover: str | None, adapters: tuple[str, ...], as_json: bool) -> None:
-    """create-vivary 0.4.3's adopt: its plan, journal, report, refusals and exit codes."""
-    def refused(exc: Exception) -> NoReturn:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": str(exc)}))
-        else:
-            click.echo(f"create-vivary adopt: {exc}", err=True)
-        sys.exit(1)
-
-    doctor = None
-    try:
-        if recover is not None:
-            root = minimal.resolve_target(target)
-            if yes:
-                rhash, rows = thin_journal.recover(root, recover, approved)
-            else:
-                rhash, rows, _ = thin_journal.recovery(root, recover)
-            body = thin_report.recovery(root, recover, rhash, rows, yes)
-        else:
-            plan = thin_adopt.plan(target, preset, adapters)
-            if yes:
-                thin_journal.apply(plan, approved, _problems)
-                doctor = doctor_mod.diagnose(plan.root)
-            body = thin_report.planned(plan, "applied" if yes else "dry-run", doctor)
-    except (Refused, UnsafePath, OSError, gitcli.GitError) as exc:
-        refused(exc)
-    click.echo(json.dumps(body, indent=2) if as_json else "\n".join(thin_report.text(body, doctor)))
-    sys.exit(0 if body["ok"] else 1)
-
-
-def _recover(target: Path, tx_hash: str, yes: bool, approved: str | None, as_json: bool) -> None:
-    root: Path = _guarded(as_json, lambda: adopt_mod.repository_of(target.absolute())[0])
-    if yes:
-        rhash, rows = _guarded(as_json, lambda: journal.recover(root, tx_hash, approved))
-    else:
-        rhash, rows = _guarded(as_json, lambda: journal.recovery(root, tx_hash))
-    mode = "recovered" if yes else "recovery-dry-run"
-    _emit(
-        as_json,
-        {"ok": True, "mode": mode, "root": str(root), "plan_hash": tx_hash,
-         "recovery_plan_hash": rhash, "recovery_actions": rows},
-        [
-            f"create-vivary: {'took back' if yes else 'would take back'} the interrupted adopt "
-            f"of {tx_hash}",
-            *(f"  {r['operation']:14} {r['path']}" for r in rows),
-            *([] if yes else [f"recovery plan: {rhash} (apply: --recover {tx_hash} --yes --plan {rhash})"]),
-        ],
-    )
-
-
-@main.command(name="record")
-@_dir
-@click.argument("record")
-@click.option("--from", "source", required=True, type=click.Path(path_type=Path),
-              help="The complete UTF-8 Markdown record to propose.")
-@click.option("--capsule", required=True, type=click.Path(path_type=Path),
-              help="The Task Capsule JSON of the work (tropo find --governed).")
-@click.option("--yes", is_flag=True, help="Apply the approved plan (default: dry-run).")
-@click.option("--plan", "approved", metavar="HASH",
-              help="The plan hash of the dry-run you approved; required with --yes.")
-@click.option("--repo-root", type=click.Path(path_type=Path),
-              help="Accepted for create-vivary 0.4.3 compatibility; our tropo is built in.")
-@_json
-def record_command(target: Path, record: str, source: Path, capsule: Path, yes: bool,
-                   approved: str | None, repo_root: Path | None, as_json: bool) -> None:
-    """Propose (or, approved, add) one record under .vivary/records/ of a thin workspace.
-
-    \b
-    Example: tropo find --governed "what changed" --root ws > capsule.json
-             create-vivary record ws changes/first-slice.md --from slice.md --capsule capsule.json
-             create-vivary record ws changes/first-slice.md --from slice.md \\
-                 --capsule capsule.json --yes --plan sha256:...
-    """
-    plan = _guarded(as_json, lambda: record_mod.plan(target, record, source, capsule, _problems))
-    if yes:
-        _guarded(as_json, lambda: record_mod.apply(plan, approved, _problems))
-    body = {"ok": True, **plan.as_json(), "applied": yes}
-    _emit(as_json, body, [
-        f"create-vivary record: {'applied' if yes else 'would apply'} one {plan.action} to {plan.path}",
-        f"capsule: {plan.capsule['id']} ({plan.capsule['fingerprint']})",
-        f"source: {plan.source}",
-        f"before: {plan.before_hash or 'absent'}",
-        f"after: {body['after_hash']}",
-        f"plan_hash: {plan.hash}",
-    ])
-
-
-def _problems(root: Path) -> list[str]:
-    return doctor_mod.diagnose(root).errors
+main.add_command(adopt)
+main.add_command(record_command)

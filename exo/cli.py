@@ -7,7 +7,6 @@ same workspace (conflicts exits 0 unless ``--strict``, as there). Exit codes: 0 
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,30 +23,18 @@ from exo.claims import release as drop_claim
 from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 from tropo import untrusted
-from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
+from tropo.console import PRETTY, REFUSED, emit, fail, print_json
 from tropo.git.remote import RemoteError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    echo_error(message, code)
-    click.echo(f"exo: {untrusted.visible(message)}", err=True)
-    sys.exit(code)
-
-
 def _refused(item_id: str, verb: str, refused: ClaimRefused) -> NoReturn:
     """A refused claim or release under ``--json``: its own document is the JSON error."""
-    _emit(True, {"id": item_id, verb: False, "holder": refused.holder, "error": str(refused)}, [])
+    print_json({"id": item_id, verb: False, "holder": refused.holder, "error": str(refused)}, PRETTY)
     click.echo(f"exo: {untrusted.visible(refused)}", err=True)
-    sys.exit(1)
-
-
-def _emit(as_json: bool, document: object, lines: list[str]) -> None:
-    """JSON (ASCII-escaped), or the lines with every hidden character shown as ``U+XXXX``:
-    ids, assignees, holders and modules are what the items' and branches' authors wrote."""
-    click.echo(json.dumps(document, indent=2) if as_json else "\n".join(map(untrusted.visible, lines)))
+    sys.exit(REFUSED)
 
 
 def _root_option(func: F) -> F:
@@ -75,7 +62,7 @@ def _remote_option(func: F) -> F:
     )(func)
 
 
-@click.group(cls=ReceiptGroup, receipt_tool="exo", receipt_default="conflicts",
+@click.group("exo", cls=ReceiptGroup, receipt_tool="exo", receipt_default="conflicts",
              invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git", prog_name="exo")
 @click.pass_context
@@ -105,7 +92,7 @@ def conflicts_command(root: Path | None, as_json: bool, strict: bool) -> None:
     view = _load(lambda: load_worktree(root))
     active = conflicts.active_ids(_load(lambda: view.items))
     found = conflicts.find_conflicts(active, view.edges)
-    _emit(as_json, conflicts.as_json(active, found), conflicts.as_text(active, found))
+    emit(as_json, conflicts.as_json(active, found), conflicts.as_text(active, found), PRETTY, authored=True)
     sys.exit(1 if strict and found else 0)
 
 
@@ -131,12 +118,12 @@ def board_command(refresh: bool, root: Path | None, as_json: bool) -> None:
             remotes.refresh(view.repo)
         rows = board.rows(items, claim_holders(view.repo, paths))
     except RemoteError as exc:
-        _fail(str(exc), 1)
+        fail(str(exc), REFUSED)
     except ClaimError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc))
     fresh = remotes.freshness(view.repo)
     document = board.as_json(rows) | ({"remotes": fresh} if fresh else {})
-    _emit(as_json, document, [*board.as_text(rows), *remotes.as_text(fresh)])
+    emit(as_json, document, [*board.as_text(rows), *remotes.as_text(fresh)], PRETTY, authored=True)
 
 
 @main.command("roles")
@@ -150,7 +137,7 @@ def roles_command(root: Path | None, as_json: bool) -> None:
     Example:
       exo roles
     """
-    _emit(as_json, roles.as_json(), roles.as_text())
+    emit(as_json, roles.as_json(), roles.as_text(), PRETTY, authored=True)
 
 
 @main.command("claim")
@@ -177,7 +164,7 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
     try:
         handle = normalize_handle(agent)
     except HandleError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc))
     view = _load(lambda: load_at_head(root))
     try:
         target = view.claim_target(item_id)
@@ -186,9 +173,9 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
     except ClaimRefused as refused:
         if as_json:
             _refused(item_id, "claimed", refused)
-        _fail(str(refused), 1)
+        fail(str(refused), REFUSED)
     except (ClaimError, WorkspaceError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc))
     document = {"claimed": True, **vars(result)}
     verb = "claimed" if result.remote is None else f"claimed (pushed to {result.remote})"
     if result.resumed:
@@ -197,7 +184,8 @@ def claim_command(item_id: str, agent: str, remote: str | None, worktree: Path |
     if note is not None:
         document["note"] = note
         click.echo(f"exo: {note}", err=True)
-    _emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"])
+    emit(as_json, document, [f"exo: {verb} {item_id} for @{handle} on {result.branch}"], PRETTY,
+         authored=True)
 
 
 @main.command("release")
@@ -228,7 +216,7 @@ def release_command(item_id: str, agent: str, force: bool, reason: str | None,
     try:
         handle = normalize_handle(agent)
     except HandleError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc))
     repo = _load(lambda: open_repo(root))
     try:
         result = drop_claim(repo, item_id, handle, force, remote or default_remote(repo),
@@ -236,13 +224,13 @@ def release_command(item_id: str, agent: str, force: bool, reason: str | None,
     except ClaimRefused as refused:
         if as_json:
             _refused(item_id, "released", refused)
-        _fail(str(refused), 1)
+        fail(str(refused), REFUSED)
     except ClaimError as exc:
-        _fail(str(exc), 2)
-    _emit(as_json, {"released": True, **vars(result)},
+        fail(str(exc))
+    emit(as_json, {"released": True, **vars(result)},
           [f"exo: released {item_id} ({result.branch})"
            + (f"; recorded as {result.record[:12]} on refs/exo/released/{item_id}"
-              if result.record else "")])
+              if result.record else "")], PRETTY, authored=True)
 
 
 main.add_command(control_command)
@@ -254,4 +242,4 @@ def _load(loader: Callable[[], V]) -> V:
     try:
         return loader()
     except WorkspaceError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc))

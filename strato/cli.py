@@ -7,23 +7,21 @@ import click
 from strato.agentruns.cli import agent
 from strato.decide.cli import decide_command, decide_request_command, receipt_command
 from strato.distill.cli import distill
-from strato.flow.cli import flow
 from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
-from strato.runs.cli import run_cmd, runs_group
+from strato.runs.cli.driving import run_cmd
+from strato.runs.cli.group import flow
 from strato.runs.lanes.cli import lanes_command
-from tropo.cli.clijson import JsonErrorsGroup
+from tropo.console import JsonErrorsGroup
 
 
-@click.group(cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("strato", cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard, MCP server."""
 
 
-for _command in runs_group.commands.values():  # run commands live beside validate in `flow`
-    flow.add_command(_command)
 main.add_command(decide_command)
 main.add_command(decide_request_command)
 main.add_command(receipt_command)

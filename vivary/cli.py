@@ -5,18 +5,16 @@ suite)."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from hooks import graph
 from hooks import install as installer
 from hooks.scripts import DEFAULT_HOOKS
-from tropo.cli.clijson import echo_error
+from tropo import console
 from tropo.git import gitcli
 from vivary import frontdoor
 from vivary.logs import email_cmd, logs
@@ -38,17 +36,10 @@ _hook = click.option(
 )
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    """One line on stderr, and the JSON error document when --json was asked for."""
-    echo_error(message, code)
-    click.echo(f"vivary: {message}", err=True)
-    sys.exit(code)
-
-
 def _repo_root(root: Path) -> Path:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        _fail(_not_a_work_tree(root), 2)
+        console.fail(_not_a_work_tree(root), code="not_a_repository")
     return top
 
 
@@ -61,20 +52,16 @@ def _not_a_work_tree(root: Path, hint: str = "") -> str:
     return f"not a git work tree: {root}; run `git init` first{hint}"
 
 
-def _emit(as_json: bool, payload: dict[str, object], lines: list[str]) -> None:
-    click.echo(json.dumps(payload, sort_keys=True) if as_json else "\n".join(lines))
-
-
-def _emit_actions(as_json: bool, top: Path, names: tuple[str, ...], actions: list[str]) -> None:
+def _report_actions(as_json: bool, top: Path, names: tuple[str, ...], actions: list[str]) -> None:
     result = dict(zip(names, actions, strict=True))
-    _emit(
+    console.emit(
         as_json,
         {"ok": True, "root": str(top), "hooks": result},
         [f"vivary: {name}: {action}" for name, action in result.items()],
     )
 
 
-@click.group(cls=frontdoor.FrontDoor, invoke_without_command=True,
+@click.group("vivary", cls=frontdoor.FrontDoor, invoke_without_command=True,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 @click.pass_context
@@ -121,8 +108,8 @@ def install_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     try:
         actions = installer.install(top, names)
     except installer.HookConflict as exc:
-        _fail(str(exc), 1)
-    _emit_actions(as_json, top, names, actions)
+        console.fail(str(exc), console.REFUSED)
+    _report_actions(as_json, top, names, actions)
 
 
 @hooks.command("uninstall")
@@ -136,7 +123,7 @@ def uninstall_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     """
     top = _repo_root(root)
     names = hooks or DEFAULT_HOOKS
-    _emit_actions(as_json, top, names, installer.uninstall(top, names))
+    _report_actions(as_json, top, names, installer.uninstall(top, names))
 
 
 @hooks.command("status")
@@ -151,7 +138,7 @@ def status_cmd(root: Path, as_json: bool, hooks: tuple[str, ...]) -> None:
     top, names = _repo_root(root), _names(hooks)
     states = installer.status(top, names)
     ok = all(s.state == "installed" for s in states)
-    _emit(
+    console.emit(
         as_json,
         {"ok": ok, "root": str(top), "hooks": [s.as_json() for s in states]},
         [f"vivary: {s.name}: {s.state}{' (chains your previous hook)' if s.chained else ''}"
@@ -181,14 +168,14 @@ def check_cmd(root: Path, as_json: bool, base: str, head_rev: str) -> None:
     try:
         revs = [graph.named(top, r) for r in (base, head_rev)]
     except RevisionError as exc:
-        _fail(str(exc), 2)
+        console.fail(str(exc))
     try:
         verdict = graph.judge(top, Source.at(revs[1]), revs[0])
     except (ConfigError, SourceError, RevisionError, graph.HookConfigError) as exc:
-        _fail(str(exc), 2)
+        console.fail(str(exc))
     found = verdict.findings
     new = " new" if verdict.mode == "ratchet" else ""
-    _emit(
+    console.emit(
         as_json,
         {"ok": not found, "mode": verdict.mode, "base": revs[0], "head": revs[1],
          "findings": [f.as_dict() for f in found]},
@@ -247,14 +234,14 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         try:
             written = export.export_demo(export_demo)
         except export.ExportRefused as exc:
-            _fail(str(exc), 1)
-        _emit(as_json, {"ok": True, "wrote": str(export_demo), "files": len(written)},
+            console.fail(str(exc), console.REFUSED)
+        console.emit(as_json, {"ok": True, "wrote": str(export_demo), "files": len(written)},
               [f"vivary: wrote the demo ({len(written)} files) to {export_demo}; "
                f"open {export_demo / 'index.html'}"])
         return
 
     def announce(link: str, port: int, token: str) -> None:
-        _emit(as_json, {"ok": True, "url": link, "port": port, "token": token, "demo": demo},
+        console.emit(as_json, {"ok": True, "url": link, "port": port, "token": token, "demo": demo},
               [f"vivary: serving {link}"])
 
     try:
@@ -263,11 +250,12 @@ def serve_cmd(root: Path, as_json: bool, port: int, host: str, open_browser: boo
         else:
             top = gitcli.toplevel(root) if root.is_dir() else None
             if top is None:
-                _fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"), 2)
+                console.fail(_not_a_work_tree(root, " (or try `vivary serve --demo`)"),
+                             code="not_a_repository")
             source = launch.repo_source(top)
         launch.run(source, host, port, open_browser, announce)
     except launch.LaunchError as exc:
-        _fail(str(exc), 2)
+        console.fail(str(exc))
 
 
 @main.command("trust")
@@ -309,46 +297,40 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
     from tropo import untrusted
     from vivary import trust as trusting
 
-    def fail(message: str, code: str, exit_code: int) -> NoReturn:
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message},
-                                   "exitCode": exit_code}, sort_keys=True))
-        click.echo(f"vivary: {untrusted.visible(message)}", err=True)
-        sys.exit(exit_code)
-
     if show + revoke + list_ > 1:
-        fail("--show, --revoke and --list are separate requests: give one", "usage", 2)
+        console.fail("--show, --revoke and --list are separate requests: give one")
     if every and not list_:
-        fail("--all goes with --list", "usage", 2)
+        console.fail("--all goes with --list")
     if list_ and files:
-        fail("--list takes no FILE", "usage", 2)
+        console.fail("--list takes no FILE")
     if revoke and not files:
-        fail("--revoke needs the FILE to take back", "usage", 2)
+        console.fail("--revoke needs the FILE to take back")
     if sha256 is not None and (show or revoke or list_):
-        fail("--sha256 goes with approving (no --show, --revoke or --list)", "usage", 2)
+        console.fail("--sha256 goes with approving (no --show, --revoke or --list)")
     if sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", sha256):
-        fail(f"--sha256 takes the 64 hex digits --show printed, not {sha256!r}", "usage", 2)
+        console.fail(f"--sha256 takes the 64 hex digits --show printed, not {sha256!r}")
     found = gitcli.toplevel(root) if root.is_dir() else None
     if found is None:
-        fail(f"not a git work tree: {root}; run `git init` first", "not_a_repository", 2)
+        console.fail(f"not a git work tree: {root}; run `git init` first", code="not_a_repository")
     top = found.resolve()
     cwd = Path.cwd()
     try:
         if list_:
             rows = trusting.listing(None if every else top)
-            _emit(as_json, {"ok": True, "repository": None if every else str(top), "approvals": rows},
+            console.emit(as_json, {"ok": True, "repository": None if every else str(top), "approvals": rows},
                   [trusting.listed(r, every) for r in rows]
                   or ["vivary: no approvals" + ("" if every else f" for {untrusted.visible(str(top))}")])
         elif revoke:
             gone = trusting.revoke(top, cwd, files)
-            _emit(as_json, {"ok": True, "repository": str(top), "revoked": gone},
+            console.emit(as_json, {"ok": True, "repository": str(top), "revoked": gone},
                   [f"vivary: revoked {untrusted.visible(name)}: it runs nothing until approved again"
                    for name in gone])
         elif show:
             reviewed = trusting.review(top, cwd, files)
             ok = all(r.state == "approved" for r in reviewed)
-            _emit(as_json, {"ok": ok, "repository": str(top), "files": [r.to_json() for r in reviewed]},
-                  [line for r in reviewed for line in r.lines()])
+            console.emit(as_json, {"ok": ok, "repository": str(top),
+                                   "files": [r.to_json() for r in reviewed]},
+                         [line for r in reviewed for line in r.lines()])
             sys.exit(0 if ok else 1)
         else:
             done = trusting.approve(top, cwd, files, None if sha256 is None else sha256.lower())
@@ -356,9 +338,9 @@ def trust_cmd(root: Path, as_json: bool, show: bool, revoke: bool, list_: bool, 
                     f"for {untrusted.visible(str(top))}" for r in done]
             if sha256 is None:  # approved unseen: show the person what they approved
                 said = [line for r, head in zip(done, said, strict=True) for line in r.what(head, "runs")]
-            _emit(as_json, {"ok": True, "repository": str(top), "approved": [r.to_json() for r in done]},
-                  said)
+            console.emit(as_json, {"ok": True, "repository": str(top),
+                                   "approved": [r.to_json() for r in done]}, said)
     except trusting.Refused as exc:
-        fail(str(exc), exc.code, exc.exit_code)
+        console.fail(str(exc), exc.exit_code, code=exc.code)
     except store.TrustError as exc:
-        fail(f"{exc}; nothing was changed", "trust_store", 2)
+        console.fail(f"{exc}; nothing was changed", 2, code="trust_store")

@@ -2,24 +2,20 @@
 
 A verb is an argument-vector prefix for another command, never a second implementation:
 ``vivary check ARGS`` is ``tropo check ARGS``, ``vivary control ARGS`` is ``exo control ARGS``
-(which still demands ``--governed``, as the suite's does). tropo, strato and exo sit below
-hooks and run in process; create-vivary sits above hooks, so its verbs run its console
-entry as a subprocess instead of importing it. Verbs whose owner does not exist here yet
-answer with a one-line refusal (exit 2) naming the issue that builds them.
+(which still demands ``--governed``, as the suite's does). Every owner sits below vivary,
+so every verb runs in this process: its click command is loaded when the verb is used.
+Verbs whose owner does not exist here yet answer with a one-line refusal (exit 2) naming
+the issue that builds them.
 """
 
 from __future__ import annotations
 
 import importlib
-import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import click
 
-from tropo.cli.clijson import JsonErrorsGroup
+from tropo.console import JsonErrorsGroup
 
 
 @dataclass(frozen=True)
@@ -31,7 +27,7 @@ class Route:
     summary: str
     owner: str  # the standalone command that owns the verb
     operation: tuple[str, ...]  # arguments put before the user's
-    entry: str | None  # "module:attribute" of a click command run in process
+    entry: str  # "module:attribute" of the owner's click command, run in process
     missing: str | None = None  # why it is not available yet (then nothing runs)
 
 
@@ -39,13 +35,13 @@ ISSUE = "issue 18"
 
 ROUTES = (
     Route("create", "Workspace", "Create a Vivary workspace scaffold",
-          "create-vivary", ("init",), None),
+          "create-vivary", ("init",), "create_vivary.cli:main"),
     Route("adopt", "Workspace", "Plan governed context for an existing workspace",
-          "create-vivary", ("adopt",), None),
+          "create-vivary", ("adopt",), "create_vivary.cli:main"),
     Route("doctor", "Workspace", "Validate a Vivary workspace scaffold",
-          "create-vivary", ("doctor",), None),
+          "create-vivary", ("doctor",), "create_vivary.cli:main"),
     Route("capabilities", "Workspace", "List the optional preset capabilities",
-          "create-vivary", ("capabilities",), None),
+          "create-vivary", ("capabilities",), "create_vivary.cli:main"),
     Route("check", "Graph and retrieval",
           "Validate the context graph and report errors and warnings",
           "tropo", ("check",), "tropo.cli.main:main"),
@@ -66,28 +62,19 @@ ROUTES = (
 BY_VERB = {route.verb: route for route in ROUTES}
 
 
-def _console(name: str) -> str | None:
-    """The console script installed beside this interpreter, else the one on PATH."""
-    beside = Path(sys.executable).parent / name
-    return str(beside) if beside.is_file() else shutil.which(name)
-
-
 def dispatch(route: Route, args: list[str]) -> int:
     """Run the verb's owner on ``operation + args`` and return its exit status."""
     if route.missing is not None:
         click.echo(f"vivary {route.verb}: not available yet: {route.missing} ({ISSUE})", err=True)
         return 2
     argv = [*route.operation, *args]
-    if route.entry is None:
-        exe = _console(route.owner)
-        if exe is None:
-            click.echo(f"vivary {route.verb}: {route.owner} is not installed", err=True)
-            return 2
-        return subprocess.run([exe, *argv], check=False).returncode
     module, _, attribute = route.entry.partition(":")
     command: click.Command = getattr(importlib.import_module(module), attribute)
+    # `vivary check` is `tropo check` by the same word; `vivary create` is `create-vivary
+    # init`, whose messages and help hints name the command as its owner spells it
+    prog = "vivary" if route.operation == (route.verb,) else route.owner
     try:
-        command.main(args=argv, prog_name="vivary", standalone_mode=True)  # always exits
+        command.main(args=argv, prog_name=prog, standalone_mode=True)  # always exits
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0

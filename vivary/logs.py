@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import urllib.parse
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -21,8 +20,8 @@ from typing import Any
 
 import click
 
-from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ENV
+from tropo.console import REFUSED, fail
 
 DEFAULT_LOG = ".vivary/receipts.jsonl"
 RECEIPT_KEYS = ("schema", "timestamp", "tool", "version", "command", "flags", "arg_count",
@@ -152,18 +151,11 @@ def draft_problem(path: Path) -> str | None:
     return None
 
 
-def _fail(prog: str, message: str) -> None:
-    echo_error(message, 1)
-    click.echo(f"{prog}: {message}", err=True)
-    sys.exit(1)
-
-
 def _load_or_fail(prog: str, path: str) -> Log:
     try:
         return load(path)
     except OSError as exc:
-        _fail(prog, str(exc))
-        raise  # unreachable: _fail exits
+        fail(str(exc), REFUSED, prog=prog)
 
 
 def _default_log() -> str:
@@ -235,7 +227,7 @@ def email_cmd(path: str | None, to: str, subject: str, out: str | None, tail: in
     prog = "vivary logs email"
     log = _load_or_fail(prog, path or _default_log())
     if any(c in to + subject for c in "\r\n"):
-        _fail(prog, "email recipient and subject must be single-line text")
+        fail("email recipient and subject must be single-line text", REFUSED, prog=prog)
     chosen = select(log.records, failed=failed, tail=tail)
     body = email_body(chosen, log.invalid)
     if out is None:
@@ -249,7 +241,7 @@ def email_cmd(path: str | None, to: str, subject: str, out: str | None, tail: in
         target.parent.mkdir(parents=True, exist_ok=True)
         problem = draft_problem(target)
     if problem:
-        _fail(prog, problem)
+        fail(problem, REFUSED, prog=prog)
     message = EmailMessage()
     message["To"], message["Subject"] = to, subject
     message.set_content(body)

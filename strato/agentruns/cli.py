@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -14,7 +14,7 @@ from strato.agentruns import service
 from strato.agentruns.store import Store
 from strato.agents import groups, trust
 from strato.agents.config import AgentConfigError
-from tropo.cli.clijson import echo_error
+from tropo.console import REFUSED, USAGE, fail
 from tropo.git.repo import NotARepository, require, workdir
 
 _ROOT = click.option(
@@ -24,19 +24,11 @@ _ROOT = click.option(
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object (stable keys).")
 
 
-def _fail(message: str, code: int, kind: str | None = None) -> NoReturn:
-    """One line on stderr; under --json also the error object (with `code` for a refusal a
-    script tells apart: `untrusted`)."""
-    echo_error(message, code, kind)
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
 def _open(root: Path) -> tuple[Path, Store]:
     try:
         repo = require(root)
     except NotARepository as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE, code="not_a_repository", prog="error")
     return workdir(repo).resolve(), Store(Path(repo.path))
 
 
@@ -77,9 +69,9 @@ def run_cmd(
     try:
         doc = service.start(store, work, name, prompt, cwd, model, None, background)
     except trust.Untrusted as exc:
-        _fail(str(exc), 1, "untrusted")
+        fail(str(exc), REFUSED, code="untrusted", prog="error")
     except (AgentConfigError, trust.TrustError, service.AgentRunError) as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE, prog="error")
     if doc["status"] == "bg_started":
         line = f"{doc['runId']} started (pid {doc['pid']}); stream {doc['streamPath']}"
     else:

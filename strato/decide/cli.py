@@ -16,10 +16,10 @@ from strato.decide.decision import (
     RequestDocumentError,
     decide,
     load_request,
-    render,
 )
 from strato.decide.envelope import ACTOR_KINDS, AUTHORITY_CLASSES
 from strato.decide.request import RequestBuildError, build_request
+from tropo.console import CANONICAL, USAGE, emit, fail
 from tropo.governed.capsule import is_intact
 from tropo.governed.freshness import parse_instant
 from tropo.governed.receipt import OUTCOMES, ReceiptError, build_receipt
@@ -28,15 +28,6 @@ from tropo.governed.receipt import OUTCOMES, ReceiptError, build_receipt
 def _read_text(source: str) -> str:
     raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     return raw.decode("utf-8")
-
-
-def _emit(document: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        click.echo(render(document))
-        return
-    click.echo(f"strato decide: {document['decision']}")
-    if document["reason_codes"]:
-        click.echo("reasons: " + ", ".join(document["reason_codes"]))
 
 
 @click.command(
@@ -70,7 +61,10 @@ def decide_command(governed: bool, as_json: bool, strict: bool, request: str) ->
     else:
         if isinstance(result, Refusal):
             click.echo(f"strato: request refused: {', '.join(result.reason_codes)}", err=True)
-    _emit(result.document(), as_json)
+    document = result.document()
+    codes = document["reason_codes"]
+    reasons = ["reasons: " + ", ".join(codes)] if codes else []
+    emit(as_json, document, [f"strato decide: {document['decision']}", *reasons], CANONICAL)
     sys.exit(result.exit_code(strict))
 
 
@@ -216,9 +210,5 @@ def decide_request_command(
             now=datetime.now(UTC),
         )
     except (OSError, UnicodeError, RequestDocumentError, RecursionError, RequestBuildError) as error:
-        message = f"cannot build a request from {capsule}: {error}"
-        if as_json:
-            click.echo(json.dumps({"ok": False, "error": message, "code": "invalid_capsule"}, sort_keys=True))
-        click.echo(f"strato: {message}", err=True)
-        sys.exit(2)
+        fail(f"cannot build a request from {capsule}: {error}", USAGE, code="invalid_capsule", prog="strato")
     click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -105,8 +105,3 @@ def load_request(text: str) -> Any:
         raise RequestDocumentError(str(error)) from error
     except json.JSONDecodeError as error:
         raise RequestDocumentError(f"not JSON: {error}") from error
-
-
-def render(document: dict[str, Any]) -> str:
-    """The `--json` form: sorted keys, compact, ASCII, as vivary-strato prints it."""
-    return json.dumps(document, sort_keys=True, separators=(",", ":"))

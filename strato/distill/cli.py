@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from strato.distill import service
 from tropo import untrusted
-from tropo.cli.clijson import echo_error
+from tropo.console import fail
 from tropo.git import gitcli
 
 
@@ -33,19 +32,14 @@ def _options(fn: Any) -> Any:
     return fn
 
 
-def _usage_error(message: str) -> NoReturn:
-    echo_error(message, 2)
-    click.echo(f"strato distill: {message}", err=True)
-    sys.exit(2)
-
-
 def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...]) -> tuple[Path, service.Sources]:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
-        _usage_error(f"{root} is not inside a git work tree; pass --root")
+        fail(f"{root} is not inside a git work tree; pass --root", code="not_a_repository",
+             prog="strato distill")
     for folder in (*projects, *codex):
         if not folder.is_dir():
-            _usage_error(f"no such transcript folder: {folder}")
+            fail(f"no such transcript folder: {folder}", prog="strato distill")
     default = service.default_sources(top)
     return top, service.Sources(list(projects) or default.claude,
                                 list(codex) or ([] if projects else default.codex))

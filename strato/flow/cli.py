@@ -1,15 +1,14 @@
-"""`strato flow ...`: validate a spec, classify a legacy spec, compile spec-kit tasks.
+"""`strato flow validate | migrate | compile-speckit`: validate a spec, classify a legacy
+spec, compile spec-kit tasks (the group `strato flow` is `strato.runs.cli.group`).
 
 Exit codes: 0 success, 1 findings (invalid spec, unsupported constructs, a refused
 compile), 2 usage or unreadable input. Errors are one line on stderr."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
@@ -21,23 +20,10 @@ from strato.flow.spec import BUILTIN_AGENTS
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.validate import load_spec
 from strato.flow.yamlload import SpecReadError, read_spec_file
-from tropo.cli.clijson import echo_error
+from tropo.console import PRETTY_UNICODE, REFUSED, USAGE, emit, fail, print_json, stop
 from tropo.git.repo import NotARepository, require, workdir
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-
-
-def _emit(as_json: bool, payload: dict[str, Any], text: str) -> None:
-    click.echo(json.dumps(payload, indent=2, ensure_ascii=False) if as_json else text)
-
-
-def _die(message: str, code: int = 2, *, documented: bool = False) -> NoReturn:
-    """One line on stderr; under --json also the error object, unless the command
-    already printed its own error document (`documented`)."""
-    if not documented:
-        echo_error(message, code)
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def _workspace_agents() -> Collection[str]:
@@ -49,15 +35,10 @@ def _workspace_agents() -> Collection[str]:
     except NotARepository:
         return BUILTIN_AGENTS
     except (AgentConfigError, TrustError) as exc:
-        _die(str(exc))
+        fail(str(exc), prog="error")
 
 
-@click.group("flow")
-def flow() -> None:
-    """Flow specs (Stratum v1): validate, migrate --check, compile-speckit."""
-
-
-@flow.command("validate")
+@click.command("validate")
 @click.argument("file", type=click.Path(path_type=Path))
 @_JSON
 def validate_cmd(file: Path, as_json: bool) -> None:
@@ -70,19 +51,19 @@ def validate_cmd(file: Path, as_json: bool) -> None:
     """
     spec, errors = load_spec(file, _workspace_agents())
     if spec is not None:
-        _emit(as_json, {"valid": True}, f"{file}: valid")
+        emit(as_json, {"valid": True}, f"{file}: valid", PRETTY_UNICODE)
         return
     payload = {"valid": False, "errors": [e.to_json() for e in errors]}
     unreadable = any(e.code in UNREADABLE_CODES for e in errors)
-    if unreadable:
+    if unreadable:  # the report is the error document (vivary-stratum's)
         if as_json:
-            _emit(True, payload, "")
-        _die(f"{file}: {errors[0].message}", documented=as_json)
-    _emit(as_json, payload, "\n".join(f"{file}: {e}" for e in errors))
+            print_json(payload, PRETTY_UNICODE)
+        stop(f"{file}: {errors[0].message}", USAGE, prog="error")
+    emit(as_json, payload, [f"{file}: {e}" for e in errors], PRETTY_UNICODE)
     sys.exit(1)
 
 
-@flow.command("migrate")
+@click.command("migrate")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--check",
@@ -100,17 +81,17 @@ def migrate_cmd(file: Path, check_only: bool, as_json: bool) -> None:
     Example: strato flow migrate --check old.stratum.yaml
     """
     if not check_only:
-        _die("migrate is report-only: pass --check (no YAML is ever emitted)")
+        fail("migrate is report-only: pass --check (no YAML is ever emitted)", prog="error")
     try:
         text = read_spec_file(file)
     except SpecReadError as exc:
-        _die(f"{file}: {exc}")
+        fail(f"{file}: {exc}", prog="error")
     report = check(text)
-    _emit(as_json, report.to_json(), render_text(report, str(file)))
+    emit(as_json, report.to_json(), render_text(report, str(file)), PRETTY_UNICODE)
     sys.exit(1 if report.has_unsupported else 0)
 
 
-@flow.command("compile-speckit")
+@click.command("compile-speckit")
 @click.argument("tasks_dir", type=click.Path(path_type=Path))
 @click.option(
     "--flow", "flow_name", default="tasks", show_default=True, help="Name of the compiled flow."
@@ -127,10 +108,9 @@ def compile_speckit_cmd(tasks_dir: Path, flow_name: str, as_json: bool) -> None:
     try:
         compiled = compile_tasks(tasks_dir, flow_name)
     except SpeckitError as exc:
-        if as_json:
-            _emit(
-                True, {"status": "error", "error_type": exc.error_type, "message": exc.message}, ""
-            )
+        if as_json:  # Stratum's error document of compile-speckit
+            print_json({"status": "error", "error_type": exc.error_type, "message": exc.message},
+                       PRETTY_UNICODE)
         usage = exc.error_type == "directory_not_found" or flow_name == "entry"
-        _die(f"{exc.error_type}: {exc.message}", 2 if usage else 1, documented=as_json)
-    _emit(as_json, compiled.to_json(), compiled.yaml.rstrip("\n"))
+        stop(f"{exc.error_type}: {exc.message}", USAGE if usage else REFUSED, prog="error")
+    emit(as_json, compiled.to_json(), compiled.yaml.rstrip("\n"), PRETTY_UNICODE)

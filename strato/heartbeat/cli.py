@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
@@ -14,7 +12,7 @@ from strato.heartbeat import deep as deep_review
 from strato.heartbeat.engine import HeartbeatError, run
 from strato.proposals import settings, store
 from tropo import untrusted
-from tropo.cli.clijson import echo_error
+from tropo.console import REFUSED, USAGE, emit, fail
 from tropo.git import gitcli
 
 root_option = click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=".",
@@ -22,21 +20,12 @@ root_option = click.option("--root", type=click.Path(file_okay=False, path_type=
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (stable keys).")
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    echo_error(message, code)
-    click.echo(f"strato heartbeat: {message}", err=True)
-    sys.exit(code)
-
-
 def _root(path: Path) -> Path:
     found = gitcli.toplevel(path) if path.is_dir() else None
     if found is None:
-        _fail(f"{path} is not inside a git work tree; pass --root", 2)
+        fail(f"{path} is not inside a git work tree; pass --root", USAGE, code="not_a_repository",
+             prog="strato heartbeat")
     return found
-
-
-def _emit(value: dict[str, Any], as_json: bool, text: str) -> None:
-    click.echo(json.dumps(value, sort_keys=True) if as_json else text)
 
 
 @click.group("heartbeat")
@@ -76,12 +65,12 @@ def run_command(since: str | None, budget_ms: int | None, deep: bool, root: Path
     """
     top = _root(root)
     if deep and not (sys.stdin.isatty() and sys.stdout.isatty()):
-        _fail("--deep asks on a terminal, and stdin or stdout is not one; "
-              "use `status`, `apply ID` and `reject ID` instead", 2)
+        fail("--deep asks on a terminal, and stdin or stdout is not one; "
+             "use `status`, `apply ID` and `reject ID` instead", prog="strato heartbeat")
     try:
         result = run(top, settings.load(top), since=since, budget_ms=budget_ms)
     except HeartbeatError as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE, prog="strato heartbeat")
     text = "\n".join([*result["summary"], f"Report: {result['report']}"])
     if deep:
         if not as_json:
@@ -89,7 +78,7 @@ def run_command(since: str | None, budget_ms: int | None, deep: bool, root: Path
         result["decisions"] = deep_review.review(top, _ask, click.echo)
         text = "\n".join(f"{d['answer']:<6} {d['id']}: {d['status']}" for d in result["decisions"]) \
             or "no decision taken"
-    _emit(result, as_json, text)
+    emit(as_json, result, text)
 
 
 def _ask(text: str) -> str | None:
@@ -113,7 +102,7 @@ def status_command(root: Path, as_json: bool) -> None:
              f"{len(rows)} proposal(s)"]
     lines += [f"{untrusted.line(r['status']):<8} {untrusted.line(r['id'])}  {untrusted.line(r['title'])}"
               for r in rows]
-    _emit(value, as_json, "\n".join(lines))
+    emit(as_json, value, "\n".join(lines))
 
 
 @heartbeat.command("show")
@@ -128,7 +117,7 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
     try:
         record = store.get(store.sidecar(_root(root)), pid)
     except store.UnknownProposal as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE, prog="strato heartbeat")
     shown = untrusted.line
     lines = [f"{shown(record['id'])} ({shown(record['revision'])}) [{shown(record['status'])}] "
              f"{shown(store.title(record))}"]
@@ -139,7 +128,7 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
     for path, content in store.files(record).items():
         lines += [f"--- {shown(path)} (on {shown(str(record.get('base'))[:12])})",
                   untrusted.block(content.rstrip("\n"))]
-    _emit(record, as_json, "\n".join(lines))
+    emit(as_json, record, "\n".join(lines))
 
 
 @heartbeat.command("apply")
@@ -154,10 +143,10 @@ def apply_command(pid: str, root: Path, as_json: bool) -> None:
     try:
         result = decisions.apply(_root(root), pid)
     except store.UnknownProposal as exc:
-        _fail(str(exc), 2)
+        fail(str(exc), USAGE, prog="strato heartbeat")
     except (decisions.Refused, gitcli.GitError) as exc:
-        _fail(str(exc), 1)
-    _emit(result, as_json, f"applied {pid} on branch {result['branch']} ({result['commit'][:12]})")
+        fail(str(exc), REFUSED, prog="strato heartbeat")
+    emit(as_json, result, f"applied {pid} on branch {result['branch']} ({result['commit'][:12]})")
 
 
 @heartbeat.command("reject")
@@ -172,5 +161,5 @@ def reject_command(pid: str, root: Path, as_json: bool) -> None:
     try:
         result = decisions.reject(_root(root), pid)
     except store.UnknownProposal as exc:
-        _fail(str(exc), 2)
-    _emit(result, as_json, f"rejected {pid}")
+        fail(str(exc), USAGE, prog="strato heartbeat")
+    emit(as_json, result, f"rejected {pid}")

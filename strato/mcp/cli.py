@@ -9,23 +9,16 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from strato.mcp import hosts
 from strato.mcp.registry import Context
-from tropo.cli.clijson import json_requested
+from tropo.console import fail
 from tropo.distribution import extra_command
 from tropo.git.repo import NotARepository, private_dir, require, workdir
 from tropo.git.types import Repository
-
-
-def _fail(message: str, code: str) -> NoReturn:
-    if json_requested():  # the server never started, so stdout is not yet the protocol channel
-        click.echo(json.dumps({"ok": False, "error": message, "code": code}, sort_keys=True))
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
 
 
 def _sdk_installed() -> bool:
@@ -67,7 +60,7 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: b
     try:
         repo = require(root)
     except NotARepository as exc:
-        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository")
+        fail(f"{exc}; pass --root inside the workspace", code="not_a_repository", prog="error")
     try:
         from strato.mcp.server import serve
     except ImportError as exc:  # the SDK, or a package it needs, is missing or broken
@@ -76,7 +69,8 @@ def mcp_command(ctx: click.Context, root: Path, as_json: bool, allow_commands: b
             raise  # our own module: a bug, not an installation problem
         sdk_only = missing.startswith("mcp") or not _sdk_installed()
         detail = "" if sdk_only else f" (it cannot import {missing or exc})"
-        _fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", "mcp_not_installed")
+        fail(f"strato mcp needs the MCP SDK: {extra_command('mcp')}{detail}", code="mcp_not_installed",
+             prog="error")
     serve(Context(workdir(repo).resolve(), allow_commands=allow_commands))
 
 
@@ -100,7 +94,7 @@ def _repo(where: Path) -> Repository:
         repo = require(where)
         workdir(repo)
     except NotARepository as exc:
-        _fail(f"{exc}; pass --root inside the workspace", "not_a_repository")
+        fail(f"{exc}; pass --root inside the workspace", code="not_a_repository", prog="error")
     return repo
 
 
@@ -135,7 +129,7 @@ def _read(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"{path}: {exc}", "unreadable")
+        fail(f"{path}: {exc}", code="unreadable", prog="error")
 
 
 @mcp_command.command("install")
@@ -169,7 +163,7 @@ def install(host: str, scope: str | None, command: str | None, allow_commands: b
         changed = not hosts.up_to_date(t, text)
         new = hosts.merged(t, text) if changed else text
     except hosts.HostConfigError as exc:
-        _fail(str(exc), "malformed_config")
+        fail(str(exc), code="malformed_config", prog="error")
     backup = _backup_path(t, repo) if changed and text is not None else None
     if changed and not dry_run:
         t.path.parent.mkdir(parents=True, exist_ok=True)

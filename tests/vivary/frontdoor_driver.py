@@ -1,9 +1,7 @@
 """Run many ``vivary`` invocations in one interpreter: the suite's front door when
 ``vivary_cli`` is importable (the oracle's Python), else ours. Reads a JSON list of
 ``{"cwd": DIR, "argv": [...]}`` on stdin and prints a JSON list of ``{"code", "stdout"}``.
-
-Only in-process verbs belong here: create-vivary's run as a subprocess in ours, whose
-output this capture cannot see.
+Every verb of ours runs in process, create-vivary's included.
 """
 
 from __future__ import annotations

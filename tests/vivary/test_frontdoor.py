@@ -26,7 +26,7 @@ from vivary.frontdoor import ROUTES, Route, dispatch
 DRIVER = Path(__file__).with_name("frontdoor_driver.py")
 AVAILABLE = [route.verb for route in ROUTES if route.missing is None]
 MISSING = [route.verb for route in ROUTES if route.missing is not None]
-IN_PROCESS = [route.verb for route in ROUTES if route.missing is None and route.entry]
+IN_PROCESS = [route.verb for route in ROUTES if route.missing is None]
 PRESETS = ("coding", "second-brain", "knowledge-work", "writing")
 # The suite's verbs, from its help; `logs`/`email` are its receipt helpers.
 SUITE_VERBS = {"create", "adopt", "doctor", "capabilities", "check", "find", "decide",

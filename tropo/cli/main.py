@@ -6,13 +6,12 @@ Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration 
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
 
@@ -20,8 +19,8 @@ from tropo import untrusted
 from tropo.check import reports
 from tropo.check.findings import failing
 from tropo.check.roots import CONFIG_NAME, ConfigError
-from tropo.cli.clijson import echo_error
 from tropo.cli.receipts import ReceiptGroup
+from tropo.console import PRETTY_UNICODE, fail, print_json
 from tropo.fs.atomic import write_atomic
 from tropo.git.gitcli import NotARepository, RevisionError
 from tropo.git.snapshot import Source, SourceError
@@ -31,16 +30,6 @@ if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs 
     from tropo.check.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    echo_error(message, code)
-    click.echo(untrusted.visible(f"tropo: {message}"), err=True)
-    sys.exit(code)
-
-
-def emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def workspace_options(func: F) -> F:
@@ -92,7 +81,7 @@ def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
         if eager:
             ws.schema  # noqa: B018 - surface config errors here, as one line
     except ConfigError as exc:
-        fail(f"config error: {exc}")
+        fail(f"config error: {exc}", code="config_error")
     except (SourceError, RevisionError, NotARepository) as exc:
         fail(str(exc))
     return ws
@@ -106,7 +95,7 @@ def guarded(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ConfigError as exc:
-            fail(f"config error: {exc}")
+            fail(f"config error: {exc}", code="config_error")
         except (SourceError, RevisionError, NotARepository) as exc:
             fail(str(exc))
 
@@ -153,7 +142,7 @@ def verify_request(argv: Sequence[str]) -> str | None:
     return words[1] if len(words) > 1 and words[0] == "verify" else None
 
 
-@click.group(cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
+@click.group("tropo", cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
              receipt_default="check", receipt_request=verify_request,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
@@ -212,8 +201,8 @@ def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
         result = reports.CheckResult(result.checked, result.clean, fresh)
     findings, errors = result.findings, result.errors
     if as_json:
-        emit(result.as_dict() if known is None
-             else {**result.as_dict(), "new_since": new_since, "known": known})
+        print_json(result.as_dict() if known is None
+             else {**result.as_dict(), "new_since": new_since, "known": known}, PRETTY_UNICODE)
     else:
         shown = [f for f in findings if not (quiet and f.code.startswith("I"))]  # info: advice
         for f in sorted(shown, key=lambda f: (f.path, f.line)):
@@ -239,9 +228,9 @@ def types(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
     ws = load(root, staged, rev, no_cache)
     cfg = ws.config
     if as_json:
-        emit({"root": str(ws.root), "derive": cfg.derive, "base_optional": cfg.base_optional,
+        print_json({"root": str(ws.root), "derive": cfg.derive, "base_optional": cfg.base_optional,
               "types": {n: {"folders": t.folders, "required": t.required,
-                            "optional": t.optional} for n, t in cfg.types.items()}})
+                            "optional": t.optional} for n, t in cfg.types.items()}}, PRETTY_UNICODE)
         return
     shown = untrusted.visible  # a tropo.toml's (or a pack's) names are its author's
     click.echo(shown(f"Config root: {ws.root}") + "\n")
@@ -271,8 +260,8 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
     clean = sum(1 for d in docs if not failing(d.findings))  # info only advises
     errored = sum(1 for d in docs if any(f.level == "error" for f in d.findings))
     if as_json:
-        emit({"total": len(docs), "by_type": dict(by_type), "clean": clean,
-              "with_errors": errored, "warnings_only": len(docs) - clean - errored})
+        print_json({"total": len(docs), "by_type": dict(by_type), "clean": clean,
+              "with_errors": errored, "warnings_only": len(docs) - clean - errored}, PRETTY_UNICODE)
         return
     click.echo(f"{len(docs)} document(s) in the knowledge layer\n")
     width = max((len(t) for t in by_type), default=4)
@@ -295,7 +284,7 @@ def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
     ws = load(root, staged, rev, no_cache)
     g = ws.graph()
     if as_json:
-        emit(reports.graph(ws, g))
+        print_json(reports.graph(ws, g), PRETTY_UNICODE)
         return
     click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
                + (f", {g.broken} broken" if g.broken else ""))
@@ -322,7 +311,7 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
     g = ws.graph()
     try:
         if as_json:
-            emit(reports.blast(ws, g, node_id, depth))
+            print_json(reports.blast(ws, g, node_id, depth), PRETTY_UNICODE)
             return
         rows = reports.blast_rows(g, node_id, depth)
     except reports.UnknownNode as exc:
@@ -349,7 +338,7 @@ def signal(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | N
     ws = load(root, staged, rev, no_cache)
     docs = ws.check(relative_paths(ws, paths)).docs
     if as_json:
-        emit([{"path": d.rel, "type": d.type, "signal": d.declared} for d in docs])
+        print_json([{"path": d.rel, "type": d.type, "signal": d.declared} for d in docs], PRETTY_UNICODE)
         return
     for d in sorted(docs, key=lambda d: d.rel):
         head = untrusted.visible(f"{d.rel}  [{d.type or 'untyped'}]")  # the document's
@@ -395,7 +384,7 @@ def init(directory: Path | None, packs: str, as_json: bool) -> None:
                   '# optional = { tags = "string-list" }', ""]
     write_atomic(dst, "\n".join(lines).encode())
     if as_json:
-        emit({"wrote": str(dst), "packs": names})
+        print_json({"wrote": str(dst), "packs": names}, PRETTY_UNICODE)
     else:
         said = f"tropo: wrote {dst}" + (f"  (packs: {', '.join(names)})" if names else "")
         click.echo(untrusted.visible(said))
@@ -427,8 +416,8 @@ def fix(paths: tuple[str, ...], dry_run: bool, root: Path | None, as_json: bool)
         click.echo(untrusted.visible(f"tropo: {rel}: left alone (its frontmatter cannot be edited safely)"),
                    err=True)
     if as_json:
-        emit({"fixed": len(changes), "dry_run": dry_run,
-              "changes": [{"path": r, "removed": k} for r, k in sorted(changes)]})
+        print_json({"fixed": len(changes), "dry_run": dry_run,
+              "changes": [{"path": r, "removed": k} for r, k in sorted(changes)]}, PRETTY_UNICODE)
         return
     verb = "would remove" if dry_run else "removed"
     for rel, keys in sorted(changes):

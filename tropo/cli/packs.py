@@ -9,10 +9,8 @@ node is unknown. The graph comes from the graph cache (one read for a tree seen 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
@@ -20,18 +18,11 @@ from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.roots import ConfigError
 from tropo.check.workspace import Workspace, open_workspace
-from tropo.cli.clijson import echo_error
-from tropo.cli.main import fail, main, source_of, workspace_options
+from tropo.cli.main import main, source_of, workspace_options
+from tropo.console import PRETTY, REFUSED, fail, print_json
 from tropo.git.gitcli import NotARepository, RevisionError
 from tropo.git.snapshot import LINK, SourceError
 from tropo.review import budget, packs
-
-
-def _refuse(message: str) -> NoReturn:
-    """A workspace that cannot be reviewed: exit 1, as the suite's review layer."""
-    echo_error(message, 1)
-    click.echo(untrusted.visible(f"tropo: {message}"), err=True)
-    sys.exit(1)
 
 
 def _workspace(root: Path | None, staged: bool, rev: str | None, no_cache: bool) -> Workspace:
@@ -40,7 +31,7 @@ def _workspace(root: Path | None, staged: bool, rev: str | None, no_cache: bool)
         ws = open_workspace(root, source, use_cache=not no_cache)
         ws.schema  # noqa: B018 - surface config errors here, as one line
     except ConfigError as exc:
-        _refuse(str(exc))
+        fail(str(exc), REFUSED)  # a workspace that cannot be reviewed: exit 1, as the suite's review layer
     except (SourceError, RevisionError, NotARepository) as exc:
         fail(str(exc))
     return ws
@@ -56,17 +47,13 @@ def _files(ws: Workspace) -> budget.Files:
     return budget.Files({rel: e.mode != LINK for rel, e in ws.entries.items()}, read)
 
 
-def _print(document: object) -> None:
-    click.echo(json.dumps(document, indent=2))  # ASCII-escaped, as the suite prints it
-
-
 def _graph(ws: Workspace) -> Graph:
     from tropo.review.graph_cache import graph_of  # opens the repository: only when needed
 
     try:
         return graph_of(ws)
     except ConfigError as exc:
-        _refuse(str(exc))
+        fail(str(exc), REFUSED)  # a workspace that cannot be reviewed: exit 1, as the suite's review layer
 
 
 @main.command("review")
@@ -91,7 +78,7 @@ def review_cmd(pack: str, strict: bool, root: Path | None, staged: bool, rev: st
     ws = _workspace(root, staged, rev, no_cache)
     document = packs.review(_graph(ws), _files(ws), packs.selected(pack))
     if as_json:
-        _print(document)
+        print_json(document, PRETTY)
     else:
         for line in packs.render(document):
             click.echo(untrusted.visible(line))  # a message quotes what the node says
@@ -114,16 +101,16 @@ def impact_cmd(node_id: str | None, root: Path | None, staged: bool, rev: str | 
       tropo impact codebase --json --rev HEAD~1
     """
     if not node_id:
-        _refuse("impact requires a node id (tropo impact ID)")
+        fail("impact requires a node id (tropo impact ID)", REFUSED)
     ws = _workspace(root, staged, rev, no_cache)
     g = _graph(ws)
     if node_id not in g.nodes:
-        _refuse(f"no node with id {node_id!r} (run `tropo review` or `tropo graph`)")
+        fail(f"no node with id {node_id!r} (run `tropo review` or `tropo graph`)", REFUSED)
     rows = sorted(g.blast(node_id).items(), key=lambda kv: (kv[1][0], kv[0]))
     if as_json:
-        _print({"target": node_id, "impacted": len(rows),
-                "nodes": [{"id": nid, "distance": dist, "via": via, "type": g.nodes[nid].type}
-                          for nid, (dist, via) in rows]})
+        print_json({"target": node_id, "impacted": len(rows),
+                    "nodes": [{"id": nid, "distance": dist, "via": via, "type": g.nodes[nid].type}
+                              for nid, (dist, via) in rows]}, PRETTY)
     elif not rows:
         click.echo(untrusted.visible(f"tropo: nothing depends on '{node_id}' (no inbound edges)"))
     else:

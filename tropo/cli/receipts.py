@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from tropo.cli.clijson import JsonErrorsGroup
+from tropo.console import JsonErrorsGroup
 
 SCHEMA = "vivary.run_receipt.v1"
 ENV = "VIVARY_RECEIPT_LOG"

@@ -11,7 +11,8 @@ import click
 
 from tropo import untrusted
 from tropo.check.workspace import Workspace
-from tropo.cli.main import emit, fail, guarded, load, main, workspace_options
+from tropo.cli.main import guarded, load, main, workspace_options
+from tropo.console import PRETTY_UNICODE, fail, print_json
 from tropo.review.retrieval import FIND_BUDGET, FIND_K, open_search, packets, query, trim
 from tropo.review.search import DEFAULT_SNIPPET, Filters
 
@@ -67,8 +68,8 @@ def query_cmd(words: tuple[str, ...], types: tuple[str, ...], paths: tuple[str, 
     ws = load(root, staged, rev, no_cache, eager=False)
     results = query(open_search(ws), text, filters, k=k, snippet_chars=snippet, explain=explain)
     if as_json:
-        emit({"query": text, "k": k, "mode": "text", "filters": filters.as_dict(),
-              "results": results})
+        print_json({"query": text, "k": k, "mode": "text", "filters": filters.as_dict(),
+              "results": results}, PRETTY_UNICODE)
         return
     if not results:
         click.echo(untrusted.visible(f"tropo query: no results for {text!r}"))
@@ -125,8 +126,8 @@ def find_cmd(ctx: click.Context, words: tuple[str, ...], types: tuple[str, ...],
     hits = query(open_search(ws), text, filters, k=k, snippet_chars=snippet, explain=True)
     items, tokens = trim(packets(hits), budget)
     if as_json:
-        emit({"query": text, "k": k, "budget": budget, "estimated_tokens": tokens,
-              "filters": filters.as_dict(), "results": items})
+        print_json({"query": text, "k": k, "budget": budget, "estimated_tokens": tokens,
+              "filters": filters.as_dict(), "results": items}, PRETTY_UNICODE)
         return
     if not items:
         click.echo(untrusted.visible(f"tropo find: no context for {text!r}"))
@@ -167,4 +168,4 @@ def _governed(ctx: click.Context, question: str, max_claims: int | None, ws: Wor
         )
     except ValueError as exc:
         fail(str(exc))
-    emit(capsule)
+    print_json(capsule, PRETTY_UNICODE)

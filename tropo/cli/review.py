@@ -14,7 +14,8 @@ import click
 from tropo import untrusted
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
-from tropo.cli.main import emit, fail, guarded, load, main, spelled, workspace_options
+from tropo.cli.main import guarded, load, main, spelled, workspace_options
+from tropo.console import PRETTY_UNICODE, fail, print_json
 from tropo.fs.atomic import write_atomic
 from tropo.git import gitcli
 from tropo.git.snapshot import Source
@@ -95,7 +96,7 @@ def diff_cmd(revs: str | None, staged: bool, markdown: bool, fail_on: str | None
                          "broken_added": len(broken_added), "changed": len(changed)}}
     breaks = bool(d["edges_newly_broken"] or broken_added)
     if as_json:
-        emit(report)
+        print_json(report, PRETTY_UNICODE)
     elif markdown:
         click.echo(render_markdown(report, old, new))
     else:
@@ -228,9 +229,10 @@ def plan_cmd(spec_file: Path, root: Path | None, staged: bool, rev: str | None, 
     broken_added = [e for e in d["edges_added"] if e["broken"]]
     problems = len(d["edges_newly_broken"]) + len(broken_added)
     if as_json:
-        emit({"root": str(ws.root), "spec": str(spec_file), "unknown_targets": unknown, "delta": d,
+        print_json({"root": str(ws.root), "spec": str(spec_file), "unknown_targets": unknown, "delta": d,
               "broken_added": broken_added,
-              "affected": {k: sorted(v) for k, v in sorted(affected.items())}, "problems": problems})
+              "affected": {k: sorted(v) for k, v in sorted(affected.items())}, "problems": problems},
+                   PRETTY_UNICODE)
     else:
         shown = untrusted.visible  # ids are the documents' authors'
         click.echo(shown(f"tropo plan: {spec_file}"))
@@ -273,7 +275,8 @@ def log_cmd(node_id: str, rev: str, root: Path | None, no_cache: bool, as_json: 
 
     events = [e.as_dict() for e in node_history.history(head, full)]
     if as_json:
-        emit({"id": node_id, "type": node.type, "path": node.path, "rev": rev, "events": events})
+        print_json({"id": node_id, "type": node.type, "path": node.path, "rev": rev, "events": events},
+                   PRETTY_UNICODE)
         return
     shown = untrusted.visible  # paths, authors and values are what the commits' authors chose
     click.echo(shown(f"tropo log: {node_id} [{node.type or 'untyped'}] {node.path}"))
@@ -407,6 +410,6 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
         return
     write_atomic(target, html.encode("utf-8"), mode=0o644)
     if as_json:
-        emit({"wrote": str(target), "nodes": drawn, "edges": len(data["edges"])})
+        print_json({"wrote": str(target), "nodes": drawn, "edges": len(data["edges"])}, PRETTY_UNICODE)
     else:
         click.echo(untrusted.visible(f"tropo: wrote {out}  ({drawn} node(s), {len(data['edges'])} edge(s))"))

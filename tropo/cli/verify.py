@@ -14,9 +14,9 @@ from typing import Any, NoReturn
 
 import click
 
-from tropo import untrusted
 from tropo.canonical import DuplicateKeyError, unique_keys
-from tropo.cli.main import fail, main
+from tropo.cli.main import main
+from tropo.console import CANONICAL, USAGE, emit, fail, stop
 from tropo.governed import request as governed
 
 
@@ -25,19 +25,17 @@ def _read(source: str) -> Any:
     return json.loads(raw.decode("utf-8"), object_pairs_hook=unique_keys)
 
 
-def _emit(result: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(result, sort_keys=True, separators=(",", ":")))
-        return
-    click.echo(f"tropo verify: {result['outcome']}")
-    if result["reason_codes"]:
-        click.echo("reasons: " + ", ".join(json.dumps(code)[1:-1] for code in result["reason_codes"]))
+def _show(result: dict[str, Any], as_json: bool) -> None:
+    """The verification document (or refusal) in the suite's canonical layout, or its outcome."""
+    codes = result["reason_codes"]
+    reasons = ["reasons: " + ", ".join(json.dumps(code)[1:-1] for code in codes)] if codes else []
+    emit(as_json, result, [f"tropo verify: {result['outcome']}", *reasons], CANONICAL)
 
 
 def _refuse(code: str, message: str, as_json: bool) -> NoReturn:
-    _emit(governed.refusal([code]), as_json)
-    click.echo(untrusted.visible(f"tropo verify: {message}"), err=True)
-    sys.exit(2)
+    """The governed refusal document (vivary-ozone's), the one line, exit 2."""
+    _show(governed.refusal([code]), as_json)
+    stop(message, USAGE, prog="tropo verify")
 
 
 @main.command("verify")
@@ -70,7 +68,7 @@ def verify_cmd(request: str | None, governed_flag: bool, strict: bool, as_json: 
     except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError included
         _refuse("invalid_request_document", "invalid request document", as_json)
     result = governed.verify(document)
-    _emit(result, as_json)
+    _show(result, as_json)
     if result["schema"] == governed.REFUSAL_SCHEMA:
         sys.exit(2)
     sys.exit(1 if strict and result["outcome"] != "sufficient" else 0)

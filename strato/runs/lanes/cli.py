@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from strato.runs.cli import handled, json_option, root_option
+from strato.runs.cli.terminal import handled, json_option, root_option
 from strato.runs.engine.state import Refused
 from strato.runs.lanes.model import FLOOR, RULE, TRUST_AFTER, fold, rate
 from strato.runs.lanes.store import REF, LanesCorrupt, LaneStore

@@ -114,7 +114,7 @@ def test_bad_input_is_one_line_and_changes_nothing(workspace: Path) -> None:
     ]:
         code, doc, err = strato(workspace, "agent", *args)
         assert code == 2 and err.count("\n") == 1 and want in err, err
-        assert doc is not None and doc["ok"] is False and doc["exitCode"] == 2 and want in doc["error"]
+        assert doc is not None and doc["ok"] is False and doc["exitCode"] == 2 and want in doc["error"]["message"]
     assert not runs_dir(workspace).exists()
     for bad in ("ar-000000000000", "../../HEAD", "ar-../x"):
         code, doc, _ = strato(workspace, "agent", "poll", bad)
@@ -139,6 +139,6 @@ def test_an_agents_file_changed_after_its_approval_is_refused_and_creates_nothin
     toml = workspace / ".vivary" / "agents.toml"
     toml.write_text(toml.read_text().replace("agents/steady.py", "agents/hostile.py"))
     code, doc, err = strato(workspace, "agent", "run", "steady", "--prompt", "x")
-    assert code == 1 and doc["code"] == "untrusted" and err.count("\n") == 1
+    assert code == 1 and doc["error"]["code"] == "untrusted" and err.count("\n") == 1
     assert err.startswith("error: .vivary/agents.toml is changed since you approved it; it would run ")
     assert not runs_dir(workspace).exists() and not (workspace / "pids.txt").exists()

@@ -133,7 +133,7 @@ def test_a_file_it_cannot_merge_is_refused_and_left_alone(repo_dir: Path, host: 
     listing = sorted(path.parent.iterdir())
     code, doc, err = strato(repo_dir, "install", "--host", host, "--scope", "project")
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and str(path) in err
-    assert doc is not None and doc["ok"] is False and doc["code"] == "malformed_config"
+    assert doc is not None and doc["ok"] is False and doc["error"]["code"] == "malformed_config"
     assert path.read_text() == text and sorted(path.parent.iterdir()) == listing  # no backup, no temp file
 
 

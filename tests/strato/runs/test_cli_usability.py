@@ -26,7 +26,7 @@ def test_a_unique_prefix_names_a_run_and_an_ambiguous_one_lists_candidates(tmp_p
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: run id prefix 'alpha' is ambiguous: alpha-1, alpha-2"
     code, doc = ws.strato_json("flow", "audit", "alpha")
-    assert code == 2 and doc["code"] == "ambiguous_run_id" and doc["candidates"] == ["alpha-1", "alpha-2"]
+    assert code == 2 and doc["error"]["code"] == "ambiguous_run_id" and doc["error"]["candidates"] == ["alpha-1", "alpha-2"]
     assert ws.strato("flow", "show", "gamma").returncode == 1
 
 
@@ -67,7 +67,7 @@ def test_a_label_that_is_not_a_ref_name_is_a_one_line_error(tmp_path: Path, labe
     [line] = proc.stderr.splitlines()
     assert line.startswith("error: invalid checkpoint label")
     code, doc = ws.strato_json("flow", "commit", "r", label)
-    assert code == 2 and doc["code"] == "invalid_label"
+    assert code == 2 and doc["error"]["code"] == "invalid_label"
     assert ws.strato_json("flow", "revert", "r", label)[0] == 1
     assert ws.strato_json("flow", "show", "r")[1]["checkpoints"] == []
 

@@ -72,7 +72,7 @@ def test_refusals_exit_1_and_change_nothing(tmp_path: Path) -> None:
     _, show = ws.strato_json("flow", "show", run_id)
     assert show["head"] == head
     proc = ws.strato("flow", "revert", run_id, "unknown-label", "--json")
-    assert json.loads(proc.stdout)["code"] == "checkpoint_not_found"
+    assert json.loads(proc.stdout)["error"]["code"] == "checkpoint_not_found"
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_invalid_spec_reports_codes(tmp_path: Path) -> None:
     bad.write_text("version: 1\ncontracts: {}\nflows:\n  entry: nope\n")
     proc = ws.strato("flow", "plan", str(bad), "--json")
     assert proc.returncode == 2
-    assert json.loads(proc.stdout)["errors"][0]["code"] == "FLOW_UNKNOWN_ENTRY"
+    assert json.loads(proc.stdout)["error"]["errors"][0]["code"] == "FLOW_UNKNOWN_ENTRY"
 
 
 def test_strato_run_drives_to_the_gate_then_resumes_after_approval(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_an_agent_of_an_unapproved_file_is_refused_before_the_run_exists(tmp_pat
     [line] = proc.stderr.splitlines()
     assert line.startswith("error: .vivary/agents.toml is not approved for this repository; it would run ")
     assert "`vivary trust .vivary/agents.toml`" in line
-    assert json.loads(proc.stdout)["code"] == "untrusted"
+    assert json.loads(proc.stdout)["error"]["code"] == "untrusted"
     assert Runs(ws.root).store.run_ids() == [] and not marker.exists()
     approve_agents(ws.root)
     code, doc = ws.strato_json("run", str(spec))
@@ -92,7 +92,7 @@ def test_a_judge_of_an_unapproved_file_is_refused_while_the_agent_is_the_users(t
     ensure = 'ensure:\n          - judged: {statement: "it is ok", stakes: cheap}'
     spec = _spec(tmp_path, AGENT.replace("ENSURE", ensure), "work")
     proc = ws.strato("run", str(spec), "--json")
-    assert proc.returncode == 1 and json.loads(proc.stdout)["code"] == "untrusted", proc.stderr
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "untrusted", proc.stderr
     assert Runs(ws.root).store.run_ids() == [] and not marker.exists()
     plain = _spec(tmp_path, AGENT.replace("ENSURE", ""), "work")  # no judged ensure: no judge needed
     code, doc = ws.strato_json("run", str(plain))

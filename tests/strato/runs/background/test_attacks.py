@@ -77,8 +77,8 @@ def test_a_folder_under_vivary_planted_as_a_symlink_is_refused_and_nothing_is_wr
     link.symlink_to(outside, target_is_directory=True)
     spec = str(workspace / "specs/steps.yaml")
     code, doc, err = strato(workspace, "run", spec, "--input", "tag=link", "--background", "--id", "linked")
-    assert code == 1 and doc["code"] == "planted_link", err
+    assert code == 1 and doc["error"]["code"] == "planted_link", err
     assert len(err.strip().splitlines()) == 1 and "is a symlink" in err and "Traceback" not in err
     code, doc, err = strato(workspace, "flow", "poll", "linked")  # a poll would start a runner: refused too
-    assert code == 1 and doc["code"] == "planted_link", err
+    assert code == 1 and doc["error"]["code"] == "planted_link", err
     assert _tree(outside) == ["precious.txt"] and calls(workspace, "link") == []

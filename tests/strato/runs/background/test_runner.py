@@ -96,18 +96,18 @@ def test_poll_pages_events_from_a_cursor(workspace: Path) -> None:
     code, doc, _ = strato(workspace, "flow", "poll", run_id, "--cursor", str(len(everything)))
     assert code == 0 and doc["events"] == []
     code, doc, err = strato(workspace, "flow", "poll", run_id, "--cursor", str(len(everything) + 1))
-    assert code == 2 and doc["code"] == "invalid_cursor" and err.count("\n") == 1
+    assert code == 2 and doc["error"]["code"] == "invalid_cursor" and err.count("\n") == 1
     code, doc, err = strato(workspace, "flow", "poll", run_id, "--cursor", "-1")
-    assert code == 2 and doc["code"] == "invalid_cursor"
+    assert code == 2 and doc["error"]["code"] == "invalid_cursor"
     code, doc, err = strato(workspace, "flow", "poll", "no-such-run")
-    assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1
+    assert code == 1 and doc["error"]["code"] == "run_not_found" and err.count("\n") == 1
 
 
 def test_an_unknown_run_is_one_line_exit_1_and_starts_nothing(workspace: Path) -> None:
     for args in (("flow", "poll", "ghost", "--cursor", "0"), ("flow", "cancel", "ghost"), ("flow", "next", "ghost"),
                  ("flow", "resume", "ghost"), ("run", "--resume", "ghost"), ("run", "--resume", "ghost", "--background")):
         code, doc, err = strato(workspace, *args)
-        assert code == 1 and doc["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
+        assert code == 1 and doc["error"]["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
     assert not (workspace / ".git" / "vivary" / "bg").exists()
     assert Runs(workspace).store.run_ids() == []
 

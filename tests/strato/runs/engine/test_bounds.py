@@ -96,7 +96,7 @@ def test_the_cli_refuses_deep_or_large_json_with_one_line_and_exit_2(tmp_path: P
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
         exit_code, doc = ws.strato_json(*args)
-        assert exit_code == 2 and doc["code"] == code, doc
+        assert exit_code == 2 and doc["error"]["code"] == code, doc
     assert runs.load("r1").head == head and runs.store.run_ids() == ["r1"]
 
 

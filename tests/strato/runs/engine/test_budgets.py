@@ -261,7 +261,7 @@ def test_consumer_usage_over_budget_exhausts_the_run_and_stales_other_tokens(tmp
     assert view["flowSpent"] == {"dispatches": 2, "tokens": 9, "usd": 1.5}
     before = ws.runs().load("p").head
     code, view = ws.strato_json("flow", "done", "p", "b", "--token", tokens["b"], "--result", result)
-    assert code == 1 and view["code"] == "run_not_running"
+    assert code == 1 and view["error"]["code"] == "run_not_running"
     assert ws.runs().load("p").head == before
     assert "budget_exhausted" in event_types(ws.runs().audit("p")["events"])
 

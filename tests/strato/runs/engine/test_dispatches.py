@@ -371,7 +371,7 @@ def test_the_cli_reports_usage_once_and_refuses_bad_reports(tmp_path: Path) -> N
         assert proc.returncode == code_wanted, proc.stderr
         assert what in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     code, unknown = ws.strato_json("flow", "usage", "r1", "no-such-dispatch", "--usage", "{}")
-    assert code == 1 and unknown["code"] == "unknown_dispatch"
+    assert code == 1 and unknown["error"]["code"] == "unknown_dispatch"
     # `done` takes the hand-out's claims
     proc = ws.strato(
         "flow",

@@ -85,7 +85,7 @@ def test_while_the_engine_runs_a_step_no_other_client_can_report_its_usage_or_re
 
         run_server(ws.root, third_client)
         code, doc = ws.strato_json("flow", "usage", "r1", _ready_id(ws), "--usage", '{"usd": 0.01}')
-        assert code == 1 and doc["code"] == "engine_dispatch"
+        assert code == 1 and doc["error"]["code"] == "engine_dispatch"
         (here / "go").touch()
         out, _ = engine.communicate(timeout=300)  # a hang is a loud failure
     finally:

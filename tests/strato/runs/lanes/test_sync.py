@@ -132,7 +132,7 @@ def test_a_remote_whose_evidence_cannot_be_read_is_refused_and_nothing_moves(tmp
     assert git(bare, "rev-parse", REF).strip() == forged
     assert "refs/vivary/lanes-incoming" not in git(b.root, "for-each-ref")
     code, doc = b.strato_json("lanes", "--sync", "origin")
-    assert code == 1 and doc["ok"] is False and "refusing" in doc["error"]
+    assert code == 1 and doc["ok"] is False and "refusing" in doc["error"]["message"]
 
 
 def test_sync_with_an_unreachable_remote_is_one_line_and_exit_1(tmp_path: Path) -> None:
