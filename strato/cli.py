@@ -12,7 +12,7 @@ from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
 from strato.runs.cli.driving import run_cmd
 from strato.runs.cli.group import flow
-from strato.runs.lanes.cli import lanes_command
+from strato.runs.cli.lanes import lanes_command
 from tropo.console import JsonErrorsGroup
 
 

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.support.repos import commit_all, git, write_files
+from tests.support.repos import git
 from tests.support.requirements import (
     ci_requirements,
-    editable_extra_command,
     in_ci,
     missing,
     upstream_bin,
@@ -21,7 +20,6 @@ from tests.support.requirements import (
 
 # Transitional: tests/strato still imports these from here; once it imports them from
 # tests.support, this list goes (a conftest holds fixtures, not helpers).
-__all__ = ["commit_all", "editable_extra_command", "git", "missing", "write_files"]
 
 # No wall-clock limit in any test (hypothesis's default 200 ms deadline is one): on a
 # loaded 2-core machine it fails tests that prove nothing about speed.

@@ -20,8 +20,8 @@ from strato.guard.authz import Signer
 from strato.guard.errors import GuardError
 from strato.heartbeat import apply as heartbeat_apply
 from strato.proposals import store as heartbeat_store
+from strato.runs.cli.lanes import lanes_view
 from strato.runs.engine.state import Refused
-from strato.runs.lanes.cli import lanes_view
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import RunNotFound, RunSnapshot, check_run_id
 from strato.runs.views import documents as views

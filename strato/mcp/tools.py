@@ -17,8 +17,8 @@ from strato.flow.starts import commands
 from strato.flow.validate import load_spec
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs.background import runner as background
+from strato.runs.cli.lanes import check_view, lanes_view
 from strato.runs.engine.state import Refused
-from strato.runs.lanes.cli import check_view, lanes_view
 from strato.runs.views import documents as views
 from strato.runs.views import wire
 

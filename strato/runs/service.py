@@ -24,6 +24,7 @@ from strato.flow.validate import load_spec
 from strato.runs.dispatch.commands import command_evaluator
 from strato.runs.dispatch.fanout import ItemCall, run_fanout
 from strato.runs.engine import bounds
+from strato.runs.engine.attempts import attempt_rows
 from strato.runs.engine.checks import Judge
 from strato.runs.engine.context import Evaluator
 from strato.runs.engine.dispatches import engine_telemetry
@@ -33,7 +34,6 @@ from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.lanes.model import LaneBook, digest
 from strato.runs.lanes.store import LaneStore
 from strato.runs.store import RUN_ID, Outcome, RunSnapshot, RunStore, Transition, head_ref, valid_label
-from strato.runs.views.attempts import attempt_rows
 from tropo.git.chain import ChainConflict
 from tropo.git.refs import RefRaceError
 from tropo.git.repo import head_commit, private_dir, require, workdir

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.approvals import approve_agents
+from tests.support.approvals import approve_agents
 
 AGENTS = {
     # prints two events and an answer, then waits for the file `go` when asked to

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, git, write_files
 from tests.support import console
+from tests.support.approvals import approve_agents
+from tests.support.repos import commit_all, git, write_files
 
 HERE = Path(__file__).parents[1] / "strato" / "flow"
 AGENT = HERE / "agent_scripts" / "scripted.py"

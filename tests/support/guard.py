@@ -18,8 +18,8 @@ import pygit2
 from strato.agents import trust
 from strato.guard import engine, layout, ledgertrees, pin, signedops, signers, sshsig, store
 from strato.guard.canonical import seal
-from tests.conftest import commit_all, git, write_files
 from tests.support import console
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import git, write_files
+from tests.support.repos import git, write_files
 
 BIN = Path(sys.executable).parent
 DAY = 86400

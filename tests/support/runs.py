@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, write_files
 from tests.support import console
+from tests.support.approvals import approve_agents
+from tests.support.repos import commit_all, write_files
 
 # One script plays every agent; the first word of the step's `do` says which. The
 # specs name the built-in `claude`, so they stay valid outside this workspace too.

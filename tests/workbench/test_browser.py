@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.runs.lanes.cli import lanes_view
+from strato.runs.cli.lanes import lanes_view
 from strato.runs.service import Runs
 from tests.support.browser import Watched
 from tests.support.repos import commit_all, git, write_files

@@ -1,1 +1,2 @@
-"""How a run looks from outside: the CLI's JSON documents, Stratum's wire shapes and events, attempts."""
+"""How a run looks from outside: the CLI's JSON documents, and Stratum's wire shapes
+and events."""

@@ -8,11 +8,11 @@ from typing import Any
 from strato.agents import trust
 from strato.agents.config import AgentConfigError, GatePolicy
 from strato.runs.dispatch.fanout import run_fanout
+from strato.runs.engine.attempts import state_rows
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import USAGE_CODES
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, RunSnapshot
-from strato.runs.views.attempts import state_rows
 from tropo.fs.private import Refusal
 from tropo.git.repo import NotARepository
 

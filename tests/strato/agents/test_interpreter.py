@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from strato.agents.interpreter import own_python
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 
 BIN = Path(sys.executable).parent
 PLANTED = ("subprocess.py", "runpy.py", "strato/__init__.py", "strato/runs/__init__.py")

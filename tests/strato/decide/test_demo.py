@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.demo_decide import tour
-from tests.conftest import git, write_files
+from tests.support.repos import git, write_files
 from tropo.governed.capsule import is_intact
 
 FILES = {

@@ -12,9 +12,9 @@ from strato.distill import service, transcripts
 from strato.heartbeat import apply, engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
-from tests.conftest import git
 from tests.support import console
 from tests.support.heartbeat import T0
+from tests.support.repos import git
 from tests.support.transcripts import FLOW, OTHER, claude_session, codex_session, sources
 
 

@@ -13,9 +13,9 @@ import pytest
 from strato.distill import model, service
 from strato.heartbeat import apply, engine
 from strato.proposals import settings, store
-from tests.approvals import approve_agents
-from tests.conftest import git
+from tests.support.approvals import approve_agents
 from tests.support.heartbeat import T0, commit_at
+from tests.support.repos import git
 from tests.support.transcripts import FLOW, OTHER, claude_session, sources
 
 AGENT = Path(__file__).parent / "agent_scripts" / "distill_agent.py"

@@ -20,7 +20,6 @@ from strato.guard.errors import GuardError
 from strato.guard.review import ReviewReport, review
 from strato.guard.sshsig import MAGIC, ssh_string
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import (
     POLICY,
     RID,
@@ -36,6 +35,7 @@ from tests.support.guard import (
     sign_override,
     ssh_sign,
 )
+from tests.support.repos import git
 
 Y2030 = 1893456000  # 2030-01-01T00:00:00Z
 

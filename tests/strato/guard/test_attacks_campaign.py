@@ -22,7 +22,6 @@ from strato.guard import config, descriptors, engine, predicates, signedops, sto
 from strato.guard.canonical import sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
-from tests.conftest import git
 from tests.support import console
 from tests.support.guard import (
     POLICY,
@@ -44,6 +43,7 @@ from tests.support.guard import (
     resign,
     sign_override,
 )
+from tests.support.repos import git
 from tropo.untrusted import default_ignorable
 
 STRATO = str(Path(sys.executable).parent / "strato")

@@ -14,7 +14,6 @@ import pytest
 from strato.guard import cache, engine, signedops, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import (
     POLICY,
     Key,
@@ -23,6 +22,7 @@ from tests.support.guard import (
     put_ledger,
     ssh_sign,
 )
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 

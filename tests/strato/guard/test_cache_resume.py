@@ -15,8 +15,8 @@ import pytest
 from strato.guard import cache, engine, ledgertrees, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from hooks import install as installer
 from strato.guard import engine, store
-from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, ci, make_key, origin_with_main, pull_request, ssh_sign
+from tests.support.repos import git
 
 
 def test_recipe_passes_a_legit_pr_and_fails_an_attacker(

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from strato.guard import store
-from tests.conftest import commit_all, git
 from tests.support import console
 from tests.support.guard import (
     POLICY,
@@ -21,6 +20,7 @@ from tests.support.guard import (
     run,
     ssh_sign,
 )
+from tests.support.repos import commit_all, git
 
 RID = "cli:1"
 

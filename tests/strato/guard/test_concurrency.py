@@ -14,8 +14,8 @@ import pytest
 
 from strato.guard import engine, store
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import Workspace, approve_policy
+from tests.support.repos import git
 
 STRATO = str(Path(sys.executable).parent / "strato")
 

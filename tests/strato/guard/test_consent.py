@@ -18,8 +18,8 @@ import pytest
 
 from strato.guard import engine, signedops, store
 from strato.guard.canonical import seal
-from tests.conftest import git
 from tests.support.guard import Workspace, approve_policy, ledger_text, out, put_ledger, run
+from tests.support.repos import git
 from tropo.git import notes
 
 FETCH_NOTES = "+refs/notes/vivary/guard:refs/notes/vivary/guard"  # as docs/guard.md's recipe

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.demo_guard import tour
-from tests.conftest import git
+from tests.support.repos import git
 
 
 def test_tour_shows_refusal_override_and_review(repo_dir: Path) -> None:

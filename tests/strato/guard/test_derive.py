@@ -20,8 +20,8 @@ import pytest
 from strato.guard import authz, derive, descriptors, engine, ledger, signedops, store
 from strato.guard.canonical import payload_digest
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, make_key, ssh_sign
+from tests.support.repos import git
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id
 from tropo.git.types import Commit

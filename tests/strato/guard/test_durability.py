@@ -9,8 +9,8 @@ from pathlib import Path
 
 from strato.guard import engine, store
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

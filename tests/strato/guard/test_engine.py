@@ -12,8 +12,8 @@ import pytest
 
 from strato.guard import engine, layout, signedops, store
 from strato.guard.errors import GuardError
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, approve_file, approve_policy
+from tests.support.repos import git
 
 RID = "compose:FEAT-1"
 

@@ -12,8 +12,8 @@ from strato.guard import notesig, signers, sshsig, store
 from strato.guard.errors import GuardError
 from strato.guard.review import review
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import Key, Workspace, at_review, git_verifies, make_key, resign
+from tests.support.repos import git
 from tropo.git import repo as gitrepo
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from strato.guard import engine, pin, store
 from strato.guard.errors import GuardError
-from tests.conftest import commit_all, git
 from tests.support.guard import POLICY, Workspace, put_ledger, run
+from tests.support.repos import commit_all, git
 from tropo.git import repo as gitrepo
 
 REGISTER = {"resource_id": "pin:1", **copy.deepcopy(POLICY)}

@@ -12,8 +12,8 @@ import pytest
 
 from hooks import install as installer
 from strato.guard import engine, pin, store
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, put_ledger
+from tests.support.repos import git
 
 REGISTER = {"resource_id": "pc:1", **copy.deepcopy(POLICY)}
 STRATO = str(Path(sys.executable).parent / "strato")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from hooks import install as installer
 from strato.guard import engine, pin, store
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, put_ledger
+from tests.support.repos import git
 from tropo.git import repo as gitrepo
 
 

@@ -11,7 +11,6 @@ import pytest
 from strato.guard import config, engine, signedops, store
 from strato.guard.review import MAX_CELL, _cell, review
 from strato.guard.verify import Break
-from tests.conftest import git
 from tests.support.guard import (
     POLICY,
     Key,
@@ -25,6 +24,7 @@ from tests.support.guard import (
     resign,
     ssh_sign,
 )
+from tests.support.repos import git
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.notes import anchor_id

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from strato.guard import engine, pin, signedops, store
 from strato.guard.review import review
-from tests.conftest import git
 from tests.support.guard import POLICY, RID, Key, Workspace, forge, ledger, make_key, outside_code, ssh_sign
+from tests.support.repos import git
 
 FIELDS = ("kind", "outcome", "resolved_by", "from_state", "to_state", "verdict", "rationale")
 WORDS = ["draft", "review", "released", "transition", "deviation", "graph_version", "register",

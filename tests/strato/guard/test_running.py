@@ -35,8 +35,8 @@ from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.review import review
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, migrate_cli, put_ledger
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 

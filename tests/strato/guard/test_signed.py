@@ -12,8 +12,8 @@ import pytest
 
 from strato.guard import authz, descriptors, engine, signedops, store
 from strato.guard.errors import GuardError
-from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, make_key, ssh_sign
+from tests.support.repos import git
 
 RID = "compose:FEAT-2"
 

@@ -11,8 +11,8 @@ import pytest
 from strato.guard import engine, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace
+from tests.support.repos import git
 from tropo.git import refs as gitrefs
 
 RID = "svc:signed"

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from strato.guard import signers, store
-from tests.conftest import git
 from tests.support.guard import POLICY, Key, Workspace, out, run
 from tests.support.guard import WINDOW_ASK as ASK
 from tests.support.guard import WINDOW_RID as RID
+from tests.support.repos import git
 
 
 def _day(offset_days: int) -> str:

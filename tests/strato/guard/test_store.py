@@ -18,8 +18,8 @@ import pytest
 from strato.guard import cache, engine, layout, ledger, ledgertrees, running, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import POLICY, Workspace, ledger_text, migrate_cli, put_ledger
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 

@@ -19,8 +19,8 @@ from strato.guard import append, cache, engine, layout, ledger, running, store
 from strato.guard.canonical import seal
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
-from tests.conftest import git
 from tests.support.guard import Workspace, ledger_text, put_ledger
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

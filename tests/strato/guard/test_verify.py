@@ -14,7 +14,6 @@ import pytest
 from strato.guard import engine, layout, ledger, signedops, store
 from strato.guard.errors import GuardError
 from strato.guard.verify import Break, EntryHeadTrust, check_ledger, verify_repository
-from tests.conftest import git
 from tests.support.guard import (
     POLICY,
     Key,
@@ -25,6 +24,7 @@ from tests.support.guard import (
     reseal,
     ssh_sign,
 )
+from tests.support.repos import git
 from tropo.git import notes
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from strato.proposals import store
-from tests.conftest import git
 from tests.support.heartbeat import T0, commit_at
+from tests.support.repos import git
 
 STRATO = Path(sys.executable).parent / "strato"
 QUESTION = re.compile(r"^\[(?P<kind>[a-z]+)\] (?P<id>[a-z-]+-[0-9a-f]{12}): ", re.MULTILINE)

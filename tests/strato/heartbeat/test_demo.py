@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import demo_heartbeat
-from tests.conftest import git
+from tests.support.repos import git
 
 
 def test_demo_tour_applies_a_playbook_row(ws: Path, capfd: pytest.CaptureFixture[str]) -> None:

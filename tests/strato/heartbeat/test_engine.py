@@ -12,10 +12,10 @@ from strato.guard import store as guard_store
 from strato.heartbeat import engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
-from tests.conftest import git
 from tests.support import console
 from tests.support.flows import make_workspace, reply
 from tests.support.heartbeat import DAY, T0, commit_at
+from tests.support.repos import git
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 

@@ -15,8 +15,8 @@ import pytest
 
 from strato.heartbeat import runner
 from strato.proposals import store
-from tests.conftest import git
 from tests.support.heartbeat import T0, commit, commit_at, install
+from tests.support.repos import git
 
 BIN = Path(sys.executable).parent
 

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from strato.proposals import store
-from tests.approvals import approve_agents
-from tests.conftest import git
+from tests.support.approvals import approve_agents
 from tests.support.heartbeat import T0, commit, commit_at, install
+from tests.support.repos import git
 
 
 def wait_heartbeat(root: Path, head: str) -> None:

@@ -12,10 +12,10 @@ import pytest
 from strato.heartbeat import apply, engine
 from strato.proposals import store
 from strato.proposals.settings import Settings
-from tests.conftest import git
 from tests.support import console
 from tests.support.guard import outside_code
 from tests.support.heartbeat import T0, commit_at
+from tests.support.repos import git
 
 
 def beat(root: Path) -> list[str]:

@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from strato.guard import engine as guard
+from strato.guard import signedops
 from strato.heartbeat import engine, refusals
 from strato.proposals import store
 from strato.proposals.settings import Settings
-from tests.conftest import git
 from tests.support.flows import make_workspace, reply
 from tests.support.guard import POLICY, make_key, ssh_sign
 from tests.support.guard import Workspace as GuardWorkspace
 from tests.support.heartbeat import SCHEMA, T0, commit_at
+from tests.support.repos import git
 
 BIN = Path(sys.executable).parent
 
@@ -86,7 +87,7 @@ def test_a_signed_override_is_a_lesson_naming_its_ledger_line(repo_dir: Path, tm
     ask = {"resource_id": rid, "from_state": "review", "to_state": "released",
            "rationale": "hotfix, token=ghp_abcdefghijklmnopqrstuvwx0123"}
     payload, ns = guard.authorization_request(ws.repo, {"kind": "override", **ask})
-    guard.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), tmp_path)})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), tmp_path)})
     beat(repo_dir)
     [lesson] = records(repo_dir, "guard-override")
     assert "review->released was overridden" in lesson["title"] and "hotfix" in lesson["title"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from strato.heartbeat import engine
 from strato.proposals.settings import Settings
-from tests.conftest import git
 from tests.support.heartbeat import T0, commit_at
+from tests.support.repos import git
 
 
 def snapshot(root: Path) -> tuple[str, str, str]:

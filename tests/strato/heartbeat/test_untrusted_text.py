@@ -14,8 +14,8 @@ from typing import Any
 from strato.distill import transcripts
 from strato.heartbeat import deep
 from strato.proposals import store
-from tests.conftest import git
 from tests.support import console
+from tests.support.repos import git
 from tests.support.transcripts import claude_session
 
 TOKEN = "ghp_" + "Zq3x" * 9

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, write_files
 from tests.support.mcp import GATE_SPEC, GRAPH_FILES
+from tests.support.repos import commit_all, write_files
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from strato.agentruns.store import BoundedStream
-from tests.conftest import commit_all, write_files
 from tests.support.agents import agent_workspace
 from tests.support.mcp import GATE_SPEC, Session, run_server
+from tests.support.repos import commit_all, write_files
 
 SECRET = "the victim's secret\n"
 

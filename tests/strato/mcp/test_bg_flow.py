@@ -20,9 +20,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from strato.agents import groups
 from strato.mcp import contract
 from strato.mcp.contract import answer_violations, event_violations
-from tests.approvals import approve_agents
-from tests.conftest import commit_all
+from tests.support.approvals import approve_agents
 from tests.support.mcp import Session
+from tests.support.repos import commit_all
 from tests.support.runs import (
     GATED_SPEC,
     STEPS_SPEC,

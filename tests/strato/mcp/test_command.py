@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import editable_extra_command
+from tests.support.requirements import editable_extra_command
 
 WITHOUT_SDK = "import sys; sys.modules['mcp'] = None; from strato.cli import main; main(sys.argv[1:])"
 

@@ -16,11 +16,12 @@ from typing import Any
 import anyio
 
 from strato.mcp import contract
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, missing, write_files
+from tests.support.approvals import approve_agents
 from tests.support.flows import Workspace, make_workspace
 from tests.support.guard import make_key, ssh_sign
 from tests.support.mcp import GATE_SPEC, Session, run_server
+from tests.support.repos import commit_all, write_files
+from tests.support.requirements import missing
 from tests.support.specs import consumer_fanout_spec, review_spec
 
 # tools of the reference another branch is building: not served yet

@@ -19,9 +19,9 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, write_files
+from tests.support.approvals import approve_agents
 from tests.support.mcp import GATE_SPEC, Session
+from tests.support.repos import commit_all, write_files
 
 STRATO = Path(sys.executable).parent / "strato"
 GOOD = {"output": {"text": "final", "score": 0.9}}

@@ -9,8 +9,8 @@ from strato.agents import trust
 from strato.guard import engine
 from strato.mcp.dispatch import call
 from strato.mcp.registry import Context
-from tests.conftest import commit_all, git, write_files
 from tests.support.mcp import Session, run_server
+from tests.support.repos import commit_all, git, write_files
 from tropo.git.repo import require
 
 

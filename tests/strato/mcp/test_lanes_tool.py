@@ -8,9 +8,9 @@ from pathlib import Path
 
 from strato.runs.lanes import model as lanes
 from strato.runs.lanes.store import REF
-from tests.conftest import git
 from tests.support.lanes import LANE, judged_workspace, run_once
 from tests.support.mcp import Session, run_server
+from tests.support.repos import git
 
 
 def test_strato_lanes_answers_what_strato_lanes_json_prints(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import git
 from tests.support.mcp import Session, run_server
+from tests.support.repos import git
 
 
 def test_an_ambiguous_revision_is_the_tools_error_and_the_full_ref_is_read(workspace: Path) -> None:

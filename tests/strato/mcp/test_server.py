@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 
 from strato.mcp import contract
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, git
+from tests.support.approvals import approve_agents
 from tests.support.governed import request as decision_request
 from tests.support.mcp import GATE_SPEC, Session, run_server
+from tests.support.repos import commit_all, git
 
 
 def cli(*args: str) -> tuple[int, Any]:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from strato.agents import trust
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
-from tests.conftest import commit_all, write_files
+from tests.support.approvals import approve_agents
 from tests.support.mcp import Session, run_server
+from tests.support.repos import commit_all, write_files
 
 PROBE = """
 version: 1

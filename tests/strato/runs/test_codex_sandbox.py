@@ -14,9 +14,9 @@ import pytest
 from strato.agents.config import AgentConfigError, load_config
 from strato.mcp.contract import event_violations
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
-from tests.conftest import git
+from tests.support.approvals import approve_agents
 from tests.support.flows import make_workspace
+from tests.support.repos import git
 
 CODEX = Path(__file__).parent / "scripts" / "codex_like.py"
 

@@ -8,8 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.conftest import commit_all, write_files
-from tests.terminal import BIN, on_terminal
+from tests.support.repos import commit_all, write_files
+from tests.support.terminal import BIN, on_terminal
 
 CLIPBOARD, ERASE = "\x1b]52;c;ZXZpbA==\x07", "\x1b[2K"
 SPEC = r"""version: 1

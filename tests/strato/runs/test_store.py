@@ -22,7 +22,7 @@ from strato.runs.store import (
     parse_message,
     valid_label,
 )
-from tests.conftest import git
+from tests.support.repos import git
 from tropo.git.objects import write_commit
 from tropo.git.refs import RefRaceError, cas_ref
 

@@ -18,8 +18,8 @@ import pytest
 
 from strato.runs.service import Runs
 from strato.runs.store import RunStore, head_ref
-from tests.conftest import git
 from tests.support.flows import make_workspace
+from tests.support.repos import git
 from tropo.git.refs import RefRaceError
 
 CHAIN = """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from strato.agents import trust
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
+from tests.support.approvals import approve_agents
 from tests.support.flows import make_workspace
 
 SPEC = """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import log as gitlog
 from tropo.git import repo as gitrepo
 from tropo.git.gitcli import GitError

@@ -14,7 +14,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from tests.conftest import commit_all, git, write_files
+from tests.support.repos import commit_all, git, write_files
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.refs import RefRaceError, cas_ref, read_ref, ref_writer

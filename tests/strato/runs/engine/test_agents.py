@@ -17,7 +17,7 @@ import pytest
 from strato.agents.calls import call, unwrap
 from strato.agents.config import AgentConfigError, AgentSpec, load_config
 from strato.runs.service import SpecInvalid
-from tests.approvals import approve_agents
+from tests.support.approvals import approve_agents
 from tests.support.flows import FIXTURES, make_workspace, reply
 
 MINIMAL = (FIXTURES / "readme_minimal.stratum.yaml").read_text()

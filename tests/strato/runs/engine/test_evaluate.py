@@ -13,7 +13,7 @@ import pytest
 
 from strato.agents import trust
 from strato.runs.engine.state import Refused
-from tests.approvals import approve_spec
+from tests.support.approvals import approve_spec
 from tests.support.flows import make_workspace
 
 EVALUATE = """

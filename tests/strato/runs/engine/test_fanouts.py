@@ -9,9 +9,9 @@ import pytest
 
 from strato.agents import trust
 from strato.runs.engine.state import Refused
-from tests.approvals import approve_spec
-from tests.conftest import git
+from tests.support.approvals import approve_spec
 from tests.support.flows import Workspace, make_workspace
+from tests.support.repos import git
 
 SIMPLE = """
 version: 1

@@ -18,7 +18,7 @@ from strato.flow.refs import Scope
 from strato.flow.spec import DoStep
 from strato.flow.validate import load_spec
 from strato.runs.engine.checks import Judge, check
-from tests.approvals import approve_agents
+from tests.support.approvals import approve_agents
 from tests.support.flows import Workspace, make_workspace
 from tests.support.specs import JUDGED
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from strato.flow.validate import load_spec
-from strato.runs.views.attempts import attempt_rows
+from strato.runs.engine.attempts import attempt_rows
 from tests.support.flows import make_workspace
 from tropo.review.retrieval import estimate_tokens
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from strato.runs.service import Runs
-from tests.approvals import approve_agents
+from tests.support.approvals import approve_agents
 from tests.support.flows import STRATO, Workspace, make_workspace
 from tests.support.mcp import Session, run_server
 from tests.support.runs import PROCESSES, THREADS, replay_usage, wait_for

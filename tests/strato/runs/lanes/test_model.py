@@ -18,10 +18,10 @@ import pytest
 from strato.runs.lanes import model as lanes
 from strato.runs.lanes.store import REF, LaneStore
 from strato.runs.service import Runs
-from tests.approvals import approve_agents, approve_spec
-from tests.conftest import git
+from tests.support.approvals import approve_agents, approve_spec
 from tests.support.flows import Workspace
 from tests.support.lanes import JUDGED_SPEC, LANE, decisions, judge_calls, judged_workspace, run_once
+from tests.support.repos import git
 
 
 def lane(runs: Runs) -> dict[str, Any]:

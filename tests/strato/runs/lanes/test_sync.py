@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from strato.runs.lanes.store import MAX_MERGE_DEPTH, REF, LanesCorrupt, LaneStore, evidence_id
-from tests.approvals import approve_agents
-from tests.conftest import git
+from tests.support.approvals import approve_agents
 from tests.support.flows import Workspace
 from tests.support.lanes import LANE, judged_workspace, lane_evidence, run_once
+from tests.support.repos import git
 
 
 def _two_clones(tmp_path: Path) -> tuple[Workspace, Workspace, Path]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from strato.runs.engine.attempts import RESOLUTIONS
 from strato.runs.service import Runs
-from strato.runs.views.attempts import RESOLUTIONS
 from tests.support.flows import make_workspace
 
 SPEC = """
