@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support import console
 from tests.support.repos import git, write_files
 
-BIN = Path(sys.executable).parent
 DAY = 86400
 T0 = 1_790_000_000  # a fixed clock: every test says how old each commit is
 
@@ -53,8 +52,8 @@ def scripted_workspace(tmp_path: Path) -> Path:
 
 
 def install(root: Path) -> None:
-    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--hook", "post-commit"], cwd=root,
-                          capture_output=True, text=True, check=False)
+    """`vivary hooks install --hook post-commit`, in process: the hook git runs is the real one."""
+    proc = console.run("vivary", "hooks", "install", "--hook", "post-commit", cwd=root)
     assert proc.returncode == 0, proc.stderr
 
 
