@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 from tests.support import console
+from tests.support.guard import made_once
 from tests.support.repos import git, write_files
 
 DAY = 86400
@@ -36,8 +38,16 @@ def commit_at(root: Path, when: int, message: str, files: dict[str, str] | None 
 
 
 def scripted_workspace(tmp_path: Path) -> Path:
-    """A clean workspace: a schema, one index linking one done change, a fresh STATE.md."""
+    """A clean workspace: a schema, one index linking one done change, a fresh STATE.md.
+    Made once per process (inside a test, under its isolated git) and copied per test:
+    its fixed dates make every build the same commit anyway."""
     root = tmp_path / "ws"
+    template = made_once("heartbeat-ws", tmp_path.parent, _build)
+    shutil.copytree(template, root, symlinks=True)
+    return root
+
+
+def _build(root: Path) -> None:
     root.mkdir()
     git(root, "init", "-q")
     (root / ".gitignore").write_text("heartbeat-reports/\n")
@@ -48,7 +58,6 @@ def scripted_workspace(tmp_path: Path) -> Path:
         "changes/index.md": "---\nstatus: done\nrelated_changes: [one]\n---\n# Changes\n",
         "changes/one.md": "---\nstatus: done\n---\n# One\n",
     })
-    return root
 
 
 def install(root: Path) -> None:
