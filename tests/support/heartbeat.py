@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support import console
+from tests.support.guard import made_once
 from tests.support.repos import git, write_files
 
-BIN = Path(sys.executable).parent
 DAY = 86400
 T0 = 1_790_000_000  # a fixed clock: every test says how old each commit is
 
@@ -37,8 +38,16 @@ def commit_at(root: Path, when: int, message: str, files: dict[str, str] | None 
 
 
 def scripted_workspace(tmp_path: Path) -> Path:
-    """A clean workspace: a schema, one index linking one done change, a fresh STATE.md."""
+    """A clean workspace: a schema, one index linking one done change, a fresh STATE.md.
+    Made once per process (inside a test, under its isolated git) and copied per test:
+    its fixed dates make every build the same commit anyway."""
     root = tmp_path / "ws"
+    template = made_once("heartbeat-ws", tmp_path.parent, _build)
+    shutil.copytree(template, root, symlinks=True)
+    return root
+
+
+def _build(root: Path) -> None:
     root.mkdir()
     git(root, "init", "-q")
     (root / ".gitignore").write_text("heartbeat-reports/\n")
@@ -49,12 +58,11 @@ def scripted_workspace(tmp_path: Path) -> Path:
         "changes/index.md": "---\nstatus: done\nrelated_changes: [one]\n---\n# Changes\n",
         "changes/one.md": "---\nstatus: done\n---\n# One\n",
     })
-    return root
 
 
 def install(root: Path) -> None:
-    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--hook", "post-commit"], cwd=root,
-                          capture_output=True, text=True, check=False)
+    """`vivary hooks install --hook post-commit`, in process: the hook git runs is the real one."""
+    proc = console.run("vivary", "hooks", "install", "--hook", "post-commit", cwd=root)
     assert proc.returncode == 0, proc.stderr
 
 

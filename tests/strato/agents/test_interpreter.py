@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from strato.agents.interpreter import own_python
+from tests.support import console
 from tests.support.repos import commit_all, git, write_files
 
 BIN = Path(sys.executable).parent
@@ -56,9 +57,12 @@ def cli(root: Path, *args: str) -> dict[str, object]:
 
 
 def settled(poll: list[str], root: Path, running: set[str]) -> dict[str, object]:
-    """Poll until the run leaves ``running`` (bounded by count, not by a time limit)."""
+    """Poll until the run leaves ``running`` (bounded by count, not by a time limit). The
+    polls read state, in process; the start and the runner it detaches are real processes."""
     for _ in range(150):
-        doc = cli(root, *poll)
+        proc = console.run("strato", *poll, "--json", cwd=root)
+        doc = json.loads(proc.stdout)
+        assert isinstance(doc, dict), proc
         if doc.get("status") not in running:
             return doc
         time.sleep(0.1)

@@ -10,7 +10,6 @@ import copy
 import json
 import re
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
@@ -45,8 +44,6 @@ from tests.support.guard import (
 )
 from tests.support.repos import git
 from tropo.untrusted import default_ignorable
-
-STRATO = str(Path(sys.executable).parent / "strato")
 
 
 def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
@@ -301,13 +298,8 @@ def test_a_huge_number_in_a_ledger_line_is_a_break_not_a_traceback(
 
 
 def test_a_huge_number_on_stdin_is_a_usage_error(ws: Workspace, base: str) -> None:
-    proc = subprocess.run(
-        [STRATO, "guard", "transition", "--root", str(ws.root)],
-        input='{"resource_id":' + "1" * 5000 + "}",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = console.run("strato", "guard", "transition", "--root", ws.root,
+                       input='{"resource_id":' + "1" * 5000 + "}")  # a traceback raises
     assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 

@@ -6,12 +6,21 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from hooks import install as installer
 from strato.guard import engine, store
-from tests.support.guard import POLICY, Key, Workspace, ci, make_key, origin_with_main, pull_request, ssh_sign
+from tests.support.guard import (
+    POLICY,
+    Key,
+    Workspace,
+    ci,
+    make_key,
+    origin_with_main,
+    pull_request,
+    run,
+    ssh_sign,
+)
 from tests.support.repos import git
 
 
@@ -36,11 +45,6 @@ def test_recipe_passes_a_legit_pr_and_fails_an_attacker(
     assert "**failed**" in bad.stdout and "not an allowed signer" in bad.stdout
 
 
-def strato(ws: Workspace, *args: str, stdin: dict[str, object]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(Path(sys.executable).parent / "strato"), "guard", *args, "--root", str(ws.root)],
-                          input=json.dumps(stdin), capture_output=True, text=True, check=False)
-
-
 def test_a_contributor_who_never_pins_by_hand_passes_the_recipe(
     ws: Workspace, key: Key, tmp_path: Path
 ) -> None:
@@ -51,12 +55,12 @@ def test_a_contributor_who_never_pins_by_hand_passes_the_recipe(
     ws.commit({"tropo.toml": "", "NOTES.md": "n\n"}, "flow: work")
     installer.install(ws.root, ("pre-commit", "pre-push"))
     rid = "release:7"
-    assert strato(ws, "register", stdin={"resource_id": rid, **copy.deepcopy(POLICY)}).returncode == 0
-    step = strato(ws, "transition", stdin={"resource_id": rid, "from_state": "draft", "to_state": "review"})
+    assert run(ws, "register", stdin={"resource_id": rid, **copy.deepcopy(POLICY)}).returncode == 0
+    step = run(ws, "transition", stdin={"resource_id": rid, "from_state": "draft", "to_state": "review"})
     assert step.returncode == 0 and "now pins" in step.stderr
     ask = {"resource_id": rid, "from_state": "review", "to_state": "released", "rationale": "go"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
-    signed = strato(ws, "override", stdin={**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    signed = run(ws, "override", stdin={**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
     assert signed.returncode == 0 and json.loads(signed.stdout)["status"] == "applied", signed.stdout
     early = subprocess.run(["git", "push", "origin", "flow"], cwd=ws.root, capture_output=True, text=True,
                            check=False)

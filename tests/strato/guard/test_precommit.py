@@ -12,7 +12,7 @@ import pytest
 
 from hooks import install as installer
 from strato.guard import engine, pin, store
-from tests.support.guard import POLICY, Workspace, put_ledger
+from tests.support.guard import POLICY, Workspace, put_ledger, run
 from tests.support.repos import git
 
 REGISTER = {"resource_id": "pc:1", **copy.deepcopy(POLICY)}
@@ -70,9 +70,7 @@ def test_a_stale_staged_pin_refuses_the_commit_in_one_line(hooked: Workspace) ->
 def test_a_guard_write_through_the_cli_leaves_only_a_git_add(hooked: Workspace) -> None:
     ws = hooked
     ws.commit({"NOTES.md": "n\n"})
-    write = subprocess.run([STRATO, "guard", "transition", "--root", str(ws.root)], capture_output=True,
-                           text=True, check=False,
-                           input='{"resource_id":"pc:1","from_state":"draft","to_state":"review"}')
+    write = run(ws, "transition", stdin='{"resource_id":"pc:1","from_state":"draft","to_state":"review"}')
     assert write.returncode == 0 and "now pins" in write.stderr
     (ws.root / "b.txt").write_text("b\n")
     git(ws.root, "add", "b.txt")

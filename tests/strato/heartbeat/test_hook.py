@@ -10,15 +10,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from strato.heartbeat import runner
 from strato.proposals import store
+from tests.support import console
 from tests.support.heartbeat import T0, commit, commit_at, install
 from tests.support.repos import git
-
-BIN = Path(sys.executable).parent
 
 
 def wait_idle(root: Path) -> None:
@@ -103,7 +103,14 @@ def test_kill_9_mid_run_then_rerun_proposes_nothing_twice(ws: Path, tmp_path: Pa
     reference = tmp_path / "reference"
     shutil.copytree(ws, reference)
     cli = [sys.executable, "-m", "strato.cli", "heartbeat", "run", "--json"]
-    subprocess.run(cli, cwd=reference, check=True, capture_output=True)
+
+    def heartbeat(root: Path) -> dict[str, Any]:
+        """A whole run, in process: only the run the test kills needs to be a process."""
+        proc = console.run("strato", "heartbeat", "run", "--json", cwd=root)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    heartbeat(reference)
     expected = _proposals(reference)
     assert len(expected) == 7
     for delay in (0.0, 0.15, 0.3, 0.45, 0.6, 0.9):
@@ -114,16 +121,15 @@ def test_kill_9_mid_run_then_rerun_proposes_nothing_twice(ws: Path, tmp_path: Pa
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         before = _proposals(victim)
-        rerun = json.loads(subprocess.run(cli, cwd=victim, check=True, capture_output=True).stdout)
+        rerun = heartbeat(victim)
         assert not set(rerun["new"]) & set(before), delay
         assert _proposals(victim) == expected, delay
-        again = json.loads(subprocess.run(cli, cwd=victim, check=True, capture_output=True).stdout)
+        again = heartbeat(victim)
         assert again["new"] == [] and again["commits"] == 0
 
 
 def test_a_plain_hooks_install_registers_the_heartbeat(ws: Path) -> None:
-    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--json"], cwd=ws,
-                          capture_output=True, text=True, check=False)
+    proc = console.run("vivary", "hooks", "install", "--json", cwd=ws)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["hooks"]["post-commit"] == "written"
     code, head = commit(ws, "a.txt")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,12 @@ from strato.guard import signedops
 from strato.heartbeat import engine, refusals
 from strato.proposals import store
 from strato.proposals.settings import Settings
+from tests.support import console
 from tests.support.flows import make_workspace, reply
 from tests.support.guard import POLICY, make_key, ssh_sign
 from tests.support.guard import Workspace as GuardWorkspace
 from tests.support.heartbeat import SCHEMA, T0, commit_at
 from tests.support.repos import git
-
-BIN = Path(sys.executable).parent
 
 
 def beat(root: Path) -> list[str]:
@@ -111,8 +109,7 @@ def test_a_refused_commit_then_its_fix_is_a_lesson(tmp_path: Path) -> None:
     root.mkdir()
     git(root, "init", "-q")
     commit_at(root, T0, "init", {"tropo.toml": STRICT, "changes/one.md": "---\nstatus: done\n---\n# One\n"})
-    proc = subprocess.run([str(BIN / "vivary"), "hooks", "install", "--hook", "pre-commit"], cwd=root,
-                          capture_output=True, text=True, check=False)
+    proc = console.run("vivary", "hooks", "install", "--hook", "pre-commit", cwd=root)
     assert proc.returncode == 0, proc.stderr
     parent = git(root, "rev-parse", "HEAD").strip()
     (root / "changes" / "two.md").write_text("---\nstatus: wobbly\n---\n# Two\n")
