@@ -21,6 +21,7 @@ import pytest
 
 from tests.support import governed as b
 from tests.support.sealed import ACCENTED, CAPSULE, GATE, edit, resealed_receipt, sealed, seeded_observation
+from tests.support.tropo_parity import side_by_side
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.governed.receipt import build_receipt
@@ -761,8 +762,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, 
     runs += [{"argv": ["verify", "-", "--governed", "--json"], "stdin": text}
              for text, _ in list(cases.values())[:5]]
     names = [*cases, *(f"stdin:{name}" for name in list(cases)[:5])]
-    theirs = _drive(ozone.parent / "python", runs)
-    ours = _drive(sys.executable, runs)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, runs),
+                                lambda: _drive(ozone.parent / "python", runs))
     return dict(zip(names, zip(ours, theirs, strict=True), strict=True))
 
 
@@ -828,8 +829,8 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
         path = tmp_path / f"{name}.json"
         path.write_text(text)
         runs.append({"argv": ["verify", str(path), "--governed", "--json"]})
-    ours = _drive(sys.executable, runs)
-    theirs = _drive(upstream("ozone").parent / "python", runs)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, runs),
+                                lambda: _drive(upstream("ozone").parent / "python", runs))
     for (name, (_, expected)), mine, suite in zip(DIFFERENCES.items(), ours, theirs, strict=True):
         assert (mine["code"], json.loads(mine["stdout"])) == (2, expected), name
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
@@ -863,7 +864,8 @@ def test_a_graph_of_accented_paths_is_verified_as_the_suite_does(upstream: Calla
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(_suite_compiled(upstream, spec)["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
 
@@ -883,7 +885,8 @@ def test_a_repository_of_many_checkouts_is_answered_as_the_suite_does(size: int,
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(projected(*checkouts[:2]) | {"nodes": nodes, "edges": [], "conflicts": []})))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     expected = ["invalid_repair_graph"] if size == 45 else ["repair_work_unbounded"]
     assert json.loads(suite["stdout"])["reason_codes"] == expected
@@ -914,7 +917,8 @@ def test_content_past_the_compilers_bounds_is_answered_as_the_suite_does(
     path_out.write_text(json.dumps(request(b.seal(capsule), receipt=None, gate={"name": "merge"},
                                            graph=compiled["graph"], content=searched)))
     run = [{"argv": ["verify", str(path_out), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert json.loads(suite["stdout"])["reason_codes"] == [code]
 
@@ -927,7 +931,8 @@ def test_a_graph_the_suite_verifies_gets_its_proposals(upstream: Callable[[str],
     path.write_text(json.dumps(request(compiled["capsule"], receipt=None, gate={"name": "merge"},
                                        graph=compiled["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     answer = json.loads(mine["stdout"])
     assert (mine["code"], answer["outcome"]) == (0, "insufficient")
