@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support import governed as b
+from tests.support.console import run
 from tests.support.sealed import ACCENTED, CAPSULE, GATE, edit, resealed_receipt, sealed, seeded_observation
 from tests.support.tropo_parity import side_by_side
 from tropo.canonical import deterministic_id, fingerprint
@@ -842,7 +843,7 @@ def test_a_refusal_record_list_that_is_a_number_is_refused(upstream: Callable[[s
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(projected(_observed("a")) | {"refusals": 1})))
     args = ("verify", str(path), "--governed", "--json")
-    code, out, _ = _cli(Path(sys.executable).parent / "tropo", *args)
+    code, out, _ = _ours("tropo", *args)
     assert (code, json.loads(out)) == (2, refusal(["invalid_repair_graph"]))
     code, out, err = _cli(upstream("ozone"), *args)
     assert (code, out) == (1, "") and err.rstrip().endswith("TypeError: 'int' object is not iterable")
@@ -946,37 +947,41 @@ def _cli(exe: Path | str, *args: str, stdin: str = "") -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def _ours(front: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    """Our console script `front` in process (tests.support.console.run), answered as `_cli`."""
+    proc = run(front, *args, input=stdin)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize("name", ["sufficient", "failed_check", "no_receipt", "gate_unknown_field"])
 def test_tropo_verify_text_is_the_suites_but_for_the_program_name(
         name: str, tmp_path: Path, upstream: Callable[[str], Path]) -> None:
     path = tmp_path / "request.json"
     path.write_text(json.dumps({**_valid(), **_refused()}[name]))
     for flags in ([], ["--strict"]):
-        code, out, err = _cli(Path(sys.executable).parent / "tropo", "verify", str(path), "--governed", *flags)
+        code, out, err = _ours("tropo", "verify", str(path), "--governed", *flags)
         suite = _cli(upstream("ozone"), "verify", str(path), "--governed", *flags)
         assert (code, out.replace("tropo verify: ", "ozone verify: ")) == suite[:2]
         assert err == ""
 
 
 def test_tropo_verify_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
-    tropo = Path(sys.executable).parent / "tropo"
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request()))
-    code, out, err = _cli(tropo, "verify", str(path))
+    code, out, err = _ours("tropo", "verify", str(path))
     assert (code, out) == (2, "") and err.count("\n") == 1 and "--governed" in err
-    code, out, err = _cli(tropo, "verify", "--governed")
+    code, out, err = _ours("tropo", "verify", "--governed")
     assert (code, out) == (2, "") and err.count("\n") == 1
-    code, out, err = _cli(tropo, "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
+    code, out, err = _ours("tropo", "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
     assert (code, json.loads(out)) == (2, refusal(["invalid_request_document"]))
     assert err == "tropo verify: invalid request document: duplicate key 'a'\n"
-    code, out, err = _cli(tropo, "verify", "--help")
+    code, out, err = _ours("tropo", "verify", "--help")
     assert code == 0 and "Examples:" in out
 
 
 @pytest.mark.parametrize("front", ["tropo", "vivary"])
 def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
                                                     upstream: Callable[[str], Path]) -> None:
-    exe = Path(sys.executable).parent / front
     path = tmp_path / "request.json"
     text = json.dumps(request())
     path.write_text(text)
@@ -985,15 +990,15 @@ def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
     for args, stdin in (([str(path), "--receipt", str(path)], ""),
                         ([str(path), f"--receipt={alias}"], ""),
                         (["-", "--receipt", str(tmp_path / "log.jsonl")], text)):
-        code, out, err = _cli(exe, "verify", *args, "--governed", "--json", stdin=stdin)
+        code, out, err = _ours(front, "verify", *args, "--governed", "--json", stdin=stdin)
         suite = _cli(upstream("ozone"), "verify", *args, "--governed", "--json", stdin=stdin)
         assert (code, out) == (2, "") == suite[:2], args
         assert err == f"{front}: receipt: receipt path must not identify the request document\n"
     assert path.read_text() == text and not (tmp_path / "log.jsonl").exists()
-    code, out, _ = _cli(exe, "verify", str(path), "--help", "--receipt", str(path))
+    code, out, _ = _ours(front, "verify", str(path), "--help", "--receipt", str(path))
     assert code == 0 and "REQUEST" in out and path.read_text() == text
     log = tmp_path / "runs.jsonl"
-    code, out, _ = _cli(exe, "verify", str(path), "--governed", "--json", "--receipt", str(log))
+    code, out, _ = _ours(front, "verify", str(path), "--governed", "--json", "--receipt", str(log))
     assert code == 0 and json.loads(log.read_text())["command"] == "verify"
 
 
@@ -1005,7 +1010,7 @@ def test_nesting_is_refused_from_the_suites_depth(levels: int, tmp_path: Path,
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request())[:-1] + ', "extra": ' + "[" * levels + "]" * levels + "}")
     args = ("verify", str(path), "--governed", "--json")
-    mine = _cli(Path(sys.executable).parent / "tropo", *args)
+    mine = _ours("tropo", *args)
     suite = _cli(upstream("ozone"), *args)
     assert mine[:2] == suite[:2]
     assert ("request_too_deeply_nested" in mine[1]) == (levels >= 331)
