@@ -17,6 +17,7 @@ import pytest
 
 from create_vivary.cli import main as create_main
 from exo.cli import main as exo_main
+from tests.support.console import run
 from tests.support.requirements import missing, upstream_bin
 from tropo.cli import receipts
 from tropo.cli.main import main as tropo_main
@@ -149,10 +150,8 @@ def test_real_runs_of_both_tropos_leave_the_same_receipt(argv: list[str], tmp_pa
 
 def test_the_environment_names_the_log_and_the_flag_wins(tmp_path: Path) -> None:
     env_log, flag_log = tmp_path / "env.jsonl", tmp_path / "flag.jsonl"
-    env = {**os.environ, "VIVARY_RECEIPT_LOG": str(env_log)}
     for extra in ([], ["--receipt", str(flag_log)]):
-        subprocess.run([str(BIN / "exo"), "--help", *extra], env=env, check=True,
-                       capture_output=True)
+        assert run("exo", "--help", *extra, env={"VIVARY_RECEIPT_LOG": str(env_log)}).returncode == 0
     assert json.loads(env_log.read_text())["receipt_source"] == "env"
     assert json.loads(flag_log.read_text())["receipt_source"] == "flag"
     assert len(env_log.read_text().splitlines()) == 1
@@ -215,10 +214,8 @@ def test_a_bad_log_is_one_line_and_never_changes_the_result(case: str, tmp_path:
     target, message = _bad_targets(tmp_path)[case]
     ws = tmp_path / "ws"
     _workspace(ws)
-    plain = subprocess.run([str(BIN / "tropo"), "check", "--json"], cwd=ws,
-                           capture_output=True, text=True, check=False)
-    proc = subprocess.run([str(BIN / "tropo"), "check", "--json", "--receipt", str(target)],
-                          cwd=ws, capture_output=True, text=True, check=False)
+    plain = run("tropo", "check", "--json", cwd=ws)
+    proc = run("tropo", "check", "--json", "--receipt", target, cwd=ws)
     assert (proc.returncode, proc.stdout) == (plain.returncode, plain.stdout)
     assert proc.stderr.strip().splitlines()[-1] == f"tropo: receipt: {message}"
     assert "Traceback" not in proc.stderr
@@ -235,6 +232,7 @@ def test_receipt_without_a_value_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_the_receipt_option_is_on_every_cli_help() -> None:
     for tool in CLIS:
-        out = subprocess.run([str(BIN / tool), "--help"], capture_output=True, text=True,
-                             check=True).stdout
+        proc = run(tool, "--help")
+        assert proc.returncode == 0
+        out = proc.stdout
         assert "--receipt PATH" in out and "VIVARY_RECEIPT_LOG" in out

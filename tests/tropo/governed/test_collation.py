@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.requirements import missing, upstream_bin
+from tests.support.tropo_parity import side_by_side
 from tropo.governed import collation_table
 from tropo.governed.collation import Uncollatable, locale_key, path_key
 
@@ -59,7 +60,7 @@ def sides() -> tuple[Any, Any]:
     if ozone is None:
         missing("upstream ozone not installed: run `make upstream` to compare")
     strings = _strings()
-    return _run(sys.executable, strings), _run(ozone.parent / "python", strings)
+    return side_by_side(lambda: _run(sys.executable, strings), lambda: _run(ozone.parent / "python", strings))
 
 
 def test_locale_keys_match_the_suite(sides: tuple[Any, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.support import governed as b
 from tests.support.sealed import CAPSULE, GATE, edit, resealed_receipt
+from tests.support.tropo_parity import side_by_side
 
 DRIVER = Path(__file__).with_name("verdict_driver.py")
 RECEIPT = b.receipt(CAPSULE)
@@ -70,8 +71,8 @@ def _drive(python: Path | str, cases: list[dict[str, Any]]) -> list[Any]:
 
 def test_verdicts_match_vivary_core(upstream: Callable[[str], Path]) -> None:
     cases = _cases()
-    ours = _drive(sys.executable, cases)
-    theirs = _drive(upstream("ozone").parent / "python", cases)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, cases),
+                                lambda: _drive(upstream("ozone").parent / "python", cases))
     assert len(cases) >= 50
     for case, mine, suite in zip(cases, ours, theirs, strict=True):
         assert mine == suite, case

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.sealed import ACCENTED, seeded_observation
+from tests.support.tropo_parity import side_by_side
 from tropo.governed.workspace_graph import is_canonical, project
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-core): -m "not slow" leaves it out
@@ -49,7 +50,8 @@ def spec() -> JSON:
 
 
 def test_projections_match_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
-    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    ours, theirs = side_by_side(lambda: _run(sys.executable, spec),
+                                lambda: _run(upstream("ozone").parent / "python", spec))
     for index, (mine, suite) in enumerate(zip(ours["graphs"], theirs["graphs"], strict=True)):
         assert mine == suite, spec["observations"][index]
     graphs = theirs["graphs"]
@@ -59,7 +61,8 @@ def test_projections_match_the_suite(spec: JSON, upstream: Callable[[str], Path]
 
 
 def test_path_order_matches_the_suite(spec: JSON, upstream: Callable[[str], Path]) -> None:
-    ours, theirs = _run(sys.executable, spec), _run(upstream("ozone").parent / "python", spec)
+    ours, theirs = side_by_side(lambda: _run(sys.executable, spec),
+                                lambda: _run(upstream("ozone").parent / "python", spec))
     assert ours["order"] == theirs["order"]
 
 
@@ -73,7 +76,9 @@ def test_a_repository_past_the_neighbour_cap_projects_as_the_suite_does(upstream
         for i in range(302)]
     spec = {"observations": [{"observed_at": "2026-07-26T12:00:00Z", "allowlist": ["/workspace"],
                               "checkouts": checkouts, "refusals": []}], "strings": []}
-    [mine], [suite] = _run(sys.executable, spec)["graphs"], _run(upstream("ozone").parent / "python", spec)["graphs"]
+    ours, theirs = side_by_side(lambda: _run(sys.executable, spec),
+                                lambda: _run(upstream("ozone").parent / "python", spec))
+    [mine], [suite] = ours["graphs"], theirs["graphs"]
     assert mine == suite
     assert [o["kind"] for o in suite["omissions"]] == ["neighbor_of_pairs_capped"]
     assert sum(e["kind"] == "neighbor_of" for e in suite["edges"]) == 300 * 299 // 2

@@ -19,6 +19,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.repos import commit_all, git
 from tests.support.review_workspaces import workspace
+from tests.support.tropo_parity import side_by_side
 from tropo.check.graph import Edge, Graph, Node
 from tropo.review import budget, packs
 
@@ -93,8 +94,9 @@ def test_packs_as_the_suite(plant: str, generated: dict[str, list[Path]],
             cases += [{"cwd": str(root), "argv": ["review", "--pack", pack, "--json"]},
                       {"cwd": str(root), "argv": ["review", "--pack", pack, "--json", "--strict"]},
                       {"cwd": str(root), "argv": ["review", "--pack", pack]}]
-    ours = _drive(sys.executable, cases)
-    _compare(ours, _drive(_oracle(upstream), cases), cases)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, cases),
+                                lambda: _drive(_oracle(upstream), cases))
+    _compare(ours, theirs, cases)
     # The planted findings are reached: every rule of the pack fires somewhere, and the
     # strict gate both passes and fails.
     fired = {f["rule"] for case, mine in zip(cases, ours, strict=True)
@@ -130,8 +132,8 @@ def test_staged_and_rev_as_the_suite_on_that_tree(tmp_path: Path,
                 oracle_cases.append({"cwd": str(export), "argv": ["review", "--pack", "all", *mode]})
         cases.append({"cwd": str(root), "argv": ["review", "--pack", "all", "--json"]})
         oracle_cases.append({"cwd": str(root), "argv": ["review", "--pack", "all", "--json"]})
-    ours = _drive(sys.executable, cases)
-    theirs = _drive(_oracle(upstream), oracle_cases)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, cases),
+                                lambda: _drive(_oracle(upstream), oracle_cases))
     _compare(ours, theirs, oracle_cases)
     documents = [r["stdout"] for c, r in zip(cases, ours, strict=True) if "--json" in c["argv"]]
     assert len(set(documents)) > len(documents) // 2  # the three trees really differ
@@ -149,8 +151,8 @@ def test_impact_as_the_suite(generated: dict[str, list[Path]],
             cases += [{"cwd": str(root), "argv": ["impact", target, "--json"]},
                       {"cwd": str(root), "argv": ["impact", target]}]
     cases.append({"cwd": str(generated["structure"][0]), "argv": ["impact"]})
-    ours = _drive(sys.executable, cases)
-    theirs = _drive(_oracle(upstream), cases)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, cases),
+                                lambda: _drive(_oracle(upstream), cases))
     for case, mine, oracle in zip(cases, ours, theirs, strict=True):
         assert mine["code"] == oracle["code"], case
         if "--json" in case["argv"] and mine["code"] == 0:
@@ -169,8 +171,8 @@ def test_no_workspace_is_refused_as_the_suite(tmp_path: Path,
     cases = [{"cwd": str(tmp_path), "argv": argv} for argv in
              (["review"], ["review", "--json"], ["impact", "x"], ["review", "--pack", "nope"],
               ["review", "--governed"])]
-    ours = _drive(sys.executable, cases)
-    theirs = _drive(_oracle(upstream), cases)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, cases),
+                                lambda: _drive(_oracle(upstream), cases))
     assert [r["code"] for r in ours] == [r["code"] for r in theirs] == [1, 1, 1, 2, 2]
     assert list(tmp_path.iterdir()) == []
 

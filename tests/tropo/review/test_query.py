@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.repos import commit_all, git, write_files
+from tests.support.requirements import missing, upstream_bin
 from tests.support.vaults import SEARCH, tropo, tropo_cli, tropo_json
 from tropo.check.workspace import open_workspace
 from tropo.review.retrieval import estimate_tokens, open_search, trim
@@ -39,13 +41,6 @@ QUERIES = [
 ]
 
 
-def _upstream(exe: Path, cwd: Path, *args: str) -> dict[str, object]:
-    proc = subprocess.run([str(exe), *args, "--json"], cwd=cwd, capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-
 FINDS = [
     ["release", "truth"], ["where is release truth owned"], ["release truth", "--budget", "30"],
     ["release truth", "--budget", "1"], ["release truth", "--budget", "60", "--k", "3"],
@@ -55,15 +50,51 @@ FINDS = [
 
 
 CASES = [("query", a) for a in QUERIES] + [("find", a) for a in FINDS]
+SUITE_DRIVER = Path(__file__).parents[1] / "suite_tropo_driver.py"
+
+
+@pytest.fixture(scope="module")
+def suite_answers(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """vivary-tropo's answer to every case, each on a fresh copy of the search workspace,
+    all in one process of the oracle's Python (the answers name no path)."""
+    exe = upstream_bin("tropo")
+    if exe is None:
+        missing("upstream tropo not installed: run `make upstream` to compare")
+    base = tmp_path_factory.mktemp("suite-query")
+    home = base / "home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as env:  # the module's workspace, built before any test's git identity
+        for name, value in (("HOME", str(home)), ("GIT_CONFIG_NOSYSTEM", "1"),
+                            ("GIT_AUTHOR_NAME", "Test Author"), ("GIT_AUTHOR_EMAIL", "author@example.com"),
+                            ("GIT_COMMITTER_NAME", "Test Committer"),
+                            ("GIT_COMMITTER_EMAIL", "committer@example.com")):
+            env.setenv(name, value)
+        ws = base / "ws"
+        ws.mkdir()
+        git(ws, "init", "-q")
+        write_files(ws, SEARCH)
+        commit_all(ws)
+    runs = []
+    for index, (cmd, args) in enumerate(CASES):
+        copy = base / f"case-{index}" / "ws"
+        shutil.copytree(ws, copy, symlinks=True)
+        runs.append({"cwd": str(copy), "argv": [cmd, *args, "--json"]})
+    proc = subprocess.run([str(exe.parent / "python"), str(SUITE_DRIVER)], input=json.dumps(runs),
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answers: list[dict[str, Any]] = []
+    for answer in json.loads(proc.stdout):
+        assert answer["code"] == 0, answer
+        answers.append(json.loads(answer["stdout"]))
+    return answers
 
 
 @pytest.mark.parametrize(("cmd", "args"), CASES, ids=lambda a: " ".join(a) if isinstance(a, list) else a)
-def test_ranks_and_packets_like_upstream(search_ws: Path, upstream: Callable[[str], Path],
+def test_ranks_and_packets_like_upstream(search_ws: Path, suite_answers: list[dict[str, Any]],
                                          cmd: str, args: list[str]) -> None:
-    exe = upstream("tropo")
     code, ours = tropo_json(cmd, *args, cwd=search_ws)
     assert code == 0
-    assert ours == _upstream(exe, search_ws, cmd, *args)
+    assert ours == suite_answers[CASES.index((cmd, args))]
 
 
 def test_query_ranking_pinned(search_ws: Path) -> None:

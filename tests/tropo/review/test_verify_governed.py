@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from tests.support import governed as b
+from tests.support.console import run
 from tests.support.sealed import ACCENTED, CAPSULE, GATE, edit, resealed_receipt, sealed, seeded_observation
+from tests.support.tropo_parity import side_by_side
 from tropo.canonical import deterministic_id, fingerprint
 from tropo.governed.capsule_graph import GRAPH_CHECK, compile_capsule
 from tropo.governed.receipt import build_receipt
@@ -761,8 +763,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[JSON, 
     runs += [{"argv": ["verify", "-", "--governed", "--json"], "stdin": text}
              for text, _ in list(cases.values())[:5]]
     names = [*cases, *(f"stdin:{name}" for name in list(cases)[:5])]
-    theirs = _drive(ozone.parent / "python", runs)
-    ours = _drive(sys.executable, runs)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, runs),
+                                lambda: _drive(ozone.parent / "python", runs))
     return dict(zip(names, zip(ours, theirs, strict=True), strict=True))
 
 
@@ -828,8 +830,8 @@ def test_deliberate_differences_are_what_docs_say(upstream: Callable[[str], Path
         path = tmp_path / f"{name}.json"
         path.write_text(text)
         runs.append({"argv": ["verify", str(path), "--governed", "--json"]})
-    ours = _drive(sys.executable, runs)
-    theirs = _drive(upstream("ozone").parent / "python", runs)
+    ours, theirs = side_by_side(lambda: _drive(sys.executable, runs),
+                                lambda: _drive(upstream("ozone").parent / "python", runs))
     for (name, (_, expected)), mine, suite in zip(DIFFERENCES.items(), ours, theirs, strict=True):
         assert (mine["code"], json.loads(mine["stdout"])) == (2, expected), name
         assert mine["stdout"] != suite["stdout"], f"{name} is no longer a difference: drop it"
@@ -841,7 +843,7 @@ def test_a_refusal_record_list_that_is_a_number_is_refused(upstream: Callable[[s
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(projected(_observed("a")) | {"refusals": 1})))
     args = ("verify", str(path), "--governed", "--json")
-    code, out, _ = _cli(Path(sys.executable).parent / "tropo", *args)
+    code, out, _ = _ours("tropo", *args)
     assert (code, json.loads(out)) == (2, refusal(["invalid_repair_graph"]))
     code, out, err = _cli(upstream("ozone"), *args)
     assert (code, out) == (1, "") and err.rstrip().endswith("TypeError: 'int' object is not iterable")
@@ -863,7 +865,8 @@ def test_a_graph_of_accented_paths_is_verified_as_the_suite_does(upstream: Calla
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(_suite_compiled(upstream, spec)["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert (suite["code"], json.loads(suite["stdout"])) == (2, refusal(["repair_graph_context_mismatch"]))
 
@@ -883,7 +886,8 @@ def test_a_repository_of_many_checkouts_is_answered_as_the_suite_does(size: int,
     path = tmp_path / "request.json"
     path.write_text(json.dumps(bound_to(projected(*checkouts[:2]) | {"nodes": nodes, "edges": [], "conflicts": []})))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     expected = ["invalid_repair_graph"] if size == 45 else ["repair_work_unbounded"]
     assert json.loads(suite["stdout"])["reason_codes"] == expected
@@ -914,7 +918,8 @@ def test_content_past_the_compilers_bounds_is_answered_as_the_suite_does(
     path_out.write_text(json.dumps(request(b.seal(capsule), receipt=None, gate={"name": "merge"},
                                            graph=compiled["graph"], content=searched)))
     run = [{"argv": ["verify", str(path_out), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     assert json.loads(suite["stdout"])["reason_codes"] == [code]
 
@@ -927,7 +932,8 @@ def test_a_graph_the_suite_verifies_gets_its_proposals(upstream: Callable[[str],
     path.write_text(json.dumps(request(compiled["capsule"], receipt=None, gate={"name": "merge"},
                                        graph=compiled["graph"])))
     run = [{"argv": ["verify", str(path), "--governed", "--json"]}]
-    [mine], [suite] = _drive(sys.executable, run), _drive(upstream("ozone").parent / "python", run)
+    [mine], [suite] = side_by_side(lambda: _drive(sys.executable, run),
+                                   lambda: _drive(upstream("ozone").parent / "python", run))
     assert (mine["code"], mine["stdout"]) == (suite["code"], suite["stdout"])
     answer = json.loads(mine["stdout"])
     assert (mine["code"], answer["outcome"]) == (0, "insufficient")
@@ -941,37 +947,41 @@ def _cli(exe: Path | str, *args: str, stdin: str = "") -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def _ours(front: str, *args: str, stdin: str = "") -> tuple[int, str, str]:
+    """Our console script `front` in process (tests.support.console.run), answered as `_cli`."""
+    proc = run(front, *args, input=stdin)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize("name", ["sufficient", "failed_check", "no_receipt", "gate_unknown_field"])
 def test_tropo_verify_text_is_the_suites_but_for_the_program_name(
         name: str, tmp_path: Path, upstream: Callable[[str], Path]) -> None:
     path = tmp_path / "request.json"
     path.write_text(json.dumps({**_valid(), **_refused()}[name]))
     for flags in ([], ["--strict"]):
-        code, out, err = _cli(Path(sys.executable).parent / "tropo", "verify", str(path), "--governed", *flags)
+        code, out, err = _ours("tropo", "verify", str(path), "--governed", *flags)
         suite = _cli(upstream("ozone"), "verify", str(path), "--governed", *flags)
         assert (code, out.replace("tropo verify: ", "ozone verify: ")) == suite[:2]
         assert err == ""
 
 
 def test_tropo_verify_refusals_are_one_line_and_exit_2(tmp_path: Path) -> None:
-    tropo = Path(sys.executable).parent / "tropo"
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request()))
-    code, out, err = _cli(tropo, "verify", str(path))
+    code, out, err = _ours("tropo", "verify", str(path))
     assert (code, out) == (2, "") and err.count("\n") == 1 and "--governed" in err
-    code, out, err = _cli(tropo, "verify", "--governed")
+    code, out, err = _ours("tropo", "verify", "--governed")
     assert (code, out) == (2, "") and err.count("\n") == 1
-    code, out, err = _cli(tropo, "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
+    code, out, err = _ours("tropo", "verify", "-", "--governed", "--json", stdin='{"a": 1, "a": 2}')
     assert (code, json.loads(out)) == (2, refusal(["invalid_request_document"]))
     assert err == "tropo verify: invalid request document: duplicate key 'a'\n"
-    code, out, err = _cli(tropo, "verify", "--help")
+    code, out, err = _ours("tropo", "verify", "--help")
     assert code == 0 and "Examples:" in out
 
 
 @pytest.mark.parametrize("front", ["tropo", "vivary"])
 def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
                                                     upstream: Callable[[str], Path]) -> None:
-    exe = Path(sys.executable).parent / front
     path = tmp_path / "request.json"
     text = json.dumps(request())
     path.write_text(text)
@@ -980,15 +990,15 @@ def test_a_receipt_is_never_appended_to_the_request(front: str, tmp_path: Path,
     for args, stdin in (([str(path), "--receipt", str(path)], ""),
                         ([str(path), f"--receipt={alias}"], ""),
                         (["-", "--receipt", str(tmp_path / "log.jsonl")], text)):
-        code, out, err = _cli(exe, "verify", *args, "--governed", "--json", stdin=stdin)
+        code, out, err = _ours(front, "verify", *args, "--governed", "--json", stdin=stdin)
         suite = _cli(upstream("ozone"), "verify", *args, "--governed", "--json", stdin=stdin)
         assert (code, out) == (2, "") == suite[:2], args
         assert err == f"{front}: receipt: receipt path must not identify the request document\n"
     assert path.read_text() == text and not (tmp_path / "log.jsonl").exists()
-    code, out, _ = _cli(exe, "verify", str(path), "--help", "--receipt", str(path))
+    code, out, _ = _ours(front, "verify", str(path), "--help", "--receipt", str(path))
     assert code == 0 and "REQUEST" in out and path.read_text() == text
     log = tmp_path / "runs.jsonl"
-    code, out, _ = _cli(exe, "verify", str(path), "--governed", "--json", "--receipt", str(log))
+    code, out, _ = _ours(front, "verify", str(path), "--governed", "--json", "--receipt", str(log))
     assert code == 0 and json.loads(log.read_text())["command"] == "verify"
 
 
@@ -1000,7 +1010,7 @@ def test_nesting_is_refused_from_the_suites_depth(levels: int, tmp_path: Path,
     path = tmp_path / "request.json"
     path.write_text(json.dumps(request())[:-1] + ', "extra": ' + "[" * levels + "]" * levels + "}")
     args = ("verify", str(path), "--governed", "--json")
-    mine = _cli(Path(sys.executable).parent / "tropo", *args)
+    mine = _ours("tropo", *args)
     suite = _cli(upstream("ozone"), *args)
     assert mine[:2] == suite[:2]
     assert ("request_too_deeply_nested" in mine[1]) == (levels >= 331)
