@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.support import console
 from tests.support.approvals import approve_agents
 from tests.support.mcp import GATE_SPEC, Session
 from tests.support.repos import commit_all, write_files
@@ -60,9 +61,13 @@ async def _to_gate(s: Session) -> dict[str, Any]:
     return await s.ok("stratum_step_done", {"runId": plan["runId"], "stepId": "work", "result": GOOD})
 
 
-def _cli(root: Path, *args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
+def _cli(root: Path, *args: str, tty: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`strato ARGS --root ROOT` off a terminal, in process; at the terminal `tty` (a pty's
+    secondary end), a real process whose stdin it is."""
+    if tty is None:
+        return console.run("strato", *args, "--root", root)
     return subprocess.run(
-        [str(STRATO), *args, "--root", str(root)], capture_output=True, text=True, stdin=stdin, check=False
+        [str(STRATO), *args, "--root", str(root)], capture_output=True, text=True, stdin=tty, check=False
     )
 
 
@@ -148,9 +153,9 @@ def test_a_gate_reserved_for_a_person_is_refused_over_mcp_and_off_a_terminal(rep
     # a person at a (pseudo-)terminal decides it
     primary, secondary = pty.openpty()
     try:
-        as_agent = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--resolved-by", "agent", stdin=secondary)
+        as_agent = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--resolved-by", "agent", tty=secondary)
         assert as_agent.returncode == 1 and "person" in as_agent.stderr
-        at_tty = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--json", stdin=secondary)
+        at_tty = _cli(root, "flow", "gate", "approve", _only_run(root), "review", "--json", tty=secondary)
     finally:
         os.close(primary)
         os.close(secondary)

@@ -15,13 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support import console
+
 BIN = Path(sys.executable).parent
 
 
 def strato(root: Path, *args: str, path: str | None = None) -> tuple[int, Any, str]:
-    env = {**os.environ, "PATH": path if path is not None else f"{BIN}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "strato.cli", "mcp", *args, "--root", str(root), "--json"],
-                          capture_output=True, text=True, check=False, env=env)
+    """`strato mcp ARGS --root ROOT --json` in process, with `path` as its PATH."""
+    env = {"PATH": path if path is not None else f"{BIN}:{os.environ.get('PATH', '')}"}
+    proc = console.run("strato", "mcp", *args, "--root", root, "--json", env=env)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc.stderr
 
 

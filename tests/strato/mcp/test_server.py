@@ -4,14 +4,13 @@ document is compared with what the matching CLI command prints with --json."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from strato.mcp import contract
+from tests.support import console
 from tests.support.approvals import approve_agents
 from tests.support.governed import request as decision_request
 from tests.support.mcp import GATE_SPEC, Session, run_server
@@ -19,9 +18,8 @@ from tests.support.repos import commit_all, git
 
 
 def cli(*args: str) -> tuple[int, Any]:
-    """Run a console command of this distribution; (exit code, its JSON stdout)."""
-    module = "tropo" if args[0] == "tropo" else "strato.cli"
-    proc = subprocess.run([sys.executable, "-m", module, *args[1:]], capture_output=True, text=True, check=False)
+    """Run a console command of this distribution in process; (exit code, its JSON stdout)."""
+    proc = console.run(*args)
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None
 
 

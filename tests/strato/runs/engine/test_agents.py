@@ -17,6 +17,7 @@ import pytest
 from strato.agents.calls import call, unwrap
 from strato.agents.config import AgentConfigError, AgentSpec, load_config
 from strato.runs.service import SpecInvalid
+from tests.support import console
 from tests.support.approvals import approve_agents
 from tests.support.flows import FIXTURES, make_workspace, reply
 
@@ -192,10 +193,9 @@ def test_validate_knows_the_agents_of_the_workspace_it_runs_in(tmp_path: Path) -
     ws = make_workspace(tmp_path, {".vivary/agents.toml": '[agents.reviewer]\nargv = ["r", "--", "{prompt}"]\n'})
     spec = tmp_path / "spec.yaml"
     spec.write_text(MINIMAL.replace("agent: claude", "agent: reviewer"))
-    strato = Path(sys.executable).parent / "strato"
-    inside = subprocess.run([strato, "flow", "validate", str(spec)], cwd=ws.root, capture_output=True, text=True)
+    inside = console.run("strato", "flow", "validate", spec, cwd=ws.root)
     assert inside.returncode == 0, inside.stdout
-    outside = subprocess.run([strato, "flow", "validate", str(spec), "--json"], cwd=tmp_path, capture_output=True, text=True)
+    outside = console.run("strato", "flow", "validate", spec, "--json", cwd=tmp_path)
     assert outside.returncode == 1
     [error] = json.loads(outside.stdout)["errors"]
     assert error["code"] == "SCHEMA_INVALID" and error["path"] == "flows.classify.steps[0].agent"
