@@ -4,15 +4,10 @@ example in its help. Its JSON error document is pinned by tests/test_json_errors
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.support.clitree import LEAVES, forwards
-
-BIN = Path(sys.executable).parent
+from tests.support.console import run
 
 
 def test_the_walk_finds_every_console_script_and_the_known_leaves() -> None:
@@ -23,5 +18,5 @@ def test_the_walk_finds_every_console_script_and_the_known_leaves() -> None:
 
 @pytest.mark.parametrize("name", sorted(LEAVES))
 def test_every_leaf_shows_an_example_in_its_help(name: str) -> None:
-    proc = subprocess.run([BIN / name.split()[0], *name.split()[1:], "--help"], capture_output=True, text=True)
+    proc = run(*name.split(), "--help")  # the script's own click command, in process
     assert proc.returncode == 0 and "Example" in proc.stdout, f"{name} --help has no example"

@@ -113,8 +113,7 @@ def test_errors_under_json_are_one_object_on_stdout_and_one_line_on_stderr(
         assert set(doc) == {"ok", "error", "exitCode"} and doc["exitCode"] == code, doc
         assert set(doc["error"]) >= {"code", "message"} and doc["error"]["message"] in proc.stderr, doc
         assert re.fullmatch(r"[a-z][a-z_]*", doc["error"]["code"]), doc
-    plain = subprocess.run([BIN / argv[0], *[a for a in argv[1:] if a != "--json"]], cwd=tmp_path / "ws",
-                           capture_output=True, text=True)
+    plain = run(argv[0], *[a for a in argv[1:] if a != "--json"], cwd=tmp_path / "ws")
     assert plain.returncode == code and not plain.stdout.lstrip().startswith("{")
 
 

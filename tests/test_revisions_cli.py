@@ -6,15 +6,16 @@ nothing written. The full ref passes the same command (issue 25, one revision re
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.support.console import run
 from tests.support.repos import git
 
-BIN = Path(sys.executable).parent
 NODE = "local-ci-baseline"  # the coding preset's starter change
 NAME = "@"  # where the ambiguous name goes in each command line
 
@@ -48,8 +49,9 @@ COMMANDS = [
 ]
 
 
-def _argv(command: list[str], name: str) -> list[str]:
-    return [str(BIN / command[0]), *(word.replace(NAME, name) for word in command[1:]), "--json"]
+def _run(command: list[str], name: str, ws: Path) -> subprocess.CompletedProcess[str]:
+    """The command line with the revision named `name`, under --json, in process."""
+    return run(command[0], *(word.replace(NAME, name) for word in command[1:]), "--json", cwd=ws)
 
 
 def _state(ws: Path) -> tuple[str, list[str]]:
@@ -59,16 +61,29 @@ def _state(ws: Path) -> tuple[str, list[str]]:
     return refs, files
 
 
+_TEMPLATE: list[Path] = []  # made once per process, inside a test's isolated git environment
+
+
+def _template() -> Path:
+    """A workspace whose ``main`` is also a tag, on the commit before the branch's tip:
+    made on first use, read-only (each test gets a copy)."""
+    if not _TEMPLATE:
+        top = Path(tempfile.mkdtemp(prefix="vivary-revisions-"))
+        assert run("create-vivary", "init", "ws", cwd=top).returncode == 0
+        root = top / "ws"
+        quiet = ("-c", "core.hooksPath=/dev/null")  # no background heartbeat writing beside the test
+        git(root, "add", "-A")
+        git(root, *quiet, "commit", "-q", "-m", "first")
+        git(root, *quiet, "commit", "-q", "--allow-empty", "-m", "second")
+        git(root, "tag", "main", "HEAD~1")
+        _TEMPLATE.append(root)
+    return _TEMPLATE[0]
+
+
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    """A workspace whose ``main`` is also a tag, on the commit before the branch's tip."""
-    subprocess.run([BIN / "create-vivary", "init", "ws"], cwd=tmp_path, check=True, capture_output=True)
-    root = tmp_path / "ws"
-    quiet = ("-c", "core.hooksPath=/dev/null")  # no background heartbeat writing beside the test
-    git(root, "add", "-A")
-    git(root, *quiet, "commit", "-q", "-m", "first")
-    git(root, *quiet, "commit", "-q", "--allow-empty", "-m", "second")
-    git(root, "tag", "main", "HEAD~1")
+    """A copy of the template, with the plan's spec beside it."""
+    root = shutil.copytree(_template(), tmp_path / "ws", symlinks=True)
     (tmp_path / "spec.toml").write_text("")
     return root
 
@@ -76,7 +91,7 @@ def ws(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c).replace(NAME, "REV"))
 def test_an_ambiguous_short_name_is_refused_and_the_full_ref_is_not(ws: Path, command: list[str]) -> None:
     before = _state(ws)
-    proc = subprocess.run(_argv(command, "main"), cwd=ws, capture_output=True, text=True, check=False)
+    proc = _run(command, "main", ws)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "'main' is ambiguous" in lines[0], proc.stderr
@@ -86,7 +101,6 @@ def test_an_ambiguous_short_name_is_refused_and_the_full_ref_is_not(ws: Path, co
     assert "refs/tags/main" in json.dumps(doc)
     assert _state(ws) == before  # nothing written, no ref moved
 
-    full = subprocess.run(_argv(command, "refs/heads/main"), cwd=ws, capture_output=True, text=True,
-                          check=False)
+    full = _run(command, "refs/heads/main", ws)
     assert full.returncode in (0, 1), full.stdout + full.stderr
     assert "ambiguous" not in full.stderr and "Traceback" not in full.stderr

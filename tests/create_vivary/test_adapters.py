@@ -21,7 +21,7 @@ import pytest
 from create_vivary import adapters, journal, journal_file, thin
 from create_vivary import adopt as adopt_mod
 from tests.support.cli import run_json
-from tests.support.console import BIN
+from tests.support.console import run
 from tests.support.trees import tree
 
 SITUATIONS = ("free", "free", "current", "older", "newer", "user-owned", "other-adapter", "dir",
@@ -89,17 +89,20 @@ def _make(root: Path, case: dict[str, Any], suite: Path) -> None:
             _place(root, adapter, situation)
 
 
-def _adopt(exe: Path, root: Path, case: dict[str, Any], *extra: str
+def _adopt(exe: Path | str, root: Path, case: dict[str, Any], *extra: str
            ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    argv = [str(exe), "adopt", str(root), *(a for s in case["selected"] for a in ("--adapter", s)),
-            *extra]
-    proc = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          check=False, timeout=120)
+    """0.4.3's script (a path) as a process; ours (a console script's name) in process."""
+    argv = ["adopt", str(root), *(a for s in case["selected"] for a in ("--adapter", s)), *extra]
+    if isinstance(exe, str):
+        proc = run(exe, *argv)
+    else:
+        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False, timeout=120)
     doc = json.loads(proc.stdout) if "--json" in extra and proc.stdout.startswith("{") else None
     return proc, doc
 
 
-def _flow(exe: Path, root: Path, case: dict[str, Any]) -> dict[str, Any]:
+def _flow(exe: Path | str, root: Path, case: dict[str, Any]) -> dict[str, Any]:
     """Run the case's steps with one tool: what a person sees and what is left."""
     fmt = ["--json"] if case["json"] else []
     plan_run, plan = _adopt(exe, root, case, "--json")
@@ -128,7 +131,7 @@ def test_adopt_adapter_matches_create_vivary_0_4_3(
         root.parent.mkdir()
         _make(root, case, suite)
     theirs = _flow(suite, theirs_root, case)
-    ours = _flow(BIN / "create-vivary", ours_root, case)
+    ours = _flow("create-vivary", ours_root, case)
     assert ours == theirs, case
 
 
@@ -156,8 +159,8 @@ def test_the_generated_adapter_cases_reach_every_outcome(
 
 
 def _stale_workspace(root: Path) -> None:
-    subprocess.run([str(BIN / "create-vivary"), "init", str(root), "--minimal", "--adapter", "claude"],
-                   check=True, capture_output=True)
+    made = run("create-vivary", "init", str(root), "--minimal", "--adapter", "claude")
+    assert made.returncode == 0, made.stderr
     _place(root, "claude", "older")
 
 

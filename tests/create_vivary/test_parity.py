@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.support.console import BIN
+from tests.support.console import run
 from tests.support.trees import tree
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against create-vivary 0.4.3): -m "not slow" leaves it out
@@ -83,9 +83,17 @@ def _target(base: Path, kind: str) -> Path:
     return ws
 
 
-def _run(exe: Path | str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+OURS = "create-vivary"  # ours by its console script's name, run in this process
+
+
+def _run(exe: Path | str, argv: list[str], cwd: Path,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """0.4.3's script (a path) as a process; one of ours (a console script's name) in
+    process, where the parity is of files, codes and reports, not of processes."""
+    if isinstance(exe, str):
+        return run(exe, *argv, cwd=cwd, env=env)
     return subprocess.run([str(exe), *argv], cwd=cwd, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False)
+                          stdin=subprocess.DEVNULL, check=False, env={**os.environ, **(env or {})})
 
 
 def _report(proc: subprocess.CompletedProcess[str], base: Path, as_json: bool) -> Any:
@@ -137,7 +145,7 @@ def _same_init(tmp_path: Path, upstream: Callable[[str], Path], opts: list[str],
     theirs_base, ours_base = tmp_path / "theirs", tmp_path / "ours"
     theirs_target, ours_target = _target(theirs_base, kind), _target(ours_base, kind)
     theirs = _run(upstream("create-vivary"), [*command, str(theirs_target), *opts], tmp_path)
-    ours = _run(BIN / "create-vivary", [*command, str(ours_target), *ours_adds, *opts], tmp_path)
+    ours = _run(OURS, [*command, str(ours_target), *ours_adds, *opts], tmp_path)
     assert ours.returncode == theirs.returncode, (opts, kind, theirs.stderr, ours.stderr)
     assert tree(ours_base) == _expected(tree(theirs_base), opts), (opts, kind)
     as_json = "--json" in opts
@@ -156,7 +164,7 @@ def test_a_folder_named_like_a_command_is_that_command_as_in_0_4_3(
     """``create-vivary doctor`` is the doctor command (missing its target), never an
     init of a folder called doctor; ``./doctor`` is that init, in both tools."""
     seen = []
-    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", BIN / "create-vivary")):
+    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", OURS)):
         base = tmp_path / tool
         base.mkdir()
         bare = _run(exe, [name], base)
@@ -179,14 +187,12 @@ def test_a_bare_target_leaves_the_receipt_0_4_3_leaves(
     """The receipt names the command init, and the flags and count the user typed."""
     fields = ("command", "flags", "arg_count", "exit_code", "ok", "error_type")
     got = []
-    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", BIN / "create-vivary")):
+    for tool, exe in (("theirs", upstream("create-vivary")), ("ours", OURS)):
         base = tmp_path / tool
         base.mkdir()
         log = base / "receipts.jsonl"
         line = [a.replace("{log}", str(log)) for a in argv]
-        env = {**os.environ, "VIVARY_RECEIPT_LOG": str(log)}
-        subprocess.run([str(exe), *line], cwd=base, env=env, capture_output=True,
-                       stdin=subprocess.DEVNULL, check=False)
+        _run(exe, line, base, env={"VIVARY_RECEIPT_LOG": str(log)})
         receipt = json.loads(log.read_text())
         got.append({k: receipt.get(k) for k in fields})
     assert got[1] == got[0]
@@ -217,7 +223,7 @@ def test_capabilities_declare_what_0_4_3_declares(
     tmp_path: Path, upstream: Callable[[str], Path], preset: str
 ) -> None:
     theirs = _run(upstream("create-vivary"), ["capabilities", "--preset", preset, "--json"], tmp_path)
-    ours = _run(BIN / "create-vivary", ["capabilities", "--preset", preset, "--json"], tmp_path)
+    ours = _run(OURS, ["capabilities", "--preset", preset, "--json"], tmp_path)
     assert ours.returncode == theirs.returncode == 0
     mine, suite = json.loads(ours.stdout), json.loads(theirs.stdout)
     assert _strip_install(mine) == _strip_install(suite)
@@ -225,15 +231,15 @@ def test_capabilities_declare_what_0_4_3_declares(
     assert [list(c) for c in mine["available_capabilities"]] == \
         [list(c) for c in suite["available_capabilities"]]
     ids = [c["id"] for c in mine["available_capabilities"]]
-    text = _run(BIN / "create-vivary", ["capabilities", "--preset", preset], tmp_path).stdout
+    text = _run(OURS, ["capabilities", "--preset", preset], tmp_path).stdout
     assert [line.split(":", 1)[0].lstrip("- ") + ":" + line.split(":", 2)[1]
             for line in text.splitlines()[1:]] == ids
-    front = _run(BIN / "vivary", ["capabilities", "--preset", preset, "--json"], tmp_path)
+    front = _run("vivary", ["capabilities", "--preset", preset, "--json"], tmp_path)
     assert (front.returncode, front.stdout) == (0, ours.stdout)  # the same code, not a twin
 
 
 def test_capabilities_say_what_this_install_provides(tmp_path: Path) -> None:
-    caps = {c["id"]: c for c in json.loads(_run(BIN / "create-vivary", ["capabilities", "--json"],
+    caps = {c["id"]: c for c in json.loads(_run(OURS, ["capabilities", "--json"],
                                                  tmp_path).stdout)["available_capabilities"]}
     for ours in ("governed-context:core", "governed-context:tropo", "governed-policy:strato",
                  "governed-control:exo"):
@@ -247,7 +253,7 @@ def test_capabilities_refuse_an_unknown_preset_as_0_4_3_does(
 ) -> None:
     argv = ["capabilities", "--preset", "nope"]
     theirs = _run(upstream("create-vivary"), argv, tmp_path)
-    ours = _run(BIN / "create-vivary", argv, tmp_path)
+    ours = _run(OURS, argv, tmp_path)
     assert ours.returncode == theirs.returncode == 2
     assert "'nope' is not one of" in ours.stderr  # click's usage error, as for every command
 
@@ -266,10 +272,10 @@ def test_wizard_with_its_choices_given_matches_0_4_3(
 ) -> None:
     results = []
     for name, exe, seed in (("theirs", upstream("create-vivary"), []),
-                            ("ours", BIN / "create-vivary", ["--minimal"])):
+                            ("ours", OURS, ["--minimal"])):
         base = tmp_path / name
         base.mkdir()
-        subprocess.run([str(exe), "init", str(base / "ws"), *seed], check=True, capture_output=True)
+        assert _run(exe, ["init", str(base / "ws"), *seed], tmp_path).returncode == 0
         proc = _run(exe, ["wizard", str(base / "ws"), *opts], tmp_path)
         results.append((proc.returncode, tree(base), _report(proc, base, "--json" in opts)))
     theirs_files = results[0][1] if "--dry-run" in opts else _expected(results[0][1], opts)
@@ -280,7 +286,7 @@ def test_doctor_trend_reads_the_other_tools_state(
     tmp_path: Path, upstream: Callable[[str], Path]
 ) -> None:
     ws = tmp_path / "ws"
-    subprocess.run([str(BIN / "create-vivary"), "init", str(ws), "--minimal"], check=True)
+    assert _run(OURS, ["init", str(ws), "--minimal"], tmp_path).returncode == 0
     suite = upstream("create-vivary")
     first = json.loads(_run(suite, ["doctor", str(ws), "--trend", "--json"], tmp_path).stdout)
     assert first["trend"]["prior"] is None
@@ -288,7 +294,7 @@ def test_doctor_trend_reads_the_other_tools_state(
     (ws / "modules" / "one").mkdir(parents=True)
     (ws / "modules/one/index.md").write_text(
         "---\nproject: ws\nstatus: active\nmodule_area: core\n---\n# One\n")
-    mine = _run(BIN / "create-vivary", ["doctor", str(ws), "--trend", "--json"], tmp_path)
+    mine = _run(OURS, ["doctor", str(ws), "--trend", "--json"], tmp_path)
     ours = json.loads(mine.stdout)
     assert mine.returncode == 0
     assert ours["trend"]["prior"] == json.loads(state)["metrics"]
@@ -331,7 +337,7 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
     ws = tmp_path / "ws"
     commit, seeded = "commit" in argv, "seeded" in argv
     argv = [a.replace("{ws}", str(ws)) for a in argv if a not in ("commit", "seeded")]
-    exe = upstream("create-vivary") if tool == "theirs" else BIN / "create-vivary"
+    exe = upstream("create-vivary") if tool == "theirs" else OURS
     if argv[0] == "adopt":  # a folder of someone's code, or 0.4.3's seed declaring the adapter
         if seeded:
             _run(upstream("create-vivary"), ["init", str(ws), *argv[2:]], tmp_path)
@@ -345,14 +351,13 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
     if commit:
         _commit(ws)
     checks = {
-        "our doctor": [BIN / "create-vivary", "doctor", str(ws), "--json"],
+        "our doctor": [OURS, "doctor", str(ws), "--json"],
         "0.4.3 doctor": [upstream("create-vivary"), "doctor", str(ws), "--json"],
-        "our tropo check": [BIN / "tropo", "check", "--root", str(ws)],
+        "our tropo check": ["tropo", "check", "--root", str(ws)],
         "the suite's tropo check": [upstream("tropo"), "check", "--root", str(ws)],
     }
-    for name, cmd in checks.items():
-        proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=tmp_path,
-                              check=False)
+    for name, (exe, *args) in checks.items():
+        proc = _run(exe, [str(a) for a in args], tmp_path)
         if (maker, name) == KNOWN_0_4_3_FAILURE:
             assert json.loads(proc.stdout)["errors"] == ["semantic memory privacy check failed"]
             continue

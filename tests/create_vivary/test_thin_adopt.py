@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.support.console import BIN
+from tests.support.console import BIN, run
 from tests.support.trees import tree
 
 BLOCK = thin.gitignore_block(None)
@@ -114,12 +114,19 @@ COMMANDS = (["plan"], ["plan", "--json"], ["apply"], ["apply", "--json"],
 CASES = [(state, COMMANDS[(i + k) % len(COMMANDS)]) for i, state in enumerate(STATES) for k in (0, 3, 7)]
 
 
-def _run(exe: Path, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+OURS = "create-vivary"  # ours by its console script's name, run in this process
+
+
+def _run(exe: Path | str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """0.4.3's script (a path) as a process; one of ours (a console script's name) in
+    process, where the parity is of files, codes and output, not of processes."""
+    if isinstance(exe, str):
+        return run(exe, *argv, cwd=cwd)
     return subprocess.run([str(exe), *argv], cwd=cwd, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, check=False, timeout=300)
 
 
-def _adopt(exe: Path, ws: Path, command: list[str], ours: bool) -> subprocess.CompletedProcess[str]:
+def _adopt(exe: Path | str, ws: Path, command: list[str], ours: bool) -> subprocess.CompletedProcess[str]:
     """Run one command line; ``apply`` first asks the tool for its own plan of that copy."""
     extra = ["--minimal"] if ours else []
     options = [c for c in command if c not in ("plan", "apply")]
@@ -157,11 +164,11 @@ def test_adopt_minimal_matches_create_vivary_0_4_3(
         ws.parent.mkdir()
         txs[ws] = _build(state, ws, oracle)
     # the same folder, the same hash from either tool (and the same refusal when none)
-    my_hash = _planned_hash(BIN / "create-vivary", b, command, True)
+    my_hash = _planned_hash(OURS, b, command, True)
     assert my_hash == _planned_hash(oracle, b, command, False)
     their_hash = _planned_hash(oracle, a, command, False)
     theirs = _adopt(oracle, a, command, ours=False)
-    mine = _adopt(BIN / "create-vivary", b, command, ours=True)
+    mine = _adopt(OURS, b, command, ours=True)
     assert [mine.returncode, *(_normal(t.replace(txs[b], "<TX>"), b, my_hash) for t in (mine.stdout, mine.stderr))] \
         == [theirs.returncode, *(_normal(t.replace(txs[a], "<TX>"), a, their_hash) for t in (theirs.stdout, theirs.stderr))]
     assert _interrupted(b.parent, txs[b]) == _interrupted(a.parent, txs[a])
@@ -169,7 +176,7 @@ def test_adopt_minimal_matches_create_vivary_0_4_3(
         _healthy(b, upstream)
 
 
-def _planned_hash(exe: Path, ws: Path, command: list[str], ours: bool) -> Any:
+def _planned_hash(exe: Path | str, ws: Path, command: list[str], ours: bool) -> Any:
     options = [c for c in command if c not in ("plan", "apply", "--json", "--yes")]
     proc = _run(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), *options, "--json"], ws.parent)
     return json.loads(proc.stdout).get("plan_hash")
@@ -177,9 +184,9 @@ def _planned_hash(exe: Path, ws: Path, command: list[str], ours: bool) -> Any:
 
 def _healthy(ws: Path, upstream: Callable[[str], Path]) -> None:
     checks = {
-        "our doctor": [BIN / "create-vivary", "doctor", str(ws), "--json"],
+        "our doctor": [OURS, "doctor", str(ws), "--json"],
         "0.4.3 doctor": [upstream("create-vivary"), "doctor", str(ws), "--json"],
-        "our tropo check": [BIN / "tropo", "check", "--root", str(ws)],
+        "our tropo check": ["tropo", "check", "--root", str(ws)],
         "the suite's tropo check": [upstream("tropo"), "check", "--root", str(ws)],
     }
     for name, cmd in checks.items():
@@ -241,7 +248,7 @@ def _digest_of(path: Path) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "<none>"
 
 
-def _recovery_hash(exe: Path, ws: Path, tx: str, ours: bool) -> Any:
+def _recovery_hash(exe: Path | str, ws: Path, tx: str, ours: bool) -> Any:
     proc = _run(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), "--recover", tx, "--json"], ws.parent)
     return json.loads(proc.stdout).get("recovery_plan_hash")
 
@@ -261,13 +268,13 @@ def test_recovery_matches_create_vivary_0_4_3(
         before = _files(ws.parent)
         txs[ws] = _interrupt(oracle, ws, crash, adapters)
     assert _interrupted(b.parent, txs[b]) == _interrupted(a.parent, txs[a]) and _files(b.parent) != before
-    mine_r = _recovery_hash(BIN / "create-vivary", b, txs[b], True)
+    mine_r = _recovery_hash(OURS, b, txs[b], True)
     assert mine_r == _recovery_hash(oracle, b, txs[b], False)
     theirs_r = _recovery_hash(oracle, a, txs[a], False)
     marked = {ws: _digest_of(ws / ".gitignore") for ws in (a, b)}  # it holds the hash too
     for yes in ([], ["--yes", "--plan"]):
         outs = []
-        for exe, ws, extra, rhash in ((oracle, a, [], theirs_r), (BIN / "create-vivary", b, ["--minimal"], mine_r)):
+        for exe, ws, extra, rhash in ((oracle, a, [], theirs_r), (OURS, b, ["--minimal"], mine_r)):
             proc = _run(exe, ["adopt", str(ws), *extra, "--recover", txs[ws], *yes, *([rhash] if yes else []),
                               *as_json], ws.parent)
             norm = [_normal(t.replace(txs[ws], "<TX>").replace(marked[ws], "<MARKED>"), ws, rhash)
@@ -314,7 +321,7 @@ def test_our_own_adopt_options_are_a_usage_error_with_minimal(tmp_path: Path, op
     ws = tmp_path / "repo"
     _git_init(ws)
     before = _files(tmp_path)
-    proc = _run(BIN / "create-vivary", ["adopt", str(ws), "--minimal", *option], tmp_path)
+    proc = _run(OURS, ["adopt", str(ws), "--minimal", *option], tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--minimal" in proc.stderr
     assert _files(tmp_path) == before
 
@@ -342,8 +349,8 @@ def test_files_are_written_0644(tmp_path: Path) -> None:
     """Deliberate: 0.4.3 leaves its temporary files' 0600 on what it creates."""
     ws = tmp_path / "repo"
     _git_init(ws)
-    planned = json.loads(_run(BIN / "create-vivary", ["adopt", str(ws), "--minimal", "--json"], tmp_path).stdout)
-    done = _run(BIN / "create-vivary", ["adopt", str(ws), "--minimal", "--yes", "--plan", planned["plan_hash"]],
+    planned = json.loads(_run(OURS, ["adopt", str(ws), "--minimal", "--json"], tmp_path).stdout)
+    done = _run(OURS, ["adopt", str(ws), "--minimal", "--yes", "--plan", planned["plan_hash"]],
                 tmp_path)
     assert done.returncode == 0, done.stderr
     assert {(ws / rel).stat().st_mode & 0o777 for rel in planned["creates"]} == {0o644}
@@ -365,6 +372,6 @@ def test_recover_reads_and_removes_nothing_through_a_planted_vivary_link(
     before = _files(elsewhere)
     assert "runtime/adopt-journal.json" in before
     for extra in ([], ["--yes", "--plan", "sha256:" + "0" * 64]):
-        done = _run(BIN / "create-vivary", ["adopt", str(ws), "--minimal", "--recover", tx, *extra], tmp_path)
+        done = _run(OURS, ["adopt", str(ws), "--minimal", "--recover", tx, *extra], tmp_path)
         assert done.returncode == 1 and "no safe adoption journal" in done.stderr, done.stderr
     assert _files(elsewhere) == before

@@ -129,7 +129,8 @@ def test_a_memory_policy_from_the_wizard_passes_both_doctors(
     assert (tmp_path / "ws/.gitignore").read_text().endswith(MEMORY_RULES)
     again = run_cli("create-vivary", "wizard", "ws", "--no-wizard", "--memory", "local", cwd=tmp_path)
     assert again.returncode == 0 and (tmp_path / "ws/.gitignore").read_text().count(MEMORY_RULES) == 1
-    for exe in (BIN / "create-vivary", upstream("create-vivary")):
-        doctor = subprocess.run([str(exe), "doctor", "ws", "--json"], cwd=tmp_path,
-                                capture_output=True, text=True, check=False)
-        assert doctor.returncode == 0 and json.loads(doctor.stdout)["errors"] == [], exe
+    ours = run_cli("create-vivary", "doctor", "ws", "--json", cwd=tmp_path)
+    theirs = subprocess.run([str(upstream("create-vivary")), "doctor", "ws", "--json"], cwd=tmp_path,
+                            capture_output=True, text=True, check=False)
+    for doctor in (ours, theirs):
+        assert doctor.returncode == 0 and json.loads(doctor.stdout)["errors"] == [], doctor.args

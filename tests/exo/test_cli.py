@@ -1,24 +1,22 @@
-"""The exo command end to end, as a subprocess on real repositories."""
+"""The exo command end to end (its click command run in this process) on real repositories."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.console import run
 from tests.support.coordination import ITEM, clone, make_remote, write_workspace
 from tests.support.repos import commit_all, git, write_files
 
-EXO = str(Path(sys.executable).parent / "exo")
-
 
 def exo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([EXO, *args], cwd=cwd, capture_output=True, text=True, check=False)
+    proc = run("exo", *args, cwd=cwd)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -163,8 +161,8 @@ def test_conflicts_strict_and_default_command(ws: Path) -> None:
 
 def test_help_has_examples() -> None:
     for args in ([], ["board"], ["conflicts"], ["roles"], ["claim"], ["release"]):
-        proc = subprocess.run([EXO, *args, "--help"], capture_output=True, text=True,
-                              check=True)
+        proc = run("exo", *args, "--help")
+        assert proc.returncode == 0, args
         assert "Example" in proc.stdout, args
 
 

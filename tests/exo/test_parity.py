@@ -4,24 +4,28 @@ workspace, in text and JSON (run both side by side; skipped loudly without the o
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.console import run
 from tests.support.coordination import write_workspace
 from tests.support.repos import commit_all, git
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-exo): -m "not slow" leaves it out
 
-EXO = str(Path(sys.executable).parent / "exo")
+EXO = "exo"  # ours, by its console script's name
 COMMANDS = [["board"], ["conflicts"], ["roles"]]
 
 
 def _out(exe: str, args: list[str], root: Path) -> tuple[int, str]:
-    proc = subprocess.run([exe, *args, "--root", str(root)], capture_output=True, text=True,
-                          check=False)
+    """The oracle's script (a path) as a process; ours (`exo`) in process."""
+    if exe == "exo":
+        proc = run("exo", *args, "--root", root)
+    else:
+        proc = subprocess.run([exe, *args, "--root", str(root)], capture_output=True, text=True,
+                              check=False)
     return proc.returncode, proc.stdout
 
 

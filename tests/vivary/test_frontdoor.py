@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.cli import break_ref
-from tests.support.console import run_process  # the front door hands its verbs to their own processes
+from tests.support.console import run  # every verb runs in the front door's process
 from tests.support.control_requests import OPERATIONS, documents
 from tests.support.decisions import corpus
 from vivary.frontdoor import ROUTES, Route, dispatch
@@ -54,7 +54,7 @@ def workspaces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made = {}
     for preset in PRESETS:
         target = base / preset
-        assert run_process("create-vivary", "init", str(target), "--preset", preset).returncode == 0
+        assert run("create-vivary", "init", str(target), "--preset", preset).returncode == 0
         made[preset] = target
     return made
 
@@ -95,9 +95,9 @@ def _edit(root: Path, rng: random.Random, change: Callable[[str], str]) -> None:
 
 @pytest.mark.parametrize("verb", AVAILABLE)
 def test_separator_ends_the_front_doors_options(verb: str) -> None:
-    plain = run_process("vivary", verb, "--help")
+    plain = run("vivary", verb, "--help")
     assert plain.returncode == 0 and plain.stdout
-    assert run_process("vivary", "--", verb, "--help").stdout == plain.stdout
+    assert run("vivary", "--", verb, "--help").stdout == plain.stdout
 
 
 def test_every_suite_verb_is_built_and_an_unbuilt_one_would_refuse_in_one_line(
@@ -112,12 +112,12 @@ def test_every_suite_verb_is_built_and_an_unbuilt_one_would_refuse_in_one_line(
 
 
 def test_help_lists_every_verb_and_keeps_hooks() -> None:
-    bare = run_process("vivary")
+    bare = run("vivary")
     assert bare.returncode == 0
-    assert bare.stdout.strip() == run_process("vivary", "--help").stdout.strip()
+    assert bare.stdout.strip() == run("vivary", "--help").stdout.strip()
     listed = set(re.findall(r"^  (\S+)\s", bare.stdout, flags=re.M))
     assert {route.verb for route in ROUTES} | {"hooks"} <= listed
-    assert run_process("vivary", "hooks", "status", "--help").returncode == 0
+    assert run("vivary", "hooks", "status", "--help").returncode == 0
 
 
 def test_same_answers_as_the_owning_commands(workspaces: dict[str, Path], tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_same_answers_as_the_owning_commands(workspaces: dict[str, Path], tmp_pa
                       ["strato", "decide", "--governed", "--json", str(path)], tmp_path))
     codes = set()
     for front, own, cwd in pairs:
-        mine, theirs = run_process(*front, cwd=cwd), run_process(*own, cwd=cwd)
+        mine, theirs = run(*front, cwd=cwd), run(*own, cwd=cwd)
         assert (mine.returncode, mine.stdout) == (theirs.returncode, theirs.stdout), front
         codes.add((front[1], mine.returncode))
     # The planted findings and the refusals are reached, not only clean runs.
@@ -149,8 +149,8 @@ def test_same_answers_as_the_owning_commands(workspaces: dict[str, Path], tmp_pa
 
 
 def test_create_lays_down_what_init_does(tmp_path: Path) -> None:
-    front = run_process("vivary", "create", str(tmp_path / "a"), "--preset", "writing", "--json")
-    own = run_process("create-vivary", "init", str(tmp_path / "b"), "--preset", "writing", "--json")
+    front = run("vivary", "create", str(tmp_path / "a"), "--preset", "writing", "--json")
+    own = run("create-vivary", "init", str(tmp_path / "b"), "--preset", "writing", "--json")
     assert front.returncode == own.returncode == 0
 
     def files(root: Path) -> list[str]:
@@ -158,8 +158,8 @@ def test_create_lays_down_what_init_does(tmp_path: Path) -> None:
                       if ".git" not in p.relative_to(root).parts)
 
     assert files(tmp_path / "a") == files(tmp_path / "b")
-    refused = run_process("vivary", "create", str(tmp_path / "a"))
-    assert refused.returncode == run_process("create-vivary", "init", str(tmp_path / "a")).returncode
+    refused = run("vivary", "create", str(tmp_path / "a"))
+    assert refused.returncode == run("create-vivary", "init", str(tmp_path / "a")).returncode
     assert refused.returncode != 0
 
 
@@ -185,7 +185,7 @@ def test_suite_verbs_are_all_served(upstream: Callable[[str], Path]) -> None:
 ])
 def test_exit_codes_as_the_suite(argv: list[str], tmp_path: Path,
                                  upstream: Callable[[str], Path]) -> None:
-    mine = run_process("vivary", *argv, cwd=tmp_path)
+    mine = run("vivary", *argv, cwd=tmp_path)
     theirs = subprocess.run([str(_oracle(upstream)), *argv], capture_output=True, text=True,
                             check=False, cwd=tmp_path)
     assert mine.returncode == theirs.returncode, (mine.stderr, theirs.stderr)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.console import run
 from tests.support.requirements import missing, upstream_bin
 
 VIVARY = Path(sys.executable).parent / "vivary"
@@ -52,6 +53,10 @@ CASES = [
 
 
 def _run(argv: list[str], cwd: Path, exe: list[str]) -> subprocess.CompletedProcess[str]:
+    """Our `vivary` in process; another program (the suite's, or ours writing receipts
+    as processes do) as a process."""
+    if exe == [str(VIVARY)]:
+        return run("vivary", *argv, cwd=cwd, env={"VIVARY_RECEIPT_LOG": "receipts.jsonl"})
     return subprocess.run([*exe, *argv], cwd=cwd, capture_output=True, text=True, check=False,
                           env={**os.environ, "VIVARY_RECEIPT_LOG": "receipts.jsonl"})
 

@@ -17,6 +17,7 @@ import pytest
 
 from bench import demo_guard
 from strato.runs.service import Runs
+from tests.support.console import run
 from tests.support.repos import commit_all, git, write_files
 from tests.support.requirements import missing
 from tests.support.serving import (
@@ -230,7 +231,7 @@ def test_heartbeat_proposals_are_accepted_and_rejected_with_the_token(ws: Path) 
     for n, message in enumerate(("fix(parser): empty input crashed", "fix(parser): a lone quote crashed")):
         write_files(ws, {"src/parser.py": f"VERSION = {n}\n", **({"tests/test_parser.py": "x = 1\n"} if n else {})})
         commit_all(ws, message)
-    subprocess.run([str(BIN / "strato"), "heartbeat", "run", "--root", str(ws)], check=True, capture_output=True)
+    assert run("strato", "heartbeat", "run", "--root", ws).returncode == 0
     with serving("--root", str(ws)) as server:
         proposals = server.get("/api/heartbeat").json()["proposals"]
         playbook = next(p for p in proposals if p["files"])
@@ -251,8 +252,7 @@ def test_heartbeat_proposals_are_accepted_and_rejected_with_the_token(ws: Path) 
 def test_the_board_claims_and_graph_of_a_workspace(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     scaffold(ws, "--preset", "coding", "--yes")
-    subprocess.run([str(BIN / "exo"), "claim", "local-ci-baseline", "--agent", "@connie"], cwd=ws, check=True,
-                   capture_output=True)
+    assert run("exo", "claim", "local-ci-baseline", "--agent", "@connie", cwd=ws).returncode == 0
     with serving("--root", str(ws)) as server:
         board = server.get("/api/board").json()
         held = {i["id"]: i["assignee"] for i in board["items"]}

@@ -25,9 +25,9 @@ import pytest
 
 from strato.runs.service import Runs
 from tests.support.browser import Watched
+from tests.support.console import run
 from tests.support.repos import commit_all, git, write_files
 from tests.support.serving import (
-    BIN,
     SPEC,
     Server,
     gate_token,
@@ -58,11 +58,11 @@ def test_the_demo_export_never_writes_through_a_planted_link(tmp_path: Path) -> 
     outside.mkdir()
     victim = outside / "victim"
     victim.write_text("keep me\n")
-    export = [str(BIN / "vivary"), "serve", "--export-demo", str(site)]
-    subprocess.run(export, check=True, capture_output=True)
+    export = ("serve", "--export-demo", str(site))
+    assert run("vivary", *export).returncode == 0
     (site / "index.html").unlink()
     (site / "index.html").symlink_to(victim)  # an earlier export, a file swapped for a link
-    refused = subprocess.run(export, capture_output=True, text=True)
+    refused = run("vivary", *export)
     assert refused.returncode == 1 and "symbolic link" in refused.stderr
     assert victim.read_text() == "keep me\n"
     (site / "index.html").unlink()
@@ -70,12 +70,12 @@ def test_the_demo_export_never_writes_through_a_planted_link(tmp_path: Path) -> 
         (site / "assets" / name).unlink()
     (site / "assets").rmdir()
     (site / "assets").symlink_to(outside)  # a folder swapped for a link
-    assert subprocess.run(export, capture_output=True).returncode == 1
+    assert run("vivary", *export).returncode == 1
     assert sorted(os.listdir(outside)) == ["victim"]
     (site / "assets").unlink()
     (site / ".vivary-demo-export").unlink()
     (site / ".vivary-demo-export").symlink_to(victim)  # a linked marker is not our export
-    assert subprocess.run(export, capture_output=True).returncode == 1
+    assert run("vivary", *export).returncode == 1
     assert victim.read_text() == "keep me\n"
 
 

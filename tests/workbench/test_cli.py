@@ -11,12 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support.console import run
 from tests.support.requirements import editable_extra_command
 from tests.support.serving import BIN, serving
 
 
 def _vivary(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "vivary"), *args], cwd=cwd, capture_output=True, text=True, check=False)
+    """`vivary ARGS` in process: only for runs that answer and exit (a server that serves
+    is a real process, through `serving`)."""
+    return run("vivary", *args, cwd=cwd)
 
 
 def test_help_has_examples(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.support.console import run
 from tests.support.coordination import ITEM, clone, make_remote
 from tests.support.repos import git
 
@@ -22,9 +23,8 @@ def _control(root: Path, operation: str, state: dict[str, Any], given: dict[str,
              ) -> tuple[int, dict[str, Any], str]:
     request = json.dumps({"schema": SCHEMA, "operation": operation, "state": state,
                           "input": given})
-    proc = subprocess.run([EXO, "control", "--governed", "--from-repo", "--json", "--root",
-                           str(root), "-"], input=request, capture_output=True, text=True,
-                          check=False)
+    proc = run("exo", "control", "--governed", "--from-repo", "--json", "--root", root, "-",
+               input=request)
     return proc.returncode, json.loads(proc.stdout or "null"), proc.stderr
 
 
@@ -85,8 +85,7 @@ def _claimed_with_a_lease(tmp_path: Path) -> tuple[Path, str]:
     """A clone whose claims carry a 60 s lease, ann's claim of the item, and its instant."""
     root = clone(make_remote(tmp_path), "solo")
     git(root, "config", "exo.lease-seconds", "60")
-    subprocess.run([EXO, "claim", "item", "--agent", "ann", "--root", str(root)], check=True,
-                   capture_output=True)
+    assert run("exo", "claim", "item", "--agent", "ann", "--root", root).returncode == 0
     return root, _commit_instant(root, "claim/item")
 
 
@@ -134,8 +133,7 @@ def test_tasks_are_the_work_items(tmp_path: Path) -> None:
 def test_bad_lease_config_is_a_one_line_error(tmp_path: Path) -> None:
     root = clone(make_remote(tmp_path), "solo")
     git(root, "config", "exo.lease-seconds", "soon")
-    subprocess.run([EXO, "claim", "item", "--agent", "ann", "--root", str(root)], check=True,
-                   capture_output=True)
+    assert run("exo", "claim", "item", "--agent", "ann", "--root", root).returncode == 0
     rc, answer, err = _control(root, "expire_leases", {"claims": []},
                                {"now": "2030-01-01T00:00:00Z"})
     assert (rc, answer) == (2, None)
