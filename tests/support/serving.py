@@ -19,6 +19,7 @@ from strato.runs.service import Runs
 from tests.support.approvals import approve_agents
 from tests.support.console import BIN
 from tests.support.repos import commit_all, git, write_files
+from tests.support.specs import JUDGED
 
 LINE = re.compile(r"vivary: serving http://([0-9.]+):(\d+)/\?token=([A-Za-z0-9_-]+)\n\Z")
 
@@ -151,23 +152,6 @@ def gate_token(root: Path, run_id: str) -> str:
     return str(next(g["gateToken"] for g in Runs(root).gates() if g["runId"] == run_id))
 
 
-JUDGED = """\
-version: 1
-contracts:
-  A: {text: string}
-flows:
-  entry: main
-  main:
-    input: {}
-    output: {from: "${w.output}", contract: A}
-    steps:
-      - id: w
-        do: "write"
-        out: A
-        attempts: 1
-        ensure:
-          - judged: {statement: "the text is polite", stakes: cheap}
-"""
 
 
 def judged_workspace(root: Path) -> Path:
