@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.layout import PACKAGES, ROOT
+
 DOC = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "vivary")
 DRAWING = DOC.split("```")[1]
 TABLE = DOC[DOC.index("## Where does X live"):]
 

@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import CHANGE, break_ref
+from tests.support.layout import PACKAGES as CODE
+from tests.support.layout import ROOT
 from tests.support.repos import git
 from tests.support.requirements import missing
 from tests.support.tour import assert_the_tour_ran, run_lines, tour_lines
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("strato", "tropo", "exo", "create-vivary", "vivary")
-PACKAGES = ("tropo", "strato", "exo", "workbench", "hooks", "create_vivary", "vivary", "templates")
+PACKAGES = (*CODE, "templates")
 # what pip and build print when the index cannot be reached (a machine without network)
 OFFLINE = ("Could not find a version", "No matching distribution", "NewConnectionError",
            "Temporary failure in name resolution", "Network is unreachable")

@@ -13,8 +13,7 @@ from typing import NoReturn
 import pytest
 
 from tests.support.cdp import find_chromium
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.support.layout import ROOT
 
 
 def editable_extra_command(extra: str, python: str = sys.executable) -> str:

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.layout import ROOT
+
 BIN = Path(sys.executable).parent
 
 
