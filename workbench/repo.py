@@ -27,6 +27,7 @@ from strato.runs.store import RunNotFound, RunSnapshot, check_run_id
 from strato.runs.views import documents as views
 from tropo.git import repo as gitrepo
 from tropo.review import view as graph_view
+from tropo.review.layout_cache import LayoutCache
 from workbench.source import Refusal, gate_request, page
 
 # refusals of a gate decision that mean "the gate is not as you saw it"
@@ -238,7 +239,8 @@ class RepoSource:
     def graph_page(self) -> str:
         """`tropo view`'s page of the workspace graph."""
         try:
-            graph = load_worktree(self.root).graph
+            worktree = load_worktree(self.root)
+            graph = worktree.graph
         except WorkspaceError as exc:
             raise Refusal(409, "no_graph", str(exc)) from None
-        return graph_view.render(graph_view.page_data("graph", graph))
+        return graph_view.render(graph_view.page_data("graph", graph, layouts=LayoutCache(worktree.repo)))

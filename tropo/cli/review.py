@@ -33,6 +33,14 @@ def _shape(root: Path | None, source: Source, no_cache: bool) -> graphdiff.Shape
     return shape_of(open_workspace(root, source, use_cache=not no_cache))
 
 
+def _layouts(ws: Workspace) -> view.Layouts | None:
+    """Where the page's layout is kept: the repository's private folder (None: no cache)."""
+    from tropo.review.layout_cache import LayoutCache
+
+    repository = ws.snapshot.repo()
+    return None if repository is None or not ws.use_cache else LayoutCache(repository)
+
+
 def _graph(ws: Workspace) -> Graph:
     from tropo.review.graph_cache import graph_of
 
@@ -398,11 +406,11 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
         if node_id not in g.nodes:
             fail(f"no document with id {node_id!r} (run `tropo graph` to list ids)", 1)
         ranks = {node_id: 0, **{n: d for n, (d, _) in g.blast(node_id, depth).items()}}
-        data = view.page_data(f"blast · {node_id}", g, set(ranks), ranks)
+        data = view.page_data(f"blast · {node_id}", g, set(ranks), ranks, _layouts(ws))
     elif node_id is not None:
         fail(f"view graph takes no id (did you mean `tropo view blast {node_id}`?)")
     else:
-        data = view.page_data("graph", g)
+        data = view.page_data("graph", g, layouts=_layouts(ws))
     html = view.render(data)
     drawn = sum(1 for n in data["nodes"] if not n.get("ghost"))
     if target is None:
