@@ -7,13 +7,17 @@ import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bench.generate import build
+from exo.workspace import load_worktree
 from tests.support.cdp import Page, find_chromium
 from tests.support.repos import commit_all, git, write_files
 from tests.support.requirements import missing
 from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
+from tropo.review import view
 
 
 @pytest.fixture
@@ -266,3 +270,57 @@ def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     proc = tropo_cli("view", "--out", "a.md", cwd=tmp_path)
     assert proc.returncode == 1 and "not a page tropo view wrote" in proc.stderr
     assert (tmp_path / "a.md").read_text() == "# A\n"
+
+
+def _well_linked(data: dict[str, Any]) -> str:
+    """A node with a handful of neighbours (the one the screenshots focus, too)."""
+    degree = [0] * len(data["nodes"])
+    for s, _, d, _ in data["edges"]:
+        degree[s] += 1
+        degree[d] += 1
+    best = min((i for i, n in enumerate(data["nodes"]) if not n.get("ghost") and 4 <= degree[i] <= 30),
+               key=lambda i: (abs(degree[i] - 8), i))
+    node_id: str = data["nodes"][best]["id"]
+    return node_id
+
+
+@pytest.mark.slow  # a browser test, and up to 20,000 generated documents
+@pytest.mark.parametrize("size", [300, 3000, 20_000])
+def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, page: Page, size: int) -> None:
+    """What the screenshots in docs/workbench.md show, read from the page: labels that fit
+    (none overlapping), and after a search a focused neighbourhood, not a smear."""
+    build(tmp_path / "ws", size)
+    data = view.page_data("graph", load_worktree(tmp_path / "ws").graph)
+    (tmp_path / "graph.html").write_text(view.render(data))
+    _open(page, tmp_path / "graph.html")
+    page.evaluate(FRAME)
+    drawn = page.evaluate("[...tropoView.labelled.keys()]")
+    assert len(drawn) >= 3 and _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    if size > 5000:  # opens with each type collapsed: its circle and count are what is labelled
+        clusters = page.evaluate("tropoView.graph.filterNodes(k => k.startsWith('type:') && "
+                                 "!tropoView.renderer.getNodeDisplayData(k).hidden)")
+        assert len(clusters) >= 3 and set(drawn) <= set(clusters)
+        assert page.evaluate("tropoView.graph.filterNodes(k => !k.startsWith('type:') && "
+                             "!tropoView.renderer.getNodeDisplayData(k).hidden).length") == 0
+    target = _well_linked(data)
+    page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
+    page.call("Input.insertText", text=target)
+    assert target in page.evaluate("document.getElementById('results').textContent")  # as you type
+    page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    page.evaluate(FRAME)
+    centre = page.evaluate("tropoView.state.centre")
+    assert data["nodes"][centre]["id"] == target
+    near = set(page.evaluate("[...tropoView.state.near]"))
+    labelled = page.evaluate(LABELS)
+    assert len(near) >= 5 and centre in labelled and len(labelled) >= 3 and set(labelled) <= near
+    assert _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    # The neighbourhood is framed on screen; everything else is faded or hidden.
+    on_screen = page.evaluate(f"""(() => {{ const r = document.getElementById('sigma').getBoundingClientRect();
+        return [...tropoView.state.near].every(k => {{ const [x, y] = {AT}(String(k));
+        return x >= r.left && x <= r.right && y >= r.top && y <= r.bottom; }}); }})()""")
+    assert on_screen
+    rest = page.evaluate("""(() => { const v = tropoView, out = new Set(); v.graph.forEachNode(k => {
+        if (k.startsWith('type:') || v.state.near.has(+k)) return; const d = v.renderer.getNodeDisplayData(k);
+        out.add(d.hidden ? 'hidden' : d.color); }); return [...out]; })()""")
+    assert set(rest) <= {"hidden", "#e3e7ee"}
+    assert page.errors() == []
