@@ -71,6 +71,18 @@ def data_times(root: Path, g: Graph, runs: int) -> dict[str, float]:
     return {"cold": statistics.median(cold), "warm": statistics.median(warm)}
 
 
+def well_linked(data: dict[str, Any]) -> str:
+    """The node a screenshot focuses: one with about eight neighbours."""
+    degree = [0] * len(data["nodes"])
+    for s, _, d, _ in data["edges"]:
+        degree[s] += 1
+        degree[d] += 1
+    best = min((i for i, n in enumerate(data["nodes"]) if not n.get("ghost") and 4 <= degree[i] <= 30),
+               key=lambda i: (abs(degree[i] - 8), i))
+    node_id: str = data["nodes"][best]["id"]
+    return node_id
+
+
 def first_paint(page: Page, html: Path, mark: str | None) -> float:
     """Seconds from navigation start to the page's first drawn frame (its mark), or to the
     load event plus one frame for a page without one."""
@@ -162,7 +174,7 @@ def main() -> None:
                 paints.append(first_paint(page, html, "tropo-view:drawn"))
                 searches.extend(page.evaluate(SEARCH, ids))
                 if args.shots is not None and not pans:
-                    page.evaluate(FOCUS, ids[3])
+                    page.evaluate(FOCUS, well_linked(data))
                     page.evaluate("new Promise(r => setTimeout(r, 300))")
                     args.shots.mkdir(parents=True, exist_ok=True)
                     page.screenshot(path=str(args.shots / f"graph-{size}.png"))

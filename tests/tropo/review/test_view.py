@@ -7,11 +7,11 @@ import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bench.generate import build
+from bench.graph_view import well_linked
 from exo.workspace import load_worktree
 from tests.support.cdp import Page, find_chromium
 from tests.support.repos import commit_all, git, write_files
@@ -272,18 +272,6 @@ def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     assert (tmp_path / "a.md").read_text() == "# A\n"
 
 
-def _well_linked(data: dict[str, Any]) -> str:
-    """A node with a handful of neighbours (the one the screenshots focus, too)."""
-    degree = [0] * len(data["nodes"])
-    for s, _, d, _ in data["edges"]:
-        degree[s] += 1
-        degree[d] += 1
-    best = min((i for i, n in enumerate(data["nodes"]) if not n.get("ghost") and 4 <= degree[i] <= 30),
-               key=lambda i: (abs(degree[i] - 8), i))
-    node_id: str = data["nodes"][best]["id"]
-    return node_id
-
-
 @pytest.mark.slow  # a browser test, and up to 20,000 generated documents
 @pytest.mark.parametrize("size", [300, 3000, 20_000])
 def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, page: Page, size: int) -> None:
@@ -302,7 +290,7 @@ def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, 
         assert len(clusters) >= 3 and set(drawn) <= set(clusters)
         assert page.evaluate("tropoView.graph.filterNodes(k => !k.startsWith('type:') && "
                              "!tropoView.renderer.getNodeDisplayData(k).hidden).length") == 0
-    target = _well_linked(data)
+    target = well_linked(data)  # the node the screenshots focus
     page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
     page.call("Input.insertText", text=target)
     assert target in page.evaluate("document.getElementById('results').textContent")  # as you type
