@@ -139,6 +139,17 @@ def pan(page: Page) -> dict[str, float]:
             "median_ms": statistics.median(gaps)}
 
 
+def shot(page: Page, html: Path | None, data: dict[str, Any], shots: Path, size: int) -> None:
+    """A screenshot of the page (opened from ``html`` unless it is open) with one
+    well-linked node focused: what docs/workbench.md shows."""
+    if html is not None:
+        first_paint(page, html, "tropo-view:drawn")
+    page.evaluate(FOCUS, well_linked(data))
+    page.evaluate("new Promise(r => setTimeout(r, 300))")
+    shots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shots / f"graph-{size}.png"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[3000, 5000, 20000])
@@ -146,6 +157,7 @@ def main() -> None:
     parser.add_argument("--where", type=Path, default=Path(tempfile.gettempdir()) / "graph-view-bench")
     parser.add_argument("--baseline", action="store_true", help="also time the SVG page before sigma")
     parser.add_argument("--shots", type=Path, help="write a screenshot per size (focused) here")
+    parser.add_argument("--only-shots", action="store_true", help="take the screenshots, measure nothing")
     args = parser.parse_args()
     old = subprocess.run(["git", "show", "7156f97:tropo/review/view.html"], capture_output=True, text=True,
                          check=False).stdout if args.baseline else ""
@@ -157,11 +169,15 @@ def main() -> None:
             cached = args.where / f"g{size}.graph"
             g = pickle.loads(cached.read_bytes()) if cached.exists() else graph_of(root, size)
             cached.write_bytes(pickle.dumps(g))
-            row: dict[str, Any] = {"nodes": len(g.nodes), "edges": len(g.edges), "load": os.getloadavg()[0]}
-            row["page_data_cpu_s"] = data_times(root, g, args.runs)
             data = view.page_data("graph", g)
             html = args.where / f"g{size}.html"
             html.write_text(view.render(data))
+            if args.only_shots:
+                shot(browser.new_context(viewport={"width": 1280, "height": 800}).new_page(), html, data,
+                     args.shots or Path("."), size)
+                continue
+            row: dict[str, Any] = {"nodes": len(g.nodes), "edges": len(g.edges), "load": os.getloadavg()[0]}
+            row["page_data_cpu_s"] = data_times(root, g, args.runs)
             row["page_mb"] = round(html.stat().st_size / 1e6, 1)
             paints: list[float] = []
             searches: list[float] = []
@@ -174,10 +190,7 @@ def main() -> None:
                 paints.append(first_paint(page, html, "tropo-view:drawn"))
                 searches.extend(page.evaluate(SEARCH, ids))
                 if args.shots is not None and not pans:
-                    page.evaluate(FOCUS, well_linked(data))
-                    page.evaluate("new Promise(r => setTimeout(r, 300))")
-                    args.shots.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(args.shots / f"graph-{size}.png"))
+                    shot(page, None, data, args.shots, size)
                     page.evaluate(UNFOCUS)
                 pans.append(pan(page))
                 context.close()
