@@ -116,7 +116,7 @@ def _is_loopback(name: str, url: str) -> bool:
         raise EndpointError(f"{name}: endpoint {url!r} is not a URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not host:
         raise EndpointError(f"{name}: endpoint must be an http:// or https:// URL with a host")
-    if not _NETLOC.fullmatch(parts.netloc) or parts.query or parts.fragment:
+    if not _NETLOC.fullmatch(parts.netloc) or "?" in url or "#" in url:
         raise EndpointError(f"{name}: endpoint must be a plain base URL, scheme://host[:port]/path "
                             "(a key goes in api_key_env)")
     if host == "localhost":

@@ -4,14 +4,18 @@ failing every way a server can; each failure one line, and nothing printed half-
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from strato.agents import trust
+from strato.agents import endpoint, trust
 from strato.agents.calls import call, interpret
 from strato.agents.config import AgentConfigError, AgentSpec, load_config
 from strato.agents.process import Finished, run_process
@@ -124,6 +128,7 @@ def test_the_api_key_comes_from_the_environment_and_is_never_shown(
         ('endpoint = "http://127.0.0.1.nip.io/v1"\nmodel = "m"\n', "not on this machine"),
         ('endpoint = "http://u:p@127.0.0.1/v1"\nmodel = "m"\n', "plain base URL"),
         ('endpoint = "file:///etc/passwd"\nmodel = "m"\n', "http:// or https://"),
+        ('endpoint = "http://127.0.0.1/v1#"\nmodel = "m"\n', "plain base URL"),
         ('endpoint = "http://127.0.0.1/v1"\n', "needs model"),
         ('endpoint = "http://127.0.0.1/v1"\nmodel = "m"\nargv = ["a", "{prompt}"]\n', "not both"),
         ('endpoint = "http://127.0.0.1/v1"\nmodel = "m"\ntemperature = 9\n', "temperature"),
@@ -175,3 +180,47 @@ def test_the_users_own_config_may_define_an_endpoint_agent(tmp_path: Path, stub:
         assert (tmp_path / "pacing" / "mine.lock").is_file()  # paced like any agent
     finally:
         own.unlink()
+
+
+# what an adversary who writes the whole agents.toml may put in each part of a URL to
+# make one parser see loopback and another connect elsewhere
+_SCHEMES = ["http://", "https://", "HTTP://", "http:/", "http:\\\\", "http:///", ""]
+_HOSTS = ["127.0.0.1", "localhost", "evil.example", "[::1]", "[::ffff:127.0.0.1]", "0x7f.1", "127.1",
+          "\uff4cocalhost", "127.0.0.1.evil.example"]
+_JUNK = ["@", ":", "\\", "%2e", "%40", ".", " ", "\t", "\n", "[", "]", "\u3002", "#", "?",
+         "evil.example@", "127.0.0.1@", "localhost#"]
+_TAIL = ["", ":80", ":11434", ":99999", ":x", "/v1", "/", "\\evil.example", "/@evil.example", "#x", "?a=1"]
+def _often(value: str, others: list[str]) -> st.SearchStrategy[str]:
+    return st.one_of(st.just(value), st.sampled_from(others))
+
+
+_URLS = st.tuples(_often("http://", _SCHEMES), _often("", _JUNK), st.sampled_from(_HOSTS),
+                  _often("", _JUNK), st.lists(st.sampled_from(_TAIL), max_size=2)).map(
+    lambda t: "".join(t[:4]) + "".join(t[4]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_URLS)
+def test_an_endpoint_taken_as_loopback_is_where_httpx_connects(url: str) -> None:
+    """Whatever the URL, one taken as loopback (so accepted without `allow_remote`, and
+    reached with no proxy) is one whose host, as the client reads it, is this machine:
+    no parser difference sends a prompt elsewhere."""
+    try:
+        ep = endpoint.parse("x", {"endpoint": url, "model": "m", "allow_remote": True})
+    except endpoint.EndpointError:
+        return
+    host = httpx.URL(f"{ep.url}/chat/completions").host
+    assert ep.loopback == (host == "localhost" or _is_loopback_ip(host)), (url, host)
+    try:
+        endpoint.parse("x", {"endpoint": url, "model": "m"})
+        accepted = True
+    except endpoint.EndpointError:
+        accepted = False
+    assert accepted == ep.loopback
+
+
+def _is_loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
