@@ -49,7 +49,7 @@ def ask(ep: Endpoint, prompt: str, key: str | None) -> Answer:
         try:
             with client.stream("POST", url, json=body, headers=headers) as resp:
                 if resp.status_code >= 400:
-                    raise Failed(f"answered HTTP {resp.status_code}: {_error_text(resp)}")
+                    raise Failed(f"answered HTTP {resp.status_code}: {_error_text(resp, key)}")
                 kind = resp.headers.get("content-type", "")
                 if resp.headers.get("content-encoding", "identity") != "identity":
                     raise Failed("answered compressed, though asked not to")
@@ -90,12 +90,15 @@ def _bounded(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield chunk
 
 
-def _error_text(resp: httpx.Response) -> str:
+def _error_text(resp: httpx.Response, key: str | None) -> str:
+    """What an error body says, the key taken out before it is cut short."""
     raw = b""
     for chunk in resp.iter_raw():
         raw += chunk
         if len(raw) > 65536:
             break
+    if key:
+        raw = raw.replace(key.encode(), b"***")
     try:
         return error_message(json.loads(raw))
     except ValueError:
@@ -120,9 +123,8 @@ def _deadline(ep: Endpoint) -> None:
 
 
 def _fail(ep: Endpoint, reason: str, key: str | None = None) -> NoReturn:
-    text = redact(f"endpoint {ep.name} ({ep.model}) {reason}")
-    if key:
-        text = text.replace(key, "***")
+    text = f"endpoint {ep.name} ({ep.model}) {reason}"
+    text = redact(text.replace(key, "***") if key else text)
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
     os._exit(1)  # from the timer thread too: no half answer is ever printed

@@ -16,7 +16,7 @@ from typing import Any
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
 # how each model answers (any other name: the next of `replies`, streamed when asked)
-BEHAVIOURS = ("http500", "slow", "trickle", "cut", "cutstream", "notjson", "huge", "hugestream",
+BEHAVIOURS = ("http500", "echokey", "slow", "trickle", "cut", "cutstream", "notjson", "huge", "hugestream",
               "length", "nousage")
 
 
@@ -66,6 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(404, b'{"error": {"message": "no such route"}}')
         if model == "http500":
             return self._send(500, b'{"error": {"message": "model failed to load", "type": "server_error"}}')
+        if model == "echokey":  # a server that says back what it was sent
+            said = json.dumps({"error": {"message": f"bad key {self.headers.get('Authorization', '').removeprefix('Bearer ')}"}})
+            return self._send(401, said.encode())
         if model == "slow":
             stub.stop.wait(60)
             return self._send(200, json.dumps(_whole("late")).encode())
