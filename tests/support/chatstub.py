@@ -1,7 +1,9 @@
 """A small OpenAI-compatible chat-completions server for tests, on 127.0.0.1 in a
 thread (the stdlib's http.server): the model name a request asks for picks how it
-answers, so one server plays a good model, a broken one, a slow one and a flood. No
-model runs: the answer text is whatever the test puts in `replies`."""
+answers (`http500`, `echokey`, `slow`, `trickle`, `cut`, `cutstream`, `notjson`, `huge`,
+`hugestream`, `length`, `nousage`; any other name answers well, streamed when asked), so
+one server plays a good model, a broken one, a slow one and a flood. No model runs: the
+answer text is whatever the test puts in `replies`."""
 
 from __future__ import annotations
 
@@ -15,9 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-# how each model answers (any other name: the next of `replies`, streamed when asked)
-BEHAVIOURS = ("http500", "echokey", "slow", "trickle", "cut", "cutstream", "notjson", "huge", "hugestream",
-              "length", "nousage")
 
 
 @dataclass
