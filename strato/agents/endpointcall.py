@@ -125,7 +125,7 @@ def _deadline(ep: Endpoint) -> None:
 def _fail(ep: Endpoint, reason: str, key: str | None = None) -> NoReturn:
     text = f"endpoint {ep.name} ({ep.model}) {reason}"
     text = redact(text.replace(key, "***") if key else text)
-    sys.stderr.write(text + "\n")
+    sys.stderr.buffer.write(text.encode("utf-8", errors="replace") + b"\n")
     sys.stderr.flush()
     os._exit(1)  # from the timer thread too: no half answer is ever printed
 
@@ -146,7 +146,9 @@ def main() -> None:
     envelope = {"type": "result", "result": text, "model": ep.model, "usage": answer.usage,
                 "duration_ms": int((time.monotonic() - started) * 1000)}
     _ENDING.acquire()
-    sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+    # UTF-8 whatever the locale: it is what the caller decodes
+    line = json.dumps(envelope, ensure_ascii=False) + "\n"
+    sys.stdout.buffer.write(line.encode("utf-8", errors="replace"))
     sys.stdout.flush()
     os._exit(0)
 

@@ -65,6 +65,11 @@ def test_an_answer_whole_or_streamed_is_the_output_with_its_tokens(
     assert ("stream_options" in sent["body"]) is stream
 
 
+def test_an_answer_outside_ascii_arrives_whole(tmp_path: Path, stub: Stub) -> None:
+    stub.replies.append('{"text": "naïve café, 東京 🚀"}')
+    assert call(_agent(tmp_path, stub.url, "m"), "x", tmp_path).output == {"text": "naïve café, 東京 🚀"}
+
+
 def test_a_server_that_reports_no_usage_costs_nothing_recorded(tmp_path: Path, stub: Stub) -> None:
     stub.replies.append('{"ok": true}')
     res = call(_agent(tmp_path, stub.url, "nousage"), "x", tmp_path)
