@@ -14,8 +14,8 @@ from strato.evals import store
 from strato.evals.compare import SetsDiffer, compare, summary
 from strato.evals.report import label, markdown, svg, table
 from strato.evals.runner import EvalPlan, FlowError, check_plan, run_eval, with_agent
-from strato.evals.scorers import ScorerConfigError
 from strato.evals.tasks import TaskSetError, load_set
+from strato.evals.userconfig import EvalConfigError
 from strato.runs.cli.terminal import handled, json_option, root_option
 from strato.runs.service import Runs
 from tropo.console import REFUSED, USAGE, emit, fail
@@ -24,7 +24,7 @@ from tropo.fs.atomic import write_atomic
 F = TypeVar("F", bound=Callable[..., Any])
 _ERRORS: dict[type[Exception], tuple[int, str]] = {
     TaskSetError: (USAGE, "invalid_task_set"), FlowError: (USAGE, "invalid_flow"),
-    ScorerConfigError: (USAGE, "config_error"), store.EvalNotFound: (REFUSED, "eval_not_found"),
+    EvalConfigError: (USAGE, "config_error"), store.EvalNotFound: (REFUSED, "eval_not_found"),
     store.EvalMismatch: (REFUSED, "eval_mismatch"), SetsDiffer: (REFUSED, "different_task_sets"),
 }
 

@@ -34,6 +34,7 @@ from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import RunSnapshot
 from tropo.canonical import canonicalize
+from tropo.fs.rooted import UnsafePath, check_relative, write_within
 from tropo.git import gitcli
 from tropo.git.repo import private_dir
 from tropo.git.types import Repository
@@ -57,14 +58,19 @@ class EvalPlan:
     lanes: bool
     repeat: int
     seed: int
+    # files laid over every task's fixture (a proposal being promoted), by relative path
+    overlay: tuple[tuple[str, bytes], ...] = ()
 
     def config(self) -> dict[str, Any]:
         """`eval.json`: enough to refuse a resume with anything else, and to pair runs."""
-        return {
+        doc: dict[str, Any] = {
             "set": {"name": self.set_dir.name, "tasks": {t.id: t.digest for t in self.tasks}},
             "flow": {"name": self.flow_name, "sha256": hashlib.sha256(self.flow_text.encode()).hexdigest()},
             "agent": self.agent, "lanes": self.lanes, "repeat": self.repeat, "seed": self.seed,
         }
+        if self.overlay:
+            doc["overlay"] = {rel: hashlib.sha256(data).hexdigest() for rel, data in self.overlay}
+        return doc
 
     def default_id(self) -> str:
         """The same command names the same eval, so running it again resumes it."""
@@ -93,8 +99,14 @@ def with_agent(text: str, agent: str) -> tuple[str, bool]:
 
 
 def check_plan(plan: EvalPlan, config: AgentsConfig) -> None:
-    """Refuse, before anything is written, a flow that does not validate here or an agent
-    that is not configured and trusted."""
+    """Refuse, before anything is written, a flow that does not validate here, an agent
+    that is not configured and trusted, or an overlay path outside the work tree."""
+    for rel, _ in plan.overlay:
+        try:
+            if check_relative(rel).parts[0] == ".git":
+                raise UnsafePath(f"path enters .git: {rel!r}")
+        except UnsafePath as exc:
+            raise FlowError(f"cannot lay {rel!r} over the fixtures: {exc}") from None
     spec, errors = load_spec(plan.flow_text, config.known | {plan.agent})
     if spec is None:
         raise SpecInvalid(errors)
@@ -113,9 +125,10 @@ def scratch(repo: Repository, eval_id: str) -> Path:
     return work
 
 
-def _refill(work: Path, fixture: tuple[Path, ...]) -> None:
-    """The scratch work tree becomes exactly the fixture's folders, layered (its `.git`
-    stays)."""
+def _refill(work: Path, fixture: tuple[Path, ...], overlay: tuple[tuple[str, bytes], ...]) -> None:
+    """The scratch work tree becomes exactly the fixture's folders, layered, then the
+    overlay (its `.git` stays; an overlay path that would leave it or enter `.git` is
+    refused by :func:`check_plan`)."""
     for child in work.iterdir():
         if child.name == ".git":
             continue
@@ -131,6 +144,8 @@ def _refill(work: Path, fixture: tuple[Path, ...]) -> None:
             dest = work / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dest)
+    for name, data in overlay:
+        write_within(work, name, data)
 
 
 def run_eval(repo: Repository, plan: EvalPlan, eval_id: str, config: AgentsConfig,
@@ -165,7 +180,7 @@ def _one(work: Path, plan: EvalPlan, task: Task, trial: int, inputs: dict[str, A
     broken = task.problem or unknown_scorer(task, commands)
     if broken is not None or not task.fixture:
         return {**row, "outcome": "broken", "reason": broken}
-    _refill(work, task.fixture)
+    _refill(work, task.fixture, plan.overlay)
     runs = Runs(work, config=config, lanes=plan.lanes)
     run_id = f"{task.id}-{trial}-{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:6]}"
     started = time.monotonic()

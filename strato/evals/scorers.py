@@ -1,27 +1,18 @@
 """How a finished task is scored: by the run's own ensures (it completed), by the judge
-the user trusts, or by a command whose exit code scores it. The command's argv comes
-only from the user's own `$XDG_CONFIG_HOME/vivary/evals.toml` (`[scorers.NAME] argv =
-[...]`), never from the task set, the fixture or the repository: a task names a scorer,
-the person chose what that name runs."""
+the user trusts, or by a command whose exit code scores it, its argv from the user's own
+evals.toml (`[scorers.NAME] argv = [...]`, :mod:`strato.evals.userconfig`)."""
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strato.agents import trust
 from strato.agents.calls import judge_runner
 from strato.agents.config import AgentsConfig
 from strato.agents.process import last_line, run_process
 from strato.evals.tasks import Task
-
-FILE = "evals.toml"
-
-
-class ScorerConfigError(Exception):
-    """The user's evals.toml is malformed (a configuration error: exit 2)."""
+from strato.evals.userconfig import EvalConfigError, number, path, table
 
 
 @dataclass(frozen=True)
@@ -32,22 +23,13 @@ class Score:
 
 def scorer_commands() -> dict[str, tuple[tuple[str, ...], float]]:
     """The scorer commands of the user's own config: name -> (argv, timeout in s)."""
-    path = trust.config_dir() / FILE
-    if not path.is_file():
-        return {}
-    try:
-        table = tomllib.loads(path.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ScorerConfigError(f"{path}: {exc}") from None
     found: dict[str, tuple[tuple[str, ...], float]] = {}
-    for name, row in table.get("scorers", {}).items():
+    for name, row in table().get("scorers", {}).items():
         argv = row.get("argv") if isinstance(row, dict) else None
-        timeout = row.get("timeout_s", 300) if isinstance(row, dict) else None
-        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-            raise ScorerConfigError(f"{path}: [scorers.{name}] argv must be a non-empty list of strings")
-        if type(timeout) not in (int, float) or not timeout or timeout <= 0:
-            raise ScorerConfigError(f"{path}: [scorers.{name}] timeout_s must be a positive number")
-        found[name] = (tuple(argv), float(timeout))
+        if not isinstance(row, dict) or not isinstance(argv, list) or not argv \
+                or not all(isinstance(a, str) for a in argv):
+            raise EvalConfigError(f"{path()}: [scorers.{name}] argv must be a non-empty list of strings")
+        found[name] = (tuple(argv), number(row, "timeout_s", 300, f"[scorers.{name}]"))
     return found
 
 
@@ -55,7 +37,7 @@ def unknown_scorer(task: Task, commands: dict[str, Any]) -> str | None:
     """Why the task's scorer cannot run here (None: it can)."""
     if task.command is not None and task.command not in commands:
         return (f"scorer command {task.command!r} is not in your own "
-                f"{trust.config_dir() / FILE} ([scorers.{task.command}] argv = [...])")
+                f"{path()} ([scorers.{task.command}] argv = [...])")
     return None
 
 
