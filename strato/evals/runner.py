@@ -205,10 +205,10 @@ def _one(work: Path, plan: EvalPlan, task: Task, trial: int, inputs: dict[str, A
 
 
 def _measures(runs: Runs, snap: RunSnapshot) -> dict[str, Any]:
-    """What the run spent: agent attempts, costly checks that ran, tokens (agents' and
-    the judge's)."""
+    """What the run spent: agent attempts (each a hand-out, `ready`), costly checks that
+    ran, tokens (agents' and the judge's)."""
     audit = runs.audit(snap.run_id)
-    attempts = [r for r in audit["attempts"] if not r.get("gate")]
+    attempts = [ev for ev in audit["events"] if ev["type"] in ("ready", "fanout_item_ready")]
     judged = [ev for ev in audit["events"] if ev["type"] == "judged"]
     tokens = float(audit["flowSpent"].get("tokens", 0))
     for ev in judged:

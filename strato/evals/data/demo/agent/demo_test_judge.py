@@ -1,6 +1,8 @@
 """The demo's judge (docs/evals.md): it answers a `judged` ensure by running the
 workspace's unit tests in this process and saying whether they pass, with the first
-failure as its reason, so a retry carries what broke. Its token count is an estimate
+failure as its reason, so a retry carries what broke. An output under review that is an
+answer (`module` and `code`, flows/answer.stratum.yaml) is tried on a copy of the
+workspace with the code added. Its token count is an estimate
 (characters / 4): no model. Usage: demo_test_judge.py PROMPT (run in the workspace)."""
 
 from __future__ import annotations
@@ -8,11 +10,28 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import shutil
 import sys
+import tempfile
 import unittest
 
 
+def _try_answer(prompt: str) -> None:
+    """Move to a copy of the workspace with the answer's code added, if it is one."""
+    found = re.search(r"^Output under review: (.*)$", prompt, re.M)
+    answer = json.loads(found.group(1)) if found else None
+    if not isinstance(answer, dict) or not {"module", "code"} <= set(answer):
+        return
+    copy = os.path.join(tempfile.mkdtemp(), "ws")
+    shutil.copytree(os.getcwd(), copy, ignore=shutil.ignore_patterns(".git"))
+    with open(os.path.join(copy, "textkit", f"{os.path.basename(str(answer['module']))}.py"), "a") as fh:
+        fh.write("\n\n" + str(answer["code"]))
+    os.chdir(copy)
+
+
 def main(prompt: str) -> int:
+    _try_answer(prompt)
     sys.path.insert(0, os.getcwd())
     suite = unittest.defaultTestLoader.discover("tests")
     result = unittest.TestResult()

@@ -1,7 +1,9 @@
 """A deliberately weak, deterministic agent for the eval demo (docs/evals.md): it knows
 each task's answer (solutions.json) but errs at a set rate the way small models do (a
 plausible wrong answer, the right code in the wrong file, a syntax error, prose instead
-of the JSON asked for), and errs less when its prompt carries the previous failure.
+of the JSON asked for), and errs less when its prompt carries the previous failure. Asked
+to "Answer with" the module and the code (flows/answer.stratum.yaml, the shape a model
+endpoint answers in), it answers them instead of editing, with the same mistakes.
 Whether it errs is a hash of its prompt, so a run is reproducible and a new trial or a
 retry draws again. Its token counts are its own estimate (characters / 4): no model.
 
@@ -48,7 +50,9 @@ def main(argv: list[str]) -> int:
         return 0
     task = solutions[found.group(1)]
     root = Path.cwd()
-    _clear(root, task["name"])
+    answering = "Answer with" in prompt
+    if not answering:
+        _clear(root, task["name"])
     retry = "Your previous attempt failed" in prompt
     err = _draw(prompt, "err") < (feedback_rate if retry else rate)
     kind = int(_draw(prompt, "kind") * 4) if err else -1
@@ -63,9 +67,11 @@ def main(argv: list[str]) -> int:
         print("I have added the function as asked. It should work now.")
         return 0
     path = root / "textkit" / f"{module}.py"
-    path.write_text(path.read_text() + _block(task["name"], code))
+    if not answering:
+        path.write_text(path.read_text() + _block(task["name"], code))
     usage = {"input_tokens": (len(prompt) + len(path.read_text())) // 4, "output_tokens": len(code) // 4 + 12}
-    answer = {"summary": f"added {task['name']} to textkit/{module}.py"}
+    summary = f"added {task['name']} to {path.name}"
+    answer = {"module": module, "code": code} if answering else {"summary": summary}
     print(json.dumps({"type": "result", "result": json.dumps(answer), "usage": usage}))
     return 0
 
