@@ -42,10 +42,10 @@ def table(doc: dict[str, Any]) -> list[str]:
 
 
 def svg(bars: list[tuple[str, float, float]]) -> str:
-    """Two panels of bars, one bar per configuration: (name, success rate 0..1, tokens
-    per task)."""
-    width, row, left = 640, 28, 200
-    height = 60 + 2 * (len(bars) * row + 40)
+    """Two panels of bars, one bar per configuration, its name above it: (name, success
+    rate 0..1, tokens per task)."""
+    width, row, left = 640, 40, 10
+    height = 40 + 2 * (len(bars) * row + 40)
     top_tokens = max((t for _, _, t in bars), default=0.0) or 1.0
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
@@ -55,16 +55,16 @@ def svg(bars: list[tuple[str, float, float]]) -> str:
         ("success rate", 1, 1.0, "{:.0%}", "#3b7dd8"),
         ("tokens per task", 2, top_tokens, "{:.0f}", "#d8893b"),
     ):
-        out.append(f'<text x="10" y="{y + 12}" font-weight="bold">{title}</text>')
-        y += 24
+        out.append(f'<text x="{left}" y="{y + 12}" font-weight="bold">{title}</text>')
+        y += 22
         for bar in bars:
             value = float(bar[column])
             w = 0 if scale <= 0 else (width - left - 70) * value / scale
-            out.append(f'<text x="10" y="{y + 15}">{escape(bar[0])}</text>')
-            out.append(f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{colour}"/>')
-            out.append(f'<text x="{left + w + 6:.1f}" y="{y + 15}">{fmt.format(value)}</text>')
+            out.append(f'<text x="{left}" y="{y + 12}">{escape(bar[0])}</text>')
+            out.append(f'<rect x="{left}" y="{y + 17}" width="{w:.1f}" height="16" fill="{colour}"/>')
+            out.append(f'<text x="{left + w + 6:.1f}" y="{y + 30}">{fmt.format(value)}</text>')
             y += row
-        y += 16
+        y += 18
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
