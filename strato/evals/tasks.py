@@ -55,9 +55,9 @@ def load_set(folder: Path) -> list[Task]:
     tasks: dict[str, Task] = {}
     for path in sorted(where.glob("*.md")):
         task = _task(folder, path)
-        if task.id in tasks:
-            task = Task(task.id, task.digest, problem=f"{path.name}: a second task with id {task.id!r}")
-        tasks.setdefault(task.id, task)
+        if task.id in tasks:  # kept under its file's name, which no task id can be
+            task = Task(path.name, task.digest, problem=f"{path.name}: a second task with id {task.id!r}")
+        tasks[task.id] = task
     if not tasks:
         raise TaskSetError(f"{folder}: no task files (tasks/*.md with `type: task`)")
     return [tasks[k] for k in sorted(tasks)]

@@ -49,8 +49,22 @@ def test_every_task_gets_one_result_per_trial_on_the_evals_ref(ws: Path) -> None
     # one commit per result after the start, each readable as git keeps it
     assert git(ws, "rev-list", "--count", "refs/vivary/evals/j").strip() == "7"
     assert "eval: " in git(ws, "log", "-1", "--format=%s", "refs/vivary/evals/j")
-    # the runs themselves live in the eval's scratch repository, not in the workspace
+    # the runs themselves live in the eval's scratch repository, not in the workspace,
+    # and so do the lanes they earned (lanes on by default)
     assert git(ws, "for-each-ref", "refs/vivary/runs/") == ""
+    scratch = ws / ".git" / "vivary" / "evals" / "j" / "work"
+    assert len(git(scratch, "for-each-ref", "refs/vivary/runs/").splitlines()) == 6
+    assert "refs/vivary/lanes" in git(scratch, "for-each-ref", "refs/vivary/lanes")
+    audit = run("strato", "flow", "audit", rows[0]["runId"], "--json", cwd=scratch)
+    assert json.loads(audit.stdout)["status"] in ("completed", "failed")
+
+
+def test_lanes_off_checks_every_output_and_records_no_lanes(ws: Path) -> None:
+    _eval(ws, "--flow", FLOWS / "judged.stratum.yaml", "--agent", "weak", "--lanes", "off", "--id", "nl")
+    rows = _rows(ws, "nl")
+    assert all(r["verifierCalls"] >= 1 for r in rows if r["outcome"] == "success")
+    scratch = ws / ".git" / "vivary" / "evals" / "nl" / "work"
+    assert git(scratch, "for-each-ref", "refs/vivary/lanes") == ""
 
 
 def test_the_same_command_again_resumes_and_another_config_under_the_id_is_refused(ws: Path) -> None:
