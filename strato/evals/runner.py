@@ -27,7 +27,7 @@ from strato.agents import spectrust, trust
 from strato.agents.config import AgentConfigError, AgentsConfig
 from strato.evals import store
 from strato.evals.scorers import score, scorer_commands, unknown_scorer
-from strato.evals.tasks import Task, fixture_files
+from strato.evals.tasks import Layer, Task, layer_files
 from strato.flow.starts import starts
 from strato.flow.validate import load_spec
 from strato.runs.engine.state import RUN_TERMINAL, Refused
@@ -125,7 +125,7 @@ def scratch(repo: Repository, eval_id: str) -> Path:
     return work
 
 
-def _refill(work: Path, fixture: tuple[Path, ...], overlay: tuple[tuple[str, bytes], ...]) -> None:
+def _refill(work: Path, fixture: tuple[Layer, ...], overlay: tuple[tuple[str, bytes], ...]) -> None:
     """The scratch work tree becomes exactly the fixture's folders, layered, then the
     overlay (its `.git` stays; an overlay path that would leave it or enter `.git` is
     refused by :func:`check_plan`)."""
@@ -136,14 +136,10 @@ def _refill(work: Path, fixture: tuple[Path, ...], overlay: tuple[tuple[str, byt
             shutil.rmtree(child)
         else:
             child.unlink()
-    for folder in fixture:
-        for src in fixture_files(folder):
-            rel = src.relative_to(folder)
-            if ".git" in rel.parts:
-                continue
-            dest = work / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
+    for layer in fixture:
+        for rel, data in layer_files(layer).items():
+            if ".git" not in rel.split("/"):
+                write_within(work, rel, data)
     for name, data in overlay:
         write_within(work, name, data)
 

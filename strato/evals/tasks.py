@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from tropo.check.frontmatter import parse
+from tropo.git import gitcli
+from tropo.git.objects import tree_files
+from tropo.git.repo import discover, workdir
+from tropo.git.revspec import resolve_commit
 
 SCORERS = ("ensures", "judge")  # and `command:NAME`
 _COMMAND = re.compile(r"command:[A-Za-z0-9_-]+")
@@ -27,6 +31,26 @@ class TaskSetError(Exception):
 
 
 @dataclass(frozen=True)
+class GitTree:
+    """A fixture layer that is a folder of a commit (`git:REV:PATH`) of the repository
+    holding the task set, pinned to the commit REV named when the set was read."""
+
+    root: Path
+    commit: str
+    prefix: str  # "" for the whole tree, else "PATH/"
+
+    def files(self) -> dict[str, bytes]:
+        """The layer's files by their path below the prefix (one `cat-file --batch`)."""
+        listed = {p[len(self.prefix):]: oid for p, oid in tree_files(self.root, self.commit).items()
+                  if p.startswith(self.prefix)}
+        data = gitcli.blobs(self.root, listed.values())
+        return {rel: data[oid] for rel, oid in listed.items() if oid in data}
+
+
+Layer = Path | GitTree
+
+
+@dataclass(frozen=True)
 class Task:
     """One task: what the flow gets (`input`), the folder copied for it (`fixture`), how
     it is scored, and its digest (the task file and every fixture file), or why it is
@@ -35,7 +59,7 @@ class Task:
     id: str
     digest: str
     input: dict[str, Any] = field(default_factory=dict)
-    fixture: tuple[Path, ...] = ()  # folders copied in order, a later file over an earlier
+    fixture: tuple[Layer, ...] = ()  # copied in order, a later file over an earlier
     scorer: str = "ensures"
     statement: str = ""
     problem: str | None = None
@@ -79,11 +103,12 @@ def _task(root: Path, path: Path) -> Task:
     if (why := _problem(parsed.error, fields)) is not None:
         return Task(task_id, digest, problem=f"{path.name}: {why}")
     named = fields["fixture"] if isinstance(fields["fixture"], list) else [fields["fixture"]]
-    folders = [_inside(root, str(rel)) for rel in named]
-    if not named or None in folders:
-        why = f"fixture {fields['fixture']!r} is not a folder of the set (or a list of them)"
+    layers = [_layer(root, str(rel)) for rel in named]
+    if not named or None in layers:
+        why = (f"fixture {fields['fixture']!r} is not a folder of the set or a git:REV:PATH "
+               "of its repository (or a list of them)")
         return Task(task_id, digest, problem=f"{path.name}: {why}")
-    fixture = tuple(f for f in folders if f is not None)
+    fixture = tuple(f for f in layers if f is not None)
     digest = hashlib.sha256(data + "".join(map(fixture_digest, fixture)).encode()).hexdigest()
     return Task(task_id, digest, dict(fields["input"]), fixture, str(fields["scorer"]),
                 str(fields.get("statement", "")))
@@ -108,6 +133,23 @@ def _problem(error: tuple[str, int] | None, fields: dict[str, Any]) -> str | Non
     return None
 
 
+def _layer(root: Path, rel: str) -> Layer | None:
+    """A fixture layer: `git:REV:PATH` in the set's repository, else a folder of the set."""
+    if not rel.startswith("git:"):
+        return _inside(root, rel)
+    rev, _, sub = rel[4:].partition(":")
+    repo = discover(root)
+    if repo is None or not rev:
+        return None
+    try:
+        commit = str(resolve_commit(repo, rev).id)
+    except gitcli.RevisionError:
+        return None
+    prefix = sub.strip("/") + "/" if sub.strip("/") else ""
+    layer = GitTree(workdir(repo), commit, prefix)
+    return layer if layer.files() else None
+
+
 def _inside(root: Path, rel: str) -> Path | None:
     """`rel` under the set's own folder, as a real folder inside it (no `..` out, no
     symlink out), else None."""
@@ -122,9 +164,16 @@ def fixture_files(fixture: Path) -> list[Path]:
                   and "__pycache__" not in p.parts)
 
 
-def fixture_digest(fixture: Path) -> str:
-    """One digest of the fixture's file names and contents."""
+def layer_files(layer: Layer) -> dict[str, bytes]:
+    """A fixture layer's files by relative path (a folder's regular files, or a tree's)."""
+    if isinstance(layer, GitTree):
+        return layer.files()
+    return {p.relative_to(layer).as_posix(): p.read_bytes() for p in fixture_files(layer)}
+
+
+def fixture_digest(layer: Layer) -> str:
+    """One digest of a fixture layer's file names and contents."""
     h = hashlib.sha256()
-    for p in fixture_files(fixture):
-        h.update(p.relative_to(fixture).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel, data in sorted(layer_files(layer).items()):
+        h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()

@@ -148,3 +148,24 @@ def test_the_task_set_cannot_choose_what_runs(ws: Path, tmp_path: Path) -> None:
     doc = _eval(ws, "--flow", FLOWS / "judged.stratum.yaml", "--agent", "weak", "--id", "adv")
     assert not marker.exists()
     assert doc["outcomes"].get("broken") == 1 and doc["results"] == 3
+
+
+def test_a_fixture_can_be_a_folder_of_a_commit(ws: Path) -> None:
+    """`git:REV:PATH` reads the fixture from a commit of the set's repository, as that
+    commit has it: a later edit of the working tree changes nothing."""
+    configure(rate=0.0)  # an agent that never errs: only the fixture decides
+    set_dir = ws.parent / "set"
+    git(set_dir.parent, "init", "-q", str(set_dir))
+    git(set_dir, "add", "-A")
+    git(set_dir, "commit", "-q", "-m", "set")
+    git(set_dir, "tag", "v1")
+    task = set_dir / "tasks" / "s01.md"
+    task.write_text(task.read_text().replace("fixture: [fixture,", "fixture: [\"git:v1:fixture\","))
+    (set_dir / "fixture" / "textkit" / "strings.py").write_text("this is not python\n")
+    doc = _eval(ws, "--flow", FLOWS / "bare.stratum.yaml", "--agent", "weak", "--id", "g")
+    rows = {r["task"]: r for r in _rows(ws, "g")}
+    assert rows["s01"]["outcome"] == "success", rows["s01"]
+    assert rows["n01"]["outcome"] == "failure" and doc["results"] == 3  # their fixture is the edited folder
+    task.write_text(task.read_text().replace("git:v1:fixture", "git:nosuch:fixture"))
+    _eval(ws, "--flow", FLOWS / "bare.stratum.yaml", "--agent", "weak", "--id", "g2")
+    assert "git:REV:PATH" in str({r["task"]: r for r in _rows(ws, "g2")}["s01"]["reason"])
