@@ -169,3 +169,24 @@ def test_a_fixture_can_be_a_folder_of_a_commit(ws: Path) -> None:
     task.write_text(task.read_text().replace("git:v1:fixture", "git:nosuch:fixture"))
     _eval(ws, "--flow", FLOWS / "bare.stratum.yaml", "--agent", "weak", "--id", "g2")
     assert "git:REV:PATH" in str({r["task"]: r for r in _rows(ws, "g2")}["s01"]["reason"])
+
+
+@pytest.mark.parametrize(("args", "code", "exit_code"), [
+    (["--flow", "FLOWS/bare.stratum.yaml", "--agent", "nobody"], "config_error", 2),
+    (["--flow", "FLOWS/missing.stratum.yaml", "--agent", "weak"], "invalid_flow", 2),
+    (["--flow", "SET/tasks/s01.md", "--agent", "weak"], "invalid_flow", 2),
+    (["--flow", "FLOWS/bare.stratum.yaml", "--agent", "weak", "--id", "../x"], "usage", 2),
+])
+def test_bad_input_is_one_line_and_writes_nothing(ws: Path, args: list[str], code: str, exit_code: int) -> None:
+    argv = [a.replace("FLOWS", str(FLOWS)).replace("SET", str(ws.parent / "set")) for a in args]
+    proc = run("strato", "eval", "run", ws.parent / "set", *argv, "--json", cwd=ws)
+    assert proc.returncode == exit_code and json.loads(proc.stdout)["error"]["code"] == code, proc.stdout
+    assert len(proc.stderr.splitlines()) == 1
+    assert git(ws, "for-each-ref", "refs/vivary/") == "" and not (ws / ".git" / "vivary" / "evals").exists()
+
+
+def test_a_folder_with_no_tasks_is_a_usage_error(ws: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    proc = run("strato", "eval", "run", tmp_path / "empty", "--flow", FLOWS / "bare.stratum.yaml",
+               "--agent", "weak", "--json", cwd=ws)
+    assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "invalid_task_set"
