@@ -190,3 +190,18 @@ def test_a_folder_with_no_tasks_is_a_usage_error(ws: Path, tmp_path: Path) -> No
     proc = run("strato", "eval", "run", tmp_path / "empty", "--flow", FLOWS / "bare.stratum.yaml",
                "--agent", "weak", "--json", cwd=ws)
     assert proc.returncode == 2 and json.loads(proc.stdout)["error"]["code"] == "invalid_task_set"
+
+
+def test_ensures_and_judge_scorers(ws: Path) -> None:
+    """`ensures`: the run completed; `judge`: the trusted judge (here the demo's, which
+    runs the tests) says the task's statement holds."""
+    configure(rate=0.0)
+    tasks = ws.parent / "set" / "tasks"
+    for name, scorer in (("s01", "scorer: ensures"), ("n01", "scorer: judge\nstatement: the tests pass")):
+        task = tasks / f"{name}.md"
+        task.write_text(task.read_text().replace("scorer: command:unittest", scorer))
+    _eval(ws, "--flow", FLOWS / "bare.stratum.yaml", "--agent", "weak", "--id", "sc")
+    rows = {r["task"]: r for r in _rows(ws, "sc")}
+    assert rows["s01"]["reason"] == "the run completed: its ensures held" and rows["s01"]["score"] == 1
+    assert rows["n01"]["reason"].startswith("judge: ") and "tests pass" in rows["n01"]["reason"]
+    assert rows["n01"]["score"] == 1 and rows["l01"]["reason"] == "scorer unittest passed"
