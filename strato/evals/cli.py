@@ -71,7 +71,7 @@ def run_command(task_set: Path, flow: Path, agent: str, lanes: str, repeat: int,
 
     \b
     Example:
-      strato eval run evals/demo --flow evals/demo/flows/retry-judge.stratum.yaml --agent weak
+      strato eval run evals/demo --flow evals/demo/flows/judged.stratum.yaml --agent weak
       strato eval run evals/demo --flow flow.stratum.yaml --agent weak --lanes off --repeat 3 --json
     """
     runs = Runs(root)
