@@ -14,6 +14,7 @@ cut short is run afresh from its fixture."""
 from __future__ import annotations
 
 import hashlib
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -178,7 +179,7 @@ def _one(work: Path, plan: EvalPlan, task: Task, trial: int, inputs: dict[str, A
         return {**row, "outcome": "broken", "reason": broken}
     _refill(work, task.fixture, plan.overlay)
     runs = Runs(work, config=config, lanes=plan.lanes)
-    run_id = f"{task.id}-{trial}-{hashlib.sha256(str(time.time_ns()).encode()).hexdigest()[:6]}"
+    run_id = f"{task.id}-{trial}-{secrets.token_hex(3)}"  # a task cut short runs afresh under a new id
     started = time.monotonic()
     try:
         runs.plan(plan.flow_text, inputs, run_id)
@@ -188,13 +189,13 @@ def _one(work: Path, plan: EvalPlan, task: Task, trial: int, inputs: dict[str, A
         why = f"the run was refused: {exc}"
         return {**row, "runId": run_id, "wallMs": ms, "outcome": "error", "reason": why}
     row.update(runId=run_id, **_measures(runs, snap))
+    if snap.state["status"] not in RUN_TERMINAL:
+        why = "the run waits at a gate: an eval flow must run unattended"
+        return {**row, "wallMs": int((time.monotonic() - started) * 1000), "outcome": "error", "reason": why}
     completed = snap.state["status"] == "completed"
     got = score(task, completed, snap.state.get("output"), work, config, commands)
     row["wallMs"] = int((time.monotonic() - started) * 1000)
     row["score"] = got.value
-    if snap.state["status"] not in RUN_TERMINAL:
-        why = "the run waits at a gate: an eval flow must run unattended"
-        return {**row, "outcome": "error", "reason": why}
     failure = (snap.state.get("failure") or {}).get("reason")
     reason = got.reason if got.value or failure is None else f"{failure}; {got.reason}"
     return {**row, "outcome": "success" if got.value >= 1.0 else "failure", "reason": reason}

@@ -205,3 +205,13 @@ def test_ensures_and_judge_scorers(ws: Path) -> None:
     assert rows["s01"]["reason"] == "the run completed: its ensures held" and rows["s01"]["score"] == 1
     assert rows["n01"]["reason"].startswith("judge: ") and "tests pass" in rows["n01"]["reason"]
     assert rows["n01"]["score"] == 1 and rows["l01"]["reason"] == "scorer unittest passed"
+
+
+def test_a_flow_that_waits_at_a_gate_is_an_error_per_task_not_a_hang(ws: Path, tmp_path: Path) -> None:
+    configure(rate=0.0)  # every edit reaches the gate
+    flow = tmp_path / "gated.stratum.yaml"
+    flow.write_text((FLOWS / "bare.stratum.yaml").read_text() + (
+        "      - id: review\n        after: [edit]\n        gate: {on_approve: null, on_revise: null, on_kill: null}\n"))
+    doc = _eval(ws, "--flow", flow, "--agent", "weak", "--id", "gated")
+    assert doc["outcomes"] == {"error": 3}
+    assert {r["reason"] for r in _rows(ws, "gated")} == {"the run waits at a gate: an eval flow must run unattended"}
