@@ -7,6 +7,7 @@ import click
 from strato.agentruns.cli import agent
 from strato.decide.cli import decide_command, decide_request_command, receipt_command
 from strato.distill.cli import distill
+from strato.evals.cli import eval_group
 from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
 from strato.mcp.cli import mcp_command
@@ -33,6 +34,7 @@ main.add_command(heartbeat)
 main.add_command(distill)
 main.add_command(agent)
 main.add_command(lanes_command)
+main.add_command(eval_group)
 
 
 if __name__ == "__main__":

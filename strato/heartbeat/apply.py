@@ -3,7 +3,9 @@
 ``apply`` builds the proposal's files on its base commit in a private index and creates
 the branch ``heartbeat/<id>`` (it must not exist yet: :func:`tropo.git.chain.move`), so
 the person's branch, index and working tree stay exactly as they were, and the branch's
-diff is the proposal. A proposal with no files (a hygiene finding, a private memory
+diff is the proposal. A skill or playbook proposal passes the user's promotion eval
+first, when one is configured (:mod:`strato.evals.promotion`): its evidence joins the
+proposal's history, and the commit's message. A proposal with no files (a hygiene finding, a private memory
 line) is refused: a person acts on it by hand. ``reject`` records the decision, so the
 subject is not proposed again.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from strato.evals import promotion
 from strato.proposals import store
 from tropo import untrusted
 from tropo.git import chain, gitcli, objects
@@ -42,6 +45,12 @@ def apply(root: Path, pid: str) -> dict[str, Any]:
         raise Refused(f"{pid} was built on {base[:12]}, which is gone; rerun the heartbeat")
     message = f"heartbeat: {untrusted.line(store.title(record))}\n\nHeartbeat-Proposal: {pid}\n" \
               f"Heartbeat-Revision: {untrusted.line(record['revision'])}\n"
+    if record.get("kind") in promotion.KINDS and (gate := promotion.gate(root)) is not None:
+        evidence = promotion.evaluate(root, pid, files, gate)
+        store.decide(side, pid, str(record.get("status")), promotion=[*record.get("promotion", []), evidence])
+        if not evidence["passed"]:
+            raise Refused(f"{pid} not applied: it fell beyond the margin: {promotion.line(evidence)}")
+        message += f"Heartbeat-Eval: {promotion.line(evidence)}\n"
     repo = gitrepo.require(root)
     commit = str(objects.commit_files(repo, base, files, message))
     name = branch(pid)

@@ -61,7 +61,11 @@ def _preflight(root: Path, spec: Spec, text: str, config: AgentsConfig) -> None:
 class Runs:
     """All runs of one workspace."""
 
-    def __init__(self, root: Path | str, judge: Judge | None = None) -> None:
+    def __init__(self, root: Path | str, judge: Judge | None = None, *,
+                 config: AgentsConfig | None = None, lanes: bool = True) -> None:
+        """``config``: the agents as another workspace trusts them (an eval's scratch copy
+        runs the agents of the workspace that started it); ``lanes=False`` verifies every
+        output and records no lane evidence (an eval measuring verification without them)."""
         self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
@@ -69,7 +73,8 @@ class Runs:
         self._specs: dict[str, tuple[Spec, Evaluator]] = {}
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
-        self._config: AgentsConfig | None = None
+        self._config: AgentsConfig | None = config
+        self._use_lanes = lanes
 
     # --- helpers
 
@@ -106,9 +111,10 @@ class Runs:
         shared = {"judge": None if judge is None else asdict(judge)}
         return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
 
-    def lane_book(self) -> LaneBook:
-        """The lanes as they stand, for one operation (strato.runs.engine.verification)."""
-        return LaneBook(self.lanes.standing(), self.config_digests)
+    def lane_book(self) -> LaneBook | None:
+        """The lanes as they stand, for one operation (strato.runs.engine.verification);
+        None when this service runs without lanes."""
+        return LaneBook(self.lanes.standing(), self.config_digests) if self._use_lanes else None
 
     def _parsed(self, text: str) -> Spec:
         spec, errors = load_spec(text, self.config.known)

@@ -1,0 +1,42 @@
+"""Eval workspaces: the shipped demo task set (or a few of its tasks), its weak agent,
+its test-running judge and the `unittest` scorer, configured in the test's own
+`$XDG_CONFIG_HOME/vivary/` as a user configures them (docs/evals.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from strato.agents import trust
+from tests.support.layout import ROOT
+
+DEMO = ROOT / "strato" / "evals" / "data" / "demo"
+FLOWS = DEMO / "flows"
+
+
+def configure(rate: float = 0.4, feedback_rate: float = 0.1, extra: str = "") -> None:
+    """The user's own agents.toml (`weak`, the judge) and evals.toml (`unittest`)."""
+    home = trust.config_dir()
+    home.mkdir(parents=True, exist_ok=True)
+    py, agent = json.dumps(sys.executable), DEMO / "agent"
+    (home / "agents.toml").write_text(
+        f'[agents.weak]\nargv = [{py}, "{agent / "demo_weak_agent.py"}", "--rate", "{rate}", '
+        f'"--feedback-rate", "{feedback_rate}", "{{prompt}}"]\ntimeout_s = 60\n\n'
+        f'[judge]\nargv = [{py}, "{agent / "demo_test_judge.py"}", "{{prompt}}"]\ntimeout_s = 60\n{extra}'
+    )
+    (home / "evals.toml").write_text(
+        f'[scorers.unittest]\nargv = [{py}, "-m", "unittest", "discover", "-s", "tests"]\ntimeout_s = 60\n'
+    )
+
+
+def tiny_set(dest: Path, ids: tuple[str, ...] = ("s01", "n01", "l01")) -> Path:
+    """A task set of a few of the demo's tasks (their fixture and overlays)."""
+    shutil.copytree(DEMO / "fixture", dest / "fixture")
+    (dest / "tasks").mkdir()
+    for task in ids:
+        shutil.copytree(DEMO / "overlays" / task, dest / "overlays" / task)
+        shutil.copy(DEMO / "tasks" / f"{task}.md", dest / "tasks" / f"{task}.md")
+    shutil.copy(DEMO / "tropo.toml", dest / "tropo.toml")
+    return dest
