@@ -51,7 +51,7 @@ def call(ctx: Context, name: str, arguments: Any) -> Document:
     """Validate ``arguments`` for tool ``name`` and run it."""
     if name not in TOOLS:
         raise ToolError(f"unknown tool {name!r} (list the tools to see what exists)")
-    shaped = name if name in contract.TOOLS else tools.ANSWERS_AS.get(name)
+    shaped = name if name in contract.CONTRACTS else tools.ANSWERS_AS.get(name)
     if shaped is None:
         return _run(ctx, name, arguments)
     try:
@@ -69,7 +69,7 @@ def _run(ctx: Context, name: str, arguments: Any) -> Document:
     if (too_big := bounds.problem(given, "the request", bounds.MAX_REQUEST_BYTES)) is not None:
         message = f"invalid arguments for {name}: {too_big}"
         raise ToolError(message, {"ok": False, "error": message, "code": too_big.code})
-    if name in contract.TOOLS and (problems := contract.request_violations(name, given)):
+    if name in contract.CONTRACTS and (problems := contract.request_violations(name, given)):
         raise ToolError(f"invalid arguments for {name}: {problems[0]}")
     try:
         args = spec.args.model_validate(given)
@@ -96,7 +96,7 @@ def _error_answer(name: str, message: str, document: Document | None) -> Documen
     error_type = got.get("error_type") or got.get("code") or "error"
     answer: Document = {"status": "error", "error_type": str(error_type)}
     answer["message"] = got.get("message", message)
-    variant = contract.TOOLS[name].variant("error")
+    variant = contract.CONTRACTS[name].variant("error")
     declared = variant.body.keys() if variant is not None else {}
     return {**answer, **{k: v for k, v in got.items() if k in declared and k not in answer}}
 
