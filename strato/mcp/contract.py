@@ -330,13 +330,16 @@ def event_violations(event: Any) -> list[str]:
 # The document of a contract tool's error (an MCP tool error, `isError`): the tool's own
 # `error` variant where it has one; a foreground `stratum_agent_run` that fails carries
 # the `error` of `stratum_agent_poll` (its own surface lists none); every other tool, and
-# a refusal before an agent run exists, the reference's ERR with its status.
+# a refusal of an agent-run tool's request (no run: no `runId`), the reference's ERR with
+# its status.
 TOOL_ERROR = Variant("status", "error", parse_object("{error_type: string, message: string}", {}))
+POLL_ERROR = next(v for v in TOOLS["stratum_agent_poll"].responses if v.name == "error")
 
 
 def error_violations(tool: str, doc: Any) -> list[str]:
     """How the document of a tool error of ``tool`` breaks the error shape it has."""
-    ran = isinstance(doc, dict) and "runId" in doc  # a run that failed, not a refusal before one
-    owner = "stratum_agent_poll" if tool == "stratum_agent_run" and ran else tool
-    variant = CONTRACTS[owner].variant("error") if owner in CONTRACTS else None
+    if tool in ("stratum_agent_run", "stratum_agent_poll"):  # their `error` is a run's end
+        ran = isinstance(doc, dict) and "runId" in doc  # not a refusal of the request
+        return violations(doc, POLL_ERROR if ran else TOOL_ERROR)
+    variant = CONTRACTS[tool].variant("error") if tool in CONTRACTS else None
     return violations(doc, variant or TOOL_ERROR)
