@@ -137,6 +137,8 @@ def _spec(name: str, table: Any) -> AgentSpec:
         takes = settings.parse(name, table.get("settings", {}))
     except settings.SettingsError as exc:
         raise AgentConfigError(str(exc)) from None
+    if takes and settings.splice(argv, argv.index("{prompt}"), ["?"])[0] == "?":
+        raise AgentConfigError(f"{name}: settings need the program before {{prompt}} in argv")
     numbers = {k: table.get(k, d) for k, d in (("timeout_s", 900), ("min_interval_s", 0))}
     for k, v in numbers.items():
         if type(v) not in (int, float) or v < 0 or (k == "timeout_s" and v == 0):
