@@ -4,13 +4,11 @@ request keys exactly, answers from :mod:`strato.agentruns.service` (its shapes);
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from strato.agentruns import service
-from strato.agentruns.store import Store
 from strato.agents import settings, trust
 from strato.agents.calls import judge_runner
 from strato.agents.config import AgentConfigError
@@ -47,10 +45,6 @@ class AgentRunIdArgs(Args):
     runId: str
 
 
-def _store(ctx: Context) -> Store:
-    return Store(Path(ctx.repo().path))
-
-
 @tool("stratum_agent_run", AgentRunArgs)
 def agent_run(ctx: Context, a: AgentRunArgs) -> Document:
     """Run an agent of .vivary/agents.toml on a prompt in a folder of the workspace:
@@ -58,14 +52,14 @@ def agent_run(ctx: Context, a: AgentRunArgs) -> Document:
     poll it). A failed foreground run is a tool error carrying the poll's `error`
     document. `model` is passed as VIVARY_AGENT_MODEL; the argv comes only from the
     user's own agents.toml or a `.vivary/agents.toml` they approved (`vivary trust`)."""
-    if a.flow is not None:
-        ctx.runs().load(a.flow.runId)  # a run of this repository, or `run_not_found`
-    given = a.model_dump(include=set(settings.NAMES), exclude_none=True)
     flow = a.flow.model_dump(exclude_none=True) if a.flow is not None else None
+    if flow is not None:  # a run of this repository (or `run_not_found`), by its own id
+        flow["runId"] = ctx.runs().load(flow["runId"]).run_id
+    given = a.model_dump(include=set(settings.NAMES), exclude_none=True)
     extras = service.Extras(given, a.cancellationId, flow, a.peerLabel)
     try:
         doc = service.start(
-            _store(ctx), ctx.root, a.agent, a.prompt, a.cwd, a.model, a.sandboxMode, a.background, extras
+            ctx.agent_runs(), ctx.root, a.agent, a.prompt, a.cwd, a.model, a.sandboxMode, a.background, extras
         )
     except trust.Untrusted as exc:  # nothing ran: the agents file is not approved as it is
         raise ToolError(str(exc), {"ok": False, "error": str(exc), "code": "untrusted"}) from None
@@ -82,13 +76,13 @@ def agent_run(ctx: Context, a: AgentRunArgs) -> Document:
 def agent_poll(ctx: Context, a: AgentRunIdArgs) -> Document:
     """An agent run's state: the tail of its output and the events seen while it runs,
     its text, usage, exit code and telemetry once it ended."""
-    return service.poll(_store(ctx), a.runId)
+    return service.poll(ctx.agent_runs(), a.runId)
 
 
 @tool("stratum_cancel_agent_run", AgentRunIdArgs)
 def cancel_agent_run(ctx: Context, a: AgentRunIdArgs) -> Document:
     """Stop an agent run: its whole process group gets SIGTERM, then SIGKILL after a grace."""
-    return service.cancel(_store(ctx), a.runId, by="mcp")
+    return service.cancel(ctx.agent_runs(), a.runId, by="mcp")
 
 
 class JudgeArgs(Args):

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from strato.agentruns import service
-from strato.agentruns.store import Store
 from strato.agents import spectrust, trust
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.starts import commands
@@ -307,7 +305,7 @@ def stratum_flow_cancel(ctx: Context, a: CancelArgs) -> Document:
     after = runs.load(snap.run_id)
     settled = after.state["status"] == "cancelled"
     none = {"claimed": 0, "reaped": 0, "gone": 0, "unresolved": 0}
-    agents = service.stop_flow(Store(Path(ctx.repo().path)), snap.run_id, "mcp") if settled else none
+    agents = service.stop_flow(ctx.agent_runs(), snap.run_id, "mcp") if settled else none
     if not settled and before not in RUN_TERMINAL:  # a background runner still stopping it
         _unconfirmed("CANCELLATION_UNCONFIRMED", f"run {snap.run_id} is still {after.state['status']}",
                      False, agents)
