@@ -19,6 +19,7 @@ from strato.agents.config import AgentConfigError, load_config
 from strato.agents.interpreter import own_python
 from strato.agents.lastjson import last_json_object
 from strato.agents.process import run_process, spawn
+from strato.agents.settings import SettingsError
 
 
 def launch(run: RunDir, root: Path) -> int:
@@ -56,8 +57,13 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
         events.sink = BoundedStream(run.stream)
         return events, BoundedStream(run.stderr)
 
+    try:  # the settings again: the agent's entry may have changed since
+        argv = spec.argv_for(req["prompt"], given=req.get("settings") or {})
+    except SettingsError as exc:
+        run.finish(_error(req, str(exc), started))
+        return run.result() or {}
     done = run_process(  # at its end, children it left behind; at a timeout, the whole group
-        spec.argv_for(req["prompt"]), Path(req["cwd"]), spec.timeout_s, env=env,
+        argv, Path(req["cwd"]), spec.timeout_s, env=env,
         on_start=begun, stop=groups.stop, copies=streams,
     )
     if isinstance(done, str):

@@ -15,7 +15,7 @@ from typing import Any
 
 from strato.agents import trust
 from strato.agents.calls import CallResult, agent_prompt, call, judge_runner
-from strato.agents.config import WORKSPACE_FILE, AgentsConfig, committed_gate_policy, load_config
+from strato.agents.config import WORKSPACE_FILE, AgentsConfig, AgentSpec, committed_gate_policy, load_config
 from strato.agents.spectrust import command_refusal, refusal
 from strato.flow.errors import SpecError
 from strato.flow.spec import GateStep, Spec
@@ -108,8 +108,8 @@ class Runs:
     def config_digests(self) -> dict[str, str]:
         """Each agent's configuration as its lanes see it: its own table and the judge's."""
         judge = self.config.judge
-        shared = {"judge": None if judge is None else asdict(judge)}
-        return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
+        shared = {"judge": None if judge is None else _as_lanes_see(judge)}
+        return {name: digest({"agent": _as_lanes_see(a), **shared}) for name, a in self.config.agents.items()}
 
     def lane_book(self) -> LaneBook | None:
         """The lanes as they stand, for one operation (strato.runs.engine.verification);
@@ -454,6 +454,12 @@ class Runs:
         for ev in events if on_event else []:
             assert on_event is not None
             on_event(ev)
+
+
+def _as_lanes_see(spec: AgentSpec) -> dict[str, Any]:
+    """An agent's table without its per-call settings: no engine call passes one, so a
+    change to them changes nothing a lane measured."""
+    return {k: v for k, v in asdict(spec).items() if k != "takes"}
 
 
 def _refusing_judge(reason: str) -> Judge:
