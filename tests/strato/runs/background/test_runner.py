@@ -107,7 +107,8 @@ def test_an_unknown_run_is_one_line_exit_1_and_starts_nothing(workspace: Path) -
     for args in (("flow", "poll", "ghost", "--cursor", "0"), ("flow", "cancel", "ghost"), ("flow", "next", "ghost"),
                  ("flow", "resume", "ghost"), ("run", "--resume", "ghost"), ("run", "--resume", "ghost", "--background")):
         code, doc, err = strato(workspace, *args)
-        assert code == 1 and doc["error"]["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
+        expected = 2 if args[1] == "cancel" else 1  # Stratum's `flow cancel`: 2 for an unknown flow
+        assert code == expected and doc["error"]["code"] == "run_not_found" and err.count("\n") == 1, (args, err)
     assert not (workspace / ".git" / "vivary" / "bg").exists()
     assert Runs(workspace).store.run_ids() == []
 
@@ -166,8 +167,8 @@ def test_cancel_stops_an_agent_that_ignores_sigterm_and_everything_it_forked(wor
     assert cancelled[0]["detail"] == {"by": "cli", "reason": "superseded", "burned": {"steps": ["work"], "items": 0}}
     assert calls(workspace, "h") == ["work"]
     assert wait_for(lambda: no_runner(workspace, run_id), "the runner exits")
-    code, _, err = strato(workspace, "flow", "cancel", run_id)
-    assert code == 1 and "cancelled" in err
+    code, again, _ = strato(workspace, "flow", "cancel", run_id)  # a retried cancel is safe
+    assert code == 0 and again["status"] == "cancelled" and again["reason"] == "already_cancelled"
 
 
 def test_cancel_with_no_runner_is_recorded_by_the_canceller(workspace: Path) -> None:
