@@ -23,6 +23,7 @@ from strato.runs.background import runner as background
 from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
 from strato.runs.views import wire
+from tests.support.approvals import approve_agents
 from tests.support.runs import (
     STEPS_SPEC,
     calls,
@@ -190,6 +191,19 @@ def test_an_agent_that_exits_without_output_fails_the_run_as_in_the_foreground(w
     assert doc["status"] == "failed" and doc["failure"] == wire.failure(expected)
     assert _ending(Runs(workspace).load(run_id).state) == expected
     assert calls(workspace, "s-bg") == dispatched
+
+
+def test_a_missing_agent_program_fails_a_background_run_at_once_as_in_the_foreground(workspace: Path) -> None:
+    (workspace / ".vivary" / "agents.toml").write_text('[agents.claude]\nargv = ["no-such-agent-here", "{prompt}"]\n')
+    approve_agents(workspace)
+    spec = one_step_spec("steady")  # attempts: 2, and none is made again
+    expected, _ = foreground(workspace, spec, "nf-fg")
+    [(status, tries, _)] = expected["steps"].values()
+    assert status == "failed" and tries == 1 and expected["failure"]["reason"].startswith("agent_not_found")
+    run_id = background.start(Runs(workspace), spec, {"tag": "nf-bg"})
+    doc = ended(workspace, run_id)
+    assert doc["status"] == "failed" and doc["failure"] == wire.failure(expected)
+    assert _ending(Runs(workspace).load(run_id).state) == expected
 
 
 def test_resume_carries_a_planned_run_on_in_the_background(workspace: Path) -> None:
