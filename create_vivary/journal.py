@@ -14,7 +14,6 @@ recorded. The recovery plan has its own hash, applied only with ``--yes --plan
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from create_vivary.plan import FileAction, Refused
 from create_vivary.presets import PRESETS
 from create_vivary.scaffold import RATCHET, plan_hash, render
 from create_vivary.thin import digest
-from tropo.fs.rooted import UnsafePath, check_target, write_within
+from tropo.fs.rooted import write_within
 from tropo.git import gitcli
 
 SCHEMA = "vivary-git.adopt-journal/v1"
@@ -101,18 +100,9 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
         if tracked:  # adopt never commits, so what git tracks was there before it
             raise Refused(f"the adoption journal names a file git tracks: {tracked[0]}")
     for entry in entries:
-        rel = entry["path"]
-        if not os.path.lexists(root / rel):  # never written (or its folder is not one)
-            rows.append({"path": rel, "operation": "no-op", "current_hash": None})
-            continue
-        try:
-            dest = check_target(root, rel)
-        except UnsafePath as exc:
-            raise Refused(f"recovery destination is unsafe: {exc}") from exc
-        current = digest(dest.read_bytes())
-        if current != entry["after_hash"]:
-            raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")
-        rows.append({"path": rel, "operation": "delete-created", "current_hash": current})
+        state, current = journal_file.standing(root, entry["path"], None, {entry["after_hash"]})
+        rows.append({"path": entry["path"], "operation": "no-op" if state == "gone" else "delete-created",
+                     "current_hash": current})
     rows += [_restore_row(root, entry) for entry in body["replaced"]]
     body = {"schema": RECOVERY_SCHEMA, "root": str(root), "transaction": tx_hash, "actions": rows}
     return plan_hash(body), rows
@@ -121,18 +111,11 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
 def _restore_row(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """Put back a replaced adapter when it holds what adopt wrote; already back is
     nothing to do; anything else changed since and is refused."""
-    rel = entry["path"]
-    before = digest(thin.adapter_doc(entry["adapter"], entry["before"]).encode())
-    try:
-        dest = check_target(root, rel)
-    except UnsafePath as exc:
-        raise Refused(f"recovery destination is unsafe: {exc}") from exc
-    current = digest(dest.read_bytes()) if dest.is_file() else None
-    if current == before:
-        return {"path": rel, "operation": "no-op", "current_hash": current}
-    if current != entry["after_hash"]:
-        raise Refused(f"recovery destination changed since the interrupted adopt: {rel}")
-    return {"path": rel, "operation": "restore-replaced", "current_hash": current,
+    before = thin.adapter_doc(entry["adapter"], entry["before"]).encode()
+    state, current = journal_file.standing(root, entry["path"], before, {entry["after_hash"]})
+    if state == "before":
+        return {"path": entry["path"], "operation": "no-op", "current_hash": current}
+    return {"path": entry["path"], "operation": "restore-replaced", "current_hash": current,
             "restore": entry["before"], "adapter": entry["adapter"]}
 
 

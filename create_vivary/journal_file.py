@@ -2,8 +2,10 @@
 it back within a size limit, drop it, and approve the recovery plan drawn from it.
 
 What a journal holds is the adopt path's own format (``journal.py`` for a full adopt,
-``thin_journal.py`` for ``adopt --minimal``, create-vivary 0.4.3's); where it lives, how
-it is written and how a recovery is approved are the same for both, so they live here.
+``thin_journal.py`` for ``adopt --minimal``, create-vivary 0.4.3's: both stay readable, since
+an interrupted adopt of either kind may be waiting in someone's tree). Where it lives, how it
+is written, where each file it names stands now, and how a recovery is approved are the
+same for both, so they live here.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from create_vivary.plan import Refused
-from tropo.fs.rooted import write_within
+from create_vivary.thin import digest
+from tropo.fs.rooted import UnsafePath, check_target, write_within
 
 PATH = ".vivary/runtime/adopt-journal.json"
 MAX_BYTES = 1024 * 1024
@@ -54,3 +57,28 @@ def approve_recovery(rhash: str, approved: str | None) -> None:
         raise Refused("recovery apply requires --plan <hash> from the recovery dry-run")
     if approved != rhash:
         raise Refused(f"recovery plan hash mismatch: approved {approved}, current {rhash}")
+
+
+def standing(root: Path, rel: str, before: bytes | None,
+             afters: set[str]) -> tuple[Literal["gone", "before", "after"], str | None]:
+    """Where a file the journal names stands, with its digest: gone (adopt created it and
+    it is not there), holding the bytes from before adopt, or holding what adopt wrote
+    (one of ``afters``). Anything else changed since and is refused, so a recovery never
+    touches a byte a person wrote: a link or a folder in its place, a file gone that adopt
+    only changed, other bytes."""
+    try:
+        path = check_target(root, rel)
+    except UnsafePath as exc:
+        raise Refused(str(exc)) from exc
+    if not path.exists():  # a dangling link included: nothing of adopt's is there
+        if before is not None:
+            raise Refused(f"recovery destination is missing: {rel}")
+        return "gone", None
+    if path.is_symlink() or not path.is_file():
+        raise Refused(f"recovery destination is unsafe: {rel}")
+    current = path.read_bytes()
+    if before is not None and current == before:
+        return "before", digest(current)
+    if digest(current) in afters:
+        return "after", digest(current)
+    raise Refused(f"recovery destination changed: {rel}")

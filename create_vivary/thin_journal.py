@@ -328,27 +328,8 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]], list[
     rows = []
     for action in actions:
         rel, before = action["path"], action["before"]
-        path = root / rel
-        try:
-            check_target(root, rel)
-        except UnsafePath as exc:
-            raise Refused(str(exc)) from exc
-        current_hash = None
-        if not path.exists():
-            if before is not None:
-                raise Refused(f"recovery destination is missing: {rel}")
-            operation = "no-op"
-        else:
-            if path.is_symlink() or not path.is_file():
-                raise Refused(f"recovery destination is unsafe: {rel}")
-            current = path.read_bytes()
-            current_hash = digest(current)
-            if before is not None and current == before:
-                operation = "no-op"
-            elif current_hash not in _afters(action):
-                raise Refused(f"recovery destination changed: {rel}")
-            else:
-                operation = "restore" if before is not None else "delete-created"
+        state, current_hash = journal_file.standing(root, rel, before, _afters(action))
+        operation = "no-op" if state != "after" else "delete-created" if before is None else "restore"
         rows.append({"path": rel, "operation": operation, "current_hash": current_hash,
                      "restore_hash": digest(before) if before is not None else None})
     body = {"schema": RECOVERY_SCHEMA, "target": identity(root), "transaction_plan_hash": tx_hash,

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from tropo.fs.private import Refusal as Refused
 from workbench.assets import ASSETS, asset
 from workbench.guards import Served, host_refusal, origin_refusal, token_refusal
 from workbench.source import DEFAULT_LIMIT, Refusal, Source
@@ -135,6 +136,8 @@ def create_app(source: Source, served: Served) -> ASGIApp:
                 return JSONResponse(await work(request))
             except Refusal as exc:
                 return _error(exc.status, exc.code, str(exc))
+            except Refused as exc:  # refused below, unmapped here (a planted link): still said
+                return _error(409, exc.code, str(exc))
 
         return endpoint
 

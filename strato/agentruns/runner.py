@@ -42,6 +42,8 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
     env = dict(os.environ)
     if req.get("model"):
         env["VIVARY_AGENT_MODEL"] = req["model"]
+    if spec.endpoint is not None:  # the model that answers is the configured one, whatever was asked
+        req = {**req, "model": spec.endpoint.model}
 
     def begun(pgid: int) -> None:
         run.set_proc(pgid)

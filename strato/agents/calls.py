@@ -90,14 +90,17 @@ def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:
 
 
 def usage(obj: dict[str, Any]) -> dict[str, float]:
-    """The cost and tokens the Claude CLI's envelope reports, where it reports them."""
+    """The cost and tokens the Claude CLI's envelope reports, where it reports them (an
+    endpoint agent prints the same envelope: :mod:`strato.agents.endpointcall`)."""
     found: dict[str, float] = {}
     cost = obj.get("total_cost_usd")
     if isinstance(cost, int | float) and cost >= 0:
         found["usd"] = float(cost)
     tokens = obj.get("usage", {})
-    if isinstance(tokens, dict):
-        n = sum(v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
+    if isinstance(tokens, dict):  # a total where one is given (an endpoint agent's), else the parts
+        total = tokens.get("total_tokens")
+        n = total if type(total) is int else sum(
+            v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
         if n:
             found["tokens"] = n
     return found

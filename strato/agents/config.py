@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strato.agents import trust
+from strato.agents import endpoint, trust
 
 # `--` ends option parsing in both CLIs, so a prompt that starts with `-` stays a prompt
 BUILTIN: dict[str, dict[str, Any]] = {
@@ -40,6 +40,7 @@ class AgentSpec:
     argv: tuple[str, ...]
     timeout_s: float = 900
     min_interval_s: float = 0
+    endpoint: endpoint.Endpoint | None = None  # a model server, called by our own program in argv
 
     def argv_for(self, prompt: str, sandbox: str = READ_ONLY) -> list[str]:
         """The command line for one call: `{prompt}` and `{sandbox}` filled in."""
@@ -99,6 +100,8 @@ class AgentsConfig:
 def _spec(name: str, table: Any) -> AgentSpec:
     if not isinstance(table, dict):
         raise AgentConfigError(f"[agents.{name}] must be a table")
+    if "endpoint" in table:
+        return _endpoint_spec(name, table)
     argv = table.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise AgentConfigError(f"{name}: argv must be a non-empty list of strings")
@@ -109,11 +112,30 @@ def _spec(name: str, table: Any) -> AgentSpec:
     unknown = set(table) - {"argv", "timeout_s", "min_interval_s"}
     if unknown:
         raise AgentConfigError(f"{name}: unknown keys {sorted(unknown)}")
+    timeout, interval = _numbers(name, table)
+    return AgentSpec(name, tuple(argv), timeout, interval)
+
+
+def _endpoint_spec(name: str, table: dict[str, Any]) -> AgentSpec:
+    """A model server as an agent: its argv is our own call program (bounded a little
+    past the call's own deadline, which ends it first with its reason)."""
+    if "argv" in table:
+        raise AgentConfigError(f"{name}: an agent has argv or endpoint, not both")
+    try:
+        ep = endpoint.parse(name, table)
+    except endpoint.EndpointError as exc:
+        raise AgentConfigError(str(exc)) from None
+    _, interval = _numbers(name, table)
+    return AgentSpec(name, ep.argv(), ep.timeout_s + endpoint.STARTUP_S, interval, ep)
+
+
+def _numbers(name: str, table: dict[str, Any]) -> tuple[float, float]:
+    """`timeout_s` and `min_interval_s`, checked."""
     numbers = {k: table.get(k, d) for k, d in (("timeout_s", 900), ("min_interval_s", 0))}
     for k, v in numbers.items():
         if type(v) not in (int, float) or v < 0 or (k == "timeout_s" and v == 0):
             raise AgentConfigError(f"{name}: {k} must be a positive number")
-    return AgentSpec(name, tuple(argv), float(numbers["timeout_s"]), float(numbers["min_interval_s"]))
+    return float(numbers["timeout_s"]), float(numbers["min_interval_s"])
 
 
 def _read_toml(path: Path, data: bytes) -> dict[str, Any]:
@@ -183,7 +205,10 @@ def _runs(found: Mapping[str, AgentSpec]) -> str:
     """What a file would run, for a refusal: each program's first word."""
     if not found:
         return "no program"
-    return ", ".join(sorted({shlex.quote(spec.argv[0]) for spec in found.values()}))
+    return ", ".join(sorted({
+        f"a model at {spec.endpoint.url}" if spec.endpoint else shlex.quote(spec.argv[0])
+        for spec in found.values()
+    }))
 
 
 def committed_gate_policy(root: Path, data: bytes | None, own: GatePolicy) -> GatePolicy:

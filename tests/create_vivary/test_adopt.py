@@ -358,8 +358,27 @@ def test_recovery_never_deletes_a_file_edited_after_the_crash(
     first = next(f.path for f in p.files if f.action == "create")
     (brownfield / first).write_text("a person wrote here after the crash\n")
     proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
-    assert proc.returncode == 1 and f"changed since the interrupted adopt: {first}" in proc.stderr
+    assert proc.returncode == 1 and f"recovery destination changed: {first}" in proc.stderr
     assert (brownfield / first).read_text() == "a person wrote here after the crash\n"
+
+
+def test_recovery_refuses_a_folder_where_adopt_wrote_a_file(
+    brownfield: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What stands where adopt created a file is judged the way --minimal's recovery
+    judges it: a folder there is refused in one line, and nothing in it is touched."""
+    p = adopt_mod.plan(brownfield, None, "ws")
+    monkeypatch.setattr(plan_mod, "write_within", _crash_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        adopt_mod.apply(p, p.hash)
+    monkeypatch.undo()
+    first = next(f.path for f in p.files if f.action == "create")
+    (brownfield / first).unlink()
+    (brownfield / first).mkdir()
+    (brownfield / first / "mine.txt").write_text("mine\n")
+    proc = run_cli("create-vivary", "adopt", str(brownfield), "--recover", p.hash)
+    assert proc.returncode == 1 and proc.stderr.strip() == f"create-vivary: not a regular file: {first}"
+    assert (brownfield / first / "mine.txt").read_text() == "mine\n"
 
 
 def test_a_failed_write_takes_back_what_adopt_wrote(brownfield: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -155,6 +156,25 @@ def test_a_forged_run_ref_does_not_take_the_other_runs_down(tmp_path: Path) -> N
         head = Runs(ws).store.head("bad")
         decided = server.post("/api/runs/bad/gates/review", {"decision": "approve", "gateToken": "x"})
         assert decided.status == 409 and Runs(ws).store.head("bad") == head
+
+
+def test_a_planted_private_folder_is_answered_as_a_refusal_not_a_crash(tmp_path: Path) -> None:
+    """Another agent swaps the ref locks' folder under .git/vivary for a link out of the
+    repository: deciding a gate is refused with the lower layer's code (was a 500), the
+    run does not move, and nothing is written through the link."""
+    ws = gated_workspace(tmp_path / "ws")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    locks = ws / ".git" / "vivary" / "reflocks"
+    if locks.is_dir():
+        shutil.rmtree(locks)
+    locks.parent.mkdir(exist_ok=True)
+    locks.symlink_to(outside, target_is_directory=True)
+    head = Runs(ws).store.head("r1")
+    with serving("--root", str(ws)) as server:
+        answer = server.post("/api/runs/r1/gates/review", {"decision": "approve", "gateToken": gate_token(ws, "r1")})
+    assert (answer.status, answer.json()["code"]) == (409, "planted_link"), answer.body
+    assert Runs(ws).store.head("r1") == head and list(outside.iterdir()) == []
 
 
 # --- held: each returns the refusal
