@@ -21,7 +21,7 @@ from strato.runs.engine import fanouts as fanout_steps
 from strato.runs.engine.budgets import reserve, task_ledgers
 from strato.runs.engine.checks import check
 from strato.runs.engine.context import Frame, RunContext
-from strato.runs.engine.iterate import materialise_carry
+from strato.runs.engine.iterate import carry_sources, materialise_carry
 from strato.runs.engine.outcomes import fail_scope, fail_step, finish, succeed
 from strato.runs.engine.state import ACTIVE, TERMINAL, new_scope
 
@@ -36,6 +36,7 @@ def _advance(ctx: RunContext, frame: Frame) -> bool:
     any_change = False
     changed = True
     root = frame.parent is None
+    sources = carry_sources(frame) if root else frozenset()
     while changed and ctx.run["status"] == "running" and not frame.scope.get("done"):
         changed = False
         if root:
@@ -49,7 +50,7 @@ def _advance(ctx: RunContext, frame: Frame) -> bool:
                 moved = _advance(ctx, ctx.child_frame(frame, step, st))
             elif st["status"] == "pending":
                 moved = _try_start(ctx, frame, step, st)
-            if moved and root:  # a `set` or subflow that settled just now may be a carry's source
+            if moved and step.id in sources:  # a `set` or subflow that settled just now
                 materialise_carry(ctx, frame)
             changed |= moved
         any_change |= changed
