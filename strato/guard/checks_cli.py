@@ -150,7 +150,8 @@ def descriptors_command(root: Path, as_json: bool) -> None:
             click.echo(visible(f"signer {', '.join(s['principals'])}  {s['fingerprint']}"))
         if view["signers_error"]:
             click.echo(visible(f"signers: {view['signers_error']}"))
-        state = "verified" if view["verified"] else f"not verified: {view['reason']}"
+        state = "none at HEAD" if not view["installed"] else \
+            "verified" if view["verified"] else f"not verified: {view['reason']}"
         click.echo(visible(f"{view['path']}: {state}"))
     if view["installed"] and not view["verified"]:
         sys.exit(REFUSED)
