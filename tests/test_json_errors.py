@@ -44,6 +44,7 @@ CODES = {
     "strato heartbeat": "not_a_repository",
     "strato lanes": "config_error",
     "strato mcp": "not_a_repository",
+    "strato query": "config_error",
     "vivary hooks": "not_a_repository",
     "vivary serve": "not_a_repository",
     "vivary trust": "not_a_repository",
@@ -100,6 +101,11 @@ def _assert_error_document(name: str, doc: Any, returncode: int, stderr: str) ->
         (["strato", "eval", "show", "nope", "--json"], 1),
         (["strato", "flow", "validate", "missing.yaml", "--json"], 2),
         (["strato", "decide-request", "missing.json", "--actor", "a", "--json"], 2),
+        (["strato", "flow", "cancel", "nope", "--json"], 2),
+        (["strato", "query", "flow", "nope", "--json"], 1),
+        (["strato", "help", "nope", "--json"], 2),
+        (["strato", "models", "extra", "--json"], 2),
+        (["strato", "distill", "stats", "--projects-root", ".", "--json"], 2),
     ],
 )
 def test_errors_under_json_are_one_object_on_stdout_and_one_line_on_stderr(

@@ -14,7 +14,7 @@ from typing import Any
 
 from strato.agentruns.store import BoundedStream, RunDir
 from strato.agents import groups, trust
-from strato.agents.calls import usage
+from strato.agents.calls import start_failure, usage
 from strato.agents.config import AgentConfigError, load_config
 from strato.agents.interpreter import own_python
 from strato.agents.lastjson import last_json_object
@@ -67,7 +67,7 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
         on_start=begun, stop=groups.stop, copies=streams,
     )
     if isinstance(done, str):
-        run.finish(_error(req, f"cannot start agent {spec.name}: {done}", started))
+        run.finish(_error(req, start_failure(spec, done), started))
         return run.result() or {}
     run.set_progress(events.seen)
     run.finish(_outcome(run, req, done.returncode, done.stdout, events.seen, started, spec.timeout_s))

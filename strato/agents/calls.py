@@ -15,7 +15,10 @@ from typing import Any
 from strato.agents.config import READ_ONLY, AgentSpec
 from strato.agents.lastjson import last_json_object
 from strato.agents.pacing import pace
-from strato.agents.process import Finished, last_line, run_process
+from strato.agents.process import PROGRAM_NOT_FOUND, Finished, last_line, run_process
+
+# the reason an agent call fails when its program is not there: final, never retried
+AGENT_NOT_FOUND = "agent_not_found"
 
 # why an agent's output may not be taken (``what`` names it in the reason), or None
 Admit = Callable[[Any, str], str | None]
@@ -47,7 +50,7 @@ def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False
     (shared by a call in this process and one a background run recorded on disk). An
     output `admit` refuses is a failure: it never reaches the caller."""
     if isinstance(done, str):
-        return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
+        return CallResult(None, start_failure(agent, done), {}, 0)
     ms = done.duration_ms
     if done.returncode is None:
         return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
@@ -61,6 +64,21 @@ def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False
     if admit is not None and (refused := admit(output, f"agent {agent.name}'s output")) is not None:
         return CallResult(None, refused, usage, ms)
     return CallResult(output, None, usage, ms)
+
+
+def start_failure(agent: AgentSpec, error: str) -> str:
+    """Why the agent did not start, from :func:`run_process`'s start error: a program
+    that is not there is `agent_not_found` (final: no retry could change it)."""
+    if error.startswith(PROGRAM_NOT_FOUND):
+        program = error.removeprefix(PROGRAM_NOT_FOUND).lstrip(": ")
+        return (f"{AGENT_NOT_FOUND}: agent {agent.name}: no program {program!r} "
+                "(install it or fix its argv in agents.toml)")
+    return f"cannot start agent {agent.name}: {error}"
+
+
+def agent_not_found(failure: object) -> bool:
+    """Whether a call's failure is :func:`start_failure`'s missing program."""
+    return isinstance(failure, str) and failure.startswith(f"{AGENT_NOT_FOUND}:")
 
 
 def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:

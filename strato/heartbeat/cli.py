@@ -143,6 +143,7 @@ def apply_command(pid: str, root: Path, as_json: bool) -> None:
     """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay.
     A skill or playbook proposal must first pass your [promotion] eval, if you set one
     (docs/evals.md).
+    A memory line goes to the private, git-ignored MEMORY.md instead (nothing committed).
 
     Example: strato heartbeat apply playbook-0123456789ab
     """
@@ -152,7 +153,9 @@ def apply_command(pid: str, root: Path, as_json: bool) -> None:
         fail(str(exc), USAGE, prog="strato heartbeat")
     except (decisions.Refused, gitcli.GitError) as exc:
         fail(str(exc), REFUSED, prog="strato heartbeat")
-    emit(as_json, result, f"applied {pid} on branch {result['branch']} ({result['commit'][:12]})")
+    where = f"to {result['file']}" if "file" in result else \
+        f"on branch {result['branch']} ({result['commit'][:12]})"
+    emit(as_json, result, f"applied {pid} {where}")
 
 
 @heartbeat.command("reject")

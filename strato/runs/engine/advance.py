@@ -21,7 +21,7 @@ from strato.runs.engine import fanouts as fanout_steps
 from strato.runs.engine.budgets import reserve, task_ledgers
 from strato.runs.engine.checks import check
 from strato.runs.engine.context import Frame, RunContext
-from strato.runs.engine.iterate import materialise_carry
+from strato.runs.engine.iterate import carry_sources, materialise_carry
 from strato.runs.engine.outcomes import fail_scope, fail_step, finish, succeed
 from strato.runs.engine.state import ACTIVE, TERMINAL, new_scope
 
@@ -35,18 +35,24 @@ def _advance(ctx: RunContext, frame: Frame) -> bool:
     """Start every step that can start, repeatedly; True if anything changed."""
     any_change = False
     changed = True
+    root = frame.parent is None
+    sources = carry_sources(frame) if root else frozenset()
     while changed and ctx.run["status"] == "running" and not frame.scope.get("done"):
         changed = False
-        if frame.parent is None:
+        if root:
             materialise_carry(ctx, frame)
         for step in frame.flow.typed_steps:
             if ctx.run["status"] != "running" or frame.scope.get("done"):
                 break
             st = frame.steps[step.id]
+            moved = False
             if st["status"] == "running" and isinstance(step, RunStep):
-                changed |= _advance(ctx, ctx.child_frame(frame, step, st))
+                moved = _advance(ctx, ctx.child_frame(frame, step, st))
             elif st["status"] == "pending":
-                changed |= _try_start(ctx, frame, step, st)
+                moved = _try_start(ctx, frame, step, st)
+            if moved and step.id in sources:  # a `set` or subflow that settled just now
+                materialise_carry(ctx, frame)
+            changed |= moved
         any_change |= changed
     if ctx.run["status"] == "running" and not frame.scope.get("done"):
         _settle_scope(ctx, frame)

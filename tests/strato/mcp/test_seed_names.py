@@ -124,7 +124,7 @@ def test_every_name_the_seed_mentions_has_a_row() -> None:
         ("stratum_plan", "not served: gone", "it is served"),
         ("stratum_nope", "served", "not served"),
         ("stratum watch", "served as `strato flow nope`", "no such command"),
-        ("stratum distill --all", "served as `strato distill extract --all`", "no such option"),
+        ("stratum distill --write", "served as `strato distill extract --write`", "no such option"),
         ("stratum flow cancel", "not served: later", "it exists"),
         ("stratum distill --min-count", "not served: later", "it exists"),
         ("stratum watch", "maybe", "no status"),
