@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.cli import CHANGE, break_ref
 from tests.support.repos import git
-from tests.support.workspaces import scaffold
+from tests.support.workspaces import built, scaffold
 
 EXTRA = "modules/extra.md"
 
@@ -19,19 +19,26 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def _pushed(top: Path) -> None:
     """A fresh coding workspace with its default hooks, main pushed to a bare origin, and a
-    module ``extra`` that nothing refers to yet."""
-    root = tmp_path / "ws"
+    module ``extra`` that nothing refers to yet: ``top/ws`` and ``top/remote.git``."""
+    root = top / "ws"
     scaffold(root, "--auto", "--yes")
     (root / EXTRA).write_text("---\nproject: ws\nstatus: active\nmodule_area: x\n---\n# Extra\n")
     git(root, "add", EXTRA)
     git(root, "commit", "-q", "-m", "extra module")
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
+    bare = top / "remote.git"
+    git(top, "init", "-q", "--bare", str(bare))
     git(root, "remote", "add", "origin", str(bare))
     git(root, "push", "-q", "origin", "main")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """`_pushed`, built once per process and copied: the copy's origin is its own bare copy."""
+    built(tmp_path, "hooks-graph", _pushed)
+    root = tmp_path / "ws"
+    git(root, "remote", "set-url", "origin", str(tmp_path / "remote.git"))
     return root
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.console import run
 
 _TEMPLATES: dict[tuple[str, ...], Path] = {}
+_BUILT: dict[str, Path] = {}
 
 
 def scaffold(dest: Path, *init_args: str) -> Path:
@@ -26,4 +28,17 @@ def scaffold(dest: Path, *init_args: str) -> Path:
             raise AssertionError(f"create-vivary init failed: {made.stderr}")
         template = _TEMPLATES[key] = top / "ws"
     shutil.copytree(template, dest, symlinks=True)
+    return dest
+
+
+def built(dest: Path, key: str, build: Callable[[Path], object]) -> Path:
+    """`dest` (which may exist) filled with a copy of what `build(folder)` made in an empty
+    folder, once per process for each `key`. Absolute paths recorded inside (a remote's
+    url) still name the first folder: the caller points them at the copy."""
+    template = _BUILT.get(key)
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix=f"vivary-built-{key}-"))
+        build(template)
+        _BUILT[key] = template
+    shutil.copytree(template, dest, symlinks=True, dirs_exist_ok=True)
     return dest
