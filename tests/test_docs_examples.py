@@ -1,8 +1,9 @@
 """Every ```sh block of every docs/ page runs as written, in order, in one fresh
-`create-vivary init --commit` scaffold per page (HOME a scratch folder, so `~/.ssh` and
-`~/.codex` are the test's). A block the page marks `<!-- not run: reason -->` on the line
-before its fence is not executed: it is listed here with its reason, and every command of
-ours it names must exist with the options it shows (checked through `--help`)."""
+`create-vivary init --commit` scaffold per page (a copy of one made per test process),
+HOME a scratch folder, so `~/.ssh` and `~/.codex` are the test's. A block the page marks
+`<!-- not run: reason -->` on the line before its fence is not executed: it is listed here
+with its reason, and every command of ours it names must exist with the options it shows
+(checked through `--help`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.console import run
+from tests.support.workspaces import built
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -75,13 +77,12 @@ RUN_PAGES = [page for page in PAGES if any(b.not_run is None for b in blocks(pag
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[p.name for p in RUN_PAGES])
 def test_a_pages_blocks_run_in_one_fresh_scaffold(tmp_path: Path, page: Path) -> None:
     env = shell_env(tmp_path)
-    subprocess.run(
-        ["create-vivary", "init", "my-ws", "--preset", "coding", "--commit"],
-        cwd=tmp_path,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+
+    def init(top: Path) -> None:  # once per process, copied per page (it writes nothing to HOME)
+        subprocess.run(["create-vivary", "init", "my-ws", "--preset", "coding", "--commit"],
+                       cwd=top, env=env, check=True, capture_output=True)
+
+    built(tmp_path, "docs-my-ws", init)
     for block in blocks(page):
         if block.not_run is None:
             run_block(tmp_path / "my-ws", env, block)
