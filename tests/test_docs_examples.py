@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.console import run
-from tests.support.workspaces import built
+from tests.support.workspaces import made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -75,14 +76,18 @@ RUN_PAGES = [page for page in PAGES if any(b.not_run is None for b in blocks(pag
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[p.name for p in RUN_PAGES])
-def test_a_pages_blocks_run_in_one_fresh_scaffold(tmp_path: Path, page: Path) -> None:
+def test_a_pages_blocks_run_in_one_fresh_scaffold(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, page: Path
+) -> None:
     env = shell_env(tmp_path)
 
     def init(top: Path) -> None:  # once per process, copied per page (it writes nothing to HOME)
+        top.mkdir()
         subprocess.run(["create-vivary", "init", "my-ws", "--preset", "coding", "--commit"],
                        cwd=top, env=env, check=True, capture_output=True)
 
-    built(tmp_path, "docs-my-ws", init)
+    template = made_once("docs-scaffold", tmp_path_factory.getbasetemp(), init)
+    shutil.copytree(template / "my-ws", tmp_path / "my-ws", symlinks=True)
     for block in blocks(page):
         if block.not_run is None:
             run_block(tmp_path / "my-ws", env, block)

@@ -3,6 +3,7 @@ commits that skipped pre-commit (--no-verify, rebase) at push, against a real ba
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.support.cli import CHANGE, break_ref
 from tests.support.repos import git
-from tests.support.workspaces import built, scaffold
+from tests.support.workspaces import made_once, scaffold
 
 EXTRA = "modules/extra.md"
 
@@ -22,6 +23,7 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _pushed(top: Path) -> None:
     """A fresh coding workspace with its default hooks, main pushed to a bare origin, and a
     module ``extra`` that nothing refers to yet: ``top/ws`` and ``top/remote.git``."""
+    top.mkdir()
     root = top / "ws"
     scaffold(root, "--auto", "--yes")
     (root / EXTRA).write_text("---\nproject: ws\nstatus: active\nmodule_area: x\n---\n# Extra\n")
@@ -34,9 +36,10 @@ def _pushed(top: Path) -> None:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def ws(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`_pushed`, built once per process and copied: the copy's origin is its own bare copy."""
-    built(tmp_path, "hooks-graph", _pushed)
+    template = made_once("hooks-graph", tmp_path_factory.getbasetemp(), _pushed)
+    shutil.copytree(template, tmp_path, symlinks=True, dirs_exist_ok=True)
     root = tmp_path / "ws"
     git(root, "remote", "set-url", "origin", str(tmp_path / "remote.git"))
     return root

@@ -2,7 +2,8 @@
 fresh `create-vivary init` costs a scaffold, a commit and its hooks, a copy costs a copy.
 
 Only for tests that take the scaffold as their starting point; a test of `init` itself
-runs it."""
+runs it. `made_once` does the same for any other folder a test builds (a repository with
+its remote, a key): built once per process, copied by each test."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from tests.support.console import run
 
 _TEMPLATES: dict[tuple[str, ...], Path] = {}
-_BUILT: dict[str, Path] = {}
+_MADE: dict[str, Path] = {}  # what each process made once: a key, a workspace
 
 
 def scaffold(dest: Path, *init_args: str) -> Path:
@@ -31,14 +32,10 @@ def scaffold(dest: Path, *init_args: str) -> Path:
     return dest
 
 
-def built(dest: Path, key: str, build: Callable[[Path], object]) -> Path:
-    """`dest` (which may exist) filled with a copy of what `build(folder)` made in an empty
-    folder, once per process for each `key`. Absolute paths recorded inside (a remote's
-    url) still name the first folder: the caller points them at the copy."""
-    template = _BUILT.get(key)
-    if template is None:
-        template = Path(tempfile.mkdtemp(prefix=f"vivary-built-{key}-"))
-        build(template)
-        _BUILT[key] = template
-    shutil.copytree(template, dest, symlinks=True, dirs_exist_ok=True)
-    return dest
+def made_once(name: str, where: Path, make: Callable[[Path], object]) -> Path:
+    """``make(where / name)`` the first time this process asks for ``name``, a copy of it
+    every time after: a fixture every test writes to, built once (copies keep tests apart)."""
+    if name not in _MADE:
+        make(where / name)
+        _MADE[name] = where / name
+    return _MADE[name]
