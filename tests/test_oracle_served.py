@@ -23,6 +23,8 @@ CASES = [
     ("create-vivary", ["init", "{base}/ws", "--preset", "writing", "--json"]),
     ("create-vivary", ["init", "{base}/ws", "--adapter", "claude"]),
     ("create-vivary", ["wizard", "{base}/ws"]),
+    ("create-vivary", ["init", "ws", "--preset", "coding", "--json"]),  # relative: the cwd counts
+    ("tropo", ["check", "--json"]),
     ("create-vivary", ["no-such-command", "--bad-flag"]),
     ("tropo", ["check", "--root", "{base}", "--json"]),
     ("exo", ["board", "--root", "{base}"]),
@@ -52,7 +54,7 @@ def test_served_answers_as_the_process_does(
     assert seen[1] == seen[0]
 
 
-def test_a_served_call_leaves_no_environment_or_folder_behind(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
+def test_a_served_call_leaves_no_environment_behind(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
     script = upstream("create-vivary")
     log = tmp_path / "receipts.jsonl"
     served(script, ["capabilities"], tmp_path, {"VIVARY_RECEIPT_LOG": str(log)})
