@@ -61,14 +61,16 @@ def _text(encoded: str) -> str:
 
 
 _SERVED: dict[Path, _Served] = {}
+_STARTING = threading.Lock()
 
 
 def served(script: Path, argv: list[str], cwd: Path,
            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The oracle's console script `script` run with `argv` in `cwd` (stdin empty, this
     process's environment plus `env`), served by its long-lived interpreter."""
-    if script not in _SERVED:
-        _SERVED[script] = _Served(script)
+    with _STARTING:
+        if script not in _SERVED:
+            _SERVED[script] = _Served(script)
     return _SERVED[script].call([str(a) for a in argv], cwd, env)
 
 
