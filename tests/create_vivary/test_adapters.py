@@ -119,6 +119,7 @@ def _flow(exe: Path | str, root: Path, case: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize("case", CASES, ids=[f"adapter{c['seed']}" for c in CASES])
 def test_adopt_adapter_matches_create_vivary_0_4_3(
     tmp_path: Path, upstream: Callable[[str], Path], case: dict[str, Any]
@@ -133,6 +134,7 @@ def test_adopt_adapter_matches_create_vivary_0_4_3(
     assert ours == theirs, case
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 def test_the_generated_adapter_cases_reach_every_outcome(
     tmp_path: Path, upstream: Callable[[str], Path]
 ) -> None:

@@ -145,6 +145,7 @@ def _files(base: Path) -> dict[str, bytes | str]:
     return {k: v for k, v in tree(base).items() if ".git" not in k.split("/")}
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize(("state", "command"), CASES, ids=[f"{s}-{'_'.join(c)}" for s, c in CASES])
 def test_adopt_minimal_matches_create_vivary_0_4_3(
     tmp_path: Path, upstream: Callable[[str], Path], state: str, command: list[str]
@@ -245,6 +246,7 @@ def _recovery_hash(exe: Path | str, ws: Path, tx: str, ours: bool) -> Any:
     return json.loads(proc.stdout).get("recovery_plan_hash")
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize(("state", "crash", "adapters"), RECOVERIES)
 @pytest.mark.parametrize("as_json", [[], ["--json"]])
 def test_recovery_matches_create_vivary_0_4_3(
