@@ -32,25 +32,42 @@ def advance_run(ctx: RunContext) -> None:
 
 
 def _advance(ctx: RunContext, frame: Frame) -> bool:
-    """Start every step that can start, repeatedly; True if anything changed."""
+    """Start every step that can start, repeatedly; True if anything changed. This pass
+    runs on every transition over every step, so a step that cannot start is passed
+    over without a call, and the run's status is looked at again only after a call."""
     any_change = False
     changed = True
-    while changed and ctx.run["status"] == "running" and not frame.scope.get("done"):
+    info = ctx.info(frame.name)
+    deps, routers = info.deps, info.routers
+    while _open(ctx, frame) and changed:
         changed = False
         if frame.parent is None:
             materialise_carry(ctx, frame)
-        for step in frame.flow.typed_steps:
-            if ctx.run["status"] != "running" or frame.scope.get("done"):
-                break
-            st = frame.steps[step.id]
-            if st["status"] == "running" and isinstance(step, RunStep):
+        steps = frame.steps
+        for step in frame.flow.typed_steps if _open(ctx, frame) else ():
+            sid = step.id
+            st = steps[sid]
+            status = st["status"]
+            if status == "running" and isinstance(step, RunStep):
                 changed |= _advance(ctx, ctx.child_frame(frame, step, st))
-            elif st["status"] == "pending":
+            elif status == "pending":
+                if sid not in routers and any(steps[d]["status"] not in TERMINAL for d in deps[sid]):
+                    continue  # the common case: still waiting on a dependency
                 changed |= _try_start(ctx, frame, step, st)
+            else:
+                continue
+            if not _open(ctx, frame):
+                break
+            steps = frame.steps
         any_change |= changed
-    if ctx.run["status"] == "running" and not frame.scope.get("done"):
+    if _open(ctx, frame):
         _settle_scope(ctx, frame)
     return any_change
+
+
+def _open(ctx: RunContext, frame: Frame) -> bool:
+    """The run is running and this frame's scope has not finished."""
+    return bool(ctx.run["status"] == "running" and not frame.scope.get("done"))
 
 
 def _settle_scope(ctx: RunContext, frame: Frame) -> None:
@@ -64,9 +81,6 @@ def _settle_scope(ctx: RunContext, frame: Frame) -> None:
 def _try_start(ctx: RunContext, frame: Frame, step: AnyStep, st: dict[str, Any]) -> bool:
     info = ctx.info(frame.name)
     sid = step.id
-    steps = frame.steps
-    if sid not in info.routers and any(steps[d]["status"] not in TERMINAL for d in info.deps[sid]):
-        return False  # the common case, decided cheaply: still waiting on a dependency
     if sid in info.routers and "routed" not in st:
         if sid in info.on_fail_targets and all(
             frame.steps[r]["status"] in TERMINAL for r in info.routers[sid]
