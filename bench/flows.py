@@ -5,7 +5,8 @@ taking turns `--repeat` times (medians, wall and CPU time, the load before and a
 then the CLI path, one `strato flow done` process per transition, beside what Python's
 start-up and the CLI's imports cost alone.
 
-    python -m bench.flows [--steps 1000] [--items 100] [--repeat 3] [--cli 20]
+    python -m bench.flows [--steps 1000] [--items 100] [--repeat 1] [--cli 0]
+    python -m bench.flows --steps 1000 --repeat 3 --cli 20   # what docs/benchmarks.md shows
 """
 
 from __future__ import annotations
@@ -193,8 +194,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--items", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3, help="linear runs per store (medians)")
-    parser.add_argument("--cli", type=int, default=20, help="transitions through the CLI (0: none)")
+    # the defaults keep the one-run form bench.versus times across checkouts
+    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians)")
+    parser.add_argument("--cli", type=int, default=0, help="transitions through the CLI (0: none)")
     args = parser.parse_args()
     spec = linear_spec(args.steps)
     print(f"load average before: {os.getloadavg()[0]:.2f}")

@@ -34,31 +34,46 @@ def advance_run(ctx: RunContext) -> None:
 def _advance(ctx: RunContext, frame: Frame) -> bool:
     """Start every step that can start, repeatedly; True if anything changed. This pass
     runs on every transition over every step, so a step that cannot start is passed
-    over without a call, and the run's status is looked at again only after a call."""
+    over without a call, the run's status is looked at again only after a call, and a
+    pass after the first stops where the previous one last changed something (every
+    step after that was looked at with things as they are) unless it changes something."""
     any_change = False
     changed = True
     info = ctx.info(frame.name)
     deps, routers = info.deps, info.routers
+    stop = len(frame.flow.typed_steps)
     while _open(ctx, frame) and changed:
         changed = False
         if frame.parent is None:
             materialise_carry(ctx, frame)
         steps = frame.steps
-        for step in frame.flow.typed_steps if _open(ctx, frame) else ():
+        last = -1
+        for i, step in enumerate(frame.flow.typed_steps if _open(ctx, frame) else ()):
+            if i > stop and not changed:
+                break
             sid = step.id
             st = steps[sid]
             status = st["status"]
             if status == "running" and isinstance(step, RunStep):
-                changed |= _advance(ctx, ctx.child_frame(frame, step, st))
+                moved = _advance(ctx, ctx.child_frame(frame, step, st))
             elif status == "pending":
-                if sid not in routers and any(steps[d]["status"] not in TERMINAL for d in deps[sid]):
-                    continue  # the common case: still waiting on a dependency
-                changed |= _try_start(ctx, frame, step, st)
+                waiting = False  # the common case, decided by a plain loop (no generator)
+                if sid not in routers:
+                    for d in deps[sid]:
+                        if steps[d]["status"] not in TERMINAL:
+                            waiting = True
+                            break
+                if waiting:
+                    continue
+                moved = _try_start(ctx, frame, step, st)
             else:
                 continue
+            if moved:
+                changed, last = True, i
             if not _open(ctx, frame):
                 break
             steps = frame.steps
+        stop = last
         any_change |= changed
     if _open(ctx, frame):
         _settle_scope(ctx, frame)
