@@ -2,11 +2,13 @@
 against the approach we replaced, rewriting one JSON state file with fsync per
 transition. Both drive the same engine through the same Python API in this process,
 taking turns `--repeat` times (medians, wall and CPU time, the load before and after);
-then the CLI path, one `strato flow done` process per transition, beside what Python's
-start-up and the CLI's imports cost alone.
+`--scale` times the first transitions of longer runs (is a transition's cost flat in the
+run's length?); then the CLI path, one `strato flow done` process per transition, beside
+what Python's start-up and the CLI's imports cost alone.
 
     python -m bench.flows [--steps 1000] [--items 100] [--repeat 1] [--cli 0]
-    python -m bench.flows --steps 1000 --repeat 3 --cli 20   # what docs/benchmarks.md shows
+    python -m bench.flows --steps 1000 --repeat 3 --items 20 --cli 5   # docs/benchmarks.md
+    python -m bench.flows --steps 10 --repeat 1 --items 0 --scale 1000,10000
 """
 
 from __future__ import annotations
@@ -140,6 +142,20 @@ def drive_linear(runs: Runs, spec: str) -> tuple[str, int, float, float]:
     return run_id, transitions, time.perf_counter() - start, time.process_time() - cpu
 
 
+def first_transitions(runs: Runs, steps: int, count: int = 30) -> tuple[float, int]:
+    """The median CPU seconds of the first `count` transitions of a linear run of `steps`
+    steps, and the state's size after them: how a transition's cost grows with the run."""
+    run_id = runs.plan(linear_spec(steps), {}).snap.run_id
+    snap = runs.load(run_id)
+    cpu = []
+    for _ in range(count):
+        start = time.process_time()
+        entry = runs.engine(snap, judge=False).ready()[0]
+        snap = runs.done(run_id, entry["id"], entry["dispatchToken"], {"output": {"n": 1}}).snap
+        cpu.append(time.process_time() - start)
+    return statistics.median(cpu), len(json.dumps(snap.state, sort_keys=True, separators=(",", ":")))
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -197,6 +213,7 @@ def main() -> None:
     # the defaults keep the one-run form bench.versus times across checkouts
     parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians)")
     parser.add_argument("--cli", type=int, default=0, help="transitions through the CLI (0: none)")
+    parser.add_argument("--scale", default="", help="run lengths to time the start of: 1000,10000")
     args = parser.parse_args()
     spec = linear_spec(args.steps)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
@@ -243,6 +260,12 @@ def main() -> None:
             for name, n, secs in fan:
                 print(f"  {name:<24} {n} transitions in {secs:6.2f}s = {n / secs:7.1f}/s")
             print(f"  git / baseline wall time: {fan[0][2] / fan[1][2]:.2f}x")
+
+        if args.scale:
+            print("first 30 transitions of a linear run, git ref store (median CPU per transition)")
+            for steps in (int(n) for n in args.scale.split(",")):
+                cpu, size = first_transitions(git_runs, steps)
+                print(f"  {steps:>6} steps: {cpu * 1000:7.2f} ms CPU; state {size / 1000:7.0f} KB")
 
         if args.cli:
             cli = drive_cli(git_runs.root, spec, args.cli)
