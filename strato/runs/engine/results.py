@@ -31,8 +31,9 @@ def ready(ctx: RunContext) -> list[dict[str, Any]]:
     if ctx.run["status"] != "running":
         return out
     for frame in ctx.frames():
+        steps = frame.steps
         for step in frame.flow.typed_steps:
-            st = frame.steps[step.id]
+            st = steps[step.id]
             if st["status"] == "ready" and isinstance(step, DoStep):
                 out.append(_descriptor(ctx, frame, step, st))
             elif st["status"] == "running" and is_consumer(step):
