@@ -3,7 +3,10 @@ workspace without any I/O of their own, so every front end (CLI, MCP) reports al
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from tropo.check.findings import Finding, failing
@@ -62,11 +65,46 @@ def graded(outcome: Outcome, *, strict: bool = False, lenient: bool = False) -> 
                        summary.graded((outcome.strict or strict) and not lenient))
 
 
-def graph(ws: Workspace, g: Graph) -> dict[str, Any]:
-    return {"root": str(ws.root),
+def graph(root: str, g: Graph) -> dict[str, Any]:
+    """The graph of the workspace at ``root``: nodes by id, edges in the graph's order."""
+    return {"root": root,
             "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
             "edges": [e.as_dict() for e in g.edges],
             "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}}
+
+
+def graph_text(root: str, g: Graph) -> Iterator[str]:
+    """:func:`graph` of the workspace at ``root`` as ``json.dumps(indent=2,
+    ensure_ascii=False)`` writes it, in pieces: at 100k nodes the whole document (and
+    the pure-Python encoder ``indent`` selects) cost more than the graph itself. Every
+    scalar goes through the C encoder."""
+    nodes = sorted(g.nodes.values(), key=lambda n: n.id)
+    yield f'{{\n  "root": {_text(root)},\n  "nodes": '
+    yield from _items(f'{{\n      "id": {_text(n.id)},\n      "type": {_text(n.type)},\n'
+                      f'      "path": {_text(n.path)}\n    }}' for n in nodes)
+    yield ',\n  "edges": '
+    yield from _items(f'{{\n      "from": {_text(e.src)},\n      "field": {_text(e.field)},\n'
+                      f'      "to": {_text(e.dst)},\n'
+                      f'      "broken": {"true" if e.broken else "false"}\n    }}'
+                      for e in g.edges)
+    yield (f',\n  "counts": {{\n    "nodes": {len(g.nodes)},\n    "edges": {len(g.edges)},\n'
+           f'    "broken": {g.broken}\n  }}\n}}')
+
+
+_text = json.JSONEncoder(ensure_ascii=False).encode  # one scalar: the C encoder
+
+
+def _items(items: Iterable[str], batch: int = 2048) -> Iterator[str]:
+    """A JSON list at the second level of an ``indent=2`` document, ``batch`` items a piece."""
+    it = iter(items)
+    first = list(islice(it, batch))
+    if not first:
+        yield "[]"
+        return
+    yield "[\n    " + ",\n    ".join(first)
+    while chunk := list(islice(it, batch)):
+        yield ",\n    " + ",\n    ".join(chunk)
+    yield "\n  ]"
 
 
 def blast_rows(g: Graph, node_id: str, depth: int | None) -> list[tuple[str, tuple[int, str]]]:

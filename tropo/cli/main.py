@@ -281,10 +281,14 @@ def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
 
     Example: tropo graph --rev HEAD --json
     """
+    from tropo.check import incremental
+
     ws = load(root, staged, rev, no_cache)
-    g = ws.graph()
-    if as_json:
-        print_json(reports.graph(ws, g), PRETTY_UNICODE)
+    g = incremental.graph(ws)  # from the warm check's state when there is one
+    if as_json:  # streamed: the same bytes as print_json(reports.graph(ws, g), PRETTY_UNICODE)
+        for piece in reports.graph_text(str(ws.root), g):
+            click.echo(piece, nl=False)
+        click.echo()
         return
     click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
                + (f", {g.broken} broken" if g.broken else ""))
@@ -307,8 +311,10 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
     Example:
       tropo blast agent-workspace --depth 2 --json
     """
+    from tropo.check import incremental
+
     ws = load(root, staged, rev, no_cache)
-    g = ws.graph()
+    g = incremental.graph(ws)  # from the warm check's state when there is one
     try:
         if as_json:
             print_json(reports.blast(ws, g, node_id, depth), PRETTY_UNICODE)
