@@ -67,31 +67,60 @@ def graded(outcome: Outcome, *, strict: bool = False, lenient: bool = False) -> 
 
 def graph(root: str, g: Graph) -> dict[str, Any]:
     """The graph of the workspace at ``root``: nodes by id, edges in the graph's order."""
-    return {"root": root,
-            "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
-            "edges": [e.as_dict() for e in g.edges],
-            "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}}
+    return _whole(_graph(root, g))
 
 
 def graph_text(root: str, g: Graph) -> Iterator[str]:
-    """:func:`graph` of the workspace at ``root`` as ``json.dumps(indent=2,
-    ensure_ascii=False)`` writes it, in pieces: at 100k nodes the whole document (and
-    the pure-Python encoder ``indent`` selects) cost more than the graph itself. Every
-    scalar goes through the C encoder."""
-    nodes = sorted(g.nodes.values(), key=lambda n: n.id)
-    yield f'{{\n  "root": {_text(root)},\n  "nodes": '
-    yield from _items(f'{{\n      "id": {_text(n.id)},\n      "type": {_text(n.type)},\n'
-                      f'      "path": {_text(n.path)}\n    }}' for n in nodes)
-    yield ',\n  "edges": '
-    yield from _items(f'{{\n      "from": {_text(e.src)},\n      "field": {_text(e.field)},\n'
-                      f'      "to": {_text(e.dst)},\n'
-                      f'      "broken": {"true" if e.broken else "false"}\n    }}'
-                      for e in g.edges)
-    yield (f',\n  "counts": {{\n    "nodes": {len(g.nodes)},\n    "edges": {len(g.edges)},\n'
-           f'    "broken": {g.broken}\n  }}\n}}')
+    """:func:`graph` as ``json.dumps(indent=2, ensure_ascii=False)`` writes it, in pieces."""
+    return pieces(_graph(root, g))
 
 
-_text = json.JSONEncoder(ensure_ascii=False).encode  # one scalar: the C encoder
+def _graph(root: str, g: Graph) -> dict[str, Any]:
+    return {"root": root,
+            "nodes": (n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)),
+            "edges": (e.as_dict() for e in g.edges),
+            "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}}
+
+
+def _whole(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document.items()}
+
+
+def pieces(document: dict[str, Any]) -> Iterator[str]:
+    """``json.dumps(document, indent=2, ensure_ascii=False)`` in pieces, for a document of
+    scalars, flat objects and lists (or iterators) of flat objects: at 100k nodes the
+    whole text, and the pure-Python encoder ``indent`` selects, cost more than the graph.
+    Every string goes through the C encoder."""
+    if not document:
+        yield "{}"
+        return
+    sep = "{\n  "
+    for key, value in document.items():
+        yield f"{sep}{_string(key)}: "
+        sep = ",\n  "
+        if isinstance(value, dict):
+            yield _object(value, "  ")
+        elif isinstance(value, (list, Iterator)):
+            yield from _items(_object(item, "    ") for item in value)
+        else:
+            yield _value(value)
+    yield "\n}"
+
+
+_string = json.encoder.encode_basestring  # what ensure_ascii=False writes a str as (C)
+
+
+def _value(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    return _string(value) if isinstance(value, str) else str(value)  # else an int
+
+
+def _object(flat: dict[str, Any], indent: str) -> str:
+    if not flat:
+        return "{}"
+    inner = ",\n  ".join(f"{indent}{_string(k)}: {_value(v)}" for k, v in flat.items())
+    return f"{{\n  {inner}\n{indent}}}"
 
 
 def _items(items: Iterable[str], batch: int = 2048) -> Iterator[str]:
@@ -115,8 +144,18 @@ def blast_rows(g: Graph, node_id: str, depth: int | None) -> list[tuple[str, tup
 
 
 def blast(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> dict[str, Any]:
+    return _whole(_blast(ws, g, node_id, depth))
+
+
+def blast_text(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> Iterator[str]:
+    """:func:`blast` as ``json.dumps(indent=2, ensure_ascii=False)`` writes it, in pieces
+    (UnknownNode before the first)."""
+    return pieces(_blast(ws, g, node_id, depth))
+
+
+def _blast(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> dict[str, Any]:
     rows = blast_rows(g, node_id, depth)
     return {"root": str(ws.root), "target": node_id, "depth": depth,
-            "impacted": [{"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
-                          "distance": dist, "via": via} for nid, (dist, via) in rows],
+            "impacted": ({"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
+                          "distance": dist, "via": via} for nid, (dist, via) in rows),
             "counts": {"impacted": len(rows)}}

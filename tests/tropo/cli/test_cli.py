@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -114,10 +115,10 @@ def test_bare_tropo_runs_check(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "E103" in proc.stdout
 
 
-def test_graph_json_streams_the_bytes_json_dumps_wrote(tmp_path: Path) -> None:
-    """`tropo graph --json` writes its document in pieces; the bytes are the ones
-    `json.dumps(indent=2, ensure_ascii=False)` gives the whole document (an untyped
-    node, broken refs, text that is not ASCII; and an empty graph)."""
+def test_graph_and_blast_json_stream_the_bytes_json_dumps_wrote(tmp_path: Path) -> None:
+    """`tropo graph --json` and `blast --json` write their documents in pieces; the bytes
+    are the ones `json.dumps(indent=2, ensure_ascii=False)` gives the whole document (an
+    untyped node, broken refs, text that is not ASCII; and an empty graph)."""
     _chain(tmp_path)
     write_files(tmp_path, {"nodes/café ü.md": "---\nrelated: [gone, \"a\\u2028\"]\n---\n# Ü\n",
                            "loose.md": "# untyped\n"})
@@ -129,6 +130,12 @@ def test_graph_json_streams_the_bytes_json_dumps_wrote(tmp_path: Path) -> None:
         assert g.broken == broken
         whole = json.dumps(reports.graph(str(ws.root), g), indent=2, ensure_ascii=False) + "\n"
         proc = tropo_cli("graph", "--json", cwd=root)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == whole
+    ws = open_workspace(tmp_path)
+    for depth in (None, 1):
+        whole = json.dumps(reports.blast(ws, ws.graph(), "d", depth), indent=2, ensure_ascii=False) + "\n"
+        proc = tropo_cli("blast", "d", "--json", *(["--depth", "1"] if depth else []), cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == whole
 
@@ -144,3 +151,12 @@ def test_graph_text_is_json_dumps_of_the_graph_document(
     g = Graph({i: Node(i, t, p, "", {}) for i, t, p in nodes}, [Edge(*e) for e in edges])
     assert "".join(reports.graph_text(root, g)) == json.dumps(reports.graph(root, g), indent=2,
                                                               ensure_ascii=False)
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), names)
+
+
+@given(st.dictionaries(names, st.one_of(scalars, st.dictionaries(names, scalars, max_size=3),
+                                        st.lists(st.dictionaries(names, scalars, max_size=3), max_size=3))))
+def test_pieces_are_json_dumps_of_a_document_of_flat_objects(document: dict[str, Any]) -> None:
+    assert "".join(reports.pieces(document)) == json.dumps(document, indent=2, ensure_ascii=False)
