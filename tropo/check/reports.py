@@ -110,17 +110,22 @@ def pieces(document: dict[str, Any]) -> Iterator[str]:
 _string = json.encoder.encode_basestring  # what ensure_ascii=False writes a str as (C)
 
 
+_LITERALS = {None: "null", True: "true", False: "false"}
+
+
 def _value(value: object) -> str:
+    if isinstance(value, str):  # the common case first: ids, types, paths
+        return _string(value)
     if value is None or isinstance(value, bool):
-        return {None: "null", True: "true", False: "false"}[value]
-    return _string(value) if isinstance(value, str) else str(value)  # else an int
+        return _LITERALS[value]
+    return str(value)  # an int
 
 
 def _object(flat: dict[str, Any], indent: str) -> str:
     if not flat:
         return "{}"
-    inner = ",\n  ".join(f"{indent}{_string(k)}: {_value(v)}" for k, v in flat.items())
-    return f"{{\n  {inner}\n{indent}}}"
+    inner = f",\n  {indent}".join([f"{_string(k)}: {_value(v)}" for k, v in flat.items()])
+    return f"{{\n  {indent}{inner}\n{indent}}}"
 
 
 def _items(items: Iterable[str], batch: int = 2048) -> Iterator[str]:
