@@ -129,6 +129,14 @@ def spawn(
     return _detached(argv, cwd, env, log, pass_fds).pid
 
 
+def detach() -> None:
+    """Make this process a session of its own, as :func:`spawn` makes its child: no
+    terminal, and a signal to the group that started it misses it. For a process a shell
+    put in the background (the post-commit hook's second half)."""
+    with contextlib.suppress(OSError):  # a group leader cannot: it was started on its own
+        os.setsid()
+
+
 def spawn_orphan(
     argv: list[str], *, cwd: Path | None = None, log: IO[bytes] | None = None,
     pass_fds: tuple[int, ...] = (),
