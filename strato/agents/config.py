@@ -47,6 +47,11 @@ class AgentSpec:
         fill = {"{prompt}": prompt, "{sandbox}": sandbox}
         return [fill.get(a, a) for a in self.argv]
 
+    def model(self) -> str:
+        """What telemetry records as the model: an endpoint's configured model, else the
+        agent's name (all that is known of a program's model)."""
+        return self.endpoint.model if self.endpoint is not None else self.name
+
 
 @dataclass(frozen=True)
 class GatePolicy:
