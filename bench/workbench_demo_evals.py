@@ -65,7 +65,7 @@ def record(tmp: Path) -> dict[str, Any]:
     source = RepoSource(ws)
     evals = {e: source.eval(e) for e in FLOWS}
     runs = {f"{e}/{r['runId']}": source.eval_run(e, r["runId"], 0, 500)
-            for e, doc in evals.items() for r in doc["results"]}
+            for e, doc in evals.items() for r in doc["rows"]}
     return {"list": source.evals(), "evals": evals, "compare": {"bare/judged": source.compare_evals(*FLOWS)},
             "runs": runs, "root": str(ws)}
 

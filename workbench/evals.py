@@ -83,16 +83,17 @@ def listing(repo: Repository) -> dict[str, Any]:
 
 
 def one(repo: Repository, eval_id: str) -> dict[str, Any]:
-    """One eval: its configuration, numbers and every result, each with where its run is."""
+    """One eval: its configuration, numbers and every result (`rows`, as `strato eval show
+    --json` names them), each with where its run is."""
     config, rows = _load(repo, eval_id)
     work = scratch(repo, eval_id)
     try:
         head = _head(eval_id, config, rows)
-        results = [{**{k: r.get(k) for k in RESULT_KEYS}, "audit": _audit(r.get("runId"), work)}
-                   for r in rows]
+        shown = [{**{k: r.get(k) for k in RESULT_KEYS}, "audit": _audit(r.get("runId"), work)}
+                 for r in rows]
     except UNREADABLE as exc:
         raise Refusal(409, "unreadable_eval", f"eval {eval_id!r} cannot be read: {exc}") from None
-    return {**head, "ref": store.ref(eval_id), "config": config, "results": results,
+    return {**head, "ref": store.ref(eval_id), "config": config, "rows": shown,
             "scratch": {"path": str(work), "present": scratch_present(work)}}
 
 

@@ -333,7 +333,7 @@ def test_eval_refs_never_run_as_script_in_the_evals_view(watched: Watched, repo_
         page.goto(f"http://127.0.0.1:{server.port}/#/evals/a")
         page.locator("tr[data-trial]").first.wait_for()
         assert page.locator("main tr[data-trial] a").count() == 0  # a run id that is no run id opens nothing
-        assert server.get("/api/evals/a").json()["results"][0]["audit"] is None  # nor becomes a command
+        assert server.get("/api/evals/a").json()["rows"][0]["audit"] is None  # nor becomes a command
     assert dialogs == []
     refused = "Failed to load resource: the server responded with a status of 409 (Conflict)"
     assert watched.errors == [refused, refused]  # the unreadable eval, shown and compared: nothing else

@@ -66,7 +66,7 @@ def test_the_sample_evals_are_real_runs_labelled_and_linked_to_their_runs() -> N
     assert compared["difference"]["successRate"] > 0 and compared["flipped"]
     judged = demo.eval("judged")
     assert judged["scratch"]["present"] and not judged["scratch"]["path"].startswith("/")  # no recorder's folder
-    for result in judged["results"]:  # every result opens down to its run's attempts
+    for result in judged["rows"]:  # every result opens down to its run's attempts
         run = demo.eval_run("judged", result["runId"], 0, 50)
         assert run["runId"] == result["runId"] and run["steps"][0]["attempts"]
     with pytest.raises(Refusal) as refused:

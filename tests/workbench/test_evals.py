@@ -51,12 +51,12 @@ def test_the_api_lists_shows_and_compares_evals_read_only(repo_dir: Path) -> Non
         assert "cannot be read" in listed["broken"]["problem"]  # said, and the others still listed
 
         one = server.get("/api/evals/bare").json()
-        assert [(r["task"], r["score"], r["outcome"]) for r in one["results"]] == [
+        assert [(r["task"], r["score"], r["outcome"]) for r in one["rows"]] == [
             ("t0", 1.0, "success"), ("t1", 1.0, "success"), ("t2", 0.0, "failure"), ("t3", 0.0, "failure")]
-        assert one["ref"] == "refs/vivary/evals/bare"
+        assert one["ref"] == "refs/vivary/evals/bare" and one["results"] == one["expected"] == 4
         work = repo_dir / ".git" / "vivary" / "evals" / "bare" / "work"
         assert one["scratch"] == {"path": str(work), "present": False}  # made by no eval run here
-        assert one["results"][0]["audit"] == f"strato flow audit t0-0-abc123 --root {work}"
+        assert one["rows"][0]["audit"] == f"strato flow audit t0-0-abc123 --root {work}"
         gone = server.get("/api/evals/bare/runs/t0-0-abc123")
         assert gone.status == 404 and gone.json()["code"] == "run_not_here"
         assert "strato flow audit" in gone.json()["error"]
@@ -120,6 +120,8 @@ def test_the_evals_view_lists_a_real_eval_compares_two_and_opens_a_results_run(
         result = page.locator("tr[data-task=s01]")
         result.wait_for()
         assert page.locator("[data-scratch=here]").count() == 1
+        assert "success rate 100.0% over 2/2 results" in page.locator("main").inner_text()
+        watched.shot("eval")
         run_id = next(r["runId"] for r in judged_rows if r["task"] == "s01")
         assert result.locator("a").inner_text() == run_id
         assert result.locator("a").get_attribute("title").startswith(f"strato flow audit {run_id} --root ")

@@ -342,7 +342,7 @@
     const a = pick("a", 1), b = pick("b", 0);  // the list is newest first: by default, older -> newer
     const go = (ev) => { ev.preventDefault(); location.hash = `#/compare/${encodeURIComponent(a.value)}/${encodeURIComponent(b.value)}`; };
     show(el("h2", {}, "Evals"),
-      el("p", { class: "muted" }, "Each row is one `strato eval run`, kept on refs/vivary/evals/<id>."),
+      el("p", { class: "muted" }, "Each row is one strato eval run, kept on refs/vivary/evals/<id> (docs/evals.md)."),
       table(["eval", "task set", "flow", "agent", "lanes", "repeat", "success rate", "tokens / task", "last result"], rows),
       good.length >= 2 ? [el("h3", {}, "Compare two runs"),
         el("form", { class: "inline", onsubmit: go }, "A", a, "B", b, el("button", { type: "submit" }, "Compare"))] : null);
@@ -353,7 +353,7 @@
     const where = e.scratch.present
       ? `Its runs are in the scratch repository ${e.scratch.path}; each run below opens here.`
       : `Its runs are not in this clone (the eval ran elsewhere, in that clone's ${e.scratch.path}); run the command shown there.`;
-    const rows = e.results.map((r) => el("tr", { "data-task": r.task, "data-trial": r.trial },
+    const rows = e.rows.map((r) => el("tr", { "data-task": r.task, "data-trial": r.trial },
       el("td", { class: "mono" }, text(r.task)), el("td", {}, text(r.trial)), el("td", {}, text(r.score)),
       el("td", {}, badge(r.outcome)), el("td", {}, text(r.reason)), el("td", {}, text(r.attempts)),
       el("td", {}, text(r.verifierCalls)), el("td", {}, text(r.tokens)), el("td", {}, text(r.wallMs)),
