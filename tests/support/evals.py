@@ -18,13 +18,14 @@ DEMO = ROOT / "strato" / "evals" / "data" / "demo"
 FLOWS = DEMO / "flows"
 
 
-def configure(rate: float = 0.4, feedback_rate: float = 0.1, extra: str = "") -> None:
-    """The user's own agents.toml (`weak`, the judge) and evals.toml (`unittest`)."""
+def configure(rate: float = 0.4, feedback_rate: float = 0.1, extra: str = "", agent_name: str = "weak") -> None:
+    """The user's own agents.toml (`weak` unless named otherwise, the judge) and evals.toml
+    (`unittest`)."""
     home = trust.config_dir()
     home.mkdir(parents=True, exist_ok=True)
     py, agent = json.dumps(sys.executable), DEMO / "agent"
     (home / "agents.toml").write_text(
-        f'[agents.weak]\nargv = [{py}, "{agent / "demo_weak_agent.py"}", "--rate", "{rate}", '
+        f'[agents.{agent_name}]\nargv = [{py}, "{agent / "demo_weak_agent.py"}", "--rate", "{rate}", '
         f'"--feedback-rate", "{feedback_rate}", "{{prompt}}"]\ntimeout_s = 60\n\n'
         f'[judge]\nargv = [{py}, "{agent / "demo_test_judge.py"}", "{{prompt}}"]\ntimeout_s = 60\n{extra}'
     )

@@ -130,4 +130,11 @@ def test_the_evals_view_lists_a_real_eval_compares_two_and_opens_a_results_run(
         shown = page.locator("main").inner_text()
         assert run_id in shown and "failed" in shown and "succeeded" in shown  # the wrong try, then the retry
         assert page.locator("main [data-gate]").count() == 0
-    assert watched.errors == []
+        # the agent's config changed since: the run's spec no longer loads here, so the page
+        # says why and gives the command that shows the run's attempts
+        configure(rate=1.0, feedback_rate=0.0, extra="", agent_name="other")
+        page.reload()
+        page.locator("[data-audit] code").wait_for()
+        assert page.locator("[data-audit] code").inner_text().startswith(f"strato flow audit {run_id} --root ")
+        assert "unknown agent 'weak'" in page.locator("main .unavailable").inner_text()
+    assert watched.errors == ["Failed to load resource: the server responded with a status of 409 (Conflict)"]

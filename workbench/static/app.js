@@ -222,9 +222,20 @@
   // `evalId`: a run of an eval's scratch repository (read only: its gates are not this workspace's)
   async function runView(id, evalId) {
     const base = evalId ? `/api/evals/${encodeURIComponent(evalId)}/runs/` : "/api/runs/";
-    const run = await api(`${base}${encodeURIComponent(id)}?offset=${state.eventsOffset}&limit=100`);
     const crumb = evalId ? [el("a", { href: "#/evals" }, "Evals"), " / ", el("a", { href: "#/evals/" + encodeURIComponent(evalId) }, evalId)]
       : [el("a", { href: "#/runs" }, "Runs")];
+    let run;
+    try {
+      run = await api(`${base}${encodeURIComponent(id)}?offset=${state.eventsOffset}&limit=100`);
+    } catch (err) {
+      if (!evalId || !(err instanceof ApiError)) throw err;
+      // the workbench cannot open this eval's run: say so, and give the command that can
+      const e = await api("/api/evals/" + encodeURIComponent(evalId)).catch(() => null);
+      const row = e ? e.rows.find((r) => r.runId === id) : null;
+      show(el("h2", {}, crumb, " / ", el("span", { class: "mono" }, id)), el("p", { class: "unavailable" }, String(err.message)),
+        row && row.audit ? el("p", { "data-audit": "" }, "At a terminal: ", el("code", {}, row.audit)) : null);
+      return;
+    }
     const steps = run.steps.map((s) => [el("h3", {}, `${s.id} `, badge(s.status), el("span", { class: "muted" }, ` epoch ${s.epoch}, spent ${spent(s.spent)}`)),
       s.attempts.length ? table(["#", "outcome", "reason", "resolution", "decided", "context tokens", "usage", "at"], attemptRows(s)) : el("p", { class: "muted" }, "no attempts yet")]);
     const events = run.events.items.map((e) => el("tr", {},
