@@ -134,7 +134,7 @@ def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None,
             'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
         )
         res = call(spec, prompt, cwd, pacing_dir, exit_zero=True, admit=admit)
-        spent = {"model": spec.name, "usage": res.usage}  # the judge agent, as .vivary/agents.toml names it
+        spent = {"model": spec.model(), "usage": res.usage}  # an endpoint's model, else the judge's name
         if res.failure is not None or not isinstance(res.output, dict):
             return {"holds": False, "reason": res.failure or "judge gave no verdict", **spent}
         verdict = {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}

@@ -68,6 +68,11 @@ class AgentSpec:
         extra = settings.words(self.name, self.takes, given or {})
         return settings.splice(argv, self.argv.index("{prompt}"), extra) if extra else argv
 
+    def model(self) -> str:
+        """What telemetry records as the model: an endpoint's configured model, else the
+        agent's name (all that is known of a program's model)."""
+        return self.endpoint.model if self.endpoint is not None else self.name
+
 
 @dataclass(frozen=True)
 class GatePolicy:

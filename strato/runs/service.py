@@ -433,17 +433,18 @@ class Runs:
         return [e for e in self.engine(snap, judge=False).ready() if e["id"] in picked]
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
-        res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir,
-                   admit=bounds.agent_output)
-        return self.report(run_id, entry, res)
+        agent = self.config.get(entry["agent"])
+        res = call(agent, agent_prompt(entry), self.root, self.pacing_dir, admit=bounds.agent_output)
+        return self.report(run_id, entry, res, agent.model())
 
-    def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
-        """Record what the agent of a ready step gave, with the token it was handed."""
+    def report(self, run_id: str, entry: dict[str, Any], res: CallResult, model: str) -> Outcome:
+        """Record what the agent of a ready step gave, with the token it was handed;
+        ``model`` is what telemetry names (the agent's `AgentSpec.model()`)."""
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
         result["usage"] = {**res.usage, "ms": res.duration_ms}
-        result["telemetry"] = engine_telemetry(entry["agent"], res.duration_ms)
+        result["telemetry"] = engine_telemetry(model, res.duration_ms)
         try:
             return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale

@@ -461,7 +461,7 @@ class _ItemRunner:
                 "stage": i,
                 "attempt": n,
                 "usage": spend,
-                "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
+                "telemetry": dispatches.engine_telemetry(agent.model(), res.duration_ms),
                 "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
                 **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
             }

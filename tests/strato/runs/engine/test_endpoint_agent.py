@@ -46,6 +46,8 @@ def test_a_flow_step_retries_on_an_endpoint_with_the_previous_failure(tmp_path: 
     attempts = state["scope"]["steps"]["classify_text"]["attempts"]
     assert [a.get("failure") is None for a in attempts] == [False, True]
     assert state["flowSpent"]["tokens"] == 2 * USAGE["total_tokens"]
+    debits = [e["detail"] for e in runs.audit(run_id)["events"] if e["type"] == "usage_debit"]
+    assert [d["model"] for d in debits] == ["qwen2.5:7b", "qwen2.5:7b"]  # the endpoint's model, not "claude"
 
 
 def test_a_judged_ensure_is_decided_by_an_endpoint_judge(tmp_path: Path) -> None:
@@ -60,7 +62,7 @@ def test_a_judged_ensure_is_decided_by_an_endpoint_judge(tmp_path: Path) -> None
     asked = stub.requests[-1]["body"]
     assert asked["model"] == "judge-model" and "the text is polite" in asked["messages"][0]["content"]
     assert judged == [{"statement": "the text is polite", "holds": True, "reason": "it is polite",
-                       "stakes": "cheap", "model": "judge", "usage": {"tokens": USAGE["total_tokens"], "usd": 0}}]
+                       "stakes": "cheap", "model": "judge-model", "usage": {"tokens": USAGE["total_tokens"], "usd": 0}}]
 
 
 def test_an_endpoint_that_is_down_fails_the_step_with_its_reason(tmp_path: Path) -> None:
@@ -117,3 +119,38 @@ def _calls_to(stub: Stub) -> list[int]:
         if b"strato.agents.endpointcall" in argv and any(stub.url.encode() in a for a in argv):
             found.append(int(proc.name))
     return found
+
+
+FANOUT = """
+version: 1
+contracts:
+  Word: {word: string}
+flows:
+  entry: main
+  main:
+    input: {words: "string[]"}
+    output: {from: "${shout.output[1]}", contract: Word}
+    steps:
+      - id: shout
+        fanout:
+          over: "${input.words}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - do: "Shout ${item}"
+              out: Word
+"""
+
+
+def test_fanout_telemetry_names_the_endpoints_model(tmp_path: Path) -> None:
+    with chat_server() as stub:
+        ws = _endpoint_workspace(tmp_path, stub, model="llama3.1:8b")
+        stub.replies += ['{"word": "A!"}', '{"word": "B!"}']
+        runs = ws.runs()
+        run_id = runs.plan(FANOUT, {"words": ["a", "b"]}).snap.run_id
+        state = runs.drive(run_id).state
+        debits = [e["detail"] for e in runs.audit(run_id)["events"] if e["type"] == "usage_debit"]
+    assert state["status"] == "completed", state.get("failure")
+    assert [d["model"] for d in debits] == ["llama3.1:8b", "llama3.1:8b"]  # not the agent's name, "claude"
