@@ -24,7 +24,9 @@ def scaffold(dest: Path, *init_args: str) -> Path:
     template = _TEMPLATES.get(key)
     if template is None:
         top = Path(tempfile.mkdtemp(prefix="vivary-scaffold-"))
-        made = run("create-vivary", "init", "ws", "--commit", *init_args, cwd=top)
+        # no heartbeat for the template's commit: a runner still writing its sidecar while
+        # the template is copied made copies that failed, or differed from one another
+        made = run("create-vivary", "init", "ws", "--commit", *init_args, cwd=top, env={"VIVARY_HEARTBEAT": "0"})
         if made.returncode != 0:
             raise AssertionError(f"create-vivary init failed: {made.stderr}")
         template = _TEMPLATES[key] = top / "ws"
