@@ -1,8 +1,14 @@
 """Flow transitions per second: runs stored as commits on a git ref (compare-and-swap)
 against the approach we replaced, rewriting one JSON state file with fsync per
-transition. Both drive the same engine through the same Python API in this process.
+transition. Both drive the same engine through the same Python API in this process,
+taking turns `--repeat` times (medians, wall and CPU time, the load before and after);
+`--scale` times the first transitions of longer runs (is a transition's cost flat in the
+run's length?); then the CLI path, one `strato flow done` process per transition, beside
+what Python's start-up and the CLI's imports cost alone.
 
-    python -m bench.flows [--steps 1000] [--items 100]
+    python -m bench.flows [--steps 1000] [--items 100] [--repeat 1] [--cli 0]
+    python -m bench.flows --steps 1000 --repeat 3 --items 20 --cli 5   # docs/benchmarks.md
+    python -m bench.flows --steps 10 --repeat 1 --items 0 --scale 1000,10000
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -119,8 +127,10 @@ flows:
 """
 
 
-def drive_linear(runs: Runs, spec: str) -> tuple[str, int, float]:
-    start = time.perf_counter()
+def drive_linear(runs: Runs, spec: str) -> tuple[str, int, float, float]:
+    """Plan the flow and report every step's result: the run, its transitions, and the
+    wall and CPU seconds they took."""
+    start, cpu = time.perf_counter(), time.process_time()
     run_id = runs.plan(spec, {}).snap.run_id
     transitions = 1
     snap = runs.load(run_id)
@@ -129,7 +139,54 @@ def drive_linear(runs: Runs, spec: str) -> tuple[str, int, float]:
         snap = runs.done(run_id, entry["id"], entry["dispatchToken"], {"output": {"n": 1}}).snap
         transitions += 1
     assert snap.state["status"] == "completed"
-    return run_id, transitions, time.perf_counter() - start
+    return run_id, transitions, time.perf_counter() - start, time.process_time() - cpu
+
+
+def first_transitions(runs: Runs, steps: int, count: int = 30) -> tuple[float, int]:
+    """The median CPU seconds of the first `count` transitions of a linear run of `steps`
+    steps, and the state's size after them: how a transition's cost grows with the run."""
+    run_id = runs.plan(linear_spec(steps), {}).snap.run_id
+    snap = runs.load(run_id)
+    cpu = []
+    for _ in range(count):
+        start = time.process_time()
+        entry = runs.engine(snap, judge=False).ready()[0]
+        snap = runs.done(run_id, entry["id"], entry["dispatchToken"], {"output": {"n": 1}}).snap
+        cpu.append(time.process_time() - start)
+    return statistics.median(cpu), len(json.dumps(snap.state, sort_keys=True, separators=(",", ":")))
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Run one process: its wall and CPU seconds and what it printed."""
+    start, cpu = time.perf_counter(), children_cpu()
+    out = subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
+    return time.perf_counter() - start, children_cpu() - cpu, out
+
+
+def drive_cli(root: Path, spec: str, count: int) -> dict[str, tuple[float, float]]:
+    """The CLI path: `count` transitions, each one `strato flow done` process, beside a
+    bare interpreter and one that only imports the CLI. Medians (wall, CPU) per process."""
+    strato = str(Path(sys.executable).with_name("strato"))
+    (root / "linear.yaml").write_text(spec)
+    out = timed([strato, "flow", "plan", "linear.yaml", "--id", "cli-bench", "--json"], root)[2]
+    done: list[tuple[float, float]] = []
+    for _ in range(count):
+        entry = json.loads(out)["ready"][0]
+        result = json.dumps({"output": {"n": 1}})
+        argv = [strato, "flow", "done", "cli-bench", entry["id"], "--token", entry["dispatchToken"],
+                "--result", result, "--json"]
+        wall, cpu, out = timed(argv, root)
+        done.append((wall, cpu))
+    bare = [timed([sys.executable, "-c", "pass"], root)[:2] for _ in range(count)]
+    imports = [timed([sys.executable, "-c", "import strato.cli"], root)[:2] for _ in range(count)]
+    return {name: (statistics.median(w for w, _ in rows), statistics.median(c for _, c in rows))
+            for name, rows in (("python -c pass", bare), ("import strato.cli", imports),
+                               ("strato flow done", done))}
 
 
 def drive_fanout(runs: Runs, items: int) -> tuple[int, float]:
@@ -153,39 +210,69 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--items", type=int, default=100)
+    # the defaults keep the one-run form bench.versus times across checkouts
+    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians)")
+    parser.add_argument("--cli", type=int, default=0, help="transitions through the CLI (0: none)")
+    parser.add_argument("--scale", default="", help="run lengths to time the start of: 1000,10000")
     args = parser.parse_args()
     spec = linear_spec(args.steps)
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         git_runs = Runs(workspace(folder))
         json_runs = Runs(git_runs.root)
         (folder / "json").mkdir()
         json_runs.store = FsyncJsonStore(folder / "json")  # type: ignore[assignment]
+        stores = (("git ref (CAS commits)", git_runs), ("JSON file + fsync", json_runs))
 
-        rows = []
-        for name, runs in (("git ref (CAS commits)", git_runs), ("JSON file + fsync", json_runs)):
-            run_id, n, secs = drive_linear(runs, spec)
-            t0 = time.perf_counter()
-            events = len(runs.audit(run_id)["events"])
-            audit_s = time.perf_counter() - t0
-            rows.append((name, n, secs, audit_s, events))
-        print(f"linear flow, {args.steps} steps")
-        for name, n, secs, audit_s, events in rows:
-            print(
-                f"  {name:<24} {n} transitions in {secs:6.2f}s = {n / secs:7.1f}/s;"
-                f" per transition {secs / n * 1000:6.2f} ms; audit {events} events in {audit_s:.3f}s"
-            )
-        ratio = (rows[0][2] / rows[0][1]) / (rows[1][2] / rows[1][1])
-        print(f"  git / baseline time per transition: {ratio:.2f}x (target <= 3x)")
+        print(f"linear flow, {args.steps} steps, {args.repeat} runs per store, taking turns")
+        per: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in stores}
+        ratios = []
+        for i in range(args.repeat):
+            this = {}
+            for name, runs in stores:
+                run_id, n, secs, cpu = drive_linear(runs, spec)
+                t0 = time.perf_counter()
+                events = len(runs.audit(run_id)["events"])
+                audit_s = time.perf_counter() - t0
+                this[name] = secs / n
+                per[name].append((secs / n, cpu / n))
+                print(
+                    f"  {i + 1}: {name:<24} {n} transitions in {secs:6.2f}s = {n / secs:7.1f}/s;"
+                    f" per transition {secs / n * 1000:6.2f} ms wall, {cpu / n * 1000:6.2f} ms CPU;"
+                    f" audit {events} events in {audit_s:.3f}s"
+                )
+            ratios.append(this[stores[0][0]] / this[stores[1][0]])
+        for name, rows in per.items():
+            wall = statistics.median(w for w, _ in rows)
+            cpu = statistics.median(c for _, c in rows)
+            print(f"  median {name:<24} {1 / wall:7.1f}/s;"
+                  f" {wall * 1000:6.2f} ms wall, {cpu * 1000:6.2f} ms CPU")
+        print(f"  git / baseline time per transition: {statistics.median(ratios):.2f}x median"
+              f" ({', '.join(f'{r:.2f}' for r in ratios)})")
 
-        fan = []
-        for name, runs in (("git ref (CAS commits)", git_runs), ("JSON file + fsync", json_runs)):
-            n, secs = drive_fanout(runs, args.items)
-            fan.append((name, n, secs))
-        print(f"fanout, {args.items} items, isolation none (one agent subprocess per item)")
-        for name, n, secs in fan:
-            print(f"  {name:<24} {n} transitions in {secs:6.2f}s = {n / secs:7.1f}/s")
-        print(f"  git / baseline wall time: {fan[0][2] / fan[1][2]:.2f}x")
+        if args.items:
+            fan = []
+            for name, runs in stores:
+                n, secs = drive_fanout(runs, args.items)
+                fan.append((name, n, secs))
+            print(f"fanout, {args.items} items, isolation none (one agent subprocess per item)")
+            for name, n, secs in fan:
+                print(f"  {name:<24} {n} transitions in {secs:6.2f}s = {n / secs:7.1f}/s")
+            print(f"  git / baseline wall time: {fan[0][2] / fan[1][2]:.2f}x")
+
+        if args.scale:
+            print("first 30 transitions of a linear run, git ref store (median CPU per transition)")
+            for steps in (int(n) for n in args.scale.split(",")):
+                cpu, size = first_transitions(git_runs, steps)
+                print(f"  {steps:>6} steps: {cpu * 1000:7.2f} ms CPU; state {size / 1000:7.0f} KB")
+
+        if args.cli:
+            cli = drive_cli(git_runs.root, spec, args.cli)
+            print(f"CLI path, {args.cli} processes each (medians per process)")
+            for name, (wall, cpu) in cli.items():
+                print(f"  {name:<24} {wall * 1000:7.1f} ms wall, {cpu * 1000:7.1f} ms CPU")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

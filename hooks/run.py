@@ -13,8 +13,11 @@ from pathlib import Path
 
 from hooks import registry
 from hooks.scripts import CHAINED_SUFFIX
-from strato.agents.process import run_attached
+from strato.agents.process import detach, run_attached
 from tropo.git import gitcli
+
+# git's hook environment describes the commit in progress; the background half outlives it
+_HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_EDITOR", "GIT_REFLOG_ACTION")
 
 
 def run_chained(script: str, name: str, args: list[str], stdin: bytes) -> int:
@@ -48,6 +51,10 @@ def main(argv: list[str]) -> int:
     stdin = sys.stdin.buffer.read() if name == "pre-push" else b""
     if name == "post-commit-chained":  # the post-commit script's foreground half
         return run_chained(script, "post-commit", args, stdin)
+    if name == "post-commit-actions":  # its background half: on its own, outliving the commit
+        detach()
+        for key in _HOOK_ENV:
+            os.environ.pop(key, None)
     code = 0 if name == "post-commit-actions" else run_chained(script, name, args, stdin)
     if code:
         return code

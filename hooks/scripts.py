@@ -5,10 +5,47 @@ from __future__ import annotations
 import shlex
 
 MARKER = "# vivary-hook 1"
-# post-commit (the heartbeat) adds about 4 ms to a commit (bench.heartbeat)
+# post-commit (the heartbeat) runs shell builtins only for a commit in a burst (bench.heartbeat)
 DEFAULT_HOOKS = ("pre-commit", "pre-merge-commit", "pre-push", "post-commit")
 CHAINED_SUFFIX = ".vivary-chained"
 FIX = "run `vivary hooks install` (or bypass once with --no-verify)"
+
+
+# The post-commit fast path, in shell builtins (no Python, no other program for a commit
+# in a burst): a mark (`pending` in .git/vivary/heartbeat) that names a runner still
+# alive is seen by that runner, and the hook is done. Otherwise it checks the switch and
+# starts the background half, appending its pid to the mark (the Python side marks again
+# itself, safely, when the sidecar is new). The repository's common directory: git's
+# GIT_DIR (a linked worktree's names it in `commondir`), else `.git` where git runs the
+# hook (the top of the work tree), else `git rev-parse`. `git` only from an absolute PATH
+# entry (git puts its own exec path first); no other program. A mark that is not a plain
+# file (a link, a FIFO someone planted) is never written through here: $m becomes
+# /dev/null and the Python side, which replaces such a file, writes the mark.
+HEARTBEAT = (
+    "case ${VIVARY_HEARTBEAT-} in 0|[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo]|[Oo][Ff][Ff]) exit 0;; esac\n"
+    'git_() { g=$(command -v git) && [ "${g#/}" != "$g" ] && "$g" "$@"; }\n'
+    'if [ -n "${GIT_DIR-}" ]; then d=$GIT_DIR\n'
+    '  if [ -f "$d/commondir" ] && read -r c <"$d/commondir"; then\n'
+    '    case $c in /*) d=$c;; *) d=$d/$c;; esac\n'
+    '  fi\n'
+    'elif [ -d .git ] && [ ! -L .git ]; then d=.git\n'
+    'else d=$(git_ rev-parse --git-common-dir 2>/dev/null); fi\n'
+    'd=$d/vivary m=/dev/null\n'
+    'if [ -n "${d%/vivary}" ] && [ -d "$d/heartbeat" ] && [ ! -L "$d" ] && [ ! -L "$d/heartbeat" ]; then\n'
+    '  m=$d/heartbeat/pending\n'
+    '  if [ -f "$m" ] && [ ! -L "$m" ]; then\n'
+    '    p=; while read -r q; do p=$q; done <"$m"\n'
+    '    case $p in ""|0*|*[!0-9]*) ;; *) kill -0 "$p" 2>/dev/null && exit 0;; esac\n'
+    '  elif [ -e "$m" ] || [ -L "$m" ]; then m=/dev/null; fi\n'
+    "fi\n"
+    'case $(git_ config --get vivary.heartbeat 2>/dev/null) in\n'
+    "  0|[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo]|[Oo][Ff][Ff]) exit 0;; esac\n"
+)
+
+# The shell itself lets go of git's stdout and stderr first: git (and whoever reads its
+# output through a pipe) waits for every holder of those pipes, and a shell running a
+# function in the background keeps saved copies of the descriptors it redirects.
+BACKGROUND = 'exec </dev/null >/dev/null 2>&1\nrun post-commit-actions "$0" &\necho $! >>"$m"\nexit 0\n'
 
 
 def render(name: str, python: str) -> str:
@@ -19,7 +56,8 @@ def render(name: str, python: str) -> str:
     or ``tropo/`` folder, a ``bisect.py``) off ``sys.path``: hooks run in the work tree.
     git waits for a hook, and a commit must not wait for the heartbeat, so post-commit
     runs a chained hook (if there is one) in the foreground and our actions in the
-    background, without waiting even for the interpreter to start.
+    background, without waiting even for the interpreter to start, and starts none at
+    all while the runner its mark names is alive (``HEARTBEAT``).
 
     When the interpreter is gone (its virtualenv removed), the hook runs the ``vivary`` on
     PATH instead (``vivary hooks run``), as pre-commit's own hooks do: the checks outlive
@@ -42,7 +80,7 @@ def render(name: str, python: str) -> str:
     )
     if name == "post-commit":
         return (head + f'[ -e "$0{CHAINED_SUFFIX}" ] && run post-commit-chained "$0" "$@"\n'
-                'run post-commit-actions "$0" </dev/null >/dev/null 2>&1 &\nexit 0\n')
+                + HEARTBEAT + BACKGROUND)
     return head + f'run {name} "$0" "$@"\n'
 
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import click
 
-from strato.agentruns.cli import agent
+from strato.agentruns.cli import agent, models_command
 from strato.decide.cli import decide_command, decide_request_command, receipt_command
 from strato.distill.cli import distill
+from strato.evals.cli import eval_group
 from strato.guard.cli import guard
 from strato.heartbeat.cli import heartbeat
+from strato.help import help_command
 from strato.mcp.cli import mcp_command
 from strato.runs.cli.driving import run_cmd
-from strato.runs.cli.group import flow
+from strato.runs.cli.group import flow, query
 from strato.runs.cli.lanes import lanes_command
 from tropo.console import JsonErrorsGroup
 
@@ -33,6 +35,10 @@ main.add_command(heartbeat)
 main.add_command(distill)
 main.add_command(agent)
 main.add_command(lanes_command)
+main.add_command(eval_group)
+main.add_command(query)
+main.add_command(help_command)
+main.add_command(models_command)
 
 
 if __name__ == "__main__":

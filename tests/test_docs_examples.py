@@ -1,13 +1,15 @@
 """Every ```sh block of every docs/ page runs as written, in order, in one fresh
-`create-vivary init --commit` scaffold per page (HOME a scratch folder, so `~/.ssh` and
-`~/.codex` are the test's). A block the page marks `<!-- not run: reason -->` on the line
-before its fence is not executed: it is listed here with its reason, and every command of
-ours it names must exist with the options it shows (checked through `--help`)."""
+`create-vivary init --commit` scaffold per page (a copy of one made per test process),
+HOME a scratch folder, so `~/.ssh` and `~/.codex` are the test's. A block the page marks
+`<!-- not run: reason -->` on the line before its fence is not executed: it is listed here
+with its reason, and every command of ours it names must exist with the options it shows
+(checked through `--help`)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.console import run
+from tests.support.workspaces import made_once
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -73,15 +76,18 @@ RUN_PAGES = [page for page in PAGES if any(b.not_run is None for b in blocks(pag
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=[p.name for p in RUN_PAGES])
-def test_a_pages_blocks_run_in_one_fresh_scaffold(tmp_path: Path, page: Path) -> None:
+def test_a_pages_blocks_run_in_one_fresh_scaffold(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, page: Path
+) -> None:
     env = shell_env(tmp_path)
-    subprocess.run(
-        ["create-vivary", "init", "my-ws", "--preset", "coding", "--commit"],
-        cwd=tmp_path,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+
+    def init(top: Path) -> None:  # once per process, copied per page (it writes nothing to HOME)
+        top.mkdir()
+        subprocess.run(["create-vivary", "init", "my-ws", "--preset", "coding", "--commit"],
+                       cwd=top, env=env, check=True, capture_output=True)
+
+    template = made_once("docs-scaffold", tmp_path_factory.getbasetemp(), init)
+    shutil.copytree(template / "my-ws", tmp_path / "my-ws", symlinks=True)
     for block in blocks(page):
         if block.not_run is None:
             run_block(tmp_path / "my-ws", env, block)

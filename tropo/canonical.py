@@ -39,9 +39,15 @@ def _escape_char(ch: str) -> str:
     return ch
 
 
+# a character `_escape_char` changes: most strings have none and are taken whole
+_ESCAPED = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
+
+
 def js_string(value: str) -> str:
     """`JSON.stringify` of a string: short escapes, lowercase `\\uXXXX` for control
     characters and lone surrogates, everything else raw."""
+    if _ESCAPED.search(value) is None:
+        return '"' + value + '"'
     return '"' + "".join(_escape_char(ch) for ch in value) + '"'
 
 

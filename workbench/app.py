@@ -198,6 +198,12 @@ def create_app(source: Source, served: Served) -> ASGIApp:
         Route("/api/heartbeat/{pid}", handled(proposal), methods=["POST"]),
         Route("/api/lanes", threaded(lambda _: source.lanes())),
         Route("/api/graph", threaded(graph)),
+        Route("/api/evals", threaded(lambda _: source.evals())),
+        Route("/api/evals/{eval_id}", threaded(lambda r: source.eval(r.path_params["eval_id"]))),
+        Route("/api/evals/{a}/compare/{b}", threaded(lambda r: source.compare_evals(
+            r.path_params["a"], r.path_params["b"]))),
+        Route("/api/evals/{eval_id}/runs/{run_id}", threaded(lambda r: source.eval_run(
+            r.path_params["eval_id"], r.path_params["run_id"], _int(r, "offset", 0), _int(r, "limit", 200)))),
     ]
 
     async def not_found(request: Request, exc: Exception) -> Response:

@@ -24,8 +24,11 @@ READ_ONLY = "demo data: nothing is recorded (run `vivary serve` in a workspace t
 
 
 def fixture() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("workbench").joinpath("demo", "sample-run.json")
-                                      .read_text(encoding="utf-8"))
+    """The recorded run and views, with the sample evals (``demo/sample-evals.json``,
+    written by ``python -m bench.workbench_demo_evals`` from real eval runs) beside them."""
+    folder = resources.files("workbench").joinpath("demo")
+    data: dict[str, Any] = json.loads(folder.joinpath("sample-run.json").read_text(encoding="utf-8"))
+    data["evals"] = json.loads(folder.joinpath("sample-evals.json").read_text(encoding="utf-8"))
     return data
 
 
@@ -89,6 +92,25 @@ class DemoSource:
     def lanes(self) -> dict[str, Any]:
         return self._labelled(self.data["lanes"])
 
+    def evals(self) -> dict[str, Any]:
+        return self._labelled(self.data["evals"]["list"])
+
+    def _recorded(self, kind: str, key: str, what: str) -> dict[str, Any]:
+        doc = self.data["evals"][kind].get(key)
+        if doc is None:
+            raise Refusal(404, "eval_not_found" if kind != "runs" else "run_not_found",
+                          f"no {what} {key!r} in the demo data")
+        return self._labelled(doc)
+
+    def eval(self, eval_id: str) -> dict[str, Any]:
+        return self._recorded("evals", eval_id, "eval")
+
+    def compare_evals(self, a: str, b: str) -> dict[str, Any]:
+        return self._recorded("compare", f"{a}/{b}", "comparison")
+
+    def eval_run(self, eval_id: str, run_id: str, offset: int, limit: int) -> dict[str, Any]:
+        return self._recorded("runs", f"{eval_id}/{run_id}", "run")
+
     def graph_page(self) -> str:
         """The recorded graph drawn by this version's `tropo view`."""
         recorded = self.data["graph"]
@@ -107,7 +129,14 @@ class DemoSource:
             "/api/board": self.board(), "/api/guard": self.guard(),
             "/api/guard/review": self.review("", ""), "/api/heartbeat": self.heartbeat(),
             "/api/lanes": self.lanes(), "/api/graph": {"html": self.graph_page()},
+            "/api/evals": self.evals(),
         }
+        recorded = self.data["evals"]
+        views.update({f"/api/evals/{k}": self._labelled(v) for k, v in recorded["evals"].items()})
+        views.update({f"/api/evals/{a}/compare/{b}": self._labelled(v)
+                      for a, b, v in ((*k.split("/"), v) for k, v in recorded["compare"].items())})
+        views.update({f"/api/evals/{e}/runs/{r}": self._labelled(v)
+                      for e, r, v in ((*k.split("/"), v) for k, v in recorded["runs"].items())})
         for run_id, detail in last["details"].items():
             events = detail["events"]["items"]
             paged = {"total": len(events), "offset": 0, "limit": len(events), "items": events}

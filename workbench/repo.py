@@ -28,6 +28,7 @@ from strato.runs.views import documents as views
 from tropo.git import repo as gitrepo
 from tropo.review import view as graph_view
 from tropo.review.layout_cache import LayoutCache
+from workbench import evals as eval_views
 from workbench.source import Refusal, gate_request, page
 
 # refusals of a gate decision that mean "the gate is not as you saw it"
@@ -235,6 +236,26 @@ class RepoSource:
             return {"available": True, **lanes_view(self.root)}
         except Refused as exc:  # a malformed lanes ref: said, never shown as lanes
             raise Refusal(409, exc.code, str(exc)) from None
+
+    # --- evals (read only)
+
+    def evals(self) -> dict[str, Any]:
+        return eval_views.listing(gitrepo.require(self.root))
+
+    def eval(self, eval_id: str) -> dict[str, Any]:
+        return eval_views.one(gitrepo.require(self.root), eval_id)
+
+    def compare_evals(self, a: str, b: str) -> dict[str, Any]:
+        return eval_views.paired(gitrepo.require(self.root), a, b)
+
+    def eval_run(self, eval_id: str, run_id: str, offset: int, limit: int) -> dict[str, Any]:
+        """A result's flow run, read from the eval's scratch repository as any run is."""
+        work = eval_views.scratch(gitrepo.require(self.root), eval_id)
+        if not eval_views.scratch_present(work):
+            raise Refusal(404, "run_not_here", f"eval {eval_id!r} ran elsewhere: its runs are in the "
+                          f"scratch repository {work} of the clone that ran it "
+                          "(`strato flow audit RUN --root` there)")
+        return RepoSource(work).run(run_id, offset, limit)
 
     def graph_page(self) -> str:
         """`tropo view`'s page of the workspace graph."""

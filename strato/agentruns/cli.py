@@ -12,7 +12,7 @@ import click
 
 from strato.agentruns import service
 from strato.agentruns.store import Store
-from strato.agents import groups, trust
+from strato.agents import groups, models, trust
 from strato.agents.config import AgentConfigError
 from tropo.console import REFUSED, USAGE, fail
 from tropo.git.repo import NotARepository, require, workdir
@@ -111,3 +111,23 @@ def cancel_cmd(run_id: str, grace: float, root: Path, as_json: bool) -> None:
     """
     doc = service.cancel(_open(root)[1], run_id, by="cli", grace_s=grace)
     _show(doc, as_json, f"{doc['runId']}: {doc['status']}")
+
+
+@click.command("models")
+@_JSON
+def models_command(as_json: bool) -> None:
+    """The model catalog strato ships: each provider's models, effort levels and the call
+    settings it supports; with --json also the file's SHA-256, its path and the package
+    version.
+
+    \b
+    Example:
+      strato models --json
+    """
+    view = models.catalog_view()
+    if as_json:
+        click.echo(json.dumps(view, sort_keys=True))
+        return
+    for name, provider in sorted(view["catalog"]["providers"].items()):
+        click.echo(f"{name}: models {', '.join(provider['models'])}; effort {', '.join(provider['effort'])}")
+    click.echo(f"catalog {view['path']} (sha256 {view['sha256'][:12]}, vivary-git {view['packageVersion']})")

@@ -14,11 +14,12 @@ from typing import Any
 
 from strato.agentruns.store import BoundedStream, RunDir
 from strato.agents import groups, trust
-from strato.agents.calls import usage
+from strato.agents.calls import start_failure, usage
 from strato.agents.config import AgentConfigError, load_config
 from strato.agents.interpreter import own_python
 from strato.agents.lastjson import last_json_object
 from strato.agents.process import run_process, spawn
+from strato.agents.settings import SettingsError
 
 
 def launch(run: RunDir, root: Path) -> int:
@@ -42,6 +43,8 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
     env = dict(os.environ)
     if req.get("model"):
         env["VIVARY_AGENT_MODEL"] = req["model"]
+    if spec.endpoint is not None:  # the model that answers is the configured one, whatever was asked
+        req = {**req, "model": spec.endpoint.model}
 
     def begun(pgid: int) -> None:
         run.set_proc(pgid)
@@ -54,12 +57,17 @@ def execute(run: RunDir, root: Path) -> dict[str, Any]:
         events.sink = BoundedStream(run.stream)
         return events, BoundedStream(run.stderr)
 
+    try:  # the settings again: the agent's entry may have changed since
+        argv = spec.argv_for(req["prompt"], given=req.get("settings") or {})
+    except SettingsError as exc:
+        run.finish(_error(req, str(exc), started))
+        return run.result() or {}
     done = run_process(  # at its end, children it left behind; at a timeout, the whole group
-        spec.argv_for(req["prompt"]), Path(req["cwd"]), spec.timeout_s, env=env,
+        argv, Path(req["cwd"]), spec.timeout_s, env=env,
         on_start=begun, stop=groups.stop, copies=streams,
     )
     if isinstance(done, str):
-        run.finish(_error(req, f"cannot start agent {spec.name}: {done}", started))
+        run.finish(_error(req, start_failure(spec, done), started))
         return run.result() or {}
     run.set_progress(events.seen)
     run.finish(_outcome(run, req, done.returncode, done.stdout, events.seen, started, spec.timeout_s))

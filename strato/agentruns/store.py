@@ -21,6 +21,8 @@ from tropo.fs.private import PlantedLink, private_folder
 
 STREAM_LIMIT = 4 << 20  # bytes per stream file; with one rotated file, 8 MiB on disk at most
 _ID = re.compile(r"ar-[0-9a-f]{12}")
+# a client's `cancellationId` (Stratum: a fresh UUID) names the foreground run it starts
+_CLIENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def new_id() -> str:
@@ -28,8 +30,8 @@ def new_id() -> str:
 
 
 def valid_id(run_id: str) -> bool:
-    """Ids are ours: anything else (a path, `..`) names no run."""
-    return _ID.fullmatch(run_id) is not None
+    """Ids are ours or a client's UUID: anything else (a path, `..`) names no run."""
+    return _ID.fullmatch(run_id) is not None or _CLIENT_ID.fullmatch(run_id) is not None
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
@@ -129,12 +131,24 @@ class Store:
     def __init__(self, git_dir: Path) -> None:
         self.git_dir = git_dir
 
-    def create(self, request: dict[str, Any]) -> RunDir:
-        """A new run's folder (`PlantedLink` if a folder on the way is a symlink)."""
-        run = RunDir(private_folder(self.git_dir, "agent-runs", create=True) / new_id())
+    def create(self, request: dict[str, Any], run_id: str | None = None) -> RunDir:
+        """A new run's folder, under ``run_id`` when the client chose one (a
+        `cancellationId`; `FileExistsError` if a run has it); `PlantedLink` if a folder
+        on the way is a symlink."""
+        assert run_id is None or valid_id(run_id)
+        run = RunDir(private_folder(self.git_dir, "agent-runs", create=True) / (run_id or new_id()))
         run.path.mkdir()
         _write(run.path / "request.json", request)
         return run
+
+    def all(self) -> list[RunDir]:
+        """Every run of the repository (none when there is no folder yet)."""
+        try:
+            folder = private_folder(self.git_dir, "agent-runs")
+            names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+        except (PlantedLink, OSError):
+            return []
+        return [run for name in names if (run := self.get(name)) is not None]
 
     def get(self, run_id: str) -> RunDir | None:
         """The run of that id; None for an id not ours or a folder planted as a link."""

@@ -15,7 +15,10 @@ from typing import Any
 from strato.agents.config import READ_ONLY, AgentSpec
 from strato.agents.lastjson import last_json_object
 from strato.agents.pacing import pace
-from strato.agents.process import Finished, last_line, run_process
+from strato.agents.process import PROGRAM_NOT_FOUND, Finished, last_line, run_process
+
+# the reason an agent call fails when its program is not there: final, never retried
+AGENT_NOT_FOUND = "agent_not_found"
 
 # why an agent's output may not be taken (``what`` names it in the reason), or None
 Admit = Callable[[Any, str], str | None]
@@ -47,7 +50,7 @@ def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False
     (shared by a call in this process and one a background run recorded on disk). An
     output `admit` refuses is a failure: it never reaches the caller."""
     if isinstance(done, str):
-        return CallResult(None, f"cannot start agent {agent.name}: {done}", {}, 0)
+        return CallResult(None, start_failure(agent, done), {}, 0)
     ms = done.duration_ms
     if done.returncode is None:
         return CallResult(None, f"agent {agent.name} timed out after {agent.timeout_s:g}s", {}, ms)
@@ -63,6 +66,21 @@ def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False
     return CallResult(output, None, usage, ms)
 
 
+def start_failure(agent: AgentSpec, error: str) -> str:
+    """Why the agent did not start, from :func:`run_process`'s start error: a program
+    that is not there is `agent_not_found` (final: no retry could change it)."""
+    if error.startswith(PROGRAM_NOT_FOUND):
+        program = error.removeprefix(PROGRAM_NOT_FOUND).lstrip(": ")
+        return (f"{AGENT_NOT_FOUND}: agent {agent.name}: no program {program!r} "
+                "(install it or fix its argv in agents.toml)")
+    return f"cannot start agent {agent.name}: {error}"
+
+
+def agent_not_found(failure: object) -> bool:
+    """Whether a call's failure is :func:`start_failure`'s missing program."""
+    return isinstance(failure, str) and failure.startswith(f"{AGENT_NOT_FOUND}:")
+
+
 def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:
     """The Claude CLI wraps the answer (`{"type": "result", "result": "<text>"}`); take
     the JSON inside and its cost. Anything else is the output itself."""
@@ -72,14 +90,17 @@ def unwrap(obj: dict[str, Any]) -> tuple[Any, dict[str, float]]:
 
 
 def usage(obj: dict[str, Any]) -> dict[str, float]:
-    """The cost and tokens the Claude CLI's envelope reports, where it reports them."""
+    """The cost and tokens the Claude CLI's envelope reports, where it reports them (an
+    endpoint agent prints the same envelope: :mod:`strato.agents.endpointcall`)."""
     found: dict[str, float] = {}
     cost = obj.get("total_cost_usd")
     if isinstance(cost, int | float) and cost >= 0:
         found["usd"] = float(cost)
     tokens = obj.get("usage", {})
-    if isinstance(tokens, dict):
-        n = sum(v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
+    if isinstance(tokens, dict):  # a total where one is given (an endpoint agent's), else the parts
+        total = tokens.get("total_tokens")
+        n = total if type(total) is int else sum(
+            v for k, v in tokens.items() if k.endswith("tokens") and type(v) is int)
         if n:
             found["tokens"] = n
     return found
@@ -113,7 +134,7 @@ def judge_runner(spec: AgentSpec, cwd: Path, pacing_dir: Path | None = None,
             'Respond with ONLY a JSON object {"holds": true|false, "reason": "..."}.'
         )
         res = call(spec, prompt, cwd, pacing_dir, exit_zero=True, admit=admit)
-        spent = {"model": spec.name, "usage": res.usage}  # the judge agent, as .vivary/agents.toml names it
+        spent = {"model": spec.model(), "usage": res.usage}  # an endpoint's model, else the judge's name
         if res.failure is not None or not isinstance(res.output, dict):
             return {"holds": False, "reason": res.failure or "judge gave no verdict", **spent}
         verdict = {"holds": res.output.get("holds") is True, "reason": str(res.output.get("reason", ""))}

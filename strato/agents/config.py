@@ -13,12 +13,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strato.agents import trust
+from strato.agents import endpoint, settings, trust
 
 # `--` ends option parsing in both CLIs, so a prompt that starts with `-` stays a prompt
+# `settings`: how `stratum_agent_run`'s per-call settings reach each CLI (strato/agents/settings.py)
 BUILTIN: dict[str, dict[str, Any]] = {
-    "claude": {"argv": ["claude", "-p", "--output-format", "json", "--", "{prompt}"], "timeout_s": 900},
-    "codex": {"argv": ["codex", "exec", "-s", "{sandbox}", "--", "{prompt}"], "timeout_s": 900},
+    "claude": {
+        "argv": ["claude", "-p", "--output-format", "json", "--", "{prompt}"], "timeout_s": 900,
+        "settings": {
+            "allowedTools": {"argv": ["--allowedTools", "{value}"]},
+            "disallowedTools": {"argv": ["--disallowedTools", "{value}"]},
+        },
+    },
+    "codex": {
+        "argv": ["codex", "exec", "-s", "{sandbox}", "--", "{prompt}"], "timeout_s": 900,
+        "settings": {
+            "effort": {
+                "argv": ["-c", 'model_reasoning_effort="{value}"'], "values": list(settings.CODEX_EFFORT),
+            },
+        },
+    },
 }
 # `{sandbox}` in an argv: what the agent may write. Read-only in the workspace; an
 # engine fanout item's own worktree is the agent's to write (it is merged back, or not)
@@ -40,11 +54,24 @@ class AgentSpec:
     argv: tuple[str, ...]
     timeout_s: float = 900
     min_interval_s: float = 0
+    endpoint: endpoint.Endpoint | None = None  # a model server, called by our own program in argv
+    takes: Mapping[str, settings.Setting] = field(default_factory=dict)  # its per-call settings
 
-    def argv_for(self, prompt: str, sandbox: str = READ_ONLY) -> list[str]:
-        """The command line for one call: `{prompt}` and `{sandbox}` filled in."""
+    def argv_for(
+        self, prompt: str, sandbox: str = READ_ONLY, given: Mapping[str, Any] | None = None
+    ) -> list[str]:
+        """The command line for one call: `{prompt}` and `{sandbox}` filled in, and the
+        words of the per-call settings ``given`` before the prompt (`SettingsError` for
+        one this agent does not take)."""
         fill = {"{prompt}": prompt, "{sandbox}": sandbox}
-        return [fill.get(a, a) for a in self.argv]
+        argv = [fill.get(a, a) for a in self.argv]
+        extra = settings.words(self.name, self.takes, given or {})
+        return settings.splice(argv, self.argv.index("{prompt}"), extra) if extra else argv
+
+    def model(self) -> str:
+        """What telemetry records as the model: an endpoint's configured model, else the
+        agent's name (all that is known of a program's model)."""
+        return self.endpoint.model if self.endpoint is not None else self.name
 
 
 @dataclass(frozen=True)
@@ -86,7 +113,10 @@ class AgentsConfig:
         if name in self.refused:
             raise trust.Untrusted(self.refused[name], name=WORKSPACE_FILE)
         if name not in self.agents:
-            raise AgentConfigError(f"no agent {name!r} in .vivary/agents.toml")
+            raise AgentConfigError(
+                f"no agent {name!r} in .vivary/agents.toml: configure it as [agents.{name}] "
+                "argv = [...] in your own agents.toml or an approved .vivary/agents.toml"
+            )
         return self.agents[name]
 
     def trusted_judge(self) -> AgentSpec | None:
@@ -99,6 +129,8 @@ class AgentsConfig:
 def _spec(name: str, table: Any) -> AgentSpec:
     if not isinstance(table, dict):
         raise AgentConfigError(f"[agents.{name}] must be a table")
+    if "endpoint" in table:
+        return _endpoint_spec(name, table)
     argv = table.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
         raise AgentConfigError(f"{name}: argv must be a non-empty list of strings")
@@ -106,14 +138,39 @@ def _spec(name: str, table: Any) -> AgentSpec:
         raise AgentConfigError(f"{name}: argv needs exactly one element that is exactly {{prompt}}")
     if sum(a.count("{sandbox}") for a in argv) > argv.count("{sandbox}") or argv.count("{sandbox}") > 1:
         raise AgentConfigError(f"{name}: {{sandbox}} may be one element, exactly {{sandbox}}")
-    unknown = set(table) - {"argv", "timeout_s", "min_interval_s"}
+    unknown = set(table) - {"argv", "timeout_s", "min_interval_s", "settings"}
     if unknown:
         raise AgentConfigError(f"{name}: unknown keys {sorted(unknown)}")
+    try:
+        takes = settings.parse(name, table.get("settings", {}))
+    except settings.SettingsError as exc:
+        raise AgentConfigError(str(exc)) from None
+    if takes and settings.splice(argv, argv.index("{prompt}"), ["?"])[0] == "?":
+        raise AgentConfigError(f"{name}: settings need the program before {{prompt}} in argv")
+    timeout, interval = _numbers(name, table)
+    return AgentSpec(name, tuple(argv), timeout, interval, takes=takes)
+
+
+def _endpoint_spec(name: str, table: dict[str, Any]) -> AgentSpec:
+    """A model server as an agent: its argv is our own call program (bounded a little
+    past the call's own deadline, which ends it first with its reason)."""
+    if "argv" in table:
+        raise AgentConfigError(f"{name}: an agent has argv or endpoint, not both")
+    try:
+        ep = endpoint.parse(name, table)
+    except endpoint.EndpointError as exc:
+        raise AgentConfigError(str(exc)) from None
+    _, interval = _numbers(name, table)
+    return AgentSpec(name, ep.argv(), ep.timeout_s + endpoint.STARTUP_S, interval, ep)
+
+
+def _numbers(name: str, table: dict[str, Any]) -> tuple[float, float]:
+    """`timeout_s` and `min_interval_s`, checked."""
     numbers = {k: table.get(k, d) for k, d in (("timeout_s", 900), ("min_interval_s", 0))}
     for k, v in numbers.items():
         if type(v) not in (int, float) or v < 0 or (k == "timeout_s" and v == 0):
             raise AgentConfigError(f"{name}: {k} must be a positive number")
-    return AgentSpec(name, tuple(argv), float(numbers["timeout_s"]), float(numbers["min_interval_s"]))
+    return float(numbers["timeout_s"]), float(numbers["min_interval_s"])
 
 
 def _read_toml(path: Path, data: bytes) -> dict[str, Any]:
@@ -183,7 +240,10 @@ def _runs(found: Mapping[str, AgentSpec]) -> str:
     """What a file would run, for a refusal: each program's first word."""
     if not found:
         return "no program"
-    return ", ".join(sorted({shlex.quote(spec.argv[0]) for spec in found.values()}))
+    return ", ".join(sorted({
+        f"a model at {spec.endpoint.url}" if spec.endpoint else shlex.quote(spec.argv[0])
+        for spec in found.values()
+    }))
 
 
 def committed_gate_policy(root: Path, data: bytes | None, own: GatePolicy) -> GatePolicy:

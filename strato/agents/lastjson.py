@@ -46,7 +46,7 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     for start, end in reversed(found):
         try:
             value = json.loads(text[start:end])
-        except RecursionError:
+        except (RecursionError, ValueError):  # too deep, or an integer past Python's digit limit
             continue
         if isinstance(value, dict):
             return value

@@ -22,12 +22,13 @@ from typing import IO
 
 
 @contextlib.contextmanager
-def exclusive(path: Path) -> Iterator[IO[bytes] | None]:
-    """The lock on `path` while the block runs, if it is free (None if another holds it)."""
+def exclusive(path: Path, *, wait: bool = False) -> Iterator[IO[bytes] | None]:
+    """The lock on `path` while the block runs, if it is free (None if another holds it);
+    with `wait`, once the holder lets go (never None then)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open_append(path) as fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             yield None
             return

@@ -22,6 +22,9 @@ from typing import IO, Any, Protocol
 
 from strato.agents.interpreter import own_python
 
+# the start error of a program that is not there (ENOENT for argv[0]): nothing a retry
+# could change, so a caller gives up at once (the agents: `agent_not_found`)
+PROGRAM_NOT_FOUND = "program not found"
 MAX_KEPT = 1 << 20  # keep the last MiB of stdout: an agent's result is at the end
 STDERR_KEPT = 4096
 # the orphan's parent exits at once, so the program is reparented and nobody must reap
@@ -59,13 +62,14 @@ def run_process(
     copies: Callable[[], tuple[Sink | None, Sink | None]] | None = None,
 ) -> Finished | str:
     """Run argv in its own process group, bounded in time and in output kept; a string
-    when it cannot be started. `on_start` is told the group's id as soon as it exists
-    (a background run records it to stop it). When the program ends or times out its
-    group is stopped, by `stop` (default: SIGKILL at once); `on_exit` is called then,
-    before the pipes are drained (a background dispatch stops there what left the group
-    and may hold them open). `copies` get every chunk of stdout and stderr as it comes
-    (and are closed at its end): the whole stream, where the result keeps only a tail;
-    they are made once the program has started."""
+    when it cannot be started (`PROGRAM_NOT_FOUND: argv[0]` when there is no such
+    program). `on_start` is told the group's id as soon as it exists (a background run
+    records it to stop it). When the program ends or times out its group is stopped, by
+    `stop` (default: SIGKILL at once); `on_exit` is called then, before the pipes are
+    drained (a background dispatch stops there what left the group and may hold them
+    open). `copies` get every chunk of stdout and stderr as it comes (and are closed at
+    its end): the whole stream, where the result keeps only a tail; they are made once
+    the program has started."""
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -77,6 +81,10 @@ def run_process(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+    except FileNotFoundError as exc:
+        if exc.filename == argv[0]:  # else the missing file is the folder to run in
+            return f"{PROGRAM_NOT_FOUND}: {argv[0]}"
+        return str(exc.strerror or exc)
     except OSError as exc:
         return str(exc.strerror or exc)
     if on_start is not None:
@@ -119,6 +127,14 @@ def spawn(
     terminal, and a signal to our group misses it), stdin empty, stdout and stderr
     appended to `log` (else dropped), no descriptor of ours but `pass_fds`. Its pid."""
     return _detached(argv, cwd, env, log, pass_fds).pid
+
+
+def detach() -> None:
+    """Make this process a session of its own, as :func:`spawn` makes its child: no
+    terminal, and a signal to the group that started it misses it. For a process a shell
+    put in the background (the post-commit hook's second half)."""
+    with contextlib.suppress(OSError):  # a group leader cannot: it was started on its own
+        os.setsid()
 
 
 def spawn_orphan(

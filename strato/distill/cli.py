@@ -23,6 +23,11 @@ def _options(fn: Any) -> Any:
                           "~/.claude/projects/)."),
         click.option("--codex", "codex", multiple=True, type=click.Path(path_type=Path),
                      help="A Codex sessions folder to read (default: ~/.codex/sessions)."),
+        click.option("--all", "everything", is_flag=True,
+                     help="Scan every project folder under --projects-root at once (calls made "
+                          "anywhere count; Codex sessions only from --codex)."),
+        click.option("--projects-root", type=click.Path(path_type=Path),
+                     help="With --all: the folder of project folders (default: ~/.claude/projects)."),
         click.option("--min-count", type=click.IntRange(min=2), default=3, show_default=True,
                      help="Occurrences a workflow needs (across at least two sessions)."),
         click.option("--window-days", type=click.IntRange(min=1), help="Only calls this recent."),
@@ -32,14 +37,23 @@ def _options(fn: Any) -> Any:
     return fn
 
 
-def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...]) -> tuple[Path, service.Sources]:
+def _setup(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], everything: bool,
+           projects_root: Path | None) -> tuple[Path, service.Sources]:
     top = gitcli.toplevel(root) if root.is_dir() else None
     if top is None:
         fail(f"{root} is not inside a git work tree; pass --root", code="not_a_repository",
              prog="strato distill")
-    for folder in (*projects, *codex):
+    if projects_root is not None and not everything:
+        fail("--projects-root is read only with --all", prog="strato distill")
+    if everything and projects:
+        fail("--all scans every project folder: give --project or --all, not both", prog="strato distill")
+    if everything:
+        projects_root = projects_root or service.default_projects_root()
+    for folder in (*projects, *codex, *([projects_root] if projects_root else [])):
         if not folder.is_dir():
             fail(f"no such transcript folder: {folder}", prog="strato distill")
+    if projects_root is not None:
+        return top, service.all_projects(projects_root, list(codex))
     default = service.default_sources(top)
     return top, service.Sources(list(projects) or default.claude,
                                 list(codex) or ([] if projects else default.codex))
@@ -53,6 +67,7 @@ def distill() -> None:
     Examples:
       strato distill stats --json
       strato distill top --project ~/.claude/projects/-home-me-repo
+      strato distill stats --all --projects-root ~/.claude/projects
       strato distill extract --min-count 3 --window-days 30   # stages candidates
       strato heartbeat apply skill-0123456789ab                # a person decides
     """
@@ -60,13 +75,14 @@ def distill() -> None:
 
 @distill.command("stats")
 @_options
-def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
-                  window_days: int | None, as_json: bool) -> None:
+def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], everything: bool,
+                  projects_root: Path | None, min_count: int, window_days: int | None,
+                  as_json: bool) -> None:
     """Count files, lines, calls and what was skipped; stages nothing.
 
     Example: strato distill stats --json
     """
-    top, sources = _setup(root, projects, codex)
+    top, sources = _setup(root, projects, codex, everything, projects_root)
     value = service.stats_document(top, sources, min_count, window_days)
     click.echo(json.dumps(value, sort_keys=True) if as_json else
                "\n".join(untrusted.line(f"{k}: {v}") for k, v in sorted(value.items())))
@@ -76,12 +92,13 @@ def stats_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...
 @click.option("--n", "limit", type=click.IntRange(min=1), default=10, show_default=True)
 @_options
 def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...],
-                min_count: int, window_days: int | None, as_json: bool) -> None:
+                everything: bool, projects_root: Path | None, min_count: int, window_days: int | None,
+                as_json: bool) -> None:
     """The most repeated workflows; stages nothing.
 
     Example: strato distill top --n 5 --project ~/.claude/projects/-home-me-repo
     """
-    top, sources = _setup(root, projects, codex)
+    top, sources = _setup(root, projects, codex, everything, projects_root)
     value = service.top_document(top, sources, window_days, limit)
     rows = value["workflows"]
     click.echo(json.dumps(value, sort_keys=True) if as_json else
@@ -91,13 +108,14 @@ def top_command(limit: int, root: Path, projects: tuple[Path, ...], codex: tuple
 
 @distill.command("extract")
 @_options
-def extract_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], min_count: int,
-                    window_days: int | None, as_json: bool) -> None:
+def extract_command(root: Path, projects: tuple[Path, ...], codex: tuple[Path, ...], everything: bool,
+                    projects_root: Path | None, min_count: int, window_days: int | None,
+                    as_json: bool) -> None:
     """Stage a SKILL.md candidate (both skill folders) for each third-strike workflow.
 
     Example: strato distill extract --min-count 3 --window-days 30
     """
-    top, sources = _setup(root, projects, codex)
+    top, sources = _setup(root, projects, codex, everything, projects_root)
     staged = service.extract(top, sources, min_count, window_days)
     click.echo(json.dumps({"candidates": staged, "applied": False}, sort_keys=True) if as_json else
                "\n".join(f"{c['outcome']:<8} {c['id']}  {untrusted.line(c['title'])}" for c in staged)

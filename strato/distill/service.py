@@ -19,17 +19,32 @@ DAY = 86400
 
 @dataclass(frozen=True)
 class Sources:
+    """The transcript folders to read. ``everywhere``: keep calls made in any directory
+    (a multi-project scan), not only those inside the repository."""
+
     claude: list[Path]
     codex: list[Path]
+    everywhere: bool = False
+
+
+def default_projects_root() -> Path:
+    """Claude Code's folder of project folders (``CLAUDE_CONFIG_DIR`` honoured)."""
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / "projects"
+
+
+def all_projects(projects_root: Path, codex: list[Path]) -> Sources:
+    """Stratum's ``--all --projects-root``: every project folder under ``projects_root``
+    at once, each call counted wherever it was made."""
+    folders = sorted(p for p in projects_root.iterdir() if p.is_dir() and not p.is_symlink())
+    return Sources(folders, codex, everywhere=True)
 
 
 def default_sources(root: Path) -> Sources:
     """Claude Code's project folder for ``root`` and Codex's sessions folder (both
     honour their tools' own ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME``)."""
-    home = Path.home()
-    claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
-    return Sources([transcripts.claude_project_dir(claude_home, root)], [codex_home / "sessions"])
+    codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    project = transcripts.claude_project_dir(default_projects_root().parent, root)
+    return Sources([project], [codex_home / "sessions"])
 
 
 def scan(root: Path, sources: Sources, window_days: int | None,
@@ -37,7 +52,7 @@ def scan(root: Path, sources: Sources, window_days: int | None,
     stats = transcripts.Stats()
     now = time.time() if now is None else now
     since = now - window_days * DAY if window_days is not None else None
-    calls = transcripts.read_all(sources.claude, sources.codex, root, stats)
+    calls = transcripts.read_all(sources.claude, sources.codex, None if sources.everywhere else root, stats)
     found = miner.workflows(miner.sessions(calls, since))
     return found, stats
 

@@ -1,5 +1,6 @@
-"""`strato guard verify | review`: whether every ledger entry was allowed, for the whole
-history or for the entries a change adds."""
+"""`strato guard verify | review | descriptors`: whether every ledger entry was allowed, for
+the whole history or for the entries a change adds, and what the installed upgrade
+descriptors are and whether they verify."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from pathlib import Path
 
 import click
 
+from strato.guard import signedops
 from strato.guard.errors import GuardError
 from strato.guard.review import review as run_review
 from strato.guard.terminal import json_option, refuse, repo_of, root_option
 from strato.guard.verify import verify_repository
-from tropo.console import CANONICAL, print_json
+from tropo.console import CANONICAL, REFUSED, print_json
 from tropo.git import repo as gitrepo
 from tropo.git.types import Repository
 from tropo.untrusted import visible
@@ -120,3 +122,36 @@ def review_command(
         for brk in report.verify.breaks:
             click.echo(f"break: {visible(brk)}", err=True)
     sys.exit(0 if report.ok else 1)
+
+
+@click.command("descriptors")
+@root_option
+@json_option
+def descriptors_command(root: Path, as_json: bool) -> None:
+    """List the signed upgrade descriptors HEAD installs (.vivary/guard/upgrades.json),
+    the allowed signers and whether the file's signature verifies. Read-only: applying
+    one is the MCP tool's alone. Exit 0 when the file verifies or there is none, 1 when
+    it is present and does not verify.
+
+    \b
+    Example:
+      strato guard descriptors --json
+    """
+    try:
+        view = signedops.descriptors_view(repo_of(root))
+    except GuardError as exc:
+        refuse(exc)
+    if as_json:
+        print_json(view, CANONICAL)
+    else:
+        for d in view["descriptors"]:
+            click.echo(visible(f"{d['id']}  from {d['from_checksum'][:12]}  {d['rationale']}"))
+        for s in view["signers"]:
+            click.echo(visible(f"signer {', '.join(s['principals'])}  {s['fingerprint']}"))
+        if view["signers_error"]:
+            click.echo(visible(f"signers: {view['signers_error']}"))
+        state = "none at HEAD" if not view["installed"] else \
+            "verified" if view["verified"] else f"not verified: {view['reason']}"
+        click.echo(visible(f"{view['path']}: {state}"))
+    if view["installed"] and not view["verified"]:
+        sys.exit(REFUSED)

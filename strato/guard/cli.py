@@ -17,7 +17,7 @@ import click
 
 from strato.agents.process import run_attached
 from strato.guard import authz, consent, engine, store
-from strato.guard.checks_cli import review_command, verify_command
+from strato.guard.checks_cli import descriptors_command, review_command, verify_command
 from strato.guard.errors import GuardError
 from strato.guard.terminal import json_option, pin_followed, refuse, repo_of, root_option
 from strato.guard.upkeep_cli import migrate_store_command, pin_command, trust_command, unlock_command
@@ -204,3 +204,4 @@ guard.add_command(pin_command)
 guard.add_command(unlock_command)
 guard.add_command(migrate_store_command)
 guard.add_command(trust_command)
+guard.add_command(descriptors_command)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strato.agents.calls import call
 from strato.agents.config import AgentSpec
 from strato.agents.process import run_process
 from strato.guard.config import CONFIG_PATH, GuardConfig
@@ -160,19 +161,6 @@ _BUILTINS: dict[str, Callable[[Evidence, Any], tuple[bool, str]]] = {
 }
 
 
-def last_json_object(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):  # a judge's output is untrusted text
-                continue
-            if isinstance(obj, dict):
-                return obj
-    return None
-
-
 def _judge(ev: Evidence, pred: Predicate, context: dict[str, Any]) -> tuple[bool, str]:
     if ev.judge is None:
         return False, "LLM-tier predicates present but no verifier available"
@@ -180,10 +168,12 @@ def _judge(ev: Evidence, pred: Predicate, context: dict[str, Any]) -> tuple[bool
         'You are the guard\'s judge. Answer with one JSON line {"met": true|false, '
         '"evidence": "..."}.\nStatement: ' + pred.statement + "\nContext: " + json.dumps(context)
     )
-    code, out = run_group(ev.judge.argv_for(prompt), ev.root, ev.judge.timeout_s)
-    answer = last_json_object(out) if code == 0 else None
-    if answer is None or not isinstance(answer.get("met"), bool):
-        return False, f"judge gave no verdict ({out if code is None else f'exit {code}'})"
+    # the one way an agent is called (a CLI or a model endpoint, its envelope unwrapped);
+    # a judge grants trust, so a non-zero exit is no verdict even after printing one
+    res = call(ev.judge, prompt, ev.root, exit_zero=True)
+    answer = res.output
+    if not isinstance(answer, dict) or not isinstance(answer.get("met"), bool):
+        return False, f"judge gave no verdict ({res.failure or 'no boolean met'})"
     return answer["met"], str(answer.get("evidence", ""))[:500]
 
 

@@ -17,7 +17,7 @@ from strato.guard.canonical import payload_digest, sha256_hex
 from strato.guard.errors import GuardError
 from tropo.git import repo as gitrepo
 from tropo.git.snapshot import read_file
-from tropo.git.types import Repository
+from tropo.git.types import Commit, Repository
 
 
 def override(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,11 +112,11 @@ def upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
     return append.commit(repo, rid, step)
 
 
-def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
-    """Apply a signed upgrade descriptor committed at HEAD."""
-    f = rq.fields(req, ("resource_id", "descriptor_id"), {})
-    rid, ident = f["resource_id"], f["descriptor_id"]
-    head = gitrepo.head_commit(repo)
+def _verified_descriptors(
+    repo: Repository, head: Commit | None
+) -> tuple[bytes, authz.Signer, dict[str, Any]]:
+    """The descriptor file ``head`` (HEAD, read once by the caller) records, its signer
+    and the authorization, or ``upgrade_descriptor_unavailable`` saying why not."""
     data, armor = read_file(head, descriptors.PATH), read_file(head, descriptors.SIG_PATH)
     if data is None or armor is None:
         raise GuardError(
@@ -129,6 +129,44 @@ def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
         )
     except GuardError as exc:
         raise GuardError("upgrade_descriptor_unavailable", exc.message) from exc
+    return data, signer, auth
+
+
+def descriptors_view(repo: Repository) -> dict[str, Any]:
+    """`strato guard descriptors`: the descriptors HEAD installs, the signers its trust
+    root lists and whether the file verifies. Read-only: it grants nothing (applying one
+    stays the MCP server's, whose environment a caller cannot point elsewhere)."""
+    head = gitrepo.head_commit(repo)
+    try:
+        trusted = authz.trusted_signers(head)
+        signers = [{"principals": list(s.principals), "fingerprint": s.key.fingerprint,
+                    "namespaces": None if s.namespaces is None else list(s.namespaces)} for s in trusted]
+        signers_error = None
+    except GuardError as exc:
+        signers, signers_error = [], exc.message
+    out: dict[str, Any] = {"path": descriptors.PATH, "signature_path": descriptors.SIG_PATH,
+                           "signers": signers, "signers_error": signers_error}
+    data = read_file(head, descriptors.PATH)
+    out["installed"] = data is not None
+    try:
+        found = descriptors.parse(data) if data is not None else {}
+    except GuardError as exc:
+        return {**out, "descriptors": [], "verified": False, "signer": None, "reason": exc.message}
+    listed = [{"id": d.id, "rationale": d.rationale, "from_checksum": d.from_checksum,
+               "to_policy": d.to_policy} for d in found.values()]
+    try:
+        _, signer, _ = _verified_descriptors(repo, head)
+    except GuardError as exc:
+        return {**out, "descriptors": listed, "verified": False, "signer": None, "reason": exc.message}
+    return {**out, "descriptors": listed, "verified": True, "signer": signer.to_json(), "reason": None}
+
+
+def apply_upgrade(repo: Repository, req: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply a signed upgrade descriptor committed at HEAD."""
+    f = rq.fields(req, ("resource_id", "descriptor_id"), {})
+    rid, ident = f["resource_id"], f["descriptor_id"]
+    head = gitrepo.head_commit(repo)
+    data, signer, auth = _verified_descriptors(repo, head)
     found = descriptors.parse(data).get(ident) if isinstance(ident, str) else None
     if found is None:
         raise GuardError(

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from strato.evals.promotion import PromotionError
+from strato.evals.promotion import line as promotion_line
 from strato.heartbeat import apply as decisions
 from strato.heartbeat import deep as deep_review
 from strato.heartbeat.engine import HeartbeatError, run
@@ -122,6 +124,8 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
     lines = [f"{shown(record['id'])} ({shown(record['revision'])}) [{shown(record['status'])}] "
              f"{shown(store.title(record))}"]
     lines += [f"  evidence: {shown(e)}" for e in record.get("evidence", [])]
+    lines += [f"  promotion: {'passed' if e.get('passed') else 'refused'}: {promotion_line(e)}"
+              for e in record.get("promotion", [])]
     if isinstance(record.get("rewrite"), dict):
         agent = shown(record["rewrite"].get("agent"))
         lines.append(f"  rewritten by agent {agent} (the draft is `title`/`files`)")
@@ -137,16 +141,21 @@ def show_command(pid: str, root: Path, as_json: bool) -> None:
 @json_option
 def apply_command(pid: str, root: Path, as_json: bool) -> None:
     """Write the proposal on a new branch heartbeat/ID; your branch, index and files stay.
+    A skill or playbook proposal must first pass your [promotion] eval, if you set one
+    (docs/evals.md).
+    A memory line goes to the private, git-ignored MEMORY.md instead (nothing committed).
 
     Example: strato heartbeat apply playbook-0123456789ab
     """
     try:
         result = decisions.apply(_root(root), pid)
-    except store.UnknownProposal as exc:
+    except (store.UnknownProposal, PromotionError) as exc:
         fail(str(exc), USAGE, prog="strato heartbeat")
     except (decisions.Refused, gitcli.GitError) as exc:
         fail(str(exc), REFUSED, prog="strato heartbeat")
-    emit(as_json, result, f"applied {pid} on branch {result['branch']} ({result['commit'][:12]})")
+    where = f"to {result['file']}" if "file" in result else \
+        f"on branch {result['branch']} ({result['commit'][:12]})"
+    emit(as_json, result, f"applied {pid} {where}")
 
 
 @heartbeat.command("reject")

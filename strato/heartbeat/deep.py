@@ -25,8 +25,8 @@ CHOICES = {"a": "apply", "r": "reject", "s": "skip"}
 
 def question(record: dict[str, Any]) -> tuple[str, str]:
     """The text shown for one proposal and the answers it accepts (``apply`` only for a
-    proposal that writes files: the others are acted on by hand)."""
-    keys = "ars" if record.get("files") else "rs"
+    proposal that writes files or a memory line: the others are acted on by hand)."""
+    keys = "ars" if record.get("files") or record.get("kind") == "memory" else "rs"
     shown = untrusted.line
     lines = [f"[{shown(record.get('kind'))}] {shown(record['id'])}: {shown(store.title(record))}"]
     lines += [f"  evidence: {shown(e)}" for e in list(record.get("evidence") or [])[:5]]

@@ -5,8 +5,8 @@ what it reverted), a flow step that failed and then passed (the run's chain comm
 each attempt), a guard edge moved by a signed override instead of its evidence (the
 ledger line), and a commit the pre-commit hook refused (the refusal recorded in the
 private sidecar, see :mod:`strato.heartbeat.refusals`). Memory is private
-(``MEMORY.md`` is ignored), so a memory proposal changes no file: a person copies the
-line, and ``apply`` refuses to commit a private file. Every text taken from a source
+(``MEMORY.md`` is ignored), so applying a memory proposal commits nothing: it adds the
+line under ``## Lessons`` in the private file (:func:`with_lesson`). Every text taken from a source
 the writer chose (a reason, a rationale, a hook's message) is redacted and kept to one
 line, its hidden characters shown, so it can neither leak a key nor add lines or escape
 sequences to the report.
@@ -106,3 +106,29 @@ def override_lessons(resource_id: str, entries: Iterable[Mapping[str, Any]]) -> 
             (f"guard ledger {one_line(resource_id, 80)} line {line}: "
              f"entry {one_line(entry.get('entry_digest'), 80)}",)))
     return found
+
+
+MEMORY = "MEMORY.md"  # the private memory file at the workspace's top (git-ignored)
+LESSONS = "## Lessons"
+NEW_MEMORY = "# MEMORY (private: ignored by git)\n"
+
+
+def with_lesson(text: str | None, line: str) -> str:
+    """``text`` (MEMORY.md, None when there is none yet) with ``line`` as the last item of
+    its ``## Lessons`` section (the section added at the end when missing); a line already
+    there is not added twice, and nothing else in the file moves."""
+    lines = (text if text is not None else NEW_MEMORY).splitlines()
+    item = f"- {line}"
+    if item in lines:
+        return text if text is not None else NEW_MEMORY
+    if LESSONS not in lines:
+        lines += ["", LESSONS] if lines and lines[-1].strip() else [LESSONS]
+    start = lines.index(LESSONS)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    new = ["", item] if end == start + 1 else [item]
+    if end == start + 1 and end < len(lines) and lines[end].startswith("#"):
+        new.append("")  # an empty section right before the next heading keeps its gap
+    lines[end:end] = new
+    return "\n".join(lines) + "\n"

@@ -1,14 +1,18 @@
-"""The post-commit heartbeat: the hook only leaves a mark and starts a detached runner.
+"""The post-commit heartbeat: the hook leaves a mark, and a runner drains the marks.
 
-The hook (:func:`post_commit`) writes ``pending`` in the sidecar and, unless a runner
-already holds the lock, starts ``python -m strato.heartbeat.runner ROOT`` in its own
-session with no terminal and no pipes, then returns: git never waits for the heartbeat.
-The runner holds ``run.lock`` with ``fcntl.flock`` (`strato.agents.locks`; the kernel releases it when the
-process dies, even by kill -9), waits ``debounce_ms`` for a burst to end, clears the
-mark and runs; a mark left while it ran means one more run. A runner killed mid-run
-leaves its mark aside, so the next one redoes that run (its proposals are already
-staged, so nothing is proposed twice). So a rebase of 50 commits
-gives one or two runs, never 50, and never two at once in one repository.
+The installed ``sh`` hook (``hooks/scripts.py``) writes no Python for a commit that only
+adds to a burst: if ``pending`` in the sidecar names a runner that is still alive, that
+runner will see the new commit, and the hook is done. Otherwise it starts
+``hooks.run post-commit-actions`` in the background (appending its pid to ``pending``),
+which calls :func:`post_commit` here: mark, wait for ``run.lock``, drain.
+The lock is held with ``fcntl.flock`` (`strato.agents.locks`; the kernel releases it
+when the process dies, even by kill -9); the holder waits ``debounce_ms`` for a burst to
+end, moves the mark aside and runs; a mark left while it ran means one more run. A
+runner killed mid-run leaves its mark aside, so the next one redoes that run (its
+proposals are already staged, so nothing is proposed twice); a runner killed before
+that leaves its dead pid in the mark, so the next commit starts another. So a rebase of
+50 commits starts one or two interpreters and gives one or two runs, never 50, and
+never two at once in one repository.
 """
 
 from __future__ import annotations
@@ -17,34 +21,33 @@ import contextlib
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
-from strato.agents.interpreter import own_python
-from strato.agents.locks import exclusive
-from strato.agents.process import spawn
+from strato.agents.locks import exclusive, open_append
 from strato.proposals import switch
 from strato.proposals.store import sidecar
 
-# git's hook environment describes the commit in progress; the runner outlives it
-_HOOK_ENV = ("GIT_INDEX_FILE", "GIT_DIR", "GIT_WORK_TREE", "GIT_PREFIX", "GIT_EDITOR", "GIT_REFLOG_ACTION")
-
 
 def post_commit(root: Path) -> None:
-    """The hook's action: mark, and start a runner unless one is running. It never
-    raises (hooks.run also guards it) and never waits for the heartbeat."""
+    """The hook's background half: mark, then run once whatever runner holds the lock
+    now lets go (it may take this mark itself). It never raises: a commit is never
+    failed by its heartbeat, and its last error goes to ``runner.log``."""
     try:
         if not switch.enabled(root):
             return
         side = sidecar(root)
         side.mkdir(parents=True, exist_ok=True)
-        (side / "pending").touch()
-        with exclusive(side / "run.lock") as lock:
-            if lock is None:
-                return  # the running runner sees the mark when it finishes
-        env = {k: v for k, v in os.environ.items() if k not in _HOOK_ENV}
-        spawn(own_python("-m", "strato.heartbeat.runner", str(root)), cwd=root, env=env)
-    except Exception as exc:  # a commit is never failed by its heartbeat
+        with open_append(side / "pending"):  # never through a link planted in its place
+            pass
+    except Exception as exc:
         print(f"vivary: heartbeat not started: {exc}", file=sys.stderr)
+        return
+    try:
+        drain(root, wait=True)
+    except Exception:
+        with contextlib.suppress(OSError):
+            (side / "runner.log").write_text(traceback.format_exc())
 
 
 def _work(side: Path) -> bool:
@@ -59,23 +62,25 @@ def _take_mark(side: Path) -> None:
         os.replace(side / "pending", side / "pending.taken")
 
 
-def drain(root: Path) -> int:
+def drain(root: Path, *, wait: bool = False) -> int:
     """Run while marks are left; returns how many runs it made (0: none pending, or
-    another runner holds the lock)."""
+    another runner holds the lock and ``wait`` is false; with ``wait`` it waits for it
+    to let go, then looks again)."""
     from strato.heartbeat import engine
     from strato.proposals import settings as config
 
     side = sidecar(root)
     runs = 0
     while _work(side):
-        with exclusive(side / "run.lock") as lock:
+        with exclusive(side / "run.lock", wait=wait) as lock:
             if lock is None:
                 return runs
             while _work(side):
                 current = config.load(root)
                 time.sleep(current.debounce_ms / 1000)
                 _take_mark(side)
-                if not current.enabled:
+                if not current.enabled:  # turned off since the mark: drop it
+                    (side / "pending.taken").unlink(missing_ok=True)
                     return runs
                 result = engine.run(root, current)
                 (side / "pending.taken").unlink(missing_ok=True)
@@ -85,20 +90,3 @@ def drain(root: Path) -> int:
                 runs += 1
         # a mark written between our last look and the unlock: loop and take the lock again
     return runs
-
-
-def main(argv: list[str]) -> int:
-    root = Path(argv[0]) if argv else Path.cwd()
-    try:
-        drain(root)
-    except Exception:
-        import traceback
-
-        with contextlib.suppress(OSError):
-            (sidecar(root) / "runner.log").write_text(traceback.format_exc())
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

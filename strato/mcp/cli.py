@@ -13,10 +13,11 @@ from typing import Any
 
 import click
 
-from strato.mcp import hosts
+from strato.mcp import guidance, hosts
 from strato.mcp.registry import Context
 from tropo.console import fail
 from tropo.distribution import extra_command
+from tropo.fs.atomic import write_atomic
 from tropo.git.repo import NotARepository, private_dir, require, workdir
 from tropo.git.types import Repository
 
@@ -139,49 +140,89 @@ def _read(path: Path) -> str | None:
               help="How the host starts strato (default: the absolute path of this strato).")
 @click.option("--allow-commands", is_flag=True,
               help="Start the server with --allow-commands (flows may run their commands).")
+@click.option("--uninstall", is_flag=True,
+              help="Remove the `strato` server entry and the execution-model block instead.")
 @click.option("--dry-run", is_flag=True, help="Show what would be written; change nothing.")
 @_ROOT
 @_JSON
-def install(host: str, scope: str | None, command: str | None, allow_commands: bool, dry_run: bool,
-            where: Path, as_json: bool) -> None:
+def install(host: str, scope: str | None, command: str | None, allow_commands: bool, uninstall: bool,
+            dry_run: bool, where: Path, as_json: bool) -> None:
     """Add (or update) the `strato` server in the host's MCP configuration, keeping its
-    other servers. The entry names this strato by its absolute path, so the host finds it
-    without the venv on PATH. The previous file is kept (a user file's beside it, a
-    workspace file's under .git/vivary/mcp/). Running it twice changes nothing the
-    second time. Exit 2 when the existing file is malformed.
+    other servers, and the execution-model block (write a spec, call stratum_plan,
+    stratum_step_done, stratum_audit) between its markers in the workspace's CLAUDE.md
+    (claude) or AGENTS.md (codex), keeping every other line. The entry names this strato
+    by its absolute path, so the host finds it without the venv on PATH. The previous
+    configuration is kept (a user file's beside it, a workspace file's under
+    .git/vivary/mcp/). Running it twice changes nothing the second time; --uninstall
+    takes both out again. Exit 2 when an existing file is malformed.
 
     \b
     Examples:
-      strato mcp install --host claude            # .mcp.json in the workspace
-      strato mcp install --host codex --dry-run   # ~/.codex/config.toml
+      strato mcp install --host claude            # .mcp.json and CLAUDE.md in the workspace
+      strato mcp install --host codex --dry-run   # ~/.codex/config.toml and AGENTS.md
       strato mcp install --host claude --command strato --allow-commands
+      strato mcp install --host claude --uninstall
     """
     repo = _repo(where)
     t = _target(host, scope, repo, command or running_strato(), allow_commands)
     text = _read(t.path)
+    notes = workdir(repo) / guidance.FILES[host]
+    if notes.is_symlink():  # the work tree is a branch's to choose: never write through its link
+        fail(f"{notes} is a symbolic link; not following it", code="malformed_config", prog="error")
+    notes_text = _read(notes)
     try:
-        changed = not hosts.up_to_date(t, text)
-        new = hosts.merged(t, text) if changed else text
+        if uninstall:
+            new = hosts.removed(t, text)
+            changed = new is not None
+            new_notes = guidance.without_block(notes_text)
+        else:
+            changed = not hosts.up_to_date(t, text)
+            new = hosts.merged(t, text) if changed else text
+            new_notes = guidance.with_block(notes_text)
     except hosts.HostConfigError as exc:
         fail(str(exc), code="malformed_config", prog="error")
+    except guidance.BlockError as exc:
+        fail(f"{notes}: {exc}", code="malformed_config", prog="error")
+    notes_changed = new_notes is not None and new_notes != notes_text
     backup = _backup_path(t, repo) if changed and text is not None else None
-    if changed and not dry_run:
-        t.path.parent.mkdir(parents=True, exist_ok=True)
-        if backup is not None:
-            backup.parent.mkdir(parents=True, exist_ok=True)
-            backup.write_text(text or "", encoding="utf-8")
-        tmp = t.path.with_name(f".{t.path.name}.strato-tmp")
-        tmp.write_text(new or "", encoding="utf-8")
-        os.replace(tmp, t.path)
+    if not dry_run:
+        if changed:
+            if backup is not None:
+                backup.parent.mkdir(parents=True, exist_ok=True)
+                backup.write_text(text or "", encoding="utf-8")
+            _replace(t.path, new or "")
+        if notes_changed:
+            _replace(notes, new_notes or "")
     doc = {"host": host, "scope": t.scope, "path": str(t.path), "entry": t.entry, "changed": changed,
-           "created": changed and text is None, "dryRun": dry_run,
-           "backup": None if backup is None else str(backup)}
+           "created": changed and text is None and not uninstall, "dryRun": dry_run,
+           "backup": None if backup is None else str(backup), "uninstall": uninstall,
+           "instructions": {"path": str(notes), "changed": notes_changed}}
     if as_json:
         click.echo(json.dumps(doc, sort_keys=True))
     elif dry_run:
-        click.echo(f"would write {t.path}:\n{new}" if changed else f"{t.path}: already set up")
+        click.echo(f"would write {t.path}:\n{new}" if changed else f"{t.path}: {_unchanged(uninstall)}")
+        click.echo(f"would {'remove' if uninstall else 'write'} the execution-model block in {notes}"
+                   if notes_changed else f"{notes}: {_unchanged(uninstall)}")
     else:
-        click.echo(f"{t.path}: {_outcome(changed, text is None)}")
+        if uninstall:
+            click.echo(f"{t.path}: {'removed' if changed else _unchanged(True)}")
+        else:
+            click.echo(f"{t.path}: {_outcome(changed, text is None)}")
+        done = "block removed" if uninstall else "block written"
+        click.echo(f"{notes}: {done if notes_changed else _unchanged(uninstall)}")
+
+
+def _unchanged(uninstall: bool) -> str:
+    return "nothing to remove" if uninstall else "already set up"
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` whole (its mode kept), or remove the file when nothing is left of it."""
+    if not text:
+        path.unlink(missing_ok=True)
+        return
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    write_atomic(path, text.encode("utf-8"), mode=mode)
 
 
 def _outcome(changed: bool, created: bool) -> str:

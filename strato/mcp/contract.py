@@ -176,10 +176,61 @@ _TOOLS_TEXT: list[tuple[str, str, str]] = [
 ]
 
 
-TOOLS: dict[str, ToolContract] = {
-    name: ToolContract(name, parse_object(req, ABBREVIATIONS), _variants(resp))
-    for name, req, resp in _TOOLS_TEXT
+# The Stratum seed (its README) names more than the surface file: request keys the surface
+# lacks, and tools with their answers. Each is held to these shapes as the reference's are.
+_SEED_REQUEST_KEYS = {
+    "stratum_gate_resolve": "{gateToken?: string, rationale?: string, resolved_by?: string}",
+    "stratum_agent_run": (
+        "{effort?: string, allowedTools?: array, disallowedTools?: array, thinking?: boolean, "
+        "cancellationId?: string, peerLabel?: string, "
+        "flow?: {runId: string, stepId?: string, itemIndex?: number}}"
+    ),
 }
+_AGENTS = "{claimed: number, reaped: number, gone: number, unresolved: number}"
+_SEED_TOOLS_TEXT: list[tuple[str, str, str]] = [
+    (
+        "stratum_flow_cancel",
+        "{runId: string, reason?: string}",
+        "cancelled / completed / failed / budget_exhausted: {runId, flowSettled: boolean, "
+        f"acknowledged: boolean, reason?: string, ledger: LEDGER, agents: {_AGENTS}}}; "
+        f"error: {{error_type, message, flowSettled?: boolean, agents?: {_AGENTS}}}",
+    ),
+    (
+        "stratum_guard_upgrade",
+        "{resource_id: string, new_graph: object, new_edge_predicates?: object, rationale: string, "
+        "new_terminal?: array|null, new_stakes?: object|null}",
+        "migrated / unchanged: {checksum: string, graph_version: number, ledger_ref?: string, "
+        "rationale: string}; error: ERR",
+    ),
+    (
+        "stratum_guard_apply_upgrade",
+        "{resource_id: string, descriptor_id: string}",
+        "applied / unchanged: {checksum: string, graph_version: number, ledger_ref?: string, "
+        "descriptor_id: string}; error: ERR",
+    ),
+    (
+        "stratum_judge",
+        "{statement: string, output: any, stakes?: string}",
+        "judged: {holds: boolean, reason: string, stakes: string, model: string, "
+        "usage: {tokens: number, usd: number}}; error: ERR",
+    ),
+]
+
+
+def _request(name: str, text: str) -> Obj:
+    request = parse_object(text, ABBREVIATIONS)
+    extra = _SEED_REQUEST_KEYS.get(name)
+    return request.plus(parse_object(extra, ABBREVIATIONS)) if extra else request
+
+
+TOOLS: dict[str, ToolContract] = {
+    name: ToolContract(name, _request(name, req), _variants(resp)) for name, req, resp in _TOOLS_TEXT
+}
+SEED_TOOLS: dict[str, ToolContract] = {
+    name: ToolContract(name, _request(name, req), _variants(resp)) for name, req, resp in _SEED_TOOLS_TEXT
+}
+# every tool held to a contract: the reference's and the seed's
+CONTRACTS: dict[str, ToolContract] = {**TOOLS, **SEED_TOOLS}
 
 # --- run events: each is {at: string, type: KIND} plus the payload
 
@@ -254,7 +305,7 @@ EVENTS: dict[str, Variant] = {
 def answer_violations(tool: str, doc: Any) -> list[str]:
     """How ``doc`` breaks every response of ``tool``: checked against the variant its
     ``status`` names (a status that names none is itself the violation)."""
-    contract = TOOLS[tool]
+    contract = CONTRACTS[tool]
     status = doc.get("status") if isinstance(doc, dict) else None
     variant = contract.variant(status) if isinstance(status, str) else None
     if variant is None:
@@ -263,7 +314,8 @@ def answer_violations(tool: str, doc: Any) -> list[str]:
 
 
 def request_violations(tool: str, arguments: Any) -> list[str]:
-    return violations(arguments, TOOLS[tool].request, "arguments" if not isinstance(arguments, dict) else "")
+    where = "arguments" if not isinstance(arguments, dict) else ""
+    return violations(arguments, CONTRACTS[tool].request, where)
 
 
 def event_violations(event: Any) -> list[str]:
@@ -277,13 +329,17 @@ def event_violations(event: Any) -> list[str]:
 
 # The document of a contract tool's error (an MCP tool error, `isError`): the tool's own
 # `error` variant where it has one; a foreground `stratum_agent_run` that fails carries
-# the `error` of `stratum_agent_poll` (its own surface lists none); every other tool the
-# reference's ERR with its status.
+# the `error` of `stratum_agent_poll` (its own surface lists none); every other tool, and
+# a refusal of an agent-run tool's request (no run: no `runId`), the reference's ERR with
+# its status.
 TOOL_ERROR = Variant("status", "error", parse_object("{error_type: string, message: string}", {}))
+POLL_ERROR = next(v for v in TOOLS["stratum_agent_poll"].responses if v.name == "error")
 
 
 def error_violations(tool: str, doc: Any) -> list[str]:
     """How the document of a tool error of ``tool`` breaks the error shape it has."""
-    owner = "stratum_agent_poll" if tool == "stratum_agent_run" else tool
-    variant = TOOLS[owner].variant("error") if owner in TOOLS else None
+    if tool in ("stratum_agent_run", "stratum_agent_poll"):  # their `error` is a run's end
+        ran = isinstance(doc, dict) and "runId" in doc  # not a refusal of the request
+        return violations(doc, POLL_ERROR if ran else TOOL_ERROR)
+    variant = CONTRACTS[tool].variant("error") if tool in CONTRACTS else None
     return violations(doc, variant or TOOL_ERROR)

@@ -12,6 +12,7 @@ saying so. Every other tool's request is held to the same bounds."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,6 +44,9 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+_CODE = re.compile(r"([a-z][a-z_]*): ")
+
+
 class ContractBreach(AssertionError):
     """A contract tool produced an answer outside the contract (a bug in the server)."""
 
@@ -50,10 +54,14 @@ class ContractBreach(AssertionError):
 def call(ctx: Context, name: str, arguments: Any) -> Document:
     """Validate ``arguments`` for tool ``name`` and run it."""
     if name not in TOOLS:
-        raise ToolError(f"unknown tool {name!r} (list the tools to see what exists)")
-    shaped = name if name in contract.TOOLS else tools.ANSWERS_AS.get(name)
+        message = f"unknown tool {name!r} (list the tools to see what exists)"
+        raise ToolError(message, _extra_error(message, None))
+    shaped = name if name in contract.CONTRACTS else tools.ANSWERS_AS.get(name)
     if shaped is None:
-        return _run(ctx, name, arguments)
+        try:
+            return _run(ctx, name, arguments)
+        except ToolError as exc:
+            raise ToolError(str(exc), _extra_error(str(exc), exc.document)) from None
     try:
         doc = _run(ctx, name, arguments)
     except ToolError as exc:
@@ -69,7 +77,7 @@ def _run(ctx: Context, name: str, arguments: Any) -> Document:
     if (too_big := bounds.problem(given, "the request", bounds.MAX_REQUEST_BYTES)) is not None:
         message = f"invalid arguments for {name}: {too_big}"
         raise ToolError(message, {"ok": False, "error": message, "code": too_big.code})
-    if name in contract.TOOLS and (problems := contract.request_violations(name, given)):
+    if name in contract.CONTRACTS and (problems := contract.request_violations(name, given)):
         raise ToolError(f"invalid arguments for {name}: {problems[0]}")
     try:
         args = spec.args.model_validate(given)
@@ -96,9 +104,21 @@ def _error_answer(name: str, message: str, document: Document | None) -> Documen
     error_type = got.get("error_type") or got.get("code") or "error"
     answer: Document = {"status": "error", "error_type": str(error_type)}
     answer["message"] = got.get("message", message)
-    variant = contract.TOOLS[name].variant("error")
+    variant = contract.CONTRACTS[name].variant("error")
     declared = variant.body.keys() if variant is not None else {}
     return {**answer, **{k: v for k, v in got.items() if k in declared and k not in answer}}
+
+
+def _extra_error(message: str, document: Document | None) -> Document:
+    """The error of a tool outside the contracts: its own document, or the one our
+    extras answer with (`{ok: false, error, code}`), never text alone."""
+    if document is not None:
+        return document
+    named = _CODE.match(message)  # `invalid_workspace_root: ...` names its code
+    code = named.group(1) if named else "error"
+    code = "invalid_arguments" if message.startswith("invalid arguments") else code
+    code = "unknown_tool" if message.startswith("unknown tool") else code
+    return {"ok": False, "error": message, "code": code}
 
 
 @contextmanager
@@ -112,6 +132,8 @@ def _expected_errors() -> Iterator[None]:
     except GuardError as exc:
         raise ToolError(f"{exc.error_type}: {exc.message}", exc.envelope()) from None
     except ConfigError as exc:
-        raise ToolError(f"config error: {exc}") from None
+        message = f"config error: {exc}"
+        raise ToolError(message, {"ok": False, "error": message, "code": "config_error"}) from None
     except (SourceError, RevisionError, reports.UnknownNode) as exc:
-        raise ToolError(str(exc)) from None
+        code = "unknown_node" if isinstance(exc, reports.UnknownNode) else "invalid_revision"
+        raise ToolError(str(exc), {"ok": False, "error": str(exc), "code": code}) from None

@@ -54,7 +54,7 @@ def _guard_answer(name: str, doc: Document, req: Document) -> Document:
     the keys it declares (the digests and signer `strato guard` adds stay at the CLI)."""
     status = str(doc["status"])
     status = _GUARD_STATUS.get(name, {}).get(status, status)
-    variant = contract.TOOLS[name].variant(status)
+    variant = contract.CONTRACTS[name].variant(status)
     if variant is None:
         return doc  # not a variant of the contract: the dispatch's check refuses it
     answer = {**doc, "status": status, **({"rationale": req["rationale"]} if "rationale" in req else {})}
@@ -76,22 +76,27 @@ def _guard_register(ctx: Context, req: Document) -> Document:
     return doc
 
 
-def _guard_tool(operation: str) -> None:
+def _guard_tool(operation: str, name: str) -> None:
     op = guard_engine.OPERATIONS[operation]
-    stratum = "stratum_guard_" + operation.replace("-", "_")
-    name = stratum if stratum in contract.TOOLS else "strato_guard_" + operation.replace("-", "_")
+    shaped = name in contract.CONTRACTS
 
     def handler(ctx: Context, a: GuardArgs) -> Document:
         req = _guard_request(ctx, a)
         doc = _guard_register(ctx, req) if operation == "register" else op(ctx.repo(), req)
-        return _guard_answer(name, doc, req) if name in contract.TOOLS else doc
+        return _guard_answer(name, doc, req) if shaped else doc
 
-    handler.__doc__ = f"`strato guard {operation}`: {op.__doc__} Answers with Stratum's guard JSON."
+    says = "Stratum's guard JSON" if shaped else f"`strato guard {operation} --json`'s document"
+    handler.__doc__ = f"`strato guard {operation}`: {op.__doc__} Answers with {says}."
     tool(name, GuardArgs)(handler)
 
 
 for _operation in guard_engine.OPERATIONS:
-    _guard_tool(_operation)
+    _suffix = _operation.replace("-", "_")
+    _stratum = "stratum_guard_" + _suffix
+    if _stratum in contract.CONTRACTS:  # the names the reference or the seed gives
+        _guard_tool(_operation, _stratum)
+    if _stratum in contract.SEED_TOOLS or _stratum not in contract.CONTRACTS:
+        _guard_tool(_operation, "strato_guard_" + _suffix)  # our twin, kept as it was
 
 
 class AuthorizeArgs(GuardArgs):

@@ -125,3 +125,35 @@ def _merge_toml(text: str, entry: dict[str, Any]) -> str:
     kept = [line for line in lines[start + 1 : end] if not re.match(r"^\s*(command|args)\s*=", line)]
     return "\n".join([*lines[: start + 1], *body, *kept, *lines[end:]]) + "\n"
 
+
+
+def removed(t: Target, text: str | None) -> str | None:
+    """The file without our entry and everything else as it was (None: no entry to remove)."""
+    before = _servers(t, text)
+    if NAME not in before or text is None:
+        return None
+    out = _remove_json(text) if t.host == "claude" else _remove_toml(text)
+    if _servers(t, out) != {k: v for k, v in before.items() if k != NAME}:
+        raise HostConfigError(f"{t.path}: cannot remove [{NAME}] from this layout; remove it by hand")
+    return out
+
+
+def _remove_json(text: str) -> str:
+    doc = json.loads(text)
+    del doc["mcpServers"][NAME]
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _remove_toml(text: str) -> str:
+    """Drop `[mcp_servers.strato]` and its subtables (`.env`), up to the next other table."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
+    if start is None:
+        return text  # an inline or dotted layout: `removed` refuses it
+    own = re.compile(rf'^\s*\[\s*mcp_servers\s*\.\s*("{NAME}"|{NAME})\s*\.')
+    end = next((i for i in range(start + 1, len(lines))
+                if _ANY_HEADER.match(lines[i]) and not own.match(lines[i])), len(lines))
+    kept = lines[:start] + lines[end:]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept) + "\n" if kept else ""

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from strato.agentruns.store import Store
 from strato.runs.service import Runs
 from tropo.git.repo import require
 from tropo.git.types import Repository
@@ -50,6 +51,9 @@ class Context:
 
     def runs(self) -> Runs:
         return Runs(self.root)
+
+    def agent_runs(self) -> Store:
+        return Store(Path(self.repo().path))
 
 
 class Args(BaseModel):

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from strato.agentruns import service
 from strato.agents import spectrust, trust
 from strato.flow.speckit import SpeckitError, compile_tasks
 from strato.flow.starts import commands
@@ -18,7 +19,7 @@ from strato.flow.validate import load_spec
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs.background import runner as background
 from strato.runs.cli.lanes import check_view, lanes_view
-from strato.runs.engine.state import Refused
+from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.views import documents as views
 from strato.runs.views import wire
 
@@ -209,13 +210,25 @@ def _decide(ctx: Context, a: GateArgs, token: str | None, note: str | None) -> D
     return wire.runstate(runs, outcome.snap)
 
 
-@tool("stratum_gate_resolve", GateArgs)
-def gate_resolve(ctx: Context, a: GateArgs) -> Document:
-    """Decide the gate waiting now: approve, revise (re-run from its revise target) or kill
-    (reject); refused unless `[gates] mcp = "resolve"` in .vivary/agents.toml (never for
-    gates it reserves for a person). Recorded as resolved by the agent, with this client's
-    name."""
-    return _decide(ctx, a, None, None)
+class StratumGateArgs(GateArgs):
+    gateToken: str | None = Field(None, description="The gate round's token (stale once decided).")
+    rationale: str | None = Field(None, description="Why: recorded with the decision.")
+    resolved_by: str | None = Field(None, description='"agent" (the only one an MCP client can be).')
+
+
+@tool("stratum_gate_resolve", StratumGateArgs)
+def gate_resolve(ctx: Context, a: StratumGateArgs) -> Document:
+    """Decide the gate waiting now (or the round its `gateToken` names): approve, revise
+    (re-run from its revise target) or kill (reject); refused unless `[gates] mcp =
+    "resolve"` in .vivary/agents.toml (never for gates `[gates] person` reserves for a
+    person). Recorded as resolved by the agent, with this client's name and the
+    `rationale`; a `resolved_by` other than "agent" is refused (a person decides at a
+    terminal: `strato flow gate`)."""
+    if a.resolved_by not in (None, "agent"):
+        message = (f"resolved_by {a.resolved_by!r}: over MCP a gate is decided by the agent; a person "
+                   "decides at a terminal with `strato flow gate RUN STEP DECISION --resolved-by human`")
+        raise Refused("resolved_by_not_agent", message)
+    return _decide(ctx, a, a.gateToken, a.rationale)
 
 
 class TokenGateArgs(GateArgs):
@@ -269,6 +282,43 @@ def cancel(ctx: Context, a: CancelArgs) -> Document:
     return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
 
 
+def _unconfirmed(code: str, message: str, settled: bool, agents: dict[str, int]) -> None:
+    """A cancel not confirmed is an error, never a note: what settled and which agents."""
+    doc = {"error_type": code, "message": message, "flowSettled": settled, "agents": agents}
+    raise ToolError(f"{code}: {message}", doc)
+
+
+@tool("stratum_flow_cancel", CancelArgs)
+def stratum_flow_cancel(ctx: Context, a: CancelArgs) -> Document:
+    """Cancel a run in the foreground: the run is settled as cancelled (its outstanding
+    dispatch and gate tokens go stale; a background run's runner stops first), then every
+    agent run that declared this flow (`stratum_agent_run` with `flow` and a
+    `cancellationId`) has its process group stopped. `flowSettled`: the run is
+    cancelled; `acknowledged`: and no claimed agent is left alive; `agents` counts
+    them. A run that had already ended is not changed (`reason: already_<status>`); one
+    already cancelled still has its agents stopped."""
+    runs = ctx.runs()
+    snap = runs.load(a.runId)
+    before = snap.state["status"]
+    if before not in RUN_TERMINAL:
+        background.cancel_view(runs, snap.run_id, "mcp", a.reason)
+    after = runs.load(snap.run_id)
+    settled = after.state["status"] == "cancelled"
+    none = {"claimed": 0, "reaped": 0, "gone": 0, "unresolved": 0}
+    agents = service.stop_flow(ctx.agent_runs(), snap.run_id, "mcp") if settled else none
+    if not settled and before not in RUN_TERMINAL:  # a background runner still stopping it
+        _unconfirmed("CANCELLATION_UNCONFIRMED", f"run {snap.run_id} is still {after.state['status']}",
+                     False, agents)
+    if agents["unresolved"]:
+        _unconfirmed("CANCELLATION_TEARDOWN_TIMEOUT",
+                     f"{agents['unresolved']} agent group(s) of run {snap.run_id} outlived the cancel",
+                     True, agents)
+    ledger = wire.ledger(runs.engine(after, judge=False))
+    doc: Document = {"status": after.state["status"], "runId": snap.run_id, "flowSettled": settled,
+                     "acknowledged": settled and not agents["unresolved"], "ledger": ledger, "agents": agents}
+    return {**doc, "reason": f"already_{before}"} if before in RUN_TERMINAL else doc
+
+
 @tool("stratum_audit", RunArgs)
 def audit(ctx: Context, a: RunArgs) -> Document:
     """Every event of a run (Stratum's kinds, from the history of its ref), its steps and
@@ -319,6 +369,6 @@ FLOW_TOOLS = frozenset(
     {
         "stratum_plan", "stratum_resume", "stratum_step_done", "strato_step_done", "stratum_gate_resolve",
         "strato_gate_resolve", "strato_gates", "stratum_commit", "stratum_revert", "strato_flow_cancel",
-        "stratum_audit", "stratum_flow_poll", "strato_runs", "strato_run_show",
+        "stratum_audit", "stratum_flow_poll", "strato_runs", "strato_run_show", "stratum_flow_cancel",
     }
 )  # their documents may hold gate tokens

@@ -59,7 +59,7 @@ def check(ctx: Context, a: CheckArgs) -> Document:
 def graph(ctx: Context, a: SourceArgs) -> Document:
     """`tropo graph`: documents as nodes, ref fields as edges."""
     ws = _workspace(ctx, a)
-    return reports.graph(ws, ws.graph())
+    return reports.graph(str(ws.root), ws.graph())
 
 
 class BlastArgs(SourceArgs):

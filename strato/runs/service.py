@@ -15,7 +15,7 @@ from typing import Any
 
 from strato.agents import trust
 from strato.agents.calls import CallResult, agent_prompt, call, judge_runner
-from strato.agents.config import WORKSPACE_FILE, AgentsConfig, committed_gate_policy, load_config
+from strato.agents.config import WORKSPACE_FILE, AgentsConfig, AgentSpec, committed_gate_policy, load_config
 from strato.agents.spectrust import command_refusal, refusal
 from strato.flow.errors import SpecError
 from strato.flow.spec import GateStep, Spec
@@ -61,7 +61,11 @@ def _preflight(root: Path, spec: Spec, text: str, config: AgentsConfig) -> None:
 class Runs:
     """All runs of one workspace."""
 
-    def __init__(self, root: Path | str, judge: Judge | None = None) -> None:
+    def __init__(self, root: Path | str, judge: Judge | None = None, *,
+                 config: AgentsConfig | None = None, lanes: bool = True) -> None:
+        """``config``: the agents as another workspace trusts them (an eval's scratch copy
+        runs the agents of the workspace that started it); ``lanes=False`` verifies every
+        output and records no lane evidence (an eval measuring verification without them)."""
         self.repo: Repository = require(root)
         self.root = workdir(self.repo)
         self.store = RunStore(self.repo)
@@ -69,7 +73,8 @@ class Runs:
         self._specs: dict[str, tuple[Spec, Evaluator]] = {}
         self._infos: dict[str, dict[str, FlowInfo]] = {}
         self._judge = judge
-        self._config: AgentsConfig | None = None
+        self._config: AgentsConfig | None = config
+        self._use_lanes = lanes
 
     # --- helpers
 
@@ -103,12 +108,13 @@ class Runs:
     def config_digests(self) -> dict[str, str]:
         """Each agent's configuration as its lanes see it: its own table and the judge's."""
         judge = self.config.judge
-        shared = {"judge": None if judge is None else asdict(judge)}
-        return {name: digest({"agent": asdict(a), **shared}) for name, a in self.config.agents.items()}
+        shared = {"judge": None if judge is None else _as_lanes_see(judge)}
+        return {name: digest({"agent": _as_lanes_see(a), **shared}) for name, a in self.config.agents.items()}
 
-    def lane_book(self) -> LaneBook:
-        """The lanes as they stand, for one operation (strato.runs.engine.verification)."""
-        return LaneBook(self.lanes.standing(), self.config_digests)
+    def lane_book(self) -> LaneBook | None:
+        """The lanes as they stand, for one operation (strato.runs.engine.verification);
+        None when this service runs without lanes."""
+        return LaneBook(self.lanes.standing(), self.config_digests) if self._use_lanes else None
 
     def _parsed(self, text: str) -> Spec:
         spec, errors = load_spec(text, self.config.known)
@@ -427,17 +433,18 @@ class Runs:
         return [e for e in self.engine(snap, judge=False).ready() if e["id"] in picked]
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
-        res = call(self.config.get(entry["agent"]), agent_prompt(entry), self.root, self.pacing_dir,
-                   admit=bounds.agent_output)
-        return self.report(run_id, entry, res)
+        agent = self.config.get(entry["agent"])
+        res = call(agent, agent_prompt(entry), self.root, self.pacing_dir, admit=bounds.agent_output)
+        return self.report(run_id, entry, res, agent.model())
 
-    def report(self, run_id: str, entry: dict[str, Any], res: CallResult) -> Outcome:
-        """Record what the agent of a ready step gave, with the token it was handed."""
+    def report(self, run_id: str, entry: dict[str, Any], res: CallResult, model: str) -> Outcome:
+        """Record what the agent of a ready step gave, with the token it was handed;
+        ``model`` is what telemetry names (the agent's `AgentSpec.model()`)."""
         result: dict[str, Any] = {"output": res.output}
         if res.failure is not None:
             result = {"failure": res.failure}
         result["usage"] = {**res.usage, "ms": res.duration_ms}
-        result["telemetry"] = engine_telemetry(entry["agent"], res.duration_ms)
+        result["telemetry"] = engine_telemetry(model, res.duration_ms)
         try:
             return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale
@@ -448,6 +455,12 @@ class Runs:
         for ev in events if on_event else []:
             assert on_event is not None
             on_event(ev)
+
+
+def _as_lanes_see(spec: AgentSpec) -> dict[str, Any]:
+    """An agent's table without its per-call settings: no engine call passes one, so a
+    change to them changes nothing a lane measured."""
+    return {k: v for k, v in asdict(spec).items() if k != "takes"}
 
 
 def _refusing_judge(reason: str) -> Judge:

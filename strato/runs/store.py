@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from tropo.git import chain
 from tropo.git.log import commits_since, message_of
-from tropo.git.objects import blob_at, entry_oid
+from tropo.git.objects import blob_at, blob_data, top_entries
 from tropo.git.refs import read_ref, ref_names, ref_targets, ref_tips
 from tropo.git.types import Oid, Repository, valid_ref_name
 
@@ -24,6 +24,7 @@ RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
 T = TypeVar("T")
 Transition = tuple[dict[str, Any], dict[str, Any]]  # a run's next state, and the message saying why
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+CACHED_RUNS = 16  # runs whose last-seen commit a store keeps in memory
 
 
 class RunNotFound(LookupError):
@@ -82,9 +83,29 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """What one commit of a run holds, read once: a commit's content never changes, so
+    this is true of that commit for ever, whoever wrote it."""
+
+    commit: str
+    state: bytes  # run.json
+    spec: Oid | None  # spec.yaml's blob
+
+
+@dataclass(frozen=True)
+class _Append(chain.Append):
+    """A run's next commit, with its state's bytes at hand (they are also run.json)."""
+
+    state: bytes = b""
+
+
 class RunStore:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
+        # per run, the commit last written or read here: the next transition of a run
+        # this process is driving starts from it without reading git again
+        self._stored: dict[str, _Stored] = {}
 
     def create(self, run_id: str, state: dict[str, Any], spec_yaml: str, message: dict[str, Any]) -> str:
         """Write the first commit and create the head ref (it must not exist)."""
@@ -109,10 +130,27 @@ class RunStore:
         return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> RunSnapshot:
-        state = chain.read(self.repo, commit, "run.json")
-        if state is None:
-            raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
+        stored = self._read(run_id, commit)
+        state = json.loads(stored.state)
         return RunSnapshot(run_id, commit, state)
+
+    def _read(self, run_id: str, commit: str) -> _Stored:
+        """The files of one commit of a run (from memory when it was the last seen)."""
+        stored = self._stored.get(run_id)
+        if stored is not None and stored.commit == commit:
+            return stored
+        entries = top_entries(self.repo, commit) or {}
+        if "run.json" not in entries:
+            raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
+        stored = _Stored(commit, blob_data(self.repo, entries["run.json"]), entries.get("spec.yaml"))
+        self._remember(run_id, stored)
+        return stored
+
+    def _remember(self, run_id: str, stored: _Stored) -> None:
+        self._stored.pop(run_id, None)
+        self._stored[run_id] = stored
+        while len(self._stored) > CACHED_RUNS:
+            del self._stored[next(iter(self._stored))]
 
     def spec_text(self, snap: RunSnapshot) -> str:
         data = blob_at(self.repo, snap.head, "spec.yaml")
@@ -120,13 +158,14 @@ class RunStore:
 
     def spec_key(self, snap: RunSnapshot) -> str:
         """The frozen spec's blob id: parsed specs are cached by it."""
-        return str(entry_oid(self.repo, snap.head, "spec.yaml"))
+        return str(self._read(snap.run_id, snap.head).spec)
 
     def transition(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> RunSnapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
         change = self._next(snap, state, message)
         commit = chain.append(self.repo, head_ref(snap.run_id), snap.head, change, _reason(message))
+        self._wrote(snap.run_id, snap.head, commit, change.state)
         return RunSnapshot(snap.run_id, commit, state)
 
     def update(
@@ -137,27 +176,36 @@ class RunStore:
         `chain.MAX_RACE_RETRIES` times, then `chain.ChainConflict`). The run after it,
         and what the last `decide` returned beside its transition."""
 
-        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T]]:
+        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T, bytes | None]]:
             if head is None:
                 raise RunNotFound(f"no run {run_id!r}")
             snap = self.at(run_id, head)
             change, value = decide(snap)
             if change is None:
-                return None, (snap, value)
-            return self._next(snap, *change), (RunSnapshot(run_id, head, change[0]), value)
+                return None, (snap, value, None)
+            append = self._next(snap, *change)
+            return append, (RunSnapshot(run_id, head, change[0]), value, append.state)
 
         ref = head_ref(check_run_id(run_id))
-        head, (snap, value) = chain.update(self.repo, ref, step, _reason({"op": op}))
+        head, (snap, value, state) = chain.update(self.repo, ref, step, _reason({"op": op}))
+        if head is not None and state is not None:
+            self._wrote(run_id, snap.head, head, state)
         return replace(snap, head=head or snap.head), value
 
-    def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> chain.Append:
+    def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> _Append:
         """The commit after `snap`: the new state beside the run's frozen spec (its blob
         reused, so an unchanged spec is never hashed again)."""
-        spec = entry_oid(self.repo, snap.head, "spec.yaml")
-        files: dict[str, bytes | Oid] = {"run.json": chain.encode(state)}
+        spec = self._read(snap.run_id, snap.head).spec
+        encoded = chain.encode(state)
+        files: dict[str, bytes | Oid] = {"run.json": encoded}
         if spec is not None:
             files["spec.yaml"] = spec
-        return chain.Append(files, _message(message))
+        return _Append(files, _message(message), state=encoded)
+
+    def _wrote(self, run_id: str, parent: str, commit: str, state: bytes) -> None:
+        """Remember the commit this store just wrote on ``parent`` (the run's frozen spec
+        is the parent's), so the next transition of the run reads nothing from git."""
+        self._remember(run_id, _Stored(commit, state, self._read(run_id, parent).spec))
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""

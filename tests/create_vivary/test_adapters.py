@@ -22,6 +22,7 @@ from create_vivary import adapters, journal, journal_file, thin
 from create_vivary import adopt as adopt_mod
 from tests.support.cli import run_json
 from tests.support.console import run
+from tests.support.sides import run_side, served
 from tests.support.trees import tree
 
 SITUATIONS = ("free", "free", "current", "older", "newer", "user-owned", "other-adapter", "dir",
@@ -73,10 +74,11 @@ def _make(root: Path, case: dict[str, Any], suite: Path) -> None:
     """The folder to adopt: code, notes, or a thin workspace 0.4.3's init made (so
     both tools meet the same bytes)."""
     if case["kind"] == "thin":
-        argv = [str(suite), "init", str(root)]
+        argv = ["init", str(root)]
         for adapter in case["declared"]:
             argv += ["--adapter", adapter]
-        subprocess.run(argv, check=True, capture_output=True, stdin=subprocess.DEVNULL)
+        made = served(suite, argv, Path.cwd())
+        assert made.returncode == 0, made.stderr
     else:
         root.mkdir()
         (root / "README.md").write_text("# mine\n")
@@ -91,13 +93,9 @@ def _make(root: Path, case: dict[str, Any], suite: Path) -> None:
 
 def _adopt(exe: Path | str, root: Path, case: dict[str, Any], *extra: str
            ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    """0.4.3's script (a path) as a process; ours (a console script's name) in process."""
+    """One tool's adopt of `root`: ours (a console script's name) or 0.4.3's (a path)."""
     argv = ["adopt", str(root), *(a for s in case["selected"] for a in ("--adapter", s)), *extra]
-    if isinstance(exe, str):
-        proc = run(exe, *argv)
-    else:
-        proc = subprocess.run([str(exe), *argv], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, check=False, timeout=120)
+    proc = run_side(exe, argv, Path.cwd())
     doc = json.loads(proc.stdout) if "--json" in extra and proc.stdout.startswith("{") else None
     return proc, doc
 
@@ -121,6 +119,7 @@ def _flow(exe: Path | str, root: Path, case: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize("case", CASES, ids=[f"adapter{c['seed']}" for c in CASES])
 def test_adopt_adapter_matches_create_vivary_0_4_3(
     tmp_path: Path, upstream: Callable[[str], Path], case: dict[str, Any]
@@ -135,6 +134,7 @@ def test_adopt_adapter_matches_create_vivary_0_4_3(
     assert ours == theirs, case
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 def test_the_generated_adapter_cases_reach_every_outcome(
     tmp_path: Path, upstream: Callable[[str], Path]
 ) -> None:

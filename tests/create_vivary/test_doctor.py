@@ -16,6 +16,7 @@ from hooks import install as installer
 from tests.support.cli import run_cli, run_json
 from tests.support.repos import commit_all, git
 from tests.support.requirements import missing
+from tests.support.sides import served
 from tests.support.workspaces import scaffold
 
 OLD_FULL = Path(os.environ.get("VIVARY_UPSTREAM03", Path(__file__).parents[2] / ".upstream03"))
@@ -51,8 +52,7 @@ def test_every_preset_passes_our_doctor_and_create_vivary_0_4s(
                    "--commit").returncode == 0
     code, ours = doctor(root)
     assert (code, ours["errors"], ours["warnings"]) == (0, [], [])
-    proc = subprocess.run([str(upstream("create-vivary")), "doctor", str(root), "--json"],
-                          capture_output=True, text=True, check=False)
+    proc = served(upstream("create-vivary"), ["doctor", str(root), "--json"], Path.cwd())
     theirs = json.loads(proc.stdout)
     assert (proc.returncode, theirs["errors"], theirs["warnings"]) == (0, [], [])
     assert theirs["graph"]["broken"] == 0

@@ -13,6 +13,7 @@ from create_vivary.presets import PRESETS
 from tests.support.cli import CHANGE, run_cli, run_json
 from tests.support.console import BIN
 from tests.support.repos import git
+from tests.support.sides import served
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -117,9 +118,7 @@ def test_scaffold_passes_the_upstream_checker(
         target = tmp_path / preset
         proc = run_cli("create-vivary", "init", str(target), "--yes", "--preset", preset)
         assert proc.returncode == 0, proc.stderr
-        proc = subprocess.run(
-            [str(tropo), "check", "--root", str(target), "--json"], capture_output=True, text=True
-        )
+        proc = served(tropo, ["check", "--root", str(target), "--json"], Path.cwd())
         assert proc.returncode == 0, proc.stdout
         assert '"findings": []' in proc.stdout
         ours = run_cli("tropo", "check", "--root", str(target), "--json")

@@ -8,7 +8,6 @@ and masked here by name only."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.support.console import run
+from tests.support.sides import run_side
 from tests.support.trees import tree
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against create-vivary 0.4.3): -m "not slow" leaves it out
@@ -83,17 +82,7 @@ def _target(base: Path, kind: str) -> Path:
     return ws
 
 
-OURS = "create-vivary"  # ours by its console script's name, run in this process
-
-
-def _run(exe: Path | str, argv: list[str], cwd: Path,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """0.4.3's script (a path) as a process; one of ours (a console script's name) in
-    process, where the parity is of files, codes and reports, not of processes."""
-    if isinstance(exe, str):
-        return run(exe, *argv, cwd=cwd, env=env)
-    return subprocess.run([str(exe), *argv], cwd=cwd, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False, env={**os.environ, **(env or {})})
+OURS = "create-vivary"  # ours by its console script's name, run in this process (tests/support/sides.py)
 
 
 def _report(proc: subprocess.CompletedProcess[str], base: Path, as_json: bool) -> Any:
@@ -144,8 +133,8 @@ def _same_init(tmp_path: Path, upstream: Callable[[str], Path], opts: list[str],
     same exit code, same files, same report."""
     theirs_base, ours_base = tmp_path / "theirs", tmp_path / "ours"
     theirs_target, ours_target = _target(theirs_base, kind), _target(ours_base, kind)
-    theirs = _run(upstream("create-vivary"), [*command, str(theirs_target), *opts], tmp_path)
-    ours = _run(OURS, [*command, str(ours_target), *ours_adds, *opts], tmp_path)
+    theirs = run_side(upstream("create-vivary"), [*command, str(theirs_target), *opts], tmp_path)
+    ours = run_side(OURS, [*command, str(ours_target), *ours_adds, *opts], tmp_path)
     assert ours.returncode == theirs.returncode, (opts, kind, theirs.stderr, ours.stderr)
     assert tree(ours_base) == _expected(tree(theirs_base), opts), (opts, kind)
     as_json = "--json" in opts
@@ -167,9 +156,9 @@ def test_a_folder_named_like_a_command_is_that_command_as_in_0_4_3(
     for tool, exe in (("theirs", upstream("create-vivary")), ("ours", OURS)):
         base = tmp_path / tool
         base.mkdir()
-        bare = _run(exe, [name], base)
+        bare = run_side(exe, [name], base)
         after_bare = tree(base)
-        dotted = _run(exe, [f"./{name}", "--json"], base)
+        dotted = run_side(exe, [f"./{name}", "--json"], base)
         seen.append((bare.returncode, after_bare, dotted.returncode, tree(base),
                      _report(dotted, base, as_json=True)))
     assert seen[1] == seen[0]
@@ -192,7 +181,7 @@ def test_a_bare_target_leaves_the_receipt_0_4_3_leaves(
         base.mkdir()
         log = base / "receipts.jsonl"
         line = [a.replace("{log}", str(log)) for a in argv]
-        _run(exe, line, base, env={"VIVARY_RECEIPT_LOG": str(log)})
+        run_side(exe, line, base, env={"VIVARY_RECEIPT_LOG": str(log)})
         receipt = json.loads(log.read_text())
         got.append({k: receipt.get(k) for k in fields})
     assert got[1] == got[0]
@@ -222,8 +211,8 @@ def _strip_install(doc: Any) -> Any:
 def test_capabilities_declare_what_0_4_3_declares(
     tmp_path: Path, upstream: Callable[[str], Path], preset: str
 ) -> None:
-    theirs = _run(upstream("create-vivary"), ["capabilities", "--preset", preset, "--json"], tmp_path)
-    ours = _run(OURS, ["capabilities", "--preset", preset, "--json"], tmp_path)
+    theirs = run_side(upstream("create-vivary"), ["capabilities", "--preset", preset, "--json"], tmp_path)
+    ours = run_side(OURS, ["capabilities", "--preset", preset, "--json"], tmp_path)
     assert ours.returncode == theirs.returncode == 0
     mine, suite = json.loads(ours.stdout), json.loads(theirs.stdout)
     assert _strip_install(mine) == _strip_install(suite)
@@ -231,15 +220,15 @@ def test_capabilities_declare_what_0_4_3_declares(
     assert [list(c) for c in mine["available_capabilities"]] == \
         [list(c) for c in suite["available_capabilities"]]
     ids = [c["id"] for c in mine["available_capabilities"]]
-    text = _run(OURS, ["capabilities", "--preset", preset], tmp_path).stdout
+    text = run_side(OURS, ["capabilities", "--preset", preset], tmp_path).stdout
     assert [line.split(":", 1)[0].lstrip("- ") + ":" + line.split(":", 2)[1]
             for line in text.splitlines()[1:]] == ids
-    front = _run("vivary", ["capabilities", "--preset", preset, "--json"], tmp_path)
+    front = run_side("vivary", ["capabilities", "--preset", preset, "--json"], tmp_path)
     assert (front.returncode, front.stdout) == (0, ours.stdout)  # the same code, not a twin
 
 
 def test_capabilities_say_what_this_install_provides(tmp_path: Path) -> None:
-    caps = {c["id"]: c for c in json.loads(_run(OURS, ["capabilities", "--json"],
+    caps = {c["id"]: c for c in json.loads(run_side(OURS, ["capabilities", "--json"],
                                                  tmp_path).stdout)["available_capabilities"]}
     for ours in ("governed-context:core", "governed-context:tropo", "governed-policy:strato",
                  "governed-control:exo"):
@@ -252,8 +241,8 @@ def test_capabilities_refuse_an_unknown_preset_as_0_4_3_does(
     tmp_path: Path, upstream: Callable[[str], Path]
 ) -> None:
     argv = ["capabilities", "--preset", "nope"]
-    theirs = _run(upstream("create-vivary"), argv, tmp_path)
-    ours = _run(OURS, argv, tmp_path)
+    theirs = run_side(upstream("create-vivary"), argv, tmp_path)
+    ours = run_side(OURS, argv, tmp_path)
     assert ours.returncode == theirs.returncode == 2
     assert "'nope' is not one of" in ours.stderr  # click's usage error, as for every command
 
@@ -275,8 +264,8 @@ def test_wizard_with_its_choices_given_matches_0_4_3(
                             ("ours", OURS, ["--minimal"])):
         base = tmp_path / name
         base.mkdir()
-        assert _run(exe, ["init", str(base / "ws"), *seed], tmp_path).returncode == 0
-        proc = _run(exe, ["wizard", str(base / "ws"), *opts], tmp_path)
+        assert run_side(exe, ["init", str(base / "ws"), *seed], tmp_path).returncode == 0
+        proc = run_side(exe, ["wizard", str(base / "ws"), *opts], tmp_path)
         results.append((proc.returncode, tree(base), _report(proc, base, "--json" in opts)))
     theirs_files = results[0][1] if "--dry-run" in opts else _expected(results[0][1], opts)
     assert results[1] == (results[0][0], theirs_files, results[0][2])
@@ -286,21 +275,21 @@ def test_doctor_trend_reads_the_other_tools_state(
     tmp_path: Path, upstream: Callable[[str], Path]
 ) -> None:
     ws = tmp_path / "ws"
-    assert _run(OURS, ["init", str(ws), "--minimal"], tmp_path).returncode == 0
+    assert run_side(OURS, ["init", str(ws), "--minimal"], tmp_path).returncode == 0
     suite = upstream("create-vivary")
-    first = json.loads(_run(suite, ["doctor", str(ws), "--trend", "--json"], tmp_path).stdout)
+    first = json.loads(run_side(suite, ["doctor", str(ws), "--trend", "--json"], tmp_path).stdout)
     assert first["trend"]["prior"] is None
     state = (ws / ".vivary/runtime/doctor-state.json").read_text()
     (ws / "modules" / "one").mkdir(parents=True)
     (ws / "modules/one/index.md").write_text(
         "---\nproject: ws\nstatus: active\nmodule_area: core\n---\n# One\n")
-    mine = _run(OURS, ["doctor", str(ws), "--trend", "--json"], tmp_path)
+    mine = run_side(OURS, ["doctor", str(ws), "--trend", "--json"], tmp_path)
     ours = json.loads(mine.stdout)
     assert mine.returncode == 0
     assert ours["trend"]["prior"] == json.loads(state)["metrics"]
     assert {k: v for k, v in ours["trend"]["deltas"].items() if v} | {"warning_count": 0} == \
         {"graph_nodes": 1, "module_index_count": 1, "total_files": 1, "warning_count": 0}
-    again = json.loads(_run(suite, ["doctor", str(ws), "--trend", "--json"], tmp_path).stdout)
+    again = json.loads(run_side(suite, ["doctor", str(ws), "--trend", "--json"], tmp_path).stdout)
     assert again["trend"]["prior"] == ours["trend"]["current"]  # ours stored, theirs read it
 
 
@@ -340,13 +329,13 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
     exe = upstream("create-vivary") if tool == "theirs" else OURS
     if argv[0] == "adopt":  # a folder of someone's code, or 0.4.3's seed declaring the adapter
         if seeded:
-            _run(upstream("create-vivary"), ["init", str(ws), *argv[2:]], tmp_path)
+            run_side(upstream("create-vivary"), ["init", str(ws), *argv[2:]], tmp_path)
         else:
             (ws / "src").mkdir(parents=True)
             (ws / "src/app.py").write_text("print('hi')\n")
-        plan = json.loads(_run(exe, [*argv, "--json"], tmp_path).stdout)
+        plan = json.loads(run_side(exe, [*argv, "--json"], tmp_path).stdout)
         argv += ["--yes", "--plan", plan["plan_hash"]]
-    made = _run(exe, argv, tmp_path)
+    made = run_side(exe, argv, tmp_path)
     assert made.returncode == 0, made.stdout + made.stderr
     if commit:
         _commit(ws)
@@ -357,7 +346,7 @@ def test_a_workspace_made_by_either_tool_passes_both_doctors_and_both_checks(
         "the suite's tropo check": [upstream("tropo"), "check", "--root", str(ws)],
     }
     for name, (exe, *args) in checks.items():
-        proc = _run(exe, [str(a) for a in args], tmp_path)
+        proc = run_side(exe, [str(a) for a in args], tmp_path)
         if (maker, name) == KNOWN_0_4_3_FAILURE:
             assert json.loads(proc.stdout)["errors"] == ["semantic memory privacy check failed"]
             continue

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 
 from create_vivary import thin
-from tests.support.console import BIN, run
+from tests.support.console import BIN
+from tests.support.sides import run_side
 from tests.support.trees import tree
 
 BLOCK = thin.gitignore_block(None)
@@ -39,8 +40,8 @@ def _git_init(ws: Path) -> None:
 
 
 def _oracle_adopt(oracle: Path, ws: Path) -> None:
-    plan = json.loads(_run(oracle, ["adopt", str(ws), "--json"], ws.parent).stdout)
-    assert _run(oracle, ["adopt", str(ws), "--yes", "--plan", plan["plan_hash"]], ws.parent).returncode == 0
+    plan = json.loads(run_side(oracle, ["adopt", str(ws), "--json"], ws.parent).stdout)
+    assert run_side(oracle, ["adopt", str(ws), "--yes", "--plan", plan["plan_hash"]], ws.parent).returncode == 0
 
 
 def _build(state: str, ws: Path, oracle: Path) -> str:
@@ -54,7 +55,7 @@ def _build(state: str, ws: Path, oracle: Path) -> str:
         return NO_TX
     if state.startswith("init-0.4.3"):
         extra = ["--active-context", "cocoindex-code", "--adapter", "claude"] if "active" in state else []
-        assert _run(oracle, ["init", str(ws), *extra], ws.parent).returncode == 0
+        assert run_side(oracle, ["init", str(ws), *extra], ws.parent).returncode == 0
         _git_init(ws)
         return NO_TX
     if state == "through-a-link":
@@ -114,16 +115,7 @@ COMMANDS = (["plan"], ["plan", "--json"], ["apply"], ["apply", "--json"],
 CASES = [(state, COMMANDS[(i + k) % len(COMMANDS)]) for i, state in enumerate(STATES) for k in (0, 3, 7)]
 
 
-OURS = "create-vivary"  # ours by its console script's name, run in this process
-
-
-def _run(exe: Path | str, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """0.4.3's script (a path) as a process; one of ours (a console script's name) in
-    process, where the parity is of files, codes and output, not of processes."""
-    if isinstance(exe, str):
-        return run(exe, *argv, cwd=cwd)
-    return subprocess.run([str(exe), *argv], cwd=cwd, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, check=False, timeout=300)
+OURS = "create-vivary"  # ours by its console script's name, run in this process (tests/support/sides.py)
 
 
 def _adopt(exe: Path | str, ws: Path, command: list[str], ours: bool) -> subprocess.CompletedProcess[str]:
@@ -132,8 +124,8 @@ def _adopt(exe: Path | str, ws: Path, command: list[str], ours: bool) -> subproc
     options = [c for c in command if c not in ("plan", "apply")]
     base = ["adopt", str(ws), *extra, *options]
     if command[0] != "apply":
-        return _run(exe, base, ws.parent)
-    return _run(exe, [*base, "--yes", "--plan", str(_planned_hash(exe, ws, command, ours))], ws.parent)
+        return run_side(exe, base, ws.parent)
+    return run_side(exe, [*base, "--yes", "--plan", str(_planned_hash(exe, ws, command, ours))], ws.parent)
 
 
 def _normal(text: str, root: Path, plan_hash: str | None) -> Any:
@@ -153,6 +145,7 @@ def _files(base: Path) -> dict[str, bytes | str]:
     return {k: v for k, v in tree(base).items() if ".git" not in k.split("/")}
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize(("state", "command"), CASES, ids=[f"{s}-{'_'.join(c)}" for s, c in CASES])
 def test_adopt_minimal_matches_create_vivary_0_4_3(
     tmp_path: Path, upstream: Callable[[str], Path], state: str, command: list[str]
@@ -178,7 +171,7 @@ def test_adopt_minimal_matches_create_vivary_0_4_3(
 
 def _planned_hash(exe: Path | str, ws: Path, command: list[str], ours: bool) -> Any:
     options = [c for c in command if c not in ("plan", "apply", "--json", "--yes")]
-    proc = _run(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), *options, "--json"], ws.parent)
+    proc = run_side(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), *options, "--json"], ws.parent)
     return json.loads(proc.stdout).get("plan_hash")
 
 
@@ -190,7 +183,7 @@ def _healthy(ws: Path, upstream: Callable[[str], Path]) -> None:
         "the suite's tropo check": [upstream("tropo"), "check", "--root", str(ws)],
     }
     for name, cmd in checks.items():
-        proc = _run(cmd[0], [str(c) for c in cmd[1:]], ws.parent)
+        proc = run_side(cmd[0], [str(c) for c in cmd[1:]], ws.parent)
         assert proc.returncode == 0, (name, proc.stdout[-2000:], proc.stderr[-2000:])
 
 
@@ -219,7 +212,7 @@ RECOVERIES = [(state, crash, adapters) for state, adapters in (
 
 def _interrupt(oracle: Path, ws: Path, crash: str, adapters: list[str]) -> str:
     options = [a for name in adapters for a in ("--adapter", name)]
-    tx = json.loads(_run(oracle, ["adopt", str(ws), *options, "--json"], ws.parent).stdout)["plan_hash"]
+    tx = json.loads(run_side(oracle, ["adopt", str(ws), *options, "--json"], ws.parent).stdout)["plan_hash"]
     proc = subprocess.run([str(oracle.parent / "python"), "-I", "-c", CRASH, crash, str(ws), tx, *adapters],
                           capture_output=True, text=True, check=False, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -249,10 +242,11 @@ def _digest_of(path: Path) -> str:
 
 
 def _recovery_hash(exe: Path | str, ws: Path, tx: str, ours: bool) -> Any:
-    proc = _run(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), "--recover", tx, "--json"], ws.parent)
+    proc = run_side(exe, ["adopt", str(ws), *(["--minimal"] if ours else []), "--recover", tx, "--json"], ws.parent)
     return json.loads(proc.stdout).get("recovery_plan_hash")
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against create-vivary 0.4.3
 @pytest.mark.parametrize(("state", "crash", "adapters"), RECOVERIES)
 @pytest.mark.parametrize("as_json", [[], ["--json"]])
 def test_recovery_matches_create_vivary_0_4_3(
@@ -275,7 +269,7 @@ def test_recovery_matches_create_vivary_0_4_3(
     for yes in ([], ["--yes", "--plan"]):
         outs = []
         for exe, ws, extra, rhash in ((oracle, a, [], theirs_r), (OURS, b, ["--minimal"], mine_r)):
-            proc = _run(exe, ["adopt", str(ws), *extra, "--recover", txs[ws], *yes, *([rhash] if yes else []),
+            proc = run_side(exe, ["adopt", str(ws), *extra, "--recover", txs[ws], *yes, *([rhash] if yes else []),
                               *as_json], ws.parent)
             norm = [_normal(t.replace(txs[ws], "<TX>").replace(marked[ws], "<MARKED>"), ws, rhash)
                     for t in (proc.stdout, proc.stderr)]
@@ -308,8 +302,8 @@ def test_0_4_3_recovers_what_our_interrupted_apply_left(tmp_path: Path, upstream
     tx = _interrupt_ours(ws)
     journal = json.loads((ws / ".vivary/runtime/adopt-journal.json").read_text())
     assert (journal["schema"], journal["phase"], journal["completed"]) == ("vivary.adopt-journal.v3", "applying", 5)
-    rhash = json.loads(_run(oracle, ["adopt", str(ws), "--recover", tx, "--json"], tmp_path).stdout)["recovery_plan_hash"]
-    done = _run(oracle, ["adopt", str(ws), "--recover", tx, "--yes", "--plan", rhash], tmp_path)
+    rhash = json.loads(run_side(oracle, ["adopt", str(ws), "--recover", tx, "--json"], tmp_path).stdout)["recovery_plan_hash"]
+    done = run_side(oracle, ["adopt", str(ws), "--recover", tx, "--yes", "--plan", rhash], tmp_path)
     assert done.returncode == 0, done.stderr
     assert _files(tmp_path) == before
 
@@ -321,7 +315,7 @@ def test_our_own_adopt_options_are_a_usage_error_with_minimal(tmp_path: Path, op
     ws = tmp_path / "repo"
     _git_init(ws)
     before = _files(tmp_path)
-    proc = _run(OURS, ["adopt", str(ws), "--minimal", *option], tmp_path)
+    proc = run_side(OURS, ["adopt", str(ws), "--minimal", *option], tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--minimal" in proc.stderr
     assert _files(tmp_path) == before
 
@@ -349,8 +343,8 @@ def test_files_are_written_0644(tmp_path: Path) -> None:
     """Deliberate: 0.4.3 leaves its temporary files' 0600 on what it creates."""
     ws = tmp_path / "repo"
     _git_init(ws)
-    planned = json.loads(_run(OURS, ["adopt", str(ws), "--minimal", "--json"], tmp_path).stdout)
-    done = _run(OURS, ["adopt", str(ws), "--minimal", "--yes", "--plan", planned["plan_hash"]],
+    planned = json.loads(run_side(OURS, ["adopt", str(ws), "--minimal", "--json"], tmp_path).stdout)
+    done = run_side(OURS, ["adopt", str(ws), "--minimal", "--yes", "--plan", planned["plan_hash"]],
                 tmp_path)
     assert done.returncode == 0, done.stderr
     assert {(ws / rel).stat().st_mode & 0o777 for rel in planned["creates"]} == {0o644}
@@ -372,6 +366,6 @@ def test_recover_reads_and_removes_nothing_through_a_planted_vivary_link(
     before = _files(elsewhere)
     assert "runtime/adopt-journal.json" in before
     for extra in ([], ["--yes", "--plan", "sha256:" + "0" * 64]):
-        done = _run(OURS, ["adopt", str(ws), "--minimal", "--recover", tx, *extra], tmp_path)
+        done = run_side(OURS, ["adopt", str(ws), "--minimal", "--recover", tx, *extra], tmp_path)
         assert done.returncode == 1 and "no safe adoption journal" in done.stderr, done.stderr
     assert _files(elsewhere) == before

@@ -13,6 +13,7 @@ from pathlib import Path
 from create_vivary.thin import MEMORY_RULES
 from tests.support.cli import run_cli
 from tests.support.console import BIN
+from tests.support.sides import served
 
 
 class Terminal:
@@ -130,7 +131,6 @@ def test_a_memory_policy_from_the_wizard_passes_both_doctors(
     again = run_cli("create-vivary", "wizard", "ws", "--no-wizard", "--memory", "local", cwd=tmp_path)
     assert again.returncode == 0 and (tmp_path / "ws/.gitignore").read_text().count(MEMORY_RULES) == 1
     ours = run_cli("create-vivary", "doctor", "ws", "--json", cwd=tmp_path)
-    theirs = subprocess.run([str(upstream("create-vivary")), "doctor", "ws", "--json"], cwd=tmp_path,
-                            capture_output=True, text=True, check=False)
+    theirs = served(upstream("create-vivary"), ["doctor", "ws", "--json"], tmp_path)
     for doctor in (ours, theirs):
         assert doctor.returncode == 0 and json.loads(doctor.stdout)["errors"] == [], doctor.args

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.console import run
 from tests.support.coordination import write_workspace
 from tests.support.repos import commit_all, git
+from tests.support.sides import run_side
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-exo): -m "not slow" leaves it out
 
@@ -19,18 +19,14 @@ EXO = "exo"  # ours, by its console script's name
 COMMANDS = [["board"], ["conflicts"], ["roles"]]
 
 
-def _out(exe: str, args: list[str], root: Path) -> tuple[int, str]:
-    """The oracle's script (a path) as a process; ours (`exo`) in process."""
-    if exe == "exo":
-        proc = run("exo", *args, "--root", root)
-    else:
-        proc = subprocess.run([exe, *args, "--root", str(root)], capture_output=True, text=True,
-                              check=False)
+def _out(exe: Path | str, args: list[str], root: Path) -> tuple[int, str]:
+    """The oracle's script (a path) or ours (`exo`), run as tests/support/sides.py runs them."""
+    proc = run_side(exe, [*args, "--root", str(root)], Path.cwd())
     return proc.returncode, proc.stdout
 
 
 def _assert_same(upstream: Callable[[str], Path], root: Path) -> None:
-    oracle = str(upstream("exo"))
+    oracle = upstream("exo")
     for args in COMMANDS:
         for extra in ([], ["--json"]):
             ours, theirs = _out(EXO, args + extra, root), _out(oracle, args + extra, root)

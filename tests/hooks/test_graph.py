@@ -3,6 +3,7 @@ commits that skipped pre-commit (--no-verify, rebase) at push, against a real ba
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.support.cli import CHANGE, break_ref
 from tests.support.repos import git
-from tests.support.workspaces import scaffold
+from tests.support.workspaces import made_once, scaffold
 
 EXTRA = "modules/extra.md"
 
@@ -19,19 +20,28 @@ def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
+def _pushed(top: Path) -> None:
     """A fresh coding workspace with its default hooks, main pushed to a bare origin, and a
-    module ``extra`` that nothing refers to yet."""
-    root = tmp_path / "ws"
+    module ``extra`` that nothing refers to yet: ``top/ws`` and ``top/remote.git``."""
+    top.mkdir()
+    root = top / "ws"
     scaffold(root, "--auto", "--yes")
     (root / EXTRA).write_text("---\nproject: ws\nstatus: active\nmodule_area: x\n---\n# Extra\n")
     git(root, "add", EXTRA)
     git(root, "commit", "-q", "-m", "extra module")
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
+    bare = top / "remote.git"
+    git(top, "init", "-q", "--bare", str(bare))
     git(root, "remote", "add", "origin", str(bare))
     git(root, "push", "-q", "origin", "main")
+
+
+@pytest.fixture
+def ws(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`_pushed`, built once per process and copied: the copy's origin is its own bare copy."""
+    template = made_once("hooks-graph", tmp_path_factory.getbasetemp(), _pushed)
+    shutil.copytree(template, tmp_path, symlinks=True, dirs_exist_ok=True)
+    root = tmp_path / "ws"
+    git(root, "remote", "set-url", "origin", str(tmp_path / "remote.git"))
     return root
 
 

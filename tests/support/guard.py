@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,18 +57,6 @@ def make_key(directory: Path, kind: str = "ed25519", name: str = "id") -> Key:
     )
     public = " ".join(Path(str(path) + ".pub").read_text().split()[:2])
     return Key(path, public)
-
-
-_MADE: dict[str, Path] = {}  # what each process made once: a key, a workspace
-
-
-def made_once(name: str, where: Path, make: Callable[[Path], object]) -> Path:
-    """``make(where / name)`` the first time this process asks for ``name``, a copy of it
-    every time after: a fixture every test writes to, built once (copies keep tests apart)."""
-    if name not in _MADE:
-        make(where / name)
-        _MADE[name] = where / name
-    return _MADE[name]
 
 
 def copy_key(template: Path, directory: Path) -> Key:

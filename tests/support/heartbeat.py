@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from tests.support import console
-from tests.support.guard import made_once
 from tests.support.repos import git, write_files
+from tests.support.workspaces import made_once
 
 DAY = 86400
 T0 = 1_790_000_000  # a fixed clock: every test says how old each commit is

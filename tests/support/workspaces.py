@@ -2,17 +2,20 @@
 fresh `create-vivary init` costs a scaffold, a commit and its hooks, a copy costs a copy.
 
 Only for tests that take the scaffold as their starting point; a test of `init` itself
-runs it."""
+runs it. `made_once` does the same for any other folder a test builds (a repository with
+its remote, a key): built once per process, copied by each test."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.console import run
 
 _TEMPLATES: dict[tuple[str, ...], Path] = {}
+_MADE: dict[str, Path] = {}  # what each process made once: a key, a workspace
 
 
 def scaffold(dest: Path, *init_args: str) -> Path:
@@ -21,9 +24,20 @@ def scaffold(dest: Path, *init_args: str) -> Path:
     template = _TEMPLATES.get(key)
     if template is None:
         top = Path(tempfile.mkdtemp(prefix="vivary-scaffold-"))
-        made = run("create-vivary", "init", "ws", "--commit", *init_args, cwd=top)
+        # no heartbeat for the template's commit: a runner still writing its sidecar while
+        # the template is copied made copies that failed, or differed from one another
+        made = run("create-vivary", "init", "ws", "--commit", *init_args, cwd=top, env={"VIVARY_HEARTBEAT": "0"})
         if made.returncode != 0:
             raise AssertionError(f"create-vivary init failed: {made.stderr}")
         template = _TEMPLATES[key] = top / "ws"
     shutil.copytree(template, dest, symlinks=True)
     return dest
+
+
+def made_once(name: str, where: Path, make: Callable[[Path], object]) -> Path:
+    """``make(where / name)`` the first time this process asks for ``name``, a copy of it
+    every time after: a fixture every test writes to, built once (copies keep tests apart)."""
+    if name not in _MADE:
+        make(where / name)
+        _MADE[name] = where / name
+    return _MADE[name]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.repos import commit_all, git, write_files
+from tests.support.sides import served
 from tests.support.vaults import VAULT, tropo_json
 
 pytestmark = pytest.mark.slow  # the slow tier (parity corpus against vivary-tropo): -m "not slow" leaves it out
@@ -88,8 +89,7 @@ BAD_VAULT = {
 
 
 def _run_upstream(exe: Path, root: Path, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    proc = subprocess.run([str(exe), *args, "--json", "--root", str(root)], capture_output=True,
-                          text=True, check=False, timeout=300)
+    proc = served(exe, [*args, "--json", "--root", str(root)], Path.cwd())
     return proc.returncode, json.loads(proc.stdout)
 
 

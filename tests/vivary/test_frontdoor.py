@@ -192,6 +192,7 @@ def test_exit_codes_as_the_suite(argv: list[str], tmp_path: Path,
     assert "Traceback" not in mine.stderr
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against the suite's front door
 def test_check_and_find_on_generated_workspaces(workspaces: dict[str, Path], tmp_path: Path,
                                                 upstream: Callable[[str], Path]) -> None:
     roots = _planted(workspaces, tmp_path, 52)

@@ -6,7 +6,7 @@ the browser's command line (`ps` shows it to every user), and a header sent twic
 already cover them: Host spellings a rebinding or a sloppy parser could match, an
 absolute-form request target, deeply nested and chunked oversized bodies, preflights
 and CORS, many event streams, and repository content that tries to run script in the
-page or in the graph's frame."""
+page or in the graph's frame (runs, items, and evals whose every string is markup)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from strato.evals import store
 from strato.runs.service import Runs
 from tests.support.browser import Watched
 from tests.support.console import run
@@ -38,6 +39,7 @@ from tests.support.serving import (
     serving,
 )
 from tests.support.workspaces import scaffold
+from tropo.git.repo import require
 
 
 def _raw(server: Server, head: str, body: bytes = b"") -> tuple[int, bytes]:
@@ -295,3 +297,43 @@ def test_repository_content_never_runs_as_script_in_the_page_or_the_graph(watche
         assert graph.evaluate("document.querySelector('meta[name=generator]') !== null")
         assert page.evaluate("document.body.dataset.pwned || null") is None
     assert dialogs == []
+
+
+def _forge_eval(root: Path, eval_id: str, score: float, attempts: Any = 1) -> None:
+    """An eval whose every string (set, flow, agent, task, outcome, reason, run id) is
+    markup: anyone who can push refs/vivary/evals/* chooses all of them."""
+    repo = require(root)
+    config = {"set": {"name": PAYLOAD, "tasks": {PAYLOAD: PAYLOAD, "t1": "d"}},
+              "flow": {"name": PAYLOAD, "sha256": "x"}, "agent": PAYLOAD, "lanes": PAYLOAD, "repeat": 1, "seed": 0}
+    store.start(repo, eval_id, config)
+    for task in (PAYLOAD, "t1"):
+        store.add(repo, eval_id, {"task": task, "trial": 0, "digest": "d", "score": score, "outcome": PAYLOAD,
+                                  "reason": PAYLOAD, "attempts": attempts, "verifierCalls": 0, "tokens": 0,
+                                  "wallMs": 0, "runId": f"{PAYLOAD}/../../x"})
+
+
+@pytest.mark.slow  # a browser test
+def test_eval_refs_never_run_as_script_in_the_evals_view(watched: Watched, repo_dir: Path) -> None:
+    _forge_eval(repo_dir, "a", 0.0)
+    _forge_eval(repo_dir, "b", 1.0)
+    _forge_eval(repo_dir, "c", 1.0, attempts=PAYLOAD)  # unreadable: its error quotes the markup
+    dialogs: list[str] = []
+    page = watched.page
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    with serving("--root", str(repo_dir)) as server:
+        page.goto(server.url + "#/evals")
+        page.locator("tr[data-eval=a]").wait_for()
+        for where, seen in (("evals/a", "t1"), ("compare/a/b", "Flipped tasks"), ("evals", "Compare two runs"),
+                            ("evals/c", "cannot be read"), ("compare/a/c", "cannot be compared")):
+            page.goto(f"http://127.0.0.1:{server.port}/#/{where}")
+            page.wait_for_function("(s) => document.querySelector('main').innerText.includes(s)", arg=seen)
+            assert "<script>document.body.dataset.pwned=2</script>" in page.locator("main").inner_text()  # as text
+            assert page.locator("main img, main svg, main script").count() == 0
+            assert page.evaluate("document.body.dataset.pwned || null") is None
+        page.goto(f"http://127.0.0.1:{server.port}/#/evals/a")
+        page.locator("tr[data-trial]").first.wait_for()
+        assert page.locator("main tr[data-trial] a").count() == 0  # a run id that is no run id opens nothing
+        assert server.get("/api/evals/a").json()["rows"][0]["audit"] is None  # nor becomes a command
+    assert dialogs == []
+    refused = "Failed to load resource: the server responded with a status of 409 (Conflict)"
+    assert watched.errors == [refused, refused]  # the unreadable eval, shown and compared: nothing else

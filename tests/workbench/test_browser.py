@@ -91,7 +91,8 @@ def test_demo_mode_renders_every_view_with_no_repository(watched: Watched, tmp_p
         assert page.locator("#demo-banner").is_visible()
         watched.shot("demo")
         for tab, seen in (("board", "local-ci-baseline"), ("guard", "release:1.0"), ("heartbeat", "playbook"),
-                          ("lanes", "verification rate"), ("runs/demo-note", "Steps and attempts")):
+                          ("lanes", "verification rate"), ("runs/demo-note", "Steps and attempts"),
+                          ("evals", "judged.stratum.yaml"), ("compare/bare/judged", "Flipped tasks")):
             page.goto(f"http://127.0.0.1:{server.port}/#/{tab}")
             page.wait_for_function("(s) => document.querySelector('main').innerText.includes(s)", arg=seen)
             assert page.locator("main .demo-label").inner_text() == "DEMO DATA", tab

@@ -56,3 +56,21 @@ def test_every_view_is_labelled_and_nothing_can_be_decided() -> None:
     with pytest.raises(Refusal):
         demo.run("../etc", 0, 5)
 
+
+
+def test_the_sample_evals_are_real_runs_labelled_and_linked_to_their_runs() -> None:
+    demo = DemoSource(fixture())
+    listed = demo.evals()
+    assert listed["demo"] is True and {e["id"] for e in listed["evals"]} == {"bare", "judged"}
+    compared = demo.compare_evals("bare", "judged")
+    assert compared["difference"]["successRate"] > 0 and compared["flipped"]
+    judged = demo.eval("judged")
+    assert judged["scratch"]["present"] and not judged["scratch"]["path"].startswith("/")  # no recorder's folder
+    for result in judged["rows"]:  # every result opens down to its run's attempts
+        run = demo.eval_run("judged", result["runId"], 0, 50)
+        assert run["runId"] == result["runId"] and run["steps"][0]["attempts"]
+    with pytest.raises(Refusal) as refused:
+        demo.eval("../etc")
+    assert refused.value.status == 404
+    static = demo.static_views()
+    assert "/api/evals/bare/compare/judged" in static and f"/api/evals/judged/runs/{result['runId']}" in static

@@ -95,7 +95,8 @@ def test_the_served_origin_is_accepted(server: Server) -> None:
 
 @pytest.mark.parametrize("path", ["/api/runs", "/api/runs/r1", "/api/events", "/api/board", "/api/guard",
                                   "/api/guard/review", "/api/heartbeat", "/api/lanes", "/api/graph",
-                                  "/api/session"])
+                                  "/api/session", "/api/evals", "/api/evals/e1", "/api/evals/e1/compare/e2",
+                                  "/api/evals/e1/runs/r1"])
 def test_reads_of_the_repository_need_the_token(server: Server, path: str) -> None:
     bare = server.request("GET", path)
     assert bare.status == 401 and bare.headers["www-authenticate"] == "Bearer"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tropo.check.findings import INFO, Finding, Summary
+from tropo.check.graph import Graph, Node, assemble
 from tropo.check.ids import upstream_aliases
 
 W220, I221, E130 = "W220", "I221", "E130"
@@ -70,6 +71,24 @@ class CheckState:
         return cls(tuple(config_paths), strict, dict(configs), list(docs),
                    [sys.intern(doc_id or "") for doc_id, _, _ in docs.values()],
                    {rel: own for rel, (_, own, _) in docs.items() if own}, refs, dict(extra))
+
+    def graph(self, type_of: Callable[[str], str | None], root_name: str) -> Graph:
+        """The graph :func:`tropo.check.graph.build_graph` makes of these documents,
+        without reading one: its nodes carry id, type (``type_of`` a path) and path, and
+        no title or fields, which is all ``tropo graph`` and ``tropo blast`` show."""
+        nodes: dict[str, Node] = {}
+        types: dict[str, str | None] = {}  # by folder: type_of asks the schema
+        for rel, doc_id in zip(self.rels, self.ids, strict=True):
+            if doc_id and doc_id not in nodes:
+                folder = rel.rpartition("/")[0]
+                if folder not in types:
+                    types[folder] = type_of(rel)
+                nodes[doc_id] = Node(doc_id, types[folder], rel, "", {})
+        ids = self.ids
+        edges = [(ids[doc], field, target)
+                 for doc, field, target in zip(self.refs.doc, self.refs.field, self.refs.target, strict=True)
+                 if ids[doc]]
+        return assemble(nodes, edges, root_name)
 
     def cross(self, root_name: str) -> dict[int, list[Finding]]:
         """The findings that need the whole workspace, by document index: refs that

@@ -26,7 +26,7 @@ from tropo.check.roots import find_root as find_root
 THIN_CONTRACT = "thin-v0.3"
 DERIVED_SPECS = {"id": "slug", "slug": "slug", "title": "string", "created": "date", "updated": "date"}
 DEFAULT_EXCLUDE = (".git", ".tropo", ".claude", "node_modules", ".obsidian")
-BUNDLED_PACKS = ("coordination", "dev-project", "repo-graph")
+BUNDLED_PACKS = ("coordination", "dev-project", "evals", "repo-graph")
 
 Reader = Callable[[str], bytes | None]  # workspace-relative posix path -> bytes, None if absent
 

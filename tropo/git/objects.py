@@ -62,6 +62,19 @@ def blob_at(repo: pygit2.Repository, commit: pygit2.Oid | str, name: str) -> byt
     return data
 
 
+def top_entries(repo: pygit2.Repository, commit: pygit2.Oid | str) -> dict[str, pygit2.Oid] | None:
+    """Name -> oid of each top-level entry of a commit's tree, from one tree read (None:
+    no such commit)."""
+    tree = _tree(repo, commit)
+    return None if tree is None else {entry.name: entry.id for entry in tree if entry.name is not None}
+
+
+def blob_data(repo: pygit2.Repository, oid: pygit2.Oid) -> bytes:
+    """The content of the blob ``oid``."""
+    data: bytes = repo[oid].read_raw()
+    return data
+
+
 def entry_oid(repo: pygit2.Repository, commit: pygit2.Oid | str, name: str) -> pygit2.Oid | None:
     """The oid of a top-level file in a commit, to reuse it in the next commit."""
     tree = _tree(repo, commit)

@@ -219,16 +219,31 @@
   // the estimated tokens of every context load the dispatch was given
   const context = (c) => (c && c.loads ? `${c.tokens} (${c.loads.map((l) => `${l.kind} ${l.tokens}`).join(", ")})` : "—");
 
-  async function runView(id) {
-    const run = await api(`/api/runs/${encodeURIComponent(id)}?offset=${state.eventsOffset}&limit=100`);
+  // `evalId`: a run of an eval's scratch repository (read only: its gates are not this workspace's)
+  async function runView(id, evalId) {
+    const base = evalId ? `/api/evals/${encodeURIComponent(evalId)}/runs/` : "/api/runs/";
+    const crumb = evalId ? [el("a", { href: "#/evals" }, "Evals"), " / ", el("a", { href: "#/evals/" + encodeURIComponent(evalId) }, evalId)]
+      : [el("a", { href: "#/runs" }, "Runs")];
+    let run;
+    try {
+      run = await api(`${base}${encodeURIComponent(id)}?offset=${state.eventsOffset}&limit=100`);
+    } catch (err) {
+      if (!evalId || !(err instanceof ApiError)) throw err;
+      // the workbench cannot open this eval's run: say so, and give the command that can
+      const e = await api("/api/evals/" + encodeURIComponent(evalId)).catch(() => null);
+      const row = e ? e.rows.find((r) => r.runId === id) : null;
+      show(el("h2", {}, crumb, " / ", el("span", { class: "mono" }, id)), el("p", { class: "unavailable" }, String(err.message)),
+        row && row.audit ? el("p", { "data-audit": "" }, "At a terminal: ", el("code", {}, row.audit)) : null);
+      return;
+    }
     const steps = run.steps.map((s) => [el("h3", {}, `${s.id} `, badge(s.status), el("span", { class: "muted" }, ` epoch ${s.epoch}, spent ${spent(s.spent)}`)),
       s.attempts.length ? table(["#", "outcome", "reason", "resolution", "decided", "context tokens", "usage", "at"], attemptRows(s)) : el("p", { class: "muted" }, "no attempts yet")]);
     const events = run.events.items.map((e) => el("tr", {},
       el("td", { class: "muted" }, e.at), el("td", {}, e.type), el("td", { class: "mono" }, text(e.stepId)), el("td", { class: "mono" }, text(e.detail))));
     const judged = run.judged.map((e) => el("tr", {}, el("td", {}, e.type), el("td", { class: "mono" }, text(e.stepId)), el("td", { class: "mono" }, text(e.detail))));
-    show(el("h2", {}, el("a", { href: "#/runs" }, "Runs"), " / ", el("span", { class: "mono" }, run.runId), " ", badge(run.status)),
+    show(el("h2", {}, crumb, " / ", el("span", { class: "mono" }, run.runId), " ", badge(run.status)),
       el("p", { class: "muted" }, `flow ${run.flow} · head ${run.head.slice(0, 12)} · spent ${spent(run.usage.flow)}`),
-      run.gates.map((g) => gateBox(run, g)),
+      evalId ? null : run.gates.map((g) => gateBox(run, g)),
       run.failure ? el("pre", {}, "failure: " + text(run.failure)) : null,
       run.output !== undefined ? el("div", {}, el("h3", {}, "Output"), el("pre", {}, JSON.stringify(run.output, null, 2))) : null,
       el("h3", {}, "Steps and attempts"), steps,
@@ -316,13 +331,82 @@
     show(el("h2", {}, "Graph"), frame);
   }
 
-  const VIEWS = { runs: runsView, board: boardView, guard: guardView, heartbeat: heartbeatView, lanes: lanesView, graph: graphView };
+  // --- evals: runs of `strato eval`, a run's results, two runs compared (all read only)
+  const pct1 = (r) => (typeof r === "number" ? `${(r * 100).toFixed(1)}%` : text(r));
+  const signed = (r) => (typeof r === "number" ? `${r >= 0 ? "+" : ""}${(r * 100).toFixed(1)}%` : text(r));
+  const num = (v, d) => (typeof v === "number" ? v.toFixed(d) : text(v));
+  const evalHref = (id) => "#/evals/" + encodeURIComponent(id);
+
+  async function evalsView() {
+    const data = await api("/api/evals");
+    const good = data.evals.filter((e) => !e.problem);
+    const rows = data.evals.map((e) => el("tr", { "data-eval": e.id },
+      el("td", { class: "mono" }, el("a", { href: evalHref(e.id) }, e.id)),
+      e.problem ? el("td", { colspan: 7, class: "unavailable" }, e.problem) : [
+        el("td", {}, text(e.set)), el("td", {}, text(e.flow)), el("td", {}, text(e.agent)),
+        el("td", {}, e.lanes ? "on" : "off"), el("td", {}, text(e.repeat)),
+        el("td", {}, `${pct1(e.successRate)} (${text(e.results)}/${text(e.expected)})`),
+        el("td", {}, num(e.tokensPerTask, 0))],
+      el("td", { class: "muted" }, e.movedAt ? utc(e.movedAt) : "—")));
+    const pick = (name, at) => el("select", { name, "aria-label": name },
+      good.map((e, i) => el("option", { value: e.id, selected: i === at }, e.id)));
+    const a = pick("a", 1), b = pick("b", 0);  // the list is newest first: by default, older -> newer
+    const go = (ev) => { ev.preventDefault(); location.hash = `#/compare/${encodeURIComponent(a.value)}/${encodeURIComponent(b.value)}`; };
+    show(el("h2", {}, "Evals"),
+      el("p", { class: "muted" }, "Each row is one strato eval run, kept on refs/vivary/evals/<id> (docs/evals.md)."),
+      table(["eval", "task set", "flow", "agent", "lanes", "repeat", "success rate", "tokens / task", "last result"], rows),
+      good.length >= 2 ? [el("h3", {}, "Compare two runs"),
+        el("form", { class: "inline", onsubmit: go }, "A", a, "B", b, el("button", { type: "submit" }, "Compare"))] : null);
+  }
+
+  async function evalView(id) {
+    const e = await api("/api/evals/" + encodeURIComponent(id));
+    const where = e.scratch.present
+      ? `Its runs are in the scratch repository ${e.scratch.path}; each run below opens here.`
+      : `Its runs are not in this clone (the eval ran elsewhere, in that clone's ${e.scratch.path}); run the command shown there.`;
+    const rows = e.rows.map((r) => el("tr", { "data-task": r.task, "data-trial": r.trial },
+      el("td", { class: "mono" }, text(r.task)), el("td", {}, text(r.trial)), el("td", {}, text(r.score)),
+      el("td", {}, badge(r.outcome)), el("td", {}, text(r.reason)), el("td", {}, text(r.attempts)),
+      el("td", {}, text(r.verifierCalls)), el("td", {}, text(r.tokens)), el("td", {}, text(r.wallMs)),
+      el("td", {}, r.audit && e.scratch.present
+        ? el("a", { class: "mono", href: `${evalHref(id)}/runs/${encodeURIComponent(r.runId)}`, title: r.audit }, r.runId)
+        : el("code", {}, text(r.audit)))));
+    show(el("h2", {}, el("a", { href: "#/evals" }, "Evals"), " / ", el("span", { class: "mono" }, e.id)),
+      el("p", { class: "muted" }, `task set ${e.set} · flow ${e.flow} · agent ${e.agent} · lanes ${e.lanes ? "on" : "off"} · repeat ${e.repeat} · ${e.ref}`),
+      el("p", {}, `success rate ${pct1(e.successRate)} over ${e.results}/${e.expected} results · per task: ${num(e.tokensPerTask, 0)} tokens, ${num(e.attemptsPerTask, 2)} attempts, ${num(e.verifierCallsPerTask, 2)} verifier calls, ${num(e.wallMsPerTask, 0)} ms`),
+      el("p", { class: "muted", "data-scratch": e.scratch.present ? "here" : "elsewhere" }, where),
+      table(["task", "trial", "score", "outcome", "reason", "attempts", "verifier calls", "tokens", "ms", "run (its attempts)"], rows));
+  }
+
+  async function compareView(a, b) {
+    const c = await api(`/api/evals/${encodeURIComponent(a)}/compare/${encodeURIComponent(b)}`);
+    const d = c.difference;
+    const side = (s) => el("tr", {}, el("td", { class: "mono" }, el("a", { href: evalHref(s.id) }, s.id)),
+      el("td", {}, text(s.flow)), el("td", {}, text(s.agent)), el("td", {}, s.lanes ? "on" : "off"),
+      el("td", {}, pct1(s.successRate)), el("td", {}, num(s.tokensPerTask, 0)), el("td", {}, num(s.wallMsPerTask, 0)),
+      el("td", {}, num(s.attemptsPerTask, 2)), el("td", {}, num(s.verifierCallsPerTask, 2)));
+    const flipped = c.flipped.map((f) => el("tr", { "data-flipped": f.task },
+      el("td", { class: "mono" }, text(f.task)), el("td", {}, num(f.a, 2)), el("td", {}, num(f.b, 2)), el("td", {}, badge("to " + f.to))));
+    show(el("h2", {}, el("a", { href: "#/evals" }, "Evals"), " / compare"),
+      table(["", "flow", "agent", "lanes", "success rate", "tokens / task", "ms / task", "attempts / task", "verifier calls / task"],
+        [side(c.a), side(c.b)]),
+      el("p", { class: "difference" }, `B − A success rate ${signed(d.successRate)}, ${Math.round(d.level * 100)}% CI ${signed(d.ci[0])} .. ${signed(d.ci[1])} `,
+        el("span", { class: "muted" }, `(bootstrap, ${d.resamples} resamples of ${c.pairedTasks} paired tasks, seed ${d.seed})`)),
+      el("h3", {}, `Flipped tasks (${c.flipped.length})`),
+      table(["task", "A mean score", "B mean score", "flipped"], flipped));
+  }
+
+  const VIEWS = { runs: runsView, board: boardView, guard: guardView, heartbeat: heartbeatView, lanes: lanesView, graph: graphView, evals: evalsView };
 
   async function render() {
     const [tab, id] = state.route;
-    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.tab === tab);
+    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.tab === (tab === "compare" ? "evals" : tab));
     try {
       if (tab === "runs" && id) await runView(id);
+      else if (tab === "evals" && id) {
+        const [evalId, sub, runId] = id.split("/");
+        if (sub === "runs" && runId) await runView(runId, evalId); else await evalView(evalId);
+      } else if (tab === "compare") await compareView(...id.split("/"));
       else await (VIEWS[tab] || runsView)();
     } catch (err) {
       if (err instanceof ApiError) show(el("p", { class: "unavailable" }, String(err.message)));

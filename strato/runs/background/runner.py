@@ -313,8 +313,9 @@ def _call(
 
 def _dispatch(runs: Runs, run_id: str, entry: dict[str, Any], cancelled: _CancelWatch) -> Outcome:
     folder = bg_dir(runs, run_id, "dispatch", entry["dispatchToken"], create=True)
-    res = _call(runs, folder, runs.config.get(entry["agent"]), agent_prompt(entry), runs.root, cancelled)
-    return runs.report(run_id, entry, res)
+    agent = runs.config.get(entry["agent"])
+    res = _call(runs, folder, agent, agent_prompt(entry), runs.root, cancelled)
+    return runs.report(run_id, entry, res, agent.model())
 
 
 def _fanout_calls(runs: Runs, run_id: str, path: str, cancelled: _CancelWatch) -> ItemCall:

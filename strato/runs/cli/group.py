@@ -29,3 +29,19 @@ flow = click.Group(
       strato flow done <run> work --token <t> --result '{"output": {"summary": "ok"}}'
     """,
 )
+
+query = click.Group(
+    "query",
+    help="""The Stratum seed's words for reading runs: `query flows`, `query flow RUN` and
+    `query gates` are `flow list`, `flow show RUN` and `flow gates` (the same commands).
+
+    \b
+    Example:
+      strato query flows --json
+      strato query flow <run>
+      strato query gates
+    """,
+)
+query.add_command(list_cmd, "flows")
+query.add_command(show_cmd, "flow")
+query.add_command(gates_cmd, "gates")

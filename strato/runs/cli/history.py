@@ -19,13 +19,14 @@ from strato.runs.cli.terminal import (
     runs_at,
     say,
 )
+from strato.runs.store import AmbiguousRunId, RunNotFound
 from strato.runs.views.documents import (
     commit_view,
     list_view,
     show_view,
 )
 from tropo import untrusted
-from tropo.console import REFUSED, fail
+from tropo.console import REFUSED, USAGE, fail
 
 
 @click.command("commit")
@@ -69,11 +70,25 @@ def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
 def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> None:
     """Cancel RUN: outstanding tokens become stale. A background run's runner stops the
     agents it started (their whole process groups: SIGTERM, SIGKILL after a grace) and
-    records `flow_cancelled`; this waits until it has (exit 1 if it has not yet).
+    records `flow_cancelled`; this waits until it has (exit 1 if it has not yet). Exit 2
+    for a run that does not exist; a run already cancelled is left as it is, exit 0 with
+    `reason: already_cancelled` (so a retried cancel is safe).
 
     Example: strato flow cancel <run> --reason "superseded"
     """
-    view = background.cancel_view(runs_at(root), run_id, "cli", reason)
+    runs = runs_at(root)
+    try:
+        snap = runs.load(run_id)
+    except RunNotFound as exc:  # Stratum's exit code for an unknown flow; ambiguity stays `handled`'s
+        if isinstance(exc, AmbiguousRunId):
+            raise
+        fail(str(exc), USAGE, code="run_not_found", prog="error")
+    if snap.state["status"] == "cancelled":
+        print_summary({**show_view(runs, snap.run_id), "reason": "already_cancelled"}, as_json)
+        if not as_json:
+            say("  (already cancelled: nothing changed)")
+        return
+    view = background.cancel_view(runs, snap.run_id, "cli", reason)
     print_summary(view, as_json)
     if view["status"] != "cancelled":
         fail(f"cancel of {view['runId']} is recorded; its runner has not stopped the run yet",

@@ -13,7 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from strato.agents.calls import CallResult, agent_prompt, call
+from strato.agents.calls import CallResult, agent_not_found, agent_prompt, call
 from strato.agents.config import READ_ONLY, WORKTREE_WRITE, AgentsConfig, AgentSpec
 from strato.agents.process import last_line, run_process
 from strato.flow.expr.values import deep_equal
@@ -391,6 +391,7 @@ class _ItemRunner:
                 return False, f"stage {i}: render failed: {exc}"
             key = f"{out['index']}.{i}.{n}"
             earlier = self.settled.get(key)
+            failure = None
             if earlier is not None and self.step.fanout.isolation == "none":  # take what it gave
                 output, reason = earlier["output"], earlier["failure"]
             else:
@@ -415,6 +416,8 @@ class _ItemRunner:
             out["attempts"].append({"stage": i, "attempt": n, "result": output, "failure": reason})
             if reason is None:
                 return True, output
+            if agent_not_found(failure):  # no attempt could go otherwise
+                return False, f"stage {i}: {reason}"
             if n > 1 and output is not None and deep_equal(output, last):
                 return False, f"stage {i}: {reason} (no retry: identical evidence)"
             last, previous = output, {"attempt": n, "reason": reason}
@@ -458,7 +461,7 @@ class _ItemRunner:
                 "stage": i,
                 "attempt": n,
                 "usage": spend,
-                "telemetry": dispatches.engine_telemetry(stage.agent, res.duration_ms),
+                "telemetry": dispatches.engine_telemetry(agent.model(), res.duration_ms),
                 "inputs": dispatches.inputs_digest(task, out["item"], bindings["prev"]),
                 **({"sandbox": sandbox} if "{sandbox}" in agent.argv else {}),
             }

@@ -21,7 +21,7 @@ from strato.runs.engine import fanouts as fanout_steps
 from strato.runs.engine.budgets import reserve, task_ledgers
 from strato.runs.engine.checks import check
 from strato.runs.engine.context import Frame, RunContext
-from strato.runs.engine.iterate import materialise_carry
+from strato.runs.engine.iterate import carry_sources, materialise_carry
 from strato.runs.engine.outcomes import fail_scope, fail_step, finish, succeed
 from strato.runs.engine.state import ACTIVE, TERMINAL, new_scope
 
@@ -32,25 +32,61 @@ def advance_run(ctx: RunContext) -> None:
 
 
 def _advance(ctx: RunContext, frame: Frame) -> bool:
-    """Start every step that can start, repeatedly; True if anything changed."""
+    """Start every step that can start, repeatedly; True if anything changed. This pass
+    runs on every transition over every step, so a step that cannot start is passed
+    over without a call, the run's status is looked at again only after a call, and a
+    pass after the first stops where the previous one last changed something (every
+    step after that was looked at with things as they are) unless it changes something."""
     any_change = False
     changed = True
-    while changed and ctx.run["status"] == "running" and not frame.scope.get("done"):
+    root = frame.parent is None
+    sources = carry_sources(frame) if root else frozenset()
+    info = ctx.info(frame.name)
+    deps, routers = info.deps, info.routers
+    stop = len(frame.flow.typed_steps)
+    while _open(ctx, frame) and changed:
         changed = False
-        if frame.parent is None:
+        if root:
             materialise_carry(ctx, frame)
-        for step in frame.flow.typed_steps:
-            if ctx.run["status"] != "running" or frame.scope.get("done"):
+        steps = frame.steps
+        last = -1
+        for i, step in enumerate(frame.flow.typed_steps if _open(ctx, frame) else ()):
+            if i > stop and not changed:
                 break
-            st = frame.steps[step.id]
-            if st["status"] == "running" and isinstance(step, RunStep):
-                changed |= _advance(ctx, ctx.child_frame(frame, step, st))
-            elif st["status"] == "pending":
-                changed |= _try_start(ctx, frame, step, st)
+            sid = step.id
+            st = steps[sid]
+            status = st["status"]
+            if status == "running" and isinstance(step, RunStep):
+                moved = _advance(ctx, ctx.child_frame(frame, step, st))
+            elif status == "pending":
+                waiting = False  # the common case, decided by a plain loop (no generator)
+                if sid not in routers:
+                    for d in deps[sid]:
+                        if steps[d]["status"] not in TERMINAL:
+                            waiting = True
+                            break
+                if waiting:
+                    continue
+                moved = _try_start(ctx, frame, step, st)
+            else:
+                continue
+            if moved:
+                changed, last = True, i
+                if sid in sources:  # a `set` or subflow that settled just now
+                    materialise_carry(ctx, frame)
+            if not _open(ctx, frame):
+                break
+            steps = frame.steps
+        stop = last
         any_change |= changed
-    if ctx.run["status"] == "running" and not frame.scope.get("done"):
+    if _open(ctx, frame):
         _settle_scope(ctx, frame)
     return any_change
+
+
+def _open(ctx: RunContext, frame: Frame) -> bool:
+    """The run is running and this frame's scope has not finished."""
+    return bool(ctx.run["status"] == "running" and not frame.scope.get("done"))
 
 
 def _settle_scope(ctx: RunContext, frame: Frame) -> None:
@@ -64,9 +100,6 @@ def _settle_scope(ctx: RunContext, frame: Frame) -> None:
 def _try_start(ctx: RunContext, frame: Frame, step: AnyStep, st: dict[str, Any]) -> bool:
     info = ctx.info(frame.name)
     sid = step.id
-    steps = frame.steps
-    if sid not in info.routers and any(steps[d]["status"] not in TERMINAL for d in info.deps[sid]):
-        return False  # the common case, decided cheaply: still waiting on a dependency
     if sid in info.routers and "routed" not in st:
         if sid in info.on_fail_targets and all(
             frame.steps[r]["status"] in TERMINAL for r in info.routers[sid]

@@ -109,8 +109,7 @@ class RunContext:
         frame = frame or self.root_frame
         yield frame
         for step in frame.flow.typed_steps:
-            st = frame.steps[step.id]
-            if isinstance(step, RunStep) and st["status"] == "running":
+            if isinstance(step, RunStep) and (st := frame.steps[step.id])["status"] == "running":
                 yield from self.frames(self.child_frame(frame, step, st))
 
     def locate(self, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:

@@ -59,10 +59,10 @@ def telemetry_errors(telemetry: Any) -> list[str]:
     return out
 
 
-def engine_telemetry(agent: str, duration_ms: int) -> dict[str, Any]:
-    """The engine's own telemetry for an agent call it made: the agent's name stands for
-    the model (all the engine knows), made to pass `telemetry_errors` whatever its name."""
-    name = "".join(ch for ch in agent if ch.isprintable())[:MAX_MODEL] or "unknown"
+def engine_telemetry(model: str, duration_ms: int) -> dict[str, Any]:
+    """The engine's own telemetry for an agent call it made (``model``: the agent's
+    `AgentSpec.model()`), made to pass `telemetry_errors` whatever the name."""
+    name = "".join(ch for ch in model if ch.isprintable())[:MAX_MODEL] or "unknown"
     return {"durationMs": min(max(duration_ms, 0), MAX_DURATION_MS), "model": name}
 
 

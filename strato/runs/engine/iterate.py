@@ -41,6 +41,12 @@ def iterate_again(
     return True
 
 
+def carry_sources(frame: Frame) -> frozenset[str]:
+    """The steps of ``frame`` whose output a carry variable starts from."""
+    refs = (parse_template(var.initial).full for var in (frame.flow.carry or {}).values())
+    return frozenset(ref.name for ref in refs if ref is not None and ref.kind != "input")
+
+
 def materialise_carry(ctx: RunContext, frame: Frame) -> None:
     """Write each carry variable whose `initial` source is there and not yet written
     from its current epoch."""

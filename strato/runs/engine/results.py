@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from strato.agents.calls import agent_not_found
 from strato.flow.spec import DoStep, FanoutStep
 from strato.runs.engine import consumer, dispatches, verification
 from strato.runs.engine.budgets import overspent, task_ledgers
@@ -30,8 +31,9 @@ def ready(ctx: RunContext) -> list[dict[str, Any]]:
     if ctx.run["status"] != "running":
         return out
     for frame in ctx.frames():
+        steps = frame.steps
         for step in frame.flow.typed_steps:
-            st = frame.steps[step.id]
+            st = steps[step.id]
             if st["status"] == "ready" and isinstance(step, DoStep):
                 out.append(_descriptor(ctx, frame, step, st))
             elif st["status"] == "running" and is_consumer(step):
@@ -128,8 +130,11 @@ def _settle(
         return
     failure = result.get("failure")
     if failure is not None:
-        verification.record(ctx, frame, step, st, f"agent reported failure: {failure}")
-        fail_step(ctx, frame, step, st, f"agent reported failure: {failure}", output, extra=extra)
+        # the agent's program is not there: no attempt could go otherwise, so none is retried
+        missing = agent_not_found(failure)
+        reason = failure if missing else f"agent reported failure: {failure}"
+        verification.record(ctx, frame, step, st, reason)
+        fail_step(ctx, frame, step, st, reason, output, forced=missing, extra=extra)
         return
     scope = ctx.scope_for(frame)
     bindings = {"input": scope.input}

@@ -97,3 +97,8 @@ def test_nested_objects_are_never_mistaken_for_the_last_one() -> None:
     text = 'thinking {"a": 1}\nmore text { broken\n{"b": {"c": 2}, "d": [ {"e": 3} ]} trailing'
     assert last_json_object(text) == {"b": {"c": 2}, "d": [{"e": 3}]}
     assert last_json_object("no json here [1, 2]") is None
+
+
+def test_an_integer_past_pythons_digit_limit_is_no_object_not_a_crash() -> None:
+    """A model may answer `{"n": 1111...}` with more digits than `int()` takes."""
+    assert last_json_object('{"n": 1} then {"n": ' + "1" * 5000 + "}") == {"n": 1}

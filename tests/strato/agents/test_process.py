@@ -48,7 +48,9 @@ def test_a_timeout_stops_the_group_with_the_grandchild_it_forked(tmp_path: Path)
 
 
 def test_a_program_that_cannot_start_is_one_line(tmp_path: Path) -> None:
-    assert run_process([str(tmp_path / "nothing-here")], tmp_path, 5) == "No such file or directory"
+    missing = str(tmp_path / "nothing-here")
+    assert run_process([missing], tmp_path, 5) == f"program not found: {missing}"
+    assert run_process([sys.executable], tmp_path / "no-folder", 5) == "No such file or directory"
 
 
 def test_a_program_at_the_terminal_reads_what_it_is_handed(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_a_skill_body_is_rewritten_inside_the_drafts_frontmatter_and_evidence(ws
                                            ("sleep", "timed out after 1s")])
 def test_a_hostile_agent_changes_nothing_but_its_own_failure(ws: Path, mode: str, why: str) -> None:
     revert(ws)
-    use_agent(ws, mode, timeout_s=1)
+    use_agent(ws, mode, timeout_s=1 if mode == "sleep" else 60)  # only the sleeper is meant to time out
     result = beat(ws)
     record = memory(ws)
     assert why in result["distill"]["failed"][record["id"]]

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.guard import Key, Workspace, copy_key, made_once, make_key
+from tests.support.guard import Key, Workspace, copy_key, make_key
 from tests.support.repos import git
+from tests.support.workspaces import made_once
 
 
 def _workspace(root: Path) -> None:

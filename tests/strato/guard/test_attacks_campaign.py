@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.guard import config, descriptors, engine, predicates, signedops, store
+from strato.agents.lastjson import last_json_object
+from strato.guard import config, descriptors, engine, signedops, store
 from strato.guard.canonical import sha256_hex
 from strato.guard.errors import GuardError
 from strato.guard.review import _cell, review
@@ -333,7 +334,7 @@ def test_untrusted_json_elsewhere_is_refused_not_a_crash(text: str) -> None:
     """upgrades.json (a branch's file) and a judge's stdout are read by the same rules."""
     with pytest.raises(GuardError):
         descriptors.parse(text.encode())
-    assert predicates.last_json_object(text) in (None, {"a": 2})
+    assert last_json_object(text) in (None, {"a": 2})
 
 
 def test_a_second_note_under_a_fanout_path_is_a_break(ws: Workspace, base: str) -> None:

@@ -98,20 +98,23 @@ def test_no_answer_decides_nothing(ws: Path) -> None:
     assert "heartbeat/" not in git(ws, "branch", "--list")
 
 
-def test_a_memory_line_cannot_be_applied_only_rejected_or_skipped(ws: Path) -> None:
+def test_a_memory_line_applied_on_the_terminal_goes_to_the_private_memory(ws: Path) -> None:
+    commit_at(ws, T0, "ignore private memory", {".gitignore": "heartbeat-reports/\nMEMORY.md\n"})
     commit_at(ws, T0, "cache the index", {"cache.py": "x"})
     git(ws, "revert", "--no-edit", "HEAD")
     shown: list[str] = []
 
     def answer(kind: str, pid: str) -> bytes:
         shown.append(kind)
-        return b"a\n" if shown.count("memory") == 1 and kind == "memory" else b"s\n"
+        return b"a\n" if kind == "memory" else b"s\n"
 
     code, out = on_terminal(ws, answer, "--json")
-    assert code == 0
+    assert code == 0 and shown.count("memory") == 1  # "a" is offered for it and taken
     decisions = json.loads(out.strip().splitlines()[-1])["decisions"]
-    assert shown.count("memory") == 2  # "a" is not offered for it: asked again
-    assert all(d["answer"] == "skip" and d["status"] == "open" for d in decisions)
+    [applied] = [d for d in decisions if d["answer"] == "apply"]
+    assert applied["status"] == "applied" and applied["file"] == "MEMORY.md"
+    assert "cache the index" in (ws / "MEMORY.md").read_text()
+    assert "MEMORY.md" not in git(ws, "status", "--porcelain")
 
 
 def test_deep_without_a_terminal_is_refused_and_changes_nothing(ws: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -64,31 +65,100 @@ def test_hook_off_per_repository_per_user_and_by_environment(ws: Path, monkeypat
     assert not pending.exists()
     monkeypatch.delenv("VIVARY_HEARTBEAT")
     git(ws, "config", "vivary.heartbeat.debounceMs", "0")
-    runner.post_commit(ws)  # on: marks, and starts a detached runner
+    runner.post_commit(ws)  # on: marks, and runs (here, in process)
     wait_idle(ws)
 
 
-def test_a_burst_of_commits_coalesces_into_one_run(ws: Path) -> None:
+def _mark_pids(side: Path) -> list[int]:
+    return [int(x) for x in (side / "pending").read_text().split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone(pid: int) -> None:
+    """Until ``pid`` (not our child: init reaps it) has gone (a failsafe bound only)."""
+    for _ in range(1200):
+        if not _alive(pid):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{pid} never ended")
+
+
+def test_a_burst_of_commits_starts_one_runner_and_coalesces_into_one_run(ws: Path) -> None:
+    """The real hook, while a runner is busy: the first commit starts one background
+    runner (it waits for the lock), the other eleven only see it alive in the mark."""
+    install(ws)
+    git(ws, "config", "vivary.heartbeat.debounceMs", "0")
     side = store.sidecar(ws)
     side.mkdir(parents=True, exist_ok=True)
-    with open(side / "run.lock", "ab") as held:  # a runner is busy: each hook only marks
+    with open(side / "run.lock", "ab") as held:  # a runner is busy
         fcntl.flock(held, fcntl.LOCK_EX)
         for n in range(12):
-            commit_at(ws, T0, f"burst {n}", {f"f{n}.txt": str(n)})
-            runner.post_commit(ws)
+            assert commit(ws, f"f{n}.txt")[0] == 0
+        [waiting] = _mark_pids(side)  # one start for twelve commits
+        assert _alive(waiting)
         assert runner.drain(ws) == 0  # one run at a time: the lock is taken
-    git(ws, "config", "vivary.heartbeat.debounceMs", "0")
-    assert runner.drain(ws) == 1
+    wait_idle(ws)
     [line] = (side / "runs.log").read_text().splitlines()
     assert "commits=13" in line  # the first heartbeat reads the whole history once
+    assert store.load_state(side)["head"] == git(ws, "rev-parse", "HEAD").strip()
 
 
-def test_post_commit_script_backgrounds_python(ws: Path) -> None:
-    """The installed script backgrounds Python: git waits only for sh."""
+def test_a_runner_killed_before_its_run_is_replaced_by_the_next_commit(ws: Path) -> None:
     install(ws)
-    script = (ws / ".git" / "hooks" / "post-commit").read_text()
-    assert script.rstrip().endswith("&\nexit 0")
-    assert "</dev/null >/dev/null 2>&1 &" in script
+    git(ws, "config", "vivary.heartbeat.debounceMs", "0")
+    side = store.sidecar(ws)
+    side.mkdir(parents=True, exist_ok=True)
+    with open(side / "run.lock", "ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        commit(ws, "a.txt")
+        [started] = _mark_pids(side)
+        for child in Path(f"/proc/{started}/task/{started}/children").read_text().split():
+            os.kill(int(child), signal.SIGKILL)  # the interpreter, waiting for the lock
+        os.kill(started, signal.SIGKILL)
+        _gone(started)
+        commit(ws, "b.txt")  # its mark names a dead runner: this commit starts another
+        assert _mark_pids(side)[-1] != started and len(_mark_pids(side)) == 2
+    wait_idle(ws)
+    assert store.load_state(side)["head"] == git(ws, "rev-parse", "HEAD").strip()
+
+
+def test_a_planted_mark_is_never_written_through(ws: Path, tmp_path: Path) -> None:
+    """Another agent with write access to .git/vivary links `pending` to a file of the
+    user's: the hook neither appends to it nor follows the link; the runner replaces
+    the link with a mark of its own."""
+    install(ws)
+    git(ws, "config", "vivary.heartbeat.debounceMs", "0")
+    side = store.sidecar(ws)
+    side.mkdir(parents=True, exist_ok=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (side / "pending").symlink_to(victim)
+    code, head = commit(ws, "a.txt")
+    assert code == 0
+    wait_idle(ws)
+    assert victim.read_text() == "precious\n"
+    assert store.load_state(side)["head"] == head
+
+
+def test_the_hook_starts_nothing_when_the_heartbeat_is_off(ws: Path) -> None:
+    install(ws)
+    side = store.sidecar(ws)
+    side.mkdir(parents=True, exist_ok=True)
+    git(ws, "config", "vivary.heartbeat", "false")
+    assert commit(ws, "a.txt")[0] == 0
+    assert not (side / "pending").exists()
+    git(ws, "config", "--unset", "vivary.heartbeat")
+    proc = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "x"], cwd=ws, check=False,
+                          env={**os.environ, "VIVARY_HEARTBEAT": "off"})
+    assert proc.returncode == 0
+    assert not (side / "pending").exists()
 
 
 def _proposals(root: Path) -> dict[str, str]:

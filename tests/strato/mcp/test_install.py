@@ -189,7 +189,8 @@ def test_odd_characters_in_the_entry_are_quoted_for_toml(tmp_path: Path) -> None
 def test_install_says_created_and_writes_allow_commands_only_when_asked(repo_dir: Path) -> None:
     proc = subprocess.run([BIN / "strato", "mcp", "install", "--host", "claude", "--root", str(repo_dir)],
                           capture_output=True, text=True, check=False, env={**os.environ, "PATH": "/usr/bin:/bin"})
-    assert proc.returncode == 0 and proc.stdout == f"{repo_dir / '.mcp.json'}: created\n"
+    assert proc.returncode == 0
+    assert proc.stdout == f"{repo_dir / '.mcp.json'}: created\n{repo_dir / 'CLAUDE.md'}: block written\n"
     entry = json.loads((repo_dir / ".mcp.json").read_text())["mcpServers"]["strato"]
     assert entry == {"command": str(BIN / "strato"), "args": ["mcp", "--root", "."]}  # found without PATH
     code, doc, _ = strato(repo_dir, "install", "--host", "claude", "--allow-commands")

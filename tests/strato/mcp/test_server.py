@@ -46,8 +46,10 @@ def test_lists_every_tool_with_a_strict_schema(workspace: Path) -> None:
         assert all(t.description for t in tools.values())
         stratum = {n for n in tools if n.startswith("stratum_")}
         # Stratum's README tool, and the usage report the issue names (no shape in the
-        # surface file: ours is in docs/mcp.md), are the only stratum_ tools outside it
-        assert stratum - set(contract.TOOLS) == {"stratum_distill", "stratum_usage_report"}
+        # surface file: ours is in docs/mcp.md), are the only stratum_ tools outside a
+        # contract (the reference's, or the seed's for the tools only the seed names)
+        assert stratum - set(contract.CONTRACTS) == {"stratum_distill", "stratum_usage_report"}
+        assert set(contract.SEED_TOOLS) <= stratum
 
     run_server(workspace, scenario)
 
@@ -248,7 +250,8 @@ def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(workspace: Path)
             ("strato_step_done", {"runId": "r", "stepId": "w", "result": {}}, "dispatchToken"),
             ("stratum_plan", {"spec": GATE_SPEC, "inputs": {}}, "inputs"),
             ("stratum_plan", {"spec": GATE_SPEC, "input": {}, "runId": "mine"}, "runId"),
-            ("stratum_gate_resolve", {"runId": "r", "stepId": "s", "decision": "approve", "gateToken": "t"}, "gateToken"),
+            ("stratum_gate_resolve", {"runId": "r", "stepId": "s", "decision": "approve", "rationale": 7}, "rationale"),
+            ("stratum_gate_resolve", {"runId": "r", "stepId": "s", "decision": "approve", "note": "n"}, "note"),
             ("tropo_blast", {"id": "core", "depth": 0}, "depth"),
             ("tropo_check", {"lenient": "yes"}, "lenient"),
         ]

@@ -17,6 +17,7 @@ from strato.runs.store import (
     RunNotFound,
     RunSnapshot,
     RunStore,
+    Transition,
     check_run_id,
     head_ref,
     parse_message,
@@ -232,3 +233,25 @@ def test_a_transition_message_is_read_with_or_without_its_subject() -> None:
     assert parse_message('run: x\n\n{"note":"a\\n\\nb"}') == {"note": "a\n\nb"}
     with pytest.raises(json.JSONDecodeError):
         parse_message("run: done a")
+
+
+def test_what_a_store_remembers_of_its_last_commit_never_hides_another_writer(store: RunStore) -> None:
+    """A store keeps the last commit it wrote or read in memory, so its next transition
+    reads nothing back; another store (another process) and plain git moving the ref
+    in between are still seen, and each update decides from the head it finds."""
+    def count(snap: RunSnapshot) -> tuple[Transition, int]:
+        return ({**snap.state, "n": snap.state["n"] + 1}, {"op": "done"}), snap.state["n"]
+
+    other = RunStore(pygit2.Repository(store.repo.path))
+    _plan(store, "r1", n=0)
+    for n in range(1, 7):
+        snap, seen = (store if n % 2 else other).update("r1", "done", count)
+        assert (seen, snap.state["n"]) == (n - 1, n)
+    older = list(store.history("r1"))[2][0]
+    root = _root(store)
+    git(root, "update-ref", head_ref("r1"), older)  # a person rewinds it with git
+    assert store.load("r1").state == other.load("r1").state == {"status": "running", "n": 2}
+    snap, _ = store.update("r1", "done", lambda s: (({**s.state, "n": 9}, {"op": "done"}), None))
+    assert git(root, "show", f"{snap.head}:run.json") == '{"n":9,"status":"running"}'
+    assert git(root, "rev-list", "--parents", "-n1", snap.head).split() == [snap.head, older]
+    assert store.spec_text(snap) == other.spec_text(other.load("r1")) == SPEC

@@ -23,7 +23,8 @@ from tests.support.vaults import drop_answers, make_vault, tropo_json
 from tropo.check import incremental
 from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError
-from tropo.check.workspace import open_workspace
+from tropo.check.graph import Graph
+from tropo.check.workspace import Workspace, open_workspace
 from tropo.git.snapshot import Source, SourceError
 
 
@@ -72,6 +73,36 @@ def test_every_way_agrees_with_no_cache(tmp_path: Path, seed: int, subdir: str,
         step = random_step(rng, repo, root)
         _agree(repo, root, f"{n}: {step}")
     assert any(patched)  # the patched way was taken, not only the fallbacks
+
+
+def _graph(ws: Workspace, built: Callable[[Workspace], Graph]) -> tuple[Any, ...]:
+    try:
+        g = built(ws)
+    except (ConfigError, SourceError) as exc:
+        return (type(exc).__name__, str(exc))
+    return ([n.as_dict() for n in sorted(g.nodes.values(), key=lambda n: n.id)],
+            [e.as_dict() for e in g.edges])
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("subdir", ["", "kb/vault"])
+def test_the_graph_from_the_check_state_is_the_graph_of_every_document(
+        tmp_path: Path, seed: int, subdir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `tropo graph` and `blast` show, from the warm check's state (patched with
+    what differs from HEAD), equals the graph built from every document read again."""
+    patched = answered(monkeypatch, incremental, "patched_state")
+    repo, root = vault_repo(tmp_path, subdir)
+    rng = random.Random(seed)
+    commit_all(repo)
+    for n in range(20):
+        step = random_step(rng, repo, root)
+        for source in _sources(repo):
+            try:
+                slow, fast = open_workspace(root, source, use_cache=False), open_workspace(root, source)
+            except (ConfigError, SourceError):
+                continue
+            assert _graph(fast, incremental.graph) == _graph(slow, Workspace.graph), (n, step, source)
+    assert any(patched)  # the state's way was taken, not only the fallback
 
 
 def test_a_new_commit_is_brought_forward_from_the_last_tree(repo_dir: Path) -> None:

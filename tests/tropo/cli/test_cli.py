@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.repos import write_files
 from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
+from tropo.check import reports
+from tropo.check.graph import Edge, Graph, Node
+from tropo.check.workspace import open_workspace
 
 CHAIN = """\
 [types.node]
@@ -106,3 +113,50 @@ def test_bare_tropo_runs_check(tmp_path: Path) -> None:
     make_vault(tmp_path, {"meetings/x.md": "---\ndate: nope\n---\n"})
     proc = tropo_cli(cwd=tmp_path)
     assert proc.returncode == 1 and "E103" in proc.stdout
+
+
+def test_graph_and_blast_json_stream_the_bytes_json_dumps_wrote(tmp_path: Path) -> None:
+    """`tropo graph --json` and `blast --json` write their documents in pieces; the bytes
+    are the ones `json.dumps(indent=2, ensure_ascii=False)` gives the whole document (an
+    untyped node, broken refs, text that is not ASCII; and an empty graph)."""
+    _chain(tmp_path)
+    write_files(tmp_path, {"nodes/café ü.md": "---\nrelated: [gone, \"a\\u2028\"]\n---\n# Ü\n",
+                           "loose.md": "# untyped\n"})
+    empty = tmp_path / "empty"
+    write_files(empty, {"tropo.toml": CHAIN})
+    for root, broken in ((tmp_path, 2), (empty, 0)):
+        ws = open_workspace(root)
+        g = ws.graph()
+        assert g.broken == broken
+        whole = json.dumps(reports.graph(str(ws.root), g), indent=2, ensure_ascii=False) + "\n"
+        proc = tropo_cli("graph", "--json", cwd=root)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == whole
+    ws = open_workspace(tmp_path)
+    for depth in (None, 1):
+        whole = json.dumps(reports.blast(ws, ws.graph(), "d", depth), indent=2, ensure_ascii=False) + "\n"
+        proc = tropo_cli("blast", "d", "--json", *(["--depth", "1"] if depth else []), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == whole
+
+
+names = st.text(max_size=6)
+
+
+@given(st.lists(st.tuples(names, st.one_of(st.none(), names), names), max_size=6),
+       st.lists(st.tuples(names, names, names, st.booleans()), max_size=6), names)
+def test_graph_text_is_json_dumps_of_the_graph_document(
+        nodes: list[tuple[str, str | None, str]], edges: list[tuple[str, str, str, bool]],
+        root: str) -> None:
+    g = Graph({i: Node(i, t, p, "", {}) for i, t, p in nodes}, [Edge(*e) for e in edges])
+    assert "".join(reports.graph_text(root, g)) == json.dumps(reports.graph(root, g), indent=2,
+                                                              ensure_ascii=False)
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), names)
+
+
+@given(st.dictionaries(names, st.one_of(scalars, st.dictionaries(names, scalars, max_size=3),
+                                        st.lists(st.dictionaries(names, scalars, max_size=3), max_size=3))))
+def test_pieces_are_json_dumps_of_a_document_of_flat_objects(document: dict[str, Any]) -> None:
+    assert "".join(reports.pieces(document)) == json.dumps(document, indent=2, ensure_ascii=False)

@@ -85,6 +85,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]
     return out
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against the suite's review layer
 @pytest.mark.parametrize("plant", [*RULES, "all"])
 def test_packs_as_the_suite(plant: str, generated: dict[str, list[Path]],
                             upstream: Callable[[str], Path]) -> None:
@@ -107,6 +108,7 @@ def test_packs_as_the_suite(plant: str, generated: dict[str, list[Path]],
     assert gated == ({1} if plant == "all" else {0, 1})
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against the suite's review layer
 def test_staged_and_rev_as_the_suite_on_that_tree(tmp_path: Path,
                                                   upstream: Callable[[str], Path]) -> None:
     cases, oracle_cases = [], []
@@ -139,6 +141,7 @@ def test_staged_and_rev_as_the_suite_on_that_tree(tmp_path: Path,
     assert len(set(documents)) > len(documents) // 2  # the three trees really differ
 
 
+@pytest.mark.slow  # the slow tier: a parity corpus against the suite's review layer
 def test_impact_as_the_suite(generated: dict[str, list[Path]],
                              upstream: Callable[[str], Path]) -> None:
     rng = random.Random(18)

@@ -177,6 +177,7 @@ def test_an_engine_fanout_sends_the_events_a_consumer_fanout_of_the_same_spec_se
     assert consumer[-1] == {"type": "completed", "detail": {"output": {"n": 3}}}
 
 
+@pytest.mark.slow  # the slow tier: a kill -9 campaign
 def test_a_background_runner_killed_mid_fanout_sends_each_items_events_once(workspace: Path) -> None:
     """kill -9 of the runner at random points of the fanout (while an agent runs, just
     after one answered, between the transitions of one call); polls start a new runner.

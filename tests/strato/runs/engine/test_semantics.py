@@ -273,3 +273,37 @@ def test_gate_decisions_record_who_resolved_them(tmp_path: Path) -> None:
     assert gate["attempts"][-1]["resolvedBy"] == "agent"
     bad = ws.strato("flow", "gate", "approve", run_id, "review", "--resolved-by", "robot")
     assert bad.returncode == 2 and "robot" in bad.stderr
+
+
+BACKWARDS = """
+version: 1
+contracts:
+  R: {n: integer}
+flows:
+  entry: main
+  main:
+    input: {}
+    output: {from: "${e.output}", contract: R}
+    steps:
+      - {id: c, after: [b], set: {n: "result.b.n + 1"}, out: R}
+      - {id: b, after: [a], set: {n: "result.a.n + 1"}, out: R}
+      - {id: a, do: "first", out: R}
+      - {id: e, after: [a], do: "last", out: R}
+      - {id: d, after: [c], set: {n: "result.c.n + 1"}, out: R}
+"""
+
+
+def test_steps_declared_before_what_they_wait_on_start_in_the_same_transition(tmp_path: Path) -> None:
+    """The advance pass runs again while it changes anything, and a later pass that
+    starts a step looks at every step after it: `c` waits on `b`, declared after it,
+    and `d` on `c` (declared after `e`, the last step the first pass changed)."""
+    runs = make_workspace(tmp_path).runs()
+    run_id = runs.plan(BACKWARDS, {}).snap.run_id
+    entry = _ready(runs, run_id)["a"]
+    out = runs.done(run_id, "a", entry["dispatchToken"], {"output": {"n": 1}})
+    steps = out.snap.state["scope"]["steps"]
+    assert {k: (v["status"], v.get("output")) for k, v in steps.items()} == {
+        "a": ("succeeded", {"n": 1}), "b": ("succeeded", {"n": 2}), "c": ("succeeded", {"n": 3}),
+        "d": ("succeeded", {"n": 4}), "e": ("ready", None)}
+    started = [(e["type"], e.get("stepId")) for e in out.events if e["type"] in ("ready", "result")]
+    assert started == [("result", "a"), ("result", "b"), ("ready", "e"), ("result", "c"), ("result", "d")]
