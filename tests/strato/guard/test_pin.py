@@ -190,7 +190,7 @@ def test_a_symlinked_pin_is_refused_in_process_with_the_path(ws: Workspace, tmp_
 
 def test_each_state_says_why_and_how_to_fix_it() -> None:
     a, b = "a" * 40, "b" * 40
-    fix = f"run `strato guard pin && git add {pin.PIN_PATH}`"
+    fix = f"run `strato guard pin --from local && git add {pin.PIN_PATH}`"
     assert pin.State("current", a, a).reason() is None
     assert pin.State("missing", None, a).reason() == f"there is no {pin.PIN_PATH}: {fix}"
     assert pin.State("invalid", "HEAD", None).reason("the base's pin") == (
@@ -209,7 +209,7 @@ def test_each_state_says_why_and_how_to_fix_it() -> None:
     assert pin.State("diverged", a, b).reason() == (
         f"the guard notes at {b[:12]} do not descend from notes commit {a[:12]} that the pin "
         "names (the notes ref was reset, or another clone appended): re-pin only if that is "
-        f"intended: `strato guard pin && git add {pin.PIN_PATH}`"
+        f"intended: `strato guard pin --from local && git add {pin.PIN_PATH}`"
     )
 
 

@@ -1,0 +1,143 @@
+"""Issue 27: the guard for a team. Real clones of one bare remote, real ssh-keygen keys,
+CI by the documented recipe in a fresh clone; each of the three results the issue
+reports has a test here that fails on 7f21ccb."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from hooks import install as installer
+from strato.guard import pin, store
+from tests.support.guard import Key, Workspace, ci, forge, ledger, origin_with_main, pull_request, run
+from tests.support.repos import git
+
+
+def _clone(remote: Path, where: Path) -> Workspace:
+    git(where.parent, "clone", "-q", str(remote), str(where))
+    return Workspace(where, where.parent)
+
+
+def _push(ws: Workspace, branch: str) -> None:
+    git(ws.root, "push", "-q", "origin", branch, f"{store.REF}:{store.REF}")
+
+
+def test_another_branchs_notes_push_does_not_make_an_open_branch_re_pin(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """Result (a): B fetches the shared notes, appends and pushes them; A pinned before
+    and never touches its branch again. A's review still passes with A's entries only."""
+    remote = origin_with_main(ws, key, tmp_path)
+    pull_request(ws, key, "pr-a", "release:a")
+    _push(ws, "pr-a")
+    other = _clone(remote, tmp_path / "b")
+    git(other.root, "fetch", "-q", "origin", f"+{store.REF}:{store.REF}")
+    pull_request(other, key, "pr-b", "release:b")
+    _push(other, "pr-b")
+    review = ci(remote, "pr-a", tmp_path / "ci-a")
+    assert review.returncode == 0, review.stdout + review.stderr
+    assert "3 ledger entries added" in review.stdout
+    assert "release:a" in review.stdout and "release:b" not in review.stdout
+
+
+def test_following_the_unpinned_advice_never_lets_an_unreviewed_override_pass(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """Result (b): the base pins nothing; review says to run `strato guard pin` on the base
+    branch. Done in the clone that made the override, the override must still be shown."""
+    remote = origin_with_main(ws, key, tmp_path)
+    git(ws.root, "rm", "-q", pin.PIN_PATH)
+    git(ws.root, "commit", "-q", "-m", "main: no pin")
+    git(ws.root, "push", "-q", "origin", "main")
+    pull_request(ws, key, "pr", "release:1")
+    _push(ws, "pr")
+    first = ci(remote, "pr", tmp_path / "ci-1")
+    assert first.returncode == 1 and "run `strato guard pin` on the base branch" in first.stdout
+    git(ws.root, "checkout", "-q", "main")
+    advised = run(ws, "pin")
+    assert advised.returncode == 0, advised.stderr
+    assert (ws.root / pin.PIN_PATH).read_text() == "none\n"  # the remote's base pins nothing
+    git(ws.root, "add", pin.PIN_PATH)
+    git(ws.root, "commit", "-q", "-m", "main: pin as advised")
+    git(ws.root, "push", "-q", "origin", "main")
+    second = ci(remote, "pr", tmp_path / "ci-2")
+    assert "0 ledger entries added" not in second.stdout
+    assert "3 ledger entries added" in second.stdout and "authorized by alice@example.com" in second.stdout
+
+
+def test_pin_refuses_notes_that_fail_verify_and_writes_nothing(ws: Workspace, key: Key, tmp_path: Path) -> None:
+    origin_with_main(ws, key, tmp_path)
+    pull_request(ws, key, "pr", "release:1")
+    before = (ws.root / pin.PIN_PATH).read_bytes()
+    entries = ledger(ws, "release:1")
+    entries[-1]["rationale"] = "forged after signing"
+    forge(ws, entries, "release:1")
+    proc = run(ws, "pin", "--from", "local", "--json")
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stderr.count("\n") == 1 and "pin_refused" in proc.stderr
+    assert json.loads(proc.stdout)["error_type"] == "pin_refused"
+    assert (ws.root / pin.PIN_PATH).read_bytes() == before
+
+
+def test_two_prs_that_each_changed_the_pin_merge_through_the_driver(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """Result (c): two PRs from two clones, notes forked from the same base pin, synced to
+    the remote; the second merge into main no longer conflicts on the pin, and main's
+    review of the result judges exactly the second PR's entries."""
+    remote = origin_with_main(ws, key, tmp_path)
+    pull_request(ws, key, "pr-a", "release:a")
+    git(ws.root, "push", "-q", "origin", "pr-a")
+    assert run(ws, "sync").returncode == 0
+    other = _clone(remote, tmp_path / "b")
+    pull_request(other, key, "pr-b", "release:b")  # its notes fork from main's pin, not from A's
+    git(other.root, "push", "-q", "origin", "pr-b")
+    synced = run(other, "sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["pushed"] is not None
+    installer.install(ws.root, ("pre-commit",))
+    git(ws.root, "fetch", "-q", "origin")
+    assert run(ws, "sync").returncode == 0  # brings B's notes objects (the remote has their union)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge a", "origin/pr-a")
+    merged = subprocess.run(["git", "merge", "--no-ff", "-m", "merge b", "origin/pr-b"], cwd=ws.root,
+                            capture_output=True, text=True, check=False)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    union = (ws.root / pin.PIN_PATH).read_text().strip()
+    held = {kept.anchor for kept in store.ledgers(ws.repo, union)}
+    assert len(held) == 2  # both PRs' ledgers, none lost
+    report = run(ws, "review", "--base", "HEAD^1", "--head", "HEAD", "--json")
+    assert report.returncode == 0, report.stdout
+    assert {row["resource_id"] for row in json.loads(report.stdout)["entries"]} == {"release:b"}
+
+
+def test_the_merge_driver_refuses_files_that_are_not_pins(ws: Workspace, tmp_path: Path) -> None:
+    files = []
+    for name, text in (("base", "none\n"), ("ours", "#!/bin/sh\nrm -rf /\n"), ("theirs", "none\n")):
+        files.append(tmp_path / name)
+        files[-1].write_text(text)
+    proc = run(ws, "merge-pins", *map(str, files), "--json")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "is not a guard pin" in proc.stderr
+    assert files[1].read_text() == "#!/bin/sh\nrm -rf /\n"
+
+
+def test_two_pins_whose_notes_both_appended_to_one_ledger_name_the_reappend_command(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    remote = origin_with_main(ws, key, tmp_path)
+    pull_request(ws, key, "pr-a", "release:1")
+    ours = (ws.root / pin.PIN_PATH).read_text().strip()
+    other = _clone(remote, tmp_path / "b")
+    pull_request(other, key, "pr-b", "release:1")
+    theirs = (other.root / pin.PIN_PATH).read_text().strip()
+    git(ws.root, "fetch", "-q", str(other.root), f"+{store.REF}:refs/notes/theirs")
+    tip = git(ws.root, "rev-parse", store.REF).strip()
+    sides = [tmp_path / "o", tmp_path / "a", tmp_path / "t"]
+    for path, text in zip(sides, ("none\n", f"{ours}\n", f"{theirs}\n"), strict=True):
+        path.write_text(text)
+    proc = run(ws, "merge-pins", *map(str, sides))
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert f"strato guard reappend release:1 --onto {theirs}" in proc.stderr
+    assert sides[1].read_text() == f"{ours}\n"
+    assert git(ws.root, "rev-parse", store.REF).strip() == tip
