@@ -19,7 +19,7 @@ from strato.agents.process import run_attached
 from strato.guard import authz, consent, engine, store
 from strato.guard.checks_cli import review_command, verify_command
 from strato.guard.errors import GuardError
-from strato.guard.team_cli import merge_pins_command, sync_command
+from strato.guard.team_cli import merge_pins_command, reappend_command, sync_command
 from strato.guard.terminal import json_option, pin_followed, refuse, repo_of, root_option
 from strato.guard.upkeep_cli import migrate_store_command, pin_command, trust_command, unlock_command
 from tropo.console import CANONICAL, print_json
@@ -207,3 +207,4 @@ guard.add_command(migrate_store_command)
 guard.add_command(trust_command)
 guard.add_command(merge_pins_command)
 guard.add_command(sync_command)
+guard.add_command(reappend_command)

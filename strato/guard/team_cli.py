@@ -9,6 +9,7 @@ import click
 
 from strato.guard import pin, team
 from strato.guard.errors import GuardError
+from strato.guard.reappend import reappend
 from strato.guard.terminal import json_option, refuse, repo_of, root_option
 from tropo.console import CANONICAL, print_json
 
@@ -70,3 +71,33 @@ def sync_command(root: Path, as_json: bool, remote: str) -> None:
     else:
         tip = done["notes_tip"] or pin.NONE
         click.echo(f"{remote}: guard notes at {tip[:12]}" + (" (pushed)" if done["pushed"] else ""))
+
+
+@click.command("reappend")
+@root_option
+@json_option
+@click.argument("resource_id")
+@click.option("--onto", required=True, metavar="REV", help="The other side's notes commit (the "
+              "conflict message names it).")
+def reappend_command(root: Path, as_json: bool, resource_id: str, onto: str) -> None:
+    """Re-derive this clone's entries of one ledger after the other side's.
+
+    The one command after a same-ledger conflict: the notes are rebuilt on REV and this
+    side's transitions run again; a signed override or migrate stops the run and asks
+    for the re-sign (its signature covers the ledger head it was made at).
+
+    \b
+    Examples:
+      strato guard reappend release:1.0 --onto 3f2a9c1e0b7d4a6f8e5c2b1a0d9e8f7c6b5a4d3e
+      strato guard reappend release:1.0 --onto "$THEIRS" --json
+    """
+    try:
+        done = reappend(repo_of(root), resource_id, onto)
+    except GuardError as exc:
+        refuse(exc)
+    if as_json:
+        print_json(done, CANONICAL)
+        return
+    click.echo(f"{resource_id}: {done['reappended']} entries re-derived onto {done['onto'][:12]}")
+    if done["reason"] is not None:
+        click.echo(f"strato guard: stopped: {done['reason']}", err=True)

@@ -74,13 +74,16 @@ def _tree(repo: Repository, oid: Oid) -> Tree:
     return found
 
 
-def merged_tree(repo: Repository, ours: str, theirs: str) -> Oid:
-    """The notes tree holding every ledger of both notes commits; raises ``notes_conflict``
-    (naming ``theirs`` to re-append onto) when one ledger grew differently on each side."""
+def merged_tree(repo: Repository, ours: str, theirs: str, skip: str | None = None) -> Oid:
+    """The notes tree holding every ledger of both notes commits (``skip``'s as ``ours``
+    has it); raises ``notes_conflict`` (naming ``theirs`` to re-append onto) when one
+    ledger grew differently on each side."""
     mine = {kept.anchor: kept for kept in store.ledgers(repo, ours)}
     tree = notes.tree_of(repo, ours)
     other = notes.tree_of(repo, theirs)
     for kept in store.ledgers(repo, theirs):
+        if kept.anchor == skip:
+            continue
         have = mine.get(kept.anchor)
         if have is not None and _covers(have, kept):
             continue

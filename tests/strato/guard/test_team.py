@@ -4,13 +4,25 @@ reports has a test here that fails on 7f21ccb."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
 
 from hooks import install as installer
-from strato.guard import pin, store
-from tests.support.guard import Key, Workspace, ci, forge, ledger, origin_with_main, pull_request, run
+from strato.guard import engine, pin, signedops, store
+from tests.support.guard import (
+    POLICY,
+    Key,
+    Workspace,
+    ci,
+    forge,
+    ledger,
+    origin_with_main,
+    pull_request,
+    run,
+    ssh_sign,
+)
 from tests.support.repos import git
 
 
@@ -141,3 +153,64 @@ def test_two_pins_whose_notes_both_appended_to_one_ledger_name_the_reappend_comm
     assert f"strato guard reappend release:1 --onto {theirs}" in proc.stderr
     assert sides[1].read_text() == f"{ours}\n"
     assert git(ws.root, "rev-parse", store.REF).strip() == tip
+
+
+def test_a_same_ledger_conflict_is_one_line_and_one_command_re_derives_it(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """A and B both append to release:1 from the same line. A lands first; B's sync is
+    refused in one line naming `reappend`, which re-derives B's transition and stops at
+    its override (the signature covers the head it was made at). Signed again, B's
+    review shows exactly B's entries."""
+    remote = origin_with_main(ws, key, tmp_path)
+    ws.commit({"NOTES.md": "n\n"}, "main: notes")
+    engine.register(ws.repo, {"resource_id": "release:1", **copy.deepcopy(POLICY)})
+    engine.transition(ws.repo, {"resource_id": "release:1", "from_state": "draft", "to_state": "review"})
+    ws.pin("main: release:1 under review")
+    _push(ws, "main")
+    git(ws.root, "checkout", "-q", "-b", "pr-a")
+    refused = {"resource_id": "release:1", "from_state": "review", "to_state": "released"}
+    assert engine.transition(ws.repo, refused)["status"] == "refused"
+    ws.pin("pr-a: a refused release")
+    _push(ws, "pr-a")
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--ff-only", "pr-a")
+    git(ws.root, "push", "-q", "origin", "main")
+
+    other = _clone(remote, tmp_path / "b")
+    git(other.root, "fetch", "-q", "origin", f"+{store.REF}:refs/notes/fetched")
+    git(other.root, "reset", "-q", "--hard", "origin/main~1")  # B started before A landed
+    git(other.root, "update-ref", store.REF, (other.root / pin.PIN_PATH).read_text().strip())
+    git(other.root, "checkout", "-q", "-b", "pr-b")
+    assert engine.transition(other.repo, refused)["status"] == "refused"
+    signedops.override(other.repo, _signed(other, key))
+    other.pin("pr-b: an override")
+    mine = git(other.root, "rev-parse", store.REF).strip()
+    theirs = git(remote, "rev-parse", store.REF).strip()
+
+    conflict = run(other, "sync")
+    assert conflict.returncode == 1 and conflict.stderr.count("\n") == 1
+    assert f"strato guard reappend release:1 --onto {theirs}" in conflict.stderr
+    assert git(remote, "rev-parse", store.REF).strip() == theirs  # nothing pushed
+    assert git(other.root, "rev-parse", store.REF).strip() == mine  # no ref moved
+
+    again = run(other, "reappend", "release:1", "--onto", theirs, "--json")
+    done = json.loads(again.stdout)
+    assert again.returncode == 0 and done["status"] == "stopped" and done["reappended"] == 1
+    assert "sign it again" in done["reason"] and done["previous_tip"] == mine
+    signedops.override(other.repo, _signed(other, key))
+    assert run(other, "sync").returncode == 0
+    assert run(other, "pin", "--from", "local").returncode == 0
+    git(other.root, "commit", "-q", "-am", "pr-b: re-derived after pr-a")
+    installer.install(other.root, ("pre-commit",))
+    git(other.root, "merge", "-q", "-m", "merge main", "origin/main")
+    git(other.root, "push", "-q", "origin", "pr-b")
+    review = ci(remote, "pr-b", tmp_path / "ci-b")
+    assert review.returncode == 0, review.stdout + review.stderr
+    assert "2 ledger entries added" in review.stdout and "authorized by alice@example.com" in review.stdout
+
+
+def _signed(ws: Workspace, key: Key) -> dict[str, object]:
+    ask = {"resource_id": "release:1", "from_state": "review", "to_state": "released", "rationale": "go"}
+    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
+    return {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)}
