@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from strato.guard import pin, store
+from strato.guard import pin, store, team
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tropo.git import refs as gitrefs
@@ -103,3 +103,14 @@ def pins_pushed(push: Push) -> list[str]:
             f"(`{pin.FIX}`) if they moved"
         )
     return problems
+
+
+def sync_notes(push: Push) -> list[str]:
+    """The guard notes go along merged with the remote's (``strato guard sync``), so two
+    clones' pushes never refuse or lose each other's entries; a warning line otherwise
+    (a same-ledger conflict names the command that re-appends)."""
+    try:
+        team.sync(gitrepo.require(push.root), push.remote)
+    except GuardError as exc:
+        return [f"guard ledgers not pushed: {exc.message}"]
+    return []

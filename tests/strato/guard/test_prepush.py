@@ -69,24 +69,42 @@ def test_a_branch_and_the_notes_it_pins_travel_together(ws: Workspace) -> None:
     assert git(bare, "show", f"main:{pin.PIN_PATH}").strip() == pinned
 
 
-def test_a_branch_pinning_notes_the_remote_cannot_get_is_refused(ws: Workspace) -> None:
+def test_notes_that_diverged_from_origins_travel_merged(ws: Workspace) -> None:
+    """Another clone pushed notes of another ledger: the hook merges ours with origin's
+    (nobody's entries lost) and the branch leaves with the pin origin now contains."""
     bare = _remote(ws)
     git(ws.root, "push", "-q", "origin", "main")
     other = _other_clone(ws, bare)
     engine.register(gitrepo.require(other), {"resource_id": "svc:other", **copy.deepcopy(POLICY)})
     git(other, "push", "-q", "--no-verify", "origin", store.REF)  # origin's notes: another history
     theirs = git(other, "rev-parse", store.REF).strip()
+    pinned = _pinned_main(ws)
+    proc = _push(ws, "main")
+    assert proc.returncode == 0, proc.stderr
+    merged = git(bare, "rev-parse", store.REF).strip()
+    assert git(bare, "rev-parse", f"{merged}^1", f"{merged}^2").split() == [pinned, theirs]
+    assert git(bare, "show", f"main:{pin.PIN_PATH}").strip() == pinned
+
+
+def test_a_branch_pinning_notes_the_remote_cannot_get_is_refused(ws: Workspace) -> None:
+    """Both clones registered the same resource: the notes do not merge, so the branch
+    that pins ours stays home, with the conflict and the pin problem named."""
+    bare = _remote(ws)
+    git(ws.root, "push", "-q", "origin", "main")
+    other = _other_clone(ws, bare)
+    engine.register(gitrepo.require(other), {"resource_id": "svc:api", **copy.deepcopy(POLICY)})
+    git(other, "push", "-q", "--no-verify", "origin", store.REF)  # origin's notes: another history
+    theirs = git(other, "rev-parse", store.REF).strip()
     before = git(bare, "rev-parse", "main").strip()
     pinned = _pinned_main(ws)
     proc = _push(ws, "main")
     assert proc.returncode == 1
-    assert "guard ledgers not pushed" in proc.stderr  # the notes could not travel along
+    assert "guard ledgers not pushed: both sides appended to the ledger of 'svc:api'" in proc.stderr
     assert (f"guard: main pins notes commit {pinned[:12]}, which origin lacks (it has guard notes at "
             f"{theirs[:12]}): push the notes") in proc.stderr
     assert "push refused: 1 problem" in proc.stderr
     assert git(bare, "rev-parse", "main").strip() == before  # the branch did not leave
     assert git(bare, "rev-parse", store.REF).strip() == theirs
-
 
 def test_origin_notes_past_the_pin_need_no_fetch(ws: Workspace) -> None:
     """Another clone appended after ours was pushed: the pin is in origin's notes, though

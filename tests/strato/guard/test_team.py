@@ -214,3 +214,25 @@ def _signed(ws: Workspace, key: Key) -> dict[str, object]:
     ask = {"resource_id": "release:1", "from_state": "review", "to_state": "released", "rationale": "go"}
     payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
     return {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)}
+
+
+def test_two_clones_push_with_the_hooks_and_each_review_shows_its_own_entries(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """Nobody fetches anyone's notes or re-pins: the pre-push hook merges the guard notes
+    with the remote's (different ledgers), and each pull request's review judges its own."""
+    remote = origin_with_main(ws, key, tmp_path)
+    other = _clone(remote, tmp_path / "b")
+    pull_request(ws, key, "pr-a", "release:a")
+    pull_request(other, key, "pr-b", "release:b")
+    for clone in (ws, other):
+        installer.install(clone.root, ("pre-push",))
+    for clone, branch in ((ws, "pr-a"), (other, "pr-b")):
+        pushed = subprocess.run(["git", "push", "origin", branch], cwd=clone.root, capture_output=True,
+                                text=True, check=False)
+        assert pushed.returncode == 0 and "not pushed" not in pushed.stderr, pushed.stderr
+    for branch, own, foreign in (("pr-a", "release:a", "release:b"), ("pr-b", "release:b", "release:a")):
+        review = ci(remote, branch, tmp_path / f"ci-{branch}")
+        assert review.returncode == 0, review.stdout + review.stderr
+        assert "3 ledger entries added" in review.stdout
+        assert own in review.stdout and foreign not in review.stdout
