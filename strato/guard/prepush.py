@@ -22,17 +22,20 @@ BRANCHES, CLAIMS = "refs/heads/", "refs/heads/claim/"
 
 
 def check(push: Push) -> list[str]:
-    """The breaks ``strato guard verify`` would report; the remote's notes tip, when this
-    clone has it, must still be an ancestor (a rewound ledger is a break)."""
+    """The breaks ``strato guard verify`` would report (the notes commits after the
+    remote's tip judged as about to be pushed). The local notes need not descend from the
+    remote's: they go along merged with them (:func:`sync_notes`), which keeps every line
+    the remote has, so a remote tip the local one does not contain is no rewind."""
     repo = gitrepo.require(push.root)
-    if gitrefs.read_ref(repo, store.REF) is None:
+    local = gitrefs.read_ref(repo, store.REF)
+    if local is None:
         return []
     since = []
     try:
         remote_tip = gitremote.remote_oid(push.root, push.remote, store.REF)
     except gitremote.RemoteError:
         remote_tip = None
-    if remote_tip is not None and remote_tip in repo:
+    if remote_tip is not None and remote_tip in repo and is_ancestor(repo, remote_tip, local):
         since.append(remote_tip)
     return _uncommitted(repo, push) + [str(b) for b in verify_repository(repo, since=since).breaks]
 
