@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from strato.agents.process import run_attached
-from strato.guard import authz, consent, engine, store
+from strato.guard import authz, consent, engine, store, team
 from strato.guard.checks_cli import review_command, verify_command
 from strato.guard.errors import GuardError
 from strato.guard.team_cli import merge_pins_command, reappend_command, sync_command
@@ -93,6 +93,8 @@ def _stdin_command(
             if signature is not None:
                 req.setdefault("authorization", signature.read_text(errors="replace"))
             repo = repo_of(root)
+            if (joined := team.join_pinned(repo)) is not None:
+                click.echo(f"strato guard: {joined}", err=True)
             before = gitrefs.read_ref(repo, store.REF)
             result = operation(repo, req)
             if (after := _AFTER.get(name)) is not None:

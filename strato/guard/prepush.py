@@ -99,6 +99,8 @@ def pins_pushed(push: Push) -> list[str]:
             continue
         if remote_tip is not None and is_ancestor(repo, pinned, remote_tip):
             continue
+        if _remote_has(push, team.branch_ref(branch), pinned):
+            continue
         has = "has no guard notes" if remote_tip is None else f"has guard notes at {remote_tip[:12]}"
         problems.append(
             f"{branch} pins notes commit {pinned[:12]}, which {push.remote} lacks (it {has}): "
@@ -110,10 +112,31 @@ def pins_pushed(push: Push) -> list[str]:
 
 def sync_notes(push: Push) -> list[str]:
     """The guard notes go along merged with the remote's (``strato guard sync``), so two
-    clones' pushes never refuse or lose each other's entries; a warning line otherwise
-    (a same-ledger conflict names the command that re-appends)."""
+    clones' pushes never refuse or lose each other's entries, and each branch pushed
+    carries the notes commit it pins under ``refs/notes/vivary/branches/<branch>``, so
+    its review finds them even when they do not merge into the shared ref (a
+    same-ledger conflict, settled when the second of the two lands); warning lines."""
+    repo = gitrepo.require(push.root)
+    warnings = []
     try:
-        team.sync(gitrepo.require(push.root), push.remote)
+        team.sync(repo, push.remote)
     except GuardError as exc:
-        return [f"guard ledgers not pushed: {exc.message}"]
-    return []
+        warnings.append(f"guard ledgers not merged into {push.remote}'s: {exc.message}")
+    for branch, pinned in sorted(_pins(repo, push).items()):
+        if not pin.SHA.match(pinned) or pinned not in repo:
+            continue
+        dst = team.branch_ref(branch)
+        try:
+            there = gitremote.remote_oid(push.root, push.remote, dst)
+            if there != pinned:
+                gitremote.push_ref(push.root, push.remote, pinned, dst, there)
+        except gitremote.RemoteError as exc:
+            warnings.append(f"guard notes of {branch} not pushed: {exc}")
+    return warnings
+
+
+def _remote_has(push: Push, ref: str, sha: str) -> bool:
+    try:
+        return gitremote.remote_oid(push.root, push.remote, ref) == sha
+    except gitremote.RemoteError:
+        return False

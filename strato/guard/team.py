@@ -23,7 +23,13 @@ from tropo.git.types import Repository
 DRIVER = "vivary-guard-pin"
 ATTRIBUTE = f"/{pin.PIN_PATH} merge={DRIVER}"
 RESOLVE = "strato guard merge-pins --resolve"
+BRANCHES = "refs/notes/vivary/branches/"  # each pushed branch's pinned notes commit
 MAX_ATTEMPTS = 10
+
+
+def branch_ref(branch: str) -> str:
+    """Where a pushed branch's pinned notes commit waits on the remote for its review."""
+    return BRANCHES + branch
 
 
 def parse(data: bytes | None, what: str) -> str | None:
@@ -112,3 +118,28 @@ def sync(repo: Repository, remote: str) -> dict[str, str | None]:
             pushed = merged
         return {"remote": remote, "notes_tip": merged, "pushed": pushed}
     raise GuardError("sync_failed", f"{remote}'s guard notes kept moving; try again")
+
+
+def join_pinned(repo: Repository) -> str | None:
+    """Before a guard write at the terminal: when the work tree pins notes this clone's
+    notes ref does not contain (a branch started from a base that merged other pull
+    requests), the ref takes them in first (their union), so the write chains on the
+    ledgers the branch's review will compare with. A pin this clone lacks, or notes that
+    do not merge, are left for the write's own checks; one line says what was done."""
+    if repo.is_bare:
+        return None
+    try:
+        pinned = pin.read_worktree(repo)
+    except GuardError:
+        return None
+    local = gitrefs.read_ref(repo, store.REF)
+    if pinned is None or not pin.SHA.match(pinned) or pinned not in repo or pinned == local:
+        return None
+    try:
+        joined = union.merge(repo, local, pinned)
+        if joined == local:
+            return None
+        gitrefs.cas_ref(repo, store.REF, joined, local, "guard: take in the pinned notes")
+    except (GuardError, gitrefs.RefRaceError):
+        return None
+    return f"the guard notes took in notes commit {pinned[:12]} that {pin.PIN_PATH} names"

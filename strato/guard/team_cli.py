@@ -84,7 +84,8 @@ def reappend_command(root: Path, as_json: bool, resource_id: str, onto: str) -> 
 
     The one command after a same-ledger conflict: the notes are rebuilt on REV and this
     side's transitions run again; a signed override or migrate stops the run and asks
-    for the re-sign (its signature covers the ledger head it was made at).
+    for the re-sign (its signature covers the ledger head it was made at). The work
+    tree's pin, when the project pins, names the result: commit it.
 
     \b
     Examples:
@@ -92,7 +93,10 @@ def reappend_command(root: Path, as_json: bool, resource_id: str, onto: str) -> 
       strato guard reappend release:1.0 --onto "$THEIRS" --json
     """
     try:
-        done = reappend(repo_of(root), resource_id, onto)
+        repo = repo_of(root)
+        done = reappend(repo, resource_id, onto)
+        if not repo.is_bare and pin.read_worktree(repo) is not None:  # the project pins
+            done["pinned"] = pin.write(repo)
     except GuardError as exc:
         refuse(exc)
     if as_json:

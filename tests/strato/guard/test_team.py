@@ -198,9 +198,9 @@ def test_a_same_ledger_conflict_is_one_line_and_one_command_re_derives_it(
     done = json.loads(again.stdout)
     assert again.returncode == 0 and done["status"] == "stopped" and done["reappended"] == 1
     assert "sign it again" in done["reason"] and done["previous_tip"] == mine
-    signedops.override(other.repo, _signed(other, key))
+    assert done["pinned"] == git(other.root, "rev-parse", store.REF).strip()
+    assert run(other, "override", stdin=_signed(other, key)).returncode == 0  # signed again
     assert run(other, "sync").returncode == 0
-    assert run(other, "pin", "--from", "local").returncode == 0
     git(other.root, "commit", "-q", "-am", "pr-b: re-derived after pr-a")
     installer.install(other.root, ("pre-commit",))
     git(other.root, "merge", "-q", "-m", "merge main", "origin/main")
