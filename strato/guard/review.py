@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from strato.guard import authz, config, layout, ledger, notesig, pin, store, verify
+from strato.guard import authz, config, layout, ledger, notesig, pin, store, union, verify
 from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import untrusted
@@ -110,6 +110,22 @@ def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str |
     return None if pinned is None else pin.require_commit(repo, pinned)
 
 
+def _landing(
+    repo: Repository, base_tip: str | None, head_tip: str | None
+) -> tuple[str | None, list[verify.Break]]:
+    """The notes the base pins once the head lands: the head's, when they descend from
+    the base's pin; else the union of both (what the pin merge driver writes, so another
+    PR landing first never makes this one re-pin). Notes that do not merge are a break
+    naming the command that re-appends; a head with no notes keeps the base's check."""
+    if base_tip is None or head_tip is None or is_ancestor(repo, base_tip, head_tip) or head_tip == base_tip:
+        return head_tip, []
+    try:
+        return union.merge(repo, base_tip, head_tip), []
+    except GuardError as exc:
+        why = f"{store.REF} does not descend from the base's notes commit {base_tip[:12]} nor merge with it"
+        return head_tip, [verify.Break(None, None, f"{why}: {exc.message}")]
+
+
 def _head_notes(repo: Repository, pinned: str | None) -> str | None:
     """The notes commit the head pins: what merging it makes the base accept, so exactly
     what this review judges, whatever the shared notes ref has moved on to since."""
@@ -201,7 +217,9 @@ def review(
         empty = verify.VerifyReport(store.REF, head_tip, breaks=[bad_tip])
         return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, empty)
     at = int(time.time()) if now_s is None else now_s
-    known, breaks = _base_breaks(repo, base_tip, head_tip)
+    judged, apart = _landing(repo, base_tip, head_tip)
+    known, breaks = _base_breaks(repo, base_tip, judged)
+    breaks += apart
     base_signers: list[list[AllowedSigner]] = []
 
     def signers() -> list[AllowedSigner]:
@@ -243,7 +261,7 @@ def review(
         )
 
     report = verify.verify_repository(
-        repo, since=since, trust=trust, on_entry=collect, tree=head_commit, at=head_tip
+        repo, since=since, trust=trust, on_entry=collect, tree=head_commit, at=judged
     )
     if unpinned:  # once merged, the next review would have no accepted notes to start from
         why = f"the head has no {pin.PIN_PATH} but the base has one: run `{pin.FIX}` and commit it"

@@ -92,13 +92,15 @@ def _read(path: Path) -> bytes | None:
 
 
 def sync(repo: Repository, remote: str) -> dict[str, str | None]:
-    """Fetch ``remote``'s guard notes, merge them with this clone's, and push the merge
-    with a lease on the tip fetched; a push that lost the race fetches and merges again.
+    """Fetch ``remote``'s guard notes (and every pushed branch's pinned notes), merge them
+    with this clone's, and push the merge with a lease on the tip fetched; a push that
+    lost the race fetches and merges again.
     This clone's notes ref stays on its own writes, so a branch's pin never takes in
     another pull request's entries (docs/guard.md, "A team")."""
     root = gitrepo.workdir(repo)
     for _ in range(MAX_ATTEMPTS):
         try:
+            gitremote.mirror(root, remote, BRANCHES)  # every pushed branch's pinned notes
             theirs = gitremote.remote_oid(root, remote, store.REF)
             if theirs is not None and theirs not in repo:
                 gitremote.fetch_objects(root, remote, store.REF)
