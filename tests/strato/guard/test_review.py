@@ -143,8 +143,8 @@ def test_a_failed_review_lists_its_breaks(ws: Workspace, key: Key) -> None:
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
     base = ws.pin()
-    git(ws.root, "update-ref", "-d", store.REF)  # notes started over: not a descendant of the pin
-    engine.register(ws.repo, {"resource_id": "other:1", **copy.deepcopy(POLICY)})
+    git(ws.root, "update-ref", "-d", store.REF)  # notes started over: the same resource again
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
     head = ws.pin("repin the new notes")
     report = review(ws.repo, base)
     assert not report.ok and len(report.rows) == 1

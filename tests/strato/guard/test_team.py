@@ -236,3 +236,22 @@ def test_two_clones_push_with_the_hooks_and_each_review_shows_its_own_entries(
         assert review.returncode == 0, review.stdout + review.stderr
         assert "3 ledger entries added" in review.stdout
         assert own in review.stdout and foreign not in review.stdout
+
+
+def test_a_pr_stays_reviewable_when_another_lands_first(ws: Workspace, key: Key, tmp_path: Path) -> None:
+    """A lands on main (its pin now main's); B, opened before, is not updated: its review
+    judges the union main's pin and B's would merge to, and shows B's entries only."""
+    remote = origin_with_main(ws, key, tmp_path)
+    other = _clone(remote, tmp_path / "b")
+    pull_request(ws, key, "pr-a", "release:a")
+    pull_request(other, key, "pr-b", "release:b")
+    for clone, branch in ((ws, "pr-a"), (other, "pr-b")):
+        installer.install(clone.root, ("pre-push",))
+        git(clone.root, "push", "-q", "origin", branch)
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--ff-only", "pr-a")
+    git(ws.root, "push", "-q", "origin", "main")
+    review = ci(remote, "pr-b", tmp_path / "ci-b")
+    assert review.returncode == 0, review.stdout + review.stderr
+    assert "3 ledger entries added" in review.stdout
+    assert "release:b" in review.stdout and "release:a" not in review.stdout
