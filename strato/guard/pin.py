@@ -26,6 +26,8 @@ NONE = "none"  # the branch has no ledgers yet
 SHA = re.compile(r"^[0-9a-f]{40}$")
 FETCH = f"git fetch origin '+{store.REF}:{store.REF}'"
 FIX = f"strato guard pin --from local && git add {PIN_PATH}"
+CONFLICT = "<<<<<<<"  # what git writes into a file it could not merge
+RESOLVE = f"strato guard merge-pins --resolve && git add {PIN_PATH}"
 LOCAL = "local"  # `--from local`: this clone's own notes tip
 MAX_PIN = 256  # a pin is 41 bytes; more is not a pin (and is not read)
 
@@ -81,7 +83,9 @@ class State:
         return {
             "current": None,
             "missing": f"there is no {PIN_PATH}: run `{FIX}`",
-            "invalid": f"{what} ({PIN_PATH}) is neither a commit id nor `{NONE}`: run `{FIX}`",
+            "invalid": f"{what} ({PIN_PATH}) is neither a commit id nor `{NONE}`: run `{FIX}`"
+            if not (self.pinned or "").startswith(CONFLICT)
+            else f"{what} ({PIN_PATH}) holds merge conflict markers: run `{RESOLVE}`",
             "stale": f"{what} names notes commit {pinned} but the guard notes are at {tip}: run `{FIX}`",
             "behind": f"{what} names notes commit {pinned}, which the guard notes here (at {tip}) "
             f"do not contain: run `git fetch origin {store.REF}:{store.REF}`",
@@ -149,7 +153,10 @@ def read(commit: Commit) -> str | None:
     if value == NONE:
         return None
     if not SHA.match(value):
-        raise GuardError("review_unpinned", f"{PIN_PATH} at base {where} is not a commit id")
+        why = "is not a commit id"
+        if value.startswith(CONFLICT):
+            why = f"holds merge conflict markers: run `{RESOLVE}`"
+        raise GuardError("review_unpinned", f"{PIN_PATH} at base {where} {why}")
     return value
 
 

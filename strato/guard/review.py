@@ -131,6 +131,9 @@ def _head_notes(repo: Repository, pinned: str | None) -> str | None:
     what this review judges, whatever the shared notes ref has moved on to since."""
     if pinned is None or pinned == pin.NONE:
         return None
+    if pinned.startswith(pin.CONFLICT):
+        why = f"holds merge conflict markers: run `{pin.RESOLVE}`"
+        raise GuardError("review_unpinned", f"the head's {pin.PIN_PATH} {why}")
     if not pin.SHA.match(pinned):
         raise GuardError("review_unpinned", f"the head's {pin.PIN_PATH} is not a commit id: run `{pin.FIX}`")
     if pinned in repo:  # as it is: a pin naming a tree or a blob is a break, not a traceback

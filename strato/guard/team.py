@@ -22,7 +22,6 @@ from tropo.git.types import Repository
 
 DRIVER = "vivary-guard-pin"
 ATTRIBUTE = f"/{pin.PIN_PATH} merge={DRIVER}"
-RESOLVE = "strato guard merge-pins --resolve"
 BRANCHES = "refs/notes/vivary/branches/"  # each pushed branch's pinned notes commit
 MAX_ATTEMPTS = 10
 

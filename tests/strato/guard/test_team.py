@@ -255,3 +255,35 @@ def test_a_pr_stays_reviewable_when_another_lands_first(ws: Workspace, key: Key,
     assert review.returncode == 0, review.stdout + review.stderr
     assert "3 ledger entries added" in review.stdout
     assert "release:b" in review.stdout and "release:a" not in review.stdout
+
+
+def test_a_merge_without_the_driver_names_the_one_command_that_resolves_the_pin(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """A merge made where no driver is registered (a server, a clone without the hooks)
+    leaves conflict markers in the pin: the hook and review name `merge-pins --resolve`,
+    which writes the pin of the union; committed, the merge's review passes."""
+    remote = origin_with_main(ws, key, tmp_path)
+    other = _clone(remote, tmp_path / "b")
+    pull_request(ws, key, "pr-a", "release:a")
+    pull_request(other, key, "pr-b", "release:b")
+    for clone, branch in ((ws, "pr-a"), (other, "pr-b")):
+        installer.install(clone.root, ("pre-push",))
+        git(clone.root, "push", "-q", "origin", branch)
+    plain = _clone(remote, tmp_path / "plain")  # no hooks, no driver
+    git(plain.root, "fetch", "-q", "origin", "+refs/notes/vivary/*:refs/notes/vivary/*")
+    git(plain.root, "merge", "-q", "--no-ff", "-m", "merge a", "origin/pr-a")
+    stuck = subprocess.run(["git", "merge", "--no-ff", "-m", "merge b", "origin/pr-b"], cwd=plain.root,
+                           capture_output=True, text=True, check=False)
+    assert stuck.returncode == 1 and "CONFLICT" in stuck.stdout
+    check = run(plain, "pin", "--check", "--json")
+    assert check.returncode == 1 and "strato guard merge-pins --resolve" in check.stderr
+    resolved = run(plain, "merge-pins", "--resolve", "--json")
+    assert resolved.returncode == 0, resolved.stdout + resolved.stderr
+    merged = json.loads(resolved.stdout)["notes_tip"]
+    assert len({kept.anchor for kept in store.ledgers(plain.repo, merged)}) == 2
+    git(plain.root, "add", pin.PIN_PATH)
+    git(plain.root, "commit", "-q", "--no-edit")
+    report = run(plain, "review", "--base", "HEAD^1", "--head", "HEAD", "--json")
+    assert report.returncode == 0, report.stdout
+    assert {row["resource_id"] for row in json.loads(report.stdout)["entries"]} == {"release:b"}
