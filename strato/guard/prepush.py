@@ -119,7 +119,7 @@ def sync_notes(push: Push) -> list[str]:
     repo = gitrepo.require(push.root)
     warnings = []
     try:
-        team.sync(repo, push.remote)
+        team.sync(repo, push.remote, mirror=False)
     except GuardError as exc:
         warnings.append(f"guard ledgers not merged into {push.remote}'s: {exc.message}")
     for branch, pinned in sorted(_pins(repo, push).items()):

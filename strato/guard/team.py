@@ -90,7 +90,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def sync(repo: Repository, remote: str) -> dict[str, str | None]:
+def sync(repo: Repository, remote: str, mirror: bool = True) -> dict[str, str | None]:
     """Fetch ``remote``'s guard notes (and every pushed branch's pinned notes), merge them
     with this clone's, and push the merge with a lease on the tip fetched; a push that
     lost the race fetches and merges again.
@@ -99,7 +99,8 @@ def sync(repo: Repository, remote: str) -> dict[str, str | None]:
     root = gitrepo.workdir(repo)
     for _ in range(MAX_ATTEMPTS):
         try:
-            gitremote.mirror(root, remote, BRANCHES)  # every pushed branch's pinned notes
+            if mirror:  # every pushed branch's pinned notes, for a merge driver to find
+                gitremote.mirror(root, remote, BRANCHES)
             theirs = gitremote.remote_oid(root, remote, store.REF)
             if theirs is not None and theirs not in repo:
                 gitremote.fetch_objects(root, remote, store.REF)

@@ -146,7 +146,8 @@ def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
 def mirror(cwd: Path, remote: str, prefix: str) -> None:
     """Make the local refs under ``prefix`` what ``remote`` has there (forced: a mirror of
     refs only the remote's side writes, such as other branches' pinned notes)."""
-    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--prune", "--", remote, f"+{prefix}*:{prefix}*")
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--prune", "--no-write-fetch-head", "--", remote,
+                f"+{prefix}*:{prefix}*")
     if proc.returncode != 0:
         message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
         raise RemoteError(f"cannot fetch {prefix}* from {remote!r}: {message}")

@@ -65,16 +65,16 @@ def test_without_a_pin_in_the_work_tree_a_write_creates_none(ws: Workspace) -> N
     assert not (ws.root / pin.PIN_PATH).exists()
 
 
-def test_the_pin_only_follows_forward(ws: Workspace) -> None:
+def test_a_write_takes_in_the_notes_its_pin_names_first(ws: Workspace) -> None:
+    """A clone without the notes its branch pins (a fresh clone, a deleted ref): the write
+    starts from them, so the pin follows forward and names a descendant."""
     engine.register(ws.repo, REGISTER)
     ws.pin()
     old = tip(ws)
-    git(ws.root, "update-ref", "-d", store.REF)  # the notes start over: the pin is not theirs
-    reg = run(ws, "register", stdin=REGISTER)
-    assert reg.returncode == 0
-    assert pinned(ws) == old + "\n"
-    assert f"{pin.PIN_PATH} not updated: the guard notes at {tip(ws)[:12]} do not descend" in reg.stderr
-    assert reg.stderr.count("\n") == 1
+    git(ws.root, "update-ref", "-d", store.REF)
+    step = run(ws, "transition", stdin=TO_REVIEW)  # refused (no NOTES.md), and recorded
+    assert f"the guard notes took in notes commit {old[:12]}" in step.stderr
+    assert pinned(ws) == tip(ws) + "\n" and git(ws.root, "rev-parse", f"{tip(ws)}^").strip() == old
 
 
 def test_a_symlinked_pin_is_never_written_or_read_through(ws: Workspace, tmp_path: Path) -> None:
