@@ -287,3 +287,28 @@ def test_a_merge_without_the_driver_names_the_one_command_that_resolves_the_pin(
     report = run(plain, "review", "--base", "HEAD^1", "--head", "HEAD", "--json")
     assert report.returncode == 0, report.stdout
     assert {row["resource_id"] for row in json.loads(report.stdout)["entries"]} == {"release:b"}
+
+
+def test_pin_from_origin_writes_what_the_remotes_base_pins(ws: Workspace, key: Key, tmp_path: Path) -> None:
+    """By default `strato guard pin` copies the pin of the remote's copy of the base, so a
+    base never takes in entries of this clone that no review saw."""
+    origin_with_main(ws, key, tmp_path)
+    pull_request(ws, key, "pr-a", "release:a")
+    reviewed = (ws.root / pin.PIN_PATH).read_text()
+    git(ws.root, "push", "-q", "origin", "pr-a:main", f"{store.REF}:{store.REF}")  # landed
+    git(ws.root, "fetch", "-q", "origin")
+    pull_request(ws, key, "pr-c", "release:c")  # more local entries, not reviewed
+    proc = run(ws, "pin", "--base", "main", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert (ws.root / pin.PIN_PATH).read_text() == reviewed
+    assert json.loads(proc.stdout)["notes_tip"] == reviewed.strip()
+    git(ws.root, "checkout", "-q", "--detach")
+    detached = run(ws, "pin", "--json")
+    assert detached.returncode == 2 and detached.stderr.count("\n") == 1 and "--base" in detached.stderr
+    assert (ws.root / pin.PIN_PATH).read_text() == reviewed
+
+
+def test_the_merge_driver_wants_three_files_or_resolve(ws: Workspace) -> None:
+    proc = run(ws, "merge-pins", "--json")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert json.loads(proc.stdout)["error_type"] == "invalid_usage"
