@@ -149,7 +149,8 @@ def mirror(cwd: Path, remote: str, prefix: str) -> None:
     proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--prune", "--no-write-fetch-head", "--", remote,
                 f"+{prefix}*:{prefix}*")
     if proc.returncode != 0:
-        message = (proc.stderr.strip().splitlines() or ["fetch failed"])[-1]
+        lines = proc.stderr.strip().splitlines() or ["fetch failed"]
+        message = next((line for line in lines if line.startswith("fatal:")), lines[-1])
         raise RemoteError(f"cannot fetch {prefix}* from {remote!r}: {message}")
 
 
