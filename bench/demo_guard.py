@@ -75,8 +75,9 @@ def tour(ws: Path, run: Callable[[list[str]], None]) -> None:
         )
         run(_guard(ws, "override", ASK, "--signature", f"{payload}.sig"))
         run(["strato", "guard", "verify", "--root", str(ws)])
-        run(["strato", "guard", "pin", "--root", str(ws)])  # the change pins its notes
-        run([*git, "commit", "-q", "-am", "Pin the guard notes"])
+        run(["strato", "guard", "pin", "--from", "local", "--root", str(ws)])  # the change pins its notes
+        run([*git, "add", ".vivary/guard/notes-tip"])
+        run([*git, "commit", "-q", "-m", "Pin the guard notes"])
         run(["strato", "guard", "review", "--root", str(ws), "--base", "HEAD~2", "--markdown"])
 
 

@@ -79,6 +79,7 @@ def install(root: Path, names: tuple[str, ...], python: str = sys.executable) ->
                 "merge them by hand, then rerun"
             )
     hooks.mkdir(parents=True, exist_ok=True)
+    register_pin_driver(root, python)
     actions = []
     for st in before:
         path = hooks / st.name
@@ -92,6 +93,27 @@ def install(root: Path, names: tuple[str, ...], python: str = sys.executable) ->
         write_within(hooks, st.name, render(st.name, python).encode(), mode=0o755)
         actions.append(action)
     return actions
+
+
+PIN_DRIVER = "vivary-guard-pin"
+PIN_ATTRIBUTE = f"/.vivary/guard/notes-tip merge={PIN_DRIVER}\n"
+
+
+def register_pin_driver(root: Path, python: str = sys.executable) -> None:
+    """The guard pin's merge driver (docs/guard.md, "A team"): git config names the
+    command, and ``.git/info/attributes`` declares it for the pin path, so a merge of
+    two branches that each pinned their notes resolves to the pin of their union."""
+    strato = Path(python).parent / "strato"
+    command = f"{strato if strato.exists() else 'strato'} guard merge-pins %O %A %B"
+    gitcli.run(root, "config", f"merge.{PIN_DRIVER}.name", "guard notes pin: the union of both sides' notes")
+    gitcli.run(root, "config", f"merge.{PIN_DRIVER}.driver", command)
+    info = Path(gitcli.run(root, "rev-parse", "--git-path", "info").strip())
+    info = info if info.is_absolute() else root / info
+    info.mkdir(parents=True, exist_ok=True)
+    attributes = info / "attributes"
+    kept = attributes.read_text() if attributes.exists() else ""
+    if PIN_ATTRIBUTE not in kept:
+        attributes.write_text(kept + ("" if kept.endswith("\n") or not kept else "\n") + PIN_ATTRIBUTE)
 
 
 def uninstall(root: Path, names: tuple[str, ...]) -> list[str]:

@@ -60,6 +60,9 @@ def push_along(push: Push) -> list[str]:
             continue
         if push.updates and all(u.local_ref.startswith(prefix) for u in push.updates):
             continue  # the user is pushing these already
+        if (merged := registry.PUSH_ALONG_MERGED.get(prefix)) is not None:
+            warnings += registry.resolve(merged)(push)
+            continue
         try:
             gitcli.run(push.root, "push", "--no-verify", "-q", push.remote, f"{prefix}*:{prefix}*")
         except gitcli.GitError as exc:

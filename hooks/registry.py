@@ -18,6 +18,9 @@ from typing import Any, cast
 PRE_COMMIT: dict[str, str] = {"guard": "strato.guard.precommit:check"}
 PRE_PUSH: dict[str, str] = {"graph": "hooks.graph:check", "guard": "strato.guard.prepush:check"}
 PRE_PUSH_AFTER_ALONG: dict[str, str] = {"guard": "strato.guard.prepush:pins_pushed"}
+# Refs that travel with a push merged with the remote's rather than pushed plainly, by
+# prefix: a function taking the Push and returning warning lines.
+PUSH_ALONG_MERGED: dict[str, str] = {"refs/notes/vivary/": "strato.guard.prepush:sync_notes"}
 POST_COMMIT: dict[str, str] = {"heartbeat": "strato.heartbeat.runner:post_commit"}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from strato.guard import store
+from strato.guard import store, verify
 from strato.guard.errors import GuardError
 from tropo.fs.rooted import UnsafePath, check_target, write_within
 from tropo.git import refs as gitrefs
@@ -25,7 +25,10 @@ PIN_PATH = ".vivary/guard/notes-tip"
 NONE = "none"  # the branch has no ledgers yet
 SHA = re.compile(r"^[0-9a-f]{40}$")
 FETCH = f"git fetch origin '+{store.REF}:{store.REF}'"
-FIX = f"strato guard pin && git add {PIN_PATH}"
+FIX = f"strato guard pin --from local && git add {PIN_PATH}"
+CONFLICT = "<<<<<<<"  # what git writes into a file it could not merge
+RESOLVE = f"strato guard merge-pins --resolve && git add {PIN_PATH}"
+LOCAL = "local"  # `--from local`: this clone's own notes tip
 MAX_PIN = 256  # a pin is 41 bytes; more is not a pin (and is not read)
 
 
@@ -38,9 +41,13 @@ def _unsafe(exc: UnsafePath) -> GuardError:
 
 
 def write(repo: Repository) -> str | None:
-    """Pin the current notes tip in the work tree (commit it with the change); the tip.
-    Never through a symlink: a branch could point the pin at any file of the user's."""
-    tip = gitrefs.read_ref(repo, store.REF)
+    """Pin the current notes tip in the work tree (commit it with the change); the tip."""
+    return write_tip(repo, gitrefs.read_ref(repo, store.REF))
+
+
+def write_tip(repo: Repository, tip: str | None) -> str | None:
+    """Pin the notes commit ``tip`` in the work tree. Never through a symlink: a branch
+    could point the pin at any file of the user's."""
     try:
         write_within(gitrepo.workdir(repo), PIN_PATH, text(tip).encode())
     except UnsafePath as exc:
@@ -76,7 +83,9 @@ class State:
         return {
             "current": None,
             "missing": f"there is no {PIN_PATH}: run `{FIX}`",
-            "invalid": f"{what} ({PIN_PATH}) is neither a commit id nor `{NONE}`: run `{FIX}`",
+            "invalid": f"{what} ({PIN_PATH}) is neither a commit id nor `{NONE}`: run `{FIX}`"
+            if not (self.pinned or "").startswith(CONFLICT)
+            else f"{what} ({PIN_PATH}) holds merge conflict markers: run `{RESOLVE}`",
             "stale": f"{what} names notes commit {pinned} but the guard notes are at {tip}: run `{FIX}`",
             "behind": f"{what} names notes commit {pinned}, which the guard notes here (at {tip}) "
             f"do not contain: run `git fetch origin {store.REF}:{store.REF}`",
@@ -144,11 +153,14 @@ def read(commit: Commit) -> str | None:
     if value == NONE:
         return None
     if not SHA.match(value):
-        raise GuardError("review_unpinned", f"{PIN_PATH} at base {where} is not a commit id")
+        why = "is not a commit id"
+        if value.startswith(CONFLICT):
+            why = f"holds merge conflict markers: run `{RESOLVE}`"
+        raise GuardError("review_unpinned", f"{PIN_PATH} at base {where} {why}")
     return value
 
 
-def require_commit(repo: Repository, sha: str) -> str:
+def require_commit(repo: Repository, sha: str, whose: str = "the base's") -> str:
     """``sha`` as a notes commit this clone has; the fetch to run otherwise. A short name
     several refs answer to stays a usage error: no fetch would settle it."""
     try:
@@ -158,6 +170,42 @@ def require_commit(repo: Repository, sha: str) -> str:
     except gitrepo.RevisionError:
         raise GuardError(
             "review_unpinned",
-            f"the base's notes commit {sha[:12]} is not in this clone (run {FETCH}); "
+            f"{whose} notes commit {sha[:12]} is not in this clone (run {FETCH}); "
             "if the remote no longer has it, the notes ref was rewritten",
         ) from None
+
+
+def chosen(repo: Repository, source: str, base: str | None) -> str | None:
+    """The notes commit ``strato guard pin --from SOURCE`` pins. ``local``: this clone's
+    notes tip (entries a branch's review will judge). A remote's name: what that remote's
+    copy of ``base`` (default: the branch checked out) pins, as last fetched, ``none``
+    when it pins nothing: the base never takes entries no review has seen from a clone."""
+    if source == LOCAL:
+        return gitrefs.read_ref(repo, store.REF)
+    branch = base or gitrepo.branch_name(repo)
+    if branch is None:
+        raise GuardError("invalid_usage", "HEAD is detached: name the base branch with --base")
+    ref = f"refs/remotes/{source}/{branch}"
+    try:
+        commit = gitrepo.resolve_commit(repo, ref)
+    except gitrepo.RevisionError:
+        return None
+    pinned = read_or_none(commit)
+    if pinned is None or pinned == NONE:
+        return None
+    if not SHA.match(pinned):
+        raise GuardError("pin_refused", f"{ref} pins something that is not a commit id: not pinned")
+    return require_commit(repo, pinned)
+
+
+def verified(repo: Repository, tip: str | None) -> str | None:
+    """``tip``, refused (nothing written) when its notes fail ``verify``: a pin names
+    notes a reviewer may take as accepted, so they must at least hold together."""
+    if tip is None:
+        return None
+    report = verify.verify_repository(repo, at=tip)
+    if not report.ok:
+        raise GuardError(
+            "pin_refused", f"notes commit {tip[:12]} fails verify ({report.breaks[0]}): not pinned"
+        )
+    return tip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from strato.guard import pin, store
+from strato.guard import pin, store, team
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tropo.git import refs as gitrefs
@@ -22,17 +22,20 @@ BRANCHES, CLAIMS = "refs/heads/", "refs/heads/claim/"
 
 
 def check(push: Push) -> list[str]:
-    """The breaks ``strato guard verify`` would report; the remote's notes tip, when this
-    clone has it, must still be an ancestor (a rewound ledger is a break)."""
+    """The breaks ``strato guard verify`` would report (the notes commits after the
+    remote's tip judged as about to be pushed). The local notes need not descend from the
+    remote's: they go along merged with them (:func:`sync_notes`), which keeps every line
+    the remote has, so a remote tip the local one does not contain is no rewind."""
     repo = gitrepo.require(push.root)
-    if gitrefs.read_ref(repo, store.REF) is None:
+    local = gitrefs.read_ref(repo, store.REF)
+    if local is None:
         return []
     since = []
     try:
         remote_tip = gitremote.remote_oid(push.root, push.remote, store.REF)
     except gitremote.RemoteError:
         remote_tip = None
-    if remote_tip is not None and remote_tip in repo:
+    if remote_tip is not None and remote_tip in repo and is_ancestor(repo, remote_tip, local):
         since.append(remote_tip)
     return _uncommitted(repo, push) + [str(b) for b in verify_repository(repo, since=since).breaks]
 
@@ -96,6 +99,8 @@ def pins_pushed(push: Push) -> list[str]:
             continue
         if remote_tip is not None and is_ancestor(repo, pinned, remote_tip):
             continue
+        if _remote_has(push, team.branch_ref(branch), pinned):
+            continue
         has = "has no guard notes" if remote_tip is None else f"has guard notes at {remote_tip[:12]}"
         problems.append(
             f"{branch} pins notes commit {pinned[:12]}, which {push.remote} lacks (it {has}): "
@@ -103,3 +108,35 @@ def pins_pushed(push: Push) -> list[str]:
             f"(`{pin.FIX}`) if they moved"
         )
     return problems
+
+
+def sync_notes(push: Push) -> list[str]:
+    """The guard notes go along merged with the remote's (``strato guard sync``), so two
+    clones' pushes never refuse or lose each other's entries, and each branch pushed
+    carries the notes commit it pins under ``refs/notes/vivary/branches/<branch>``, so
+    its review finds them even when they do not merge into the shared ref (a
+    same-ledger conflict, settled when the second of the two lands); warning lines."""
+    repo = gitrepo.require(push.root)
+    warnings = []
+    try:
+        team.sync(repo, push.remote, mirror=False)
+    except GuardError as exc:
+        warnings.append(f"guard ledgers not merged into {push.remote}'s: {exc.message}")
+    for branch, pinned in sorted(_pins(repo, push).items()):
+        if not pin.SHA.match(pinned) or pinned not in repo:
+            continue
+        dst = team.branch_ref(branch)
+        try:
+            there = gitremote.remote_oid(push.root, push.remote, dst)
+            if there != pinned:
+                gitremote.push_ref(push.root, push.remote, pinned, dst, there)
+        except gitremote.RemoteError as exc:
+            warnings.append(f"guard notes of {branch} not pushed: {exc}")
+    return warnings
+
+
+def _remote_has(push: Push, ref: str, sha: str) -> bool:
+    try:
+        return gitremote.remote_oid(push.root, push.remote, ref) == sha
+    except gitremote.RemoteError:
+        return False

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from strato.guard import authz, config, layout, ledger, notesig, pin, store, verify
+from strato.guard import authz, config, layout, ledger, notesig, pin, store, union, verify
+from strato.guard.errors import GuardError
 from strato.guard.signers import AllowedSigner
 from tropo import untrusted
 from tropo.git import notes
-from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
 from tropo.git.refs import is_ancestor
 from tropo.git.types import Commit, Repository
@@ -110,6 +110,37 @@ def _base_notes(repo: Repository, base: Commit, base_notes: str | None) -> str |
     return None if pinned is None else pin.require_commit(repo, pinned)
 
 
+def _landing(
+    repo: Repository, base_tip: str | None, head_tip: str | None
+) -> tuple[str | None, list[verify.Break]]:
+    """The notes the base pins once the head lands: the head's, when they descend from
+    the base's pin; else the union of both (what the pin merge driver writes, so another
+    PR landing first never makes this one re-pin). Notes that do not merge are a break
+    naming the command that re-appends; a head with no notes keeps the base's check."""
+    if base_tip is None or head_tip is None or is_ancestor(repo, base_tip, head_tip) or head_tip == base_tip:
+        return head_tip, []
+    try:
+        return union.merge(repo, base_tip, head_tip), []
+    except GuardError as exc:
+        why = f"{store.REF} does not descend from the base's notes commit {base_tip[:12]} nor merge with it"
+        return head_tip, [verify.Break(None, None, f"{why}: {exc.message}")]
+
+
+def _head_notes(repo: Repository, pinned: str | None) -> str | None:
+    """The notes commit the head pins: what merging it makes the base accept, so exactly
+    what this review judges, whatever the shared notes ref has moved on to since."""
+    if pinned is None or pinned == pin.NONE:
+        return None
+    if pinned.startswith(pin.CONFLICT):
+        why = f"holds merge conflict markers: run `{pin.RESOLVE}`"
+        raise GuardError("review_unpinned", f"the head's {pin.PIN_PATH} {why}")
+    if not pin.SHA.match(pinned):
+        raise GuardError("review_unpinned", f"the head's {pin.PIN_PATH} is not a commit id: run `{pin.FIX}`")
+    if pinned in repo:  # as it is: a pin naming a tree or a blob is a break, not a traceback
+        return pinned
+    return pin.require_commit(repo, pinned, "the head's")
+
+
 def _base_breaks(
     repo: Repository, base_tip: str | None, head_tip: str | None
 ) -> tuple[dict[str, int], list[verify.Break]]:
@@ -182,12 +213,16 @@ def review(
     base_commit = gitrepo.resolve_commit(repo, base)
     head_commit = gitrepo.resolve_commit(repo, head)
     base_tip = _base_notes(repo, base_commit, base_notes)
-    head_tip = gitrefs.read_ref(repo, store.REF)
+    pinned = pin.read_or_none(head_commit)
+    unpinned = pinned is None and pin.read_or_none(base_commit) is not None
+    head_tip = base_tip if pinned == pin.read_or_none(base_commit) else _head_notes(repo, pinned)
     if (bad_tip := verify.tip_break(repo, head_tip)) is not None:
         empty = verify.VerifyReport(store.REF, head_tip, breaks=[bad_tip])
         return ReviewReport(str(base_commit.id), str(head_commit.id), base_tip, empty)
     at = int(time.time()) if now_s is None else now_s
-    known, breaks = _base_breaks(repo, base_tip, head_tip)
+    judged, apart = _landing(repo, base_tip, head_tip)
+    known, breaks = _base_breaks(repo, base_tip, judged)
+    breaks += apart
     base_signers: list[list[AllowedSigner]] = []
 
     def signers() -> list[AllowedSigner]:
@@ -228,21 +263,12 @@ def review(
             )
         )
 
-    report = verify.verify_repository(repo, since=since, trust=trust, on_entry=collect, tree=head_commit)
-    # Once merged, the head's pin is what the next review takes as accepted: it must name
-    # the notes this review judged, unless the branch left both pin and notes as the base had them.
-    pinned, reviewed = pin.read_or_none(head_commit), pin.text(head_tip).strip()
-    untouched = head_tip == base_tip and pinned == pin.read_or_none(base_commit)
-    if pinned != reviewed and not untouched:
-        shown = "nothing" if pinned is None else pinned[:12]
-        breaks.append(
-            verify.Break(
-                None,
-                None,
-                f"the head pins notes commit {shown} but its notes are at {reviewed[:12]}: run "
-                f"`strato guard pin` and commit {pin.PIN_PATH}",
-            )
-        )
+    report = verify.verify_repository(
+        repo, since=since, trust=trust, on_entry=collect, tree=head_commit, at=judged
+    )
+    if unpinned:  # once merged, the next review would have no accepted notes to start from
+        why = f"the head has no {pin.PIN_PATH} but the base has one: run `{pin.FIX}` and commit it"
+        breaks.append(verify.Break(None, None, why))
     if head_tip is not None:
         for target in notes.duplicated(repo, head_tip):
             why = "two notes on one object (flat and fanned out); git shows both concatenated"

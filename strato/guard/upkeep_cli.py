@@ -24,17 +24,25 @@ from tropo.untrusted import visible
 @json_option
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 (with the reason) unless the "
               "work tree's pin names the current notes commit.")
-def pin_command(root: Path, as_json: bool, check: bool) -> None:
-    """Write the current notes commit to .vivary/guard/notes-tip, to commit with the change.
+@click.option("--from", "source", default="origin", show_default=True, metavar="REMOTE|local",
+              help="Pin what REMOTE's copy of the base branch pins (as last fetched), or `local`: "
+              "this clone's notes tip, for a branch whose review will judge it.")
+@click.option("--base", metavar="BRANCH", help="The base branch --from REMOTE reads (default: "
+              "the branch checked out).")
+def pin_command(root: Path, as_json: bool, check: bool, source: str, base: str | None) -> None:
+    """Write a notes commit to .vivary/guard/notes-tip, to commit with the change.
 
     Review takes the ledgers of the notes commit the base branch pins as already
-    accepted, so the head's pin must name the notes it adds. Guard writes move a pin the
-    work tree already has forward by themselves, and the pre-commit hook refuses a
-    staged pin the notes have moved past; this writes one by hand (and starts pinning).
+    accepted and judges every line the head's pinned notes add. By default this pins
+    what the remote's base already pins (`none` if nothing), never entries no review has
+    seen; `--from local` pins this clone's notes for a branch under review. Either way
+    notes that fail `verify` are refused. Guard writes move a pin the work tree already
+    has forward by themselves.
 
     \b
     Examples:
       strato guard pin && git add .vivary/guard/notes-tip && git commit -m "guard: pin notes"
+      strato guard pin --from local && git add .vivary/guard/notes-tip
       strato guard pin --check --json
     """
     try:
@@ -42,7 +50,7 @@ def pin_command(root: Path, as_json: bool, check: bool) -> None:
         if check:
             state = pin.judge(repo, pin.read_worktree(repo))
         else:
-            tip = pin.write(repo)
+            tip = pin.write_tip(repo, pin.verified(repo, pin.chosen(repo, source, base)))
     except GuardError as exc:
         refuse(exc)
     except gitrepo.NotARepository as exc:

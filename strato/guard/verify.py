@@ -272,17 +272,19 @@ def verify_repository(
     on_entry: OnEntry | None = None,
     tree: Commit | None = None,
     anchor: str | None = None,
+    at: str | None = None,
 ) -> VerifyReport:
-    """Check every ledger on the notes ref (only ``anchor``'s, when given), its history,
-    and (optionally) that it descends from each of ``since`` (e.g. the remote's notes
-    ref); the reflog's earlier tips are always checked.
+    """Check every ledger on the notes ref (only ``anchor``'s, when given; at the notes
+    commit ``at`` instead of the ref's tip, when given), its history, and (optionally)
+    that it descends from each of ``since`` (e.g. the remote's notes ref); the reflog's
+    earlier tips are checked when the ref's own tip is.
 
     With the default trust (each entry's own commit) and no ``on_entry``, a ledger blob
     that verified before under the same signers blobs is not checked again.
     """
-    tip = gitrefs.read_ref(repo, store.REF)
+    tip = gitrefs.read_ref(repo, store.REF) if at is None else at
     report = VerifyReport(store.REF, tip)
-    olds = [*(since or []), *_reflog_tips(repo, tip)]
+    olds = [*(since or []), *(_reflog_tips(repo, tip) if at is None else [])]
     if tip is None:
         report.breaks += _rewind_breaks(set(), olds)
         return report

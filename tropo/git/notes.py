@@ -235,14 +235,19 @@ def commit(repo: pygit2.Repository, ref: str, tip: str | None, tree: pygit2.Oid,
     Raises :class:`tropo.git.refs.RefRaceError` when ``ref`` no longer points at ``tip``,
     :class:`SigningError` when signing is configured and fails (``ref`` is not moved).
     """
+    new = make_commit(repo, [] if tip is None else [tip], tree, message)
+    cas_ref(repo, ref, pygit2.Oid(hex=new), tip, message.splitlines()[0])
+    return new
+
+
+def make_commit(repo: pygit2.Repository, parents: list[str], tree: pygit2.Oid, message: str) -> str:
+    """A notes commit of ``tree`` on ``parents`` (signed if configured), moving no ref: a
+    merge of two notes histories is pushed or pinned before any local ref names it."""
     sig = signature(repo)
-    parents = [] if tip is None else [pygit2.Oid(hex=tip)]
+    oids = [pygit2.Oid(hex=p) for p in parents]
     if signs(repo):
-        new = _signed_commit(repo, sig, message, tree, parents)
-    else:
-        new = repo.create_commit(None, sig, sig, message, tree, parents)
-    cas_ref(repo, ref, new, tip, message.splitlines()[0])
-    return str(new)
+        return str(_signed_commit(repo, sig, message, tree, oids))
+    return str(repo.create_commit(None, sig, sig, message, tree, oids))
 
 
 def write(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import pygit2
 
 from tropo.fs.private import private_folder
+from tropo.git import gitcli
 from tropo.git.repo import common_dir
 
 ZERO = "0" * 40
@@ -156,3 +157,9 @@ def merge_base(repo: pygit2.Repository, a: str, b: str) -> str | None:
     """The best common ancestor of two commits (None: their histories are unrelated)."""
     found = repo.merge_base(pygit2.Oid(hex=a), pygit2.Oid(hex=b))
     return None if found is None else str(found)
+
+
+def forget_log(repo: pygit2.Repository, name: str) -> None:
+    """Drop ``name``'s reflog, so a rewind made on purpose (and said so) does not read as
+    a rewrite to a check that compares the ref with its earlier values."""
+    gitcli.run(common_dir(repo), "reflog", "expire", "--expire=now", "--expire-unreachable=now", name)

@@ -143,6 +143,17 @@ def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
     return out.stdout.strip() or None
 
 
+def mirror(cwd: Path, remote: str, prefix: str) -> None:
+    """Make the local refs under ``prefix`` what ``remote`` has there (forced: a mirror of
+    refs only the remote's side writes, such as other branches' pinned notes)."""
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--prune", "--no-write-fetch-head", "--", remote,
+                f"+{prefix}*:{prefix}*")
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or ["fetch failed"]
+        message = next((line for line in lines if line.startswith("fatal:")), lines[-1])
+        raise RemoteError(f"cannot fetch {prefix}* from {remote!r}: {message}")
+
+
 def remote_names(cwd: Path) -> list[str]:
     """The remotes this clone knows (``git remote``)."""
     return gitcli.run(cwd, "remote").split()

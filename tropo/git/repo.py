@@ -70,6 +70,14 @@ def head_commit(repo: pygit2.Repository) -> pygit2.Commit | None:
     return obj
 
 
+def branch_name(repo: pygit2.Repository) -> str | None:
+    """The branch checked out (``main``), None on a detached or unborn HEAD."""
+    if repo.head_is_detached or repo.head_is_unborn:
+        return None
+    name: str = repo.head.shorthand
+    return name
+
+
 def signature(repo: pygit2.Repository) -> pygit2.Signature:
     """The configured identity, or a neutral one so a fresh machine can still write."""
     try:

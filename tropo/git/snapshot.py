@@ -356,16 +356,17 @@ def tree_snapshot(repository: pygit2.Repository, tree: str) -> IndexSnapshot:
     return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}")
 
 
-def read_staged(repository: pygit2.Repository, rel: str) -> bytes | None:
+def read_staged(repository: pygit2.Repository, rel: str, stage: str = "0") -> bytes | None:
     """The bytes the index stages at ``rel``, what the next commit records there (the
-    index of ``GIT_INDEX_FILE`` when git sets it); None when it stages no file there."""
+    index of ``GIT_INDEX_FILE`` when git sets it); None when it stages no file there.
+    In a conflicted merge, ``stage`` 1, 2 and 3 are the merge base's, ours and theirs."""
     from tropo.git.repo import workdir
 
     top = workdir(repository)
     for rec in _git_records(top, "ls-files", "--stage", "-z", "--", f":(literal){rel}"):
         meta, _, path = rec.partition("\t")
-        mode, oid, stage = meta.split(" ")
-        if path == rel and stage == "0" and mode != "160000":
+        mode, oid, at = meta.split(" ")
+        if path == rel and at == stage and mode != "160000":
             return _blob(repository, oid)
     return None
 

@@ -65,16 +65,16 @@ def test_without_a_pin_in_the_work_tree_a_write_creates_none(ws: Workspace) -> N
     assert not (ws.root / pin.PIN_PATH).exists()
 
 
-def test_the_pin_only_follows_forward(ws: Workspace) -> None:
+def test_a_write_takes_in_the_notes_its_pin_names_first(ws: Workspace) -> None:
+    """A clone without the notes its branch pins (a fresh clone, a deleted ref): the write
+    starts from them, so the pin follows forward and names a descendant."""
     engine.register(ws.repo, REGISTER)
     ws.pin()
     old = tip(ws)
-    git(ws.root, "update-ref", "-d", store.REF)  # the notes start over: the pin is not theirs
-    reg = run(ws, "register", stdin=REGISTER)
-    assert reg.returncode == 0
-    assert pinned(ws) == old + "\n"
-    assert f"{pin.PIN_PATH} not updated: the guard notes at {tip(ws)[:12]} do not descend" in reg.stderr
-    assert reg.stderr.count("\n") == 1
+    git(ws.root, "update-ref", "-d", store.REF)
+    step = run(ws, "transition", stdin=TO_REVIEW)  # refused (no NOTES.md), and recorded
+    assert f"the guard notes took in notes commit {old[:12]}" in step.stderr
+    assert pinned(ws) == tip(ws) + "\n" and git(ws.root, "rev-parse", f"{tip(ws)}^").strip() == old
 
 
 def test_a_symlinked_pin_is_never_written_or_read_through(ws: Workspace, tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_a_symlinked_pin_is_refused_in_process_with_the_path(ws: Workspace, tmp_
 
 def test_each_state_says_why_and_how_to_fix_it() -> None:
     a, b = "a" * 40, "b" * 40
-    fix = f"run `strato guard pin && git add {pin.PIN_PATH}`"
+    fix = f"run `strato guard pin --from local && git add {pin.PIN_PATH}`"
     assert pin.State("current", a, a).reason() is None
     assert pin.State("missing", None, a).reason() == f"there is no {pin.PIN_PATH}: {fix}"
     assert pin.State("invalid", "HEAD", None).reason("the base's pin") == (
@@ -209,7 +209,7 @@ def test_each_state_says_why_and_how_to_fix_it() -> None:
     assert pin.State("diverged", a, b).reason() == (
         f"the guard notes at {b[:12]} do not descend from notes commit {a[:12]} that the pin "
         "names (the notes ref was reset, or another clone appended): re-pin only if that is "
-        f"intended: `strato guard pin && git add {pin.PIN_PATH}`"
+        f"intended: `strato guard pin --from local && git add {pin.PIN_PATH}`"
     )
 
 

@@ -57,7 +57,7 @@ def test_a_stale_staged_pin_refuses_the_commit_in_one_line(hooked: Workspace) ->
     assert proc.returncode == 1 and head(ws) == before
     assert proc.stderr == (
         f"vivary: commit refused: guard: the staged pin names notes commit {pinned[:12]} but the "
-        f"guard notes are at {tip(ws)[:12]}: run `strato guard pin && git add {pin.PIN_PATH}` "
+        f"guard notes are at {tip(ws)[:12]}: run `strato guard pin --from local && git add {pin.PIN_PATH}` "
         "(or bypass once with --no-verify)\n"
     )
     fix = subprocess.run(["bash", "-c", pin.FIX], cwd=ws.root, capture_output=True, text=True, check=False,

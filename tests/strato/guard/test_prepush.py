@@ -69,24 +69,53 @@ def test_a_branch_and_the_notes_it_pins_travel_together(ws: Workspace) -> None:
     assert git(bare, "show", f"main:{pin.PIN_PATH}").strip() == pinned
 
 
-def test_a_branch_pinning_notes_the_remote_cannot_get_is_refused(ws: Workspace) -> None:
+def test_notes_that_diverged_from_origins_travel_merged(ws: Workspace) -> None:
+    """Another clone pushed notes of another ledger: the hook merges ours with origin's
+    (nobody's entries lost) and the branch leaves with the pin origin now contains."""
     bare = _remote(ws)
     git(ws.root, "push", "-q", "origin", "main")
     other = _other_clone(ws, bare)
     engine.register(gitrepo.require(other), {"resource_id": "svc:other", **copy.deepcopy(POLICY)})
     git(other, "push", "-q", "--no-verify", "origin", store.REF)  # origin's notes: another history
     theirs = git(other, "rev-parse", store.REF).strip()
-    before = git(bare, "rev-parse", "main").strip()
     pinned = _pinned_main(ws)
     proc = _push(ws, "main")
-    assert proc.returncode == 1
-    assert "guard ledgers not pushed" in proc.stderr  # the notes could not travel along
-    assert (f"guard: main pins notes commit {pinned[:12]}, which origin lacks (it has guard notes at "
-            f"{theirs[:12]}): push the notes") in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    merged = git(bare, "rev-parse", store.REF).strip()
+    assert git(bare, "rev-parse", f"{merged}^1", f"{merged}^2").split() == [pinned, theirs]
+    assert git(bare, "show", f"main:{pin.PIN_PATH}").strip() == pinned
+
+
+def test_notes_that_do_not_merge_travel_under_the_branchs_own_ref(ws: Workspace) -> None:
+    """Both clones registered the same resource: the shared notes keep origin's (named in a
+    warning, with the command that re-appends), and the branch's pinned notes travel under
+    refs/notes/vivary/branches/main, where its review finds them."""
+    bare = _remote(ws)
+    git(ws.root, "push", "-q", "origin", "main")
+    other = _other_clone(ws, bare)
+    engine.register(gitrepo.require(other), {"resource_id": "svc:api", **copy.deepcopy(POLICY)})
+    git(other, "push", "-q", "--no-verify", "origin", store.REF)  # origin's notes: another history
+    theirs = git(other, "rev-parse", store.REF).strip()
+    pinned = _pinned_main(ws)
+    proc = _push(ws, "main")
+    assert proc.returncode == 0, proc.stderr
+    assert "guard ledgers not merged into origin's: both sides appended to the ledger of 'svc:api'" in proc.stderr
+    assert git(bare, "rev-parse", store.REF).strip() == theirs
+    assert git(bare, "rev-parse", "refs/notes/vivary/branches/main").strip() == pinned
+
+
+def test_a_branch_pinning_notes_the_remote_cannot_get_is_refused(ws: Workspace) -> None:
+    bare = _remote(ws)
+    git(ws.root, "push", "-q", "origin", "main")
+    before = git(bare, "rev-parse", "main").strip()
+    _pinned_main(ws)
+    missing = "1" * 40  # a notes commit this clone never had
+    ws.commit({pin.PIN_PATH: missing + "\n"}, "pins notes nobody has")
+    proc = _push(ws, "main")
+    assert proc.returncode == 1, proc.stderr
+    assert f"guard: main pins notes commit {missing[:12]}, which origin lacks" in proc.stderr
     assert "push refused: 1 problem" in proc.stderr
     assert git(bare, "rev-parse", "main").strip() == before  # the branch did not leave
-    assert git(bare, "rev-parse", store.REF).strip() == theirs
-
 
 def test_origin_notes_past_the_pin_need_no_fetch(ws: Workspace) -> None:
     """Another clone appended after ours was pushed: the pin is in origin's notes, though
