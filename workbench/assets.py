@@ -8,6 +8,8 @@ import hashlib
 import re
 from importlib import resources
 
+from tropo.review import view as graph_view
+
 ASSETS = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 INLINE = re.compile(r"<(script|style)(\s[^>]*)?>(.*?)</\1>", re.S | re.I)
 
@@ -22,7 +24,7 @@ def inline_hashes(page: str) -> tuple[str, ...]:
 
 
 def graph_hashes() -> tuple[str, ...]:
-    return inline_hashes(resources.files("tropo.review").joinpath("view.html").read_text(encoding="utf-8"))
+    return inline_hashes(graph_view.template())
 
 
 def asset(name: str) -> bytes:

@@ -27,6 +27,7 @@ from strato.runs.store import RunNotFound, RunSnapshot, check_run_id
 from strato.runs.views import documents as views
 from tropo.git import repo as gitrepo
 from tropo.review import view as graph_view
+from tropo.review.layout_cache import LayoutCache
 from workbench import evals as eval_views
 from workbench.source import Refusal, gate_request, page
 
@@ -259,7 +260,8 @@ class RepoSource:
     def graph_page(self) -> str:
         """`tropo view`'s page of the workspace graph."""
         try:
-            graph = load_worktree(self.root).graph
+            worktree = load_worktree(self.root)
+            graph = worktree.graph
         except WorkspaceError as exc:
             raise Refusal(409, "no_graph", str(exc)) from None
-        return graph_view.render(graph_view.page_data("graph", graph))
+        return graph_view.render(graph_view.page_data("graph", graph, layouts=LayoutCache(worktree.repo)))

@@ -100,8 +100,11 @@ def test_demo_mode_renders_every_view_with_no_repository(watched: Watched, tmp_p
             assert all(buttons.nth(i).is_disabled() for i in range(buttons.count()))
         page.goto(f"http://127.0.0.1:{server.port}/#/graph")
         frame = page.frame_locator("iframe.graph")
-        frame.locator("svg .node").first.wait_for()  # tropo view's own script ran in the frame
-        assert frame.locator("svg .node").count() >= 5
+        frame.locator("#sigma canvas").first.wait_for()  # tropo view's own script ran in the frame
+        graph = next(f for f in page.frames if f != page.main_frame)
+        graph.wait_for_function("window.tropoView !== undefined")
+        assert graph.evaluate("tropoView.nodes.length") >= 5
+        assert graph.evaluate("tropoView.renderer.getNodeDisplayedLabels().size") >= 1  # sigma drew
         watched.shot("graph")
         assert server.post("/api/runs/demo-note/gates/review", {"decision": "approve", "gateToken": "x"}).status == 403
     assert watched.errors == []

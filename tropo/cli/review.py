@@ -17,6 +17,7 @@ from tropo.check.workspace import Workspace, open_workspace
 from tropo.cli.main import guarded, load, main, spelled, workspace_options
 from tropo.console import PRETTY_UNICODE, fail, print_json
 from tropo.fs.atomic import write_atomic
+from tropo.fs.private import PlantedLink
 from tropo.git import gitcli
 from tropo.git.snapshot import Source
 from tropo.review import fsmap, graphdiff, statediff, view
@@ -31,6 +32,20 @@ def _shape(root: Path | None, source: Source, no_cache: bool) -> graphdiff.Shape
     from tropo.review.graph_cache import shape_of  # opens the repository: only when needed
 
     return shape_of(open_workspace(root, source, use_cache=not no_cache))
+
+
+def _page_data(ws: Workspace, title: str, g: Graph, keep: set[str] | None = None,
+               ranks: dict[str, int] | None = None) -> dict[str, Any]:
+    """The page's data, its layout kept in the repository's private folder (refused, and
+    nothing written, when a link is planted in the way)."""
+    from tropo.review.layout_cache import LayoutCache
+
+    repository = ws.snapshot.repo()
+    layouts = None if repository is None or not ws.use_cache else LayoutCache(repository)
+    try:
+        return view.page_data(title, g, keep, ranks, layouts)
+    except PlantedLink as exc:
+        fail(str(exc), 1, code=exc.code)
 
 
 def _graph(ws: Workspace) -> Graph:
@@ -398,11 +413,11 @@ def view_cmd(subject: str, node_id: str | None, out: Path | None, depth: int | N
         if node_id not in g.nodes:
             fail(f"no document with id {node_id!r} (run `tropo graph` to list ids)", 1)
         ranks = {node_id: 0, **{n: d for n, (d, _) in g.blast(node_id, depth).items()}}
-        data = view.page_data(f"blast · {node_id}", g, set(ranks), ranks)
+        data = _page_data(ws, f"blast · {node_id}", g, set(ranks), ranks)
     elif node_id is not None:
         fail(f"view graph takes no id (did you mean `tropo view blast {node_id}`?)")
     else:
-        data = view.page_data("graph", g)
+        data = _page_data(ws, "graph", g)
     html = view.render(data)
     drawn = sum(1 for n in data["nodes"] if not n.get("ghost"))
     if target is None:

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from bench.generate import build
+from bench.graph_view import well_linked
+from exo.workspace import load_worktree
 from tests.support.cdp import Page, find_chromium
 from tests.support.repos import commit_all, git, write_files
 from tests.support.requirements import missing
 from tests.support.vaults import make_vault, tropo, tropo_cli, tropo_json
+from tropo.review import view
 
 
 @pytest.fixture
@@ -50,12 +54,22 @@ def _big_workspace(root: Path, nodes: int, hub_refs: int) -> None:
     write_files(root, files)
 
 
-def _label_heights(page: Page) -> list[float]:
-    """The rendered height of every label the page shows (hidden ones excluded)."""
-    heights: list[float] = page.evaluate(
-        "[...document.querySelectorAll('g.node text')].map(t => t.getBoundingClientRect().height)"
-        ".filter(h => h > 0)")
-    return heights
+FRAME = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"  # sigma drew
+# Where node K is on the screen.
+AT = """((k) => { const v = tropoView, p = v.renderer.graphToViewport(v.graph.getNodeAttributes(k)),
+    r = document.getElementById('sigma').getBoundingClientRect(); return [r.left + p.x, r.top + p.y]; })"""
+LABELS = "[...tropoView.labelled.keys()].map(Number)"  # the labels drawn in the last frame
+LABEL_BOXES = "[...tropoView.labelled.values()]"  # and their boxes on the screen
+
+
+def _overlaps(boxes: list[list[float]]) -> int:
+    return sum(1 for i, a in enumerate(boxes) for b in boxes[i + 1:]
+               if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+
+
+def _index(page: Page, node_id: str) -> str:
+    key: str = page.evaluate(f"String(tropoView.nodes.findIndex(n => n.id === {json.dumps(node_id)}))")
+    return key
 
 
 @pytest.mark.slow  # a browser test
@@ -67,55 +81,77 @@ def test_view_draws_every_node_and_clicks(repo_dir: Path, page: Page) -> None:
     code, _, err = tropo("view", "--out", str(repo_dir / "graph.html"), cwd=repo_dir)
     assert code == 0, err
     html = (repo_dir / "graph.html").read_text()
-    assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
+    assert "http://" not in html and "https://" not in html  # sigma and graphology inlined
+    assert '<script src=' not in html
     _open(page, repo_dir / "graph.html")
-    assert page.evaluate("document.querySelectorAll('g.node:not(.ghost)').length") == 500
-    assert page.evaluate("document.querySelectorAll('g.node.ghost').length") == 1  # missing-target
+    page.evaluate(FRAME)
+    # Every node is drawn (sigma's display data, not hidden), the broken target as a ghost.
+    drawn = page.evaluate("""(() => { const v = tropoView; return v.graph.filterNodes(k => !k.startsWith('type:'))
+        .filter(k => !v.renderer.getNodeDisplayData(k).hidden).map(k => v.nodes[+k].ghost ? 'ghost' : 'node'); })()""")
+    assert (drawn.count("node"), drawn.count("ghost")) == (500, 1)  # missing-target
     assert "note" in page.evaluate("document.getElementById('legend').textContent")
-    assert page.evaluate("document.querySelector('path.broken').getAttribute('d').length") > 0
-    # On load the whole graph fits the window; labels too small to read are hidden.
-    inside = page.evaluate("""(() => { const v = document.getElementById('viewport').getBoundingClientRect(),
-        s = document.getElementById('svg').getBoundingClientRect();
-        return v.left >= s.left - 1 && v.right <= s.right + 1 && v.top >= s.top - 1 && v.bottom <= s.bottom + 1; })()""")
+    assert page.evaluate("""tropoView.graph.filterEdges(k => !k.startsWith('types:'))
+        .filter(k => tropoView.renderer.getEdgeDisplayData(k).color === '#d6455a').length""") == 1
+    # Every edge is an arrow from the document to the one it refs.
+    assert page.evaluate("""tropoView.graph.filterEdges(k => !k.startsWith('types:')).every(k =>
+        tropoView.renderer.getEdgeDisplayData(k).type === 'arrow' && !tropoView.renderer.getEdgeDisplayData(k).hidden)""")
+    assert page.evaluate("tropoView.graph.filterEdges(k => !k.startsWith('types:')).length") == 121
+    # On load the whole graph fits the window; sigma's label grid draws some labels, apart.
+    inside = page.evaluate(f"""(() => {{ const r = document.getElementById('sigma').getBoundingClientRect();
+        return tropoView.graph.filterNodes(k => !k.startsWith('type:')).every(k => {{ const [x, y] = {AT}(k);
+        return x >= r.left && x <= r.right && y >= r.top && y <= r.bottom; }}); }})()""")
     assert inside
-    assert all(h >= 6 for h in _label_heights(page))
-    # Edges point the layers' way with an arrowhead each; hovering one names its field.
-    assert page.evaluate("document.querySelector('#edges path.arrows').getAttribute('d').split('z').length - 1") == 121
-    spot = page.evaluate("""(() => { const g = [...document.querySelectorAll('#edges .edge-g')]
-        .find(g => !g.querySelector('.broken')), p = g.querySelector('.edge-hit'),
-        m = p.getPointAtLength(p.getTotalLength() / 2), c = p.getScreenCTM();
-        return [m.x * c.a + c.e, m.y * c.d + c.f]; })()""")
-    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=spot[0], y=spot[1])
+    boxes = page.evaluate(LABEL_BOXES)
+    assert len(boxes) >= 5 and _overlaps(boxes) == 0
+    # Hovering an edge (a real mouse move over its middle) names its field.
+    a, b = page.evaluate(f"""(() => {{ const v = tropoView, k = v.graph.filterEdges(k => !k.startsWith('types:'))
+        .find(k => !v.graph.getEdgeAttributes(k).color.startsWith('#d6'));
+        return [{AT}(v.graph.source(k)), {AT}(v.graph.target(k))]; }})()""")
+    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=(a[0] + b[0]) / 2, y=(a[1] + b[1]) / 2)
+    page.evaluate(FRAME)
     assert page.evaluate("getComputedStyle(document.getElementById('tip')).display") == "block"
     assert page.evaluate("document.getElementById('tip').textContent").endswith(" —about→ the-hub")
     # A real mouse click on the hub focuses its neighbourhood: its 120 inbound neighbours
-    # stay, everything else fades, and every label still shown is readable and apart.
-    box = page.evaluate("(() => { const r = document.querySelector('g.node[data-id=\"the-hub\"] circle')"
-                        ".getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
-    page.click(*box)
+    # stay, everything else fades, and the labels drawn are the neighbourhood's, apart.
+    hub = _index(page, "the-hub")
+    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=5, y=5)
+    page.click(*page.evaluate(f"{AT}('{hub}')"))
+    page.evaluate(FRAME)
     assert page.evaluate("document.getElementById('selected-id').textContent") == "the-hub"
     assert "inbound (120)" in page.evaluate("document.getElementById('panel').textContent")
-    assert page.evaluate("document.querySelectorAll('g.node.near').length") == 121
-    assert page.evaluate("document.querySelectorAll('#focus .edge-g').length") == 120
-    assert page.evaluate("getComputedStyle(document.querySelector('g.node:not(.near)')).opacity") == "0.15"
-    heights = _label_heights(page)
-    assert len(heights) >= 121 and min(heights) >= 6
-    overlaps = page.evaluate("""(() => { const r = [...document.querySelectorAll('g.node text')]
-        .map(t => t.getBoundingClientRect()).filter(r => r.height > 0); let n = 0;
-        for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) {
-          const a = r[i], b = r[j];
-          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) n++; }
-        return n; })()""")
-    assert overlaps == 0
+    assert page.evaluate("tropoView.state.near.size") == 121
+    assert page.evaluate("tropoView.state.focusEdges.size") == 120
+    assert page.evaluate("""tropoView.graph.filterEdges(k => !k.startsWith('types:'))
+        .filter(k => !tropoView.renderer.getEdgeDisplayData(k).hidden).length""") == 120
+    faded = page.evaluate("""tropoView.graph.filterNodes(k => !k.startsWith('type:') && !tropoView.state.near.has(+k))
+        .map(k => tropoView.renderer.getNodeDisplayData(k).color)""")
+    assert len(faded) == 380 and set(faded) == {"#e3e7ee"}
+    labelled = page.evaluate(LABELS)
+    near = set(page.evaluate("[...tropoView.state.near]"))
+    assert int(hub) in labelled and set(labelled) <= near and len(labelled) >= 5
+    assert _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    # Zooming in makes room: more of the neighbourhood is labelled, still apart.
+    page.evaluate("""void (() => { const v = tropoView, d = [...v.state.near].map(k => v.renderer.getNodeDisplayData(String(k)));
+        v.renderer.getCamera().setState({ ratio: 0.3, x: d.reduce((s, p) => s + p.x, 0) / d.length,
+                                          y: d.reduce((s, p) => s + p.y, 0) / d.length }); })()""")
+    page.evaluate(FRAME)
+    closer = page.evaluate(LABELS)
+    assert set(closer) <= near and len(closer) > len(labelled) and _overlaps(page.evaluate(LABEL_BOXES)) == 0
     # A click on the background clears the focus.
-    page.click(5, 300)
-    assert page.evaluate("document.querySelectorAll('g.node.near').length") == 0
-    assert page.evaluate("document.getElementById('svg').classList.contains('focused')") is False
-    # Wheel zoom and drag pan change the view transform.
-    before = page.evaluate("document.getElementById('viewport').getAttribute('transform')")
+    page.evaluate("void tropoView.renderer.getCamera().setState({ratio: 1, x: 0.5, y: 0.5})")
+    page.evaluate("new Promise(r => setTimeout(r, 400))")  # two clicks closer are a double click
+    spot = page.evaluate("(() => { const r = document.getElementById('sigma').getBoundingClientRect(); "
+                         "return [r.right - 20, r.bottom - 10]; })()")
+    page.call("Input.dispatchMouseEvent", type="mouseMoved", x=spot[0], y=spot[1])
+    page.click(*spot)
+    page.evaluate(FRAME)
+    assert page.evaluate("tropoView.state.near.size") == 0
+    assert page.evaluate("tropoView.state.centre") is None
+    # Wheel zoom and drag pan move the camera.
+    before = page.evaluate("JSON.stringify(tropoView.renderer.getCamera().getState())")
     page.call("Input.dispatchMouseEvent", type="mouseWheel", x=400, y=300, deltaX=0, deltaY=-120)
-    page.evaluate("new Promise(r => setTimeout(r, 50))")
-    assert page.evaluate("document.getElementById('viewport').getAttribute('transform')") != before
+    page.evaluate("new Promise(r => setTimeout(r, 400))")
+    assert page.evaluate("JSON.stringify(tropoView.renderer.getCamera().getState())") != before
     assert page.errors() == []
 
 
@@ -126,14 +162,24 @@ def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> Non
     code, _, err = tropo("view", "blast", "the-hub", "--out", str(repo_dir / "hub.html"), cwd=repo_dir)
     assert code == 0, err
     _open(page, repo_dir / "hub.html")
-    assert page.evaluate("document.querySelectorAll('g.node:not(.ghost)').length") == 10_001
-    # Edges are drawn as one path, not 10k elements; the panel lists a bounded number.
-    assert page.evaluate("document.querySelectorAll('path').length") <= 3
-    page.evaluate("document.querySelector('g.node[data-id=\"the-hub\"]').dispatchEvent("
-                  "new MouseEvent('click', {bubbles: true}))")
+    page.evaluate(FRAME)
+    assert page.evaluate("tropoView.nodes.filter(n => !n.ghost).length") == 10_001
+    # Above 5,000 nodes each type opens collapsed into one node with its count.
+    clusters = page.evaluate("""tropoView.graph.filterNodes(k => k.startsWith('type:'))
+        .filter(k => !tropoView.renderer.getNodeDisplayData(k).hidden).map(k => tropoView.graph.getNodeAttribute(k, 'label'))""")
+    assert sorted(clusters) == ["(broken) (1)", "hub (1)", "note (5000)", "task (5000)"]
+    # Drawn on the GPU: a handful of canvases, not an element per node or edge.
+    assert page.evaluate("document.querySelectorAll('svg, path, circle').length") == 0
+    assert page.evaluate("document.querySelectorAll('canvas').length") <= 8  # sigma's layers
+    # Searching by id focuses the hub through the collapsed clusters.
+    page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
+    page.call("Input.insertText", text="the-hub")
+    page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    page.evaluate(FRAME)
     assert page.evaluate("document.getElementById('selected-id').textContent") == "the-hub"
     assert page.evaluate("document.querySelectorAll('#panel li').length") <= 202
     assert "inbound (10000)" in page.evaluate("document.getElementById('panel').textContent")
+    assert page.evaluate(f"tropoView.renderer.getNodeDisplayData('{_index(page, 'the-hub')}').hidden") is False
     assert page.errors() == []
 
 
@@ -160,7 +206,7 @@ def test_view_escapes_content(repo_dir: Path) -> None:
     make_vault(repo_dir, {"people/evil.md": "---\nrelationship: \"</script><script>alert(1)</script>\"\n---\n"})
     proc = tropo_cli("view", cwd=repo_dir)
     assert proc.returncode == 0
-    assert "<script>alert(1)" not in proc.stdout and proc.stdout.count("</script>") == 2
+    assert "<script>alert(1)" not in proc.stdout and proc.stdout.count("</script>") == 4  # data, graphology, sigma, page
 
 
 def test_map_matches_upstream(tmp_path: Path, upstream: Callable[[str], Path]) -> None:
@@ -224,3 +270,45 @@ def test_view_out_in_a_folder_that_is_not_a_repository(tmp_path: Path) -> None:
     proc = tropo_cli("view", "--out", "a.md", cwd=tmp_path)
     assert proc.returncode == 1 and "not a page tropo view wrote" in proc.stderr
     assert (tmp_path / "a.md").read_text() == "# A\n"
+
+
+@pytest.mark.slow  # a browser test, and up to 20,000 generated documents
+@pytest.mark.parametrize("size", [300, 3000, 20_000])
+def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, page: Page, size: int) -> None:
+    """What the screenshots in docs/workbench.md show, read from the page: labels that fit
+    (none overlapping), and after a search a focused neighbourhood, not a smear."""
+    build(tmp_path / "ws", size)
+    data = view.page_data("graph", load_worktree(tmp_path / "ws").graph)
+    (tmp_path / "graph.html").write_text(view.render(data))
+    _open(page, tmp_path / "graph.html")
+    page.evaluate(FRAME)
+    drawn = page.evaluate("[...tropoView.labelled.keys()]")
+    assert len(drawn) >= 3 and _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    if size > 5000:  # opens with each type collapsed: its circle and count are what is labelled
+        clusters = page.evaluate("tropoView.graph.filterNodes(k => k.startsWith('type:') && "
+                                 "!tropoView.renderer.getNodeDisplayData(k).hidden)")
+        assert len(clusters) >= 3 and set(drawn) <= set(clusters)
+        assert page.evaluate("tropoView.graph.filterNodes(k => !k.startsWith('type:') && "
+                             "!tropoView.renderer.getNodeDisplayData(k).hidden).length") == 0
+    target = well_linked(data)  # the node the screenshots focus
+    page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
+    page.call("Input.insertText", text=target)
+    assert target in page.evaluate("document.getElementById('results').textContent")  # as you type
+    page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    page.evaluate(FRAME)
+    centre = page.evaluate("tropoView.state.centre")
+    assert data["nodes"][centre]["id"] == target
+    near = set(page.evaluate("[...tropoView.state.near]"))
+    labelled = page.evaluate(LABELS)
+    assert len(near) >= 5 and centre in labelled and len(labelled) >= 3 and set(labelled) <= near
+    assert _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    # The neighbourhood is framed on screen; everything else is faded or hidden.
+    on_screen = page.evaluate(f"""(() => {{ const r = document.getElementById('sigma').getBoundingClientRect();
+        return [...tropoView.state.near].every(k => {{ const [x, y] = {AT}(String(k));
+        return x >= r.left && x <= r.right && y >= r.top && y <= r.bottom; }}); }})()""")
+    assert on_screen
+    rest = page.evaluate("""(() => { const v = tropoView, out = new Set(); v.graph.forEachNode(k => {
+        if (k.startsWith('type:') || v.state.near.has(+k)) return; const d = v.renderer.getNodeDisplayData(k);
+        out.add(d.hidden ? 'hidden' : d.color); }); return [...out]; })()""")
+    assert set(rest) <= {"hidden", "#e3e7ee"}
+    assert page.errors() == []
