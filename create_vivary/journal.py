@@ -14,6 +14,7 @@ recorded. The recovery plan has its own hash, applied only with ``--yes --plan
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,9 @@ def recovery(root: Path, tx_hash: str) -> tuple[str, list[dict[str, Any]]]:
         if tracked:  # adopt never commits, so what git tracks was there before it
             raise Refused(f"the adoption journal names a file git tracks: {tracked[0]}")
     for entry in entries:
+        if not os.path.lexists(root / entry["path"]):  # never written (or its folder is not one)
+            rows.append({"path": entry["path"], "operation": "no-op", "current_hash": None})
+            continue
         state, current = journal_file.standing(root, entry["path"], None, {entry["after_hash"]})
         rows.append({"path": entry["path"], "operation": "no-op" if state == "gone" else "delete-created",
                      "current_hash": current})
