@@ -10,9 +10,11 @@ import json
 import subprocess
 import sys
 
+import click
 import pytest
 
-from tests.support.console import ENTRY_POINTS
+from tests.support.console import ENTRY_POINTS, command
+from tropo.console import JsonErrorsGroup
 
 PROBE = """
 import importlib, json, sys
@@ -62,3 +64,16 @@ def test_the_full_help_still_loads_every_group() -> None:
     lazy table changes when a group loads, not which groups there are."""
     modules = loaded("strato --help")
     assert {"strato.guard.cli", "strato.mcp.cli", "strato.evals.cli", "strato.runs.cli.group"} <= modules
+
+
+@pytest.mark.parametrize("script", sorted(ENTRY_POINTS))
+def test_every_lazy_entry_loads_the_command_of_its_name(script: str) -> None:
+    """A table entry is a command the group lists: it loads, and under the word the
+    command itself answers to (so `--help` and the tree are what they were)."""
+    group = command(script)
+    assert isinstance(group, JsonErrorsGroup)
+    ctx = click.Context(group, info_name=script)
+    for name, entry in group.lazy.items():
+        found = group.get_command(ctx, name)
+        assert found is not None and found.name == name, (script, entry)
+        assert name in group.list_commands(ctx)
