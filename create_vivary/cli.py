@@ -15,7 +15,6 @@ from create_vivary import capabilities as caps
 from create_vivary import doctor as doctor_mod
 from create_vivary import init as init_mod
 from create_vivary import minimal, thin, trend, wizard
-from create_vivary.adopt_cli import adopt, record_command
 from create_vivary.plan import Refused, project_name
 from create_vivary.presets import PRESETS
 from create_vivary.terminal import doctor_problems, files_text, guarded, json_option, target_argument
@@ -32,12 +31,14 @@ class _BareTargetGroup(ReceiptGroup):
     error_as_text = True  # the published create-vivary's error document: {"ok": false, "error": "..."}
 
     def route(self, argv: list[str]) -> list[str]:
-        if argv and not argv[0].startswith("-") and argv[0] not in self.commands:
+        if argv and not argv[0].startswith("-") and argv[0] not in {*self.commands, *self.lazy}:
             return ["init", "--minimal", *argv]
         return argv
 
 
 @click.group("create-vivary", cls=_BareTargetGroup, receipt_tool="create-vivary", receipt_default="help",
+             lazy={"adopt": "create_vivary.adopt_cli:adopt",
+                   "record": "create_vivary.adopt_cli:record_command"},
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
@@ -312,5 +313,3 @@ def _trend(report: doctor_mod.DoctorReport, payload: dict[str, Any], *, dry_run:
     return trend.lines(payload["trend"], warning)
 
 
-main.add_command(adopt)
-main.add_command(record_command)

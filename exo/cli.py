@@ -20,7 +20,6 @@ from exo.claims import ClaimError, ClaimRefused, default_remote
 from exo.claims import claim as make_claim
 from exo.claims import holders as claim_holders
 from exo.claims import release as drop_claim
-from exo.control.cli import control_command
 from exo.workspace import WorkspaceError, load_at_head, load_worktree, open_repo
 from tropo import untrusted
 from tropo.cli.receipts import ReceiptGroup
@@ -63,6 +62,7 @@ def _remote_option(func: F) -> F:
 
 
 @click.group("exo", cls=ReceiptGroup, receipt_tool="exo", receipt_default="conflicts",
+             lazy={"control": "exo.control.cli:control_command"},  # governed: loaded when named
              invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git", prog_name="exo")
 @click.pass_context
@@ -232,8 +232,6 @@ def release_command(item_id: str, agent: str, force: bool, reason: str | None,
            + (f"; recorded as {result.record[:12]} on refs/exo/released/{item_id}"
               if result.record else "")], PRETTY, authored=True)
 
-
-main.add_command(control_command)
 
 V = TypeVar("V")
 

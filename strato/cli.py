@@ -1,44 +1,37 @@
-"""The ``strato`` command: each subsystem adds its own click group here."""
+"""The ``strato`` command: each subsystem adds its own click group here, by name, loaded
+only when a command line names it (a `strato flow done` does not import the guard, the MCP
+server or the evals; tests/test_cli_imports.py)."""
 
 from __future__ import annotations
 
 import click
 
-from strato.agentruns.cli import agent, models_command
-from strato.decide.cli import decide_command, decide_request_command, receipt_command
-from strato.distill.cli import distill
-from strato.evals.cli import eval_group
-from strato.guard.cli import guard
-from strato.heartbeat.cli import heartbeat
-from strato.help import help_command
-from strato.mcp.cli import mcp_command
-from strato.runs.cli.driving import run_cmd
-from strato.runs.cli.group import flow, query
-from strato.runs.cli.lanes import lanes_command
 from tropo.console import JsonErrorsGroup
 
+COMMANDS = {
+    "decide": "strato.decide.cli:decide_command",
+    "decide-request": "strato.decide.cli:decide_request_command",
+    "receipt": "strato.decide.cli:receipt_command",
+    "guard": "strato.guard.cli:guard",
+    "flow": "strato.runs.cli.group:flow",
+    "run": "strato.runs.cli.driving:run_cmd",
+    "mcp": "strato.mcp.cli:mcp_command",
+    "heartbeat": "strato.heartbeat.cli:heartbeat",
+    "distill": "strato.distill.cli:distill",
+    "agent": "strato.agentruns.cli:agent",
+    "lanes": "strato.runs.cli.lanes:lanes_command",
+    "eval": "strato.evals.cli:eval_group",
+    "query": "strato.runs.cli.group:query",
+    "help": "strato.help:help_command",
+    "models": "strato.agentruns.cli:models_command",
+}
 
-@click.group("strato", cls=JsonErrorsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group("strato", cls=JsonErrorsGroup, lazy=COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
 def main() -> None:
     """The agent OS: governed decisions, flows, guard, MCP server."""
-
-
-main.add_command(decide_command)
-main.add_command(decide_request_command)
-main.add_command(receipt_command)
-main.add_command(guard)
-main.add_command(flow)
-main.add_command(run_cmd)
-main.add_command(mcp_command)
-main.add_command(heartbeat)
-main.add_command(distill)
-main.add_command(agent)
-main.add_command(lanes_command)
-main.add_command(eval_group)
-main.add_command(query)
-main.add_command(help_command)
-main.add_command(models_command)
 
 
 if __name__ == "__main__":

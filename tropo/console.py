@@ -11,9 +11,10 @@ the flow validator's report are documents of their own commands, printed by them
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, NoReturn
 
 import click
@@ -143,9 +144,26 @@ class UsageLine(click.ClickException):
 class JsonErrorsGroup(click.Group):
     """The top group of each of our commands: usage errors anywhere below it (a missing
     option, a bad value, an unknown command) are one line, and follow `--json` like every
-    other error."""
+    other error. Commands named in `lazy` are loaded only when named (see `get_command`)."""
 
     error_as_text: ClassVar[bool] = False  # the published error document has a string `error`
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The names of the loaded commands and of those still in `lazy`, as click sorts them."""
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """A command of `lazy` (name -> "module:attribute") is imported the first time it is
+        named, so a run pays only for the command it runs; `--help` and completion, which
+        name them all, see the same tree as if every one had been added up front."""
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, attribute = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def _one_line(self, error: click.ClickException, as_json: bool, where: str) -> click.ClickException:
         """What to raise for `error`: a usage error is always one line; any other click

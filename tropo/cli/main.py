@@ -5,13 +5,12 @@ Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration 
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -118,22 +117,11 @@ def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
     return out
 
 
-class LazyGroup(ReceiptGroup):
-    """Commands whose modules are imported only when named (or listed in --help): a
-    warm ``tropo check`` should not pay for the retrieval and review machinery."""
-
-    LAZY: ClassVar[dict[str, str]] = {"query": "tropo.cli.retrieval", "find": "tropo.cli.retrieval",
-            "diff": "tropo.cli.review", "plan": "tropo.cli.review", "log": "tropo.cli.review",
-            "map": "tropo.cli.review", "view": "tropo.cli.review",
-            "review": "tropo.cli.packs", "impact": "tropo.cli.packs", "verify": "tropo.cli.verify"}
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.LAZY})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in self.LAZY:
-            importlib.import_module(self.LAZY[cmd_name])  # registers its commands on main
-        return super().get_command(ctx, cmd_name)
+# retrieval and review load only when named: a warm `tropo check` does not pay for them
+# (their modules also register the commands on `main` as they load)
+LAZY = {name: f"tropo.cli.{module}:{name}_cmd" for module, names in (
+    ("retrieval", ("query", "find")), ("review", ("diff", "plan", "log", "map", "view")),
+    ("packs", ("review", "impact")), ("verify", ("verify",))) for name in names}
 
 
 def verify_request(argv: Sequence[str]) -> str | None:
@@ -142,7 +130,7 @@ def verify_request(argv: Sequence[str]) -> str | None:
     return words[1] if len(words) > 1 and words[0] == "verify" else None
 
 
-@click.group("tropo", cls=LazyGroup, invoke_without_command=True, receipt_tool="tropo",
+@click.group("tropo", cls=ReceiptGroup, lazy=LAZY, invoke_without_command=True, receipt_tool="tropo",
              receipt_default="check", receipt_request=verify_request,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vivary-git")
