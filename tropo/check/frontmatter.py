@@ -83,23 +83,24 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     lines: dict[str, int] = {}
     current: list[Any] | None = None
     block_keys: list[str] = []
-    for n, line in enumerate(block.split("\n"), start=2):
-        line = line.rstrip("\r")
-        if "\t" in line:
-            return None  # a tab in the indentation is refused by the subset
-        if not line.strip():
+    if "\t" in block:
+        return None  # a tab in the indentation is refused by the subset
+    raw_lines = block.split("\n")
+    if "\r" in block:
+        raw_lines = [line.rstrip("\r") for line in raw_lines]
+    for n, line in enumerate(raw_lines, start=2):
+        if not line or line.isspace():
             continue
         if line.startswith("  - "):
             if current is None:
                 return None
-            item = line.split("- ", 1)[1].rstrip(" ")
-            quoted = _quoted(item)
-            if quoted is not None:
+            item = line[4:].rstrip(" ")
+            if _SIMPLE_VALUE.fullmatch(item):
+                current.append(plain_scalar(item))
+            elif (quoted := _quoted(item)) is not None:
                 current.append(quoted)
-                continue
-            if not _SIMPLE_VALUE.fullmatch(item) or item.endswith(" "):
+            else:
                 return None
-            current.append(plain_scalar(item))
             continue
         m = _SIMPLE_KEY.match(line)
         if m is None:
