@@ -38,11 +38,12 @@ class Refs:
 
     def add(self, doc: int, refs: list[Ref]) -> None:
         """Append one document's refs (names interned: they repeat across documents)."""
-        for field, target, line in refs:
-            self.doc.append(doc)
-            self.field.append(sys.intern(field))
-            self.target.append(sys.intern(target))
-            self.line.append(line)
+        if not refs:
+            return
+        self.doc.extend([doc] * len(refs))
+        self.field.extend([sys.intern(field) for field, _, _ in refs])
+        self.target.extend([sys.intern(target) for _, target, _ in refs])
+        self.line.extend([line for _, _, line in refs])
 
 
 @dataclass(frozen=True)

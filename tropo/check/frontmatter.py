@@ -56,6 +56,25 @@ def title_of(body: str) -> str | None:
 _SIMPLE_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.\-]*):(?:[ ]+(.*))?$")
 # A plain scalar the fast path may read: no YAML indicator that could change its meaning.
 _SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~][^#:{}\[\],&*!|>'\"%`\t]*")
+# A key's own value may also hold colons no blank follows (``10:00:00Z``): YAML reads
+# them as text, and only a colon before a blank or the end would start a mapping.
+_COLON_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~](?:[^#:{}\[\],&*!|>'\"%`\t]|:(?=[^ ]))*")
+# Characters a one-line quoted scalar may hold on the fast path: none that ends, escapes
+# or comments it, nor a colon (the subset reads ``- "a: b"`` as a mapping in an item).
+_QUOTE_UNSAFE = frozenset("\"'\\#:")
+
+
+def _quoted(raw: str) -> str | None:
+    """A one-line ``"..."`` or ``'...'`` scalar's text, or None to defer to PyYAML.
+
+    With no escape, quote or comment inside, both styles read their text verbatim;
+    ``isprintable`` admits only characters YAML's reader admits, none a line break."""
+    if len(raw) < 2 or raw[0] not in "\"'" or raw[-1] != raw[0]:
+        return None
+    inner = raw[1:-1]
+    if not inner.isprintable() or not _QUOTE_UNSAFE.isdisjoint(inner):
+        return None
+    return inner
 
 
 def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
@@ -64,19 +83,24 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     lines: dict[str, int] = {}
     current: list[Any] | None = None
     block_keys: list[str] = []
-    for n, line in enumerate(block.split("\n"), start=2):
-        line = line.rstrip("\r")
-        if "\t" in line:
-            return None  # a tab in the indentation is refused by the subset
-        if not line.strip():
+    if "\t" in block:
+        return None  # a tab in the indentation is refused by the subset
+    raw_lines = block.split("\n")
+    if "\r" in block:
+        raw_lines = [line.rstrip("\r") for line in raw_lines]
+    for n, line in enumerate(raw_lines, start=2):
+        if not line or line.isspace():
             continue
         if line.startswith("  - "):
             if current is None:
                 return None
-            item = line.split("- ", 1)[1].rstrip(" ")
-            if not _SIMPLE_VALUE.fullmatch(item) or item.endswith(" "):
+            item = line[4:].rstrip(" ")
+            if _SIMPLE_VALUE.fullmatch(item):
+                current.append(plain_scalar(item))
+            elif (quoted := _quoted(item)) is not None:
+                current.append(quoted)
+            else:
                 return None
-            current.append(plain_scalar(item))
             continue
         m = _SIMPLE_KEY.match(line)
         if m is None:
@@ -97,8 +121,10 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
             if any(not _SIMPLE_VALUE.fullmatch(p) for p in items):
                 return None
             fields[key] = [plain_scalar(p) for p in items]
-        elif _SIMPLE_VALUE.fullmatch(rest) and rest not in ("-", "?"):
+        elif _COLON_VALUE.fullmatch(rest) and rest not in ("-", "?"):
             fields[key] = plain_scalar(rest)
+        elif (quoted := _quoted(rest)) is not None:
+            fields[key] = quoted
         else:
             return None
         lines[key] = n

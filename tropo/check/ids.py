@@ -31,6 +31,8 @@ def _kept(ch: str) -> bool:
 
 def slugify(name: str) -> str:
     """A file or folder name as an id: runs of other characters become one ``-``."""
+    if name.isascii():  # keeps a-z 0-9 . _ - of the lowercased name, as upstream does
+        return upstream_slugify(name)
     text = unicodedata.normalize("NFC", _MD_SUFFIX.sub("", name).lower())
     out: list[str] = []
     replacing = False

@@ -22,6 +22,9 @@ class FrontmatterError(Exception):
 
 
 _DIGIT = re.compile(r"\d")  # any decimal digit int() and float() accept, Unicode ones too
+# With a digit present, int() and float() accept only these ASCII characters inside
+# (blanks at the ends are stripped): no letter but an exponent's, no ``inf`` or ``nan``.
+_NOT_NUMERIC = re.compile(r"[^0-9+\-._eE]")
 _DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
                               for word in ("inf", "infinity", "nan"))
 
@@ -35,8 +38,12 @@ def plain_scalar(raw: str) -> Any:
         return True
     if raw in ("false", "False", "FALSE"):
         return False
-    if _DIGIT.search(raw) is None and raw.lower() not in _DIGITLESS_FLOATS:
-        return raw  # int() and float() would both refuse it: spare them the exceptions
+    # int() and float() would both refuse these: spare them the exceptions
+    if _DIGIT.search(raw) is None:
+        if raw.lower() not in _DIGITLESS_FLOATS:
+            return raw
+    elif raw.isascii() and _NOT_NUMERIC.search(raw) is not None:
+        return raw  # an ASCII character no number with a digit holds (``c0042-x``)
     try:
         return int(raw)
     except ValueError:
