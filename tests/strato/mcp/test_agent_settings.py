@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -180,3 +181,38 @@ def test_flow_cancel_settles_the_run_and_stops_the_agents_it_claimed(workspace: 
                                                "flow": {"runId": "ghost"}}, "no run 'ghost'")
 
     run_server(workspace, scenario)
+
+
+ENGINE_STEP = ONE_STEP.replace('do: "a", out: R', 'do: "a", agent: sleeper, out: R')
+
+
+def test_flow_cancel_stops_the_agent_a_foreground_strato_run_is_running(workspace: Path) -> None:
+    """`strato run` in another process runs the step's agent; the cancel over MCP finds its
+    group in the run's registry, stops it, and the foreground run ends cancelled."""
+    (workspace / "engine.yaml").write_text(ENGINE_STEP)
+    strato = Path(sys.executable).parent / "strato"
+    fg = subprocess.Popen([strato, "run", workspace / "engine.yaml", "--id", "fg-1", "--root", workspace, "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    registry = workspace / ".git" / "vivary" / "run-agents" / "fg-1"
+    try:
+        async def scenario(s: Session) -> None:
+            with anyio.fail_after(120):  # a bound on a broken run, not a speed claim
+                while not (workspace / "pids.txt").exists() or not list(registry.glob("*.json")):
+                    await anyio.sleep(0.05)
+            pid = int((workspace / "pids.txt").read_text().split()[0])
+            assert os.getpgid(pid) == pid  # the agent leads its own group
+            cancelled = await s.ok("stratum_flow_cancel", {"runId": "fg-1", "reason": "stop"})
+            assert contract.answer_violations("stratum_flow_cancel", cancelled) == []
+            assert (cancelled["status"], cancelled["flowSettled"], cancelled["acknowledged"]) == ("cancelled", True, True)
+            assert cancelled["agents"] == {"claimed": 1, "reaped": 1, "gone": 0, "unresolved": 0}
+            assert groups.members(pid) == [] and not groups.alive(pid)
+            assert (await s.ok("strato_run_show", {"runId": "fg-1"}))["status"] == "cancelled"
+
+        run_server(workspace, scenario)
+        out, err = fg.communicate(timeout=120)  # a bound on a broken run, not a speed claim
+        assert json.loads(out)["status"] == "cancelled", err
+        assert list(registry.glob("*.json")) == []  # the run removed its record as the agent ended
+    finally:
+        if fg.poll() is None:
+            fg.kill()
+            fg.wait()
