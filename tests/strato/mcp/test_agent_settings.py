@@ -216,3 +216,58 @@ def test_flow_cancel_stops_the_agent_a_foreground_strato_run_is_running(workspac
         if fg.poll() is None:
             fg.kill()
             fg.wait()
+
+
+ENGINE_FANOUT = """
+version: 1
+contracts:
+  Edit: {file: string}
+  Sum: {count: integer}
+flows:
+  entry: main
+  main:
+    input: {files: "string[]"}
+    output: {from: "${count.output}", contract: Sum}
+    steps:
+      - id: edit
+        fanout:
+          over: "${input.files}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - {do: "Edit ${item}", agent: sleeper, out: Edit}
+      - id: count
+        after: [edit]
+        set: {count: "len(result.edit)"}
+        out: Sum
+"""
+
+
+def test_flow_cancel_stops_an_engine_fanouts_agent_the_server_itself_is_running(workspace: Path) -> None:
+    """A consumer's `stratum_resume` runs a due engine fanout in the server; the cancel,
+    another call on the same server, stops the item's agent from the run's registry."""
+    async def scenario(s: Session) -> None:
+        run_id = (await s.ok("stratum_plan", {"spec": ENGINE_FANOUT, "input": {"files": ["a.txt"]}}))["runId"]
+        resumed: list[tuple[str, dict[str, Any] | None]] = []
+
+        async def resume() -> None:
+            result = await s.call("stratum_resume", {"runId": run_id})
+            resumed.append((result.content[0].text, result.structured_content))  # type: ignore[union-attr]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resume)
+            with anyio.fail_after(120):  # a bound on a broken run, not a speed claim
+                while not (workspace / "pids.txt").exists():
+                    await anyio.sleep(0.05)
+            pid = int((workspace / "pids.txt").read_text().split()[0])
+            cancelled = await s.ok("stratum_flow_cancel", {"runId": run_id})
+        assert contract.answer_violations("stratum_flow_cancel", cancelled) == []
+        assert cancelled["flowSettled"] and cancelled["acknowledged"]
+        assert cancelled["agents"] == {"claimed": 1, "reaped": 1, "gone": 0, "unresolved": 0}
+        assert groups.members(pid) == [] and not groups.alive(pid)
+        [(text, _)] = resumed  # the server's own call came back once its agent was stopped
+        assert (await s.ok("strato_run_show", {"runId": run_id}))["status"] == "cancelled", text
+
+    run_server(workspace, scenario)
