@@ -279,8 +279,12 @@ class CancelArgs(Args):
 def cancel(ctx: Context, a: CancelArgs) -> Document:
     """Cancel a run: its outstanding dispatch and gate tokens become stale; a background
     run's runner first stops the agents it started (the document of `strato flow cancel
-    --json`)."""
-    return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
+    --json`); the agents a foreground engine elsewhere runs for it are stopped too."""
+    runs = ctx.runs()
+    view = background.cancel_view(runs, a.runId, "cli", a.reason)
+    if view["status"] == "cancelled":
+        agentgroups.stop_all(runs.repo, view["runId"])
+    return view
 
 
 def _unconfirmed(code: str, message: str, settled: bool, agents: dict[str, int]) -> None:
