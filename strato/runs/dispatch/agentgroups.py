@@ -27,7 +27,7 @@ from tropo.git.repo import private_dir
 from tropo.git.types import Repository
 
 FOLDER = "run-agents"
-MAX_RECORD = 256  # bytes: a record is three small numbers
+MAX_RECORD = 256  # bytes: a record is two small numbers
 
 
 class RunsHere(Protocol):
