@@ -33,15 +33,17 @@ class CallResult:
 
 
 def call(agent: AgentSpec, prompt: str, cwd: Path, pacing_dir: Path | None = None, *,
-         exit_zero: bool = False, sandbox: str = READ_ONLY, admit: Admit | None = None) -> CallResult:
+         exit_zero: bool = False, sandbox: str = READ_ONLY, admit: Admit | None = None,
+         on_start: Callable[[int], None] | None = None) -> CallResult:
     """Run the agent once in `cwd`: paced, bounded in time and in output kept. A working
     agent's last JSON object counts whatever its exit status; with ``exit_zero`` (a
     judge, whose answer grants trust) a non-zero exit is a failure even after printing
-    one. `sandbox` fills a `{sandbox}` element of the agent's argv."""
+    one. `sandbox` fills a `{sandbox}` element of the agent's argv; `on_start` is told
+    its process group as soon as it exists (a run registers it, so a cancel can stop it)."""
     if pacing_dir is not None and agent.min_interval_s > 0:
         pace(pacing_dir / f"{agent.name}.lock", agent.min_interval_s)
-    return interpret(agent, run_process(agent.argv_for(prompt, sandbox), cwd, agent.timeout_s),
-                     exit_zero=exit_zero, admit=admit)
+    done = run_process(agent.argv_for(prompt, sandbox), cwd, agent.timeout_s, on_start=on_start)
+    return interpret(agent, done, exit_zero=exit_zero, admit=admit)
 
 
 def interpret(agent: AgentSpec, done: Finished | str, *, exit_zero: bool = False,

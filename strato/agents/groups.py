@@ -26,6 +26,19 @@ def alive(pid: int) -> bool:
     return _stat(str(pid)) is not None
 
 
+def started(pid: int) -> int | None:
+    """When a live process started (clock ticks since boot), None when it has ended: a
+    pid and its start time name one process, where a pid alone may be reused."""
+    fields = _stat(str(pid))
+    return None if fields is None else int(fields[19])
+
+
+def leads(pid: int) -> bool:
+    """Whether a live process leads its own group (its pid is the group's id)."""
+    fields = _stat(str(pid))
+    return fields is not None and fields[2] == str(pid)
+
+
 def members(pgid: int) -> list[int]:
     """Live processes of the group."""
     found = []

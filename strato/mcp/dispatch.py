@@ -26,6 +26,7 @@ from strato.mcp import (
     contract,
     distill_tools,
     guard_tools,
+    shapes,
     tools,
     tropo_tools,
     usage_tools,
@@ -49,6 +50,22 @@ _CODE = re.compile(r"([a-z][a-z_]*): ")
 
 class ContractBreach(AssertionError):
     """A contract tool produced an answer outside the contract (a bug in the server)."""
+
+
+def input_schema(name: str) -> Document:
+    """What `tools/list` advertises for tool ``name``: a contract tool's request as its
+    contract declares it, every key (its model may take the rest as extras, as the guard
+    tools do, so the model alone would hide them), with the model's description of a
+    key where it gives one; any other tool's model."""
+    model = TOOLS[name].input_schema()
+    if name not in contract.CONTRACTS:
+        return model
+    schema = shapes.json_schema(contract.CONTRACTS[name].request)
+    described = model.get("properties", {})
+    for key, prop in schema["properties"].items():
+        if "description" in described.get(key, {}):
+            prop["description"] = described[key]["description"]
+    return schema
 
 
 def call(ctx: Context, name: str, arguments: Any) -> Document:

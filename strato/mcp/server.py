@@ -16,7 +16,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
 from strato.mcp import stdin
-from strato.mcp.dispatch import TOOLS, call
+from strato.mcp.dispatch import TOOLS, call, input_schema
 from strato.mcp.registry import Context, ToolError
 
 INSTRUCTIONS = (
@@ -34,7 +34,7 @@ def _text_content(text: str) -> list[types.ContentBlock]:
 def build(ctx: Context) -> Server[Any]:
     """A server whose tools act on the workspace at ``ctx.root`` only."""
     listing = [
-        types.Tool(name=t.name, description=t.description, input_schema=t.input_schema())
+        types.Tool(name=t.name, description=t.description, input_schema=input_schema(t.name))
         for t in TOOLS.values()
     ]
 

@@ -234,3 +234,23 @@ def violations(doc: Any, shape: Shape, where: str = "") -> list[str]:
             continue
         out.extend(violations(doc[name], f.shape, prefix + name))
     return out
+
+
+def json_schema(shape: Shape) -> dict[str, Any]:
+    """``shape`` as JSON Schema, for what a client reads (an MCP tool's `inputSchema`):
+    an object's keys all declared, the optional ones not required, no other key allowed
+    (:func:`violations` refuses an undeclared one)."""
+    if isinstance(shape, Variant):
+        return json_schema(shape.body)
+    if isinstance(shape, Leaf):
+        return {} if shape.name == "any" else {"type": shape.name}
+    if isinstance(shape, Union):
+        return {"anyOf": [json_schema(o) for o in shape.options]}
+    if isinstance(shape, ArrayOf):
+        return {"type": "array", "items": json_schema(shape.item)}
+    return {
+        "type": "object",
+        "properties": {f.name: json_schema(f.shape) for f in shape.fields},
+        "required": [f.name for f in shape.fields if not f.optional],
+        "additionalProperties": False,
+    }

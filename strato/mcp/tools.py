@@ -19,6 +19,7 @@ from strato.flow.validate import load_spec
 from strato.mcp.registry import Args, Context, Document, NoArgs, Tool, ToolError, collector
 from strato.runs.background import runner as background
 from strato.runs.cli.lanes import check_view, lanes_view
+from strato.runs.dispatch import agentgroups
 from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.views import documents as views
 from strato.runs.views import wire
@@ -278,8 +279,12 @@ class CancelArgs(Args):
 def cancel(ctx: Context, a: CancelArgs) -> Document:
     """Cancel a run: its outstanding dispatch and gate tokens become stale; a background
     run's runner first stops the agents it started (the document of `strato flow cancel
-    --json`)."""
-    return background.cancel_view(ctx.runs(), a.runId, "cli", a.reason)
+    --json`); the agents a foreground engine elsewhere runs for it are stopped too."""
+    runs = ctx.runs()
+    view = background.cancel_view(runs, a.runId, "cli", a.reason)
+    if view["status"] == "cancelled":
+        agentgroups.stop_all(runs.repo, view["runId"])
+    return view
 
 
 def _unconfirmed(code: str, message: str, settled: bool, agents: dict[str, int]) -> None:
@@ -293,7 +298,8 @@ def stratum_flow_cancel(ctx: Context, a: CancelArgs) -> Document:
     """Cancel a run in the foreground: the run is settled as cancelled (its outstanding
     dispatch and gate tokens go stale; a background run's runner stops first), then every
     agent run that declared this flow (`stratum_agent_run` with `flow` and a
-    `cancellationId`) has its process group stopped. `flowSettled`: the run is
+    `cancellationId`) and every agent a foreground engine (`strato run`, a server
+    driving the run's steps) is running for it has its process group stopped. `flowSettled`: the run is
     cancelled; `acknowledged`: and no claimed agent is left alive; `agents` counts
     them. A run that had already ended is not changed (`reason: already_<status>`); one
     already cancelled still has its agents stopped."""
@@ -305,7 +311,12 @@ def stratum_flow_cancel(ctx: Context, a: CancelArgs) -> Document:
     after = runs.load(snap.run_id)
     settled = after.state["status"] == "cancelled"
     none = {"claimed": 0, "reaped": 0, "gone": 0, "unresolved": 0}
-    agents = service.stop_flow(ctx.agent_runs(), snap.run_id, "mcp") if settled else none
+    if settled:  # the agent runs that claimed the flow, and the agents its engine runs elsewhere
+        claimed = service.stop_flow(ctx.agent_runs(), snap.run_id, "mcp")
+        engines = agentgroups.stop_all(runs.repo, snap.run_id)
+        agents = {k: claimed[k] + engines[k] for k in none}
+    else:
+        agents = none
     if not settled and before not in RUN_TERMINAL:  # a background runner still stopping it
         _unconfirmed("CANCELLATION_UNCONFIRMED", f"run {snap.run_id} is still {after.state['status']}",
                      False, agents)

@@ -21,6 +21,7 @@ from strato.flow.errors import SpecError
 from strato.flow.spec import GateStep, Spec
 from strato.flow.starts import starts
 from strato.flow.validate import load_spec
+from strato.runs.dispatch import agentgroups
 from strato.runs.dispatch.commands import command_evaluator
 from strato.runs.dispatch.fanout import ItemCall, run_fanout
 from strato.runs.engine import bounds
@@ -434,7 +435,9 @@ class Runs:
 
     def dispatch(self, run_id: str, entry: dict[str, Any]) -> Outcome:
         agent = self.config.get(entry["agent"])
-        res = call(agent, agent_prompt(entry), self.root, self.pacing_dir, admit=bounds.agent_output)
+        with agentgroups.registered(self, run_id) as on_start:  # so a cancel elsewhere stops it
+            res = call(agent, agent_prompt(entry), self.root, self.pacing_dir, admit=bounds.agent_output,
+                       on_start=on_start)
         return self.report(run_id, entry, res, agent.model())
 
     def report(self, run_id: str, entry: dict[str, Any], res: CallResult, model: str) -> Outcome:

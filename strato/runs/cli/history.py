@@ -19,6 +19,7 @@ from strato.runs.cli.terminal import (
     runs_at,
     say,
 )
+from strato.runs.dispatch import agentgroups
 from strato.runs.store import AmbiguousRunId, RunNotFound
 from strato.runs.views.documents import (
     commit_view,
@@ -70,7 +71,8 @@ def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
 def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> None:
     """Cancel RUN: outstanding tokens become stale. A background run's runner stops the
     agents it started (their whole process groups: SIGTERM, SIGKILL after a grace) and
-    records `flow_cancelled`; this waits until it has (exit 1 if it has not yet). Exit 2
+    records `flow_cancelled`; this waits until it has (exit 1 if it has not yet). The
+    agents a foreground `strato run` elsewhere is running for it are stopped here. Exit 2
     for a run that does not exist; a run already cancelled is left as it is, exit 0 with
     `reason: already_cancelled` (so a retried cancel is safe).
 
@@ -84,11 +86,14 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
             raise
         fail(str(exc), USAGE, code="run_not_found", prog="error")
     if snap.state["status"] == "cancelled":
+        agentgroups.stop_all(runs.repo, snap.run_id)  # what a foreground engine still runs
         print_summary({**show_view(runs, snap.run_id), "reason": "already_cancelled"}, as_json)
         if not as_json:
             say("  (already cancelled: nothing changed)")
         return
     view = background.cancel_view(runs, snap.run_id, "cli", reason)
+    if view["status"] == "cancelled":
+        agentgroups.stop_all(runs.repo, snap.run_id)
     print_summary(view, as_json)
     if view["status"] != "cancelled":
         fail(f"cancel of {view['runId']} is recorded; its runner has not stopped the run yet",

@@ -19,6 +19,7 @@ from strato.agents.process import last_line, run_process
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
+from strato.runs.dispatch import agentgroups
 from strato.runs.engine import bounds, dispatches
 from strato.runs.engine.budgets import overspent, task_ledgers
 from strato.runs.engine.checks import DEFAULT_ATTEMPTS, Judge, check
@@ -309,10 +310,13 @@ class _ItemRunner:
         self.run_id, self.allowance, self.judge, self.lanes = run_id, allowance, judge, lanes
         self.settled = settled  # attempts a runner before this one recorded: key -> output, failure
         self.writing = threading.Lock()  # one transition of this fanout at a time
-        self.call_item: ItemCall = call_item or (
-            lambda _key, agent, prompt, cwd, sandbox: call(agent, prompt, cwd, runs.pacing_dir,
-                                                           sandbox=sandbox, admit=bounds.agent_output)
-        )
+        self.call_item: ItemCall = call_item or self._call_here
+
+    def _call_here(self, _key: str, agent: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
+        """An item's agent run by this process, registered so a cancel elsewhere stops it."""
+        with agentgroups.registered(self.runs, self.run_id) as on_start:
+            return call(agent, prompt, cwd, self.runs.pacing_dir, sandbox=sandbox,
+                        admit=bounds.agent_output, on_start=on_start)
 
     def run(self, item: dict[str, Any]) -> None:
         """Run the item and record it, here in its worker (so with `concurrency: 1` the

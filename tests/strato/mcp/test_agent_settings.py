@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -178,5 +179,95 @@ def test_flow_cancel_settles_the_run_and_stops_the_agents_it_claimed(workspace: 
         assert doc["error_type"] == "run_not_found"
         await refused(s, "stratum_agent_run", {**args, "cancellationId": str(uuid.uuid4()),
                                                "flow": {"runId": "ghost"}}, "no run 'ghost'")
+
+    run_server(workspace, scenario)
+
+
+ENGINE_STEP = ONE_STEP.replace('do: "a", out: R', 'do: "a", agent: sleeper, out: R')
+
+
+def test_flow_cancel_stops_the_agent_a_foreground_strato_run_is_running(workspace: Path) -> None:
+    """`strato run` in another process runs the step's agent; the cancel over MCP finds its
+    group in the run's registry, stops it, and the foreground run ends cancelled."""
+    (workspace / "engine.yaml").write_text(ENGINE_STEP)
+    strato = Path(sys.executable).parent / "strato"
+    fg = subprocess.Popen([strato, "run", workspace / "engine.yaml", "--id", "fg-1", "--root", workspace, "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    registry = workspace / ".git" / "vivary" / "run-agents" / "fg-1"
+    try:
+        async def scenario(s: Session) -> None:
+            with anyio.fail_after(120):  # a bound on a broken run, not a speed claim
+                while not (workspace / "pids.txt").exists() or not list(registry.glob("*.json")):
+                    await anyio.sleep(0.05)
+            pid = int((workspace / "pids.txt").read_text().split()[0])
+            assert os.getpgid(pid) == pid  # the agent leads its own group
+            cancelled = await s.ok("stratum_flow_cancel", {"runId": "fg-1", "reason": "stop"})
+            assert contract.answer_violations("stratum_flow_cancel", cancelled) == []
+            assert (cancelled["status"], cancelled["flowSettled"], cancelled["acknowledged"]) == ("cancelled", True, True)
+            assert cancelled["agents"] == {"claimed": 1, "reaped": 1, "gone": 0, "unresolved": 0}
+            assert groups.members(pid) == [] and not groups.alive(pid)
+            assert (await s.ok("strato_run_show", {"runId": "fg-1"}))["status"] == "cancelled"
+
+        run_server(workspace, scenario)
+        out, err = fg.communicate(timeout=120)  # a bound on a broken run, not a speed claim
+        assert json.loads(out)["status"] == "cancelled", err
+        assert list(registry.glob("*.json")) == []  # the run removed its record as the agent ended
+    finally:
+        if fg.poll() is None:
+            fg.kill()
+            fg.wait()
+
+
+ENGINE_FANOUT = """
+version: 1
+contracts:
+  Edit: {file: string}
+  Sum: {count: integer}
+flows:
+  entry: main
+  main:
+    input: {files: "string[]"}
+    output: {from: "${count.output}", contract: Sum}
+    steps:
+      - id: edit
+        fanout:
+          over: "${input.files}"
+          concurrency: 1
+          isolation: none
+          require: all
+          merge: sequential
+          steps:
+            - {do: "Edit ${item}", agent: sleeper, out: Edit}
+      - id: count
+        after: [edit]
+        set: {count: "len(result.edit)"}
+        out: Sum
+"""
+
+
+def test_flow_cancel_stops_an_engine_fanouts_agent_the_server_itself_is_running(workspace: Path) -> None:
+    """A consumer's `stratum_resume` runs a due engine fanout in the server; the cancel,
+    another call on the same server, stops the item's agent from the run's registry."""
+    async def scenario(s: Session) -> None:
+        run_id = (await s.ok("stratum_plan", {"spec": ENGINE_FANOUT, "input": {"files": ["a.txt"]}}))["runId"]
+        resumed: list[tuple[str, dict[str, Any] | None]] = []
+
+        async def resume() -> None:
+            result = await s.call("stratum_resume", {"runId": run_id})
+            resumed.append((result.content[0].text, result.structured_content))  # type: ignore[union-attr]
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resume)
+            with anyio.fail_after(120):  # a bound on a broken run, not a speed claim
+                while not (workspace / "pids.txt").exists():
+                    await anyio.sleep(0.05)
+            pid = int((workspace / "pids.txt").read_text().split()[0])
+            cancelled = await s.ok("stratum_flow_cancel", {"runId": run_id})
+        assert contract.answer_violations("stratum_flow_cancel", cancelled) == []
+        assert cancelled["flowSettled"] and cancelled["acknowledged"]
+        assert cancelled["agents"] == {"claimed": 1, "reaped": 1, "gone": 0, "unresolved": 0}
+        assert groups.members(pid) == [] and not groups.alive(pid)
+        [(text, _)] = resumed  # the server's own call came back once its agent was stopped
+        assert (await s.ok("strato_run_show", {"runId": run_id}))["status"] == "cancelled", text
 
     run_server(workspace, scenario)

@@ -50,6 +50,17 @@ def test_lists_every_tool_with_a_strict_schema(workspace: Path) -> None:
         # contract (the reference's, or the seed's for the tools only the seed names)
         assert stratum - set(contract.CONTRACTS) == {"stratum_distill", "stratum_usage_report"}
         assert set(contract.SEED_TOOLS) <= stratum
+        for name, held in contract.CONTRACTS.items():  # every key a client may send, and only those
+            schema = tools[name].input_schema
+            keys = held.request.keys()
+            assert set(schema["properties"]) == set(keys), name
+            assert set(schema.get("required", [])) == {k for k, f in keys.items() if not f.optional}, name
+            assert schema["additionalProperties"] is False, name
+        guard = tools["stratum_guard_transition"].input_schema
+        assert guard["properties"]["modified_files"] == {"anyOf": [{"type": "array"}, {"type": "null"}]}
+        assert guard["properties"]["artifacts"] == {"type": "object"}
+        flow = tools["stratum_agent_run"].input_schema["properties"]["flow"]
+        assert (set(flow["properties"]), flow["required"]) == ({"runId", "stepId", "itemIndex"}, ["runId"])
 
     run_server(workspace, scenario)
 
