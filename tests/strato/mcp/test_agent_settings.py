@@ -218,6 +218,8 @@ def test_flow_cancel_stops_the_agent_a_foreground_strato_run_is_running(workspac
             fg.wait()
 
 
+# a template (its agent is configured only in the test's workspace, so the sweep of
+# embedded specs, which validates against the built-in agents, leaves it out)
 ENGINE_FANOUT = """
 version: 1
 contracts:
@@ -237,7 +239,7 @@ flows:
           require: all
           merge: sequential
           steps:
-            - {do: "Edit ${item}", agent: sleeper, out: Edit}
+            - {do: "Edit ${item}", agent: SLEEPER_AGENT, out: Edit}
       - id: count
         after: [edit]
         set: {count: "len(result.edit)"}
@@ -249,7 +251,7 @@ def test_flow_cancel_stops_an_engine_fanouts_agent_the_server_itself_is_running(
     """A consumer's `stratum_resume` runs a due engine fanout in the server; the cancel,
     another call on the same server, stops the item's agent from the run's registry."""
     async def scenario(s: Session) -> None:
-        run_id = (await s.ok("stratum_plan", {"spec": ENGINE_FANOUT, "input": {"files": ["a.txt"]}}))["runId"]
+        run_id = (await s.ok("stratum_plan", {"spec": ENGINE_FANOUT.replace("SLEEPER_AGENT", "sleeper"), "input": {"files": ["a.txt"]}}))["runId"]
         resumed: list[tuple[str, dict[str, Any] | None]] = []
 
         async def resume() -> None:
