@@ -35,6 +35,7 @@ from typing import Any
 
 from playwright.sync_api import Page, sync_playwright
 
+from bench import generate
 from tests.support.browser import ARGS, CHROMIUM  # the browser the tests drive, started alike
 from tropo.check.graph import Graph
 from tropo.git.repo import require
@@ -48,8 +49,7 @@ DRAG_STEPS = 120
 def graph_of(root: Path, nodes: int) -> Graph:
     """The generated workspace's graph (generated if ``root`` is missing)."""
     if not root.exists():
-        subprocess.run(["python", "-m", "bench.generate", "--nodes", str(nodes), str(root)], check=True,
-                       stdout=subprocess.DEVNULL)
+        generate.build(root, nodes)
     from exo.workspace import load_worktree
 
     return load_worktree(root).graph
