@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -41,7 +41,7 @@ def _eval_errors(fn: F) -> F:
             exit_code, code = next(v for k, v in _ERRORS.items() if isinstance(exc, k))
             fail(str(exc), exit_code, code=code, prog="error")
 
-    return handled(wrapper)  # type: ignore[return-value]
+    return handled(cast(F, wrapper))
 
 
 @click.group("eval")

@@ -324,10 +324,13 @@ class FlowCheck:
                     f"{base}.{var}.on_revise.{gate}",
                     f"{gate!r} is not a gate step",
                 )
+        targets: dict[str, str] = {}  # each revising gate's on_revise, once known to be set
         for var, gate in revising:
             gate_step = self.ids[gate]
             assert isinstance(gate_step, GateStep)
-            if gate_step.gate.on_revise is None:
+            if gate_step.gate.on_revise is not None:
+                targets[gate] = gate_step.gate.on_revise
+            else:
                 fail(
                     "CARRY_REVISE_TARGET_NULL",
                     f"{base}.{var}.on_revise.{gate}",
@@ -337,7 +340,7 @@ class FlowCheck:
             var: [r for r, _, ref in self.carry_reads if ref.name == var] for var in self.carry
         }
         for var, gate in revising:
-            target = self.ids[gate].gate.on_revise  # type: ignore[union-attr]
+            target = targets[gate]
             reset = self.graph.closure(target) if target in self.ids else set()
             missed = [r for r in readers[var] if r not in reset]
             if missed:
