@@ -27,13 +27,18 @@ class Stub:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, holding the stub its handlers answer from."""
+
+    daemon_threads = True
+    stub: Stub
+
+
 @contextlib.contextmanager
 def chat_server() -> Iterator[Stub]:
     """Serve until the block ends (a slow answer is let go then)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    stub = Stub(f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-    httpd.stub = stub  # type: ignore[attr-defined]
+    httpd = _Server(("127.0.0.1", 0), _Handler)
+    stub = httpd.stub = Stub(f"http://127.0.0.1:{httpd.server_address[1]}/v1")
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -57,7 +62,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
-        stub: Stub = self.server.stub  # type: ignore[attr-defined]
+        assert isinstance(self.server, _Server)
+        stub = self.server.stub
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
         model = body.get("model")
