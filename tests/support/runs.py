@@ -15,11 +15,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from strato.runs.background import runner as background
+from strato.runs.engine.state import RUN_TERMINAL
+from strato.runs.service import Runs
 from tests.support import console
 from tests.support.approvals import approve_agents
 from tests.support.repos import commit_all, write_files
+
+T = TypeVar("T")
 
 # One script plays every agent; the first word of the step's `do` says which. The
 # specs name the built-in `claude`, so they stay valid outside this workspace too.
@@ -223,13 +228,23 @@ def kill_hostiles(root: Path) -> None:
                 os.kill(int(pid), signal.SIGKILL)
 
 
-def wait_for(condition: Callable[[], Any], what: str, bound_s: float = 180) -> Any:
-    """Poll a condition; the bound only keeps a broken run from hanging the suite."""
+def wait_for(condition: Callable[[], T | None], what: str, bound_s: float = 180) -> T:
+    """Poll a condition until it gives a true value, and return that; the bound only
+    keeps a broken run from hanging the suite."""
     deadline = time.monotonic() + bound_s
     while not (value := condition()):
         assert time.monotonic() < deadline, f"never: {what}"
         time.sleep(0.05)
+    assert value is not None  # the loop ends only on a true value
     return value
+
+
+def ended(root: Path, run_id: str) -> dict[str, Any]:
+    """Poll a background run (which restarts a dead runner) until it ends: its poll document."""
+    def done() -> dict[str, Any] | None:
+        doc = background.poll(Runs(root), run_id)
+        return doc if doc["bg"]["status"] in RUN_TERMINAL else None
+    return wait_for(done, f"run {run_id} ends")
 
 
 def strato(root: Path, *args: str, stdin: str | None = None) -> tuple[int, Any, str]:

@@ -27,6 +27,7 @@ from tests.support.approvals import approve_agents
 from tests.support.runs import (
     STEPS_SPEC,
     calls,
+    ended,
     fanout_spec,
     is_runner,
     kill_hostiles,
@@ -56,14 +57,6 @@ def _ending(state: dict[str, Any]) -> dict[str, Any]:
     steps = {k: (v["status"], len(v["attempts"]), v.get("output")) for k, v in state["scope"]["steps"].items()}
     return {"status": state["status"], "output": state.get("output"), "failure": state.get("failure"),
             "steps": steps}
-
-
-def ended(root: Path, run_id: str) -> dict[str, Any]:
-    """Poll (which restarts a dead runner) until the run ends."""
-    def done() -> dict[str, Any] | None:
-        doc = background.poll(Runs(root), run_id)
-        return doc if doc["bg"]["status"] in RUN_TERMINAL else None
-    return wait_for(done, f"run {run_id} ends")  # type: ignore[no-any-return]
 
 
 def no_runner(root: Path, run_id: str) -> bool:

@@ -25,7 +25,7 @@ from strato.runs.dispatch.fanout import record_attempt, record_dispatch
 from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
 from strato.runs.views import wire
-from tests.support.runs import calls, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
+from tests.support.runs import calls, ended, is_runner, kill_hostiles, make_workspace, runner_pid, wait_for
 
 SPEC = """\
 version: 1
@@ -102,14 +102,9 @@ def _in_the_foreground(root: Path, tag: str) -> str:
     return run_id
 
 
-def _ended(root: Path, run_id: str) -> None:
-    """Poll (which restarts a dead runner) until the run ends."""
-    wait_for(lambda: background.poll(Runs(root), run_id)["bg"]["status"] in RUN_TERMINAL, f"{run_id} ends")
-
-
 def _in_the_background(root: Path, tag: str) -> str:
     run_id = background.start(Runs(root), _spec(False), {"tag": tag, "items": ITEMS})
-    _ended(root, run_id)
+    ended(root, run_id)
     return run_id
 
 
@@ -204,7 +199,7 @@ def test_a_background_runner_killed_mid_fanout_sends_each_items_events_once(work
             if pid is not None and is_runner(pid):
                 os.kill(pid, signal.SIGKILL)
                 kills += 1
-        _ended(workspace, run_id)
+        ended(workspace, run_id)
         assert calls(workspace, tag) == CALLS, f"seed {seed}, run {i}"
         got = [e for e in _wire(workspace, run_id) if e["type"] != "resumed"]
         assert got == want, f"seed {seed}, run {i}"

@@ -6,15 +6,13 @@ what the run records."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from strato.runs.background import runner as background
-from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
 from tests.support.approvals import approve_agents
 from tests.support.chatstub import USAGE, Stub, chat_server
 from tests.support.flows import FIXTURES, Workspace, make_workspace
-from tests.support.runs import strato, wait_for
+from tests.support.runs import ended, strato, wait_for
 from tests.support.specs import JUDGED
 
 MINIMAL = (FIXTURES / "readme_minimal.stratum.yaml").read_text()
@@ -76,19 +74,12 @@ def test_an_endpoint_that_is_down_fails_the_step_with_its_reason(tmp_path: Path)
     assert all("endpoint claude (qwen2.5:7b) is down: cannot connect to" in r for r in reasons), reasons
 
 
-def _ended(root: Path, run_id: str) -> dict[str, Any]:
-    def done() -> dict[str, Any] | None:
-        doc = background.poll(Runs(root), run_id)
-        return doc if doc["bg"]["status"] in RUN_TERMINAL else None
-    return wait_for(done, f"run {run_id} ends")  # type: ignore[no-any-return]
-
-
 def test_a_background_run_calls_the_endpoint_from_its_dispatch_process(tmp_path: Path) -> None:
     with chat_server() as stub:
         ws = _endpoint_workspace(tmp_path, stub, stream=True)
         stub.replies.append('{"label": "neg", "confidence": 0.8}')
         run_id = background.start(Runs(ws.root), MINIMAL, {"text": "rain"})
-        doc = _ended(ws.root, run_id)
+        doc = ended(ws.root, run_id)
     assert doc["status"] == "completed" and doc["output"] == {"label": "neg", "confidence": 0.8}
     assert len(stub.requests) == 1
 
@@ -103,7 +94,7 @@ def test_cancel_stops_a_background_run_waiting_on_a_slow_endpoint(tmp_path: Path
         assert code == 0, err
         assert view["status"] == "cancelled"
         assert _calls_to(stub) == []
-        doc = _ended(ws.root, run_id)
+        doc = ended(ws.root, run_id)
         assert doc["failure"] == {"attempt": 0, "reason": "cancelled: too slow"}
         assert not stub.stop.is_set()  # cancelled while the server still held the answer
 
