@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -142,7 +142,7 @@ def test_a_record_that_lies_about_its_lines_is_a_miss(moved: Workspace) -> None:
 
 def test_keys_that_cannot_be_recorded_leave_no_record(moved: Workspace) -> None:
     root = cache.GuardCache(moved.repo).root
-    subprocess.run(["rm", "-rf", str(root / "keys")], check=True)
+    shutil.rmtree(root / "keys")
     (root / "keys").write_text("not a directory")
     record_path(moved).unlink()
     assert not resumed(moved) and record(moved) is None  # and it cannot resume later
@@ -261,7 +261,7 @@ def fold_next_append(ws: Workspace) -> None:
     tree = notes.tree_of(repo, old)
     assert tree is not None
     notes.commit(repo, store.REF, old, ledgertrees.without_state(repo, tree, ANCHOR), "no running state\n")
-    subprocess.run(["rm", "-rf", str(cache.GuardCache(ws.repo).root)], check=True)
+    shutil.rmtree(cache.GuardCache(ws.repo).root)
 
 
 def test_an_append_after_a_full_fold_moves_the_record_and_records_its_key(moved: Workspace) -> None:
@@ -284,7 +284,7 @@ def test_a_fold_whose_keys_cannot_be_recorded_drops_the_old_record(moved: Worksp
     is left naming key files that are gone, and a key is never lost."""
     original = ledger_text(moved, ANCHOR)
     root = cache.GuardCache(moved.repo).root
-    subprocess.run(["rm", "-rf", str(root / "keys")], check=True)
+    shutil.rmtree(root / "keys")
     (root / "keys").write_text("not a directory")
     put_ledger(moved, ANCHOR, "".join(original.splitlines(keepends=True)[:2]))  # another history
     assert store.load(moved.repo, RID).generation == "" and record(moved) is None
@@ -300,12 +300,12 @@ def test_a_cache_that_cannot_be_written_is_a_miss_not_an_error(moved: Workspace)
     found = record(moved)
     assert found is not None
     generation = root / "keys" / ANCHOR / found.generation
-    subprocess.run(["rm", "-rf", str(generation)], check=True)
+    shutil.rmtree(generation)
     generation.write_text("not a directory")
     # resumed from the record: the new key cannot be written, so the record is dropped
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "applied"
     assert record(moved) is None
-    subprocess.run(["rm", "-rf", str(root / "ledgers")], check=True)
+    shutil.rmtree(root / "ledgers")
     (root / "ledgers").write_text("not a directory")
     assert engine.transition(moved.repo, {**MOVE, "idempotency_key": "k3"})["status"] == "replayed"
     assert engine.transition(moved.repo, BACK)["status"] == "applied"
