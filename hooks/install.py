@@ -7,6 +7,7 @@ our runner calls it first, and ``uninstall`` moves it back.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -103,8 +104,9 @@ def register_pin_driver(root: Path, python: str = sys.executable) -> None:
     """The guard pin's merge driver (docs/guard.md, "A team"): git config names the
     command, and ``.git/info/attributes`` declares it for the pin path, so a merge of
     two branches that each pinned their notes resolves to the pin of their union."""
-    strato = Path(python).parent / "strato"
-    command = f"{strato if strato.exists() else 'strato'} guard merge-pins %O %A %B"
+    # the interpreter that installs it, isolated (-I): never a `strato` that PATH finds,
+    # which a relative entry could make the work tree's own, nor the work tree's modules
+    command = f"{shlex.quote(python)} -I -m strato.cli guard merge-pins %O %A %B"
     gitcli.run(root, "config", f"merge.{PIN_DRIVER}.name", "guard notes pin: the union of both sides' notes")
     gitcli.run(root, "config", f"merge.{PIN_DRIVER}.driver", command)
     info = Path(gitcli.run(root, "rev-parse", "--git-path", "info").strip())

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from hooks import install as installer
@@ -113,9 +116,19 @@ def test_two_prs_that_each_changed_the_pin_merge_through_the_driver(
     assert run(ws, "sync").returncode == 0  # brings B's notes objects (the remote has their union)
     git(ws.root, "checkout", "-q", "main")
     git(ws.root, "merge", "-q", "--no-ff", "-m", "merge a", "origin/pr-a")
+    # the driver is this interpreter, isolated: a `strato` the work tree holds, on a
+    # relative PATH entry, never runs in its place
+    driver = git(ws.root, "config", f"merge.{installer.PIN_DRIVER}.driver").strip()
+    assert driver == f"{shlex.quote(sys.executable)} -I -m strato.cli guard merge-pins %O %A %B"
+    planted = ws.root / "strato"
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path / 'planted-ran'}\nexit 0\n")
+    planted.chmod(0o755)
     merged = subprocess.run(["git", "merge", "--no-ff", "-m", "merge b", "origin/pr-b"], cwd=ws.root,
-                            capture_output=True, text=True, check=False)
+                            capture_output=True, text=True, check=False,
+                            env={**os.environ, "PATH": f".:{os.environ['PATH']}"})
     assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert not (tmp_path / "planted-ran").exists()
+    planted.unlink()
     union = (ws.root / pin.PIN_PATH).read_text().strip()
     held = {kept.anchor for kept in store.ledgers(ws.repo, union)}
     assert len(held) == 2  # both PRs' ledgers, none lost
