@@ -18,6 +18,7 @@ from strato.evals.tasks import TaskSetError, load_set
 from strato.evals.userconfig import EvalConfigError
 from strato.runs.cli.terminal import handled, json_option, root_option
 from strato.runs.service import Runs
+from tropo import untrusted
 from tropo.console import REFUSED, USAGE, emit, fail
 from tropo.fs.atomic import write_atomic
 
@@ -89,7 +90,8 @@ def run_command(task_set: Path, flow: Path, agent: str, lanes: str, repeat: int,
 
     def progress(row: dict[str, Any]) -> None:
         if not as_json:
-            click.echo(f"{row['task']} #{row['trial']}: {row['outcome']} ({row['reason']})", err=True)
+            click.echo(untrusted.line(f"{row['task']} #{row['trial']}: {row['outcome']} ({row['reason']})"),
+                       err=True)  # the reason is what the agent or the scorer said
 
     rows = run_eval(runs.repo, plan, eval_id, runs.config, progress)
     config, _ = store.load(runs.repo, eval_id)
@@ -132,7 +134,7 @@ def compare_command(a: str, b: str, report: Path | None, seed: int, root: Path, 
         write_atomic(plot, svg(bars).encode())
         write_atomic(report, markdown(doc, plot.name).encode())
         doc = {**doc, "report": str(report), "plot": str(plot)}
-    emit(as_json, doc, table(doc))
+    emit(as_json, doc, table(doc), authored=True)  # task ids, flow and agent names from the refs
 
 
 @eval_group.command("show")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from tropo import untrusted
+
 # what each configuration is shown by: (name, summary key, format)
 METRICS = (
     ("success rate", "successRate", "{:.1%}"),
@@ -76,10 +78,10 @@ def markdown(doc: dict[str, Any], plot_name: str) -> str:
     for name, key, fmt in METRICS:
         rows.append(f"| {name} | {fmt.format(a[key])} | {fmt.format(b[key])} |")
     flips = ["| task | A | B |", "|---|---:|---:|"] + [
-        f"| {f['task']} | {f['a']:.2f} | {f['b']:.2f} |" for f in doc["flipped"]]
+        f"| {untrusted.markdown(f['task'])} | {f['a']:.2f} | {f['b']:.2f} |" for f in doc["flipped"]]
     return "\n".join([
-        f"# Eval comparison: {a['id']} vs {b['id']}", "",
-        f"- A: `{label(a)}`", f"- B: `{label(b)}`", "",
+        f"# Eval comparison: {untrusted.markdown(a['id'])} vs {untrusted.markdown(b['id'])}", "",
+        f"- A: {untrusted.code_span(label(a))}", f"- B: {untrusted.code_span(label(b))}", "",
         *rows, "",
         f"B - A success rate: **{d['successRate']:+.1%}** ({d['level']:.0%} bootstrap CI "
         f"{d['ci'][0]:+.1%} .. {d['ci'][1]:+.1%} over {doc['pairedTasks']} paired tasks, "

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from strato.evals import store
 from strato.evals.compare import SetsDiffer, bootstrap, compare
+from strato.evals.report import markdown
 from tests.support.console import run
 from tropo.git.repo import require
 
@@ -90,3 +91,21 @@ def test_compare_is_pure_over_what_it_is_given() -> None:
     a = ("a", _config("f"), [_row("t0", 1.0), _row("t1", 0.0)])
     with pytest.raises(SetsDiffer, match="changed: t0"):
         compare(a, ("b", _config("f", {**TASKS, "t0": "other"}), []))
+
+
+def test_the_report_keeps_what_an_eval_ref_names_as_text() -> None:
+    """Whoever pushes an eval ref chooses its task ids, flow and agent names: in the
+    Markdown report (a file a person may paste into a pull request) they stay text, never
+    a link, an image, HTML or a new table cell."""
+    hostile = "t0 | [x](http://evil.example) <img src=x>"
+    tasks = {hostile: "d0", "t1": "d1"}
+    a = ("a", {**_config("f", tasks), "agent": "a` ![i](http://evil.example/i.png)"},
+         [{**_row(hostile, 1.0), "digest": "d0"}, {**_row("t1", 0.0), "digest": "d1"}])
+    b = ("b", _config("f", tasks), [{**_row(hostile, 0.0), "digest": "d0"}, {**_row("t1", 0.0), "digest": "d1"}])
+    text = markdown(compare(a, b, 0), "plot.svg")
+    lines = text.splitlines()
+    flipped = next(line for line in lines if "evil" in line and line.startswith("|"))
+    assert flipped.count(" | ") == 2  # three cells: the task stays one
+    assert all(flipped[i - 1] == "\\" for i, c in enumerate(flipped) if c in "<[(")  # each escaped
+    agent = next(line for line in lines if line.startswith("- A: "))
+    assert agent.startswith("- A: `` ") and agent.endswith(" ``")  # one code span: its link is text
