@@ -27,6 +27,12 @@ settings.register_profile("vivary", deadline=None)
 settings.load_profile("vivary")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tier first (a stable sort: the rest keeps its order). With two workers, a
+    25-60 s test handed out last keeps one worker busy while the other sits idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
