@@ -27,9 +27,24 @@ settings.register_profile("vivary", deadline=None)
 settings.load_profile("vivary")
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(
+        fixture.scope in ("module", "class") for defs in info.name2fixturedefs.values() for fixture in defs
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow tier first (a stable sort: the rest keeps its order). With two workers, a
-    25-60 s test handed out last keeps one worker busy while the other sits idle."""
+    """How `make test` (xdist, --dist loadgroup) hands tests to its two workers.
+
+    The tests of a module that share a module fixture (a corpus, a scaffold, a built wheel)
+    go to one worker as one group: handed out one by one, each worker built the fixture
+    again. Then the slow tier first (a stable sort: the rest keeps its order), so no
+    25-60 s test starts last while the other worker sits idle."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
