@@ -12,6 +12,7 @@ bytes as their prefix.
 
 from __future__ import annotations
 
+import re
 import string
 from collections import defaultdict
 from collections.abc import Container
@@ -43,20 +44,19 @@ def _note_target(path: str) -> str | None:
     return flat if len(flat) == 40 and set(flat) <= _HEX else None
 
 
+# an appended line's path: ledgers/<anchor>/aa/bb/cc (see layout.entry_path)
+_LINE = re.compile(rf"{layout.LEDGERS}/([^/]*)/" + "/".join(["([0-9a-f]{2})"] * layout.LEVELS))
+
+
 def _record(change: _Change, diff: gitlog.Change) -> None:
-    path, old, new, status = diff.path, diff.old, diff.new, diff.status
-    parts = path.split("/")
-    if parts[0] == layout.LEDGERS:
-        anchor = parts[1] if len(parts) > 1 else ""
-        digits = "".join(parts[2:])
-        if (
-            status == "A"
-            and len(parts) == 2 + layout.LEVELS
-            and all(len(p) == 2 for p in parts[2:])
-            and set(digits) <= _HEX
-        ):
-            change.added[anchor].append(int(digits, 16))
+    path, old, new, status = diff
+    if path.partition("/")[0] == layout.LEDGERS:
+        line = _LINE.fullmatch(path) if status == "A" else None
+        if line is not None:
+            change.added[line[1]].append(int("".join(line.groups()[1:]), 16))
         else:
+            parts = path.split("/")
+            anchor = parts[1] if len(parts) > 1 else ""
             what = {"A": "an entry added out of place", "D": "a line removed"}.get(status, "a line changed")
             change.bad.append((anchor, f"{what} ({path})"))
         return

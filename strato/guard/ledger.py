@@ -56,11 +56,15 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# one decoder for every line: json.loads would build a decoder per call for the hook
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys)
+
+
 def loads(line: str) -> Any:
     """One line as JSON; ValueError (no JSON, a duplicate key, a number Python will not
     read, nesting too deep) for anything a ledger line may not be."""
     try:
-        return json.loads(line, object_pairs_hook=unique_keys)
+        return _DECODER.decode(line)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
 
