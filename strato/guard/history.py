@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from strato.guard import cache, layout, ledger
 from tropo.git import log as gitlog
 from tropo.git import notes
+from tropo.git.refs import is_ancestor
 from tropo.git.types import Blob, Repository
 
 _HEX = frozenset(string.hexdigits.lower())
@@ -184,6 +185,21 @@ class Reach(Container[str]):
         return sha in self._listed
 
 
+def _since_last(
+    repo: Repository, tip: str, known: cache.GuardCache, checked: set[str]
+) -> tuple[list[list[str]], set[str]]:
+    """The commits to look at for ``tip`` (with their parents) and all its ancestors.
+
+    When the last tip whose ancestors were recorded was checked and ``tip`` descends from
+    it, only the commits since are listed (a commit fixes its history); else all."""
+    last = known.last_reached()
+    if last is not None and last[0] in checked and is_ancestor(repo, last[0], tip):
+        graph = gitlog.graph(repo, tip, last[0])
+        return graph, {row[0] for row in graph} | last[1]
+    graph = gitlog.graph(repo, tip)
+    return graph, {row[0] for row in graph}
+
+
 def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
     """Every notes commit reachable from ``tip``, and why any of them did more than append.
 
@@ -191,8 +207,7 @@ def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Containe
     checked = known.checked_history()
     if tip in checked:  # its whole history was checked: nothing to run
         return Reach(repo, tip, known), []
-    graph = gitlog.graph(repo, tip)
-    ancestors = {row[0] for row in graph}
+    graph, ancestors = _since_last(repo, tip, known, checked)
     fresh = [row for row in graph if row[0] not in checked]
     pairs: list[tuple[str, str | None]] = []
     for commit, *parents in fresh:

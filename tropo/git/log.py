@@ -59,11 +59,12 @@ class Change(NamedTuple):
     status: str  # A, D, M, T, ... as git says
 
 
-def graph(repo: pygit2.Repository, tip: str) -> list[list[str]]:
-    """``[commit, *parents]`` for every commit reachable from ``tip``, children before
-    their parents (``--topo-order``)."""
-    out = gitcli.output(Path(repo.path), "rev-list", "--topo-order", "--parents", tip).decode("ascii")
-    return [line.split() for line in out.splitlines() if line]
+def graph(repo: pygit2.Repository, tip: str, hide: str | None = None) -> list[list[str]]:
+    """``[commit, *parents]`` for every commit reachable from ``tip`` (and not from
+    ``hide``, when given), children before their parents (``--topo-order``)."""
+    hidden = () if hide is None else (f"^{hide}",)
+    out = gitcli.output(Path(repo.path), "rev-list", "--topo-order", "--parents", tip, *hidden)
+    return [line.split() for line in out.decode("ascii").splitlines() if line]
 
 
 def changes(repo: pygit2.Repository, pairs: list[tuple[str, str | None]]) -> list[list[Change]]:
