@@ -232,10 +232,8 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
             raise ledger.LedgerBreak(1, str(exc)) from None
 
 
-def _history_breaks(
-    repo: Repository, tip: str, known: cache.GuardCache
-) -> tuple[Container[str], list[Break]]:
-    ancestors, found = history.check(repo, tip, known)
+def _history_breaks(judged: history.Checked) -> tuple[Container[str], list[Break]]:
+    ancestors, found = judged()
     return ancestors, [Break(rid, None, why, anchor, "history") for rid, anchor, why in found]
 
 
@@ -299,9 +297,7 @@ def verify_repository(
         report.breaks.append(bad_tip)
         return report
     known = cache.GuardCache(repo)
-    ancestors, history = _history_breaks(repo, tip, known)
-    if anchor is not None:
-        history = [b for b in history if b.anchor in (anchor, None)]
+    judged = history.start(repo, tip, known)  # git diffs the notes history while the ledgers are checked
     at_head = EntryHeadTrust(repo)
     own_trust = trust is None  # only the default trust is what the cache records
     signed: list[str | None] = []  # git_head of each signed entry of the ledger at hand
@@ -369,8 +365,11 @@ def verify_repository(
             if kept.tree is not None:
                 folded = running.of_state(state)
                 accepted.write(known, kept.anchor, accepted.Accepted(blob, state.length, size, keys, folded))
+    ancestors, rewritten = _history_breaks(judged)
+    if anchor is not None:
+        rewritten = [b for b in rewritten if b.anchor in (anchor, None)]
     # line-precise breaks first: they say the most about what was done
-    report.breaks += history + _rewind_breaks(ancestors, olds)
+    report.breaks += rewritten + _rewind_breaks(ancestors, olds)
     if since:
         report.breaks += _notes_signature_breaks(repo, tip, [s for s in since if s in ancestors])
     return report
