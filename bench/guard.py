@@ -14,17 +14,21 @@ time mostly measures the other processes.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from strato.guard import cache, engine
+from strato.guard import append, cache, engine, predicates, store
+from strato.guard.canonical import payload_digest
 from strato.guard.verify import verify_repository
 from tropo.git import repo as gitrepo
 
@@ -40,6 +44,7 @@ class Ledger:
         (root / "README.md").write_text("bench\n")
         subprocess.run(["git", "-C", str(root), "add", "."], check=True)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "init"], check=True)
+        self.root = root
         self.repo = gitrepo.require(root)
         self.state = "a"
         engine.register(self.repo, {"resource_id": RID, **POLICY})
@@ -50,8 +55,45 @@ class Ledger:
         assert engine.transition(self.repo, req)["status"] == "applied"
         self.state = nxt
 
+    def grow(self, count: int) -> None:
+        """``count`` more transitions, each the entry and notes commit ``move`` writes, through
+        the engine's own append (``append.commit``: the step re-checked on the newest ledger,
+        compare-and-swap, the running state, `git gc --auto` every 256 lines), without the
+        verify a transition runs first: the fixture of a long ledger, not a measurement.
+        ``verified`` then checks the result as `strato guard verify` does."""
+        for _ in range(count):
+            nxt = "b" if self.state == "a" else "a"
+            append.commit(self.repo, RID, functools.partial(_flip, self.state, nxt))
+            self.state = nxt
+
+    def verified(self) -> None:
+        """`strato guard verify` on the repository, in its own process: the ledger grown
+        here must pass it before anything is measured on it."""
+        verify = [sys.executable, "-m", "strato.cli", "guard", "verify"]
+        found = subprocess.run(verify, cwd=self.root, capture_output=True, text=True)
+        assert found.returncode == 0, found.stdout + found.stderr
+
     def drop_cache(self) -> None:
         shutil.rmtree(cache.GuardCache(self.repo).root, ignore_errors=True)
+
+
+def _flip(src: str, dst: str, snap: store.LedgerSnapshot) -> tuple[dict[str, Any], append.Respond]:
+    """The entry `engine.transition` appends for ``src -> dst`` under POLICY (no predicates:
+    met, stakes default), decided on ``snap`` as its step decides."""
+    state = store.require(snap)
+    assert state.current_state == src
+    entry = {
+        "from_state": src,
+        "to_state": dst,
+        "outcome": "applied",
+        "kind": "transition",
+        "resolved_by": "agent",
+        "idempotency_key": None,
+        "payload_digest": payload_digest(src, dst, {}, [], "agent", state.checksum),
+        "rationale": None,
+        "verdict": predicates.verdict([], state.policy.stake(src, dst), 0),
+    }
+    return entry, lambda sealed: sealed
 
 
 def cpu_seconds() -> float:
@@ -123,9 +165,9 @@ def main() -> None:
         led = Ledger(Path(tmp) / "repo")
         done = 1
         for length in (int(x) for x in args.lengths.split(",")):
-            while done < length:
-                led.move()
-                done += 1
+            led.grow(length - done)
+            done = max(done, length)
+            led.verified()
             r = medians(led, args.moves, args.repeat)
             done += (2 * args.moves + 1) * args.repeat
             base = base or r

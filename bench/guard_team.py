@@ -23,7 +23,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,12 +62,8 @@ def build(tmp: Path, entries: int) -> tuple[Path, Path, str, list[str]]:
     """The remote with main, 20 open PRs and their union; the working repo; the 21st PR's notes."""
     root = tmp / "work"
     led = Ledger(root)
-    for _ in range(entries - 1):  # each transition verifies its ledger first, from what
-        led.move()  # the last one accepted (strato/guard/accepted.py): linear, not quadratic
-    verified = subprocess.run(
-        [sys.executable, "-m", "strato.cli", "guard", "verify"], cwd=root, capture_output=True, text=True
-    )
-    assert verified.returncode == 0, verified.stdout + verified.stderr
+    led.grow(entries - 1)
+    led.verified()
     base = gitrefs.read_ref(led.repo, store.REF)
     assert base is not None
     git(root, "branch", "-M", "main")
