@@ -45,6 +45,7 @@ def commit(
     """
     target = notes.anchor(repo, anchor_content(resource_id))
     waits = 0
+    unwritten: OSError | None = None
     for _ in range(MAX_ATTEMPTS):
         tip = gitrefs.read_ref(repo, REF)
         snap = read if read is not None and read.tip == tip else load(repo, resource_id, tip)
@@ -67,6 +68,7 @@ def commit(
         legacy = snap.raw if snap.legacy else b""
         before = running.of_state(snap.state) if snap.state is not None else None
         state = running.render(running.after(before, entry))
+        tree = None
         try:
             tree = append_tree(repo, snap.tip, target, line.encode("utf-8"), state, legacy)
             notes.commit(repo, REF, snap.tip, tree, message)
@@ -81,6 +83,11 @@ def commit(
             continue
         except GitError as exc:
             raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
+        except OSError as exc:
+            if tree is not None:  # past the objects: the ref move itself failed
+                raise GuardError("ledger_busy", f"cannot move {REF}: {exc}") from exc
+            unwritten = exc  # a detached `git gc --auto` removed an object directory between
+            continue  # libgit2's mkdir and its rename: write them again
         # we sealed the new line on a checked chain: the whole new ledger chains correctly
         lines = snap.lines + 1
         written = repo[tree]
@@ -91,6 +98,8 @@ def commit(
         if lines % GC_EVERY == 0:  # each append leaves a few small loose objects, and reading
             objects.gc_auto(repo)  # tens of thousands of them costs far more than a pack
         return answer
+    if unwritten is not None:
+        raise GuardError("ledger_busy", f"cannot write the notes objects: {unwritten}")
     lock = Path(repo.path) / (REF + ".lock")
     if lock.exists():
         raise GuardError(

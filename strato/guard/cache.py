@@ -108,20 +108,23 @@ def _remembered(obj: object) -> Remembered | None:
     folded = running.parse(fold.encode()) if isinstance(fold, str) else None
     if (fold is not None and (folded is None or folded.lines != lines)) or (generation and folded is None):
         return None
-    keys: tuple[SignerKey, ...] | None = None
-    if isinstance(verified, list):
-        if not all(
-            isinstance(k, list)
-            and len(k) == 2
-            and (k[0] is None or isinstance(k[0], str))
-            and isinstance(k[1], str)
-            for k in verified
-        ):
-            return None
-        keys = tuple((k[0], k[1]) for k in verified)
-    elif verified is not None:
+    keys = signer_keys(verified)
+    if keys is None and verified is not None:
         return None
     return Remembered(blob, size, lines, keys, state, folded, generation)
+
+
+def signer_keys(obj: object) -> tuple[SignerKey, ...] | None:
+    """The signer keys a record's JSON list holds, or None if it is not one."""
+    if not isinstance(obj, list) or not all(
+        isinstance(k, list)
+        and len(k) == 2
+        and (k[0] is None or isinstance(k[0], str))
+        and isinstance(k[1], str)
+        for k in obj
+    ):
+        return None
+    return tuple((k[0], k[1]) for k in obj)
 
 
 def _count(value: object) -> bool:
@@ -287,11 +290,16 @@ class GuardCache:
 
     def reached(self, tip: str) -> set[str] | None:
         """Every notes commit ``tip`` descends from, if recorded for this very tip."""
+        last = self.last_reached()
+        return last[1] if last is not None and last[0] == tip else None
+
+    def last_reached(self) -> tuple[str, set[str]] | None:
+        """The tip whose ancestors are recorded, and those ancestors."""
         try:
             first, _, rest = self._reach_path.read_text("ascii", errors="replace").partition("\n")
         except OSError:
             return None
-        return set(rest.split("\n")) - {""} if first == tip else None
+        return first, set(rest.split("\n")) - {""}
 
     def save_reached(self, tip: str, commits: set[str]) -> None:
         """Record ``tip``'s ancestors (one tip at a time: a commit fixes its history)."""
@@ -317,7 +325,7 @@ def _entry(text: bytes) -> dict[str, Any]:
     return entry
 
 
-def _state(
+def state_of(
     resource_id: str,
     fold: Running,
     at: dict[str, Any],
@@ -375,7 +383,7 @@ def from_running(
             or (last["kind"] == "graph_version" and last["to_state"] != last["from_state"])
         ):
             return None
-        state = _state(resource_id, record, at, Deferred(keys), entries)
+        state = state_of(resource_id, record, at, Deferred(keys), entries)
         if last["kind"] in ("transition", "deviation"):
             pol, version = state.policy, state.graph_version
             before = ledger.State(resource_id, pol, version, last["from_state"], last["prev_digest"])
@@ -413,7 +421,7 @@ def resume(
         return None if state is None else (state, "")
     try:
         policy_entry = json.loads(line(fold.policy_line))
-        state = _state(
+        state = state_of(
             resource_id,
             fold,
             policy_entry,

@@ -12,14 +12,17 @@ bytes as their prefix.
 
 from __future__ import annotations
 
+import re
 import string
 from collections import defaultdict
-from collections.abc import Container
+from collections.abc import Callable, Container
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from strato.guard import cache, layout, ledger
 from tropo.git import log as gitlog
 from tropo.git import notes
+from tropo.git.refs import is_ancestor
 from tropo.git.types import Blob, Repository
 
 _HEX = frozenset(string.hexdigits.lower())
@@ -43,20 +46,19 @@ def _note_target(path: str) -> str | None:
     return flat if len(flat) == 40 and set(flat) <= _HEX else None
 
 
+# an appended line's path: ledgers/<anchor>/aa/bb/cc (see layout.entry_path)
+_LINE = re.compile(rf"{layout.LEDGERS}/([^/]*)/" + "/".join(["([0-9a-f]{2})"] * layout.LEVELS))
+
+
 def _record(change: _Change, diff: gitlog.Change) -> None:
-    path, old, new, status = diff.path, diff.old, diff.new, diff.status
-    parts = path.split("/")
-    if parts[0] == layout.LEDGERS:
-        anchor = parts[1] if len(parts) > 1 else ""
-        digits = "".join(parts[2:])
-        if (
-            status == "A"
-            and len(parts) == 2 + layout.LEVELS
-            and all(len(p) == 2 for p in parts[2:])
-            and set(digits) <= _HEX
-        ):
-            change.added[anchor].append(int(digits, 16))
+    path, old, new, status = diff
+    if path.partition("/")[0] == layout.LEDGERS:
+        line = _LINE.fullmatch(path) if status == "A" else None
+        if line is not None:
+            change.added[line[1]].append(int("".join(line.groups()[1:]), 16))
         else:
+            parts = path.split("/")
+            anchor = parts[1] if len(parts) > 1 else ""
             what = {"A": "an entry added out of place", "D": "a line removed"}.get(status, "a line changed")
             change.bad.append((anchor, f"{what} ({path})"))
         return
@@ -70,12 +72,12 @@ def _record(change: _Change, diff: gitlog.Change) -> None:
         seen[1] = new
 
 
-def _changes(repo: Repository, pairs: list[tuple[str, str | None]]) -> list[_Change]:
-    """One diff per (commit, parent) pair, all from one ``git diff-tree`` process."""
+def _changes(pairs: list[tuple[str, str | None]], diffs: list[list[gitlog.Change]]) -> list[_Change]:
+    """What each (commit, parent) pair did, from git's diff of each."""
     found: list[_Change] = []
-    for (commit, parent), diffs in zip(pairs, gitlog.changes(repo, pairs), strict=True):
+    for (commit, parent), paths in zip(pairs, diffs, strict=True):
         change = _Change(commit, parent)
-        for diff in diffs:
+        for diff in paths:
             _record(change, diff)
         found.append(change)
     return found
@@ -184,22 +186,52 @@ class Reach(Container[str]):
         return sha in self._listed
 
 
+Checked = Callable[[], tuple[Container[str], list[Found]]]
+
+
 def check(repo: Repository, tip: str, known: cache.GuardCache) -> tuple[Container[str], list[Found]]:
     """Every notes commit reachable from ``tip``, and why any of them did more than append.
 
     Commits whose history was checked before are not compared again."""
+    return start(repo, tip, known)()
+
+
+def start(repo: Repository, tip: str, known: cache.GuardCache) -> Checked:
+    """:func:`check` in two halves: git lists and diffs the commits in a thread from now
+    on (one ``rev-list``, one ``diff-tree``; nothing else happens there), and the commits
+    are judged when the result is asked for. ``verify`` checks the ledgers meanwhile, so
+    on a second core git's half costs no wall time.
+
+    When the last tip whose ancestors were recorded was checked and ``tip`` descends from
+    it, only the commits since are listed, its ancestors being those plus the recorded
+    ones (a commit fixes its history); else every commit is listed."""
     checked = known.checked_history()
     if tip in checked:  # its whole history was checked: nothing to run
-        return Reach(repo, tip, known), []
-    graph = gitlog.graph(repo, tip)
-    ancestors = {row[0] for row in graph}
-    fresh = [row for row in graph if row[0] not in checked]
-    pairs: list[tuple[str, str | None]] = []
-    for commit, *parents in fresh:
-        pairs += [(commit, p) for p in parents] if parents else [(commit, None)]
-    counts = _Counts(repo)
-    found = [why for change in reversed(_changes(repo, pairs)) for why in _judge(repo, change, counts)]
-    if not found:
-        known.add_history([row[0] for row in fresh])
-        known.save_reached(tip, ancestors)
-    return Reach(repo, tip, known, ancestors), found
+        reach = Reach(repo, tip, known)
+        return lambda: (reach, [])
+    last = known.last_reached()
+    since = last if last is not None and last[0] in checked and is_ancestor(repo, last[0], tip) else None
+
+    def listed() -> tuple[list[list[str]], list[tuple[str, str | None]], list[list[gitlog.Change]]]:
+        graph = gitlog.graph(repo, tip, since[0] if since is not None else None)
+        pairs: list[tuple[str, str | None]] = []
+        for commit, *parents in graph:
+            if commit not in checked:
+                pairs += [(commit, p) for p in parents] if parents else [(commit, None)]
+        return graph, pairs, gitlog.changes(repo, pairs)
+
+    pool = ThreadPoolExecutor(1)
+    running = pool.submit(listed)
+    pool.shutdown(wait=False)  # the thread ends with its one task
+
+    def judged() -> tuple[Container[str], list[Found]]:
+        graph, pairs, diffs = running.result()
+        ancestors = {row[0] for row in graph} | (since[1] if since is not None else set())
+        counts = _Counts(repo)
+        found = [why for change in reversed(_changes(pairs, diffs)) for why in _judge(repo, change, counts)]
+        if not found:
+            known.add_history([row[0] for row in graph if row[0] not in checked])
+            known.save_reached(tip, ancestors)
+        return Reach(repo, tip, known, ancestors), found
+
+    return judged

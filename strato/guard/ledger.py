@@ -56,11 +56,15 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# one decoder for every line: json.loads would build a decoder per call for the hook
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys)
+
+
 def loads(line: str) -> Any:
     """One line as JSON; ValueError (no JSON, a duplicate key, a number Python will not
     read, nesting too deep) for anything a ledger line may not be."""
     try:
-        return json.loads(line, object_pairs_hook=unique_keys)
+        return _DECODER.decode(line)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
 
@@ -256,7 +260,12 @@ def fold(entries: list[dict[str, Any]], resource_id: str, before_each: Hook | No
     if version != 1 or first["to_state"] != pol.initial:
         raise LedgerBreak(1, "register entry must start at the initial state, graph_version 1")
     state = State(resource_id, pol, 1, pol.initial, first["entry_digest"], [first], length=1)
-    for n, entry in enumerate(entries[1:], 2):
+    return fold_on(state, entries[1:], before_each)
+
+
+def fold_on(state: State, entries: list[dict[str, Any]], before_each: Hook | None = None) -> State:
+    """``state`` advanced by ``entries``, the lines after its ``length`` (see :func:`fold`)."""
+    for n, entry in enumerate(entries, state.length + 1):
         if before_each is not None:
             before_each(n, entry, state)
         state.apply(entry, n)

@@ -42,10 +42,17 @@ def append_tree(
     tree = notes.tree_of(repo, tip)
     count = line_count(tree, anchor)
     if count == 0:  # a new ledger, or one still kept as its note
-        new = with_lines(repo, tree, anchor, [*lines_of(legacy), line]).id
-    else:
-        new = notes.insert(repo, tree, entry_path(anchor, count), repo.create_blob(line))
-    return notes.keep_anchors(repo, with_state(repo, new, anchor, state), tip, anchor)
+        new = with_state(repo, with_lines(repo, tree, anchor, [*lines_of(legacy), line]).id, anchor, state)
+    else:  # the line and the state in one pass: no tree is written that the commit does not keep
+        new = notes.insert_all(
+            repo,
+            tree,
+            [
+                (entry_path(anchor, count), repo.create_blob(line), FILEMODE_BLOB),
+                ([running.STATE, anchor], repo.create_blob(state), FILEMODE_BLOB),
+            ],
+        )
+    return notes.keep_anchors(repo, new, tip, anchor)
 
 
 

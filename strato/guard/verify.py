@@ -13,18 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from strato.guard import (
+    accepted,
     authz,
     cache,
     config,
     derive,
     entries,
     history,
+    layout,
     ledger,
     notesig,
     running,
     store,
 )
 from strato.guard.errors import GuardError
+from strato.guard.layout import Stored
 from strato.guard.signers import AllowedSigner
 from tropo.git import notes
 from tropo.git import refs as gitrefs
@@ -172,10 +175,12 @@ def check_ledger(
     trust: TrustAt,
     on_entry: OnEntry | None = None,
     tree: Commit | None = None,
+    start: ledger.State | None = None,
 ) -> ledger.State:
     """Fold parsed entries, re-deriving each one the trust judges and checking its
     signature; raises :class:`ledger.LedgerBreak`. ``tree`` is the commit deterministic
-    file predicates are re-checked against (review's head), if any.
+    file predicates are re-checked against (review's head), if any. ``start`` is the
+    state after the lines before ``found`` (accepted already), when ``found`` is a tail.
 
     ``on_entry`` then sees every entry up to the first break, in ledger order.
     """
@@ -198,6 +203,8 @@ def check_ledger(
 
     broken: ledger.LedgerBreak | None = None
     try:
+        if start is not None:
+            return ledger.fold_on(start, found, hook)
         if found:
             _check_register(found[0], resource_id, trust)
         return ledger.fold(found, resource_id, hook)
@@ -206,7 +213,7 @@ def check_ledger(
         raise
     finally:
         if on_entry is not None and found:
-            rows = [(1, found[0], None, None), *seen]
+            rows = seen if start is not None else [(1, found[0], None, None), *seen]
             for line, entry, signer, problem in rows:
                 if problem is None and broken is not None and broken.line == line:
                     problem = broken.message
@@ -225,10 +232,8 @@ def _check_register(first: dict[str, Any], resource_id: str, trust: TrustAt) -> 
             raise ledger.LedgerBreak(1, str(exc)) from None
 
 
-def _history_breaks(
-    repo: Repository, tip: str, known: cache.GuardCache
-) -> tuple[Container[str], list[Break]]:
-    ancestors, found = history.check(repo, tip, known)
+def _history_breaks(judged: history.Checked) -> tuple[Container[str], list[Break]]:
+    ancestors, found = judged()
     return ancestors, [Break(rid, None, why, anchor, "history") for rid, anchor, why in found]
 
 
@@ -292,9 +297,7 @@ def verify_repository(
         report.breaks.append(bad_tip)
         return report
     known = cache.GuardCache(repo)
-    ancestors, history = _history_breaks(repo, tip, known)
-    if anchor is not None:
-        history = [b for b in history if b.anchor in (anchor, None)]
+    judged = history.start(repo, tip, known)  # git diffs the notes history while the ledgers are checked
     at_head = EntryHeadTrust(repo)
     own_trust = trust is None  # only the default trust is what the cache records
     signed: list[str | None] = []  # git_head of each signed entry of the ledger at hand
@@ -335,30 +338,77 @@ def verify_repository(
             report.entries += record.lines
             continue
         signed.clear()
+        before = _accepted_before(known, kept, rid, at_head) if own_trust and on_entry is None else None
         try:
-            found = store.parse_ledger(kept.anchor, blob, kept.data, known, kept.prefix)
-            state = check_ledger(found, rid, trust or at_head, note_signed, tree)
+            if before is not None:  # only the lines after what verify accepted before
+                found, size = _tail(kept, before[0])
+                state = check_ledger(found, rid, at_head, note_signed, tree, before[1])
+            else:
+                size = len(kept.data)
+                found = store.parse_ledger(kept.anchor, blob, kept.data, known, kept.prefix)
+                state = check_ledger(found, rid, trust or at_head, note_signed, tree)
         except ledger.LedgerBreak as exc:
             report.breaks.append(Break(rid, exc.line, exc.message, kept.anchor))
             continue
         except KeyError as exc:  # git's NotFoundError: a line's object is not in this clone
             report.breaks.append(Break(rid, None, f"a ledger line's object is missing ({exc})", kept.anchor))
             continue
-        report.entries += len(state.entries)
+        report.entries += state.length
         if kept.running is not None and (
             why := running.mismatch(kept.running, found, state)
         ):  # the writer's bytes: true of the lines, or a break
             report.breaks.append(Break(rid, None, why, kept.anchor, "state"))
             continue
         if own_trust:
-            keys = tuple((head, at_head.key(head)) for head in signed)
-            accepted = cache.Remembered(blob, len(kept.data), len(found), keys, kept.running_id)
-            known.accepted(kept.anchor, accepted)
+            keys = (*(before[0].signers if before else ()), *((head, at_head.key(head)) for head in signed))
+            known.accepted(kept.anchor, cache.Remembered(blob, size, state.length, keys, kept.running_id))
+            if kept.tree is not None:
+                folded = running.of_state(state)
+                accepted.write(known, kept.anchor, accepted.Accepted(blob, state.length, size, keys, folded))
+    ancestors, rewritten = _history_breaks(judged)
+    if anchor is not None:
+        rewritten = [b for b in rewritten if b.anchor in (anchor, None)]
     # line-precise breaks first: they say the most about what was done
-    report.breaks += history + _rewind_breaks(ancestors, olds)
+    report.breaks += rewritten + _rewind_breaks(ancestors, olds)
     if since:
         report.breaks += _notes_signature_breaks(repo, tip, [s for s in since if s in ancestors])
     return report
+
+
+def _accepted_before(
+    known: cache.GuardCache, kept: Stored, rid: str, at_head: EntryHeadTrust
+) -> tuple[accepted.Accepted, ledger.State] | None:
+    """What verify accepted of this ledger's first lines and the state after them, when
+    the ledger (kept as line blobs) starts with exactly those lines, every signed one
+    still resolves to the same trust root, and its running-state record names all its
+    lines (else the full check: a shorter record is judged against the lines it names)."""
+    before = accepted.read(known, kept.anchor) if kept.tree is not None else None
+    if before is None or not 0 < before.lines < kept.lines or kept.prefix(before.lines) != before.blob:
+        return None
+    record = running.parse(kept.running) if kept.running is not None else None
+    if kept.running is not None and (record is None or record.lines != kept.lines):
+        return None
+    if not all(at_head.key(head) == key for head, key in before.signers):
+        return None
+    tree = kept.tree
+    assert tree is not None
+    try:
+        return before, accepted.state_at(before, rid, functools.partial(layout.read_line, tree, kept.anchor))
+    except (ledger.LedgerBreak, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def _tail(kept: Stored, before: accepted.Accepted) -> tuple[list[dict[str, Any]], int]:
+    """The entries after the accepted lines, each digest and link checked from the last
+    accepted digest (a break names its line in the whole ledger), and the ledger's size."""
+    assert kept.tree is not None
+    text = b"".join(layout.read_line(kept.tree, kept.anchor, n) for n in range(before.lines, kept.lines))
+    try:
+        return ledger.parse(text.decode("utf-8"), 0, before.fold.head), before.size + len(text)
+    except ledger.LedgerBreak as exc:
+        raise ledger.LedgerBreak(before.lines + exc.line, exc.message) from None
+    except UnicodeDecodeError:
+        raise ledger.LedgerBreak(before.lines + 1, "ledger is not UTF-8") from None
 
 
 def _notes_signature_breaks(repo: Repository, tip: str, since: list[str]) -> list[Break]:

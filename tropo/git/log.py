@@ -16,6 +16,7 @@ import marshal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pygit2
 
@@ -48,9 +49,9 @@ def message_of(repo: pygit2.Repository, commit: str) -> str:
 
 # --- what each commit changed against each parent, in one stream ------------------
 
-@dataclass(frozen=True)
-class Change:
-    """One path that differs between a commit and a parent (``git diff-tree --raw``)."""
+class Change(NamedTuple):
+    """One path that differs between a commit and a parent (``git diff-tree --raw``); a
+    tuple, as a check of a long history makes one per line appended."""
 
     path: str  # undecodable bytes kept as surrogates
     old: str  # the blob or tree before (zeros when added)
@@ -58,11 +59,12 @@ class Change:
     status: str  # A, D, M, T, ... as git says
 
 
-def graph(repo: pygit2.Repository, tip: str) -> list[list[str]]:
-    """``[commit, *parents]`` for every commit reachable from ``tip``, children before
-    their parents (``--topo-order``)."""
-    out = gitcli.output(Path(repo.path), "rev-list", "--topo-order", "--parents", tip).decode("ascii")
-    return [line.split() for line in out.splitlines() if line]
+def graph(repo: pygit2.Repository, tip: str, hide: str | None = None) -> list[list[str]]:
+    """``[commit, *parents]`` for every commit reachable from ``tip`` (and not from
+    ``hide``, when given), children before their parents (``--topo-order``)."""
+    hidden = () if hide is None else (f"^{hide}",)
+    out = gitcli.output(Path(repo.path), "rev-list", "--topo-order", "--parents", tip, *hidden)
+    return [line.split() for line in out.decode("ascii").splitlines() if line]
 
 
 def changes(repo: pygit2.Repository, pairs: list[tuple[str, str | None]]) -> list[list[Change]]:
@@ -71,19 +73,14 @@ def changes(repo: pygit2.Repository, pairs: list[tuple[str, str | None]]) -> lis
     stdin = "".join(f"{c}\n" if p is None else f"{c} {p}\n" for c, p in pairs).encode()
     out = gitcli.output(Path(repo.path), "diff-tree", "--stdin", "--root", "--always", "-r", "-z",
                         stdin=stdin)
-    tokens = out.decode("utf-8", "surrogateescape").split("\0")
+    tokens = iter(out.decode("utf-8", "surrogateescape").split("\0"))
     found: list[list[Change]] = []
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
+    for token in tokens:
         if token.startswith(":"):  # ":<old mode> <new mode> <old> <new> <status>", then the path
-            _, _, old, new, status = token[1:].split(" ")
-            found[-1].append(Change(tokens[i + 1], old, new, status))
-            i += 2
-            continue
-        if token:  # the header git prints for each pair (--always: even when nothing differs)
+            _, _, old, new, status = token.split(" ")
+            found[-1].append(Change(next(tokens), old, new, status))
+        elif token:  # the header git prints for each pair (--always: even when nothing differs)
             found.append([])
-        i += 1
     if len(found) != len(pairs):
         raise gitcli.GitError(f"git diff-tree answered {len(found)} of {len(pairs)} commit pairs")
     return found

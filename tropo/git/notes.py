@@ -167,14 +167,26 @@ def insert(
 ) -> pygit2.Oid:
     """``tree`` with ``oid`` at ``path``, missing subtrees created: one new tree per
     level, so the cost is the path's depth, not the tree's size."""
+    return insert_all(repo, tree, [(path, oid, mode)])
+
+
+def insert_all(
+    repo: pygit2.Repository, tree: pygit2.Tree | None, items: list[tuple[list[str], pygit2.Oid, int]]
+) -> pygit2.Oid:
+    """``tree`` with each ``(path, oid, mode)`` of ``items`` in place, every tree they
+    touch written once. Inserting them one by one would leave each intermediate root
+    unreachable: thousands of those make ``git gc --auto`` refuse to run at all."""
     builder = repo.TreeBuilder() if tree is None else repo.TreeBuilder(tree)
-    name, rest = path[0], path[1:]
-    if not rest:
-        builder.insert(name, oid, mode)
-    else:
+    below: dict[str, list[tuple[list[str], pygit2.Oid, int]]] = {}
+    for path, oid, mode in items:
+        if len(path) == 1:
+            builder.insert(path[0], oid, mode)
+        else:
+            below.setdefault(path[0], []).append((path[1:], oid, mode))
+    for name, rest in below.items():
         sub = _child(tree, name) if tree is not None and name in tree else None
         sub = sub if isinstance(sub, pygit2.Tree) else None
-        builder.insert(name, insert(repo, sub, rest, oid, mode), pygit2.GIT_FILEMODE_TREE)
+        builder.insert(name, insert_all(repo, sub, rest), pygit2.GIT_FILEMODE_TREE)
     new: pygit2.Oid = builder.write()
     return new
 

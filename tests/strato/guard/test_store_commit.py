@@ -271,6 +271,24 @@ def test_every_256th_line_lets_git_pack_the_loose_objects(reg: Workspace) -> Non
     assert store.require(store.load(reg.repo, RID)).length == append.GC_EVERY
 
 
+def unreachable(ws: Workspace) -> set[str]:
+    return set(git(ws.root, "fsck", "--unreachable", "--no-reflogs", "--no-progress").split())
+
+
+def test_an_append_writes_no_object_its_notes_commit_does_not_keep(reg: Workspace) -> None:
+    # each unreachable object counts against `git gc --auto`, which refuses to run at all
+    # (gc.log: "too many unreachable loose objects") once there are thousands of them
+    def move(src: str, dst: str) -> None:
+        req = {"resource_id": RID, "from_state": src, "to_state": dst}
+        assert engine.transition(reg.repo, req)["status"] == "applied"
+
+    move("a", "b")
+    before = unreachable(reg)
+    move("b", "a")
+    move("a", "b")
+    append.commit(reg.repo, RID, flip([]))
+    assert unreachable(reg) == before and len(lines(reg)) == 5
+
 # -- the tree walkers -------------------------------------------------------------------
 
 

@@ -1,0 +1,90 @@
+"""Verify resumes from what it accepted before (``strato/guard/accepted.py``): after
+appends, only the lines since are checked, and every one of them is judged as a full
+check would judge it; a ledger that does not start with the accepted lines is checked
+in full."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+from strato.guard import accepted, cache, engine, layout, store
+from strato.guard.verify import verify_repository
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal
+from tests.support.repos import git
+from tropo.git import notes
+
+RID = "svc:grow"
+ANCHOR = notes.anchor_id(store.anchor_content(RID))
+FORTH = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
+BACK = {"resource_id": RID, "from_state": "review", "to_state": "draft"}
+
+
+def grown(ws: Workspace) -> Workspace:
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
+    assert engine.transition(ws.repo, FORTH)["status"] == "applied"  # verifies 1 line first
+    assert engine.transition(ws.repo, BACK)["status"] == "applied"  # and then 2
+    return ws
+
+
+def record(ws: Workspace) -> accepted.Accepted | None:
+    return accepted.read(cache.GuardCache(ws.repo), ANCHOR)
+
+
+def test_after_appends_verify_reads_only_the_lines_since_what_it_accepted(ws: Workspace) -> None:
+    grown(ws)
+    before = record(ws)
+    assert before is not None and before.lines == 2  # the last transition's own verify
+    middle = git(ws.root, "rev-parse", f"{store.REF}:{'/'.join(layout.entry_path(ANCHOR, 1))}").strip()
+    loose = Path(ws.repo.path) / "objects" / middle[:2] / middle[2:]
+    kept = loose.read_bytes()
+    loose.unlink()  # line 2 is accepted: neither read nor needed again
+    report = verify_repository(ws.repo)
+    assert report.ok and report.entries == 3
+    after = record(ws)
+    assert after is not None and after.lines == 3 and after.fold.current_state == "draft"
+    shutil.rmtree(cache.GuardCache(ws.repo).root)  # cold: the full check reads every line
+    report = verify_repository(ws.repo)
+    assert not report.ok and "object is missing" in report.breaks[0].message
+    loose.write_bytes(kept)
+    shutil.rmtree(cache.GuardCache(ws.repo).root)
+    cold = verify_repository(ws.repo)
+    assert cold.ok and cold.entries == 3 and record(ws) == after  # the same record either way
+
+
+def test_a_forged_line_after_the_accepted_ones_is_judged(ws: Workspace, key: Key) -> None:
+    ws.trust(key.signers_line("alice"))
+    grown(ws)
+    assert verify_repository(ws.repo).ok
+    entries = [json.loads(line) for line in ledger_text(ws, ANCHOR).splitlines()]
+    forged = {  # an override nobody signed, sealed onto the accepted chain
+        **entries[1],
+        "kind": "deviation",
+        "outcome": "deviation",
+        "resolved_by": "human",
+        "rationale": "trust me",
+        "verdict": {"authorization": {"principal": "alice"}},
+    }
+    put_ledger(ws, ANCHOR, reseal([*entries, forged]))
+    before = record(ws)
+    assert before is not None and before.lines == 3  # the resumed path is the one judging
+    report = verify_repository(ws.repo)
+    assert not report.ok
+    (brk,) = [b for b in report.breaks if b.line is not None]
+    assert (brk.resource_id, brk.line) == (RID, 4) and "authorization" in brk.message
+    assert record(ws) == before  # nothing broken is accepted
+
+
+def test_a_ledger_that_does_not_start_with_the_accepted_lines_is_checked_in_full(ws: Workspace) -> None:
+    grown(ws)
+    assert verify_repository(ws.repo).ok
+    entries = [json.loads(line) for line in ledger_text(ws, ANCHOR).splitlines()]
+    entries[1]["verdict"]["met"] = False  # line 2 rewritten and the chain resealed
+    put_ledger(ws, ANCHOR, reseal([*entries, copy.deepcopy(entries[1])]))
+    report = verify_repository(ws.repo)
+    lines = [b for b in report.breaks if b.line is not None]
+    assert lines and (lines[0].resource_id, lines[0].line) == (RID, 2)
+    assert "met" in lines[0].message
