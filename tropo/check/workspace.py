@@ -11,7 +11,8 @@ import gc
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -174,10 +175,11 @@ class Workspace:
     @cached_property
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
-        docs, extra = self.analyzed
-        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
-        return [replace(d, findings=d.findings + cross[index]) if index in cross else d
-                for index, d in enumerate(docs)], extra
+        with _acyclic():
+            docs, extra = self.analyzed
+            cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
+            return [replace(d, findings=d.findings + cross[index]) if index in cross else d
+                    for index, d in enumerate(docs)], extra
 
     @cached_property
     def analyzed(self) -> tuple[list[Doc], list[Finding]]:
@@ -186,7 +188,7 @@ class Workspace:
         root_excluded = excluder(schema.root.exclude)
         cache = Store(self._cache_dir(), "parse")
         memo = Store(self._cache_dir(), "docs")
-        per_dir: dict[str, tuple[Config, str | None, str]] = {}
+        per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
         keys: dict[int, str] = {}
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
@@ -197,11 +199,7 @@ class Workspace:
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
-        # The walk builds many long-lived objects and no cycles: the cyclic collector would
-        # rescan them again and again (an eighth of a cold check's CPU at 20k documents).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with _acyclic(), closing(progress):
             for entry in entries:
                 progress.advance()
                 rel_dir = entry.rel.rpartition("/")[0]
@@ -210,8 +208,9 @@ class Workspace:
                     cfg = schema.for_dir(rel_dir)
                     if id(cfg) not in keys:
                         keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                    known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
-                cfg, type_name, key = known
+                    plan = docmod.Plan.of(cfg, cfg.type_for(rel_dir, self.root_name))
+                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)])
+                cfg, plan, key = known
                 if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
                     continue
                 if entry.mode == LINK:
@@ -220,14 +219,10 @@ class Workspace:
                         extra.append(finding)
                     continue
                 if entry.rel in conflicted:
-                    docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
+                    docs.append(docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                                   "unmerged: the index holds a conflict"))
                     continue
-                docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
-        finally:
-            if collecting:
-                gc.enable()
-            progress.close()
+                docs.append(self._analyze(entry, plan, cache, memo, key))
         cache.save()
         memo.save()
         extra += self._schema_findings()
@@ -244,8 +239,8 @@ class Workspace:
                                    + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
         return out
 
-    def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
-                 cache: Store, memo: Store, schema_key: str) -> Doc:
+    def _analyze(self, entry: Entry, plan: docmod.Plan, cache: Store, memo: Store,
+                 schema_key: str) -> Doc:
         """Check one document; a memoized analysis of the same blob, path and schema
         is reused as is (it cannot differ)."""
         oid = entry.oid
@@ -258,18 +253,18 @@ class Workspace:
             try:
                 data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
             except OSError as exc:
-                return docmod.unreadable(entry.rel, type_name, docmod.E000,
+                return docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                          f"cannot read file: {exc.strerror or exc}")
             rec = _parse_bytes(data)
             oid = oid or blob_oid(data)
             cache.put(oid, rec)
-        doc, dated = self._check_parsed(entry, rec, cfg, type_name)
+        doc, dated = self._check_parsed(entry, rec, plan)
         if not dated:  # file dates come from history, not from the blob: never memoized
             memo.put(f"{schema_key}\0{entry.rel}\0{oid}", doc_record(doc))
         return doc
 
-    def _check_parsed(self, entry: Entry, rec: tuple, cfg: Config,  # type: ignore[type-arg]
-                      type_name: str | None) -> tuple[Doc, bool]:
+    def _check_parsed(self, entry: Entry, rec: tuple,  # type: ignore[type-arg]
+                      plan: docmod.Plan) -> tuple[Doc, bool]:
         """The document's findings from its parse record; whether file dates were used."""
         dated = False
 
@@ -280,9 +275,9 @@ class Workspace:
 
         parsed, flags = from_record(rec)
         if flags & TOO_LARGE:
-            return docmod.unreadable(entry.rel, type_name, docmod.E003,
+            return docmod.unreadable(entry.rel, plan.type, docmod.E003,
                                      f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
-        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name, dates)
+        doc = docmod.analyze(entry.rel, parsed, plan, self.root_name, dates)
         if flags & NOT_UTF8:
             doc.findings.insert(0, Finding(entry.rel, 0, "error", docmod.E002,
                                            "not UTF-8 text (binary or another encoding)"))
@@ -327,11 +322,12 @@ class Workspace:
     def state(self) -> CheckState | None:
         """The whole check as a patchable state; None when an analysis used file dates
         (those change with no blob changing)."""
-        docs, extra = self.analyzed
-        if self.dated:
-            return None
-        return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
-                                *state_rows(docs, extra))
+        with _acyclic():
+            docs, extra = self.analyzed
+            if self.dated:
+                return None
+            return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
+                                    *state_rows(docs, extra))
 
     def check(self, paths: Iterable[str] | None = None) -> CheckReport:
         """Every document, or those under ``paths``: in the order the paths were given
@@ -348,6 +344,20 @@ class Workspace:
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0], self.root_name)
+
+
+@contextmanager
+def _acyclic() -> Iterator[None]:
+    """The cyclic collector paused: a whole check builds many long-lived objects and no
+    cycles, which it would rescan again and again (a tenth of a cold check's CPU at 20k
+    documents). Nests; restores what it found."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
