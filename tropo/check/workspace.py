@@ -86,7 +86,7 @@ class Workspace:
         self.root_name = root.name
         self._dates: gitlog.Dates | None = None
         self.dated = False  # some document's check used file dates (history or mtime)
-        self._given_config_paths = list(config_paths) if config_paths is not None else None
+        self._config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
 
     def _read_rel(self, rel: str) -> bytes | None:
@@ -103,7 +103,8 @@ class Workspace:
         def prune(rel: str) -> bool:
             return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
 
-        return [Entry(e.rel[plen:], e.oid, e.mode) for e in self.snapshot.entries(prune)]
+        listed = self.snapshot.entries(prune)
+        return [Entry(e.rel[plen:], e.oid, e.mode) for e in listed] if plen else listed
 
     @cached_property
     def schema(self) -> Schema:
@@ -119,12 +120,10 @@ class Workspace:
 
     def config_paths(self) -> list[str]:
         """Nested ``tropo.toml`` (and thin configs) below the root."""
-        if self._given_config_paths is not None:
-            return self._given_config_paths
-        return [
-            e.rel for e in self._entries
-            if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
-        ]
+        if self._config_paths is None:
+            names = ("/" + CONFIG_NAME, "/" + THIN_CONFIG)
+            self._config_paths = [e.rel for e in self._entries if e.rel.endswith(names)]
+        return self._config_paths
 
     def type_of(self, rel: str) -> str | None:
         """The type a document at ``rel`` has: its folder's, under that folder's schema."""
@@ -244,8 +243,9 @@ class Workspace:
         """Check one document; a memoized analysis of the same blob, path and schema
         is reused as is (it cannot differ)."""
         oid = entry.oid
+        memo_key = f"{schema_key}\0{entry.rel}\0{oid}"
         if oid is not None:
-            done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
+            done = memo.get(memo_key)
             if done is not None:
                 return doc_from_record(done)
         rec = cache.get(oid) if oid is not None else None
@@ -256,11 +256,13 @@ class Workspace:
                 return docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                          f"cannot read file: {exc.strerror or exc}")
             rec = _parse_bytes(data)
-            oid = oid or blob_oid(data)
+            if oid is None:
+                oid = blob_oid(data)
+                memo_key = f"{schema_key}\0{entry.rel}\0{oid}"
             cache.put(oid, rec)
         doc, dated = self._check_parsed(entry, rec, plan)
         if not dated:  # file dates come from history, not from the blob: never memoized
-            memo.put(f"{schema_key}\0{entry.rel}\0{oid}", doc_record(doc))
+            memo.put(memo_key, doc_record(doc))
         return doc
 
     def _check_parsed(self, entry: Entry, rec: tuple,  # type: ignore[type-arg]
