@@ -11,15 +11,15 @@ import gc
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tropo.check import document as docmod
-from tropo.check import frontmatter
+from tropo.check import frontmatter, halves
 from tropo.check.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
 from tropo.check.checkstate import CheckState, DocRow, FindingRow
 from tropo.check.config import (
@@ -193,14 +193,14 @@ class Workspace:
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
         )
-        docs: list[Doc] = []
+        slots: list[Doc | None] = []  # walk order; None until analysed
+        todo: list[Todo] = []
         extra: list[Finding] = []
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
         with _acyclic(), closing(progress):
             for entry in entries:
-                progress.advance()
                 rel_dir = entry.rel.rpartition("/")[0]
                 known = per_dir.get(rel_dir)
                 if known is None:  # schema, type and memo key are the same for a whole folder
@@ -217,15 +217,34 @@ class Workspace:
                     if finding is not None:
                         extra.append(finding)
                     continue
+                doc: Doc | None = None
                 if entry.rel in conflicted:
-                    docs.append(docmod.unreadable(entry.rel, plan.type, docmod.E000,
-                                                  "unmerged: the index holds a conflict"))
-                    continue
-                docs.append(self._analyze(entry, plan, cache, memo, key))
+                    doc = docmod.unreadable(entry.rel, plan.type, docmod.E000,
+                                            "unmerged: the index holds a conflict")
+                elif entry.oid is not None:  # a memoized analysis of the same blob, path
+                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # and schema cannot differ
+                    doc = doc_from_record(done) if done is not None else None
+                if doc is None:
+                    todo.append((len(slots), entry, plan, key))
+                else:
+                    progress.advance()
+                slots.append(doc)
+
+            def fresh(part: Sequence[Todo], seen: bool) -> list[Fresh]:
+                return self._fresh(part, cache, progress if seen else None)
+
+            for part in halves.run(todo, fresh, _encode, _decode):
+                for index, doc, oid, rec, memo_key, dated in part:
+                    slots[index] = doc
+                    if rec is not None and oid is not None:
+                        cache.put(oid, rec)
+                    if memo_key is not None:
+                        memo.put(memo_key, doc_record(doc))
+                    self.dated = self.dated or dated
         cache.save()
         memo.save()
         extra += self._schema_findings()
-        return docs, sorted(extra, key=lambda f: walk_key(f.path))
+        return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
 
     def _schema_findings(self) -> list[Finding]:
         """One finding per schema file this check read that names an unknown field spec."""
@@ -238,32 +257,30 @@ class Workspace:
                                    + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
         return out
 
-    def _analyze(self, entry: Entry, plan: docmod.Plan, cache: Store, memo: Store,
-                 schema_key: str) -> Doc:
-        """Check one document; a memoized analysis of the same blob, path and schema
-        is reused as is (it cannot differ)."""
-        oid = entry.oid
-        memo_key = f"{schema_key}\0{entry.rel}\0{oid}"
-        if oid is not None:
-            done = memo.get(memo_key)
-            if done is not None:
-                return doc_from_record(done)
-        rec = cache.get(oid) if oid is not None else None
-        if rec is None:
-            try:
-                data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
-            except OSError as exc:
-                return docmod.unreadable(entry.rel, plan.type, docmod.E000,
-                                         f"cannot read file: {exc.strerror or exc}")
-            rec = _parse_bytes(data)
-            if oid is None:
-                oid = blob_oid(data)
-                memo_key = f"{schema_key}\0{entry.rel}\0{oid}"
-            cache.put(oid, rec)
-        doc, dated = self._check_parsed(entry, rec, plan)
-        if not dated:  # file dates come from history, not from the blob: never memoized
-            memo.put(memo_key, doc_record(doc))
-        return doc
+    def _fresh(self, todo: Sequence[Todo], cache: Store, progress: Progress | None) -> list[Fresh]:
+        """Read, parse and check each document (pure work: it may run in a forked child,
+        which writes nothing); the caches are filled by the caller from what it returns."""
+        out: list[Fresh] = []
+        for index, entry, plan, schema_key in todo:
+            if progress is not None:
+                progress.advance()
+            oid = entry.oid
+            rec = cache.get(oid) if oid is not None else None
+            new = None
+            if rec is None:
+                try:
+                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
+                except OSError as exc:
+                    out.append((index, docmod.unreadable(entry.rel, plan.type, docmod.E000,
+                                                         f"cannot read file: {exc.strerror or exc}"),
+                                oid, None, None, False))
+                    continue
+                rec = new = _parse_bytes(data)
+                oid = oid or blob_oid(data)
+            doc, dated = self._check_parsed(entry, rec, plan)
+            # file dates come from history, not from the blob: never memoized
+            out.append((index, doc, oid, new, None if dated else f"{schema_key}\0{entry.rel}\0{oid}", dated))
+        return out
 
     def _check_parsed(self, entry: Entry, rec: tuple,  # type: ignore[type-arg]
                       plan: docmod.Plan) -> tuple[Doc, bool]:
@@ -360,6 +377,20 @@ def _acyclic() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
+
+
+Todo = tuple[int, Entry, docmod.Plan, str]  # (slot, entry, plan, memo key's schema part)
+# (slot, document, blob oid, a parse record to keep, memo key (None: not to keep), dated)
+Fresh = tuple[int, Doc, "str | None", "tuple[Any, ...] | None", "str | None", bool]
+
+
+def _encode(found: list[Fresh]) -> list[tuple[Any, ...]]:
+    return [(index, doc_record(doc), *rest) for index, doc, *rest in found]
+
+
+def _decode(sent: list[tuple[Any, ...]]) -> list[Fresh]:
+    return [(index, doc_from_record(rec), oid, new, key, bool(dated))
+            for index, rec, oid, new, key, dated in sent]
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
