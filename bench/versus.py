@@ -1,7 +1,8 @@
 """Two checkouts of this project side by side: the same whole-process commands run under
 each one's own virtualenv, interleaved (A, B, A, B, ...) so load on a shared machine
-falls on both alike, and the medians compared. For a change that must not make anything
-slower, such as moving modules: `ours / base` above 1 is a slowdown.
+falls on both alike, and the medians compared, wall and CPU time (user + system, the
+command's and its children's) with the load average before and after. For a change that
+must not make anything slower, such as moving modules: `ours / base` above 1 is a slowdown.
 
     python -m bench.versus --base ../base-checkout [--repeat 5] [--nodes 20000] [--only TEXT]
 
@@ -13,6 +14,8 @@ one copy per side: a warm cache belongs to one version of the code.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,6 +42,7 @@ ROWS = (
     Row("vivary --help (start-up)", ("{bin}/vivary", "--help")),
     Row("tropo check, warm", ("{bin}/tropo", "check", "--json"), in_workspace=True),
     Row("tropo check, cold", ("{bin}/tropo", "check", "--json"), in_workspace=True, cold=True),
+    Row("tropo check --no-cache", ("{bin}/tropo", "check", "--no-cache", "--json"), in_workspace=True),
     Row("tropo graph --json", ("{bin}/tropo", "graph", "--json"), in_workspace=True),
     Row("bench.flows --steps 200", ("{bin}/python", "-m", "bench.flows", "--steps", "200", "--items", "20")),
     Row("bench.guard at 300 entries", ("{bin}/python", "-m", "bench.guard", "--lengths", "300",
@@ -46,14 +50,23 @@ ROWS = (
 )
 
 
-def _time(argv: list[str], cwd: Path) -> float:
+def _time(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds (user + system) of the process and all it waited for:
+    on a loaded machine the CPU time is the figure to compare."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if proc.returncode not in (0, 1):
         raise SystemExit(f"bench.versus: {' '.join(argv)} exited {proc.returncode}: "
                          f"{proc.stderr.decode(errors='replace')[-400:]}")
-    return took
+    return took, cpu
+
+
+def _load() -> str:
+    return " ".join(f"{n:.1f}" for n in os.getloadavg())
 
 
 def _generate(python: Path, nodes: int, into: Path) -> Path:
@@ -79,9 +92,11 @@ def main() -> None:
         for side in sides:  # one copy each: a warm cache is per code version
             spaces[side] = Path(tmp) / side
             shutil.copytree(made, spaces[side], symlinks=True)
-        print(f"{'command':<34} {'base s':>8} {'ours s':>8} {'ours/base':>9}")
+        print(f"load average at the start: {_load()}")
+        print(f"{'command':<34} {'base s':>8} {'ours s':>8} {'ours/base':>9} "
+              f"{'base cpu':>8} {'ours cpu':>8} {'cpu ratio':>9}")
         for row in (r for r in ROWS if args.only in r.name):
-            times: dict[str, list[float]] = {"base": [], "ours": []}
+            times: dict[str, list[tuple[float, float]]] = {"base": [], "ours": []}
             for turn in range(args.repeat + 1):  # the first turn warms caches and is dropped
                 for side, top in sides.items():
                     if row.cold:
@@ -90,8 +105,11 @@ def main() -> None:
                     took = _time(argv, spaces[side] if row.in_workspace else top)
                     if turn:
                         times[side].append(took)
-            base, ours = (statistics.median(times[s]) for s in ("base", "ours"))
-            print(f"{row.name:<34} {base:8.3f} {ours:8.3f} {ours / base:8.2f}x", flush=True)
+            base, ours = (statistics.median(wall for wall, _ in times[s]) for s in ("base", "ours"))
+            base_cpu, ours_cpu = (statistics.median(cpu for _, cpu in times[s]) for s in ("base", "ours"))
+            print(f"{row.name:<34} {base:8.3f} {ours:8.3f} {ours / base:8.2f}x "
+                  f"{base_cpu:8.3f} {ours_cpu:8.3f} {ours_cpu / max(base_cpu, 1e-6):8.2f}x", flush=True)
+        print(f"load average at the end: {_load()}")
 
 if __name__ == "__main__":
     main()

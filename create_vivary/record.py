@@ -97,7 +97,8 @@ def validate(root: Path, rel: str, text: str) -> None:
         type_name = cfg.type_for(folder, ws.root_name)
     except ConfigError as exc:
         raise Refused(f"record could not be validated against the workspace schema: {exc}") from exc
-    doc = docmod.analyze(rel, parse(text), cfg, type_name, ws.root_name, lambda: (None, None))
+    doc = docmod.analyze(rel, parse(text), docmod.Plan.of(cfg, type_name), ws.root_name,
+                         lambda: (None, None))
     expected = FOLDERS[rel.split("/")[-2]]
     errors = [f"{f.code} {f.message}" for f in doc.findings]
     if doc.type != expected or errors:

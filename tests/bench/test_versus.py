@@ -17,9 +17,13 @@ def test_a_checkout_against_itself_prints_each_row_with_a_ratio() -> None:
         cwd=ROOT, capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    rows = [line for line in proc.stdout.splitlines()[1:] if line.strip()]
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("load average at the start: ") and lines[-1].startswith("load average at the end: ")
+    rows = [line for line in lines[2:-1] if line.strip()]
     assert [r.split("  ")[0] for r in rows] == ["strato --help (start-up)", "vivary --help (start-up)"]
-    assert all(re.search(r" \d+\.\d{3} +\d+\.\d{3} +\d+\.\d\dx$", r) for r in rows), rows
+    number = r" +\d+\.\d{3}"
+    assert all(re.search(f"{number}{number} +\\d+\\.\\d\\dx{number}{number} +\\d+\\.\\d\\dx$", r)
+               for r in rows), rows
 
 
 def test_a_base_without_a_virtualenv_is_a_usage_error(tmp_path: Path) -> None:

@@ -46,57 +46,82 @@ def unreadable(rel: str, type_name: str | None, code: str, message: str) -> Doc:
 
 
 Dates = Callable[[], tuple[str | None, str | None]]
+Rule = tuple["specs.Check | None", bool]  # a field's check (None: its spec is unknown), whether it is an edge
 
 
-def analyze(
-    rel: str, parsed: Parsed, cfg: Config, type_name: str | None, root_name: str,
-    dates: Dates,
-) -> Doc:
-    """Check one document against its effective schema (cross-file checks come later)."""
+@dataclass(frozen=True)
+class Plan:
+    """What checking a document of one type under one schema asks, worked out once per
+    folder rather than per document: the merged field tables, each spec's check."""
+
+    type: str | None
+    untyped: bool  # an untyped document the schema refuses (W201)
+    noisy: bool  # a field that repeats its derived value is noise (W210)
+    required: tuple[str, ...]
+    derive: frozenset[str]
+    rules: dict[str, Rule]
+
+    @classmethod
+    def of(cls, cfg: Config, type_name: str | None) -> Plan:
+        required, known = cfg.fields_for(type_name)
+        rules = {key: (specs.checker(spec) if specs.is_known(spec) else None, spec in specs.EDGE_SPECS)
+                 for key, spec in known.items()}
+        return cls(type_name, type_name is None and not cfg.allow_untyped,
+                   type_name is not None or not cfg.allow_untyped, tuple(required),
+                   frozenset(cfg.derive), rules)
+
+
+def analyze(rel: str, parsed: Parsed, plan: Plan, root_name: str, dates: Dates) -> Doc:
+    """Check one document against its type's plan (cross-file checks come later)."""
     doc_id = derive_id(rel, root_name)
     title = parsed.title or doc_id.replace("-", " ").title()
+    type_name = plan.type
     doc = Doc(rel, doc_id, type_name, title, parsed.fields)
     add = doc.findings.append
     if parsed.error is not None:
         message, line = parsed.error
         add(Finding(rel, line, "error", E001, message))
         return doc
-    if type_name is None and not cfg.allow_untyped:
+    if plan.untyped:
         add(Finding(rel, 1, "error", W201,
                     "untyped document (no ancestor folder is a registered type)"))
+    fields = parsed.fields
     lines = parsed.key_lines
-    required, known = cfg.fields_for(type_name)
-    for key in required:
-        if key not in parsed.fields:
+    for key in plan.required:
+        if key not in fields:
             add(Finding(rel, 1, "error", E101,
                         f"missing required field {key!r} for type {type_name!r}"))
-        elif parsed.fields[key] is None or parsed.fields[key] == "":
+        elif fields[key] is None or fields[key] == "":
             add(Finding(rel, lines.get(key, 1), "error", E102, f"required field {key!r} is empty"))
-    derived: dict[str, Any] = {"id": doc_id, "slug": doc_id, "title": title}
-    for key, value in parsed.fields.items():
-        line = lines.get(key, 1)
-        if key in cfg.derive:
+    derived: dict[str, Any] | None = None
+    rules = plan.rules
+    for key, value in fields.items():
+        if key in plan.derive:
+            if derived is None:
+                derived = {"id": doc_id, "slug": doc_id, "title": title}
             if key in ("created", "updated") and key not in derived:
                 derived["created"], derived["updated"] = dates()  # history only when it matters
-            if value == derived.get(key) and (type_name is not None or not cfg.allow_untyped):
+            if value == derived.get(key) and plan.noisy:
                 doc.noise.append(key)
-                add(Finding(rel, line, "warning", W210,
+                add(Finding(rel, lines.get(key, 1), "warning", W210,
                             f"field {key!r} equals its derived value (noise)"))
             continue
-        spec = known.get(key)
-        if spec is None:
+        rule = rules.get(key)
+        if rule is None:
             if type_name is not None:
-                add(Finding(rel, line, "warning", W202,
+                add(Finding(rel, lines.get(key, 1), "warning", W202,
                             f"unknown field {key!r} for type {type_name!r}"))
             continue
-        if not specs.is_known(spec):
+        check, edge = rule
+        if check is None:
             continue  # the schema's fault, reported once on the file that declares it (E104)
-        if spec in specs.EDGE_SPECS and value is not None:
+        if edge and value is not None:
+            line = lines.get(key, 1)
             for target in value if isinstance(value, list) else [value]:
                 doc.refs.append((key, target, line))
-        why = specs.problem(value, spec)
+        why = check(value)
         if why:
-            add(Finding(rel, line, "error", E103, f"field {key!r}: {why}"))
+            add(Finding(rel, lines.get(key, 1), "error", E103, f"field {key!r}: {why}"))
         else:
             doc.declared[key] = value
     return doc

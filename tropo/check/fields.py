@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from tropo.check.ids import is_slug
@@ -43,19 +45,41 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def problem(value: Any, spec: str) -> str | None:
-    """Why ``value`` does not conform to ``spec``, or None when it does (null always does:
-    emptiness is the required-field check's business)."""
-    if value is None or spec == "any":
-        return None
+Check = Callable[[Any], "str | None"]  # why a value does not conform, or None
+
+
+@functools.cache
+def checker(spec: str) -> Check:
+    """The check of one spec, decided once per spec rather than per value: why a value
+    does not conform to ``spec``, or None when it does (null always does: emptiness is
+    the required-field check's business)."""
+    if spec == "any":
+        return lambda value: None
     if spec.startswith("enum:"):
         allowed = spec[5:].split("|")
-        return None if str(value) in allowed else (
-            f"expected one of [{', '.join(allowed)}], got {value!r}"
-        )
+        members, shown = frozenset(allowed), ", ".join(allowed)
+
+        def enum(value: Any) -> str | None:
+            if value is None or str(value) in members:
+                return None
+            return f"expected one of [{shown}], got {value!r}"
+        return enum
+    if spec == "string":  # the most common spec: one test
+        return lambda value: (f"expected a string, got a {_kind(value)}"
+                              if isinstance(value, (list, dict)) else None)
+    return functools.partial(_problem, spec=spec)
+
+
+def _problem(value: Any, spec: str) -> str | None:
+    if value is None:
+        return None
     composite = isinstance(value, (list, dict))
     if spec == "string":
         return f"expected a string, got a {_kind(value)}" if composite else None
+    if spec in LIST_SPECS:
+        return _list_problem(value, spec)
+    if spec in ("slug", "ref"):
+        return None if is_slug(value) else f"expected a {spec} (lowercase a-z 0-9 . _ -), got {value!r}"
     if spec == "date":
         if composite:
             return f"expected a date (YYYY-MM-DD), got a {_kind(value)}"
@@ -64,13 +88,9 @@ def problem(value: Any, spec: str) -> str | None:
         return None if DATETIME_RE.match(str(value)) else (
             f"expected ISO-8601 datetime, got {value!r}"
         )
-    if spec in ("slug", "ref"):
-        return None if is_slug(value) else f"expected a {spec} (lowercase a-z 0-9 . _ -), got {value!r}"
     if spec == "url":
         ok = isinstance(value, str) and URL_RE.match(value)
         return None if ok else f"expected a URL (http/https), got {value!r}"
-    if spec in LIST_SPECS:
-        return _list_problem(value, spec)
     if spec == "bool":
         return None if isinstance(value, bool) else f"expected true/false, got {value!r}"
     if spec == "number":

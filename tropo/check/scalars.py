@@ -25,6 +25,9 @@ _DIGIT = re.compile(r"\d")  # any decimal digit int() and float() accept, Unicod
 # With a digit present, int() and float() accept only these ASCII characters inside
 # (blanks at the ends are stripped): no letter but an exponent's, no ``inf`` or ``nan``.
 _NOT_NUMERIC = re.compile(r"[^0-9+\-._eE]")
+# ASCII letters that start no keyword (null, true, false) and no digitless float (inf,
+# infinity, nan, in any case); int() and float() refuse any other text they start.
+_PLAIN_START = frozenset("abcdeghjklmopqrsuvwxyzABCDEGHJKLMOPQRSUVWXYZ")
 _DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
                               for word in ("inf", "infinity", "nan"))
 
@@ -32,6 +35,8 @@ _DIGITLESS_FLOATS = frozenset(f"{sign}{word}" for sign in ("", "+", "-")
 def plain_scalar(raw: str) -> Any:
     """An unquoted scalar, read the way vivary-tropo reads it."""
     raw = raw.strip()
+    if raw[:1] in _PLAIN_START:
+        return raw  # a letter no keyword or number starts: text (most values)
     if raw in ("", "~", "null", "Null", "NULL"):
         return None
     if raw in ("true", "True", "TRUE"):

@@ -11,14 +11,15 @@ import gc
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tropo.check import document as docmod
-from tropo.check import frontmatter
+from tropo.check import frontmatter, halves
 from tropo.check.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
 from tropo.check.checkstate import CheckState, DocRow, FindingRow
 from tropo.check.config import (
@@ -85,7 +86,7 @@ class Workspace:
         self.root_name = root.name
         self._dates: gitlog.Dates | None = None
         self.dated = False  # some document's check used file dates (history or mtime)
-        self._given_config_paths = list(config_paths) if config_paths is not None else None
+        self._config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
 
     def _read_rel(self, rel: str) -> bytes | None:
@@ -102,7 +103,8 @@ class Workspace:
         def prune(rel: str) -> bool:
             return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
 
-        return [Entry(e.rel[plen:], e.oid, e.mode) for e in self.snapshot.entries(prune)]
+        listed = self.snapshot.entries(prune)
+        return [Entry(e.rel[plen:], e.oid, e.mode) for e in listed] if plen else listed
 
     @cached_property
     def schema(self) -> Schema:
@@ -118,12 +120,10 @@ class Workspace:
 
     def config_paths(self) -> list[str]:
         """Nested ``tropo.toml`` (and thin configs) below the root."""
-        if self._given_config_paths is not None:
-            return self._given_config_paths
-        return [
-            e.rel for e in self._entries
-            if "/" in e.rel and (e.rel.endswith("/" + CONFIG_NAME) or e.rel.endswith("/" + THIN_CONFIG))
-        ]
+        if self._config_paths is None:
+            names = ("/" + CONFIG_NAME, "/" + THIN_CONFIG)
+            self._config_paths = [e.rel for e in self._entries if e.rel.endswith(names)]
+        return self._config_paths
 
     def type_of(self, rel: str) -> str | None:
         """The type a document at ``rel`` has: its folder's, under that folder's schema."""
@@ -174,10 +174,11 @@ class Workspace:
     @cached_property
     def documents(self) -> tuple[list[Doc], list[Finding]]:
         """All documents in walk order, cross-file checks done; plus orphan findings."""
-        docs, extra = self.analyzed
-        cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
-        return [replace(d, findings=d.findings + cross[index]) if index in cross else d
-                for index, d in enumerate(docs)], extra
+        with _acyclic():
+            docs, extra = self.analyzed
+            cross = CheckState.build((), False, {}, *state_rows(docs, [])).cross(self.root_name)
+            return [replace(d, findings=d.findings + cross[index]) if index in cross else d
+                    for index, d in enumerate(docs)], extra
 
     @cached_property
     def analyzed(self) -> tuple[list[Doc], list[Finding]]:
@@ -186,32 +187,29 @@ class Workspace:
         root_excluded = excluder(schema.root.exclude)
         cache = Store(self._cache_dir(), "parse")
         memo = Store(self._cache_dir(), "docs")
-        per_dir: dict[str, tuple[Config, str | None, str]] = {}
+        per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
         keys: dict[int, str] = {}
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
         )
-        docs: list[Doc] = []
+        slots: list[Doc | None] = []  # walk order; None until analysed
+        todo: list[Todo] = []
         extra: list[Finding] = []
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
-        # The walk builds many long-lived objects and no cycles: the cyclic collector would
-        # rescan them again and again (an eighth of a cold check's CPU at 20k documents).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
+        with _acyclic(), closing(progress):
             for entry in entries:
-                progress.advance()
                 rel_dir = entry.rel.rpartition("/")[0]
                 known = per_dir.get(rel_dir)
                 if known is None:  # schema, type and memo key are the same for a whole folder
                     cfg = schema.for_dir(rel_dir)
                     if id(cfg) not in keys:
                         keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                    known = per_dir[rel_dir] = (cfg, cfg.type_for(rel_dir, self.root_name), keys[id(cfg)])
-                cfg, type_name, key = known
+                    plan = docmod.Plan.of(cfg, cfg.type_for(rel_dir, self.root_name))
+                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)])
+                cfg, plan, key = known
                 if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
                     continue
                 if entry.mode == LINK:
@@ -219,19 +217,34 @@ class Workspace:
                     if finding is not None:
                         extra.append(finding)
                     continue
+                doc: Doc | None = None
                 if entry.rel in conflicted:
-                    docs.append(docmod.unreadable(entry.rel, type_name, docmod.E000,
-                                                  "unmerged: the index holds a conflict"))
-                    continue
-                docs.append(self._analyze(entry, cfg, type_name, cache, memo, key))
-        finally:
-            if collecting:
-                gc.enable()
-            progress.close()
+                    doc = docmod.unreadable(entry.rel, plan.type, docmod.E000,
+                                            "unmerged: the index holds a conflict")
+                elif entry.oid is not None:  # a memoized analysis of the same blob, path
+                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # and schema cannot differ
+                    doc = doc_from_record(done) if done is not None else None
+                if doc is None:
+                    todo.append((len(slots), entry, plan, key))
+                else:
+                    progress.advance()
+                slots.append(doc)
+
+            def fresh(part: Sequence[Todo], seen: bool) -> list[Fresh]:
+                return self._fresh(part, cache, progress if seen else None)
+
+            for part in halves.run(todo, fresh, _encode, _decode):
+                for index, doc, oid, rec, memo_key, dated in part:
+                    slots[index] = doc
+                    if rec is not None and oid is not None:
+                        cache.put(oid, rec)
+                    if memo_key is not None:
+                        memo.put(memo_key, doc_record(doc))
+                    self.dated = self.dated or dated
         cache.save()
         memo.save()
         extra += self._schema_findings()
-        return docs, sorted(extra, key=lambda f: walk_key(f.path))
+        return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
 
     def _schema_findings(self) -> list[Finding]:
         """One finding per schema file this check read that names an unknown field spec."""
@@ -244,32 +257,33 @@ class Workspace:
                                    + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
         return out
 
-    def _analyze(self, entry: Entry, cfg: Config, type_name: str | None,
-                 cache: Store, memo: Store, schema_key: str) -> Doc:
-        """Check one document; a memoized analysis of the same blob, path and schema
-        is reused as is (it cannot differ)."""
-        oid = entry.oid
-        if oid is not None:
-            done = memo.get(f"{schema_key}\0{entry.rel}\0{oid}")
-            if done is not None:
-                return doc_from_record(done)
-        rec = cache.get(oid) if oid is not None else None
-        if rec is None:
-            try:
-                data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
-            except OSError as exc:
-                return docmod.unreadable(entry.rel, type_name, docmod.E000,
-                                         f"cannot read file: {exc.strerror or exc}")
-            rec = _parse_bytes(data)
-            oid = oid or blob_oid(data)
-            cache.put(oid, rec)
-        doc, dated = self._check_parsed(entry, rec, cfg, type_name)
-        if not dated:  # file dates come from history, not from the blob: never memoized
-            memo.put(f"{schema_key}\0{entry.rel}\0{oid}", doc_record(doc))
-        return doc
+    def _fresh(self, todo: Sequence[Todo], cache: Store, progress: Progress | None) -> list[Fresh]:
+        """Read, parse and check each document (pure work: it may run in a forked child,
+        which writes nothing); the caches are filled by the caller from what it returns."""
+        out: list[Fresh] = []
+        for index, entry, plan, schema_key in todo:
+            if progress is not None:
+                progress.advance()
+            oid = entry.oid
+            rec = cache.get(oid) if oid is not None else None
+            new = None
+            if rec is None:
+                try:
+                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
+                except OSError as exc:
+                    out.append((index, docmod.unreadable(entry.rel, plan.type, docmod.E000,
+                                                         f"cannot read file: {exc.strerror or exc}"),
+                                oid, None, None, False))
+                    continue
+                rec = new = _parse_bytes(data)
+                oid = oid or blob_oid(data)
+            doc, dated = self._check_parsed(entry, rec, plan)
+            # file dates come from history, not from the blob: never memoized
+            out.append((index, doc, oid, new, None if dated else f"{schema_key}\0{entry.rel}\0{oid}", dated))
+        return out
 
-    def _check_parsed(self, entry: Entry, rec: tuple, cfg: Config,  # type: ignore[type-arg]
-                      type_name: str | None) -> tuple[Doc, bool]:
+    def _check_parsed(self, entry: Entry, rec: tuple,  # type: ignore[type-arg]
+                      plan: docmod.Plan) -> tuple[Doc, bool]:
         """The document's findings from its parse record; whether file dates were used."""
         dated = False
 
@@ -280,9 +294,9 @@ class Workspace:
 
         parsed, flags = from_record(rec)
         if flags & TOO_LARGE:
-            return docmod.unreadable(entry.rel, type_name, docmod.E003,
+            return docmod.unreadable(entry.rel, plan.type, docmod.E003,
                                      f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
-        doc = docmod.analyze(entry.rel, parsed, cfg, type_name, self.root_name, dates)
+        doc = docmod.analyze(entry.rel, parsed, plan, self.root_name, dates)
         if flags & NOT_UTF8:
             doc.findings.insert(0, Finding(entry.rel, 0, "error", docmod.E002,
                                            "not UTF-8 text (binary or another encoding)"))
@@ -327,11 +341,12 @@ class Workspace:
     def state(self) -> CheckState | None:
         """The whole check as a patchable state; None when an analysis used file dates
         (those change with no blob changing)."""
-        docs, extra = self.analyzed
-        if self.dated:
-            return None
-        return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
-                                *state_rows(docs, extra))
+        with _acyclic():
+            docs, extra = self.analyzed
+            if self.dated:
+                return None
+            return CheckState.build(self.config_paths(), self.config.strict, self.config_reads,
+                                    *state_rows(docs, extra))
 
     def check(self, paths: Iterable[str] | None = None) -> CheckReport:
         """Every document, or those under ``paths``: in the order the paths were given
@@ -348,6 +363,34 @@ class Workspace:
 
     def graph(self) -> Graph:
         return build_graph(self.documents[0], self.root_name)
+
+
+@contextmanager
+def _acyclic() -> Iterator[None]:
+    """The cyclic collector paused: a whole check builds many long-lived objects and no
+    cycles, which it would rescan again and again (a tenth of a cold check's CPU at 20k
+    documents). Nests; restores what it found."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+Todo = tuple[int, Entry, docmod.Plan, str]  # (slot, entry, plan, memo key's schema part)
+# (slot, document, blob oid, a parse record to keep, memo key (None: not to keep), dated)
+Fresh = tuple[int, Doc, "str | None", "tuple[Any, ...] | None", "str | None", bool]
+
+
+def _encode(found: list[Fresh]) -> list[tuple[Any, ...]]:
+    return [(index, doc_record(doc), *rest) for index, doc, *rest in found]
+
+
+def _decode(sent: list[tuple[Any, ...]]) -> list[Fresh]:
+    return [(index, doc_from_record(rec), oid, new, key, bool(dated))
+            for index, rec, oid, new, key, dated in sent]
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
@@ -16,6 +17,23 @@ def test_split_requires_a_closed_block_at_byte_zero() -> None:
     assert fm.split("---\na: 1\nno close\n")[0] is None
     assert fm.split(" ---\na: 1\n---\n")[0] is None
     assert fm.split("---\r\na: 1\r\n---\r\nbody") == ("a: 1", "body")
+
+
+_BLOCK_RE = re.compile(r"---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)", re.S)  # what split means
+
+
+def _split_by_regex(text: str) -> tuple[str | None, str]:
+    text = text.removeprefix("\ufeff")
+    m = _BLOCK_RE.match(text) if text.startswith("---") else None
+    return (m.group(1), text[m.end():]) if m else (None, text)
+
+
+@settings(max_examples=2000)
+@given(st.sampled_from(["", "---", "---\n", "\ufeff---\n", "--- \t\r\n", "---\r\r\n"]),
+       st.lists(st.sampled_from(["---", "-", "\n", "\r", "\r\n", " ", "\t", "a: 1", "#", "\ufeff"]),
+                max_size=16).map("".join))
+def test_split_finds_the_block_the_regex_would(opening: str, rest: str) -> None:
+    assert fm.split(opening + rest) == _split_by_regex(opening + rest)
 
 
 @pytest.mark.parametrize(
