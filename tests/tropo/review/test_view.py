@@ -183,6 +183,33 @@ def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> Non
     assert page.errors() == []
 
 
+@pytest.mark.slow  # a browser test
+def test_view_search_puts_the_exact_id_first_however_many_titles_match(repo_dir: Path, page: Page) -> None:
+    # 40 notes whose titles contain "zebra", ordered before the one task whose id it is.
+    config = ('version = 1\n[base]\nderive = ["id", "title"]\n'
+              '[types.note]\nfolder = "notes"\n[types.task]\nfolder = "tasks"\n')
+    files = {"tropo.toml": config, "tasks/zebra.md": "# Stripes\n"}
+    files |= {f"notes/a{i:02d}.md": f"# Zebra crossing {i}\n" for i in range(40)}
+    write_files(repo_dir, files)
+    commit_all(repo_dir)
+    code, _, err = tropo("view", "--out", str(repo_dir / "graph.html"), cwd=repo_dir)
+    assert code == 0, err
+    _open(page, repo_dir / "graph.html")
+    page.evaluate(FRAME)
+    page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
+    page.call("Input.insertText", text="ZEBRA")
+    listed = page.evaluate("[...document.querySelectorAll('#results li')].map(li => li.firstChild.textContent)")
+    assert listed[0] == "zebra" and len(listed) == 30  # the exact id, then titles, capped
+    page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    page.evaluate(FRAME)
+    assert page.evaluate("document.getElementById('selected-id').textContent") == "zebra"
+    page.evaluate("void (document.getElementById('search').value = '')")
+    page.call("Input.insertText", text="a1")
+    listed = page.evaluate("[...document.querySelectorAll('#results li')].map(li => li.firstChild.textContent)")
+    assert listed == [f"a1{i}" for i in range(10)]
+    assert page.errors() == []
+
+
 def test_view_out_refusals(repo_dir: Path, tmp_path: Path) -> None:
     make_vault(repo_dir)
     commit_all(repo_dir)
