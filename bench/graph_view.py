@@ -8,15 +8,20 @@ medians of ``--runs`` fresh page loads, with the machine's load average beside t
 - first useful paint: navigation start to the first frame sigma draws (the page's
   ``tropo-view:drawn`` mark);
 - search-to-focus: typing an id into the search box and Enter, to the frame after the
-  focus is drawn (ten ids, in-page ``performance.now()``);
+  focus is drawn (ten ids, in-page ``performance.now()``), and of that the script's part
+  (the input and the keydown handled, before any frame);
 - panning: a mouse drag across the graph with every node expanded, the longest and the
   95th-percentile frame interval (``requestAnimationFrame`` timestamps) and how many
-  nodes were on screen.
+  nodes were on screen;
+- beside each, the CPU the browser's processes spent (all of them: the page's, the GPU
+  process drawing WebGL in software, and Playwright's driver), per search and per frame,
+  which a loaded machine inflates less than the wall time.
 
 Baseline in the same run: the page before sigma (the SVG one, main's ``view.html``,
 filled with the same data), its first paint, with a 60 s cap.
 
     nice -n 19 python -m bench.graph_view --sizes 3000 5000 20000 --runs 3
+    python -m bench.graph_view --sizes 3000 5000    # the quick one (graphs kept in --where)
 """
 
 from __future__ import annotations
@@ -100,9 +105,10 @@ SEARCH = """async (ids) => {
     const t = performance.now();
     box.value = id; box.dispatchEvent(new Event('input'));
     box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' }));
+    const script = performance.now() - t;
     await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
     if (tropoView.nodes[tropoView.state.centre].id !== id) throw new Error('focused the wrong node');
-    out.push(performance.now() - t);
+    out.push([performance.now() - t, script]);
     box.value = ''; box.dispatchEvent(new Event('input'));
   }
   return out;
@@ -119,12 +125,39 @@ FOCUS = "id => tropoView.select(tropoView.nodes.findIndex(n => n.id === id), tru
 UNFOCUS = "() => tropoView.clear()"
 
 
+def browser_cpu() -> float:
+    """CPU seconds spent so far by this process's descendants (the browser's processes and
+    Playwright's driver), read from /proc: Linux only."""
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after the command's name, which may hold spaces
+        parent[int(entry.name)] = int(fields[1])
+        spent[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    ours, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        for child in (c for c, p in parent.items() if p == pid):
+            ours += spent[child]
+            todo.append(child)
+    return ours
+
+
 def pan(page: Page) -> dict[str, float]:
-    """Expand every type, then drag across the graph: frame intervals while panning."""
+    """Expand every type, then drag across the graph: frame intervals while panning, and
+    the browser's CPU per frame."""
     page.evaluate("""() => { const v = tropoView; for (const t of [...v.state.collapsed]) v.toggle(t);
         v.renderer.getCamera().setState({ x: 0.5, y: 0.5, ratio: 1 }); }""")
     page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     visible = page.evaluate(ON_SCREEN)
+    cpu = browser_cpu()
     page.evaluate(FRAMES)
     page.mouse.move(300, 400)
     page.mouse.down()
@@ -134,9 +167,10 @@ def pan(page: Page) -> dict[str, float]:
     page.evaluate("new Promise(r => setTimeout(r, 200))")
     page.evaluate("window.framesOn = false")
     stamps: list[float] = page.evaluate("window.frames_")
+    cpu = browser_cpu() - cpu
     gaps = sorted(b - a for a, b in itertools.pairwise(stamps))
     return {"visible": visible, "max_ms": gaps[-1], "p95_ms": gaps[int(0.95 * (len(gaps) - 1))],
-            "median_ms": statistics.median(gaps)}
+            "median_ms": statistics.median(gaps), "cpu_ms_per_frame": 1000 * cpu / len(gaps)}
 
 
 def shot(page: Page, html: Path | None, data: dict[str, Any], shots: Path, size: int) -> None:
@@ -180,7 +214,8 @@ def main() -> None:
             row["page_data_cpu_s"] = data_times(root, g, args.runs)
             row["page_mb"] = round(html.stat().st_size / 1e6, 1)
             paints: list[float] = []
-            searches: list[float] = []
+            searches: list[list[float]] = []  # [wall, script] ms per search
+            search_cpu: list[float] = []  # the browser's CPU ms per search, per run
             pans: list[dict[str, float]] = []
             real = [n["id"] for n in data["nodes"] if not n.get("ghost")]
             ids = real[:: max(1, len(real) // SEARCH_IDS)][:SEARCH_IDS]
@@ -188,14 +223,19 @@ def main() -> None:
                 context = browser.new_context(viewport={"width": 1280, "height": 800})
                 page = context.new_page()
                 paints.append(first_paint(page, html, "tropo-view:drawn"))
+                cpu = browser_cpu()
                 searches.extend(page.evaluate(SEARCH, ids))
+                search_cpu.append(1000 * (browser_cpu() - cpu) / len(ids))
                 if args.shots is not None and not pans:
                     shot(page, None, data, args.shots, size)
                     page.evaluate(UNFOCUS)
                 pans.append(pan(page))
                 context.close()
             row["first_paint_s"] = statistics.median(paints)
-            row["search_to_focus_ms"] = {"median": statistics.median(searches), "max": max(searches)}
+            walls = [wall for wall, _ in searches]
+            row["search_to_focus_ms"] = {"median": statistics.median(walls), "max": max(walls),
+                                         "script_median": statistics.median(s for _, s in searches),
+                                         "cpu_per_search": statistics.median(search_cpu)}
             row["pan"] = {k: statistics.median(p[k] for p in pans) for k in pans[0]}
             if args.baseline:
                 baseline = args.where / f"g{size}-svg.html"
@@ -207,6 +247,7 @@ def main() -> None:
                 except Exception as exc:  # the old page timing out is the finding
                     row["svg_first_paint_s"] = f"none in 60 s ({type(exc).__name__})"
                 context.close()
+            row["load_after"] = os.getloadavg()[0]
             rows.append(row)
             print(json.dumps(row), flush=True)
         browser.close()
