@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from bench import generate
 from tests.support.browser import ARGS, CHROMIUM  # the browser the tests drive, started alike
@@ -184,18 +184,51 @@ def shot(page: Page, html: Path | None, data: dict[str, Any], shots: Path, size:
     page.screenshot(path=str(shots / f"graph-{size}.png"))
 
 
+def run_once(browser: Browser, html: Path, ids: list[str], data: dict[str, Any], shots: Path | None,
+             size: int) -> dict[str, Any]:
+    """One fresh page load of ``html``: its first paint, each search's [wall, script] ms,
+    the browser's CPU ms per search, and panning (a screenshot first, into ``shots``)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    paint = first_paint(page, html, "tropo-view:drawn")
+    cpu = browser_cpu()
+    searches = page.evaluate(SEARCH, ids)
+    cpu = 1000 * (browser_cpu() - cpu) / len(ids)
+    if shots is not None:
+        shot(page, None, data, shots, size)
+        page.evaluate(UNFOCUS)
+    panned = pan(page)
+    context.close()
+    return {"paint": paint, "searches": searches, "search_cpu": cpu, "pan": panned}
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over runs (the longest search's time beside them)."""
+    walls = [wall for r in runs for wall, _ in r["searches"]]
+    scripts = [script for r in runs for _, script in r["searches"]]
+    return {"first_paint_s": statistics.median(r["paint"] for r in runs),
+            "search_to_focus_ms": {"median": statistics.median(walls), "max": max(walls),
+                                   "script_median": statistics.median(scripts),
+                                   "cpu_per_search": statistics.median(r["search_cpu"] for r in runs)},
+            "pan": {k: statistics.median(r["pan"][k] for r in runs) for k in runs[0]["pan"]}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[3000, 5000, 20000])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--where", type=Path, default=Path(tempfile.gettempdir()) / "graph-view-bench")
     parser.add_argument("--baseline", action="store_true", help="also time the SVG page before sigma")
+    parser.add_argument("--before", metavar="REV", help="also measure view.html as it was at REV (the same "
+                        "data, runs alternating with this page's), e.g. --before main")
     parser.add_argument("--shots", type=Path, help="write a screenshot per size (focused) here")
     parser.add_argument("--only-shots", action="store_true", help="take the screenshots, measure nothing")
     args = parser.parse_args()
     old = subprocess.run(["git", "show", "7156f97:tropo/review/view.html"], capture_output=True, text=True,
                          check=False).stdout if args.baseline else ""
-    rows: list[dict[str, Any]] = []
+    before = view.inline_vendored(subprocess.run(
+        ["git", "show", f"{args.before}:tropo/review/view.html"], capture_output=True, text=True,
+        check=True).stdout) if args.before else ""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         for size in args.sizes:
@@ -213,30 +246,19 @@ def main() -> None:
             row: dict[str, Any] = {"nodes": len(g.nodes), "edges": len(g.edges), "load": os.getloadavg()[0]}
             row["page_data_cpu_s"] = data_times(root, g, args.runs)
             row["page_mb"] = round(html.stat().st_size / 1e6, 1)
-            paints: list[float] = []
-            searches: list[list[float]] = []  # [wall, script] ms per search
-            search_cpu: list[float] = []  # the browser's CPU ms per search, per run
-            pans: list[dict[str, float]] = []
             real = [n["id"] for n in data["nodes"] if not n.get("ghost")]
             ids = real[:: max(1, len(real) // SEARCH_IDS)][:SEARCH_IDS]
-            for _ in range(args.runs):
-                context = browser.new_context(viewport={"width": 1280, "height": 800})
-                page = context.new_page()
-                paints.append(first_paint(page, html, "tropo-view:drawn"))
-                cpu = browser_cpu()
-                searches.extend(page.evaluate(SEARCH, ids))
-                search_cpu.append(1000 * (browser_cpu() - cpu) / len(ids))
-                if args.shots is not None and not pans:
-                    shot(page, None, data, args.shots, size)
-                    page.evaluate(UNFOCUS)
-                pans.append(pan(page))
-                context.close()
-            row["first_paint_s"] = statistics.median(paints)
-            walls = [wall for wall, _ in searches]
-            row["search_to_focus_ms"] = {"median": statistics.median(walls), "max": max(walls),
-                                         "script_median": statistics.median(s for _, s in searches),
-                                         "cpu_per_search": statistics.median(search_cpu)}
-            row["pan"] = {k: statistics.median(p[k] for p in pans) for k in pans[0]}
+            old_page = args.where / f"g{size}-before.html"
+            if before:
+                old_page.write_text(view.render(data, before))
+            runs, runs_before = [], []
+            for k in range(args.runs):
+                runs.append(run_once(browser, html, ids, data, args.shots if k == 0 else None, size))
+                if before:
+                    runs_before.append(run_once(browser, old_page, ids, data, None, size))
+            row |= summary(runs)
+            if before:
+                row["before"] = {"rev": args.before, **summary(runs_before)}
             if args.baseline:
                 baseline = args.where / f"g{size}-svg.html"
                 baseline.write_text(old.replace("__TITLE__", "graph").replace(
@@ -248,7 +270,6 @@ def main() -> None:
                     row["svg_first_paint_s"] = f"none in 60 s ({type(exc).__name__})"
                 context.close()
             row["load_after"] = os.getloadavg()[0]
-            rows.append(row)
             print(json.dumps(row), flush=True)
         browser.close()
 
