@@ -60,6 +60,8 @@ AT = """((k) => { const v = tropoView, p = v.renderer.graphToViewport(v.graph.ge
     r = document.getElementById('sigma').getBoundingClientRect(); return [r.left + p.x, r.top + p.y]; })"""
 LABELS = "[...tropoView.labelled.keys()].map(Number)"  # the labels drawn in the last frame
 LABEL_BOXES = "[...tropoView.labelled.values()]"  # and their boxes on the screen
+# Edges sigma holds but does not show: it would still draw each (in software, most of a frame).
+HIDDEN_EDGES = "tropoView.graph.filterEdges(k => tropoView.renderer.getEdgeDisplayData(k).hidden).length"
 
 
 def _overlaps(boxes: list[list[float]]) -> int:
@@ -311,6 +313,7 @@ def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, 
     page.evaluate(FRAME)
     drawn = page.evaluate("[...tropoView.labelled.keys()]")
     assert len(drawn) >= 3 and _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    assert page.evaluate(HIDDEN_EDGES) == 0
     if size > 5000:  # opens with each type collapsed: its circle and count are what is labelled
         clusters = page.evaluate("tropoView.graph.filterNodes(k => k.startsWith('type:') && "
                                  "!tropoView.renderer.getNodeDisplayData(k).hidden)")
@@ -338,4 +341,5 @@ def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, 
         if (k.startsWith('type:') || v.state.near.has(+k)) return; const d = v.renderer.getNodeDisplayData(k);
         out.add(d.hidden ? 'hidden' : d.color); }); return [...out]; })()""")
     assert set(rest) <= {"hidden", "#e3e7ee"}
+    assert page.evaluate(HIDDEN_EDGES) == 0
     assert page.errors() == []
