@@ -168,10 +168,8 @@ def page_data(title: str, g: Graph, keep: set[str] | None = None,
 VENDORED = re.compile(r'<script src="(vendor/[\w.-]+\.js)"></script>')
 
 
-@cache
-def template() -> str:
-    """``view.html`` with each vendored script inlined in its place: the page every render
-    fills in, and whose inline scripts the workbench's policy allows by hash."""
+def inline_vendored(page: str) -> str:
+    """``page`` (a ``view.html``) with each vendored script inlined in its place."""
     here = resources.files("tropo.review")
 
     def inline(m: re.Match[str]) -> str:
@@ -179,14 +177,23 @@ def template() -> str:
         if "</script" in code.lower():  # it would end its own element early
             raise ValueError(f"{m.group(1)} contains </script")
         return f"<script>{code}</script>"
-    return VENDORED.sub(inline, here.joinpath("view.html").read_text(encoding="utf-8"))
+    return VENDORED.sub(inline, page)
 
 
-def render(data: dict[str, Any]) -> str:
-    """The HTML page with ``data`` inlined (``<`` escaped so no tag can close early)."""
+@cache
+def template() -> str:
+    """``view.html`` with its vendored scripts inlined: the page every render fills in, and
+    whose inline scripts the workbench's policy allows by hash."""
+    return inline_vendored(resources.files("tropo.review").joinpath("view.html").read_text(encoding="utf-8"))
+
+
+def render(data: dict[str, Any], page: str | None = None) -> str:
+    """The HTML page with ``data`` inlined (``<`` escaped so no tag can close early);
+    ``page``: another template than :func:`template` (the benchmark's page before a change)."""
     payload = json.dumps(data, ensure_ascii=False, sort_keys=True, default=str).replace("<", "\\u003c")
     title = data["title"].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    head, body = template().split("__DATA__", 1)  # the vendored code is never searched
+    page = template() if page is None else page
+    head, body = page.split("__DATA__", 1)  # the vendored code is never searched
     return head.replace("__TITLE__", title) + payload + body
 
 

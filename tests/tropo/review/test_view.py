@@ -60,6 +60,8 @@ AT = """((k) => { const v = tropoView, p = v.renderer.graphToViewport(v.graph.ge
     r = document.getElementById('sigma').getBoundingClientRect(); return [r.left + p.x, r.top + p.y]; })"""
 LABELS = "[...tropoView.labelled.keys()].map(Number)"  # the labels drawn in the last frame
 LABEL_BOXES = "[...tropoView.labelled.values()]"  # and their boxes on the screen
+# Edges sigma holds but does not show: it would still draw each (in software, most of a frame).
+HIDDEN_EDGES = "tropoView.graph.filterEdges(k => tropoView.renderer.getEdgeDisplayData(k).hidden).length"
 
 
 def _overlaps(boxes: list[list[float]]) -> int:
@@ -183,6 +185,33 @@ def test_view_hub_with_10k_edges_stays_usable(repo_dir: Path, page: Page) -> Non
     assert page.errors() == []
 
 
+@pytest.mark.slow  # a browser test
+def test_view_search_puts_the_exact_id_first_however_many_titles_match(repo_dir: Path, page: Page) -> None:
+    # 40 notes whose titles contain "zebra", ordered before the one task whose id it is.
+    config = ('version = 1\n[base]\nderive = ["id", "title"]\n'
+              '[types.note]\nfolder = "notes"\n[types.task]\nfolder = "tasks"\n')
+    files = {"tropo.toml": config, "tasks/zebra.md": "# Stripes\n"}
+    files |= {f"notes/a{i:02d}.md": f"# Zebra crossing {i}\n" for i in range(40)}
+    write_files(repo_dir, files)
+    commit_all(repo_dir)
+    code, _, err = tropo("view", "--out", str(repo_dir / "graph.html"), cwd=repo_dir)
+    assert code == 0, err
+    _open(page, repo_dir / "graph.html")
+    page.evaluate(FRAME)
+    page.call("Runtime.evaluate", expression="document.getElementById('search').focus()")
+    page.call("Input.insertText", text="ZEBRA")
+    listed = page.evaluate("[...document.querySelectorAll('#results li')].map(li => li.firstChild.textContent)")
+    assert listed[0] == "zebra" and len(listed) == 30  # the exact id, then titles, capped
+    page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
+    page.evaluate(FRAME)
+    assert page.evaluate("document.getElementById('selected-id').textContent") == "zebra"
+    page.evaluate("void (document.getElementById('search').value = '')")
+    page.call("Input.insertText", text="a1")
+    listed = page.evaluate("[...document.querySelectorAll('#results li')].map(li => li.firstChild.textContent)")
+    assert listed == [f"a1{i}" for i in range(10)]
+    assert page.errors() == []
+
+
 def test_view_out_refusals(repo_dir: Path, tmp_path: Path) -> None:
     make_vault(repo_dir)
     commit_all(repo_dir)
@@ -284,6 +313,7 @@ def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, 
     page.evaluate(FRAME)
     drawn = page.evaluate("[...tropoView.labelled.keys()]")
     assert len(drawn) >= 3 and _overlaps(page.evaluate(LABEL_BOXES)) == 0
+    assert page.evaluate(HIDDEN_EDGES) == 0
     if size > 5000:  # opens with each type collapsed: its circle and count are what is labelled
         clusters = page.evaluate("tropoView.graph.filterNodes(k => k.startsWith('type:') && "
                                  "!tropoView.renderer.getNodeDisplayData(k).hidden)")
@@ -311,4 +341,5 @@ def test_view_at_scale_shows_labels_and_a_focused_neighbourhood(tmp_path: Path, 
         if (k.startsWith('type:') || v.state.near.has(+k)) return; const d = v.renderer.getNodeDisplayData(k);
         out.add(d.hidden ? 'hidden' : d.color); }); return [...out]; })()""")
     assert set(rest) <= {"hidden", "#e3e7ee"}
+    assert page.evaluate(HIDDEN_EDGES) == 0
     assert page.errors() == []
