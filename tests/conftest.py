@@ -76,6 +76,15 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 @pytest.fixture
+def no_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`VIVARY_HEARTBEAT=0` for a test whose claim is a check (pre-commit, pre-merge-commit,
+    pre-push, doctor, adopt) made in a workspace with our hooks: its commits still run
+    post-commit, which stops at the switch instead of starting a heartbeat in the
+    background after each commit. The heartbeat's own hook is tested in tests/strato/heartbeat."""
+    monkeypatch.setenv("VIVARY_HEARTBEAT", "0")
+
+
+@pytest.fixture
 def repo_dir(tmp_path: Path) -> Path:
     """An empty git repository (no commits yet)."""
     root = tmp_path / "ws"

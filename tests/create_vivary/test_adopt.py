@@ -19,6 +19,8 @@ from tests.support.repos import commit_all, git, write_files
 from tropo.fs import rooted
 from tropo.fs.rooted import UnsafePath
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
+
 BROWNFIELD = {
     "README.md": "# My notes\n",
     ".gitignore": "*.log\n",

@@ -19,6 +19,8 @@ from tests.support.requirements import missing
 from tests.support.sides import served
 from tests.support.workspaces import scaffold
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
+
 OLD_FULL = Path(os.environ.get("VIVARY_UPSTREAM03", Path(__file__).parents[2] / ".upstream03"))
 
 

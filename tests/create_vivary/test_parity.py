@@ -20,7 +20,8 @@ from create_vivary import thin
 from tests.support.sides import run_side
 from tests.support.trees import tree
 
-pytestmark = pytest.mark.slow  # the slow tier (parity corpus against create-vivary 0.4.3): -m "not slow" leaves it out
+pytestmark = [pytest.mark.slow,  # the slow tier (parity corpus against create-vivary 0.4.3): -m "not slow" leaves it out
+              pytest.mark.usefixtures("no_heartbeat")]  # the claim is the workspace, not the heartbeat (tests/conftest.py)
 
 PRESETS = ("coding", "second-brain", "knowledge-work", "writing")
 # What depends on the install, not on the tool (docs/lifecycle.md, "Deliberate differences").

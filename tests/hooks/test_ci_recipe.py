@@ -7,10 +7,14 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import CHANGE, break_ref, run_cli
 from tests.support.console import BIN
 from tests.support.repos import git
 from tests.support.workspaces import scaffold
+
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lifecycle.md"
 

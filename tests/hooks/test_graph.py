@@ -13,6 +13,8 @@ from tests.support.cli import CHANGE, break_ref
 from tests.support.repos import git
 from tests.support.workspaces import made_once, scaffold
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
+
 EXTRA = "modules/extra.md"
 
 

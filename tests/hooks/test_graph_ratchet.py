@@ -11,6 +11,8 @@ import pytest
 from tests.support.repos import git
 from tests.support.workspaces import scaffold
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
+
 OLD = "changes/old.md"
 CLEAN = "modules/codebase/index.md"
 OLD_TEXT = "---\nproject: ws\nstatus: planned\nrelated_modules: [gone, gone]\n---\n# Old\n"

@@ -11,6 +11,8 @@ from tests.support.cli import CHANGE, break_ref, run_cli
 from tests.support.repos import git
 from tests.support.workspaces import scaffold
 
+pytestmark = pytest.mark.usefixtures("no_heartbeat")  # the claim is a check, not the heartbeat (tests/conftest.py)
+
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from tests.support.repos import commit_all, git, write_files
+from tests.support.workspaces import copy_of
 
 ITEM = "changes/item.md"
 
@@ -63,15 +65,19 @@ def write_workspace(root: Path, coordination: bool = True) -> None:
 
 
 def make_remote(tmp_path: Path) -> Path:
-    """A bare repository (the shared remote) whose ``main`` holds the workspace."""
-    bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
-    seed = tmp_path / "seed"
-    git(tmp_path, "clone", "-q", str(bare), str(seed))
-    write_workspace(seed)
-    commit_all(seed)
-    git(seed, "push", "-q", "origin", "HEAD:refs/heads/main")
-    return bare
+    """``tmp_path/remote.git``: a bare repository (the shared remote) whose ``main`` holds
+    the workspace; built once per process and copied (a bare repository names no path)."""
+    return copy_of("coordination-remote", tmp_path / "remote.git", _seeded_remote)
+
+
+def _seeded_remote(bare: Path) -> None:
+    git(bare.parent, "init", "-q", "--bare", str(bare))
+    with tempfile.TemporaryDirectory() as scratch:
+        seed = Path(scratch) / "seed"
+        git(bare.parent, "clone", "-q", str(bare), str(seed))
+        write_workspace(seed)
+        commit_all(seed)
+        git(seed, "push", "-q", "origin", "HEAD:refs/heads/main")
 
 
 def clone(remote: Path, name: str) -> Path:

@@ -4,6 +4,7 @@ agent (a real subprocess) that answers from a plan file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from strato.runs.service import Runs
 from tests.support import console
 from tests.support.approvals import approve_agents
 from tests.support.repos import commit_all, git, write_files
+from tests.support.workspaces import copy_of
 
 HERE = Path(__file__).parents[1] / "strato" / "flow"
 AGENT = HERE / "agent_scripts" / "scripted.py"
@@ -65,12 +67,19 @@ class Workspace:
 
 
 def make_workspace(tmp_path: Path, files: dict[str, str] | None = None) -> Workspace:
-    root = tmp_path / "ws"
+    """`tmp_path/ws`: a repository whose one commit holds a README and ``files``, built once
+    per process for each set of files and copied (the same commit every time)."""
+    contents = {"README.md": "# ws\n", **(files or {})}
+    digest = hashlib.sha256(json.dumps(contents, sort_keys=True).encode()).hexdigest()[:16]
+    root = copy_of(f"flows-ws-{digest}", tmp_path / "ws", lambda where: _initial(where, contents))
+    return Workspace(root, tmp_path / "agent-plan.json")
+
+
+def _initial(root: Path, files: dict[str, str]) -> None:
     root.mkdir()
     git(root, "init", "-q")
-    write_files(root, {"README.md": "# ws\n", **(files or {})})
+    write_files(root, files)
     commit_all(root, "initial")
-    return Workspace(root, tmp_path / "agent-plan.json")
 
 
 def reply(obj: Any) -> dict[str, Any]:

@@ -3,10 +3,12 @@ fresh `create-vivary init` costs a scaffold, a commit and its hooks, a copy cost
 
 Only for tests that take the scaffold as their starting point; a test of `init` itself
 runs it. `made_once` does the same for any other folder a test builds (a repository with
-its remote, a key): built once per process, copied by each test."""
+its remote, a key): built once per process, copied by each test; `copy_of` is that and the
+copy in one call, the template kept in a folder of the process's own."""
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -16,6 +18,7 @@ from tests.support.console import run
 
 _TEMPLATES: dict[tuple[str, ...], Path] = {}
 _MADE: dict[str, Path] = {}  # what each process made once: a key, a workspace
+_OWN: list[Path] = []  # the folder `copy_of` keeps its templates in, made on first use
 
 
 def scaffold(dest: Path, *init_args: str) -> Path:
@@ -41,3 +44,13 @@ def made_once(name: str, where: Path, make: Callable[[Path], object]) -> Path:
         make(where / name)
         _MADE[name] = where / name
     return _MADE[name]
+
+
+def copy_of(name: str, dest: Path, make: Callable[[Path], object]) -> Path:
+    """`dest`, a copy of the folder ``make(folder)`` builds, built the first time this
+    process asks for ``name`` (outside every test's own folder, so no test sees it)."""
+    if not _OWN:
+        _OWN.append(Path(tempfile.mkdtemp(prefix="vivary-made-")))
+        atexit.register(shutil.rmtree, _OWN[0], True)
+    shutil.copytree(made_once(name, _OWN[0], make), dest, symlinks=True)
+    return dest

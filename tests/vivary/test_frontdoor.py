@@ -21,6 +21,7 @@ from tests.support.cli import break_ref
 from tests.support.console import run  # every verb runs in the front door's process
 from tests.support.control_requests import OPERATIONS, documents
 from tests.support.decisions import corpus
+from tests.support.sides import served  # the suite's `vivary` from one long-lived interpreter
 from vivary.frontdoor import ROUTES, Route, dispatch
 
 DRIVER = Path(__file__).with_name("frontdoor_driver.py")
@@ -167,8 +168,9 @@ def test_create_lays_down_what_init_does(tmp_path: Path) -> None:
 
 
 def test_suite_verbs_are_all_served(upstream: Callable[[str], Path]) -> None:
-    theirs = subprocess.run([str(_oracle(upstream)), "--help"], capture_output=True,
-                            text=True, check=True).stdout
+    proc = served(_oracle(upstream), ["--help"], Path.cwd())
+    assert proc.returncode == 0, proc.stderr
+    theirs = proc.stdout
     task = theirs.split("Task verbs:", 1)[1].split("positional arguments", 1)[0]
     suite = set(re.findall(r"^    (\S+)\s", task, flags=re.M)) | {"logs"}
     assert suite == SUITE_VERBS
@@ -186,8 +188,7 @@ def test_suite_verbs_are_all_served(upstream: Callable[[str], Path]) -> None:
 def test_exit_codes_as_the_suite(argv: list[str], tmp_path: Path,
                                  upstream: Callable[[str], Path]) -> None:
     mine = run("vivary", *argv, cwd=tmp_path)
-    theirs = subprocess.run([str(_oracle(upstream)), *argv], capture_output=True, text=True,
-                            check=False, cwd=tmp_path)
+    theirs = served(_oracle(upstream), argv, tmp_path)
     assert mine.returncode == theirs.returncode, (mine.stderr, theirs.stderr)
     assert "Traceback" not in mine.stderr
 
