@@ -282,7 +282,8 @@ def raw_ledger(ws: Workspace, text: str, rid: str = RID) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ['{"entry_digest":"x","ts_ms":' + "9" * 5000 + "}", '{"entry_digest":' + "[" * 200_000]
+    "bad", ['{"entry_digest":"x","ts_ms":' + "9" * 5000 + "}", '{"entry_digest":' + "[" * 200_000],
+    ids=["5000-digits", "200000-brackets"],  # the id is in PYTEST_CURRENT_TEST: kept short
 )
 def test_a_huge_number_in_a_ledger_line_is_a_break_not_a_traceback(
     ws: Workspace, base: str, bad: str
