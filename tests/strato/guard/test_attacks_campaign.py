@@ -330,7 +330,8 @@ def test_a_line_with_duplicate_keys_is_a_break(ws: Workspace, base: str) -> None
     assert "duplicate" in str(report.verify.breaks[0]), report.verify.breaks
 
 
-@pytest.mark.parametrize("text", ['{"version":' + "1" * 5000 + "}", "[" * 100_000, '{"a":1,"a":2}'])
+@pytest.mark.parametrize("text", ['{"version":' + "1" * 5000 + "}", "[" * 100_000, '{"a":1,"a":2}'],
+                         ids=["5000-digits", "100000-brackets", "duplicate-key"])
 def test_untrusted_json_elsewhere_is_refused_not_a_crash(text: str) -> None:
     """upgrades.json (a branch's file) and a judge's stdout are read by the same rules."""
     with pytest.raises(GuardError):

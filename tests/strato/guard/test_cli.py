@@ -61,6 +61,7 @@ def test_register_transition_history_exit_codes(ws: Workspace) -> None:
         "[" * 100_000 + "]" * 100_000,
         json.dumps({"resource_id": RID, "from_state": "a", "to_state": "b", "extra": 1}),
     ],
+    ids=["empty", "not-json", "array", "nested-100000-deep", "extra-key"],  # short: ids go into the env
 )
 def test_bad_input_is_usage_and_changes_nothing(ws: Workspace, stdin: str) -> None:
     registered(ws)

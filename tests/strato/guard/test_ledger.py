@@ -128,6 +128,7 @@ def test_an_unterminated_last_line_is_named() -> None:
         ("[]\n", "not a ledger entry (wrong keys)"),
         ('"entry"\n', "not a ledger entry (wrong keys)"),
     ],
+    ids=["not-json", "nested-100000-deep", "array", "string"],  # short: ids go into the env
 )
 def test_a_line_that_is_not_an_entry_is_named(second: str, message: str) -> None:
     _, text = chain(register())
