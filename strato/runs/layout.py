@@ -6,9 +6,10 @@ the rest of the state in one small blob. Every reader still gets the one documen
     spec.yaml                        the spec frozen at plan time
     state/layout.json                {"format": 2, "tables": [...]}: the version marker
     state/run.json                   the state without its tables (canonical JSON)
-    state/<table>/<bb>/<key>         one entry, canonical JSON; <bb>: the first two hex
-                                     digits of the SHA-1 of the key (256 folders, so no
-                                     tree is rewritten whole); <key> percent-encoded
+    state/<bb>/<table>.<key>         one entry of a table, canonical JSON; <bb>: the
+                                     first two hex digits of the SHA-1 of the key (256
+                                     folders, so no tree is rewritten whole, and a step
+                                     and its generation share one); <key> percent-encoded
 
 A commit written before this layout (format 1) holds the whole state as a top-level
 `run.json`; it is read as it always was, and the next transition on it writes format 2.
@@ -49,11 +50,10 @@ def bucket(key: str) -> str:
     return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:2]
 
 
-def entry_name(key: str) -> str:
-    """A key as a tree entry name: percent-encoded, dots too (never `.`, `..`, `/`)."""
-    if not key:
-        raise LayoutError("an empty key cannot name a tree entry")
-    return quote(key, safe="").replace(".", "%2E")
+def entry_name(table: str, key: str) -> str:
+    """A table's key as a tree entry name: the table, a dot, the key percent-encoded
+    (dots too: never `/`, and the first dot ends the table's name)."""
+    return f"{table}." + quote(key, safe="").replace(".", "%2E")
 
 
 def _copy(value: Any) -> Any:
@@ -142,8 +142,12 @@ class Live:
             inner["run.json"] = rest
         if whole or sorted(tables) != sorted(self.entries):
             inner["layout.json"] = chain.encode({"format": FORMAT, "tables": sorted(tables)})
-        changes: dict[str, Delta | None] = {name: None for name in self.entries.keys() - tables.keys()}
-        inner.update(dict.fromkeys(changes))
+        changes: dict[str, Delta | None] = {}
+        folders: dict[str, dict[str, bytes | None]] = {}
+        for name in self.entries.keys() - tables.keys():
+            changes[name] = None
+            for key in self.entries[name]:
+                folders.setdefault(bucket(key), {})[entry_name(name, key)] = None
         for name, table in tables.items():
             before = self.entries.get(name, {})
             ours = not whole and isinstance(table, Table) and table.origin == (self, self.commit)
@@ -157,11 +161,9 @@ class Live:
                 elif key in before:
                     delta[key] = None
             changes[name] = delta
-            folders: dict[str, dict[str, bytes | None]] = {}
             for key, entry in delta.items():
-                folders.setdefault(bucket(key), {})[entry_name(key)] = entry
-            if folders:
-                inner[name] = folders
+                folders.setdefault(bucket(key), {})[entry_name(name, key)] = entry
+        inner.update(folders)
         return Change(edit, rest, changes)
 
     def apply(self, commit: str, tree: Oid, change: Change) -> None:
@@ -213,14 +215,16 @@ def read(repo: Repository, commit: str) -> Live | None:
     layout = json.loads(blob_data(repo, inner["layout.json"][0])) if "layout.json" in inner else None
     if not isinstance(layout, dict) or layout.get("format") != FORMAT or "run.json" not in inner:
         raise LayoutError(f"commit {commit[:12]}: a run state this version cannot read ({layout!r})")
-    entries: dict[str, dict[str, bytes]] = {}
-    for name in layout.get("tables", []):
-        if name not in TABLES:
-            raise LayoutError(f"commit {commit[:12]}: unknown table {name!r}")
-        found = entries[name] = {}
-        for folder, (oid, is_tree) in tree_entries(repo, inner[name][0]).items() if name in inner else ():
-            if not is_tree:
-                raise LayoutError(f"commit {commit[:12]}: {name}/{folder} is not a folder")
-            for entry, (blob, _) in tree_entries(repo, oid).items():
-                found[unquote(entry)] = blob_data(repo, blob)
+    tables = layout.get("tables", [])
+    if not isinstance(tables, list) or not set(tables) <= TABLES.keys():
+        raise LayoutError(f"commit {commit[:12]}: unknown tables {tables!r}")
+    entries: dict[str, dict[str, bytes]] = {name: {} for name in tables}
+    for folder, (oid, is_tree) in inner.items():
+        if not is_tree:
+            continue
+        for name, (blob, _) in tree_entries(repo, oid).items():
+            table, _, key = name.partition(".")
+            if table not in entries:
+                raise LayoutError(f"commit {commit[:12]}: {folder}/{name} is in no table of the run")
+            entries[table][unquote(key)] = blob_data(repo, blob)
     return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), entries, FORMAT)

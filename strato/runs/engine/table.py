@@ -53,15 +53,19 @@ class Table(dict[str, Any]):
         self._index = index
         self._was: dict[str, Any] = {}  # a taken step's status at the commit
 
+    def _mark(self, key: str) -> bool:
+        """Mark ``key`` touched; True the first time (its status at the commit noted)."""
+        if key in self.touched:
+            return False
+        self.touched.add(key)
+        if self._index is not None:
+            old = dict.get(self, key)
+            self._was[key] = old.get("status") if isinstance(old, dict) else None
+        return True
+
     def _take(self, key: str) -> None:
-        if key not in self.touched:
-            self.touched.add(key)
-            if dict.__contains__(self, key):
-                old = dict.__getitem__(self, key)
-                if self._index is not None:
-                    self._was[key] = old.get("status") if isinstance(old, dict) else None
-                if self._fresh is not None:
-                    dict.__setitem__(self, key, self._fresh(old))
+        if self._mark(key) and self._fresh is not None and dict.__contains__(self, key):
+            dict.__setitem__(self, key, self._fresh(dict.__getitem__(self, key)))
 
     def _take_all(self) -> None:
         for key in list(dict.keys(self)):
@@ -100,15 +104,15 @@ class Table(dict[str, Any]):
         return dict.get(self, key, default)
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self.touched.add(key)
+        self._mark(key)
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: str) -> None:
-        self.touched.add(key)
+        self._mark(key)
         dict.__delitem__(self, key)
 
     def pop(self, key: str, *default: Any) -> Any:
-        self.touched.add(key)
+        self._mark(key)
         return dict.pop(self, key, *default)
 
     def popitem(self) -> tuple[str, Any]:
@@ -129,7 +133,8 @@ class Table(dict[str, Any]):
         return self
 
     def clear(self) -> None:
-        self.touched.update(dict.keys(self))
+        for key in list(dict.keys(self)):
+            self._mark(key)
         dict.clear(self)
 
     def items(self) -> Any:
