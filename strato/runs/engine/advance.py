@@ -271,7 +271,7 @@ def _make_ready(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any],
     path = frame.prefix + step.id
     st.update(status="ready", prompt=prompt, context=context)
     record = {"stepId": path, "attempt": attempt, "epoch": st["epoch"]}
-    contract = dispatches.contract_digest(ctx.spec, step)
+    contract = dispatches.contract_digest(ctx.spec, step, None, ctx.info(frame.name).digests)
     dispatches.issue(ctx, record, contract, dispatches.inputs_digest(prompt), st)
     ctx.emit("ready", path, attempt=attempt, context=context)
 

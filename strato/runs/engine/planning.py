@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strato.flow.graph import StepGraph
@@ -59,6 +59,7 @@ class FlowInfo:
     order: dict[str, int]  # id -> position in the flow
     # id -> the steps whose start its status decides (its dependents, what it routes to)
     dependents: dict[str, list[str]]
+    digests: dict[Any, str] = field(default_factory=dict)  # contract digests, by (step, stage)
 
 
 def flow_info(flow: Flow) -> FlowInfo:
