@@ -1,15 +1,15 @@
 """How a run's state is laid out in its commit's tree, private to the run store: the
-tables that grow with the run (root steps, dispatches, generations) one blob per entry,
-so a transition writes the entries it changed and the trees above them, O(changed), and
-the rest of the state in one small blob. Every reader still gets the one document.
+tables that grow with the run (root steps, dispatches, generations) spread over 256
+small blobs by the hash of each key, so a transition rewrites the few blobs holding the
+entries it changed and the trees above them, not the whole run, and a reader that has
+seen nothing reads 256 blobs, not one per entry. The rest of the state is one small
+blob. Every reader still gets the one document.
 
-    spec.yaml                        the spec frozen at plan time
-    state/layout.json                {"format": 2, "tables": [...]}: the version marker
-    state/run.json                   the state without its tables (canonical JSON)
-    state/<bb>/<table>.<key>         one entry of a table, canonical JSON; <bb>: the
-                                     first two hex digits of the SHA-1 of the key (256
-                                     folders, so no tree is rewritten whole, and a step
-                                     and its generation share one); <key> percent-encoded
+    spec.yaml              the spec frozen at plan time
+    state/layout.json      {"format": 2, "tables": [...]}: the version marker
+    state/run.json         the state without its tables (canonical JSON)
+    state/<bb>             the entries whose key's SHA-1 starts with the two hex digits
+                           <bb>: {"<table>": {"<key>": entry, ...}, ...}, canonical JSON
 
 A commit written before this layout (format 1) holds the whole state as a top-level
 `run.json`; it is read as it always was, and the next transition on it writes format 2.
@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, unquote
 
 from strato.runs.engine.table import LIVE, StatusIndex, Table
 from tropo.git import chain
@@ -32,14 +31,15 @@ from tropo.git.types import Oid, Repository
 
 FORMAT = 2
 STATE = "state"
-# a table's folder under state/ -> where the table sits in the state
+# a table's name in the layout -> where the table sits in the state
 TABLES: dict[str, tuple[str, ...]] = {
     "steps": ("scope", "steps"),
     "dispatches": ("dispatches",),
     "generations": ("generations",),
 }
 STEPS = "steps"
-Delta = dict[str, bytes | None]  # key -> its new encoded entry, None when removed
+Delta = dict[str, Any]  # key -> its new `"key":entry` bytes (MISSING when removed)
+MISSING = object()
 
 
 class LayoutError(ValueError):
@@ -50,15 +50,23 @@ def bucket(key: str) -> str:
     return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:2]
 
 
-def entry_name(table: str, key: str) -> str:
-    """A table's key as a tree entry name: the table, a dot, the key percent-encoded
-    (dots too: never `/`, and the first dot ends the table's name)."""
-    return f"{table}." + quote(key, safe="").replace(".", "%2E")
-
-
 def _copy(value: Any) -> Any:
     """A private copy of a committed JSON value."""
     return json.loads(chain.encode(value))
+
+
+def _name(key: str) -> bytes:
+    """`"key":`, the start of a member of a canonical JSON object."""
+    return chain.encode(key) + b":"
+
+
+def _member(key: str, value: Any) -> bytes:
+    """`"key":value`, a member of a canonical JSON object (its own copy: :func:`_value`)."""
+    return _name(key) + chain.encode(value)
+
+
+def _value(key: str, member: bytes) -> Any:
+    return json.loads(member[len(_name(key)):])
 
 
 def _split(doc: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -86,20 +94,25 @@ class Change:
 
     edit: dict[str, Any]
     rest: bytes
-    tables: dict[str, Delta | None]  # per table its changed entries; None: table gone
+    tables: dict[str, Delta | None]  # per table its changed entries (copies); None: gone
 
 
 class Live:
     """The last commit of one run a store wrote or read, parsed once and kept up to date
-    by the store's own transitions (a commit's content never changes). Its parsed
-    entries are shared by every snapshot made from it and never changed in place: a new
-    commit replaces the entries it changed."""
+    by the store's own transitions (a commit's content never changes). Its entries are
+    shared by every snapshot made from it and never changed in place: a new commit
+    replaces the entries it changed with copies of its own."""
 
     def __init__(self, commit: str, tree: Oid | None, spec: Oid | None, rest: bytes,
-                 entries: dict[str, dict[str, bytes]], version: int) -> None:
+                 objects: dict[str, dict[str, Any]], version: int) -> None:
         self.commit, self.tree, self.spec, self.rest, self.version = commit, tree, spec, rest, version
-        self.entries = entries
-        self.objects = {name: {k: json.loads(b) for k, b in e.items()} for name, e in entries.items()}
+        self.objects = objects
+        self.members: dict[str, dict[str, set[str]]] = {}  # bucket -> table -> keys
+        # (table, key) -> `"key":entry` as canonical JSON, made when first needed
+        self.encoded: dict[tuple[str, str], bytes] = {}
+        for name, entries in objects.items():
+            for key in entries:
+                self.members.setdefault(bucket(key), {}).setdefault(name, set()).add(key)
         steps = self.objects.get(STEPS, {})
         self.counts: Counter[str] = Counter(_status(v) for v in steps.values())
         self.live = {s: {k for k, v in steps.items() if _status(v) == s} for s in LIVE}
@@ -109,8 +122,8 @@ class Live:
                  version: int = 1) -> Live:
         """A commit whose state is one document (format 1, or a run about to be planned)."""
         rest, tables = _split(doc)
-        entries = {name: {k: chain.encode(v) for k, v in dict.items(t)} for name, t in tables.items()}
-        return cls(commit, tree, spec, chain.encode(rest), entries, version)
+        objects = {name: {k: _copy(v) for k, v in dict.items(t)} for name, t in tables.items()}
+        return cls(commit, tree, spec, chain.encode(rest), objects, version)
 
     def state(self) -> dict[str, Any]:
         """The state as one document, each table a :class:`Table` over the entries."""
@@ -128,9 +141,10 @@ class Live:
 
     def diff(self, doc: Mapping[str, Any]) -> Change:
         """What writing ``doc`` as the next commit changes: the entries its tables'
-        operations took that differ from this commit's, the rest if it differs, the
-        layout if tables came or went. A table not made by :meth:`state` of this commit
-        (replaced whole, or a new run) is compared entry by entry."""
+        operations took whose JSON differs from this commit's (and the blobs holding
+        them), the rest if it differs, the layout if tables came or went. A table not
+        made by :meth:`state` of this commit (replaced whole, or a new run) is compared
+        entry by entry."""
         rest_doc, tables = _split(doc)
         rest = chain.encode(rest_doc)
         whole = self.version != FORMAT
@@ -140,48 +154,75 @@ class Live:
             edit["run.json"] = None
         if whole or rest != self.rest:
             inner["run.json"] = rest
-        if whole or sorted(tables) != sorted(self.entries):
+        if whole or sorted(tables) != sorted(self.objects):
             inner["layout.json"] = chain.encode({"format": FORMAT, "tables": sorted(tables)})
-        changes: dict[str, Delta | None] = {}
-        folders: dict[str, dict[str, bytes | None]] = {}
-        for name in self.entries.keys() - tables.keys():
-            changes[name] = None
-            for key in self.entries[name]:
-                folders.setdefault(bucket(key), {})[entry_name(name, key)] = None
+        changes: dict[str, Delta | None] = {name: None for name in self.objects.keys() - tables.keys()}
+        dirty = {bucket(key) for name in changes for key in self.objects[name]}
         for name, table in tables.items():
-            before = self.entries.get(name, {})
+            before = self.objects.get(name, {})
             ours = not whole and isinstance(table, Table) and table.origin == (self, self.commit)
             keys = table.touched if isinstance(table, Table) and ours else before.keys() | dict.keys(table)
             delta: Delta = {}
             for key in keys:
                 if dict.__contains__(table, key):
-                    encoded = chain.encode(dict.__getitem__(table, key))
-                    if whole or before.get(key) != encoded:
+                    encoded = _member(key, dict.__getitem__(table, key))
+                    if whole or key not in before or encoded != self._encoded(name, key):
                         delta[key] = encoded
                 elif key in before:
-                    delta[key] = None
+                    delta[key] = MISSING
             changes[name] = delta
-            for key, entry in delta.items():
-                folders.setdefault(bucket(key), {})[entry_name(name, key)] = entry
-        inner.update(folders)
+            dirty.update(bucket(key) for key in delta)
+        for folder in dirty:
+            inner[folder] = self._bucket(folder, changes) or None
         return Change(edit, rest, changes)
+
+    def _encoded(self, name: str, key: str) -> bytes:
+        if (name, key) not in self.encoded:
+            self.encoded[name, key] = _member(key, self.objects[name][key])
+        return self.encoded[name, key]
+
+    def _bucket(self, folder: str, changes: Mapping[str, Delta | None]) -> bytes:
+        """The blob of one bucket once ``changes`` land (empty: no entry left in it), as
+        canonical JSON, joined from its entries' own."""
+        held = self.members.get(folder, {})
+        parts = []
+        for name in sorted(set(held) | {n for n, d in changes.items() if d}):
+            delta = changes.get(name, {})
+            if delta is None:
+                continue
+            keys = held.get(name, set()) | {k for k in delta if bucket(k) == folder}
+            members = []
+            for key in sorted(keys):
+                value = delta.get(key)
+                if value is None:
+                    members.append(self._encoded(name, key))
+                elif value is not MISSING:
+                    members.append(value)
+            if members:
+                parts.append(_name(name) + b"{" + b",".join(members) + b"}")
+        return b"{" + b",".join(parts) + b"}" if parts else b""
 
     def apply(self, commit: str, tree: Oid, change: Change) -> None:
         """This run is now at ``commit`` (``tree``), written from this one by ``change``."""
         for name, delta in change.tables.items():
             if delta is None:
-                del self.entries[name], self.objects[name]
+                for key in self.objects.pop(name):
+                    self.members[bucket(key)][name].discard(key)
+                    self.encoded.pop((name, key), None)
                 continue
-            entries, objects = self.entries.setdefault(name, {}), self.objects.setdefault(name, {})
-            for key, data in delta.items():
-                new = None if data is None else json.loads(data)
+            objects = self.objects.setdefault(name, {})
+            for key, encoded in delta.items():
+                value = None if encoded is MISSING else _value(key, encoded)
                 if name == STEPS:
-                    self._restatus(key, _status(objects.get(key)), _status(new))
-                if data is None:
-                    entries.pop(key, None)
+                    self._restatus(key, _status(objects.get(key)), _status(value))
+                members = self.members.setdefault(bucket(key), {}).setdefault(name, set())
+                if encoded is MISSING:
                     objects.pop(key, None)
+                    members.discard(key)
+                    self.encoded.pop((name, key), None)
                 else:
-                    entries[key], objects[key] = data, new
+                    objects[key], self.encoded[name, key] = value, encoded
+                    members.add(key)
         self.commit, self.tree, self.rest, self.version = commit, tree, change.rest, FORMAT
 
     def _restatus(self, key: str, old: str | None, new: str | None) -> None:
@@ -218,13 +259,17 @@ def read(repo: Repository, commit: str) -> Live | None:
     tables = layout.get("tables", [])
     if not isinstance(tables, list) or not set(tables) <= TABLES.keys():
         raise LayoutError(f"commit {commit[:12]}: unknown tables {tables!r}")
-    entries: dict[str, dict[str, bytes]] = {name: {} for name in tables}
+    objects: dict[str, dict[str, Any]] = {name: {} for name in tables}
     for folder, (oid, is_tree) in inner.items():
-        if not is_tree:
+        if folder in ("layout.json", "run.json"):
             continue
-        for name, (blob, _) in tree_entries(repo, oid).items():
-            table, _, key = name.partition(".")
-            if table not in entries:
-                raise LayoutError(f"commit {commit[:12]}: {folder}/{name} is in no table of the run")
-            entries[table][unquote(key)] = blob_data(repo, blob)
-    return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), entries, FORMAT)
+        if is_tree or len(folder) != 2:
+            raise LayoutError(f"commit {commit[:12]}: state/{folder} is not a bucket of the run's tables")
+        held = json.loads(blob_data(repo, oid))
+        if not isinstance(held, dict) or not set(held) <= objects.keys():
+            raise LayoutError(f"commit {commit[:12]}: state/{folder} holds what no table of the run does")
+        for name, entries in held.items():
+            if not isinstance(entries, dict) or any(bucket(k) != folder for k in entries):
+                raise LayoutError(f"commit {commit[:12]}: state/{folder} holds entries of another bucket")
+            objects[name].update(entries)
+    return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), objects, FORMAT)

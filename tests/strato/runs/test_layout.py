@@ -12,7 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 
-from strato.runs.layout import LayoutError, bucket, entry_name
+from strato.runs.layout import LayoutError, bucket
 from strato.runs.service import Runs
 from strato.runs.store import Outcome, RunStore, head_ref
 from tests.support.flows import make_workspace
@@ -98,8 +98,12 @@ def as_json(state: dict[str, Any]) -> str:
 def in_git(runs: Runs, run_id: str, outcome: Outcome) -> dict[str, Any]:
     """The run as a store that has read nothing before finds it in git, checked to be
     the state the operation left (and the one the service's own store gives next)."""
-    fresh = RunStore(pygit2.Repository(str(runs.root))).load(run_id)
+    repo = pygit2.Repository(str(runs.root))
+    fresh = RunStore(repo).load(run_id)
     assert fresh.head == outcome.snap.head
+    for entry in repo[fresh.head].peel(pygit2.Tree) / "state":  # every blob canonical JSON
+        data = repo[entry.id].read_raw()
+        assert chain.encode(json.loads(data)) == data, entry.name
     assert as_json(fresh.state) == as_json(outcome.snap.state) == as_json(runs.load(run_id).state)
     return fresh.state
 
@@ -149,26 +153,25 @@ def test_every_transition_leaves_in_git_the_state_the_engine_holds(tmp_path: Pat
     assert in_git(runs, "r3", runs.cancel("r3", "enough"))["status"] == "cancelled"
 
 
-def test_a_transition_writes_the_entries_it_changed_and_the_trees_above_them(tmp_path: Path) -> None:
-    """One `done` in a 300-step run: the two steps it moved, the new dispatch and its
-    generation, and the run's own fields; nothing else of the state is rewritten."""
+def test_a_transition_writes_the_blobs_of_the_entries_it_changed_and_the_trees_above_them(
+        tmp_path: Path) -> None:
+    """One `done` in a 300-step run: the blobs holding the two steps it moved, the new
+    dispatch and its generation, and the run's own fields; nothing else is rewritten."""
     ws = make_workspace(tmp_path)
     runs = ws.runs()
     first = runs.plan(linear(300), {}, "r1").snap
     second = answer(runs, "r1", "s0", {"output": {"n": 1}}).snap
     dispatch = second.state["scope"]["steps"]["s1"]["dispatchId"]
     changed = git(ws.root, "diff-tree", "-r", "--name-only", first.head, second.head).split()
-
-    def at(table: str, key: str) -> str:
-        return f"state/{bucket(key)}/{entry_name(table, key)}"
-
-    assert sorted(changed) == sorted(["state/run.json", at("steps", "s0"), at("steps", "s1"),
-                                      at("dispatches", dispatch), at("generations", "s1")])
-    listed = git(ws.root, "ls-tree", "-r", "--name-only", second.head).split()
-    assert len(listed) == 3 + 300 + 2 * 2  # spec, layout, run.json; steps; two hand-outs
+    assert sorted(changed) == sorted({"state/run.json", *(f"state/{bucket(k)}" for k in ("s0", "s1", dispatch))})
+    listed = git(ws.root, "ls-tree", "--name-only", f"{second.head}:state").split()
+    assert listed == sorted(["layout.json", "run.json", *{bucket(f"s{i}") for i in range(300)} | {
+        bucket(dispatch), bucket(first.state["scope"]["steps"]["s0"]["dispatchId"])}])
     assert git(ws.root, "show", f"{second.head}:state/layout.json") == (
         '{"format":2,"tables":["dispatches","generations","steps"]}')
-    assert json.loads(git(ws.root, "show", f"{second.head}:{at('steps', 's0')}"))["status"] == "succeeded"
+    held = json.loads(git(ws.root, "show", f"{second.head}:state/{bucket('s1')}"))
+    assert held["steps"]["s1"]["status"] == "ready" and held["generations"]["s1"] == 1
+    assert all(bucket(key) == bucket("s1") for table in held.values() for key in table)
 
 
 def _first_layout(runs: Runs, run_id: str, state: dict[str, Any], spec: str, message: str) -> str:
@@ -217,7 +220,7 @@ def test_a_snapshot_is_its_own_copy_of_the_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("key", ["a.b", ".", "..", "x/y", "%41", "é", "sp ace", "-", "a\nb"])
-def test_any_key_is_an_entry_name_git_takes_and_reads_back_as_itself(repo_dir: Path, key: str) -> None:
+def test_any_key_is_stored_and_read_back_as_itself(repo_dir: Path, key: str) -> None:
     store = RunStore(pygit2.Repository(str(repo_dir)))
     state = {"status": "running", "dispatches": {key: {"n": 1}}, "generations": {key: 2}}
     head = store.create("r1", state, "spec\n", {"op": "plan"})
