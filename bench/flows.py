@@ -9,6 +9,7 @@ what Python's start-up and the CLI's imports cost alone.
     python -m bench.flows [--steps 1000] [--items 100] [--repeat 1] [--cli 0]
     python -m bench.flows --steps 1000 --repeat 3 --items 20 --cli 5   # docs/benchmarks.md
     python -m bench.flows --steps 10 --repeat 1 --items 0 --scale 1000,10000 --scale-count 200
+    python -m bench.flows --steps 10000 --repeat 0 --items 0 --cli 5   # the CLI path, long run
 """
 
 from __future__ import annotations
@@ -228,7 +229,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--items", type=int, default=100)
     # the defaults keep the one-run form bench.versus times across checkouts
-    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians)")
+    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians; 0: none)")
     parser.add_argument("--cli", type=int, default=0, help="transitions through the CLI (0: none)")
     parser.add_argument("--scale", default="", help="run lengths to time in turns: 1000,10000")
     parser.add_argument("--scale-count", type=int, default=100, help="transitions timed per length")
@@ -261,13 +262,14 @@ def main() -> None:
                     f" audit {events} events in {audit_s:.3f}s"
                 )
             ratios.append(this[stores[0][0]] / this[stores[1][0]])
-        for name, rows in per.items():
+        for name, rows in per.items() if ratios else ():
             wall = statistics.median(w for w, _ in rows)
             cpu = statistics.median(c for _, c in rows)
             print(f"  median {name:<24} {1 / wall:7.1f}/s;"
                   f" {wall * 1000:6.2f} ms wall, {cpu * 1000:6.2f} ms CPU")
-        print(f"  git / baseline time per transition: {statistics.median(ratios):.2f}x median"
-              f" ({', '.join(f'{r:.2f}' for r in ratios)})")
+        if ratios:
+            print(f"  git / baseline time per transition: {statistics.median(ratios):.2f}x median"
+                  f" ({', '.join(f'{r:.2f}' for r in ratios)})")
 
         if args.items:
             fan = []

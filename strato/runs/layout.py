@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,8 +52,10 @@ def bucket(key: str) -> str:
 
 
 def _copy(value: Any) -> Any:
-    """A private copy of a committed JSON value."""
-    return json.loads(chain.encode(value))
+    """A private copy of a committed JSON value (marshal copies plain dicts, lists,
+    strings and numbers exactly, in about half the time of a JSON round trip; the
+    bytes never leave this process)."""
+    return marshal.loads(marshal.dumps(value))
 
 
 def _name(key: str) -> bytes:
@@ -104,18 +107,24 @@ class Live:
     replaces the entries it changed with copies of its own."""
 
     def __init__(self, commit: str, tree: Oid | None, spec: Oid | None, rest: bytes,
-                 objects: dict[str, dict[str, Any]], version: int) -> None:
+                 objects: dict[str, dict[str, Any]], version: int,
+                 members: dict[str, dict[str, set[str]]] | None = None) -> None:
+        """``members``: bucket -> table -> keys, when the reader already knows them."""
         self.commit, self.tree, self.spec, self.rest, self.version = commit, tree, spec, rest, version
         self.objects = objects
-        self.members: dict[str, dict[str, set[str]]] = {}  # bucket -> table -> keys
+        self.members: dict[str, dict[str, set[str]]] = members if members is not None else {}
         # (table, key) -> `"key":entry` as canonical JSON, made when first needed
         self.encoded: dict[tuple[str, str], bytes] = {}
-        for name, entries in objects.items():
+        for name, entries in objects.items() if members is None else ():
             for key in entries:
                 self.members.setdefault(bucket(key), {}).setdefault(name, set()).add(key)
-        steps = self.objects.get(STEPS, {})
-        self.counts: Counter[str] = Counter(_status(v) for v in steps.values())
-        self.live = {s: {k for k, v in steps.items() if _status(v) == s} for s in LIVE}
+        self.counts: Counter[str] = Counter()
+        self.live: dict[str, set[str]] = {s: set() for s in LIVE}
+        for key, value in self.objects.get(STEPS, {}).items():
+            status = _status(value)
+            self.counts[status] += 1
+            if status in self.live:
+                self.live[status].add(key)
 
     @classmethod
     def document(cls, commit: str, tree: Oid | None, spec: Oid | None, doc: Mapping[str, Any],
@@ -260,6 +269,7 @@ def read(repo: Repository, commit: str) -> Live | None:
     if not isinstance(tables, list) or not set(tables) <= TABLES.keys():
         raise LayoutError(f"commit {commit[:12]}: unknown tables {tables!r}")
     objects: dict[str, dict[str, Any]] = {name: {} for name in tables}
+    members: dict[str, dict[str, set[str]]] = {}
     for folder, (oid, is_tree) in inner.items():
         if folder in ("layout.json", "run.json"):
             continue
@@ -272,4 +282,5 @@ def read(repo: Repository, commit: str) -> Live | None:
             if not isinstance(entries, dict) or any(bucket(k) != folder for k in entries):
                 raise LayoutError(f"commit {commit[:12]}: state/{folder} holds entries of another bucket")
             objects[name].update(entries)
-    return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), objects, FORMAT)
+            members.setdefault(folder, {})[name] = set(entries)
+    return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), objects, FORMAT, members)
