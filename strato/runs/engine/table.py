@@ -15,6 +15,7 @@ they take.
 from __future__ import annotations
 
 import copy
+import marshal
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,13 @@ class Table(dict[str, Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.copy(),))
+
+
+def copy_json(value: Any) -> Any:
+    """A private copy of a JSON value (marshal copies plain dicts, lists, strings and
+    numbers exactly, in about half the time of a JSON round trip; the bytes never leave
+    this process)."""
+    return marshal.loads(marshal.dumps(value))
 
 
 def peek(table: Mapping[str, Any], key: str) -> Any:
