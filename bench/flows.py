@@ -2,13 +2,14 @@
 against the approach we replaced, rewriting one JSON state file with fsync per
 transition. Both drive the same engine through the same Python API in this process,
 taking turns `--repeat` times (medians, wall and CPU time, the load before and after);
-`--scale` times the first transitions of longer runs (is a transition's cost flat in the
-run's length?); then the CLI path, one `strato flow done` process per transition, beside
+`--scale` times transitions of runs of several lengths in turns (is a transition's cost
+flat in the run's length?); then the CLI path, one `strato flow done` process per transition, beside
 what Python's start-up and the CLI's imports cost alone.
 
     python -m bench.flows [--steps 1000] [--items 100] [--repeat 1] [--cli 0]
     python -m bench.flows --steps 1000 --repeat 3 --items 20 --cli 5   # docs/benchmarks.md
-    python -m bench.flows --steps 10 --repeat 1 --items 0 --scale 1000,10000
+    python -m bench.flows --steps 10 --repeat 1 --items 0 --scale 1000,10000 --scale-count 200
+    python -m bench.flows --steps 10000 --repeat 0 --items 0 --cli 5   # the CLI path, long run
 """
 
 from __future__ import annotations
@@ -142,18 +143,35 @@ def drive_linear(runs: Runs, spec: str) -> tuple[str, int, float, float]:
     return run_id, transitions, time.perf_counter() - start, time.process_time() - cpu
 
 
-def first_transitions(runs: Runs, steps: int, count: int = 30) -> tuple[float, int]:
-    """The median CPU seconds of the first `count` transitions of a linear run of `steps`
-    steps, and the state's size after them: how a transition's cost grows with the run."""
-    run_id = runs.plan(linear_spec(steps), {}).snap.run_id
-    snap = runs.load(run_id)
-    cpu = []
-    for _ in range(count):
-        start = time.process_time()
-        entry = runs.engine(snap, judge=False).ready()[0]
-        snap = runs.done(run_id, entry["id"], entry["dispatchToken"], {"output": {"n": 1}}).snap
-        cpu.append(time.process_time() - start)
-    return statistics.median(cpu), len(json.dumps(snap.state, sort_keys=True, separators=(",", ":")))
+Scaled = tuple[float, float, int, int]  # CPU and wall seconds, objects written, state bytes
+
+
+def scale(runs: Runs, lengths: list[int], count: int, warm: int = 5) -> dict[int, Scaled]:
+    """Linear runs of each length, their transitions taken in turns (the machine's load
+    falls on all alike): per length the median CPU and wall seconds of `count`
+    transitions after `warm` more, the objects the last one wrote to git (`git rev-list
+    --objects` of its commit, not of its parent), and the state's size then. Is a
+    transition's cost flat in the run's length?"""
+    snaps = {n: runs.plan(linear_spec(n), {}).snap for n in lengths}
+    cpu: dict[int, list[float]] = {n: [] for n in lengths}
+    wall: dict[int, list[float]] = {n: [] for n in lengths}
+    for i in range(warm + count):
+        for n in lengths:
+            start, w = time.process_time(), time.perf_counter()
+            entry = runs.engine(snaps[n], judge=False).ready()[0]
+            result = {"output": {"n": 1}}
+            snaps[n] = runs.done(snaps[n].run_id, entry["id"], entry["dispatchToken"], result).snap
+            if i >= warm:
+                cpu[n].append(time.process_time() - start)
+                wall[n].append(time.perf_counter() - w)
+    out = {}
+    for n, snap in snaps.items():
+        listed = subprocess.run(["git", "rev-list", "--objects", snap.head, f"^{snap.head}~1"], cwd=runs.root,
+                                check=True, capture_output=True, text=True).stdout.split("\n")
+        size = len(json.dumps(snap.state, sort_keys=True, separators=(",", ":")))
+        objects = sum(1 for line in listed if line)
+        out[n] = (statistics.median(cpu[n]), statistics.median(wall[n]), objects, size)
+    return out
 
 
 def children_cpu() -> float:
@@ -211,9 +229,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--items", type=int, default=100)
     # the defaults keep the one-run form bench.versus times across checkouts
-    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians)")
+    parser.add_argument("--repeat", type=int, default=1, help="linear runs per store (medians; 0: none)")
     parser.add_argument("--cli", type=int, default=0, help="transitions through the CLI (0: none)")
-    parser.add_argument("--scale", default="", help="run lengths to time the start of: 1000,10000")
+    parser.add_argument("--scale", default="", help="run lengths to time in turns: 1000,10000")
+    parser.add_argument("--scale-count", type=int, default=100, help="transitions timed per length")
     args = parser.parse_args()
     spec = linear_spec(args.steps)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
@@ -243,13 +262,14 @@ def main() -> None:
                     f" audit {events} events in {audit_s:.3f}s"
                 )
             ratios.append(this[stores[0][0]] / this[stores[1][0]])
-        for name, rows in per.items():
+        for name, rows in per.items() if ratios else ():
             wall = statistics.median(w for w, _ in rows)
             cpu = statistics.median(c for _, c in rows)
             print(f"  median {name:<24} {1 / wall:7.1f}/s;"
                   f" {wall * 1000:6.2f} ms wall, {cpu * 1000:6.2f} ms CPU")
-        print(f"  git / baseline time per transition: {statistics.median(ratios):.2f}x median"
-              f" ({', '.join(f'{r:.2f}' for r in ratios)})")
+        if ratios:
+            print(f"  git / baseline time per transition: {statistics.median(ratios):.2f}x median"
+                  f" ({', '.join(f'{r:.2f}' for r in ratios)})")
 
         if args.items:
             fan = []
@@ -262,10 +282,12 @@ def main() -> None:
             print(f"  git / baseline wall time: {fan[0][2] / fan[1][2]:.2f}x")
 
         if args.scale:
-            print("first 30 transitions of a linear run, git ref store (median CPU per transition)")
-            for steps in (int(n) for n in args.scale.split(",")):
-                cpu, size = first_transitions(git_runs, steps)
-                print(f"  {steps:>6} steps: {cpu * 1000:7.2f} ms CPU; state {size / 1000:7.0f} KB")
+            lengths = [int(n) for n in args.scale.split(",")]
+            print(f"linear runs of {', '.join(map(str, lengths))} steps, git ref store, {args.scale_count} "
+                  "transitions each after 5, taking turns (medians per transition)")
+            for steps, (cpu, wall, objects, size) in scale(git_runs, lengths, args.scale_count).items():
+                print(f"  {steps:>6} steps: {cpu * 1000:7.2f} ms CPU, {wall * 1000:7.2f} ms wall;"
+                      f" {objects} objects written; state {size / 1000:7.0f} KB")
 
         if args.cli:
             cli = drive_cli(git_runs.root, spec, args.cli)

@@ -8,7 +8,6 @@ in the summary (the next run catches up: the state only moves when a run complet
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -106,11 +105,12 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
     seen_runs: dict[str, str] = dict(state.get("runs") or {})
 
     def run_checks() -> list[Proposal]:
-        from strato.runs.store import parse_message  # a run's transition, from its commit
+        from strato.runs.store import RunStore, parse_message  # a run's transitions and state
 
-        tips = gitrefs.ref_tips(gitrepo.require(root), RUNS)
+        repo = gitrepo.require(root)
+        tips = gitrefs.ref_tips(repo, RUNS)
         heads = [(name, oid, when) for name, (oid, when) in tips.items() if name.endswith("/head")]
-        states = gitcli.blobs(root, [f"{oid}:run.json" for _, oid, _ in heads])
+        runs = RunStore(repo)
         waits, retries = [], []
         for name, oid, when in heads:
             run_id = name[len(RUNS):-len("/head")]
@@ -124,8 +124,8 @@ def run(root: Path, settings: Settings, *, since: str | None = None, budget_ms: 
                 retries += memory.run_lessons(run_id, chain)
                 seen_runs[run_id] = oid
             try:
-                state = json.loads(states.get(f"{oid}:run.json", b"{}"))
-            except ValueError:
+                state = runs.at(run_id, oid).state
+            except (LookupError, ValueError):  # not a run this version can read
                 continue
             if isinstance(state, dict) and state.get("status") == "running":
                 waits.append((run_id, when, sorted(hygiene.waiting_gates(state))))

@@ -146,8 +146,8 @@ class Runs:
     def engine(self, snap: RunSnapshot, judge: bool = True) -> Engine:
         spec, evaluator = self._frozen(snap)
         infos = self._infos.setdefault(snap.state["revisionDigest"], {})
-        # a snapshot is parsed afresh from its commit on every load, so the engine may
-        # work on it in place
+        # a snapshot's tables hand each entry an operation takes out as a copy of its
+        # own (strato.runs.layout), so the engine may work on it in place
         judged = self.judge() if judge else None
         book = self.lane_book() if judge else None
         return Engine(spec, snap.state, self.root, judged, evaluator, infos=infos, lanes=book)

@@ -1,6 +1,7 @@
 """Runs stored in the repository: `refs/vivary/runs/<id>/head` is a chain of commits,
-one per transition. Each commit's tree holds `run.json` (the state) and `spec.yaml`
-(the spec frozen at plan time); its message is the transition as JSON. The ref moves
+one per transition. Each commit's tree holds the state (laid out by
+:mod:`strato.runs.layout`, so a transition writes what it changed) and `spec.yaml` (the
+spec frozen at plan time); its message is the transition as JSON. The ref moves
 by compare-and-swap (a chain store, :mod:`tropo.git.chain`), so the ref is the lock:
 two writers starting from the same head can never both land, and a lost race decides
 again from the winner's head. Checkpoints are refs to past heads."""
@@ -9,15 +10,18 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from strato.runs import layout
+from strato.runs.layout import Change, Live
 from tropo.git import chain
 from tropo.git.log import commits_since, message_of
-from tropo.git.objects import blob_at, blob_data, top_entries
+from tropo.git.objects import blob_at, edit_tree, tree_entries
 from tropo.git.refs import read_ref, ref_names, ref_targets, ref_tips
-from tropo.git.types import Oid, Repository, valid_ref_name
+from tropo.git.types import Repository, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
@@ -84,34 +88,35 @@ def check_run_id(run_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Stored:
-    """What one commit of a run holds, read once: a commit's content never changes, so
-    this is true of that commit for ever, whoever wrote it."""
-
-    commit: str
-    state: bytes  # run.json
-    spec: Oid | None  # spec.yaml's blob
-
-
-@dataclass(frozen=True)
 class _Append(chain.Append):
-    """A run's next commit, with its state's bytes at hand (they are also run.json)."""
+    """A run's next commit, with what it changes from the commit it follows."""
 
-    state: bytes = b""
+    live: Live | None = None
+    change: Change | None = None
 
 
 class RunStore:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
-        # per run, the commit last written or read here: the next transition of a run
-        # this process is driving starts from it without reading git again
-        self._stored: dict[str, _Stored] = {}
+        # per run, the commit last written or read here, parsed: the next transition of
+        # a run this process is driving starts from it without reading git again
+        self._live: dict[str, Live] = {}
+        self._lock = threading.RLock()  # fanout workers share a store
 
     def create(self, run_id: str, state: dict[str, Any], spec_yaml: str, message: dict[str, Any]) -> str:
         """Write the first commit and create the head ref (it must not exist)."""
-        files = {"run.json": chain.encode(state), "spec.yaml": spec_yaml.encode()}
+        live = Live("", None, None, b"", {}, 0)
+        change = live.diff(state)
+        tree = edit_tree(self.repo, None, {**change.edit, "spec.yaml": spec_yaml.encode()})
+        assert tree is not None
         name = head_ref(check_run_id(run_id))
-        return chain.append(self.repo, name, None, chain.Append(files, _message(message)), "vivary: plan")
+        first = chain.Append({}, _message(message), tree=tree)
+        commit = chain.append(self.repo, name, None, first, "vivary: plan")
+        live.spec = tree_entries(self.repo, tree)["spec.yaml"][0]
+        with self._lock:
+            live.apply(commit, tree, change)
+            self._remember(run_id, live)
+        return commit
 
     def resolve(self, run_id: str) -> str:
         """The run id that `run_id` names: itself, or the one run id it is a prefix of
@@ -130,27 +135,27 @@ class RunStore:
         return self.at(run_id, self.head(run_id))
 
     def at(self, run_id: str, commit: str) -> RunSnapshot:
-        stored = self._read(run_id, commit)
-        state = json.loads(stored.state)
-        return RunSnapshot(run_id, commit, state)
+        """The run as of ``commit``: its own copy of the state (what it changes shows in
+        no other snapshot)."""
+        with self._lock:
+            return RunSnapshot(run_id, commit, self._read(run_id, commit).state())
 
-    def _read(self, run_id: str, commit: str) -> _Stored:
-        """The files of one commit of a run (from memory when it was the last seen)."""
-        stored = self._stored.get(run_id)
-        if stored is not None and stored.commit == commit:
-            return stored
-        entries = top_entries(self.repo, commit) or {}
-        if "run.json" not in entries:
-            raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run.json")
-        stored = _Stored(commit, blob_data(self.repo, entries["run.json"]), entries.get("spec.yaml"))
-        self._remember(run_id, stored)
-        return stored
+    def _read(self, run_id: str, commit: str) -> Live:
+        """One commit of a run (from memory when it was the last seen)."""
+        live = self._live.get(run_id)
+        if live is not None and live.commit == commit:
+            return live
+        live = layout.read(self.repo, commit)
+        if live is None:
+            raise RunNotFound(f"run {run_id!r}: commit {commit[:12]} has no run state")
+        self._remember(run_id, live)
+        return live
 
-    def _remember(self, run_id: str, stored: _Stored) -> None:
-        self._stored.pop(run_id, None)
-        self._stored[run_id] = stored
-        while len(self._stored) > CACHED_RUNS:
-            del self._stored[next(iter(self._stored))]
+    def _remember(self, run_id: str, live: Live) -> None:
+        self._live.pop(run_id, None)
+        self._live[run_id] = live
+        while len(self._live) > CACHED_RUNS:
+            del self._live[next(iter(self._live))]
 
     def spec_text(self, snap: RunSnapshot) -> str:
         data = blob_at(self.repo, snap.head, "spec.yaml")
@@ -158,14 +163,15 @@ class RunStore:
 
     def spec_key(self, snap: RunSnapshot) -> str:
         """The frozen spec's blob id: parsed specs are cached by it."""
-        return str(self._read(snap.run_id, snap.head).spec)
+        with self._lock:
+            return str(self._read(snap.run_id, snap.head).spec)
 
     def transition(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> RunSnapshot:
         """Commit `state` on top of `snap.head` and move the ref only if it still points
         there (RefRaceError otherwise: the caller reloads and decides again)."""
         change = self._next(snap, state, message)
         commit = chain.append(self.repo, head_ref(snap.run_id), snap.head, change, _reason(message))
-        self._wrote(snap.run_id, snap.head, commit, change.state)
+        self._wrote(snap.run_id, snap.head, commit, change)
         return RunSnapshot(snap.run_id, commit, state)
 
     def update(
@@ -176,7 +182,7 @@ class RunStore:
         `chain.MAX_RACE_RETRIES` times, then `chain.ChainConflict`). The run after it,
         and what the last `decide` returned beside its transition."""
 
-        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T, bytes | None]]:
+        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T, _Append | None]]:
             if head is None:
                 raise RunNotFound(f"no run {run_id!r}")
             snap = self.at(run_id, head)
@@ -184,28 +190,34 @@ class RunStore:
             if change is None:
                 return None, (snap, value, None)
             append = self._next(snap, *change)
-            return append, (RunSnapshot(run_id, head, change[0]), value, append.state)
+            return append, (RunSnapshot(run_id, head, change[0]), value, append)
 
         ref = head_ref(check_run_id(run_id))
-        head, (snap, value, state) = chain.update(self.repo, ref, step, _reason({"op": op}))
-        if head is not None and state is not None:
-            self._wrote(run_id, snap.head, head, state)
+        head, (snap, value, append) = chain.update(self.repo, ref, step, _reason({"op": op}))
+        if head is not None and append is not None:
+            self._wrote(run_id, snap.head, head, append)
         return replace(snap, head=head or snap.head), value
 
     def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> _Append:
-        """The commit after `snap`: the new state beside the run's frozen spec (its blob
-        reused, so an unchanged spec is never hashed again)."""
-        spec = self._read(snap.run_id, snap.head).spec
-        encoded = chain.encode(state)
-        files: dict[str, bytes | Oid] = {"run.json": encoded}
-        if spec is not None:
-            files["spec.yaml"] = spec
-        return _Append(files, _message(message), state=encoded)
+        """The commit after `snap`: the tree of `snap.head` with what `state` changed in
+        it (the run's frozen spec and every unchanged entry reused by id)."""
+        with self._lock:
+            live = self._read(snap.run_id, snap.head)
+            change = live.diff(state)
+        tree = edit_tree(self.repo, live.tree, change.edit)
+        return _Append({}, _message(message), tree=tree, live=live, change=change)
 
-    def _wrote(self, run_id: str, parent: str, commit: str, state: bytes) -> None:
-        """Remember the commit this store just wrote on ``parent`` (the run's frozen spec
-        is the parent's), so the next transition of the run reads nothing from git."""
-        self._remember(run_id, _Stored(commit, state, self._read(run_id, parent).spec))
+    def _wrote(self, run_id: str, parent: str, commit: str, append: _Append) -> None:
+        """Remember the commit this store just wrote on ``parent``, so the next
+        transition of the run reads nothing from git."""
+        live, change = append.live, append.change
+        assert live is not None and change is not None and append.tree is not None
+        with self._lock:
+            if live.commit == parent:
+                live.apply(commit, append.tree, change)
+                self._remember(run_id, live)
+            elif self._live.get(run_id) is live:
+                del self._live[run_id]
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(commit, transition) from the first transition to the head."""

@@ -122,9 +122,11 @@ def test_a_checked_header_sent_twice_is_refused(twice: str) -> None:
 
 def _forge(ws: Path, run_id: str, edit: Callable[[str, str], tuple[str, str]]) -> None:
     """A commit on the run's ref written with git plumbing, as any writer of refs can:
-    ``edit`` turns (run.json, spec.yaml) into what the forger wants."""
+    ``edit`` turns (the state as JSON, spec.yaml) into what the forger wants, written in
+    the first layout (the state as one top-level run.json), which stays readable."""
     ref = f"refs/vivary/runs/{run_id}/head"
-    state, spec = edit(git(ws, "show", f"{ref}:run.json"), git(ws, "show", f"{ref}:spec.yaml"))
+    current = json.dumps(Runs(ws).load(run_id).state)
+    state, spec = edit(current, git(ws, "show", f"{ref}:spec.yaml"))
     (ws / "run.json").write_text(state)
     (ws / "spec.yaml").write_text(spec)
     blobs = [git(ws, "hash-object", "-w", name).strip() for name in ("run.json", "spec.yaml")]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tropo.git.objects import FileMap, blob_at, write_commit
+from tropo.git.objects import FileMap, blob_at, commit_tree, write_commit
 from tropo.git.refs import RefRaceError, cas_ref, read_ref, ref_writer
 from tropo.git.types import Oid, Repository
 
@@ -37,11 +37,13 @@ class ChainConflict(RefRaceError):
 @dataclass(frozen=True)
 class Append:
     """A new commit on the tip that was read: its files (top-level documents, as bytes or
-    an existing blob's id), its message, and its parents when not just that tip (a merge)."""
+    an existing blob's id) or a tree already written, its message, and its parents when
+    not just that tip (a merge)."""
 
     files: FileMap
     message: str
     parents: Sequence[str] | None = None
+    tree: Oid | None = None
 
 
 # What one attempt decided from the tip it read: a new commit, an existing commit to
@@ -75,7 +77,11 @@ def append(repo: Repository, ref: str, expected: str | None, change: Append, rea
     """Commit ``change`` on ``expected`` (the tip read; None starts the chain) and move
     ``ref`` there; the new commit. RefRaceError when the tip moved meanwhile."""
     parents = change.parents if change.parents is not None else [expected] if expected else []
-    commit = write_commit(repo, change.files, [Oid(hex=p) for p in parents], change.message)
+    ids = [Oid(hex=p) for p in parents]
+    if change.tree is not None:
+        commit = commit_tree(repo, change.tree, ids, change.message)
+    else:
+        commit = write_commit(repo, change.files, ids, change.message)
     move(repo, ref, commit, expected, reason)
     return str(commit)
 

@@ -44,6 +44,59 @@ def write_commit(
     return repo.create_commit(None, sig, sig, message, write_tree(repo, files), parents)
 
 
+def commit_tree(
+    repo: pygit2.Repository, tree: pygit2.Oid, parents: list[pygit2.Oid], message: str
+) -> pygit2.Oid:
+    """A commit of an already written tree on `parents`, attached to no ref."""
+    sig = signature(repo)
+    return repo.create_commit(None, sig, sig, message, tree, parents)
+
+
+# A tree edit by name: content or an existing blob's id (a file), None (remove it), or
+# the edit of the subtree under that name.
+TreeEdit = Mapping[str, "bytes | pygit2.Oid | TreeEdit | None"]
+
+
+def edit_tree(repo: pygit2.Repository, base: pygit2.Oid | None, edit: TreeEdit) -> pygit2.Oid | None:
+    """The tree ``base`` (None: an empty one) with ``edit`` applied, writing only the trees
+    on an edited path: every other entry is reused by id, so an edit of k files in a tree
+    of n costs O(k log n), not O(n). A subtree left empty is dropped; None when the whole
+    tree is."""
+    node = repo[base] if base is not None else None
+    assert node is None or isinstance(node, pygit2.Tree)
+    builder = repo.TreeBuilder(node) if node is not None else repo.TreeBuilder()
+    for name, change in edit.items():
+        if "/" in name or name in ("", ".", "..") or "\0" in name:
+            raise ValueError(f"not a tree entry name: {name!r}")
+        if isinstance(change, Mapping):
+            old = builder.get(name)
+            sub = edit_tree(repo, old.id if old is not None and old.filemode == TREE else None, change)
+            if sub is not None:
+                builder.insert(name, sub, TREE)
+            elif old is not None:
+                builder.remove(name)
+        elif change is None:
+            if builder.get(name) is not None:
+                builder.remove(name)
+        else:
+            oid = change if isinstance(change, pygit2.Oid) else repo.create_blob(change)
+            builder.insert(name, oid, BLOB)
+    return builder.write() if len(builder) else None
+
+
+def tree_entries(repo: pygit2.Repository, tree: pygit2.Oid) -> dict[str, tuple[pygit2.Oid, bool]]:
+    """Name -> (oid, is a tree) of each entry of the tree ``tree``."""
+    found = repo[tree]
+    assert isinstance(found, pygit2.Tree)
+    return {e.name: (e.id, e.filemode == TREE) for e in found if e.name is not None}
+
+
+def tree_of(repo: pygit2.Repository, commit: pygit2.Oid | str) -> pygit2.Oid | None:
+    """The root tree of ``commit`` (None: no such commit)."""
+    tree = _tree(repo, commit)
+    return None if tree is None else tree.id
+
+
 def _tree(repo: pygit2.Repository, commit: pygit2.Oid | str) -> pygit2.Tree | None:
     try:
         tree = repo[commit].peel(pygit2.Tree)

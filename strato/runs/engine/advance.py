@@ -9,6 +9,7 @@ opens a subflow, a fanout renders its items. A `when` that is not exactly true s
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from strato.flow import types as ty
@@ -24,6 +25,7 @@ from strato.runs.engine.context import Frame, RunContext
 from strato.runs.engine.iterate import carry_sources, materialise_carry
 from strato.runs.engine.outcomes import fail_scope, fail_step, finish, succeed
 from strato.runs.engine.state import ACTIVE, TERMINAL, new_scope
+from strato.runs.engine.table import Table, peek
 
 
 def advance_run(ctx: RunContext) -> None:
@@ -32,55 +34,109 @@ def advance_run(ctx: RunContext) -> None:
 
 
 def _advance(ctx: RunContext, frame: Frame) -> bool:
-    """Start every step that can start, repeatedly; True if anything changed. This pass
-    runs on every transition over every step, so a step that cannot start is passed
-    over without a call, the run's status is looked at again only after a call, and a
-    pass after the first stops where the previous one last changed something (every
-    step after that was looked at with things as they are) unless it changes something."""
+    """Start every step that can start, repeatedly; True if anything changed. This runs
+    on every transition: a root table that knows which steps the operation touched is
+    advanced from those (:func:`_advance_touched`); any other scope by passes over every
+    step, where a step that cannot start is passed over without a call, the run's status
+    is looked at again only after a call, and a pass after the first stops where the
+    previous one last changed something (every step after that was looked at with
+    things as they are) unless it changes something."""
+    if isinstance(frame.steps, Table):
+        moved = _advance_touched(ctx, frame, frame.steps)
+        if _open(ctx, frame):
+            _settle_scope(ctx, frame)
+        return moved
     any_change = False
     changed = True
     root = frame.parent is None
     sources = carry_sources(frame) if root else frozenset()
-    info = ctx.info(frame.name)
-    deps, routers = info.deps, info.routers
     stop = len(frame.flow.typed_steps)
     while _open(ctx, frame) and changed:
         changed = False
         if root:
             materialise_carry(ctx, frame)
-        steps = frame.steps
         last = -1
         for i, step in enumerate(frame.flow.typed_steps if _open(ctx, frame) else ()):
             if i > stop and not changed:
                 break
-            sid = step.id
-            st = steps[sid]
-            status = st["status"]
-            if status == "running" and isinstance(step, RunStep):
-                moved = _advance(ctx, ctx.child_frame(frame, step, st))
-            elif status == "pending":
-                waiting = False  # the common case, decided by a plain loop (no generator)
-                if sid not in routers:
-                    for d in deps[sid]:
-                        if steps[d]["status"] not in TERMINAL:
-                            waiting = True
-                            break
-                if waiting:
-                    continue
-                moved = _try_start(ctx, frame, step, st)
-            else:
+            visited = _visit(ctx, frame, step)
+            if visited is None:
                 continue
-            if moved:
+            if visited:
                 changed, last = True, i
-                if sid in sources:  # a `set` or subflow that settled just now
+                if step.id in sources:  # a `set` or subflow that settled just now
                     materialise_carry(ctx, frame)
             if not _open(ctx, frame):
                 break
-            steps = frame.steps
         stop = last
         any_change |= changed
     if _open(ctx, frame):
         _settle_scope(ctx, frame)
+    return any_change
+
+
+def _visit(ctx: RunContext, frame: Frame, step: AnyStep) -> bool | None:
+    """Advance one step as a pass finds it: a running subflow, or a pending step whose
+    dependencies are settled; True if it changed, None if there was nothing to try."""
+    steps, sid = frame.steps, step.id
+    status = peek(steps, sid)["status"]
+    if status == "running" and isinstance(step, RunStep):
+        return _advance(ctx, ctx.child_frame(frame, step, steps[sid]))
+    if status != "pending":
+        return None
+    info = ctx.info(frame.name)
+    if sid not in info.routers:  # the common case, decided by a plain loop (no generator)
+        for d in info.deps[sid]:
+            if peek(steps, d)["status"] not in TERMINAL:
+                return None
+    return _try_start(ctx, frame, step, steps[sid])
+
+
+def _advance_touched(ctx: RunContext, frame: Frame, steps: Table) -> bool:
+    """The passes of :func:`_advance` over only the steps they could change. The table
+    was made from a committed state, which was advanced: no pending step in it could
+    start. So a step can start now only if it, a dependency or a step routing to it was
+    touched since. Each round visits those steps in the flow's order, and the running
+    subflows, as a full pass would: a step a change makes startable further down is
+    visited in the same round, one further up in the next."""
+    info = ctx.info(frame.name)
+    typed = frame.flow.typed_steps
+    sources = carry_sources(frame) if frame.parent is None else frozenset()
+    seen: set[str] = set()
+
+    def reached() -> set[str]:
+        """The steps a change since the last look could make startable."""
+        new = steps.touched - seen
+        seen.update(new)
+        return new.union(*(info.dependents.get(k, ()) for k in new)) & info.order.keys()
+
+    any_change = False
+    due = reached()
+    while _open(ctx, frame):
+        if frame.parent is None:
+            materialise_carry(ctx, frame)
+        due |= reached()
+        queue = [info.order[k] for k in due.union(ctx.in_status(frame, ("running",)))]
+        heapq.heapify(queue)
+        queued, due, changed = set(queue), set(), False
+        while queue and _open(ctx, frame):
+            i = heapq.heappop(queue)
+            step = typed[i]
+            if not _visit(ctx, frame, step):
+                continue
+            changed = True
+            if step.id in sources:
+                materialise_carry(ctx, frame)
+            for key in reached():
+                j = info.order[key]
+                if j > i and j not in queued:
+                    queued.add(j)
+                    heapq.heappush(queue, j)
+                elif j <= i:
+                    due.add(key)
+        any_change |= changed
+        if not changed:
+            break
     return any_change
 
 
@@ -90,7 +146,15 @@ def _open(ctx: RunContext, frame: Frame) -> bool:
 
 
 def _settle_scope(ctx: RunContext, frame: Frame) -> None:
-    statuses = [st["status"] for st in frame.steps.values()]
+    steps = frame.steps
+    counted = steps.count(TERMINAL) if isinstance(steps, Table) else None
+    if counted is not None and isinstance(steps, Table):
+        if counted == len(steps):
+            finish(ctx, frame)
+        elif not steps.count(ACTIVE):
+            fail_scope(ctx, frame, {"attempt": 0, "reason": "no runnable steps remain"})
+        return
+    statuses = [peek(steps, sid)["status"] for sid in steps]
     if all(s in TERMINAL for s in statuses):
         finish(ctx, frame)
     elif not any(s in ACTIVE for s in statuses):
@@ -207,7 +271,7 @@ def _make_ready(ctx: RunContext, frame: Frame, step: DoStep, st: dict[str, Any],
     path = frame.prefix + step.id
     st.update(status="ready", prompt=prompt, context=context)
     record = {"stepId": path, "attempt": attempt, "epoch": st["epoch"]}
-    contract = dispatches.contract_digest(ctx.spec, step)
+    contract = dispatches.contract_digest(ctx.spec, step, None, ctx.info(frame.name).digests)
     dispatches.issue(ctx, record, contract, dispatches.inputs_digest(prompt), st)
     ctx.emit("ready", path, attempt=attempt, context=context)
 

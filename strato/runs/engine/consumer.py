@@ -83,7 +83,7 @@ def _start_stage(
         "epoch": st["epoch"],
         "item": {"itemIndex": it["index"], "stage": it["stage"]},
     }
-    contract = dispatches.contract_digest(ctx.spec, step, it["stage"])
+    contract = dispatches.contract_digest(ctx.spec, step, it["stage"], ctx.info(frame.name).digests)
     inputs = dispatches.inputs_digest(prompt, it["item"], it.get("prev"))
     dispatches.issue(ctx, record, contract, inputs, it)
     ctx.emit("fanout_item_ready", path, stage=it["stage"], attempt=attempt)

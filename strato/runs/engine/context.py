@@ -8,7 +8,7 @@ events, so it sits below all of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +20,7 @@ from strato.runs.engine.checks import Judge
 from strato.runs.engine.ledger import Ledger
 from strato.runs.engine.planning import FlowInfo, flow_info
 from strato.runs.engine.state import Refused, now_iso
+from strato.runs.engine.table import Table, ordered, peek
 from strato.runs.lanes.model import LaneBook
 
 
@@ -52,10 +53,75 @@ class Frame:
         steps: dict[str, dict[str, Any]] = self.scope["steps"]  # run.json is plain JSON
         return steps
 
-    def outputs(self) -> dict[str, Any]:
-        return {
-            k: st["output"] for k, st in self.steps.items() if st["status"] == "succeeded" and "output" in st
-        }
+    def outputs(self) -> Outputs:
+        return Outputs(self.steps)
+
+
+class Outputs(dict[str, Any]):
+    """The outputs of a scope's succeeded steps, as a dict, read from its steps only as
+    a reference asks for one: a step's text names a few of them, and a scope may hold
+    thousands. Anything that lists them (iteration, ``len``, JSON, equality) reads all."""
+
+    def __init__(self, steps: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
+        self._steps: dict[str, dict[str, Any]] | None = steps
+
+    def _find(self, key: str) -> bool:
+        if dict.__contains__(self, key):
+            return True
+        st = dict.get(self._steps, key) if self._steps is not None else None
+        if isinstance(st, dict) and st.get("status") == "succeeded" and "output" in st:
+            dict.__setitem__(self, key, st["output"])
+            return True
+        return False
+
+    def _all(self) -> None:
+        if self._steps is not None:
+            for key in list(dict.keys(self._steps)):
+                self._find(key)
+            self._steps = None
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._find(key)
+
+    def __missing__(self, key: str) -> Any:
+        if self._find(key):
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict.__getitem__(self, key) if self._find(key) else default
+
+    def __iter__(self) -> Iterator[str]:
+        self._all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._all()
+        return dict.__len__(self)
+
+    def __eq__(self, other: object) -> bool:
+        self._all()
+        return dict.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        self._all()
+        return dict.__repr__(self)
+
+    def keys(self) -> Any:
+        self._all()
+        return dict.keys(self)
+
+    def items(self) -> Any:
+        self._all()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._all()
+        return dict.values(self)
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.items())
 
 
 @dataclass
@@ -108,15 +174,25 @@ class RunContext:
     def frames(self, frame: Frame | None = None) -> Iterator[Frame]:
         frame = frame or self.root_frame
         yield frame
-        for step in frame.flow.typed_steps:
-            if isinstance(step, RunStep) and (st := frame.steps[step.id])["status"] == "running":
-                yield from self.frames(self.child_frame(frame, step, st))
+        steps = self.info(frame.name).steps
+        for sid in self.in_status(frame, ("running",)):
+            if isinstance(step := steps[sid], RunStep):
+                yield from self.frames(self.child_frame(frame, step, frame.steps[sid]))
+
+    def in_status(self, frame: Frame, statuses: Collection[str]) -> list[str]:
+        """The ids of the frame's steps whose status is one of ``statuses``, in the
+        flow's order: from the root table's index when it has one (no step is read)."""
+        steps, info = frame.steps, self.info(frame.name)
+        keys = steps.having(statuses) if isinstance(steps, Table) else None
+        if keys is None:
+            return [sid for sid in info.order if peek(steps, sid)["status"] in statuses]
+        return ordered(keys, info.order)
 
     def locate(self, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:
         for frame in self.frames():
             rest = path[len(frame.prefix) :] if path.startswith(frame.prefix) else None
             if rest is not None and "/" not in rest:
-                step = frame.flow.step(rest)
+                step = self.info(frame.name).steps.get(rest)
                 if step is not None:
                     return frame, step, frame.steps[rest]
         raise Refused("unknown_step", f"no step {path!r} in this run")

@@ -66,9 +66,20 @@ def engine_telemetry(model: str, duration_ms: int) -> dict[str, Any]:
     return {"durationMs": min(max(duration_ms, 0), MAX_DURATION_MS), "model": name}
 
 
-def contract_digest(spec: Spec, step: DoStep | FanoutStep, stage: int | None = None) -> str:
+def contract_digest(
+    spec: Spec, step: DoStep | FanoutStep, stage: int | None = None, known: dict[Any, str] | None = None
+) -> str:
     """The step's (or the fanout stage's) definition as frozen in the spec, ensures
-    included, and the fields of the contract its output must meet."""
+    included, and the fields of the contract its output must meet; ``known`` keeps the
+    digests of one spec revision (they follow from the spec alone)."""
+    if known is None:
+        return _contract_digest(spec, step, stage)
+    if (step.id, stage) not in known:
+        known[step.id, stage] = _contract_digest(spec, step, stage)
+    return known[step.id, stage]
+
+
+def _contract_digest(spec: Spec, step: DoStep | FanoutStep, stage: int | None) -> str:
     body: DoStep | Stage = step if isinstance(step, DoStep) else step.fanout.steps[stage or 0]
     part: dict[str, Any] = {"stepId": step.id, **({} if isinstance(step, DoStep) else {"stage": stage})}
     contract = dict(spec.contracts.get(body.out or "", {}))

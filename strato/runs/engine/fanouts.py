@@ -55,10 +55,11 @@ def running(ctx: RunContext) -> list[tuple[Frame, FanoutStep, dict[str, Any]]]:
     """The engine-mode fanouts in flight: the service runs their items."""
     out = []
     for frame in ctx.frames():
-        for step in frame.flow.typed_steps:
-            st = frame.steps[step.id]
-            if st["status"] == "running" and isinstance(step, FanoutStep) and not is_consumer(step):
-                out.append((frame, step, st))
+        by_id = ctx.info(frame.name).steps
+        for sid in ctx.in_status(frame, ("running",)):
+            step = by_id[sid]
+            if isinstance(step, FanoutStep) and not is_consumer(step):
+                out.append((frame, step, frame.steps[sid]))
     return out
 
 

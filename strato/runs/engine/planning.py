@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strato.flow.graph import StepGraph
@@ -55,6 +55,11 @@ class FlowInfo:
     on_fail_targets: set[str]
     graph: StepGraph
     output_sources: set[str]  # steps whose output `output.from` reads
+    steps: dict[str, AnyStep]  # by id
+    order: dict[str, int]  # id -> position in the flow
+    # id -> the steps whose start its status decides (its dependents, what it routes to)
+    dependents: dict[str, list[str]]
+    digests: dict[Any, str] = field(default_factory=dict)  # contract digests, by (step, stage)
 
 
 def flow_info(flow: Flow) -> FlowInfo:
@@ -86,7 +91,16 @@ def flow_info(flow: Flow) -> FlowInfo:
         sources = {r.name for r in parse_template(flow.output.from_).refs if r.kind == "step"}
     except RefSyntaxError:  # validation refuses this; no early check then
         sources = set()
-    return FlowInfo(deps, routers, on_fail, graph, sources)
+    dependents: dict[str, list[str]] = {}
+    for sid, found in deps.items():
+        for dep in found:
+            dependents.setdefault(dep, []).append(sid)
+    for target, by in routers.items():
+        for router in by:
+            dependents.setdefault(router, []).append(target)
+    by_id = {s.id: s for s in flow.typed_steps}
+    order = {sid: i for i, sid in enumerate(ids)}
+    return FlowInfo(deps, routers, on_fail, graph, sources, by_id, order, dependents)
 
 
 def _routes(step: AnyStep) -> list[tuple[str, str]]:

@@ -21,6 +21,7 @@ from strato.runs.engine.iterate import iterate_again
 from strato.runs.engine.ledger import usage_errors
 from strato.runs.engine.outcomes import fail_step, succeed
 from strato.runs.engine.state import Refused
+from strato.runs.engine.table import copy_json, peek
 
 RESULT_KEYS = frozenset({"output", "failure", "usage", "telemetry"})
 
@@ -31,15 +32,15 @@ def ready(ctx: RunContext) -> list[dict[str, Any]]:
     if ctx.run["status"] != "running":
         return out
     for frame in ctx.frames():
-        steps = frame.steps
-        for step in frame.flow.typed_steps:
-            st = steps[step.id]
+        steps, by_id = frame.steps, ctx.info(frame.name).steps
+        for sid in ctx.in_status(frame, ("ready", "running")):
+            step, st = by_id[sid], peek(steps, sid)  # read to hand out, never changed here
             if st["status"] == "ready" and isinstance(step, DoStep):
-                out.append(_descriptor(ctx, frame, step, st))
+                out.append(copy_json(_descriptor(ctx, frame, step, st)))  # none of it shared
             elif st["status"] == "running" and is_consumer(step):
                 assert isinstance(step, FanoutStep)
                 out += [
-                    consumer.descriptor(ctx, frame, step, it)
+                    copy_json(consumer.descriptor(ctx, frame, step, it))
                     for it in st["fanout"]["items"]
                     if it["status"] == "ready"
                 ]

@@ -11,6 +11,7 @@ from strato.runs.dispatch.fanout import run_fanout
 from strato.runs.engine.attempts import state_rows
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import USAGE_CODES
+from strato.runs.engine.table import peek
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, RunSnapshot
 from tropo.fs.private import Refusal
@@ -69,8 +70,8 @@ def _waiting_gates(eng: Engine) -> list[dict[str, Any]]:
             "round": frame.scope["rounds"],
         }
         for frame in eng.frames()
-        for sid, st in frame.steps.items()
-        if st["status"] == "waiting_gate" and "gateToken" in st
+        for sid in eng.in_status(frame, ("waiting_gate",))
+        if "gateToken" in (st := peek(frame.steps, sid))
     ]
 
 
@@ -79,13 +80,11 @@ def asked_gates(runs: Runs, snap: RunSnapshot) -> list[dict[str, Any]]:
     (null for one that produced none), so whoever decides sees what they are asked about."""
     eng = runs.engine(snap, judge=False)
     gates = {g["stepId"]: g for g in _waiting_gates(eng)}
-    for frame in eng.frames():
-        for sid in frame.steps:
-            step = frame.flow.step(sid)
-            if frame.prefix + sid in gates and step is not None:
-                gates[frame.prefix + sid]["subject"] = {
-                    frame.prefix + dep: frame.steps.get(dep, {}).get("output") for dep in step.deps_declared
-                }
+    for path, gate in gates.items():
+        frame, step, _ = eng.locate(path)
+        gate["subject"] = {
+            frame.prefix + dep: frame.steps.get(dep, {}).get("output") for dep in step.deps_declared
+        }
     return list(gates.values())
 
 
@@ -147,7 +146,8 @@ def show_view(runs: Runs, run_id: str) -> dict[str, Any]:
     snap = runs.load(run_id)
     view = summary(runs, snap)
     view["gates"] = asked_gates(runs, snap)
-    view["steps"] = {k: v["status"] for k, v in snap.state["scope"]["steps"].items()}
+    steps = snap.state["scope"]["steps"]
+    view["steps"] = {k: peek(steps, k)["status"] for k in steps}
     view["checkpoints"] = runs.store.checkpoints(snap.run_id)
     view["attempts"] = state_rows(snap.state["scope"])
     return view

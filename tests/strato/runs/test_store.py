@@ -50,9 +50,11 @@ def test_a_run_is_one_parentless_commit_of_its_state_and_its_frozen_spec(store: 
     root = _root(store)
     assert git(root, "rev-parse", head_ref("r1")).strip() == head
     assert git(root, "rev-list", "--parents", "-n1", head).split() == [head]
-    assert git(root, "ls-tree", "--name-only", head).split() == ["run.json", "spec.yaml"]
+    assert git(root, "ls-tree", "--name-only", head).split() == ["spec.yaml", "state"]
+    assert git(root, "ls-tree", "--name-only", f"{head}:state").split() == ["layout.json", "run.json"]
+    assert git(root, "show", f"{head}:state/layout.json") == '{"format":2,"tables":[]}'
     # canonical state: sorted keys, no spaces, ASCII (equal states are equal blobs)
-    assert git(root, "show", f"{head}:run.json") == '{"a":[1,"\\u00e9"],"b":1}'
+    assert git(root, "show", f"{head}:state/run.json") == '{"a":[1,"\\u00e9"],"b":1}'
     assert git(root, "show", f"{head}:spec.yaml") == SPEC
     assert git(root, "log", "-1", "--format=%B", head) == (
         'run: plan s go v1\n\n{"decision":"go","label":"v1","op":"plan","stepId":"s","x":1}\n\n')
@@ -87,7 +89,7 @@ def test_transitions_chain_on_the_head_keep_the_spec_and_are_read_back_oldest_fi
     assert third == store.load("r1") == RunSnapshot("r1", store.head("r1"), {"status": "completed"})
     assert git(root, "rev-list", "--parents", "-n1", third.head).split() == [third.head, second.head]
     assert git(root, "log", "-1", "--format=%s", second.head).strip() == "run: done a"
-    assert git(root, "show", f"{second.head}:run.json") == '{"n":1,"status":"running"}'
+    assert git(root, "show", f"{second.head}:state/run.json") == '{"n":1,"status":"running"}'
     assert store.spec_key(third) == store.spec_key(first)
     assert store.spec_text(third) == SPEC
     assert [(c, t["op"]) for c, t in store.history("r1")] == [
@@ -98,14 +100,15 @@ def test_transitions_chain_on_the_head_keep_the_spec_and_are_read_back_oldest_fi
 
 
 def test_a_commit_without_a_spec_stays_without_one_and_reads_as_empty(store: RunStore) -> None:
-    """A head written without `spec.yaml` (by hand, or by a tool that froze none): its
-    transitions add none, and the spec text is empty rather than an error."""
+    """A head written without `spec.yaml` (by hand, or by a tool that froze none), in the
+    first layout: its transitions add none, and the spec text is empty rather than an
+    error."""
     commit = write_commit(store.repo, {"run.json": b'{"status":"running"}'}, [], '{"op":"plan"}')
     cas_ref(store.repo, head_ref("r1"), commit, None, "test")
     snap = store.load("r1")
     assert snap.state == {"status": "running"} and store.spec_text(snap) == ""
     after = store.transition(snap, {"status": "done"}, {"op": "done"})
-    assert git(_root(store), "ls-tree", "--name-only", after.head).split() == ["run.json"]
+    assert git(_root(store), "ls-tree", "--name-only", after.head).split() == ["state"]
     assert store.spec_text(after) == ""
     assert store.history("r1").__next__() == (str(commit), {"op": "plan"})
 
@@ -114,7 +117,7 @@ def test_a_commit_without_a_state_is_not_a_run(store: RunStore) -> None:
     commit = str(write_commit(store.repo, {"spec.yaml": SPEC.encode()}, [], "x\n\n{}"))
     with pytest.raises(RunNotFound) as info:
         store.at("r1", commit)
-    assert str(info.value) == f"run 'r1': commit {commit[:12]} has no run.json"
+    assert str(info.value) == f"run 'r1': commit {commit[:12]} has no run state"
 
 
 def test_a_run_is_named_by_its_id_or_by_a_prefix_only_it_starts_with(store: RunStore) -> None:
@@ -252,6 +255,6 @@ def test_what_a_store_remembers_of_its_last_commit_never_hides_another_writer(st
     git(root, "update-ref", head_ref("r1"), older)  # a person rewinds it with git
     assert store.load("r1").state == other.load("r1").state == {"status": "running", "n": 2}
     snap, _ = store.update("r1", "done", lambda s: (({**s.state, "n": 9}, {"op": "done"}), None))
-    assert git(root, "show", f"{snap.head}:run.json") == '{"n":9,"status":"running"}'
+    assert git(root, "show", f"{snap.head}:state/run.json") == '{"n":9,"status":"running"}'
     assert git(root, "rev-list", "--parents", "-n1", snap.head).split() == [snap.head, older]
     assert store.spec_text(snap) == other.spec_text(other.load("r1")) == SPEC

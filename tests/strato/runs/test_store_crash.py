@@ -56,7 +56,7 @@ def test_each_transition_is_one_commit_with_the_event_as_message(tmp_path: Path)
     assert history[-1][1]["events"][-1]["type"] == "completed"
     repo = pygit2.Repository(str(ws.root))
     head = repo.references[head_ref(run_id)].peel(pygit2.Commit)
-    assert sorted(e.name for e in head.tree) == ["run.json", "spec.yaml"]
+    assert sorted(e.name for e in head.tree) == ["spec.yaml", "state"]
     subject, body = head.message.split("\n\n", 1)
     assert subject == "run: done s4" and json.loads(body)["op"] == "done"
     # the work tree, the index and HEAD are untouched
