@@ -1,12 +1,13 @@
 """Guard speed vs ledger length: the cost of one append and of `verify`, with the
 verification cache (``.git/vivary/guard``) warm and with it deleted before every
-operation (the uncached path: an append reads the running state in the notes tree,
-verify re-checks every line's digest and every notes commit), on one repository grown
-in this run. Append costs are also shown as a ratio to the first (shortest) length, the
-baseline measured in the same run, and the last line compares the longest length with
-the targets; every figure is the median of ``--repeat`` runs. The **cpu** columns are
-the CPU seconds of this process and git's: on a shared machine at ``nice -n 19``, wall
-time mostly measures the other processes.
+operation (the uncached path: a transition first verifies its whole ledger, then
+appends reading only the running state and a few lines; verify re-checks every line and
+every notes commit), on one repository grown in this run (:meth:`Ledger.grow`, checked by
+`strato guard verify` before anything is measured). Append costs are also shown as a
+ratio to the first (shortest) length, the baseline measured in the same run, and the
+last line compares the longest length with the targets; every figure is the median of
+``--repeat`` runs. The **cpu** columns are the CPU seconds of this process and git's: on
+a shared machine at ``nice -n 19``, wall time mostly measures the other processes.
 
     python -m bench.guard [--lengths 10,1000,10000] [--moves 10] [--repeat 3]
 """
