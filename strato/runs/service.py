@@ -333,7 +333,8 @@ class Runs:
     def audit(self, run_id: str) -> dict[str, Any]:
         snap = self.store.load(run_id)
         run_id = snap.run_id
-        events = [ev for _, t in self.store.history(run_id) for ev in t.get("events", [])]
+        history = [t for _, t in self.store.history(run_id)]
+        events = [ev for t in history for ev in t.get("events", [])]
         out = {
             "runId": run_id,
             "status": snap.state["status"],
@@ -347,6 +348,11 @@ class Runs:
         for key in ("output", "failure"):
             if key in snap.state:
                 out[key] = snap.state[key]
+        # a shared run's results, by the worker that pushed each (and whom it took over from)
+        carried = [{"stepId": t.get("stepId"), **t["worker"]}
+                   for t in history if isinstance(t.get("worker"), dict)]
+        if carried:
+            out["workers"] = carried
         return out
 
     def gates(self) -> list[dict[str, Any]]:
