@@ -11,7 +11,8 @@ the last one this clone saw was force-pushed (`run_rewritten`): nothing is pushe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,9 @@ class SharedRuns:
         self.seen: dict[str, str] = {}  # run -> the last remote head this clone saw
         self.pushes = 0
         self.rejected = 0
+        # the clone's run refs are read, mirrored and pushed by one thread at a time: a
+        # fetch between a push and the head it remembers would read as a rewrite
+        self.lock = threading.RLock()
 
     # --- reading
 
@@ -79,6 +83,10 @@ class SharedRuns:
         """Mirror the remote's refs of ``run_id`` (every run: None) into this clone; the
         runs found rewritten, whose heads are left as the remote has them and are no
         longer followed."""
+        with self.lock:
+            return self._fetch(run_id)
+
+    def _fetch(self, run_id: str | None) -> list[RunRewritten]:
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
@@ -104,7 +112,8 @@ class SharedRuns:
         """Push every update or none; False when a lease no longer held (a lost race)."""
         self.pushes += 1
         try:
-            res = gitremote.push_refs(self.runs.root, self.remote, updates)
+            with self.lock:
+                res = gitremote.push_refs(self.runs.root, self.remote, updates)
         except gitremote.RemoteError as exc:
             raise Refused("remote_unreachable", str(exc)) from None
         if res.denied:
@@ -118,20 +127,28 @@ class SharedRuns:
         run_id: str,
         op: str,
         action: Callable[[Engine], bool | None],
-        claim: Claim | None = None,
+        claims: Sequence[Claim] = (),
+        finish: bool = True,
         **detail: Any,
     ) -> Outcome:
         """Apply one operation to the run as the remote has it and push it with a lease
-        on that head (and, with ``claim``, move the claim to `done` in the same atomic
-        push). A lost race fetches and decides again; a refusal met only after losing one
-        is `stale` (another clone decided first). ClaimLost when the claim moved on."""
+        on that head, in one atomic push with a lease on each of ``claims`` (moved to
+        `done` when ``finish``, else left where they are: only still held). A lost race
+        fetches and decides again; a refusal met only after losing one is `stale`
+        (another clone decided first). ClaimLost when a claim moved on meanwhile."""
+        with self.lock:
+            return self._apply(run_id, op, action, claims, finish, detail)
+
+    def _apply(self, run_id: str, op: str, action: Callable[[Engine], bool | None], claims: Sequence[Claim],
+               finish: bool, detail: dict[str, Any]) -> Outcome:
         lost = False
         for _ in range(MAX_PUSH_RETRIES):
             if lost:
-                for rewritten in self.fetch(run_id):
+                for rewritten in self._fetch(run_id):
                     raise rewritten
-                if claim is not None and self.claim_tip(run_id, claim.key) != claim.tip:
-                    raise ClaimLost(claim.ref)
+                for claim in claims:
+                    if self.claim_tip(run_id, claim.key) != claim.tip:
+                        raise ClaimLost(claim.ref)
             base = self.runs.store.head(run_id)
             try:
                 outcome = self.runs.apply(run_id, op, action, **detail)
@@ -142,14 +159,15 @@ class SharedRuns:
             head = outcome.snap.head
             if head == base:
                 return outcome
+            moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
             updates: list[Update] = [(head, head_ref(run_id), base)]
-            finished = None if claim is None else self.claim_commit(claim, leases.DONE, head=head)
-            if claim is not None and finished is not None:
-                updates.append((finished, claim.ref, claim.tip))
+            updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
             if self.push(updates):
                 self.seen[run_id] = head
-                if claim is not None and finished is not None:
-                    claim.tip = finished
+                for new, claim in zip(moved, claims, strict=True):
+                    claim.tip = new
+                    if finish:
+                        claim.doc = {**claim.doc, "state": leases.DONE}
                 return outcome
             lost = True
         raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
@@ -164,23 +182,28 @@ class SharedRuns:
         files = {"lease.json": leases.encode(doc)}
         return str(write_commit(self.runs.repo, files, [Oid(hex=p) for p in parents], message))
 
-    def create_claim(
-        self, run_id: str, key: str, doc: dict[str, Any], replaces: str | None = None
-    ) -> Claim | None:
-        """Push a claim that must create the ref (``replaces``: that must move it on from
-        that tip, a takeover); None when another worker's push won."""
-        commit = self._commit(key, doc, [replaces] if replaces else [])
-        if not self.push([(commit, leases.claim_ref(run_id, key), replaces)]):
-            return None
-        return Claim(run_id, key, commit, doc)
+    def create_claims(
+        self, run_id: str, wanted: Sequence[tuple[str, dict[str, Any], str | None]]
+    ) -> list[Claim] | None:
+        """Push claims, all or none: each ``(key, lease, replaces)`` must create its ref
+        (``replaces``: must move it on from that tip, a takeover or a freed slot); None
+        when another worker's push won any of them."""
+        with self.lock:
+            made = [(key, doc, old, self._commit(key, doc, [old] if old else [])) for key, doc, old in wanted]
+            if not self.push([(commit, leases.claim_ref(run_id, key), old) for key, _, old, commit in made]):
+                return None
+            return [Claim(run_id, key, commit, doc) for key, doc, _, commit in made]
 
-    def renew(self, claim: Claim, doc: dict[str, Any]) -> bool:
-        """Push a renewal on the claim's tip; False when it is no longer this worker's."""
-        commit = self._commit(claim.key, doc, [claim.tip])
-        if not self.push([(commit, claim.ref, claim.tip)]):
-            return False
-        claim.tip, claim.doc = commit, doc
-        return True
+    def renew(self, claims: Sequence[Claim], docs: Sequence[dict[str, Any]]) -> bool:
+        """Push a renewal of each claim on its tip, all or none; False when any of them
+        is no longer this worker's."""
+        with self.lock:
+            made = [self._commit(c.key, doc, [c.tip]) for c, doc in zip(claims, docs, strict=True)]
+            if not self.push([(commit, c.ref, c.tip) for commit, c in zip(made, claims, strict=True)]):
+                return False
+            for commit, claim, doc in zip(made, claims, docs, strict=True):
+                claim.tip, claim.doc = commit, doc
+            return True
 
 
 def shared_run(runs: Runs, remote: str, run_id: str | None) -> SharedRuns:

@@ -1,12 +1,12 @@
-"""A worker on one clone: it fetches the shared runs, claims ready steps on the remote,
-runs them with this machine's own agents and pushes each result as the run's next
-transition (docs/runs.md, "Many machines").
+"""A worker on one clone: it fetches the shared runs, claims ready steps and fanout items
+on the remote, runs them with this machine's own agents and pushes each result as the
+run's next transition (docs/runs.md, "Many machines").
 
-Every git question and every push happens in the worker's one loop; only the agents run
-beside it, in threads that wait for their process groups. A step's agent is this
+The loop does the fetching, claiming and renewing; each claimed piece of work runs in a
+thread beside it (an agent waited for, a fanout item's stages). A step's agent is this
 worker's configuration of the name the spec gives (never an argv from the run or the
 remote), and it is stopped the moment the loop sees that its claim is no longer this
-worker's, its run has ended or been cancelled, or its step was handed out anew.
+worker's, its run has ended or been cancelled, or its work was handed out anew.
 """
 
 from __future__ import annotations
@@ -18,20 +18,21 @@ import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from strato.agents import groups
 from strato.agents.calls import CallResult, agent_prompt, call
-from strato.agents.config import AgentSpec
+from strato.agents.config import READ_ONLY, AgentSpec
 from strato.runs.dispatch import agentgroups
 from strato.runs.engine import bounds
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso
 from strato.runs.service import SpecInvalid, engine_result
 from strato.runs.store import RunSnapshot
-from strato.runs.workers import leases
+from strato.runs.workers import items, leases
 from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRuns
 
 Say = Callable[[str], None]
@@ -39,20 +40,18 @@ Say = Callable[[str], None]
 
 @dataclass
 class Job:
-    """One claimed step whose agent runs (or has just ended)."""
+    """One claimed piece of work: a step's agent, a fanout item, a fanout's settling."""
 
-    claim: Claim
-    entry: dict[str, Any]
-    agent: AgentSpec
+    run_id: str
+    label: str
+    claims: list[Claim]
+    moved_on: Callable[[RunSnapshot], str | None]  # why its work should stop now (None: carry on)
+    done: Callable[[Any], None]  # what the loop does with what the work gave
     takeover: dict[str, Any] | None
     renew_at: float
-    future: Future[CallResult] | None = None
+    future: Future[Any] | None = None
     pgid: list[int] = field(default_factory=list)
-    stopped: str | None = None  # why its agent was stopped: its result is dropped
-
-    @property
-    def run_id(self) -> str:
-        return self.claim.run_id
+    stopped: str | None = None  # why its agent was stopped: what it gave is dropped
 
 
 @dataclass(frozen=True)
@@ -108,9 +107,13 @@ class Worker:
             if self._follow(job, snaps.get(job.run_id)):
                 del self.jobs[key]
         for snap in snaps.values():
-            if len(self.jobs) >= self.options.max_parallel:
+            if self.full():
                 break
-            self._claim(snap)
+            if snap.state["status"] == "running":
+                self._claim(snap)
+
+    def full(self) -> bool:
+        return len(self.jobs) >= self.options.max_parallel
 
     def _snapshots(self) -> dict[str, RunSnapshot]:
         ids = [self.options.run_id] if self.options.run_id else self.runs.store.run_ids()
@@ -149,97 +152,152 @@ class Worker:
         return None
 
     def _claim(self, snap: RunSnapshot) -> None:
-        if snap.state["status"] != "running":
-            return
         try:
-            ready = self.runs.engine(snap, judge=False).ready()
+            eng = self.runs.engine(snap, judge=False)
         except SpecInvalid as exc:
             self._drop(snap.run_id, f"run {snap.run_id}: its spec does not load here: {exc}")
             return
-        for entry in ready:
-            if "itemIndex" in entry or len(self.jobs) >= self.options.max_parallel:
+        items.claim_fanouts(self, snap, eng)
+        for entry in eng.ready():
+            if "itemIndex" in entry or self.full():
                 continue  # consumer items are their clients'
             key = leases.claim_key(entry["id"], entry["generation"])
             if (snap.run_id, key) in self.jobs:
                 continue
-            if (why := self.lacks(entry["agent"])) is not None:
-                self._tell(snap.run_id, entry["id"], f"skipped {entry['id']} of run {snap.run_id}: {why}; "
-                           "left for other workers")
+            if not self.can_run(snap.run_id, entry["id"], [entry["agent"]]):
                 continue
-            self._try(snap, entry, key)
+            self._start_step(snap, entry, key)
 
-    def _try(self, snap: RunSnapshot, entry: dict[str, Any], key: str) -> None:
-        tip = self.shared.claim_tip(snap.run_id, key)
+    def can_run(self, run_id: str, label: str, agents: Sequence[str]) -> bool:
+        """Whether this worker has every agent of a piece of work; says once when not."""
+        why = next((w for a in agents if (w := self.lacks(a)) is not None), None)
+        if why is not None:
+            self.tell(run_id, label, f"skipped {label} of run {run_id}: {why}; left for other workers")
+        return why is None
+
+    def take(self, run_id: str, keys: Sequence[tuple[str, bool]], what: dict[str, Any]) -> list[Claim] | None:
+        """Claim every key at once, or none: ``(key, reusable)``, where a reusable
+        claim (a fanout's concurrency slot) may be taken again once it is done. A held
+        claim is taken over only once this worker has seen it unrenewed for its ttl. None
+        when any is held, or another worker's push won."""
+        wanted: list[tuple[str, dict[str, Any], str | None]] = []
         takeover: dict[str, Any] | None = None
-        if tip is not None:
-            lease = self.shared.lease_at(tip)
-            ref = leases.claim_ref(snap.run_id, key)
-            if lease.state == leases.DONE or not (
-                lease.state == leases.RELEASED or self.watch.expired(ref, tip, lease)
-            ):
-                return
-            takeover = {"from": lease.holder, "claim": tip, "state": lease.state}
-        doc = self._lease(snap.run_id, entry, renewal=0, takeover=takeover)
-        claim = self.shared.create_claim(snap.run_id, key, doc, replaces=tip)
-        if claim is None:
+        for key, reusable in keys:
+            tip = self.shared.claim_tip(run_id, key)
+            doc = self.lease(run_id, what, 0)
+            if tip is not None:
+                if not self.free(run_id, key, reusable):
+                    return None
+                lease = self.shared.lease_at(tip)
+                if lease.state == leases.HELD:
+                    takeover = doc["takeover"] = {"from": lease.holder, "claim": tip}
+            wanted.append((key, doc, tip))
+        claims = self.shared.create_claims(run_id, wanted)
+        if claims is None:
             self.counts["racesLost"] += 1
-            return
+            return None
         self.counts["claimed"] += 1
         if takeover is not None:
             self.counts["takeovers"] += 1
             holder = takeover["from"]
-            self.say(f"took over {entry['id']} of run {snap.run_id} from {holder['worker']} "
+            self.say(f"took over {what['label']} of run {run_id} from {holder['worker']} "
                      f"({holder['machine']}): its claim was not renewed")
-        agent = self.runs.config.get(entry["agent"])
-        job = Job(claim, entry, agent, takeover, self.clock() + self._renew_every())
-        self.jobs[(snap.run_id, key)] = job
-        job.future = self.pool.submit(self._call, job)
+        return claims
 
-    def _lease(self, run_id: str, entry: dict[str, Any], renewal: int,
-               takeover: dict[str, Any] | None) -> dict[str, Any]:
+    def free(self, run_id: str, key: str, reusable: bool = False) -> bool:
+        """Whether a claim may be taken as far as this worker can tell: absent, given up,
+        done (a reusable one), or held but unrenewed for its ttl as this worker saw it."""
+        tip = self.shared.claim_tip(run_id, key)
+        if tip is None:
+            return True
+        lease = self.shared.lease_at(tip)
+        if lease.state == leases.RELEASED or (reusable and lease.state == leases.DONE):
+            return True
+        return self.watch.expired(leases.claim_ref(run_id, key), tip, lease)
+
+    def lease(self, run_id: str, what: dict[str, Any], renewal: int) -> dict[str, Any]:
         """A lease's text: who holds it and until when, on this machine's clock (for
         people to read: no one decides by it)."""
-        now = time.time()
-        doc = {
-            "worker": self.id, "machine": self.machine, "pid": os.getpid(), "runId": run_id,
-            "stepId": entry["id"], "generation": entry["generation"], "dispatchId": entry.get("dispatchId"),
+        until = time.gmtime(time.time() + self.options.ttl_s)
+        return {
+            "worker": self.id, "machine": self.machine, "pid": os.getpid(), "runId": run_id, **what,
             "ttlS": self.options.ttl_s, "renewal": renewal, "state": leases.HELD,
-            "renewedAt": now_iso(), "expiresAt": _iso(now + self.options.ttl_s),
+            "renewedAt": now_iso(), "expiresAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", until),
         }
-        if takeover is not None:
-            doc["takeover"] = takeover
-        return doc
 
-    def _renew_every(self) -> float:
-        return self.options.ttl_s / 3
+    def start(self, job: Job, work: Callable[[], Any]) -> None:
+        self.jobs[(job.run_id, job.claims[0].key)] = job
+        job.future = self.pool.submit(work)
 
-    # --- a claimed step
+    def new_job(self, run_id: str, label: str, claims: list[Claim],
+                moved_on: Callable[[RunSnapshot], str | None], done: Callable[[Any], None]) -> Job:
+        return Job(run_id, label, claims, moved_on, done, claims[0].doc.get("takeover"),
+                   self.clock() + self.options.ttl_s / 3)
 
-    def _call(self, job: Job) -> CallResult:
-        """The step's agent, run here; registered as a foreground run's agents are, so a
-        `strato flow cancel` on this clone stops it too."""
-        with agentgroups.registered(self.runs, job.run_id) as register:
-            def on_start(pid: int) -> None:
-                job.pgid.append(pid)
-                register(pid)
-                if job.stopped is not None:
-                    groups.stop(pid)
+    def who(self, job: Job) -> dict[str, Any]:
+        """What a transition says of the worker that pushed it (and whom it took over from)."""
+        return {"id": self.id, "machine": self.machine, "claim": job.claims[0].key,
+                **({"takeover": job.takeover} if job.takeover else {})}
 
-            prompt = agent_prompt(job.entry)
-            return call(job.agent, prompt, self.runs.root, self.runs.pacing_dir, admit=bounds.agent_output,
-                        on_start=on_start)
+    # --- a step
+
+    def _start_step(self, snap: RunSnapshot, entry: dict[str, Any], key: str) -> None:
+        what = {"label": entry["id"], "stepId": entry["id"], "generation": entry["generation"],
+                "dispatchId": entry.get("dispatchId")}
+        claims = self.take(snap.run_id, [(key, False)], what)
+        if claims is None:
+            return
+        agent = self.runs.config.get(entry["agent"])
+        token = entry["dispatchToken"]
+
+        def moved_on(now: RunSnapshot) -> str | None:
+            if self.runs.engine(now, judge=False).issued_token(entry["id"]) != token:
+                return "its step was handed out anew"
+            return None
+
+        def report(res: CallResult) -> None:
+            self._report(job, entry, agent, res)
+
+        job = self.new_job(snap.run_id, entry["id"], claims, moved_on, report)
+        self.start(job, lambda: self.agent_call(job)(agent, agent_prompt(entry), self.runs.root, READ_ONLY))
+
+    def agent_call(self, job: Job) -> Callable[[AgentSpec, str, Path, str], CallResult]:
+        """How the job calls an agent here: registered as a foreground run's agents are
+        (so a `strato flow cancel` on this clone stops it too), its group kept so the
+        loop can stop it."""
+
+        def run(agent: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
+            with agentgroups.registered(self.runs, job.run_id) as register:
+                def on_start(pid: int) -> None:
+                    job.pgid.append(pid)
+                    register(pid)
+                    if job.stopped is not None:
+                        groups.stop(pid)
+
+                return call(agent, prompt, cwd, self.runs.pacing_dir, sandbox=sandbox,
+                            admit=bounds.agent_output, on_start=on_start)
+
+        return run
+
+    def _report(self, job: Job, entry: dict[str, Any], agent: AgentSpec, res: CallResult) -> None:
+        step, token = entry["id"], entry["dispatchToken"]
+        result = engine_result(res, agent.model())
+        self.shared.apply(job.run_id, "done", lambda e: e.step_done(step, result, token, None, "engine"),
+                          claims=job.claims, stepId=step, worker=self.who(job))
+
+    # --- following a job
 
     def _follow(self, job: Job, snap: RunSnapshot | None) -> bool:
         """Carry a job one tick on; True once it is over (reported or dropped)."""
         assert job.future is not None
         if job.future.done():
-            self._report(job, job.future.result())
+            self._end(job)
             return True
         why = self._moved_on(job, snap)
         if why is None and self.clock() >= job.renew_at:
-            doc = self._lease(job.run_id, job.entry, job.claim.doc["renewal"] + 1, job.takeover)
-            if self.shared.renew(job.claim, doc):
-                job.renew_at = self.clock() + self._renew_every()
+            docs = [{**c.doc, "renewal": c.doc["renewal"] + 1, "renewedAt": now_iso()} for c in job.claims]
+            if self.shared.renew(job.claims, docs):
+                job.renew_at = self.clock() + self.options.ttl_s / 3
             else:
                 why = "its claim was taken over"
         if why is not None:
@@ -247,55 +305,49 @@ class Worker:
         return False
 
     def _moved_on(self, job: Job, snap: RunSnapshot | None) -> str | None:
-        """Why the job's agent should stop now (None: it carries on)."""
         if snap is None:
             return "its run is no longer followed"
         if snap.state["status"] != "running":
             return f"its run is {snap.state['status']}"
-        if self.runs.engine(snap, judge=False).issued_token(job.entry["id"]) != job.entry["dispatchToken"]:
-            return "its step was handed out anew"
-        return None
+        return job.moved_on(snap)
+
+    def _end(self, job: Job) -> None:
+        """What the job's work gave, taken in the loop: reported, or dropped and said."""
+        assert job.future is not None
+        try:
+            if job.stopped is None:
+                job.done(job.future.result())
+                self.counts["done"] += 1
+            else:
+                job.future.exception()
+        except ClaimLost:
+            self.counts["dropped"] += 1
+            self.say(f"dropped the result of {job.label} (run {job.run_id}): its claim was taken over")
+            return
+        except RunRewritten:
+            raise
+        except Refused as exc:
+            self.counts["dropped"] += 1
+            self.say(f"dropped the result of {job.label} (run {job.run_id}): {exc}")
+        self._release(job)
 
     def _stop(self, job: Job, why: str) -> None:
         if job.stopped is not None:
             return
         job.stopped = why
         self.counts["stopped"] += 1
-        self.say(f"stopping the agent of {job.entry['id']} (run {job.run_id}): {why}")
+        self.say(f"stopping the agent of {job.label} (run {job.run_id}): {why}")
         for pid in job.pgid:
             groups.stop(pid)
 
-    def _report(self, job: Job, res: CallResult) -> None:
-        step = job.entry["id"]
-        if job.stopped is not None:
-            self._release(job)
-            return
-        result = engine_result(res, job.agent.model())
-        token = job.entry["dispatchToken"]
-        who = {"id": self.id, "machine": self.machine, "claim": job.claim.key,
-               **({"takeover": job.takeover} if job.takeover else {})}
-        try:
-            self.shared.apply(job.run_id, "done", lambda e: e.step_done(step, result, token, None, "engine"),
-                              claim=job.claim, stepId=step, worker=who)
-        except ClaimLost:
-            self.counts["dropped"] += 1
-            self.say(f"dropped the result of {step} (run {job.run_id}): its claim was taken over")
-            return
-        except RunRewritten:
-            raise
-        except Refused as exc:
-            self.counts["dropped"] += 1
-            self.say(f"dropped the result of {step} (run {job.run_id}): {exc}")
-            self._release(job)
-            return
-        self.counts["done"] += 1
-
     def _release(self, job: Job) -> None:
-        """Give a claim up at once (others need not wait for it to expire); a lost race
-        means it was not this worker's any more."""
-        if job.claim.doc.get("state") == leases.HELD:
-            commit = self.shared.claim_commit(job.claim, leases.RELEASED, reason=job.stopped or "dropped")
-            self.shared.push([(commit, job.claim.ref, job.claim.tip)])
+        """Give up the claims still held (others need not wait for them to expire); a
+        lost race means they were not this worker's any more."""
+        held = [c for c in job.claims if c.doc.get("state") == leases.HELD]
+        if held:
+            why = job.stopped or "dropped"
+            commits = [self.shared.claim_commit(c, leases.RELEASED, reason=why) for c in held]
+            self.shared.push([(commit, c.ref, c.tip) for commit, c in zip(commits, held, strict=True)])
 
     def _drop(self, run_id: str, why: str) -> None:
         self.dropped.add(run_id)
@@ -304,9 +356,9 @@ class Worker:
             if job.run_id == run_id:
                 self._stop(job, "its run is no longer followed")
 
-    def _tell(self, run_id: str, step: str, line: str) -> None:
-        if (run_id, step) not in self.told:
-            self.told.add((run_id, step))
+    def tell(self, run_id: str, label: str, line: str) -> None:
+        if (run_id, label) not in self.told:
+            self.told.add((run_id, label))
             self.counts["skipped"] += 1
             self.say(line)
 
@@ -330,8 +382,3 @@ class Worker:
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
             "pushesRejected": self.shared.rejected,
         }
-
-
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
