@@ -19,7 +19,7 @@ from strato.runs.dispatch.fanout import item_runner, run_fanout
 from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine.machine import Engine
 from strato.runs.store import Outcome, RunSnapshot
-from strato.runs.workers.shared import Claim, SharedRuns
+from strato.runs.workers.shared import Claim, Operation, SharedRuns
 from tropo.git.types import Repository
 
 if TYPE_CHECKING:
@@ -34,9 +34,13 @@ class SharedAccess:
     them to `done` in the same push."""
 
     def __init__(
-        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any]
+        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
+        # an item's transitions before its last wait for it and go in one push: while it
+        # runs, its claim is what shows it running; killed, nothing of it landed
+        self.batch = batch
+        self.queued: list[Operation] = []
         self.repo: Repository = shared.runs.repo
         self.root: Path = shared.runs.root
 
@@ -62,8 +66,11 @@ class SharedAccess:
 
     def apply(self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any) -> Outcome:
         last = op == self.finishing
-        extra = self.detail if last else {}
-        return self.shared.apply(run_id, op, action, claims=self.claims, finish=last, **detail, **extra)
+        self.queued.append(Operation(op, action, {**detail, **(self.detail if last else {})}))
+        if self.batch and not last:
+            return Outcome(self.load(run_id), [])
+        ops, self.queued = self.queued, []
+        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last)
 
 
 def fanout_key(path: str, st: dict[str, Any]) -> str:
@@ -105,7 +112,7 @@ def _start_item(
     claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
     if claims is not None:
         _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-             lambda access, call: _one_item(access, snap.run_id, path, index, call))
+             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
 
 
 def _one_item(access: SharedAccess, run_id: str, path: str, index: int,
@@ -132,7 +139,8 @@ def _start_whole(worker: Worker, snap: RunSnapshot, path: str, base: str) -> Non
 
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
-         work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any]) -> None:
+         work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
+         batch: bool = False) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
@@ -140,7 +148,7 @@ def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str
         return None
 
     job: Job = worker.new_job(run_id, label, claims, moved_on, lambda _: None)
-    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)})
+    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch)
     agent = worker.agent_call(job)
 
     def call(_key: str, spec: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:

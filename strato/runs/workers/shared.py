@@ -12,6 +12,7 @@ the last one this clone saw was force-pushed (`run_rewritten`): nothing is pushe
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,15 @@ def push_refused(remote: str, detail: str) -> Refused:
                    "check your rights to push refs/vivary/runs/* there")
 
 
+@dataclass(frozen=True)
+class Operation:
+    """One engine operation to apply to a shared run: what `Runs.apply` takes."""
+
+    op: str
+    action: Callable[[Engine], bool | None]
+    detail: dict[str, Any]
+
+
 @dataclass
 class Claim:
     """A claim this worker holds: its ref and the tip it last pushed."""
@@ -73,6 +83,8 @@ class SharedRuns:
         self.seen: dict[str, str] = {}  # run -> the last remote head this clone saw
         self.pushes = 0
         self.rejected = 0
+        self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
+        self.fetch_s = 0.0
         # the clone's run refs are read, mirrored and pushed by one thread at a time: a
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
@@ -87,7 +99,9 @@ class SharedRuns:
             return self._fetch(run_id)
 
     def _fetch(self, run_id: str | None) -> list[RunRewritten]:
+        started = time.perf_counter()
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
+        self.fetch_s += time.perf_counter() - started
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
@@ -111,11 +125,14 @@ class SharedRuns:
     def push(self, updates: list[Update]) -> bool:
         """Push every update or none; False when a lease no longer held (a lost race)."""
         self.pushes += 1
+        started = time.perf_counter()
         try:
             with self.lock:
                 res = gitremote.push_refs(self.runs.root, self.remote, updates)
         except gitremote.RemoteError as exc:
             raise Refused("remote_unreachable", str(exc)) from None
+        finally:
+            self.push_s += time.perf_counter() - started
         if res.denied:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
@@ -136,41 +153,55 @@ class SharedRuns:
         `done` when ``finish``, else left where they are: only still held). A lost race
         fetches and decides again; a refusal met only after losing one is `stale`
         (another clone decided first). ClaimLost when a claim moved on meanwhile."""
-        with self.lock:
-            return self._apply(run_id, op, action, claims, finish, detail)
+        return self.apply_all(run_id, [Operation(op, action, detail)], claims, finish)
 
-    def _apply(self, run_id: str, op: str, action: Callable[[Engine], bool | None], claims: Sequence[Claim],
-               finish: bool, detail: dict[str, Any]) -> Outcome:
-        lost = False
-        for _ in range(MAX_PUSH_RETRIES):
-            if lost:
-                for rewritten in self._fetch(run_id):
-                    raise rewritten
-                for claim in claims:
-                    if self.claim_tip(run_id, claim.key) != claim.tip:
-                        raise ClaimLost(claim.ref)
-            base = self.runs.store.head(run_id)
-            try:
-                outcome = self.runs.apply(run_id, op, action, **detail)
-            except Refused as exc:
-                if lost and exc.code != "stale":
-                    raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
-                raise
-            head = outcome.snap.head
-            if head == base:
-                return outcome
-            moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
-            updates: list[Update] = [(head, head_ref(run_id), base)]
-            updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
-            if self.push(updates):
-                self.seen[run_id] = head
-                for new, claim in zip(moved, claims, strict=True):
-                    claim.tip = new
-                    if finish:
-                        claim.doc = {**claim.doc, "state": leases.DONE}
-                return outcome
-            lost = True
-        raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
+    def apply_all(
+        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True
+    ) -> Outcome:
+        """:meth:`apply` for several operations in order, each its own transition, all
+        pushed at once (a fanout item's dispatch, attempts and result: one push)."""
+        with self.lock:
+            lost = False
+            for _ in range(MAX_PUSH_RETRIES):
+                if lost:
+                    self._refetch(run_id, claims)
+                base = self.runs.store.head(run_id)
+                try:
+                    outcome = None
+                    for each in ops:
+                        outcome = self.runs.apply(run_id, each.op, each.action, **each.detail)
+                except Refused as exc:
+                    if lost and exc.code != "stale":
+                        raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
+                    raise
+                assert outcome is not None
+                head = outcome.snap.head
+                if head == base or self._push_head(run_id, base, head, claims, finish):
+                    return outcome
+                lost = True
+            raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
+
+    def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
+        """After a lost race: the remote's run again, if it is still the same run and the
+        claims are still this worker's."""
+        for rewritten in self._fetch(run_id):
+            raise rewritten
+        for claim in claims:
+            if self.claim_tip(run_id, claim.key) != claim.tip:
+                raise ClaimLost(claim.ref)
+
+    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool) -> bool:
+        moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
+        updates: list[Update] = [(head, head_ref(run_id), base)]
+        updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
+        if not self.push(updates):
+            return False
+        self.seen[run_id] = head
+        for new, claim in zip(moved, claims, strict=True):
+            claim.tip = new
+            if finish:
+                claim.doc = {**claim.doc, "state": leases.DONE}
+        return True
 
     def claim_commit(self, claim: Claim, state: str, **extra: Any) -> str:
         """A new commit on the claim's tip saying ``state`` (its lease otherwise as held)."""
