@@ -10,7 +10,7 @@ clone holds the worktrees and receives the merge.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
@@ -21,6 +21,8 @@ from strato.runs.engine.machine import Engine
 from strato.runs.store import Outcome, RunSnapshot
 from strato.runs.workers.shared import Claim, Operation, SharedRuns
 from tropo.git.types import Repository
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,11 +94,20 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
         if not pending:
             _start_settle(worker, snap, path, base)
-        for index in pending:
+        for index in _spread(worker, pending):
             if worker.full():
                 break
             if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
                 _start_item(worker, snap, path, base, index, step)
+
+
+def _spread(worker: Worker, keys: list[T]) -> list[T]:
+    """``keys`` from a place of this worker's own: workers that start from the same first
+    item would all race for it at every fetch, and all but one lose."""
+    if not keys:
+        return keys
+    start = int(worker.id[2:], 16) % len(keys)
+    return keys[start:] + keys[:start]
 
 
 def _start_item(
@@ -104,7 +115,7 @@ def _start_item(
 ) -> None:
     item = f"{base}.i{index}"
     mine = {c.key for job in worker.jobs.values() for c in job.claims}
-    slots = [f"{base}.s{k}" for k in range(max(1, step.fanout.concurrency))]
+    slots = _spread(worker, [f"{base}.s{k}" for k in range(max(1, step.fanout.concurrency))])
     slot = next((s for s in slots if s not in mine and worker.free(snap.run_id, s, reusable=True)), None)
     if slot is None or not worker.free(snap.run_id, item):
         return  # every slot is busy, or the item is another's: look again at the next fetch
