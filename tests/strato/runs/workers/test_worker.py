@@ -49,3 +49,16 @@ def test_two_workers_carry_a_run_planned_on_a_third_clone(tmp_path: Path) -> Non
     assert code == 0, err
     assert audit["status"] == "completed"
     assert [row["stepId"] for row in audit["attempts"]] == ["draft", "fix", "fix", "finish"]
+
+
+def test_a_worker_with_all_carries_every_run_the_remote_holds(tmp_path: Path) -> None:
+    bare, (planner, one) = machines(tmp_path, 2)
+    for run_id in ("a1", "a2"):
+        code, _, err = strato(planner, "flow", "plan", str(planner / "specs/steps.yaml"), "--input", f"tag={run_id}",
+                              "--id", run_id)
+        assert code == 0, err
+        share(planner, run_id)
+    code, report, err = finished(worker(one, "--all", "--interval", "0.05", "--max-parallel", "2"))
+    assert code == 0, err
+    assert report is not None and report["runs"] == {"a1": "completed", "a2": "completed"}
+    assert remote_run(bare, "a1")["status"] == remote_run(bare, "a2")["status"] == "completed"
