@@ -324,8 +324,11 @@ class Worker:
             self.counts["dropped"] += 1
             self.say(f"dropped the result of {job.label} (run {job.run_id}): its claim was taken over")
             return
-        except RunRewritten:
-            raise
+        except RunRewritten as exc:
+            self._drop(exc.run_id, str(exc))
+            if self.options.run_id is not None:
+                raise
+            return
         except Refused as exc:
             self.counts["dropped"] += 1
             self.say(f"dropped the result of {job.label} (run {job.run_id}): {exc}")
