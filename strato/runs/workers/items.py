@@ -116,12 +116,17 @@ def _start_item(
     item = f"{base}.i{index}"
     mine = {c.key for job in worker.jobs.values() for c in job.claims}
     slots = _spread(worker, [f"{base}.s{k}" for k in range(max(1, step.fanout.concurrency))])
+    kept = worker.slots.get(base)  # first the slot it held last: the others start from theirs
+    if kept in slots:
+        slots.remove(kept)
+        slots.insert(0, kept)
     slot = next((s for s in slots if s not in mine and worker.free(snap.run_id, s, reusable=True)), None)
     if slot is None or not worker.free(snap.run_id, item):
         return  # every slot is busy, or the item is another's: look again at the next fetch
     what = {"label": f"{path}/{index}", "stepId": path, "item": index, "slot": slot}
     claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
     if claims is not None:
+        worker.slots[base] = slot
         _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
              lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
 

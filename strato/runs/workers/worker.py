@@ -78,6 +78,7 @@ class Worker:
         self.told: set[tuple[str, str]] = set()
         self.counts: Counter[str] = Counter()
         self.statuses: dict[str, str] = {}
+        self.slots: dict[str, str] = {}  # per fanout start, the concurrency slot last held here
 
     # --- the loop
 
