@@ -36,6 +36,7 @@ from strato.runs.workers import items, leases
 from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRuns
 
 Say = Callable[[str], None]
+BUSY_FETCH_S = 1.0  # a worker with no room for more work fetches at most this often
 
 
 @dataclass
@@ -78,7 +79,8 @@ class Worker:
         self.told: set[tuple[str, str]] = set()
         self.counts: Counter[str] = Counter()
         self.statuses: dict[str, str] = {}
-        self.slots: dict[str, str] = {}  # per fanout start, the concurrency slot last held here
+        self.slots: dict[str, str] = {}
+        self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
 
     # --- the loop
 
@@ -99,6 +101,9 @@ class Worker:
         return self.report()
 
     def tick(self) -> None:
+        if self._busy():
+            return
+        self.next_fetch = self.clock() + BUSY_FETCH_S
         for rewritten in self.shared.fetch(self.options.run_id):
             self._drop(rewritten.run_id, str(rewritten))
             if self.options.run_id is not None:
@@ -112,6 +117,13 @@ class Worker:
                 break
             if snap.state["status"] == "running":
                 self._claim(snap)
+
+    def _busy(self) -> bool:
+        """Nothing to do this tick: no room for more work, no job ended and no renewal
+        due, and the run was fetched less than a second ago (a cancel is seen within it)."""
+        now = self.clock()
+        return self.full() and now < self.next_fetch and not any(
+            job.future is None or job.future.done() or now >= job.renew_at for job in self.jobs.values())
 
     def full(self) -> bool:
         return len(self.jobs) >= self.options.max_parallel
