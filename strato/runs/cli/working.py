@@ -29,7 +29,7 @@ from tropo.console import USAGE, fail
               default=leases.DEFAULT_TTL_S, show_default=True,
               help="Seconds a claim lives without a renewal (renewed every third of it).")
 @click.option("--interval", type=click.FloatRange(0.01, 60), default=0.5, show_default=True,
-              help="Seconds between fetches.")
+              help="Seconds between fetches while there is room for work (busy: one a second).")
 @click.option("--idle-exit", type=click.FloatRange(0, None), default=None,
               help="Stop after this many seconds with nothing to run (default: when the runs end).")
 @root_option
