@@ -92,9 +92,13 @@ def test_a_worker_killed_at_a_random_moment_loses_and_doubles_nothing(tmp_path: 
     assert code == 0, err
     state = remote_run(bare, "r1")
     assert state["status"] == "completed", state
-    done = [t["stepId"] for t in transitions(bare, "r1") if t["op"] == "done"]
-    assert done == ["draft", "fix", "fix", "finish"]  # each hand-out's result recorded once
-    assert set(_debits(bare, "r1").values()) == {1} and len(_debits(bare, "r1")) == 4
+    done = [t for t in transitions(bare, "r1") if t["op"] == "done"]
+    claims = [t["worker"]["claim"] for t in done]
+    assert len(claims) == len(set(claims))  # each hand-out's result recorded once
+    # fix is wrong the first time any machine asks it: once the killed worker asked, its
+    # taker's first answer is right, so fix ends after one or two hand-outs
+    assert [t["stepId"] for t in done if t["stepId"] != "fix"] == ["draft", "finish"]
+    assert set(_debits(bare, "r1").values()) == {1} and len(_debits(bare, "r1")) == len(done)
     for ref in claim_refs(bare, "r1"):
         assert json.loads(git(bare, "show", f"{ref}:lease.json"))["state"] == "done"
     for pid in _agent_pids(tmp_path, "k2"):
