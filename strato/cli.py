@@ -24,6 +24,7 @@ COMMANDS = {
     "query": "strato.runs.cli.group:query",
     "help": "strato.help:help_command",
     "models": "strato.agentruns.cli:models_command",
+    "worker": "strato.runs.cli.working:worker_cmd",
 }
 
 

@@ -106,6 +106,7 @@ def _assert_error_document(name: str, doc: Any, returncode: int, stderr: str) ->
         (["strato", "help", "nope", "--json"], 2),
         (["strato", "models", "extra", "--json"], 2),
         (["strato", "distill", "stats", "--projects-root", ".", "--json"], 2),
+        (["strato", "worker", "--remote", "nope", "--run", "r1", "--json"], 2),
     ],
 )
 def test_errors_under_json_are_one_object_on_stdout_and_one_line_on_stderr(

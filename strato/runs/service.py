@@ -256,8 +256,10 @@ class Runs:
         resolved_by: str = "agent",
         via: str = "cli",
         client: str | None = None,
+        apply: Callable[..., Outcome] | None = None,
     ) -> Outcome:
-        """Resolve a gate. Without a token the current one is used: a person at the CLI
+        """Resolve a gate (written by ``apply``, default :meth:`apply`: a shared run's
+        pushes it to its remote). Without a token the current one is used: a person at the CLI
         decides on the gate as it is now (a stale token is refused like a stale result).
         `via` is how the decision arrived, as the caller knows it from its own transport
         (`terminal`, `cli` without one, `mcp`, `workbench`), never from what a client says: the gate
@@ -288,7 +290,7 @@ class Runs:
             e.gate_resolve(step, decision, token or st.get("gateToken"), note, resolved_by, client)
 
         detail = {"resolvedBy": resolved_by, **({"client": client} if client else {})}
-        return self.apply(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
+        return (apply or self.apply)(run_id, "gate", act, stepId=step, decision=decision, via=via, **detail)
 
     def resume(self, run_id: str, by: str) -> Outcome:
         """Record that `by` (`mcp`, `cli`, `runner`) takes a running run up again: a
@@ -331,7 +333,8 @@ class Runs:
     def audit(self, run_id: str) -> dict[str, Any]:
         snap = self.store.load(run_id)
         run_id = snap.run_id
-        events = [ev for _, t in self.store.history(run_id) for ev in t.get("events", [])]
+        history = [t for _, t in self.store.history(run_id)]
+        events = [ev for t in history for ev in t.get("events", [])]
         out = {
             "runId": run_id,
             "status": snap.state["status"],
@@ -345,6 +348,11 @@ class Runs:
         for key in ("output", "failure"):
             if key in snap.state:
                 out[key] = snap.state[key]
+        # a shared run's results, by the worker that pushed each (and whom it took over from)
+        carried = [{"stepId": t.get("stepId"), **t["worker"]}
+                   for t in history if isinstance(t.get("worker"), dict)]
+        if carried:
+            out["workers"] = carried
         return out
 
     def gates(self) -> list[dict[str, Any]]:
@@ -443,11 +451,7 @@ class Runs:
     def report(self, run_id: str, entry: dict[str, Any], res: CallResult, model: str) -> Outcome:
         """Record what the agent of a ready step gave, with the token it was handed;
         ``model`` is what telemetry names (the agent's `AgentSpec.model()`)."""
-        result: dict[str, Any] = {"output": res.output}
-        if res.failure is not None:
-            result = {"failure": res.failure}
-        result["usage"] = {**res.usage, "ms": res.duration_ms}
-        result["telemetry"] = engine_telemetry(model, res.duration_ms)
+        result = engine_result(res, model)
         try:
             return self.done(run_id, entry["id"], entry["dispatchToken"], result, source="engine")
         except Refused:  # cancelled or reverted while the agent ran: the result is stale
@@ -458,6 +462,17 @@ class Runs:
         for ev in events if on_event else []:
             assert on_event is not None
             on_event(ev)
+
+
+def engine_result(res: CallResult, model: str) -> dict[str, Any]:
+    """The result of a step whose agent the engine called itself: the output or the
+    failure, the call's usage with its wall time as `ms`, and the engine's telemetry."""
+    result: dict[str, Any] = {"output": res.output}
+    if res.failure is not None:
+        result = {"failure": res.failure}
+    result["usage"] = {**res.usage, "ms": res.duration_ms}
+    result["telemetry"] = engine_telemetry(model, res.duration_ms)
+    return result
 
 
 def _as_lanes_see(spec: AgentSpec) -> dict[str, Any]:

@@ -31,7 +31,7 @@ T = TypeVar("T")
 PLAY = """
 import json, os, signal, sys, time
 mode, step, tag = sys.argv[1].split()[:3]
-log = f"calls-{tag}.log"
+log = os.path.join(os.environ.get("CALLS_DIR", "."), f"calls-{tag}.log")  # one log for many clones
 with open(log, "a") as fh:
     fh.write(f"{step} {os.getpid()}\\n")
 mine = sum(1 for line in open(log) if line.split()[0] == step)

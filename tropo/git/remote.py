@@ -53,6 +53,9 @@ class PushResult:
     ok: bool
     rejected: bool  # the remote refused the update: the lease no longer holds
     detail: str
+    # the remote itself refused it whatever the lease (a hook, a protected ref, no rights):
+    # pushing again from a fresh fetch will not help
+    denied: bool = False
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,6 +71,16 @@ def _status_line(stdout: str, dst: str) -> tuple[str, str] | None:
         if len(fields) >= 3 and fields[1].endswith(f":{dst}"):
             return fields[0], fields[2]
     return None
+
+
+# what the remote says when another push holds the ref right now: a lost race, not a refusal
+_BUSY = ("lock", "failed to update ref", "incorrect old value", "atomic")
+
+
+def _denied(summary: str) -> bool:
+    """The remote refused an update for a reason of its own (a hook, a protected ref, no
+    rights), not because a concurrent push was writing the same ref."""
+    return summary.startswith("[remote rejected]") and not any(word in summary for word in _BUSY)
 
 
 def push_ref(
@@ -99,7 +112,8 @@ def push_refs(
     for status in statuses:
         assert status is not None
         if status[0] == "!":
-            return PushResult(ok=False, rejected=True, detail=status[1])
+            denied = next((s[1] for s in statuses if s and _denied(s[1])), None)
+            return PushResult(ok=False, rejected=True, detail=denied or status[1], denied=denied is not None)
     summary = statuses[0][1] if statuses[0] else ""
     return PushResult(ok=proc.returncode == 0, rejected=False, detail=summary)
 
@@ -143,10 +157,12 @@ def fetch_ref(cwd: Path, remote: str, ref: str, into: str) -> str | None:
     return out.stdout.strip() or None
 
 
-def mirror(cwd: Path, remote: str, prefix: str) -> None:
+def mirror(cwd: Path, remote: str, prefix: str, *, prune: bool = True) -> None:
     """Make the local refs under ``prefix`` what ``remote`` has there (forced: a mirror of
-    refs only the remote's side writes, such as other branches' pinned notes)."""
-    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--prune", "--no-write-fetch-head", "--", remote,
+    refs only the remote's side writes, such as other branches' pinned notes);
+    ``prune=False`` keeps local refs the remote lacks (a run's local checkpoints)."""
+    pruning = ["--prune"] if prune else []
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", *pruning, "--no-write-fetch-head", "--", remote,
                 f"+{prefix}*:{prefix}*")
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines() or ["fetch failed"]

@@ -18,6 +18,7 @@ from strato.runs.cli.terminal import (
     say,
 )
 from strato.runs.engine.state import RESOLVERS
+from strato.runs.workers.shared import shared_run
 
 
 @click.command("gate")
@@ -32,6 +33,7 @@ from strato.runs.engine.state import RESOLVERS
     default=None,
     help="Who decided (kept in the gate's history); default human at a terminal, else agent.",
 )
+@click.option("--remote", help="Decide the run as this shared remote holds it (fetch, decide, push).")
 @root_option
 @json_option
 @handled
@@ -42,6 +44,7 @@ def gate_cmd(
     note: str | None,
     token: str | None,
     resolved_by: str | None,
+    remote: str | None,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -50,12 +53,20 @@ def gate_cmd(
     only from a terminal, as `--resolved-by human`.
 
     Example: strato flow gate approve <run> review --note "looks right" --resolved-by agent
+
+    A run shared through a remote (`strato worker`) is decided from any clone with
+    `--remote origin`.
     """
     runs = runs_at(root)
     engine_decision = "kill" if decision == "reject" else decision
     # a script is not a person: without a terminal the default is the agent
     via = "terminal" if sys.stdin.isatty() else "cli"
     by = resolved_by or ("human" if via == "terminal" else "agent")
+    if remote is not None:  # two clones deciding at once: one push lands, the other is `stale`
+        shared = shared_run(runs, remote, run_id)
+        outcome = runs.gate(run_id, step, engine_decision, token, note, by, via, apply=shared.apply)
+        finish(runs, outcome, as_json)
+        return
     outcome = runs.gate(run_id, step, engine_decision, token, note, by, via)
     background.wake(runs, outcome.snap.run_id)  # a background run carries on without us
     finish(runs, outcome, as_json)

@@ -24,8 +24,10 @@ from strato.runs.store import AmbiguousRunId, RunNotFound
 from strato.runs.views.documents import (
     commit_view,
     list_view,
+    outcome_view,
     show_view,
 )
+from strato.runs.workers.shared import shared_run
 from tropo import untrusted
 from tropo.console import REFUSED, USAGE, fail
 
@@ -65,10 +67,11 @@ def revert_cmd(run_id: str, label: str, root: Path, as_json: bool) -> None:
 @click.command("cancel")
 @click.argument("run_id", metavar="RUN")
 @click.option("--reason", help="Recorded in the run's history.")
+@click.option("--remote", help="Cancel the run as this shared remote holds it (its workers stop).")
 @root_option
 @json_option
 @handled
-def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> None:
+def cancel_cmd(run_id: str, reason: str | None, remote: str | None, root: Path, as_json: bool) -> None:
     """Cancel RUN: outstanding tokens become stale. A background run's runner stops the
     agents it started (their whole process groups: SIGTERM, SIGKILL after a grace) and
     records `flow_cancelled`; this waits until it has (exit 1 if it has not yet). The
@@ -77,8 +80,12 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
     `reason: already_cancelled` (so a retried cancel is safe).
 
     Example: strato flow cancel <run> --reason "superseded"
+
+    With `--remote origin` the cancel is pushed to a run shared through that remote
+    (`strato worker`); every worker stops its agents at its next fetch.
     """
     runs = runs_at(root)
+    shared = None if remote is None else shared_run(runs, remote, run_id)
     try:
         snap = runs.load(run_id)
     except RunNotFound as exc:  # Stratum's exit code for an unknown flow; ambiguity stays `handled`'s
@@ -90,6 +97,10 @@ def cancel_cmd(run_id: str, reason: str | None, root: Path, as_json: bool) -> No
         print_summary({**show_view(runs, snap.run_id), "reason": "already_cancelled"}, as_json)
         if not as_json:
             say("  (already cancelled: nothing changed)")
+        return
+    if shared is not None:
+        outcome = shared.apply(snap.run_id, "cancel", lambda e: e.cancel("cli", reason))
+        print_summary(outcome_view(runs, outcome), as_json)
         return
     view = background.cancel_view(runs, snap.run_id, "cli", reason)
     if view["status"] == "cancelled":

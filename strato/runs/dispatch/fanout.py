@@ -1,70 +1,40 @@
 """Running a fanout step in engine mode: each item's stages run through the agent (in
 its own git worktree under `isolation: worktree`), each finished item is committed to
 the run as its own transition, then `require` is settled and, for worktrees, the
-items' changes are merged back in item order (all or nothing)."""
+items' changes are merged back in item order (all or nothing: `merge.py`)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from strato.agents.calls import CallResult, agent_not_found, agent_prompt, call
-from strato.agents.config import READ_ONLY, WORKTREE_WRITE, AgentsConfig, AgentSpec
-from strato.agents.process import last_line, run_process
+from strato.agents.config import READ_ONLY, WORKTREE_WRITE, AgentSpec
 from strato.flow.expr.values import deep_equal
 from strato.flow.refs import RefSyntaxError, Scope, Unresolved, render_task
 from strato.flow.spec import FanoutStep, Spec, Stage
 from strato.runs.dispatch import agentgroups
+from strato.runs.dispatch.access import RunAccess
+from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine import bounds, dispatches
 from strato.runs.engine.budgets import overspent, task_ledgers
 from strato.runs.engine.checks import DEFAULT_ATTEMPTS, Judge, check
-from strato.runs.engine.consumer import require_failure, stage_when
-from strato.runs.engine.fanouts import FanoutOutcome
+from strato.runs.engine.consumer import stage_when
 from strato.runs.engine.ledger import Ledger
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused, new_token
 from strato.runs.engine.verification import ItemLanes, learn
-from strato.runs.store import Outcome, RunSnapshot
+from strato.runs.store import Outcome
 from tropo.git import worktrees
-from tropo.git.types import Repository, oid
-
-PRE_MERGE_TIMEOUT_S = 900
 
 ItemCall = Callable[[str, AgentSpec, str, Path, str], CallResult]
 """How an item's agent is called: (key, agent, prompt, cwd, sandbox). The key names the call in
 its fanout (`<index>.<stage>.<attempt>`) and is the same when the fanout runs again, so
 a background runner can hand back a call that a runner before it made."""
-
-
-class RunAccess(Protocol):
-    """What a fanout needs of the workspace's runs (`strato.runs.service.Runs` is
-    one): the service drives fanouts, so this module names only the part it uses."""
-
-    repo: Repository
-    root: Path
-
-    @property
-    def config(self) -> AgentsConfig: ...
-
-    @property
-    def pacing_dir(self) -> Path: ...
-
-    def load(self, run_id: str) -> RunSnapshot: ...
-
-    def engine(self, snap: RunSnapshot, judge: bool = True) -> Engine: ...
-
-    def command_refusal(self, snap: RunSnapshot, command: str) -> str | None: ...
-
-    def preflight(self, snap: RunSnapshot) -> None: ...
-
-    def apply(
-        self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any
-    ) -> Outcome: ...
 
 
 class _Allowance:
@@ -105,26 +75,32 @@ def run_fanout(runs: RunAccess, run_id: str, path: str, call_item: ItemCall | No
     """Run the fanout's pending items and settle it. An exception `call_item` raises
     (a background run's cancel) ends the fanout there: no item is recorded after it.
     Refused (`untrusted`) before any item when one of its agents is not approved here."""
+    worker, step, pending = item_runner(runs, run_id, path, call_item)
+    with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
+        list(pool.map(worker.run, pending))
+    return settle_fanout(runs, run_id, path)
+
+
+def item_runner(
+    runs: RunAccess, run_id: str, path: str, call_item: ItemCall | None = None
+) -> tuple[_ItemRunner, FanoutStep, list[dict[str, Any]]]:
+    """What runs the fanout's items (`.run(item)` runs and records one), its step and
+    its pending items, as the run stands now; Refused (`untrusted`) when one of its
+    agents is not approved here. A worker on another clone runs items one by one with it."""
     snap = runs.load(run_id)
     runs.preflight(snap)
     eng = runs.engine(snap)
     frame, step, st = eng.locate(path)
     assert isinstance(step, FanoutStep)
     allowance = _Allowance(task_ledgers(frame, step, st), st["fanout"].get("dispatched", []))
-    scope = eng.scope_for(frame)
     pending = [it for it in st["fanout"]["items"] if it["status"] == "pending"]
     lanes = None if eng.lanes is None else ItemLanes(eng, frame, step)
     settled = dict(st["fanout"].get("settled", {}))
+    scope = eng.scope_for(frame)
     worker = _ItemRunner(
         runs, eng.spec, step, path, scope, run_id, allowance, eng.judge, lanes, settled, call_item
     )
-    with ThreadPoolExecutor(max_workers=max(1, min(step.fanout.concurrency, len(pending) or 1))) as pool:
-        list(pool.map(worker.run, pending))
-    checks = _pre_merge(runs, run_id, path)
-    try:
-        return runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path, checks), stepId=path)
-    except Refused:  # a budget breach already ended the step or the run
-        return Outcome(runs.load(run_id), [])
+    return worker, step, pending
 
 
 def _running_fanout(eng: Engine, path: str) -> tuple[Any, FanoutStep, dict[str, Any]]:
@@ -225,70 +201,6 @@ def _record_call(
             policy={"sandbox": made["sandbox"]},
             provenance={"source": f"fanout isolation: {step.fanout.isolation}"},
         )
-
-
-@dataclass(frozen=True)
-class PreMerge:
-    """The `pre_merge` commands that ran and the first one that failed, if any."""
-
-    ran: list[str]
-    failure: str | None
-
-
-def _pre_merge(runs: RunAccess, run_id: str, path: str) -> PreMerge:
-    """Run the step's `pre_merge` commands (`sh -lc` in the workspace root, in order,
-    stopping at the first failure) when there is a worktree merge to do. They run
-    outside the transition, so a lost race on the ref cannot run them twice. Each runs
-    only while the run's spec is approved here; otherwise it fails with the refusal."""
-    snap = runs.load(run_id)
-    eng = runs.engine(snap, judge=False)
-    _frame, step, st = eng.locate(path)
-    assert isinstance(step, FanoutStep)
-    items = st["fanout"]["items"]
-    merging = st["status"] == "running" and step.fanout.isolation == "worktree"
-    commands = step.fanout.pre_merge or []
-    if not merging or require_failure(step, items) is not None:
-        commands = []
-    ran: list[str] = []
-    for command in commands:
-        if (refusal := runs.command_refusal(snap, command)) is not None:
-            return PreMerge(ran, f"pre_merge {command!r}: {refusal}")
-        ran.append(command)
-        done = run_process(["sh", "-lc", command], runs.root, PRE_MERGE_TIMEOUT_S)
-        if isinstance(done, str):
-            return PreMerge(ran, f"pre_merge {command!r} cannot start: {done}")
-        if done.returncode != 0:
-            how = "timed out" if done.returncode is None else f"exited {done.returncode}"
-            tail = last_line(done.stderr_tail or done.stdout)
-            return PreMerge(ran, f"pre_merge {command!r} {how}: {tail}".rstrip(": "))
-    return PreMerge(ran, None)
-
-
-def settle(runs: RunAccess, eng: Engine, path: str, checks: PreMerge) -> None:
-    eng.require_running()
-    _frame, step, st = eng.locate(path)
-    assert isinstance(step, FanoutStep)
-    if st["status"] != "running":
-        raise Refused("fanout_not_running", f"fanout {path} is not running")
-    items = st["fanout"]["items"]
-    ok = [it for it in items if it["status"] == "succeeded"]
-    failure = require_failure(step, items)
-    if failure is None and step.fanout.isolation == "worktree":
-        if checks.ran:
-            eng.emit("fanout_pre_merge", path, commands=checks.ran, failure=checks.failure)
-        base = next((it["base"] for it in ok if "base" in it), None)
-        trees = [it["tree"] for it in ok if "tree" in it]
-        try:
-            if checks.failure is not None:
-                failure = f"fanout pre_merge failed: {checks.failure}"
-            elif base and trees:
-                changed = worktrees.merge_sequential(
-                    runs.repo, oid(base), [oid(t) for t in trees]
-                )
-                eng.emit("fanout_merge", path, items=[it["index"] for it in ok], files=changed)
-        except worktrees.WorktreeError as exc:
-            failure = f"fanout merge failed: {exc}"
-    eng.finish_fanout(path, FanoutOutcome(items, failure))
 
 
 class _ItemRunner:

@@ -21,7 +21,7 @@ RESOLVERS = ("human", "agent", "system")  # who decided a gate (kept in its hist
 # refusals that mean "the request itself is wrong" (the CLI exits 2 for these)
 USAGE_CODES = frozenset(
     {"INPUT_CONTRACT_INVALID", "invalid_run_id", "invalid_label", "invalid_cursor", "invalid_usage",
-     "invalid_telemetry", "too_deep", "too_large"}
+     "invalid_telemetry", "too_deep", "too_large", "unknown_remote"}
 )
 
 

@@ -1,0 +1,173 @@
+"""Engine-mode fanouts carried by many workers: each item is claimed on its own, and a
+concurrency slot with it, so a fanout's `concurrency` holds across every machine; each
+item runs and is recorded as a local fanout runs and records it (its dispatch, each
+attempt, the item: transitions pushed with leases on the item's claims); once no item
+is pending, one worker claims the fanout's settling and runs the same merge step as a
+local fanout. A fanout with `isolation: worktree` is claimed whole by one worker, whose
+clone holds the worktrees and receives the merge.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from strato.agents.calls import CallResult
+from strato.agents.config import AgentsConfig, AgentSpec
+from strato.flow.spec import FanoutStep
+from strato.runs.dispatch.fanout import item_runner, run_fanout
+from strato.runs.dispatch.merge import settle_fanout
+from strato.runs.engine.machine import Engine
+from strato.runs.store import Outcome, RunSnapshot
+from strato.runs.workers.shared import Claim, Operation, SharedRuns
+from tropo.git.types import Repository
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from strato.runs.workers.worker import Job, Worker
+
+
+class SharedAccess:
+    """A fanout's view of a shared run (`RunAccess`): every transition it writes is
+    pushed with leases on the job's claims, and the one that ends the job's work moves
+    them to `done` in the same push."""
+
+    def __init__(
+        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool
+    ) -> None:
+        self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
+        # an item's transitions before its last wait for it and go in one push: while it
+        # runs, its claim is what shows it running; killed, nothing of it landed
+        self.batch = batch
+        self.queued: list[Operation] = []
+        self.repo: Repository = shared.runs.repo
+        self.root: Path = shared.runs.root
+
+    @property
+    def config(self) -> AgentsConfig:
+        return self.shared.runs.config
+
+    @property
+    def pacing_dir(self) -> Path:
+        return self.shared.runs.pacing_dir
+
+    def load(self, run_id: str) -> RunSnapshot:
+        return self.shared.runs.load(run_id)
+
+    def engine(self, snap: RunSnapshot, judge: bool = True) -> Engine:
+        return self.shared.runs.engine(snap, judge)
+
+    def command_refusal(self, snap: RunSnapshot, command: str) -> str | None:
+        return self.shared.runs.command_refusal(snap, command)
+
+    def preflight(self, snap: RunSnapshot) -> None:
+        self.shared.runs.preflight(snap)
+
+    def apply(self, run_id: str, op: str, action: Callable[[Engine], bool | None], **detail: Any) -> Outcome:
+        last = op == self.finishing
+        self.queued.append(Operation(op, action, {**detail, **(self.detail if last else {})}))
+        if self.batch and not last:
+            return Outcome(self.load(run_id), [])
+        ops, self.queued = self.queued, []
+        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last)
+
+
+def fanout_key(path: str, st: dict[str, Any]) -> str:
+    """The claims' prefix for one start of a fanout: its path, epoch and how many times
+    it ran before (a fanout run again is claimed afresh)."""
+    return f"{path.replace('/', '.')}.e{st['epoch']}.a{len(st.get('attempts', []))}"
+
+
+def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
+    """Claim what this worker can of the run's engine-mode fanouts in flight."""
+    for frame, step, st in eng.running_fanouts():
+        path = frame.prefix + step.id
+        if worker.full() or not worker.can_run(snap.run_id, path, [s.agent for s in step.fanout.steps]):
+            continue
+        base = fanout_key(path, st)
+        if step.fanout.isolation == "worktree":
+            _start_whole(worker, snap, path, base)
+            continue
+        pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
+        if not pending:
+            _start_settle(worker, snap, path, base)
+        for index in _spread(worker, pending):
+            if worker.full():
+                break
+            if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
+                _start_item(worker, snap, path, base, index, step)
+
+
+def _spread(worker: Worker, keys: list[T]) -> list[T]:
+    """``keys`` from a place of this worker's own: workers that start from the same first
+    item would all race for it at every fetch, and all but one lose."""
+    if not keys:
+        return keys
+    start = int(worker.id[2:], 16) % len(keys)
+    return keys[start:] + keys[:start]
+
+
+def _start_item(
+    worker: Worker, snap: RunSnapshot, path: str, base: str, index: int, step: FanoutStep
+) -> None:
+    item = f"{base}.i{index}"
+    mine = {c.key for job in worker.jobs.values() for c in job.claims}
+    slots = _spread(worker, [f"{base}.s{k}" for k in range(max(1, step.fanout.concurrency))])
+    kept = worker.slots.get(base)  # first the slot it held last: the others start from theirs
+    if kept in slots:
+        slots.remove(kept)
+        slots.insert(0, kept)
+    slot = next((s for s in slots if s not in mine and worker.free(snap.run_id, s, reusable=True)), None)
+    if slot is None or not worker.free(snap.run_id, item):
+        return  # every slot is busy, or the item is another's: look again at the next fetch
+    what = {"label": f"{path}/{index}", "stepId": path, "item": index, "slot": slot}
+    claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
+    if claims is not None:
+        worker.slots[base] = slot
+        _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
+             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
+
+
+def _one_item(access: SharedAccess, run_id: str, path: str, index: int,
+              call: Callable[[str, AgentSpec, str, Path, str], CallResult]) -> None:
+    runner, _, pending = item_runner(access, run_id, path, call)
+    for item in pending:
+        if item["index"] == index:
+            runner.run(item)
+
+
+def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> None:
+    what = {"label": f"{path} (merge)", "stepId": path}
+    claims = worker.take(snap.run_id, [(f"{base}.settle", False)], what)
+    if claims is not None:
+        _run(worker, snap.run_id, f"{path} (merge)", claims, path, base, "fanout_settle",
+             lambda access, _call: settle_fanout(access, snap.run_id, path))
+
+
+def _start_whole(worker: Worker, snap: RunSnapshot, path: str, base: str) -> None:
+    claims = worker.take(snap.run_id, [(f"{base}.whole", False)], {"label": path, "stepId": path})
+    if claims is not None:
+        _run(worker, snap.run_id, path, claims, path, base, "fanout_settle",
+             lambda access, call: run_fanout(access, snap.run_id, path, call))
+
+
+def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
+         work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
+         batch: bool = False) -> None:
+    def moved_on(now: RunSnapshot) -> str | None:
+        _, _, st = worker.runs.engine(now, judge=False).locate(path)
+        if st["status"] != "running" or fanout_key(path, st) != base:
+            return "its fanout moved on"
+        return None
+
+    job: Job = worker.new_job(run_id, label, claims, moved_on, lambda _: None)
+    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch)
+    agent = worker.agent_call(job)
+
+    def call(_key: str, spec: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
+        return agent(spec, prompt, cwd, sandbox)
+
+    worker.start(job, lambda: work(access, call))

@@ -1,0 +1,249 @@
+"""A run as a shared remote holds it: fetched into the clone's own run refs, changed by
+the local engine on the head that was fetched, and pushed back with a lease on that head,
+so the remote takes a transition only on the history it was decided from.
+
+The clone's `refs/vivary/runs/<id>/*` mirror the remote's (a fetch forces them), so the
+engine, the views and `strato flow` read a fetched run as they read a local one. A push
+the remote turns down because the head moved is a lost race: fetch, decide again, push
+again; the remote's history is never overwritten. A head that no longer descends from
+the last one this clone saw was force-pushed (`run_rewritten`): nothing is pushed on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from strato.runs.engine.machine import Engine
+from strato.runs.engine.state import Refused
+from strato.runs.service import Runs
+from strato.runs.store import PREFIX, Outcome, head_ref
+from strato.runs.workers import leases
+from tropo.git import remote as gitremote
+from tropo.git.objects import blob_at, write_commit
+from tropo.git.refs import is_ancestor, read_ref
+from tropo.git.types import Oid
+
+MAX_PUSH_RETRIES = 50
+
+Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
+
+
+class RunRewritten(Refused):
+    """The remote's head of a run is not a descendant of the one this clone saw last."""
+
+    def __init__(self, run_id: str, seen: str, found: str | None) -> None:
+        now = found[:12] if found else "nothing"
+        super().__init__("run_rewritten", f"run {run_id} was rewritten on the remote: its head went from "
+                         f"{seen[:12]} to {now}, which does not descend from it; stopping")
+        self.run_id = run_id
+
+
+class ClaimLost(Exception):
+    """The claim moved on without this worker (taken over, or finished by another)."""
+
+
+def push_refused(remote: str, detail: str) -> Refused:
+    return Refused("push_rejected", f"the remote {remote!r} refused the push ({detail}): "
+                   "check your rights to push refs/vivary/runs/* there")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One engine operation to apply to a shared run: what `Runs.apply` takes."""
+
+    op: str
+    action: Callable[[Engine], bool | None]
+    detail: dict[str, Any]
+
+
+@dataclass
+class Claim:
+    """A claim this worker holds: its ref and the tip it last pushed."""
+
+    run_id: str
+    key: str
+    tip: str
+    doc: dict[str, Any]
+
+    @property
+    def ref(self) -> str:
+        return leases.claim_ref(self.run_id, self.key)
+
+
+class SharedRuns:
+    """The runs of one clone, shared through ``remote``."""
+
+    def __init__(self, runs: Runs, remote: str) -> None:
+        self.runs = runs
+        self.remote = remote
+        self.seen: dict[str, str] = {}  # run -> the last remote head this clone saw
+        self.pushes = 0
+        self.rejected = 0
+        self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
+        self.fetch_s = 0.0
+        # the clone's run refs are read, mirrored and pushed by one thread at a time: a
+        # fetch between a push and the head it remembers would read as a rewrite
+        self.lock = threading.RLock()
+
+    # --- reading
+
+    def fetch(self, run_id: str | None = None) -> list[RunRewritten]:
+        """Mirror the remote's refs of ``run_id`` (every run: None) into this clone; the
+        runs found rewritten, whose heads are left as the remote has them and are no
+        longer followed."""
+        with self.lock:
+            return self._fetch(run_id)
+
+    def _fetch(self, run_id: str | None) -> list[RunRewritten]:
+        started = time.perf_counter()
+        gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
+        self.fetch_s += time.perf_counter() - started
+        heads: dict[str, str | None] = dict(self.runs.store.heads())
+        if run_id:
+            heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
+        rewritten = []
+        for run, head in heads.items():
+            seen = self.seen.get(run)
+            if seen is not None and (head is None or not is_ancestor(self.runs.repo, seen, head)):
+                rewritten.append(RunRewritten(run, seen, head))
+            elif head is not None:
+                self.seen[run] = head
+        return rewritten
+
+    def claim_tip(self, run_id: str, key: str) -> str | None:
+        return read_ref(self.runs.repo, leases.claim_ref(run_id, key))
+
+    def lease_at(self, commit: str) -> leases.Lease:
+        return leases.parse(blob_at(self.runs.repo, commit, "lease.json"))
+
+    # --- writing
+
+    def push(self, updates: list[Update]) -> bool:
+        """Push every update or none; False when a lease no longer held (a lost race)."""
+        self.pushes += 1
+        started = time.perf_counter()
+        try:
+            with self.lock:
+                res = gitremote.push_refs(self.runs.root, self.remote, updates)
+        except gitremote.RemoteError as exc:
+            raise Refused("remote_unreachable", str(exc)) from None
+        finally:
+            self.push_s += time.perf_counter() - started
+        if res.denied:
+            raise push_refused(self.remote, res.detail)
+        if not res.ok:
+            self.rejected += 1
+        return res.ok
+
+    def apply(
+        self,
+        run_id: str,
+        op: str,
+        action: Callable[[Engine], bool | None],
+        claims: Sequence[Claim] = (),
+        finish: bool = True,
+        **detail: Any,
+    ) -> Outcome:
+        """Apply one operation to the run as the remote has it and push it with a lease
+        on that head, in one atomic push with a lease on each of ``claims`` (moved to
+        `done` when ``finish``, else left where they are: only still held). A lost race
+        fetches and decides again; a refusal met only after losing one is `stale`
+        (another clone decided first). ClaimLost when a claim moved on meanwhile."""
+        return self.apply_all(run_id, [Operation(op, action, detail)], claims, finish)
+
+    def apply_all(
+        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True
+    ) -> Outcome:
+        """:meth:`apply` for several operations in order, each its own transition, all
+        pushed at once (a fanout item's dispatch, attempts and result: one push)."""
+        with self.lock:
+            lost = False
+            for _ in range(MAX_PUSH_RETRIES):
+                if lost:
+                    self._refetch(run_id, claims)
+                base = self.runs.store.head(run_id)
+                try:
+                    outcome = None
+                    for each in ops:
+                        outcome = self.runs.apply(run_id, each.op, each.action, **each.detail)
+                except Refused as exc:
+                    if lost and exc.code != "stale":
+                        raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
+                    raise
+                assert outcome is not None
+                head = outcome.snap.head
+                if head == base or self._push_head(run_id, base, head, claims, finish):
+                    return outcome
+                lost = True
+            raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
+
+    def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
+        """After a lost race: the remote's run again, if it is still the same run and the
+        claims are still this worker's."""
+        for rewritten in self._fetch(run_id):
+            raise rewritten
+        for claim in claims:
+            if self.claim_tip(run_id, claim.key) != claim.tip:
+                raise ClaimLost(claim.ref)
+
+    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool) -> bool:
+        moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
+        updates: list[Update] = [(head, head_ref(run_id), base)]
+        updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
+        if not self.push(updates):
+            return False
+        self.seen[run_id] = head
+        for new, claim in zip(moved, claims, strict=True):
+            claim.tip = new
+            if finish:
+                claim.doc = {**claim.doc, "state": leases.DONE}
+        return True
+
+    def claim_commit(self, claim: Claim, state: str, **extra: Any) -> str:
+        """A new commit on the claim's tip saying ``state`` (its lease otherwise as held)."""
+        doc = {**claim.doc, "state": state, **extra}
+        return self._commit(claim.key, doc, [claim.tip])
+
+    def _commit(self, key: str, doc: dict[str, Any], parents: list[str]) -> str:
+        message = f"claim: {key} {doc.get('state', leases.HELD)} by {doc.get('worker', '?')}\n"
+        files = {"lease.json": leases.encode(doc)}
+        return str(write_commit(self.runs.repo, files, [Oid(hex=p) for p in parents], message))
+
+    def create_claims(
+        self, run_id: str, wanted: Sequence[tuple[str, dict[str, Any], str | None]]
+    ) -> list[Claim] | None:
+        """Push claims, all or none: each ``(key, lease, replaces)`` must create its ref
+        (``replaces``: must move it on from that tip, a takeover or a freed slot); None
+        when another worker's push won any of them."""
+        with self.lock:
+            made = [(key, doc, old, self._commit(key, doc, [old] if old else [])) for key, doc, old in wanted]
+            if not self.push([(commit, leases.claim_ref(run_id, key), old) for key, _, old, commit in made]):
+                return None
+            return [Claim(run_id, key, commit, doc) for key, doc, _, commit in made]
+
+    def renew(self, claims: Sequence[Claim], docs: Sequence[dict[str, Any]]) -> bool:
+        """Push a renewal of each claim on its tip, all or none; False when any of them
+        is no longer this worker's."""
+        with self.lock:
+            made = [self._commit(c.key, doc, [c.tip]) for c, doc in zip(claims, docs, strict=True)]
+            if not self.push([(commit, c.ref, c.tip) for commit, c in zip(made, claims, strict=True)]):
+                return False
+            for commit, claim, doc in zip(made, claims, docs, strict=True):
+                claim.tip, claim.doc = commit, doc
+            return True
+
+
+def shared_run(runs: Runs, remote: str, run_id: str | None) -> SharedRuns:
+    """The runs of this clone as ``remote`` holds them, ``run_id`` (every run: None)
+    fetched now; `unknown_remote` (a usage error) for a name `git remote` does not list."""
+    known = gitremote.remote_names(runs.root)
+    if remote not in known:
+        raise Refused("unknown_remote", f"no remote {remote!r} in this clone (git remote lists: "
+                      f"{', '.join(known) or 'none'})")
+    shared = SharedRuns(runs, remote)
+    shared.fetch(run_id)
+    return shared
