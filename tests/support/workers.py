@@ -10,10 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from strato.runs.store import RunStore
 from tests.support.approvals import approve_agents
 from tests.support.console import BIN
 from tests.support.repos import git
 from tests.support.runs import calls, make_workspace
+from tropo.git import repo as gitrepo
 
 
 def machines(tmp_path: Path, count: int) -> tuple[Path, list[Path]]:
@@ -56,7 +58,7 @@ def finished(proc: subprocess.Popen[str]) -> tuple[int, dict[str, Any] | None, s
 
 def remote_run(bare: Path, run_id: str) -> dict[str, Any]:
     """The run's state as the remote holds it."""
-    return dict(json.loads(git(bare, "show", f"refs/vivary/runs/{run_id}/head:run.json")))
+    return RunStore(gitrepo.require(bare)).load(run_id).state
 
 
 def transitions(bare: Path, run_id: str) -> list[dict[str, Any]]:
