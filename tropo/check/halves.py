@@ -5,10 +5,11 @@ the document, so two cores can share it. The child is a fork of this very proces
 starts no program and is given nothing new, it works through the second half, sends
 what it found back through a pipe as one marshal document and ends with ``os._exit``
 (none of the parent's buffers, handlers or caches are flushed twice). Whenever that is
-not plainly safe or useful (no ``fork``, one core, a second thread that a fork would
-freeze mid-lock, a small batch) the parent does all of it; when the child fails in any
-way (it dies, is killed, sends a short or damaged document) the parent does the second
-half itself. Either way the results are the same, in the same order.
+not plainly safe or useful (no ``fork``, a second thread that a fork would freeze
+mid-lock, a small batch, less than half a core idle: on a busy machine the split only
+adds CPU time) the parent does all of it; when the child fails in any way (it dies, is
+killed, sends a short or damaged document) the parent does the second half itself.
+Either way the results are the same, in the same order.
 """
 
 from __future__ import annotations
@@ -27,17 +28,23 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 
-def _cores() -> int:
+def _spare_cores() -> float:
+    """Cores this process may use less the one-minute load average: what a child would
+    not have to take from other work (on a busy machine the split only adds CPU time)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        return cores - os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 def may_fork(items: int) -> bool:
     """Whether a batch of ``items`` is worth a child and safe to fork for."""
     return (items >= MIN_ITEMS and hasattr(os, "fork") and threading.active_count() == 1
-            and _cores() >= 2)
+            and _spare_cores() >= 0.5)
 
 
 def run(items: Sequence[_T], work: Callable[[Sequence[_T], bool], _R],

@@ -18,9 +18,9 @@ from tropo.git.snapshot import Source
 
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any batch of two or more is split, on any machine (CI may have one core)."""
+    """Any batch of two or more is split, on any machine (CI may have one core, or none idle)."""
     monkeypatch.setattr(halves, "MIN_ITEMS", 2)
-    monkeypatch.setattr(halves, "_cores", lambda: 2)
+    monkeypatch.setattr(halves, "_spare_cores", lambda: 2.0)
 
 
 def _pids(part: Sequence[int], seen: bool) -> list[tuple[int, int, bool]]:
@@ -38,11 +38,16 @@ def test_the_second_half_is_worked_by_a_child_and_comes_back_in_order(forking: N
     assert {pid for _, pid, _ in second} != {os.getpid()} and not any(seen for *_, seen in second)
 
 
-def test_a_small_batch_or_a_second_thread_is_worked_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(halves, "_cores", lambda: 2)
+def test_a_small_batch_a_busy_machine_or_a_second_thread_is_worked_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(halves, "_spare_cores", lambda: 2.0)
     assert halves.run([1, 2, 3], _pids, _same, _same) == [[(1, os.getpid(), True), (4, os.getpid(), True),
                                                             (9, os.getpid(), True)]]
     monkeypatch.setattr(halves, "MIN_ITEMS", 2)
+    assert len(halves.run([1, 2, 3], _pids, _same, _same)) == 2
+    monkeypatch.setattr(halves, "_spare_cores", lambda: 0.4)
+    assert len(halves.run([1, 2, 3], _pids, _same, _same)) == 1
+    monkeypatch.setattr(halves, "_spare_cores", lambda: 2.0)
     monkeypatch.setattr(halves.threading, "active_count", lambda: 2)
     assert len(halves.run([1, 2, 3], _pids, _same, _same)) == 1
 
@@ -96,7 +101,7 @@ def test_a_split_check_finds_what_one_process_finds(repo_dir: Path, monkeypatch:
 
     def analysed(fork: bool, use_cache: bool) -> tuple[object, bool]:
         monkeypatch.setattr(halves, "MIN_ITEMS", 2 if fork else 10**9)
-        monkeypatch.setattr(halves, "_cores", lambda: 2)
+        monkeypatch.setattr(halves, "_spare_cores", lambda: 2.0)
         ws = open_workspace(repo_dir, Source.worktree(), use_cache=use_cache)
         return ws.documents, ws.dated
 
