@@ -1,0 +1,114 @@
+"""Issue 27, two pull requests opened from ONE clone. A clone has one notes ref, so
+without a chain per branch the second branch's writes chain after the first's, its pin
+holds them, its review shows them, and its merge carries them into main even when the
+first is closed unmerged. Real clones, a bare remote, real ssh-keygen keys, the hooks,
+and CI by the documented recipe in a fresh clone per pull request; every guard step
+through the CLI, as a person at the terminal writes it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from hooks import install as installer
+from strato.guard import pin, precommit, store
+from tests.support.guard import POLICY, Key, Workspace, ci, origin_with_main, run
+from tests.support.repos import git
+from tropo.git import notes
+
+
+def _ok(ws: Workspace, *args: str, stdin: dict[str, object] | None = None) -> dict[str, object]:
+    proc = run(ws, *args, stdin=stdin or "")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    doc: dict[str, object] = json.loads(proc.stdout)
+    assert doc.get("status") not in ("error", None), doc
+    return doc
+
+
+def _register(ws: Workspace, rid: str) -> None:
+    _ok(ws, "register", stdin={"resource_id": rid, **copy.deepcopy(POLICY)})
+
+
+def _move(ws: Workspace, rid: str, src: str, dst: str) -> str:
+    return str(_ok(ws, "transition", stdin={"resource_id": rid, "from_state": src, "to_state": dst})["status"])
+
+
+def _open(ws: Workspace, branch: str, rid: str) -> None:
+    """A branch off main with a guarded resource: registered, moved to review (applied)."""
+    git(ws.root, "checkout", "-q", "-b", branch, "main")
+    ws.commit({"NOTES.md": "n\n", f"{branch}.txt": "work\n"}, f"{branch}: work")
+    _register(ws, rid)
+    assert _move(ws, rid, "draft", "review") == "applied"
+    git(ws.root, "add", "-A")
+    assert precommit.check(ws.root) == []  # the staged pin is this branch's chain
+    git(ws.root, "commit", "-q", "-m", f"{branch}: guard steps")
+
+
+def _anchors(ws: Workspace, tip: str | None) -> set[str]:
+    return {kept.anchor for kept in store.ledgers(ws.repo, tip)}
+
+
+def _anchor(rid: str) -> str:
+    return notes.anchor_id(store.anchor_content(rid))
+
+
+def _reviewed(remote: Path, branch: str, where: Path) -> dict[str, object]:
+    """The documented CI recipe in a fresh clone, then the same review as JSON there."""
+    proc = ci(remote, branch, where)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc: dict[str, object] = json.loads(run(where, "review", "--base", "refs/remotes/origin/main",
+                                            "--json").stdout)
+    return doc
+
+
+def _rows(doc: dict[str, object]) -> list[tuple[str, int]]:
+    entries = doc["entries"]
+    assert isinstance(entries, list)
+    return [(row["resource_id"], row["line"]) for row in entries]
+
+
+def test_two_prs_from_one_clone_each_review_shows_only_its_own_entries(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """A opens, B opens from the same clone, A gets one more step: each branch's pin holds
+    only main's notes and its own writes, and each review shows exactly its own entries.
+    The pre-commit check and `pin --check` judge each branch's pin by its own chain."""
+    remote = origin_with_main(ws, key, tmp_path)
+    installer.install(ws.root, ("pre-push",))
+    _open(ws, "pr-a", "release:a")
+    _open(ws, "pr-b", "release:b")
+    git(ws.root, "checkout", "-q", "pr-a")
+    assert run(ws, "pin", "--check").returncode == 0
+    assert _move(ws, "release:a", "review", "released") == "refused"  # one more line on A
+    git(ws.root, "add", "-A")
+    assert precommit.check(ws.root) == []
+    git(ws.root, "commit", "-q", "-m", "pr-a: one more step")
+    for branch in ("pr-a", "pr-b"):
+        git(ws.root, "push", "-q", "origin", branch)
+    pins = {b: git(ws.root, "show", f"{b}:{pin.PIN_PATH}").strip() for b in ("pr-a", "pr-b")}
+    assert _anchors(ws, pins["pr-a"]) == {_anchor("release:a")}
+    assert _anchors(ws, pins["pr-b"]) == {_anchor("release:b")}
+    a = _reviewed(remote, "pr-a", tmp_path / "ci-a")
+    b = _reviewed(remote, "pr-b", tmp_path / "ci-b")
+    assert _rows(a) == [("release:a", 1), ("release:a", 2), ("release:a", 3)]
+    assert _rows(b) == [("release:b", 1), ("release:b", 2)]
+
+
+def test_a_pr_closed_unmerged_never_rides_into_main_on_a_sibling_from_the_same_clone(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """A is closed unmerged; B, opened later from the same clone, merges: what main pins
+    then holds B's ledger and never A's."""
+    remote = origin_with_main(ws, key, tmp_path)
+    installer.install(ws.root, ("pre-push",))
+    _open(ws, "pr-a", "release:a")
+    git(ws.root, "push", "-q", "origin", "pr-a")
+    _open(ws, "pr-b", "release:b")
+    git(ws.root, "push", "-q", "origin", "pr-b")
+    assert _rows(_reviewed(remote, "pr-b", tmp_path / "ci-b")) == [("release:b", 1), ("release:b", 2)]
+    git(ws.root, "checkout", "-q", "main")
+    git(ws.root, "merge", "-q", "--no-ff", "-m", "merge pr-b", "pr-b")  # pr-a: closed, never merged
+    git(ws.root, "push", "-q", "origin", "main")
+    landed = git(remote, "show", f"main:{pin.PIN_PATH}").strip()
+    assert _anchors(ws, landed) == {_anchor("release:b")}
