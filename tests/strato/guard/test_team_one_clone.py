@@ -12,8 +12,19 @@ import json
 from pathlib import Path
 
 from hooks import install as installer
-from strato.guard import pin, precommit, store
-from tests.support.guard import POLICY, Key, Workspace, ci, origin_with_main, run
+from strato.guard import branchnotes, pin, precommit, signedops, store
+from tests.support.guard import (
+    POLICY,
+    Key,
+    Workspace,
+    at_review,
+    ci,
+    forge,
+    ledger,
+    origin_with_main,
+    run,
+    sign_override,
+)
 from tests.support.repos import git
 from tropo.git import notes
 
@@ -112,3 +123,33 @@ def test_a_pr_closed_unmerged_never_rides_into_main_on_a_sibling_from_the_same_c
     git(ws.root, "push", "-q", "origin", "main")
     landed = git(remote, "show", f"main:{pin.PIN_PATH}").strip()
     assert _anchors(ws, landed) == {_anchor("release:b")}
+
+
+def test_a_planted_branch_record_only_adds_entries_its_review_shows_and_judges(
+    ws: Workspace, key: Key, tmp_path: Path
+) -> None:
+    """An attacker who got a notes commit into this clone's record of the branch (a fetch
+    of `refs/vivary/*`) with a forged override: the branch's next write starts from it,
+    so the pin carries it, and the review shows every planted line and fails."""
+    origin_with_main(ws, key, tmp_path)
+    git(ws.root, "checkout", "-q", "-b", "pr-x", "main")
+    at_review(ws)  # the planted chain: release:9 with an override, then forged
+    signedops.override(ws.repo, sign_override(ws, key, "ship it"))
+    entries = ledger(ws)
+    entries[-1]["rationale"] = "approved by nobody"
+    forge(ws, entries)
+    planted = git(ws.root, "rev-parse", store.REF).strip()
+    git(ws.root, "update-ref", "-d", store.REF)
+    _register(ws, "other:1")  # this clone's notes: another branch's write
+    git(ws.root, "update-ref", branchnotes.record_ref("other"), git(ws.root, "rev-parse", store.REF).strip())
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-x"), planted)
+    git(ws.root, "checkout", "-q", "--", pin.PIN_PATH)  # pr-x pins what main pins: none
+    _register(ws, "mine:1")
+    git(ws.root, "add", "-A")
+    git(ws.root, "commit", "-q", "-m", "pr-x: mine")
+    proc = run(ws, "review", "--base", "refs/heads/main", "--head", "HEAD", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not doc["ok"], doc
+    rows = {(row["resource_id"], row["line"]): row["status"] for row in doc["entries"]}
+    assert set(rows) == {("release:9", 1), ("release:9", 2), ("release:9", 3), ("mine:1", 1)}
+    assert rows[("release:9", 3)].startswith("refused")
