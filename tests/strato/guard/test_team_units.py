@@ -1,0 +1,149 @@
+"""The team modules' edges in process (issue 27's mutation run found them unpinned): the
+pin merge driver's own reads and writes, the remote ref a branch's notes wait under, a
+re-append of a broken ledger, and the per-branch notes chains of one clone."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from strato.guard import branchnotes, engine, pin, store, team
+from strato.guard.errors import GuardError
+from tests.support.guard import POLICY, Workspace, anchor, put_ledger, run
+from tests.support.repos import git
+
+
+def _register(ws: Workspace, rid: str) -> str:
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    return git(ws.root, "rev-parse", store.REF).strip()
+
+
+def _forked(ws: Workspace) -> tuple[str, str]:
+    """Two notes commits, each with a ledger of its own, forked from one with none."""
+    first = _register(ws, "fork:a")
+    git(ws.root, "update-ref", "-d", store.REF)
+    return first, _register(ws, "fork:b")
+
+
+def test_a_branchs_notes_wait_on_the_remote_under_its_name() -> None:
+    assert team.branch_ref("pr-7") == "refs/notes/vivary/branches/pr-7"
+
+
+def test_the_driver_writes_the_pin_of_the_union_over_ours(ws: Workspace, tmp_path: Path) -> None:
+    ours, theirs = _forked(ws)
+    files = [tmp_path / "ours", tmp_path / "theirs"]
+    files[0].write_text(f"{ours}\n")
+    files[1].write_text(f"{theirs}\n")
+    merged = team.driver(ws.repo, files[0], files[1])
+    assert merged is not None and files[0].read_text() == f"{merged}\n"
+    assert {k.anchor for k in store.ledgers(ws.repo, merged)} == {anchor("fork:a"), anchor("fork:b")}
+
+
+@pytest.mark.parametrize("bad", ["ours", "theirs"])
+def test_the_driver_names_the_file_that_is_not_a_pin(ws: Workspace, tmp_path: Path, bad: str) -> None:
+    files = {name: tmp_path / name for name in ("ours", "theirs")}
+    for name, path in files.items():
+        path.write_text("not a pin\n" if name == bad else "none\n")
+    with pytest.raises(GuardError) as caught:
+        team.driver(ws.repo, files["ours"], files["theirs"])
+    assert caught.value.message.startswith(f"{files[bad]} is not a guard pin")
+    assert files["ours"].read_text() == ("not a pin\n" if bad == "ours" else "none\n")
+
+
+def test_a_pin_file_longer_than_a_pin_is_refused_whatever_it_starts_with(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """A file is read only to one byte past the longest pin: a valid pin padded past it
+    is no pin, even though its first bytes are one."""
+    tip = _register(ws, "long:1")
+    padded = tmp_path / "ours"
+    padded.write_text(tip + "\n" + " " * pin.MAX_PIN)
+    plain = tmp_path / "theirs"
+    plain.write_text("none\n")
+    with pytest.raises(GuardError, match="is not a guard pin"):
+        team.driver(ws.repo, padded, plain)
+
+
+def test_re_appending_a_broken_ledger_is_refused_as_corrupt(ws: Workspace) -> None:
+    onto = _register(ws, "broken:1")
+    put_ledger(ws, anchor("broken:1"), '{"not": "a ledger"}\n\xff\n')
+    proc = run(ws, "reappend", "broken:1", "--onto", onto, "--json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["error_type"] == "ledger_corrupt"
+    assert "cannot re-append a broken ledger" in proc.stderr
+
+
+def _pinning_branch(ws: Workspace, branch: str, tip: str | None) -> None:
+    git(ws.root, "checkout", "-q", "-B", branch)
+    (ws.root / pin.PIN_PATH).parent.mkdir(parents=True, exist_ok=True)
+    pin.write_tip(ws.repo, tip)
+
+
+def test_a_branch_pins_only_notes_this_clone_has(ws: Workspace) -> None:
+    """`pinned`: no pin, a pin that is not a commit id or names notes this clone lacks, is
+    no pin (no chain is kept); `none` and a notes commit here are."""
+    tip = _register(ws, "pins:1")
+    assert branchnotes.pinned(ws.repo) == (False, None)
+    for text, want in (("none", (True, None)), (tip, (True, tip)), ("f" * 40, (False, None)),
+                       ("garbage", (False, None))):
+        (ws.root / pin.PIN_PATH).parent.mkdir(parents=True, exist_ok=True)
+        (ws.root / pin.PIN_PATH).write_text(text + "\n")
+        assert branchnotes.pinned(ws.repo) == want, text
+
+
+def test_another_branchs_writes_are_foreign_only_when_this_pin_lacks_them(ws: Workspace) -> None:
+    a = _register(ws, "own:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    b = _register(ws, "own:b")  # on top of a
+    assert branchnotes.foreign(ws.repo, "pr-b", b, None) == "pr-a"
+    assert branchnotes.foreign(ws.repo, "pr-b", b, a) is None  # its pin holds them
+    assert branchnotes.foreign(ws.repo, "pr-a", b, None) is None  # its own
+    assert branchnotes.foreign(ws.repo, "pr-b", None, None) is None  # no notes here
+    git(ws.root, "update-ref", "-d", store.REF)
+    c = _register(ws, "own:c")
+    assert branchnotes.foreign(ws.repo, "pr-b", c, None) is None  # the ref does not hold them
+
+
+def test_entering_a_branch_switches_to_its_chain_and_keeps_the_other(ws: Workspace) -> None:
+    """pr-a wrote a and then a2 (unrecorded); pr-b, pinning none with its own record b,
+    enters: the notes ref becomes b, pr-a's record keeps a2, and the current chain of
+    pr-b is b; entering again changes nothing."""
+    a = _register(ws, "sw:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    git(ws.root, "update-ref", "-d", store.REF)
+    b = _register(ws, "sw:b")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
+    git(ws.root, "update-ref", store.REF, a)
+    a2 = _register(ws, "sw:a2")
+    _pinning_branch(ws, "pr-b", None)
+    assert branchnotes.current(ws.repo) == b
+    said = branchnotes.enter(ws.repo)
+    assert said == (f"the guard notes are now branch pr-b's (at {b[:12]}); "
+                    f"branch pr-a's stay at {branchnotes.record_ref('pr-a')}")
+    assert git(ws.root, "rev-parse", store.REF).strip() == b
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-a")).strip() == a2
+    assert branchnotes.enter(ws.repo) is None and branchnotes.current(ws.repo) == b
+
+
+def test_a_branch_with_no_record_starts_from_its_pin_and_records_its_write(ws: Workspace) -> None:
+    a = _register(ws, "rec:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    _pinning_branch(ws, "pr-c", None)
+    assert branchnotes.current(ws.repo) is None
+    assert branchnotes.enter(ws.repo) is not None
+    assert git(ws.root, "for-each-ref", store.REF).strip() == ""  # none: no notes yet
+    c = _register(ws, "rec:c")
+    branchnotes.record(ws.repo)
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-c")).strip() == c
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-a")).strip() == a
+
+
+def test_no_chain_is_kept_detached_or_where_the_project_does_not_pin(ws: Workspace) -> None:
+    _register(ws, "plain:1")
+    branchnotes.record(ws.repo)  # no pin in the work tree
+    _pinning_branch(ws, "pr-d", None)
+    git(ws.root, "checkout", "-q", "--detach")
+    branchnotes.record(ws.repo)
+    assert git(ws.root, "for-each-ref", branchnotes.RECORDS).strip() == ""
