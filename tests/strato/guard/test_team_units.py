@@ -147,3 +147,21 @@ def test_no_chain_is_kept_detached_or_where_the_project_does_not_pin(ws: Workspa
     git(ws.root, "checkout", "-q", "--detach")
     branchnotes.record(ws.repo)
     assert git(ws.root, "for-each-ref", branchnotes.RECORDS).strip() == ""
+
+
+@pytest.mark.parametrize("pinned_newer", [True, False])
+def test_entering_a_branch_joins_its_record_and_its_pin(ws: Workspace, pinned_newer: bool) -> None:
+    """pr-a's record and its pin are one chain at two points (a pin merged in from the
+    base is newer; a write made through the library, unpinned, makes the record newer):
+    entering pr-a, whose notes ref holds pr-b's writes, puts it on the newer of the two."""
+    a = _register(ws, "join:a")
+    a2 = _register(ws, "join:a2")  # on top of a
+    git(ws.root, "update-ref", "-d", store.REF)
+    b = _register(ws, "join:b")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a if pinned_newer else a2)
+    _pinning_branch(ws, "pr-a", a2 if pinned_newer else a)
+    assert branchnotes.current(ws.repo) == a2
+    assert branchnotes.enter(ws.repo) is not None
+    assert git(ws.root, "rev-parse", store.REF).strip() == a2
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-b")).strip() == b
