@@ -165,3 +165,15 @@ def test_entering_a_branch_joins_its_record_and_its_pin(ws: Workspace, pinned_ne
     assert branchnotes.enter(ws.repo) is not None
     assert git(ws.root, "rev-parse", store.REF).strip() == a2
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-b")).strip() == b
+
+
+def test_with_no_other_branchs_writes_the_notes_ref_is_the_branchs_chain(ws: Workspace) -> None:
+    """A library write made the notes ref newer than pr-a's record and pin: with no other
+    branch's writes in it, the ref is pr-a's chain as it is, and entering moves nothing."""
+    a = _register(ws, "same:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    a2 = _register(ws, "same:a2")
+    _pinning_branch(ws, "pr-a", a)
+    assert branchnotes.current(ws.repo) == a2
+    assert branchnotes.enter(ws.repo) is None
+    assert git(ws.root, "rev-parse", store.REF).strip() == a2
