@@ -168,12 +168,14 @@ def test_entering_a_branch_joins_its_record_and_its_pin(ws: Workspace, pinned_ne
 
 
 def test_with_no_other_branchs_writes_the_notes_ref_is_the_branchs_chain(ws: Workspace) -> None:
-    """A library write made the notes ref newer than pr-a's record and pin: with no other
+    """pr-a pins a, its last write recorded a2, a library write made a3: with no other
     branch's writes in it, the ref is pr-a's chain as it is, and entering moves nothing."""
     a = _register(ws, "same:a")
-    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
-    a2 = _register(ws, "same:a2")
+    _register(ws, "same:a2")
+    record = branchnotes.record_ref("pr-a")
+    git(ws.root, "update-ref", record, git(ws.root, "rev-parse", store.REF).strip())
+    a3 = _register(ws, "same:a3")
     _pinning_branch(ws, "pr-a", a)
-    assert branchnotes.current(ws.repo) == a2
+    assert branchnotes.current(ws.repo) == a3
     assert branchnotes.enter(ws.repo) is None
-    assert git(ws.root, "rev-parse", store.REF).strip() == a2
+    assert git(ws.root, "rev-parse", store.REF).strip() == a3
