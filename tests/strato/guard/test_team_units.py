@@ -179,3 +179,28 @@ def test_with_no_other_branchs_writes_the_notes_ref_is_the_branchs_chain(ws: Wor
     assert branchnotes.current(ws.repo) == a3
     assert branchnotes.enter(ws.repo) is None
     assert git(ws.root, "rev-parse", store.REF).strip() == a3
+
+
+def test_a_landed_branchs_writes_in_this_pin_are_not_another_branchs(ws: Workspace) -> None:
+    """pr-a's writes reached pr-c's pin (pr-a landed, pr-c started from the base after):
+    they are no other branch's, so pr-c stays on the notes ref as it is."""
+    a = _register(ws, "landed:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    c = _register(ws, "landed:c")
+    _pinning_branch(ws, "pr-c", a)
+    assert branchnotes.current(ws.repo) == c
+    assert branchnotes.enter(ws.repo) is None
+    assert git(ws.root, "rev-parse", store.REF).strip() == c
+
+
+def test_a_branch_whose_own_chain_holds_another_s_writes_stays_on_it(ws: Workspace) -> None:
+    """pr-b was started on top of pr-a's writes (a stacked branch) and recorded b: the ref
+    at b holds pr-a's, but b is pr-b's own chain, so nothing switches."""
+    a = _register(ws, "stack:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    b = _register(ws, "stack:b")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
+    _pinning_branch(ws, "pr-b", None)
+    assert branchnotes.current(ws.repo) == b
+    assert branchnotes.enter(ws.repo) is None
+    assert git(ws.root, "rev-parse", store.REF).strip() == b
