@@ -123,6 +123,9 @@ def test_entering_a_branch_switches_to_its_chain_and_keeps_the_other(ws: Workspa
     assert said == (f"the guard notes are now branch pr-b's (at {b[:12]}); "
                     f"branch pr-a's stay at {branchnotes.record_ref('pr-a')}")
     assert git(ws.root, "rev-parse", store.REF).strip() == b
+    assert git(ws.root, "reflog", "show", "--format=%gs", store.REF).splitlines() == [
+        "guard: the notes of branch pr-b"  # the switch, on a log started afresh
+    ]
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-a")).strip() == a2
     assert branchnotes.enter(ws.repo) is None and branchnotes.current(ws.repo) == b
 
@@ -204,3 +207,37 @@ def test_a_branch_whose_own_chain_holds_another_s_writes_stays_on_it(ws: Workspa
     assert branchnotes.current(ws.repo) == b
     assert branchnotes.enter(ws.repo) is None
     assert git(ws.root, "rev-parse", store.REF).strip() == b
+
+
+def _lock(ws: Workspace, ref: str) -> Path:
+    """Another process mid-write on ``ref``: git's lock file beside it."""
+    lock = ws.root / ".git" / (ref + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    return lock
+
+
+def test_a_switch_that_loses_a_race_refuses_and_moves_nothing(ws: Workspace) -> None:
+    a = _register(ws, "race:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    _pinning_branch(ws, "pr-b", None)
+    _lock(ws, branchnotes.record_ref("pr-a"))
+    with pytest.raises(GuardError) as caught:
+        branchnotes.enter(ws.repo)
+    assert (caught.value.error_type, caught.value.message) == (
+        "ledger_busy", f"{store.REF} moved while switching branches; try again")
+    assert git(ws.root, "rev-parse", store.REF).strip() == a
+
+
+def test_each_write_moves_the_branchs_record_and_a_race_is_left_to_the_next(ws: Workspace) -> None:
+    _pinning_branch(ws, "pr-e", None)
+    first = _register(ws, "rec:e1")
+    branchnotes.record(ws.repo)
+    second = _register(ws, "rec:e2")
+    branchnotes.record(ws.repo)
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-e")).strip() == second != first
+    lock = _lock(ws, branchnotes.record_ref("pr-e"))
+    _register(ws, "rec:e3")
+    branchnotes.record(ws.repo)  # another write holds the record: no error, no move
+    lock.unlink()
+    assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-e")).strip() == second
