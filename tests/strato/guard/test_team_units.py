@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from strato.guard import branchnotes, engine, pin, store, team
+from strato.guard import branchnotes, engine, pin, store, team, union
 from strato.guard.errors import GuardError
 from tests.support.guard import POLICY, Workspace, anchor, put_ledger, run
 from tests.support.repos import git
@@ -241,3 +241,50 @@ def test_each_write_moves_the_branchs_record_and_a_race_is_left_to_the_next(ws: 
     branchnotes.record(ws.repo)  # another write holds the record: no error, no move
     lock.unlink()
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-e")).strip() == second
+
+
+def _refused(ws: Workspace, rid: str) -> str:
+    """One more line on ``rid``'s ledger (a refused step: NOTES.md is missing)."""
+    move = {"resource_id": rid, "from_state": "draft", "to_state": "review"}
+    assert engine.transition(ws.repo, move)["status"] == "refused"
+    return git(ws.root, "rev-parse", store.REF).strip()
+
+
+def _lines(ws: Workspace, tip: str | None) -> dict[str, int]:
+    return {kept.anchor: kept.lines for kept in store.ledgers(ws.repo, tip)}
+
+
+def test_a_union_takes_each_ledger_from_the_side_that_extends_the_other(ws: Workspace) -> None:
+    base = _register(ws, "u:shared")
+    ours = _refused(ws, "u:shared")  # two lines of the shared ledger
+    git(ws.root, "update-ref", store.REF, base)
+    theirs = _register(ws, "u:theirs")  # one line of it, and a ledger of their own
+    merged = union.merge(ws.repo, ours, theirs)
+    assert merged is not None and merged not in (ours, theirs)
+    assert [str(p) for p in ws.repo[merged].parent_ids] == [ours, theirs]
+    assert _lines(ws, merged) == {anchor("u:shared"): 2, anchor("u:theirs"): 1}
+    backwards = union.merge(ws.repo, theirs, ours)
+    assert backwards is not None and _lines(ws, backwards) == _lines(ws, merged)
+    assert union.merge(ws.repo, ours, base) == ours and union.merge(ws.repo, base, ours) == ours
+    assert union.merge(ws.repo, ours, ours) == ours
+    assert union.merge(ws.repo, None, ours) == ours and union.merge(ws.repo, ours, None) == ours
+
+
+def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reappend(
+    ws: Workspace,
+) -> None:
+    base = _register(ws, "u:one")
+    ours = _refused(ws, "u:one")
+    git(ws.root, "update-ref", store.REF, base)
+    git(ws.root, "reflog", "expire", "--expire=now", "--all")  # the other clone's side
+    theirs = _refused(ws, "u:one")
+    assert ours != theirs
+    with pytest.raises(GuardError) as caught:
+        union.merge(ws.repo, ours, theirs)
+    assert caught.value.error_type == "notes_conflict"
+    assert caught.value.message == (
+        "both sides appended to the ledger of 'u:one' (its hash chain orders them): run "
+        f"`strato guard reappend u:one --onto {theirs}` to re-derive this side's entries after theirs"
+    )
+    kept = union.merged_tree(ws.repo, ours, theirs, skip=anchor("u:one"))  # reappend's start
+    assert kept == ws.repo[ours].tree_id
