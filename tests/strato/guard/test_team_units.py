@@ -288,3 +288,16 @@ def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reap
     )
     kept = union.merged_tree(ws.repo, ours, theirs, skip=anchor("u:one"))  # reappend's start
     assert kept == ws.repo[ours].tree_id
+
+
+def test_the_switch_names_a_long_branch_in_its_log_line_cut_at_80(ws: Workspace) -> None:
+    a = _register(ws, "long:a")
+    git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
+    long = "b" * 100
+    _pinning_branch(ws, long, None)
+    git(ws.root, "update-ref", branchnotes.record_ref(long), _register(ws, "long:b"))
+    git(ws.root, "update-ref", store.REF, a)
+    assert branchnotes.enter(ws.repo) is not None
+    assert git(ws.root, "reflog", "show", "--format=%gs", store.REF).splitlines() == [
+        "guard: the notes of branch " + "b" * 80
+    ]
