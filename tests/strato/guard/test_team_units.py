@@ -99,6 +99,7 @@ def test_another_branchs_writes_are_foreign_only_when_this_pin_lacks_them(ws: Wo
     b = _register(ws, "own:b")  # on top of a
     assert branchnotes.foreign(ws.repo, "pr-b", b, None) == "pr-a"
     assert branchnotes.foreign(ws.repo, "pr-b", b, a) is None  # its pin holds them
+    assert branchnotes.foreign(ws.repo, "pr-b", b, b) is None  # and more after them
     assert branchnotes.foreign(ws.repo, "pr-a", b, None) is None  # its own
     assert branchnotes.foreign(ws.repo, "pr-b", None, None) is None  # no notes here
     git(ws.root, "update-ref", "-d", store.REF)
