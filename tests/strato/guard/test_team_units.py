@@ -91,6 +91,9 @@ def test_a_branch_pins_only_notes_this_clone_has(ws: Workspace) -> None:
         (ws.root / pin.PIN_PATH).parent.mkdir(parents=True, exist_ok=True)
         (ws.root / pin.PIN_PATH).write_text(text + "\n")
         assert branchnotes.pinned(ws.repo) == want, text
+    (ws.root / pin.PIN_PATH).unlink()
+    (ws.root / pin.PIN_PATH).symlink_to(ws.root / "README.md")  # never read through
+    assert branchnotes.pinned(ws.repo) == (False, None)
 
 
 def test_another_branchs_writes_are_foreign_only_when_this_pin_lacks_them(ws: Workspace) -> None:
