@@ -14,6 +14,7 @@ from strato.guard import branchnotes, engine, pin, store, team, union
 from strato.guard.errors import GuardError
 from tests.support.guard import POLICY, Workspace, anchor, put_ledger, run
 from tests.support.repos import git
+from tropo.git import notes
 
 
 def _register(ws: Workspace, rid: str) -> str:
@@ -281,8 +282,12 @@ def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reap
     ours = _refused(ws, "u:one")
     git(ws.root, "update-ref", store.REF, base)
     git(ws.root, "reflog", "expire", "--expire=now", "--all")  # the other clone's side
-    theirs = _refused(ws, "u:one")
-    assert ours != theirs
+    _refused(ws, "u:one")
+    extra = [f"u:extra-{n}" for n in range(6)]  # ledgers only theirs has, around u:one's
+    for rid in extra:
+        _register(ws, rid)
+    theirs = git(ws.root, "rev-parse", store.REF).strip()
+    assert any(anchor(rid) > anchor("u:one") for rid in extra)
     with pytest.raises(GuardError) as caught:
         union.merge(ws.repo, ours, theirs)
     assert caught.value.error_type == "notes_conflict"
@@ -291,7 +296,21 @@ def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reap
         f"`strato guard reappend u:one --onto {theirs}` to re-derive this side's entries after theirs"
     )
     kept = union.merged_tree(ws.repo, ours, theirs, skip=anchor("u:one"))  # reappend's start
-    assert kept == ws.repo[ours].tree_id
+    held = {k.anchor: k.lines for k in store.ledgers(ws.repo, notes.make_commit(ws.repo, [ours], kept, "t\n"))}
+    assert held == {anchor("u:one"): 2, **{anchor(rid): 1 for rid in extra}}
+
+
+def test_a_union_that_cannot_sign_its_merge_commit_is_one_line(ws: Workspace) -> None:
+    ours = _register(ws, "sign:a")
+    git(ws.root, "update-ref", "-d", store.REF)
+    theirs = _register(ws, "sign:b")
+    for key, value in (("vivary.signNotes", "true"), ("gpg.format", "ssh"),
+                       ("user.signingkey", str(ws.root / "no-such-key"))):
+        git(ws.root, "config", key, value)
+    with pytest.raises(GuardError) as caught:
+        union.merge(ws.repo, ours, theirs)
+    assert caught.value.error_type == "signing_failed" and caught.value.message
+    assert "no-such-key" in caught.value.message or "sign" in caught.value.message
 
 
 def test_the_switch_names_a_long_branch_in_its_log_line_cut_at_80(ws: Workspace) -> None:
