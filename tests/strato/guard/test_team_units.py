@@ -263,11 +263,14 @@ def test_a_union_takes_each_ledger_from_the_side_that_extends_the_other(ws: Work
     base = _register(ws, "u:shared")
     ours = _refused(ws, "u:shared")  # two lines of the shared ledger
     git(ws.root, "update-ref", store.REF, base)
-    theirs = _register(ws, "u:theirs")  # one line of it, and a ledger of their own
+    _register(ws, "u:theirs")  # one line of it, and ledgers of their own,
+    theirs = _register(ws, "u:extra-4")  # one sorting after the shared one
+    assert anchor("u:extra-4") > anchor("u:shared")
     merged = union.merge(ws.repo, ours, theirs)
     assert merged is not None and merged not in (ours, theirs)
     assert [str(p) for p in ws.repo[merged].parent_ids] == [ours, theirs]
-    assert _lines(ws, merged) == {anchor("u:shared"): 2, anchor("u:theirs"): 1}
+    want = {anchor("u:shared"): 2, anchor("u:theirs"): 1, anchor("u:extra-4"): 1}
+    assert _lines(ws, merged) == want
     backwards = union.merge(ws.repo, theirs, ours)
     assert backwards is not None and _lines(ws, backwards) == _lines(ws, merged)
     assert union.merge(ws.repo, ours, base) == ours and union.merge(ws.repo, base, ours) == ours
