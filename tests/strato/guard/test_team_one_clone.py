@@ -153,3 +153,18 @@ def test_a_planted_branch_record_only_adds_entries_its_review_shows_and_judges(
     rows = {(row["resource_id"], row["line"]): row["status"] for row in doc["entries"]}
     assert set(rows) == {("release:9", 1), ("release:9", 2), ("release:9", 3), ("mine:1", 1)}
     assert rows[("release:9", 3)].startswith("refused")
+
+
+def test_two_worktrees_of_one_clone_each_pin_only_their_own_writes(ws: Workspace, tmp_path: Path) -> None:
+    """`git worktree`s share the notes ref; each write switches it to its branch's chain."""
+    ws.commit({pin.PIN_PATH: "none\n"}, "main: pins no ledgers yet")
+    git(ws.root, "branch", "-M", "main")
+    other = Workspace(tmp_path / "wt-b", tmp_path)
+    git(ws.root, "worktree", "add", "-q", "-b", "pr-b", str(other.root), "main")
+    git(ws.root, "checkout", "-q", "-b", "pr-a")
+    _register(ws, "tree:a")
+    _register(other, "tree:b")
+    _register(ws, "tree:a2")
+    mine, theirs = ((w.root / pin.PIN_PATH).read_text().strip() for w in (ws, other))
+    assert _anchors(ws, mine) == {_anchor("tree:a"), _anchor("tree:a2")}
+    assert _anchors(ws, theirs) == {_anchor("tree:b")}
