@@ -16,11 +16,11 @@ from typing import Any
 import click
 
 from strato.agents.process import run_attached
-from strato.guard import authz, consent, engine, store, team
+from strato.guard import authz, consent, engine, store
 from strato.guard.checks_cli import descriptors_command, review_command, verify_command
 from strato.guard.errors import GuardError
 from strato.guard.team_cli import merge_pins_command, reappend_command, sync_command
-from strato.guard.terminal import json_option, pin_followed, refuse, repo_of, root_option
+from strato.guard.terminal import entered, json_option, pin_followed, refuse, repo_of, root_option
 from strato.guard.upkeep_cli import migrate_store_command, pin_command, trust_command, unlock_command
 from tropo.console import CANONICAL, print_json
 from tropo.git import refs as gitrefs
@@ -93,8 +93,7 @@ def _stdin_command(
             if signature is not None:
                 req.setdefault("authorization", signature.read_text(errors="replace"))
             repo = repo_of(root)
-            if (joined := team.join_pinned(repo)) is not None:
-                click.echo(f"strato guard: {joined}", err=True)
+            entered(repo)
             before = gitrefs.read_ref(repo, store.REF)
             result = operation(repo, req)
             if (after := _AFTER.get(name)) is not None:

@@ -96,10 +96,14 @@ class State:
 
 
 def judge(repo: Repository, pinned: str | None) -> State:
-    """Whether ``pinned`` (a pin's text) names this clone's notes tip, and if not, which
+    """Whether ``pinned`` (a pin's text) names this clone's notes tip: :func:`judge_at`."""
+    return judge_at(repo, pinned, gitrefs.read_ref(repo, store.REF))
+
+
+def judge_at(repo: Repository, pinned: str | None, tip: str | None) -> State:
+    """Whether ``pinned`` (a pin's text) names the notes commit ``tip``, and if not, which
     way they differ: the notes moved past it (stale), the clone lacks it (behind), or
     neither descends from the other (diverged)."""
-    tip = gitrefs.read_ref(repo, store.REF)
     if pinned is None:
         return State("missing", None, tip)
     if pinned != NONE and not SHA.match(pinned):

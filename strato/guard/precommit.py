@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from strato.guard import pin
+from strato.guard import branchnotes, pin
 from tropo.git import repo as gitrepo
 from tropo.git.snapshot import SourceError, read_staged
 
@@ -25,6 +25,7 @@ def check(root: Path) -> list[str]:
         return [f"cannot read the staged {pin.PIN_PATH}: {exc}"]
     if data is None:
         return []
-    state = pin.judge(repo, data[: pin.MAX_PIN].decode("utf-8", "replace").strip())
+    staged = data[: pin.MAX_PIN].decode("utf-8", "replace").strip()
+    state = pin.judge_at(repo, staged, branchnotes.current(repo))  # this branch's chain
     reason = state.reason("the staged pin")
     return [reason] if state.kind in REFUSED and reason is not None else []

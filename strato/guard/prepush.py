@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from strato.guard import pin, store, team
+from strato.guard import branchnotes, pin, store, team
 from strato.guard.errors import GuardError
 from strato.guard.verify import verify_repository
 from tropo.git import refs as gitrefs
@@ -59,7 +59,8 @@ def _uncommitted(repo: Repository, push: Push) -> list[str]:
         worktree = pin.read_worktree(repo)
     except GuardError:
         return []
-    if worktree is None or pin.judge(repo, worktree).kind != "current" or pin.read_or_none(head) == worktree:
+    current = pin.judge_at(repo, worktree, branchnotes.current(repo)).kind == "current"
+    if worktree is None or not current or pin.read_or_none(head) == worktree:
         return []
     return [
         f"{branch}: the work tree pins notes commit {worktree[:12]} but the branch does not: commit it "

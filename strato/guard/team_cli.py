@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from strato.guard import pin, team
+from strato.guard import branchnotes, pin, team
 from strato.guard.errors import GuardError
 from strato.guard.reappend import reappend
-from strato.guard.terminal import json_option, refuse, repo_of, root_option
+from strato.guard.terminal import entered, json_option, refuse, repo_of, root_option
 from tropo.console import CANONICAL, print_json
 
 
@@ -94,9 +94,11 @@ def reappend_command(root: Path, as_json: bool, resource_id: str, onto: str) -> 
     """
     try:
         repo = repo_of(root)
+        entered(repo)  # this branch's entries, not another's of this clone
         done = reappend(repo, resource_id, onto)
         if not repo.is_bare and pin.read_worktree(repo) is not None:  # the project pins
             done["pinned"] = pin.write(repo)
+            branchnotes.record(repo)
     except GuardError as exc:
         refuse(exc)
     if as_json:

@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import click
 
-from strato.guard import pin, store
+from strato.guard import branchnotes, pin, store
 from strato.guard.errors import GuardError
 from strato.guard.review import error_markdown
 from tropo.console import CANONICAL, REFUSED, USAGE, print_json, stop
@@ -43,10 +43,21 @@ def refuse(exc: GuardError, markdown: bool = False) -> NoReturn:
          prog="strato guard")
 
 
-def pin_followed(repo: Repository, before: str | None) -> None:
-    """When the command moved the notes ref, move the work tree's pin along and say so."""
-    if gitrefs.read_ref(repo, store.REF) != before and (said := pin.follow(repo)) is not None:
+def entered(repo: Repository) -> None:
+    """Before a guard write: the notes ref on this branch's own chain, said when it moved
+    (:func:`strato.guard.branchnotes.enter`)."""
+    if (said := branchnotes.enter(repo)) is not None:
         click.echo(f"strato guard: {said}", err=True)
+
+
+def pin_followed(repo: Repository, before: str | None) -> None:
+    """When the command moved the notes ref, move the work tree's pin along and say so,
+    and record where this branch's chain now is."""
+    if gitrefs.read_ref(repo, store.REF) == before:
+        return
+    if (said := pin.follow(repo)) is not None:
+        click.echo(f"strato guard: {said}", err=True)
+    branchnotes.record(repo)
 
 
 def repo_of(root: Path) -> Repository:

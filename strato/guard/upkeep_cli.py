@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
-from strato.guard import consent, lock, pin, store
+from strato.guard import branchnotes, consent, lock, pin, store
 from strato.guard.errors import GuardError
-from strato.guard.terminal import json_option, pin_followed, refuse, repo_of, root_option
+from strato.guard.terminal import entered, json_option, pin_followed, refuse, repo_of, root_option
 from tropo.console import CANONICAL, print_json
 from tropo.git import refs as gitrefs
 from tropo.git import repo as gitrepo
@@ -48,8 +48,10 @@ def pin_command(root: Path, as_json: bool, check: bool, source: str, base: str |
     try:
         repo = repo_of(root)
         if check:
-            state = pin.judge(repo, pin.read_worktree(repo))
+            state = pin.judge_at(repo, pin.read_worktree(repo), branchnotes.current(repo))
         else:
+            if source == pin.LOCAL:  # this branch's own notes, not another's of this clone
+                entered(repo)
             tip = pin.write_tip(repo, pin.verified(repo, pin.chosen(repo, source, base)))
     except GuardError as exc:
         refuse(exc)
@@ -124,6 +126,7 @@ def migrate_store_command(root: Path, as_json: bool) -> None:
     """
     try:
         repo = repo_of(root)
+        entered(repo)
         before = gitrefs.read_ref(repo, store.REF)
         answer = store.migrate(repo)
     except GuardError as exc:

@@ -39,8 +39,9 @@ def scaffold(dest: Path, *init_args: str) -> Path:
 
 def made_once(name: str, where: Path, make: Callable[[Path], object]) -> Path:
     """``make(where / name)`` the first time this process asks for ``name``, a copy of it
-    every time after: a fixture every test writes to, built once (copies keep tests apart)."""
-    if name not in _MADE:
+    every time after: a fixture every test writes to, built once (copies keep tests apart).
+    Made again when pytest removed it: mutmut runs several pytest sessions in one process."""
+    if name not in _MADE or not _MADE[name].exists():
         make(where / name)
         _MADE[name] = where / name
     return _MADE[name]
