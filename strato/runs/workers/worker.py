@@ -39,6 +39,11 @@ Say = Callable[[str], None]
 BUSY_FETCH_S = 1.0  # a worker with no room for more work fetches at most this often
 
 
+class Stopped(Exception):
+    """The worker stopped this job's agent (a cancel, a lost claim, the worker itself
+    stopping): what the agent gave then is no answer, so no attempt of it is recorded."""
+
+
 @dataclass
 class Job:
     """One claimed piece of work: a step's agent, a fanout item, a fanout's settling."""
@@ -287,8 +292,11 @@ class Worker:
                     if job.stopped is not None:
                         groups.stop(pid)
 
-                return call(agent, prompt, cwd, self.runs.pacing_dir, sandbox=sandbox,
-                            admit=bounds.agent_output, on_start=on_start)
+                res = call(agent, prompt, cwd, self.runs.pacing_dir, sandbox=sandbox,
+                           admit=bounds.agent_output, on_start=on_start)
+            if job.stopped is not None:
+                raise Stopped(job.stopped)
+            return res
 
         return run
 
