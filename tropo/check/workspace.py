@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tropo.check import document as docmod
-from tropo.check import frontmatter, halves
+from tropo.check import frontmatter
 from tropo.check.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
 from tropo.check.checkstate import CheckState, DocRow, FindingRow
 from tropo.check.config import (
@@ -230,17 +230,13 @@ class Workspace:
                     progress.advance()
                 slots.append(doc)
 
-            def fresh(part: Sequence[Todo], seen: bool) -> list[Fresh]:
-                return self._fresh(part, cache, progress if seen else None)
-
-            for part in halves.run(todo, fresh, _encode, _decode):
-                for index, doc, oid, rec, memo_key, dated in part:
-                    slots[index] = doc
-                    if rec is not None and oid is not None:
-                        cache.put(oid, rec)
-                    if memo_key is not None:
-                        memo.put(memo_key, doc_record(doc))
-                    self.dated = self.dated or dated
+            for index, doc, oid, rec, memo_key, dated in self._fresh(todo, cache, progress):
+                slots[index] = doc
+                if rec is not None and oid is not None:
+                    cache.put(oid, rec)
+                if memo_key is not None:
+                    memo.put(memo_key, doc_record(doc))
+                self.dated = self.dated or dated
         cache.save()
         memo.save()
         extra += self._schema_findings()
@@ -258,8 +254,8 @@ class Workspace:
         return out
 
     def _fresh(self, todo: Sequence[Todo], cache: Store, progress: Progress | None) -> list[Fresh]:
-        """Read, parse and check each document (pure work: it may run in a forked child,
-        which writes nothing); the caches are filled by the caller from what it returns."""
+        """Read, parse and check each document (pure work: it writes nothing); the caches
+        are filled by the caller from what it returns."""
         out: list[Fresh] = []
         for index, entry, plan, schema_key in todo:
             if progress is not None:
@@ -382,15 +378,6 @@ def _acyclic() -> Iterator[None]:
 Todo = tuple[int, Entry, docmod.Plan, str]  # (slot, entry, plan, memo key's schema part)
 # (slot, document, blob oid, a parse record to keep, memo key (None: not to keep), dated)
 Fresh = tuple[int, Doc, "str | None", "tuple[Any, ...] | None", "str | None", bool]
-
-
-def _encode(found: list[Fresh]) -> list[tuple[Any, ...]]:
-    return [(index, doc_record(doc), *rest) for index, doc, *rest in found]
-
-
-def _decode(sent: list[tuple[Any, ...]]) -> list[Fresh]:
-    return [(index, doc_from_record(rec), oid, new, key, bool(dated))
-            for index, rec, oid, new, key, dated in sent]
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
