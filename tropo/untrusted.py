@@ -60,6 +60,8 @@ def visible(value: object) -> str:
     """``value`` with every :func:`hidden` character shown as ``U+XXXX``: a reader sees
     what the bytes hold, in order."""
     text = "" if value is None else str(value)
+    if text.isascii() and text.isprintable():  # U+0020-U+007E only: nothing is hidden
+        return text
     return "".join(f"U+{ord(c):04X}" if hidden(c) else c for c in text)
 
 
