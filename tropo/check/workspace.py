@@ -278,7 +278,7 @@ class Workspace:
             out.append((index, doc, oid, new, None if dated else f"{schema_key}\0{entry.rel}\0{oid}", dated))
         return out
 
-    def _check_parsed(self, entry: Entry, rec: tuple,  # type: ignore[type-arg]
+    def _check_parsed(self, entry: Entry, rec: tuple[Any, ...],
                       plan: docmod.Plan) -> tuple[Doc, bool]:
         """The document's findings from its parse record; whether file dates were used."""
         dated = False

@@ -129,6 +129,8 @@ class Table(dict[str, Any]):
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
 
+    # `table |= other` must mark what it writes as `update` does; mypy holds an in-place
+    # `|` that returns the Table against dict's `|`, which returns a plain dict
     def __ior__(self, other: Any) -> Table:  # type: ignore[override,misc]
         self.update(other)
         return self

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp_types import TextContent
 
 from strato.agents import groups
 from strato.mcp import contract
@@ -256,7 +257,9 @@ def test_flow_cancel_stops_an_engine_fanouts_agent_the_server_itself_is_running(
 
         async def resume() -> None:
             result = await s.call("stratum_resume", {"runId": run_id})
-            resumed.append((result.content[0].text, result.structured_content))  # type: ignore[union-attr]
+            first = result.content[0]
+            assert isinstance(first, TextContent)
+            resumed.append((first.text, result.structured_content))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(resume)
