@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint oracle bench clean upstream mutation
+.PHONY: demo test test-all lint oracle bench clean upstream mutation
 
 $(PY):
 	@echo "== creating $(VENV)"
@@ -37,8 +37,15 @@ lint: $(DEV_STAMP)
 oracle:
 	@$(MAKE) --no-print-directory upstream || echo "make test: could not install the oracle suite (is the package index reachable?); its parity tests skip: retry with \`make upstream\`"
 
-# loadgroup: tests/test_wheel.py builds one wheel and one venv, on one worker
+# loadgroup: tests/test_wheel.py builds one wheel and one venv, on one worker.
+# `make test` is the everyday loop: it leaves out the slow tier (kill -9 campaigns, parity
+# corpora against the oracle, the browser, the wheel), which `CI=true make test` and
+# `make test-all` run too (docs/testing.md, "Two tiers").
+TIER := $(if $(filter 1 true True TRUE yes Yes YES,$(CI)),,-m "not slow")
 test: lint oracle
+	$(PY) -m pytest -q -n 2 --dist loadgroup $(TIER)
+
+test-all: lint oracle
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: $(DEV_STAMP)

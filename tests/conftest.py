@@ -105,6 +105,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
     yield
     if gaps := ci_requirements():
         terminalreporter.write_line("not on this machine, so their tests skip: " + "; ".join(gaps))
+    if terminalreporter.config.option.markexpr == "not slow":
+        terminalreporter.write_line(
+            "the slow tier was left out (the deselected tests): `make test-all` or `CI=true make test` runs it"
+        )
 
 
 @pytest.fixture
