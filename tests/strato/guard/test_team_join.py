@@ -143,8 +143,10 @@ def test_merged_pins_leave_a_ref_another_write_holds_as_it_is(ws: Workspace) -> 
 
 def test_merged_pins_of_none_are_none_and_a_side_this_clone_lacks_is_named(ws: Workspace) -> None:
     local = register_tip(ws, "join:kept")
+    log = git(ws.root, "reflog", "show", store.REF)
     assert team.merge_pins(ws.repo, None, None) is None and _ref(ws) == local
     assert team.merge_pins(ws.repo, None, local) == local
+    assert git(ws.root, "reflog", "show", store.REF) == log  # a ref that holds it is not rewritten
     for sides in (("f" * 40, local), (local, "e" * 40)):
         with pytest.raises(GuardError) as caught:
             team.merge_pins(ws.repo, *sides)

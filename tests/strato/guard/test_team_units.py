@@ -314,3 +314,22 @@ def test_the_switch_names_a_long_branch_in_its_log_line_cut_at_80(ws: Workspace)
     assert git(ws.root, "reflog", "show", "--format=%gs", store.REF).splitlines() == [
         "guard: the notes of branch " + "b" * 80
     ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xff\xfe\n", b"none\n" + b" " * (pin.MAX_PIN - 6) + b"x"],
+    ids=["not utf-8", "junk in the last byte a pin may have"],
+)
+def test_a_pin_file_that_is_no_pin_in_any_byte_is_refused_in_one_line(
+    ws: Workspace, tmp_path: Path, data: bytes
+) -> None:
+    """Bytes that do not decode are no pin (one line, not a decoding crash), and the last
+    of the ``MAX_PIN`` bytes a pin may have is read as any other."""
+    assert len(data) <= pin.MAX_PIN
+    files = [tmp_path / "ours", tmp_path / "theirs"]
+    files[0].write_bytes(data)
+    files[1].write_text("none\n")
+    with pytest.raises(GuardError) as caught:
+        team.driver(ws.repo, files[0], files[1])
+    assert caught.value.message == f"{files[0]} is not a guard pin (a notes commit id or `none`): not merged"
