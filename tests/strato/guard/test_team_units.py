@@ -333,3 +333,13 @@ def test_a_pin_file_that_is_no_pin_in_any_byte_is_refused_in_one_line(
     with pytest.raises(GuardError) as caught:
         team.driver(ws.repo, files[0], files[1])
     assert caught.value.message == f"{files[0]} is not a guard pin (a notes commit id or `none`): not merged"
+
+
+def test_a_side_that_pins_none_merges_to_the_other_sides_pin(ws: Workspace, tmp_path: Path) -> None:
+    """`none` (here padded to exactly the ``MAX_PIN`` bytes a pin may have) is no notes
+    commit: the union is the other side's."""
+    tip = register_tip(ws, "none:1")
+    files = [tmp_path / "ours", tmp_path / "theirs"]
+    files[0].write_bytes(b"none\n" + b" " * (pin.MAX_PIN - 5))
+    files[1].write_text(f"{tip}\n")
+    assert team.driver(ws.repo, files[0], files[1]) == tip and files[0].read_text() == f"{tip}\n"
