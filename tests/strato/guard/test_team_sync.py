@@ -207,3 +207,27 @@ def test_resolve_without_a_conflict_resolves_nothing(ws: Workspace) -> None:
         team.resolve(ws.repo)
     assert (caught.value.error_type, caught.value.message) == (
         "invalid_usage", f"{pin.PIN_PATH} is not in conflict: nothing to resolve")
+
+
+def test_resolve_of_a_pin_one_side_deleted_resolves_nothing(ws: Workspace) -> None:
+    """A delete/modify conflict leaves only one side's pin: there is no union to write."""
+    tip = register_tip(ws, "resolve:gone")
+    ws.commit({pin.PIN_PATH: "none\n"}, "base pin")
+    git(ws.root, "checkout", "-q", "-b", "theirs")
+    ws.commit({pin.PIN_PATH: tip + "\n"}, "their pin")
+    git(ws.root, "checkout", "-q", "-")
+    git(ws.root, "rm", "-q", pin.PIN_PATH)
+    git(ws.root, "commit", "-q", "-m", "no pin")
+    git(ws.root, "merge", "-q", "theirs", check=False)
+    assert git(ws.root, "ls-files", "--unmerged", "--", pin.PIN_PATH).strip()
+    with pytest.raises(GuardError) as caught:
+        team.resolve(ws.repo)
+    assert caught.value.message == f"{pin.PIN_PATH} is not in conflict: nothing to resolve"
+
+
+def test_resolve_with_an_index_git_cannot_read_is_one_line(ws: Workspace) -> None:
+    (ws.root / ".git" / "index").write_bytes(b"not an index")
+    with pytest.raises(GuardError) as caught:
+        team.resolve(ws.repo)
+    assert caught.value.error_type == "invalid_usage" and "\n" not in caught.value.message
+    assert caught.value.message.startswith(f"cannot read the conflicted {pin.PIN_PATH}: git ls-files: ")
