@@ -120,6 +120,21 @@ def test_sync_with_a_remote_it_cannot_read_is_one_line(ws: Workspace, tmp_path: 
         with pytest.raises(GuardError) as caught:
             team.sync(ws.repo, str(tmp_path / "no-such-remote"), mirror=mirror)
         assert caught.value.error_type == "sync_failed" and "\n" not in caught.value.message
+        assert "no-such-remote" in caught.value.message
+
+
+def test_sync_whose_push_fails_is_one_line_and_moves_nothing(ws: Workspace, tmp_path: Path) -> None:
+    """The remote reads but will not take a push (its receive-pack fails, as on a
+    read-only mirror): one line naming the push."""
+    remote = _remote(ws, tmp_path)
+    theirs = _other(ws, remote, "sync:ro-theirs")
+    register_tip(ws, "sync:ro-ours")
+    git(ws.root, "config", "remote.origin.receivepack", "false")
+    with pytest.raises(GuardError) as caught:
+        team.sync(ws.repo, "origin")
+    assert caught.value.error_type == "sync_failed"
+    assert caught.value.message.startswith("cannot push to 'origin': ")
+    assert _on(remote) == theirs
 
 
 def _racing_hook(remote: Path, one: str, other: str, times: int) -> None:
