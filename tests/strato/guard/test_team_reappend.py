@@ -166,3 +166,31 @@ def test_notes_this_clone_lacks_are_named(ws: Workspace) -> None:
         reappend.reappend(ws.repo, "re:missing", "f" * 40)
     assert caught.value.error_type == "review_unpinned"
     assert caught.value.message.startswith(f"the other side's notes commit {'f' * 12} is not in this clone")
+
+
+def test_with_nothing_to_re_derive_the_ref_is_theirs_plus_this_sides_other_ledgers(ws: Workspace) -> None:
+    local_base = register_tip(ws, "re:only-theirs-grew")
+    theirs = refused_tip(ws, "re:only-theirs-grew")
+    _fork(ws, local_base)
+    local = register_tip(ws, "re:riding")
+    assert reappend.reappend(ws.repo, "re:only-theirs-grew", theirs)["reappended"] == 0
+    tip = _ref(ws)
+    assert tip is not None
+    now = ws.repo[tip]
+    assert [str(p) for p in now.parent_ids] == [theirs] and now.message == "guard: reappend onto the other side\n"
+    assert {kept.anchor for kept in store.ledgers(ws.repo, tip)} == {
+        anchor("re:only-theirs-grew"), anchor("re:riding")}
+    assert local != tip
+
+
+def test_a_re_append_that_cannot_sign_its_notes_commit_is_one_line_and_moves_nothing(ws: Workspace) -> None:
+    theirs, _, _ = _diverged(ws, "re:unsigned", 1)
+    register_tip(ws, "re:other")  # so the start is a commit of its own, not theirs
+    local = git(ws.root, "rev-parse", store.REF).strip()
+    for name, value in (("vivary.signNotes", "true"), ("gpg.format", "ssh"),
+                        ("user.signingkey", str(ws.root / "no-such-key"))):
+        git(ws.root, "config", name, value)
+    with pytest.raises(GuardError) as caught:
+        reappend.reappend(ws.repo, "re:unsigned", theirs)
+    assert caught.value.error_type == "signing_failed" and caught.value.message
+    assert _ref(ws) == local
