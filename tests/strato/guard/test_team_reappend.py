@@ -17,6 +17,7 @@ from tests.support.guard import (
     Key,
     Workspace,
     anchor,
+    forge,
     ledger,
     refused_tip,
     register_tip,
@@ -194,3 +195,14 @@ def test_a_re_append_that_cannot_sign_its_notes_commit_is_one_line_and_moves_not
         reappend.reappend(ws.repo, "re:unsigned", theirs)
     assert caught.value.error_type == "signing_failed" and caught.value.message
     assert _ref(ws) == local
+
+
+def test_a_line_of_a_kind_no_step_has_stops_the_run_there(ws: Workspace) -> None:
+    """A hand-sealed line of ours whose kind is no step (a second register line: its
+    chain holds, it does not fold) is never re-derived; the run stops and names it."""
+    theirs, _, _ = _diverged(ws, "re:odd", 1)
+    entries = ledger(ws, "re:odd")
+    forge(ws, [*entries[:-1], {**entries[-1], "kind": "register"}], "re:odd")
+    found = reappend.reappend(ws.repo, "re:odd", theirs)
+    assert (found["status"], found["reappended"], found["left"]) == ("stopped", 0, 1)
+    assert found["reason"] is not None and found["reason"].startswith("line 2 is a register: ")
