@@ -193,7 +193,8 @@ def test_a_re_append_that_cannot_sign_its_notes_commit_is_one_line_and_moves_not
         git(ws.root, "config", name, value)
     with pytest.raises(GuardError) as caught:
         reappend.reappend(ws.repo, "re:unsigned", theirs)
-    assert caught.value.error_type == "signing_failed" and caught.value.message
+    assert caught.value.error_type == "signing_failed"
+    assert caught.value.message.startswith("cannot sign the notes commit: ")
     assert _ref(ws) == local
 
 
