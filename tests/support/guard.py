@@ -358,3 +358,17 @@ def migrate_cli(ws: Workspace) -> tuple[int, dict[str, object]]:
     """`strato guard migrate-store --json`, in process: (exit code, its JSON)."""
     proc = console.run("strato", "guard", "migrate-store", "--root", ws.root, "--json")
     return proc.returncode, json.loads(proc.stdout)
+
+
+def register_tip(ws: Workspace, rid: str) -> str:
+    """``rid`` registered under :data:`POLICY` (one ledger line); the new notes tip."""
+    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    return git(ws.root, "rev-parse", store.REF).strip()
+
+
+def refused_tip(ws: Workspace, rid: str) -> str:
+    """One more line on ``rid``'s ledger (a refused step: NOTES.md is missing); the new
+    notes tip."""
+    move = {"resource_id": rid, "from_state": "draft", "to_state": "review"}
+    assert engine.transition(ws.repo, move)["status"] == "refused"
+    return git(ws.root, "rev-parse", store.REF).strip()

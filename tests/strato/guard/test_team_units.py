@@ -4,29 +4,23 @@ re-append of a broken ledger, and the per-branch notes chains of one clone."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
 import pytest
 
-from strato.guard import branchnotes, engine, pin, store, team, union
+from strato.guard import branchnotes, pin, store, team, union
 from strato.guard.errors import GuardError
-from tests.support.guard import POLICY, Workspace, anchor, put_ledger, run
+from tests.support.guard import Workspace, anchor, put_ledger, refused_tip, register_tip, run
 from tests.support.repos import git
 from tropo.git import notes
 
 
-def _register(ws: Workspace, rid: str) -> str:
-    engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
-    return git(ws.root, "rev-parse", store.REF).strip()
-
-
 def _forked(ws: Workspace) -> tuple[str, str]:
     """Two notes commits, each with a ledger of its own, forked from one with none."""
-    first = _register(ws, "fork:a")
+    first = register_tip(ws, "fork:a")
     git(ws.root, "update-ref", "-d", store.REF)
-    return first, _register(ws, "fork:b")
+    return first, register_tip(ws, "fork:b")
 
 
 def test_a_branchs_notes_wait_on_the_remote_under_its_name() -> None:
@@ -59,7 +53,7 @@ def test_a_pin_file_longer_than_a_pin_is_refused_whatever_it_starts_with(
 ) -> None:
     """A file is read only to one byte past the longest pin: a valid pin padded past it
     is no pin, even though its first bytes are one."""
-    tip = _register(ws, "long:1")
+    tip = register_tip(ws, "long:1")
     padded = tmp_path / "ours"
     padded.write_text(tip + "\n" + " " * pin.MAX_PIN)
     plain = tmp_path / "theirs"
@@ -69,7 +63,7 @@ def test_a_pin_file_longer_than_a_pin_is_refused_whatever_it_starts_with(
 
 
 def test_re_appending_a_broken_ledger_is_refused_as_corrupt(ws: Workspace) -> None:
-    onto = _register(ws, "broken:1")
+    onto = register_tip(ws, "broken:1")
     put_ledger(ws, anchor("broken:1"), '{"not": "a ledger"}\n\xff\n')
     proc = run(ws, "reappend", "broken:1", "--onto", onto, "--json")
     assert proc.returncode == 1 and json.loads(proc.stdout)["error_type"] == "ledger_corrupt"
@@ -85,7 +79,7 @@ def _pinning_branch(ws: Workspace, branch: str, tip: str | None) -> None:
 def test_a_branch_pins_only_notes_this_clone_has(ws: Workspace) -> None:
     """`pinned`: no pin, a pin that is not a commit id or names notes this clone lacks, is
     no pin (no chain is kept); `none` and a notes commit here are."""
-    tip = _register(ws, "pins:1")
+    tip = register_tip(ws, "pins:1")
     assert branchnotes.pinned(ws.repo) == (False, None)
     for text, want in (("none", (True, None)), (tip, (True, tip)), ("f" * 40, (False, None)),
                        ("garbage", (False, None))):
@@ -98,16 +92,16 @@ def test_a_branch_pins_only_notes_this_clone_has(ws: Workspace) -> None:
 
 
 def test_another_branchs_writes_are_foreign_only_when_this_pin_lacks_them(ws: Workspace) -> None:
-    a = _register(ws, "own:a")
+    a = register_tip(ws, "own:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
-    b = _register(ws, "own:b")  # on top of a
+    b = register_tip(ws, "own:b")  # on top of a
     assert branchnotes.foreign(ws.repo, "pr-b", b, None) == "pr-a"
     assert branchnotes.foreign(ws.repo, "pr-b", b, a) is None  # its pin holds them
     assert branchnotes.foreign(ws.repo, "pr-b", b, b) is None  # and more after them
     assert branchnotes.foreign(ws.repo, "pr-a", b, None) is None  # its own
     assert branchnotes.foreign(ws.repo, "pr-b", None, None) is None  # no notes here
     git(ws.root, "update-ref", "-d", store.REF)
-    c = _register(ws, "own:c")
+    c = register_tip(ws, "own:c")
     assert branchnotes.foreign(ws.repo, "pr-b", c, None) is None  # the ref does not hold them
 
 
@@ -115,13 +109,13 @@ def test_entering_a_branch_switches_to_its_chain_and_keeps_the_other(ws: Workspa
     """pr-a wrote a and then a2 (unrecorded); pr-b, pinning none with its own record b,
     enters: the notes ref becomes b, pr-a's record keeps a2, and the current chain of
     pr-b is b; entering again changes nothing."""
-    a = _register(ws, "sw:a")
+    a = register_tip(ws, "sw:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
     git(ws.root, "update-ref", "-d", store.REF)
-    b = _register(ws, "sw:b")
+    b = register_tip(ws, "sw:b")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
     git(ws.root, "update-ref", store.REF, a)
-    a2 = _register(ws, "sw:a2")
+    a2 = register_tip(ws, "sw:a2")
     _pinning_branch(ws, "pr-b", None)
     assert branchnotes.current(ws.repo) == b
     said = branchnotes.enter(ws.repo)
@@ -136,20 +130,20 @@ def test_entering_a_branch_switches_to_its_chain_and_keeps_the_other(ws: Workspa
 
 
 def test_a_branch_with_no_record_starts_from_its_pin_and_records_its_write(ws: Workspace) -> None:
-    a = _register(ws, "rec:a")
+    a = register_tip(ws, "rec:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
     _pinning_branch(ws, "pr-c", None)
     assert branchnotes.current(ws.repo) is None
     assert branchnotes.enter(ws.repo) is not None
     assert git(ws.root, "for-each-ref", store.REF).strip() == ""  # none: no notes yet
-    c = _register(ws, "rec:c")
+    c = register_tip(ws, "rec:c")
     branchnotes.record(ws.repo)
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-c")).strip() == c
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-a")).strip() == a
 
 
 def test_no_chain_is_kept_detached_or_where_the_project_does_not_pin(ws: Workspace) -> None:
-    _register(ws, "plain:1")
+    register_tip(ws, "plain:1")
     branchnotes.record(ws.repo)  # no pin in the work tree
     _pinning_branch(ws, "pr-d", None)
     git(ws.root, "checkout", "-q", "--detach")
@@ -162,10 +156,10 @@ def test_entering_a_branch_joins_its_record_and_its_pin(ws: Workspace, pinned_ne
     """pr-a's record and its pin are one chain at two points (a pin merged in from the
     base is newer; a write made through the library, unpinned, makes the record newer):
     entering pr-a, whose notes ref holds pr-b's writes, puts it on the newer of the two."""
-    a = _register(ws, "join:a")
-    a2 = _register(ws, "join:a2")  # on top of a
+    a = register_tip(ws, "join:a")
+    a2 = register_tip(ws, "join:a2")  # on top of a
     git(ws.root, "update-ref", "-d", store.REF)
-    b = _register(ws, "join:b")
+    b = register_tip(ws, "join:b")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a if pinned_newer else a2)
     _pinning_branch(ws, "pr-a", a2 if pinned_newer else a)
@@ -178,11 +172,11 @@ def test_entering_a_branch_joins_its_record_and_its_pin(ws: Workspace, pinned_ne
 def test_with_no_other_branchs_writes_the_notes_ref_is_the_branchs_chain(ws: Workspace) -> None:
     """pr-a pins a, its last write recorded a2, a library write made a3: with no other
     branch's writes in it, the ref is pr-a's chain as it is, and entering moves nothing."""
-    a = _register(ws, "same:a")
-    _register(ws, "same:a2")
+    a = register_tip(ws, "same:a")
+    register_tip(ws, "same:a2")
     record = branchnotes.record_ref("pr-a")
     git(ws.root, "update-ref", record, git(ws.root, "rev-parse", store.REF).strip())
-    a3 = _register(ws, "same:a3")
+    a3 = register_tip(ws, "same:a3")
     _pinning_branch(ws, "pr-a", a)
     assert branchnotes.current(ws.repo) == a3
     assert branchnotes.enter(ws.repo) is None
@@ -192,9 +186,9 @@ def test_with_no_other_branchs_writes_the_notes_ref_is_the_branchs_chain(ws: Wor
 def test_a_landed_branchs_writes_in_this_pin_are_not_another_branchs(ws: Workspace) -> None:
     """pr-a's writes reached pr-c's pin (pr-a landed, pr-c started from the base after):
     they are no other branch's, so pr-c stays on the notes ref as it is."""
-    a = _register(ws, "landed:a")
+    a = register_tip(ws, "landed:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
-    c = _register(ws, "landed:c")
+    c = register_tip(ws, "landed:c")
     _pinning_branch(ws, "pr-c", a)
     assert branchnotes.current(ws.repo) == c
     assert branchnotes.enter(ws.repo) is None
@@ -204,9 +198,9 @@ def test_a_landed_branchs_writes_in_this_pin_are_not_another_branchs(ws: Workspa
 def test_a_branch_whose_own_chain_holds_another_s_writes_stays_on_it(ws: Workspace) -> None:
     """pr-b was started on top of pr-a's writes (a stacked branch) and recorded b: the ref
     at b holds pr-a's, but b is pr-b's own chain, so nothing switches."""
-    a = _register(ws, "stack:a")
+    a = register_tip(ws, "stack:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
-    b = _register(ws, "stack:b")
+    b = register_tip(ws, "stack:b")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-b"), b)
     _pinning_branch(ws, "pr-b", None)
     assert branchnotes.current(ws.repo) == b
@@ -223,7 +217,7 @@ def _lock(ws: Workspace, ref: str) -> Path:
 
 
 def test_a_switch_that_loses_a_race_refuses_and_moves_nothing(ws: Workspace) -> None:
-    a = _register(ws, "race:a")
+    a = register_tip(ws, "race:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
     _pinning_branch(ws, "pr-b", None)
     _lock(ws, branchnotes.record_ref("pr-a"))
@@ -236,23 +230,16 @@ def test_a_switch_that_loses_a_race_refuses_and_moves_nothing(ws: Workspace) -> 
 
 def test_each_write_moves_the_branchs_record_and_a_race_is_left_to_the_next(ws: Workspace) -> None:
     _pinning_branch(ws, "pr-e", None)
-    first = _register(ws, "rec:e1")
+    first = register_tip(ws, "rec:e1")
     branchnotes.record(ws.repo)
-    second = _register(ws, "rec:e2")
+    second = register_tip(ws, "rec:e2")
     branchnotes.record(ws.repo)
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-e")).strip() == second != first
     lock = _lock(ws, branchnotes.record_ref("pr-e"))
-    _register(ws, "rec:e3")
+    register_tip(ws, "rec:e3")
     branchnotes.record(ws.repo)  # another write holds the record: no error, no move
     lock.unlink()
     assert git(ws.root, "rev-parse", branchnotes.record_ref("pr-e")).strip() == second
-
-
-def _refused(ws: Workspace, rid: str) -> str:
-    """One more line on ``rid``'s ledger (a refused step: NOTES.md is missing)."""
-    move = {"resource_id": rid, "from_state": "draft", "to_state": "review"}
-    assert engine.transition(ws.repo, move)["status"] == "refused"
-    return git(ws.root, "rev-parse", store.REF).strip()
 
 
 def _lines(ws: Workspace, tip: str | None) -> dict[str, int]:
@@ -260,11 +247,11 @@ def _lines(ws: Workspace, tip: str | None) -> dict[str, int]:
 
 
 def test_a_union_takes_each_ledger_from_the_side_that_extends_the_other(ws: Workspace) -> None:
-    base = _register(ws, "u:shared")
-    ours = _refused(ws, "u:shared")  # two lines of the shared ledger
+    base = register_tip(ws, "u:shared")
+    ours = refused_tip(ws, "u:shared")  # two lines of the shared ledger
     git(ws.root, "update-ref", store.REF, base)
-    _register(ws, "u:theirs")  # one line of it, and ledgers of their own,
-    theirs = _register(ws, "u:extra-4")  # one sorting after the shared one
+    register_tip(ws, "u:theirs")  # one line of it, and ledgers of their own,
+    theirs = register_tip(ws, "u:extra-4")  # one sorting after the shared one
     assert anchor("u:extra-4") > anchor("u:shared")
     merged = union.merge(ws.repo, ours, theirs)
     assert merged is not None and merged not in (ours, theirs)
@@ -281,14 +268,14 @@ def test_a_union_takes_each_ledger_from_the_side_that_extends_the_other(ws: Work
 def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reappend(
     ws: Workspace,
 ) -> None:
-    base = _register(ws, "u:one")
-    ours = _refused(ws, "u:one")
+    base = register_tip(ws, "u:one")
+    ours = refused_tip(ws, "u:one")
     git(ws.root, "update-ref", store.REF, base)
     git(ws.root, "reflog", "expire", "--expire=now", "--all")  # the other clone's side
-    _refused(ws, "u:one")
+    refused_tip(ws, "u:one")
     extra = [f"u:extra-{n}" for n in range(6)]  # ledgers only theirs has, around u:one's
     for rid in extra:
-        _register(ws, rid)
+        register_tip(ws, rid)
     theirs = git(ws.root, "rev-parse", store.REF).strip()
     assert any(anchor(rid) > anchor("u:one") for rid in extra)
     with pytest.raises(GuardError) as caught:
@@ -304,9 +291,9 @@ def test_two_sides_that_grew_one_ledger_differently_are_one_conflict_naming_reap
 
 
 def test_a_union_that_cannot_sign_its_merge_commit_is_one_line(ws: Workspace) -> None:
-    ours = _register(ws, "sign:a")
+    ours = register_tip(ws, "sign:a")
     git(ws.root, "update-ref", "-d", store.REF)
-    theirs = _register(ws, "sign:b")
+    theirs = register_tip(ws, "sign:b")
     for key, value in (("vivary.signNotes", "true"), ("gpg.format", "ssh"),
                        ("user.signingkey", str(ws.root / "no-such-key"))):
         git(ws.root, "config", key, value)
@@ -317,13 +304,42 @@ def test_a_union_that_cannot_sign_its_merge_commit_is_one_line(ws: Workspace) ->
 
 
 def test_the_switch_names_a_long_branch_in_its_log_line_cut_at_80(ws: Workspace) -> None:
-    a = _register(ws, "long:a")
+    a = register_tip(ws, "long:a")
     git(ws.root, "update-ref", branchnotes.record_ref("pr-a"), a)
     long = "b" * 100
     _pinning_branch(ws, long, None)
-    git(ws.root, "update-ref", branchnotes.record_ref(long), _register(ws, "long:b"))
+    git(ws.root, "update-ref", branchnotes.record_ref(long), register_tip(ws, "long:b"))
     git(ws.root, "update-ref", store.REF, a)
     assert branchnotes.enter(ws.repo) is not None
     assert git(ws.root, "reflog", "show", "--format=%gs", store.REF).splitlines() == [
         "guard: the notes of branch " + "b" * 80
     ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\xff\xfe\n", b"none\n" + b" " * (pin.MAX_PIN - 6) + b"x"],
+    ids=["not utf-8", "junk in the last byte a pin may have"],
+)
+def test_a_pin_file_that_is_no_pin_in_any_byte_is_refused_in_one_line(
+    ws: Workspace, tmp_path: Path, data: bytes
+) -> None:
+    """Bytes that do not decode are no pin (one line, not a decoding crash), and the last
+    of the ``MAX_PIN`` bytes a pin may have is read as any other."""
+    assert len(data) <= pin.MAX_PIN
+    files = [tmp_path / "ours", tmp_path / "theirs"]
+    files[0].write_bytes(data)
+    files[1].write_text("none\n")
+    with pytest.raises(GuardError) as caught:
+        team.driver(ws.repo, files[0], files[1])
+    assert caught.value.message == f"{files[0]} is not a guard pin (a notes commit id or `none`): not merged"
+
+
+def test_a_side_that_pins_none_merges_to_the_other_sides_pin(ws: Workspace, tmp_path: Path) -> None:
+    """`none` (here padded to exactly the ``MAX_PIN`` bytes a pin may have) is no notes
+    commit: the union is the other side's."""
+    tip = register_tip(ws, "none:1")
+    files = [tmp_path / "ours", tmp_path / "theirs"]
+    files[0].write_bytes(b"none\n" + b" " * (pin.MAX_PIN - 5))
+    files[1].write_text(f"{tip}\n")
+    assert team.driver(ws.repo, files[0], files[1]) == tip and files[0].read_text() == f"{tip}\n"
