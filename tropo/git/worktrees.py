@@ -113,16 +113,20 @@ def snapshot(wt: Worktree) -> pygit2.Oid:
     return tree
 
 
-def merge_sequential(repo: pygit2.Repository, base: pygit2.Oid, trees: list[pygit2.Oid]) -> int:
-    """Apply each tree's changes against `base` in order onto the work tree and index.
+def merge_sequential(
+    repo: pygit2.Repository, base: pygit2.Oid, items: list[tuple[pygit2.Oid, pygit2.Oid]]
+) -> int:
+    """Apply each item's changes, ``(its base, its tree or commit)``, in order onto the
+    work tree and index, the combined change taken against ``base``.
 
-    All merges happen in memory first; on a conflict (between items, or with local
-    changes in the work tree) nothing is touched and WorktreeError names the paths.
-    Returns the number of files changed."""
+    Each item's change is what it did to its own base (a cherry-pick: items that started
+    from different commits bring only their own edits). All merges happen in memory
+    first; on a conflict (between items, or with local changes in the work tree) nothing
+    is touched and WorktreeError names the paths. Returns the number of files changed."""
     base_tree = _tree(repo, base)
     current = base_tree
-    for i, oid in enumerate(trees):
-        merged = repo.merge_trees(base_tree, current, _tree(repo, oid))
+    for i, (start, oid) in enumerate(items):
+        merged = repo.merge_trees(_tree(repo, start), current, _tree(repo, oid))
         if merged.conflicts is not None:
             paths = sorted({(e.path) for c in merged.conflicts for e in c if e is not None})
             raise WorktreeError(f"item {i} conflicts on {', '.join(paths)}")
@@ -142,6 +146,6 @@ def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
     try:
         tree = repo[oid].peel(pygit2.Tree)
     except (KeyError, ValueError) as exc:
-        raise WorktreeError(f"{oid} is not a tree or commit") from exc
+        raise WorktreeError(f"{oid} is not a tree or commit of this repository") from exc
     assert isinstance(tree, pygit2.Tree)
     return tree

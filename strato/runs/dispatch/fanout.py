@@ -30,6 +30,7 @@ from strato.runs.engine.state import Refused, new_token
 from strato.runs.engine.verification import ItemLanes, learn
 from strato.runs.store import Outcome
 from tropo.git import worktrees
+from tropo.git.objects import commit_tree
 
 ItemCall = Callable[[str, AgentSpec, str, Path, str], CallResult]
 """How an item's agent is called: (key, agent, prompt, cwd, sandbox). The key names the call in
@@ -265,8 +266,12 @@ class _ItemRunner:
         try:
             result = self._stages(out, wt.path, WORKTREE_WRITE)
             if result["status"] == "succeeded":
-                result["tree"] = str(worktrees.snapshot(wt))
-                result["base"] = str(wt.base)
+                tree = worktrees.snapshot(wt)
+                # the item's edits as a commit on the one it started from: what a worker on
+                # another clone pushes, and the only thing the merge takes of it
+                message = f"fanout item {self.step_path}/{item['index']} of run {self.run_id}\n"
+                commit = commit_tree(self.runs.repo, tree, [wt.base], message)
+                result.update(tree=str(tree), base=str(wt.base), commit=str(commit))
             return result
         finally:
             worktrees.remove(self.runs.repo, wt)

@@ -79,15 +79,14 @@ def settle(runs: RunAccess, eng: Engine, path: str, checks: PreMerge) -> None:
     if failure is None and step.fanout.isolation == "worktree":
         if checks.ran:
             eng.emit("fanout_pre_merge", path, commands=checks.ran, failure=checks.failure)
-        base = next((it["base"] for it in ok if "base" in it), None)
-        trees = [it["tree"] for it in ok if "tree" in it]
+        # what each item did: the commit its transition recorded (a tree, before commits
+        # were recorded), against the commit its worktree started from
+        done = [(oid(it["base"]), oid(it.get("commit", it["tree"]))) for it in ok if "tree" in it]
         try:
             if checks.failure is not None:
                 failure = f"fanout pre_merge failed: {checks.failure}"
-            elif base and trees:
-                changed = worktrees.merge_sequential(
-                    runs.repo, oid(base), [oid(t) for t in trees]
-                )
+            elif done:
+                changed = worktrees.merge_sequential(runs.repo, done[0][0], done)
                 eng.emit("fanout_merge", path, items=[it["index"] for it in ok], files=changed)
         except worktrees.WorktreeError as exc:
             failure = f"fanout merge failed: {exc}"

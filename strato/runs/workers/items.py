@@ -3,8 +3,9 @@ concurrency slot with it, so a fanout's `concurrency` holds across every machine
 item runs and is recorded as a local fanout runs and records it (its dispatch, each
 attempt, the item: transitions pushed with leases on the item's claims); once no item
 is pending, one worker claims the fanout's settling and runs the same merge step as a
-local fanout. A fanout with `isolation: worktree` is claimed whole by one worker, whose
-clone holds the worktrees and receives the merge.
+local fanout. Under `isolation: worktree` an item's edits travel as a commit on the
+item's ref, pushed with its result; the settling worker merges only the commits the
+run's transitions recorded, in its own clone's work tree.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
-from strato.runs.dispatch.fanout import item_runner, run_fanout
+from strato.runs.dispatch.fanout import item_runner
 from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine.machine import Engine
-from strato.runs.store import Outcome, RunSnapshot
-from strato.runs.workers.shared import Claim, Operation, SharedRuns
+from strato.runs.store import PREFIX, Outcome, RunSnapshot
+from strato.runs.workers.shared import Claim, Operation, SharedRuns, Update
+from tropo.git.refs import read_ref
 from tropo.git.types import Repository
 
 T = TypeVar("T")
@@ -36,9 +38,11 @@ class SharedAccess:
     them to `done` in the same push."""
 
     def __init__(
-        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool
+        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool,
+        carried: Callable[[RunSnapshot], list[Update]] | None = None,
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
+        self.carried = carried  # refs pushed with the finishing transition (a worktree item's commit)
         # an item's transitions before its last wait for it and go in one push: while it
         # runs, its claim is what shows it running; killed, nothing of it landed
         self.batch = batch
@@ -72,7 +76,8 @@ class SharedAccess:
         if self.batch and not last:
             return Outcome(self.load(run_id), [])
         ops, self.queued = self.queued, []
-        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last)
+        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last,
+                                     carried=self.carried if last else None)
 
 
 def fanout_key(path: str, st: dict[str, Any]) -> str:
@@ -88,9 +93,6 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         if worker.full() or not worker.can_run(snap.run_id, path, [s.agent for s in step.fanout.steps]):
             continue
         base = fanout_key(path, st)
-        if step.fanout.isolation == "worktree":
-            _start_whole(worker, snap, path, base)
-            continue
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
         if not pending:
             _start_settle(worker, snap, path, base)
@@ -127,8 +129,31 @@ def _start_item(
     claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
     if claims is not None:
         worker.slots[base] = slot
+        carried = None
+        if step.fanout.isolation == "worktree":
+            carried = _item_commit(worker.shared, path, index, item_ref(snap.run_id, item))
         _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
+             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True,
+             carried=carried)
+
+
+def item_ref(run_id: str, key: str) -> str:
+    """Where a worktree item's commit is pushed (``key``: the item's claim key)."""
+    return f"{PREFIX}{run_id}/items/{key}"
+
+
+def _item_commit(
+    shared: SharedRuns, path: str, index: int, ref: str
+) -> Callable[[RunSnapshot], list[Update]]:
+    """The update that pushes the commit a head records for the item (none for an item
+    without one: failed, skipped, or not in a worktree), on whatever the ref holds here."""
+
+    def carried(snap: RunSnapshot) -> list[Update]:
+        _, _, st = shared.runs.engine(snap, judge=False).locate(path)
+        commit = st["fanout"]["items"][index].get("commit")
+        return [] if commit is None else [(commit, ref, read_ref(shared.runs.repo, ref))]
+
+    return carried
 
 
 def _one_item(access: SharedAccess, run_id: str, path: str, index: int,
@@ -147,16 +172,9 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
              lambda access, _call: settle_fanout(access, snap.run_id, path))
 
 
-def _start_whole(worker: Worker, snap: RunSnapshot, path: str, base: str) -> None:
-    claims = worker.take(snap.run_id, [(f"{base}.whole", False)], {"label": path, "stepId": path})
-    if claims is not None:
-        _run(worker, snap.run_id, path, claims, path, base, "fanout_settle",
-             lambda access, call: run_fanout(access, snap.run_id, path, call))
-
-
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
          work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
-         batch: bool = False) -> None:
+         batch: bool = False, carried: Callable[[RunSnapshot], list[Update]] | None = None) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
@@ -164,7 +182,7 @@ def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str
         return None
 
     job: Job = worker.new_job(run_id, label, claims, moved_on, lambda _: None)
-    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch)
+    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch, carried)
     agent = worker.agent_call(job)
 
     def call(_key: str, spec: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
