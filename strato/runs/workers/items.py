@@ -17,7 +17,7 @@ from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
 from strato.runs.dispatch.fanout import item_runner
-from strato.runs.dispatch.merge import settle_fanout
+from strato.runs.dispatch.merge import merged_commit, settle_fanout
 from strato.runs.engine.machine import Engine
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
 from strato.runs.workers.shared import Claim, Operation, SharedRuns, Update
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
     from strato.runs.workers.worker import Job, Worker
 
+    Carried = Callable[[Outcome], list[Update]]  # what a job's last push carries besides the run
+
 
 class SharedAccess:
     """A fanout's view of a shared run (`RunAccess`): every transition it writes is
@@ -39,7 +41,7 @@ class SharedAccess:
 
     def __init__(
         self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool,
-        carried: Callable[[RunSnapshot], list[Update]] | None = None,
+        carried: Carried | None = None,
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
         self.carried = carried  # refs pushed with the finishing transition (a worktree item's commit)
@@ -142,16 +144,24 @@ def item_ref(run_id: str, key: str) -> str:
     return f"{PREFIX}{run_id}/items/{key}"
 
 
-def _item_commit(
-    shared: SharedRuns, path: str, index: int, ref: str
-) -> Callable[[RunSnapshot], list[Update]]:
-    """The update that pushes the commit a head records for the item (none for an item
-    without one: failed, skipped, or not in a worktree), on whatever the ref holds here."""
+def _item_commit(shared: SharedRuns, path: str, index: int, ref: str) -> Carried:
+    """The update that pushes the commit the item's transition recorded (none for an
+    item without one: failed or skipped), on whatever the ref holds here."""
 
-    def carried(snap: RunSnapshot) -> list[Update]:
-        _, _, st = shared.runs.engine(snap, judge=False).locate(path)
+    def carried(outcome: Outcome) -> list[Update]:
+        _, _, st = shared.runs.engine(outcome.snap, judge=False).locate(path)
         commit = st["fanout"]["items"][index].get("commit")
         return [] if commit is None else [(commit, ref, read_ref(shared.runs.repo, ref))]
+
+    return carried
+
+
+def _merge_commit(shared: SharedRuns, ref: str) -> Carried:
+    """The update that pushes the merge the settling transition recorded, if it made one."""
+
+    def carried(outcome: Outcome) -> list[Update]:
+        merged = merged_commit(outcome)
+        return [] if merged is None else [(merged[1], ref, read_ref(shared.runs.repo, ref))]
 
     return carried
 
@@ -168,13 +178,14 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
     what = {"label": f"{path} (merge)", "stepId": path}
     claims = worker.take(snap.run_id, [(f"{base}.settle", False)], what)
     if claims is not None:
+        merged = _merge_commit(worker.shared, item_ref(snap.run_id, f"{base}.merged"))
         _run(worker, snap.run_id, f"{path} (merge)", claims, path, base, "fanout_settle",
-             lambda access, _call: settle_fanout(access, snap.run_id, path))
+             lambda access, _call: settle_fanout(access, snap.run_id, path), carried=merged)
 
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
          work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
-         batch: bool = False, carried: Callable[[RunSnapshot], list[Update]] | None = None) -> None:
+         batch: bool = False, carried: Carried | None = None) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:

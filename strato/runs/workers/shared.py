@@ -20,7 +20,7 @@ from typing import Any
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.store import PREFIX, Outcome, RunSnapshot, head_ref
+from strato.runs.store import PREFIX, Outcome, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
@@ -157,11 +157,12 @@ class SharedRuns:
 
     def apply_all(
         self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True,
-        carried: Callable[[RunSnapshot], list[Update]] | None = None,
+        carried: Callable[[Outcome], list[Update]] | None = None,
     ) -> Outcome:
         """:meth:`apply` for several operations in order, each its own transition, all
         pushed at once (a fanout item's dispatch, attempts and result: one push), with
-        the ref updates ``carried`` names for the new head (a worktree item's commit)."""
+        the ref updates ``carried`` names for what the last one did (a worktree item's
+        commit, a fanout's merge)."""
         with self.lock:
             lost = False
             for _ in range(MAX_PUSH_RETRIES):
@@ -178,7 +179,7 @@ class SharedRuns:
                     raise
                 assert outcome is not None
                 head = outcome.snap.head
-                extra = carried(outcome.snap) if carried is not None else []
+                extra = carried(outcome) if carried is not None else []
                 if head == base or self._push_head(run_id, base, head, claims, finish, extra):
                     return outcome
                 lost = True

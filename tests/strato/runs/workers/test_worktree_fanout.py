@@ -130,6 +130,10 @@ def test_items_run_on_two_clones_and_one_worker_merges_them_as_a_local_run(
     assert _local(alone, items, "w1", tmp_path, monkeypatch) == 0
     assert _staged(settler) == _staged(alone) == {f"{i}.txt": f"{i} w1\n" for i in items}
     assert git(settler, "write-tree") == git(alone, "write-tree")
+    # the merge is on the remote too, as the settling transition recorded it
+    [merge] = [ev["detail"] for t in history for ev in t.get("events", []) if ev["type"] == "fanout_merge"]
+    assert git(bare, "rev-parse", "refs/vivary/runs/r1/items/fan.e0.a0.merged").strip() == merge["commit"]
+    assert git(bare, "rev-parse", f"{merge['commit']}^{{tree}}") == git(settler, "write-tree")
     names = {ref.rsplit("/", 1)[1] for ref in claim_refs(bare, "r1")}
     assert "fan.e0.a0.settle" in names and not any(n.endswith(".whole") for n in names)
 
