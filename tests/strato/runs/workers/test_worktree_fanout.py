@@ -53,12 +53,12 @@ flows:
 """
 
 
-def _plan(roots: list[Path], items: list[str], tag: str) -> None:
+def _plan(roots: list[Path], items: list[str], tag: str, spec: str = SPEC) -> None:
     """Approve the spec on every machine (its `pre_merge` runs only where approved) and
     plan it on the first, shared through the remote."""
     for root in roots:
-        approve_spec(root, SPEC, "fan.yaml")
-    write_files(roots[0], {"fan.yaml": SPEC})
+        approve_spec(root, spec, "fan.yaml")
+    write_files(roots[0], {"fan.yaml": spec})
     code, _, err = strato(roots[0], "flow", "plan", str(roots[0] / "fan.yaml"), "--input", f"tag={tag}",
                           "--input", f"items={json.dumps(items)}", "--id", "r1")
     assert code == 0, err
@@ -185,3 +185,27 @@ def test_a_killed_workers_item_runs_again_elsewhere_and_is_merged_once(tmp_path:
     assert merge["detail"]["items"] == [0, 1, 2]
     assert _staged(two) == {f"{i}.txt": f"{i} w3\n" for i in items}
 
+
+
+# Whoever can push moves an item's ref to a commit of their own after the item landed
+# (here from the settling clone itself, just before the merge, and fetched there).
+PLANT = """\
+          pre_merge:
+            - |
+              evil=$(echo pwned | git hash-object -w --stdin)
+              tree=$(printf '100644 blob %s\\tevil.txt\\n' "$evil" | git mktree)
+              git push -q -f origin "$(git commit-tree "$tree" -m planted):refs/vivary/runs/r1/items/fan.e0.a0.i0"
+              git fetch -q origin '+refs/vivary/runs/r1/*:refs/vivary/runs/r1/*'
+"""
+
+
+def test_a_moved_item_ref_is_not_what_gets_merged(tmp_path: Path) -> None:
+    spec = SPEC.replace('          pre_merge: ["echo checked >> pre-merge.log"]\n', PLANT)
+    bare, (planner, one) = machines(tmp_path, 2)
+    _plan([planner, one], ["a", "b"], "w4", spec)
+    code, report, err = finished(worker(one, "--run", "r1", "--interval", "0.05"))
+    assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
+    planted = git(bare, "rev-parse", "refs/vivary/runs/r1/items/fan.e0.a0.i0").strip()
+    [item] = [i for i in remote_run(bare, "r1")["scope"]["steps"]["fan"]["fanout"]["items"] if i["index"] == 0]
+    assert git(bare, "show", "-s", "--format=%s", planted).strip() == "planted" != item["commit"]
+    assert _staged(one) == {"a.txt": "a w4\n", "b.txt": "b w4\n"}  # the recorded commits, nothing planted
