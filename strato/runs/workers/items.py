@@ -19,6 +19,7 @@ from strato.flow.spec import FanoutStep
 from strato.runs.dispatch.fanout import item_runner
 from strato.runs.dispatch.merge import merged_commit, settle_fanout
 from strato.runs.engine.machine import Engine
+from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
 from strato.runs.workers.shared import Claim, Operation, SharedRuns, Update
 from tropo.git.refs import read_ref
@@ -94,6 +95,10 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         path = frame.prefix + step.id
         if worker.full() or not worker.can_run(snap.run_id, path, [s.agent for s in step.fanout.steps]):
             continue
+        if (why := _refused_here(worker, snap)) is not None:
+            worker.tell(snap.run_id, path, f"skipped {path} of run {snap.run_id}: {why}; "
+                        "left for other workers")
+            continue
         base = fanout_key(path, st)
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
         if not pending:
@@ -103,6 +108,20 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
                 break
             if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
                 _start_item(worker, snap, path, base, index, step)
+
+
+def _refused_here(worker: Worker, snap: RunSnapshot) -> str | None:
+    """Why this machine may not drive the run's fanouts (their agents, judge or commands,
+    `pre_merge` included, not approved here), asked once per spec: a worker that claimed
+    such an item would only drop it and claim it again."""
+    digest = snap.state["revisionDigest"]
+    if digest not in worker.refusals:
+        try:
+            worker.runs.preflight(snap)
+            worker.refusals[digest] = None
+        except Refused as exc:
+            worker.refusals[digest] = str(exc)
+    return worker.refusals[digest]
 
 
 def _spread(worker: Worker, keys: list[T]) -> list[T]:

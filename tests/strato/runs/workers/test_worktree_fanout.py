@@ -209,3 +209,17 @@ def test_a_moved_item_ref_is_not_what_gets_merged(tmp_path: Path) -> None:
     [item] = [i for i in remote_run(bare, "r1")["scope"]["steps"]["fan"]["fanout"]["items"] if i["index"] == 0]
     assert git(bare, "show", "-s", "--format=%s", planted).strip() == "planted" != item["commit"]
     assert _staged(one) == {"a.txt": "a w4\n", "b.txt": "b w4\n"}  # the recorded commits, nothing planted
+
+
+
+
+def test_a_worker_where_the_spec_is_not_approved_leaves_the_fanout_to_others(tmp_path: Path) -> None:
+    bare, (planner, one, two) = machines(tmp_path, 3)
+    _plan([planner, two], ["a", "b"], "w5")  # not approved on `one`: its pre_merge may not run there
+    code, report, err = finished(worker(one, "--run", "r1", "--interval", "0.05", "--idle-exit", "1"))
+    assert code == 0 and report is not None and report["claimed"] == 0, err
+    assert err.count("skipped fan of run r1: this spec is not approved") == 1
+    assert calls(tmp_path, "w5") == [] and remote_run(bare, "r1")["status"] == "running"
+    code, report, err = finished(worker(two, "--run", "r1", "--interval", "0.05"))
+    assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
+    assert (two / "pre-merge.log").exists() and not (one / "pre-merge.log").exists()
