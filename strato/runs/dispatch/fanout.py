@@ -165,9 +165,9 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     st["fanout"]["items"][item["index"]] = item
     if item["status"] == "skipped":
         eng.emit("fanout_item_skipped", f"{path}/{item['index']}", stage=len(step.fanout.steps) - 1)
-    eng.emit(
-        "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
-    )
+    made = {"commit": item["commit"]} if "commit" in item else {}  # a worktree item's edits
+    eng.emit("fanout_item_done", path, index=item["index"], status=item["status"],
+             failure=item.get("failure"), **made)
     if overspent(eng, frame, step, st, ledgers):
         eng.advance()
 

@@ -17,7 +17,7 @@ from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
 from strato.runs.dispatch.fanout import item_runner
-from strato.runs.dispatch.merge import merged_commit, settle_fanout
+from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from strato.runs.workers.worker import Job, Worker
 
-    Carried = Callable[[Outcome], list[Update]]  # what a job's last push carries besides the run
-
 
 class SharedAccess:
     """A fanout's view of a shared run (`RunAccess`): every transition it writes is
@@ -42,10 +40,8 @@ class SharedAccess:
 
     def __init__(
         self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool,
-        carried: Carried | None = None,
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
-        self.carried = carried  # refs pushed with the finishing transition (a worktree item's commit)
         # an item's transitions before its last wait for it and go in one push: while it
         # runs, its claim is what shows it running; killed, nothing of it landed
         self.batch = batch
@@ -81,6 +77,19 @@ class SharedAccess:
         ops, self.queued = self.queued, []
         return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last,
                                      carried=self.carried if last else None)
+
+    def carried(self, outcome: Outcome) -> list[Update]:
+        """What the job's last push carries besides the run: the commit its transition
+        recorded (a worktree item's edits, a fanout's merge), on the job's ref under
+        `items/` (the item's claim key; `<fanout start>.merged` for the merge)."""
+        for event in outcome.events:
+            commit = event.get("detail", {}).get("commit")
+            if commit is not None and event["type"] in ("fanout_item_done", "fanout_merge"):
+                claim = self.claims[0]
+                merged = f"{claim.key.rsplit('.', 1)[0]}.merged"  # `<start>.settle` -> `<start>.merged`
+                ref = item_ref(claim.run_id, claim.key if event["type"] == "fanout_item_done" else merged)
+                return [(commit, ref, read_ref(self.repo, ref))]
+        return []
 
 
 def fanout_key(path: str, st: dict[str, Any]) -> str:
@@ -150,39 +159,13 @@ def _start_item(
     claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
     if claims is not None:
         worker.slots[base] = slot
-        carried = None
-        if step.fanout.isolation == "worktree":
-            carried = _item_commit(worker.shared, path, index, item_ref(snap.run_id, item))
         _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True,
-             carried=carried)
+             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
 
 
 def item_ref(run_id: str, key: str) -> str:
     """Where a worktree item's commit is pushed (``key``: the item's claim key)."""
     return f"{PREFIX}{run_id}/items/{key}"
-
-
-def _item_commit(shared: SharedRuns, path: str, index: int, ref: str) -> Carried:
-    """The update that pushes the commit the item's transition recorded (none for an
-    item without one: failed or skipped), on whatever the ref holds here."""
-
-    def carried(outcome: Outcome) -> list[Update]:
-        _, _, st = shared.runs.engine(outcome.snap, judge=False).locate(path)
-        commit = st["fanout"]["items"][index].get("commit")
-        return [] if commit is None else [(commit, ref, read_ref(shared.runs.repo, ref))]
-
-    return carried
-
-
-def _merge_commit(shared: SharedRuns, ref: str) -> Carried:
-    """The update that pushes the merge the settling transition recorded, if it made one."""
-
-    def carried(outcome: Outcome) -> list[Update]:
-        merged = merged_commit(outcome)
-        return [] if merged is None else [(merged[1], ref, read_ref(shared.runs.repo, ref))]
-
-    return carried
 
 
 def _one_item(access: SharedAccess, run_id: str, path: str, index: int,
@@ -197,14 +180,13 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
     what = {"label": f"{path} (merge)", "stepId": path}
     claims = worker.take(snap.run_id, [(f"{base}.settle", False)], what)
     if claims is not None:
-        merged = _merge_commit(worker.shared, item_ref(snap.run_id, f"{base}.merged"))
         _run(worker, snap.run_id, f"{path} (merge)", claims, path, base, "fanout_settle",
-             lambda access, _call: settle_fanout(access, snap.run_id, path), carried=merged)
+             lambda access, _call: settle_fanout(access, snap.run_id, path))
 
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
          work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
-         batch: bool = False, carried: Carried | None = None) -> None:
+         batch: bool = False) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
@@ -212,7 +194,7 @@ def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str
         return None
 
     job: Job = worker.new_job(run_id, label, claims, moved_on, lambda _: None)
-    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch, carried)
+    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch)
     agent = worker.agent_call(job)
 
     def call(_key: str, spec: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:
