@@ -66,6 +66,14 @@ elif mode in ("escape", "leave"):  # a child in a session of its own (fork, sets
     while mode == "escape":
         time.sleep(1)
     print(json.dumps({"text": f"{step} done"}))
+elif mode == "write":  # edits the tree it runs in (a fanout worktree): `<step>.txt`, `shared.txt`
+    go = os.environ.get("GO_FILE")  # for a `clash` step; first waits for GO_FILE when it is set
+    while go and not os.path.exists(go):
+        time.sleep(0.02)
+    time.sleep(float(os.environ.get("SLOW_S", "0.3")))
+    with open("shared.txt" if step.startswith("clash") else f"{step}.txt", "w") as fh:
+        fh.write(f"{step} {tag}\\n")
+    print(json.dumps({"text": f"{step} done"}))
 # "silent": exits 0 without printing anything
 """
 

@@ -3,7 +3,8 @@ disposable ones for isolated edits whose changes are merged back.
 
 Disposable worktrees live under `.git/vivary/worktrees/<group>/<name>` with a detached
 HEAD (no branch is left behind). Merging is done on trees in memory first, so a conflict
-is found before anything in the person's work tree or index changes."""
+is found before anything in the person's work tree or index changes, and the merged
+tree can be recorded before it is applied."""
 
 from __future__ import annotations
 
@@ -113,35 +114,45 @@ def snapshot(wt: Worktree) -> pygit2.Oid:
     return tree
 
 
-def merge_sequential(repo: pygit2.Repository, base: pygit2.Oid, trees: list[pygit2.Oid]) -> int:
-    """Apply each tree's changes against `base` in order onto the work tree and index.
+def merge_in_order(
+    repo: pygit2.Repository, base: pygit2.Oid, items: list[tuple[pygit2.Oid, pygit2.Oid]]
+) -> tuple[pygit2.Oid, int]:
+    """The tree of ``base`` with each item's changes, ``(its base, its tree or commit)``,
+    merged in order, all in memory, and how many files it changes against ``base``.
 
-    All merges happen in memory first; on a conflict (between items, or with local
-    changes in the work tree) nothing is touched and WorktreeError names the paths.
-    Returns the number of files changed."""
+    Each item's change is what it did to its own base (a cherry-pick: items that started
+    from different commits bring only their own edits). A conflict between items raises
+    WorktreeError naming the paths."""
     base_tree = _tree(repo, base)
     current = base_tree
-    for i, oid in enumerate(trees):
-        merged = repo.merge_trees(base_tree, current, _tree(repo, oid))
+    for i, (start, oid) in enumerate(items):
+        merged = repo.merge_trees(_tree(repo, start), current, _tree(repo, oid))
         if merged.conflicts is not None:
             paths = sorted({(e.path) for c in merged.conflicts for e in c if e is not None})
             raise WorktreeError(f"item {i} conflicts on {', '.join(paths)}")
         current = _tree(repo, merged.write_tree(repo))
-    diff = base_tree.diff_to_tree(current)
+    return current.id, int(base_tree.diff_to_tree(current).stats.files_changed)
+
+
+def apply_change(repo: pygit2.Repository, base: pygit2.Oid, tree: pygit2.Oid, *, check: bool = False) -> None:
+    """Apply what ``tree`` changes against ``base`` to the work tree and the index;
+    ``check``: only make sure it would apply (WorktreeError when local changes are in
+    its way), touching nothing."""
+    diff = _tree(repo, base).diff_to_tree(_tree(repo, tree))
     if not diff.stats.files_changed:
-        return 0
+        return
     try:
         repo.applies(diff, pygit2.enums.ApplyLocation.BOTH, raise_error=True)
     except pygit2.GitError as exc:
         raise WorktreeError(f"the merged changes do not apply to the work tree: {exc}") from exc
-    repo.apply(diff, pygit2.enums.ApplyLocation.BOTH)
-    return int(diff.stats.files_changed)
+    if not check:
+        repo.apply(diff, pygit2.enums.ApplyLocation.BOTH)
 
 
 def _tree(repo: pygit2.Repository, oid: pygit2.Oid) -> pygit2.Tree:
     try:
         tree = repo[oid].peel(pygit2.Tree)
     except (KeyError, ValueError) as exc:
-        raise WorktreeError(f"{oid} is not a tree or commit") from exc
+        raise WorktreeError(f"{oid} is not a tree or commit of this repository") from exc
     assert isinstance(tree, pygit2.Tree)
     return tree

@@ -30,6 +30,7 @@ from strato.runs.engine.state import Refused, new_token
 from strato.runs.engine.verification import ItemLanes, learn
 from strato.runs.store import Outcome
 from tropo.git import worktrees
+from tropo.git.objects import commit_tree
 
 ItemCall = Callable[[str, AgentSpec, str, Path, str], CallResult]
 """How an item's agent is called: (key, agent, prompt, cwd, sandbox). The key names the call in
@@ -164,9 +165,9 @@ def record_item(eng: Engine, path: str, item: dict[str, Any]) -> None:
     st["fanout"]["items"][item["index"]] = item
     if item["status"] == "skipped":
         eng.emit("fanout_item_skipped", f"{path}/{item['index']}", stage=len(step.fanout.steps) - 1)
-    eng.emit(
-        "fanout_item_done", path, index=item["index"], status=item["status"], failure=item.get("failure")
-    )
+    made = {"commit": item["commit"]} if "commit" in item else {}  # a worktree item's edits
+    eng.emit("fanout_item_done", path, index=item["index"], status=item["status"],
+             failure=item.get("failure"), **made)
     if overspent(eng, frame, step, st, ledgers):
         eng.advance()
 
@@ -265,8 +266,12 @@ class _ItemRunner:
         try:
             result = self._stages(out, wt.path, WORKTREE_WRITE)
             if result["status"] == "succeeded":
-                result["tree"] = str(worktrees.snapshot(wt))
-                result["base"] = str(wt.base)
+                tree = worktrees.snapshot(wt)
+                # the item's edits as a commit on the one it started from: what a worker on
+                # another clone pushes, and the only thing the merge takes of it
+                message = f"fanout item {self.step_path}/{item['index']} of run {self.run_id}\n"
+                commit = commit_tree(self.runs.repo, tree, [wt.base], message)
+                result.update(tree=str(tree), base=str(wt.base), commit=str(commit))
             return result
         finally:
             worktrees.remove(self.runs.repo, wt)

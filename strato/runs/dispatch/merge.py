@@ -1,7 +1,9 @@
 """The end of an engine-mode fanout: its `pre_merge` commands, then `require` settled
 and, under `isolation: worktree`, the succeeded items' trees merged back in item order,
 all or nothing, as one transition (whoever ran the items: this process, or workers on
-other clones)."""
+other clones). The merge is made in memory and recorded as a commit in that transition;
+only once the transition has landed is it applied to the work tree and the index, so a
+transition decided again after a lost race never applies it twice."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import Outcome
 from tropo.git import worktrees
+from tropo.git.objects import commit_tree
 from tropo.git.types import oid
 
 PRE_MERGE_TIMEOUT_S = 900
@@ -25,9 +28,26 @@ def settle_fanout(runs: RunAccess, run_id: str, path: str) -> Outcome:
     """Run the `pre_merge` commands and settle the fanout whose items have all run."""
     checks = _pre_merge(runs, run_id, path)
     try:
-        return runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path, checks), stepId=path)
+        outcome = runs.apply(run_id, "fanout_settle", lambda e: settle(runs, e, path, checks), stepId=path)
     except Refused:  # a budget breach already ended the step or the run
         return Outcome(runs.load(run_id), [])
+    if (merged := merged_commit(outcome)) is not None:
+        base, commit = merged
+        try:
+            worktrees.apply_change(runs.repo, oid(base), oid(commit))
+        except worktrees.WorktreeError as exc:  # the work tree changed since the transition checked it
+            raise Refused("merge_not_applied", f"fanout {path} is merged as commit {commit}, but {exc}; "
+                          f"`git cherry-pick -n {commit}` applies it") from None
+    return outcome
+
+
+def merged_commit(outcome: Outcome) -> tuple[str, str] | None:
+    """The (base, commit) of the merge a settling transition recorded, if it made one."""
+    for event in outcome.events:
+        detail = event.get("detail", {})
+        if event["type"] == "fanout_merge" and "commit" in detail:
+            return detail["base"], detail["commit"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -79,16 +99,20 @@ def settle(runs: RunAccess, eng: Engine, path: str, checks: PreMerge) -> None:
     if failure is None and step.fanout.isolation == "worktree":
         if checks.ran:
             eng.emit("fanout_pre_merge", path, commands=checks.ran, failure=checks.failure)
-        base = next((it["base"] for it in ok if "base" in it), None)
-        trees = [it["tree"] for it in ok if "tree" in it]
+        # what each item did: the commit its transition recorded (a tree, before commits
+        # were recorded), against the commit its worktree started from
+        done = [(oid(it["base"]), oid(it.get("commit", it["tree"]))) for it in ok if "tree" in it]
         try:
             if checks.failure is not None:
                 failure = f"fanout pre_merge failed: {checks.failure}"
-            elif base and trees:
-                changed = worktrees.merge_sequential(
-                    runs.repo, oid(base), [oid(t) for t in trees]
-                )
-                eng.emit("fanout_merge", path, items=[it["index"] for it in ok], files=changed)
+            elif done:
+                base, indexes = done[0][0], [it["index"] for it in ok]
+                tree, changed = worktrees.merge_in_order(runs.repo, base, done)
+                worktrees.apply_change(runs.repo, base, tree, check=True)
+                message = f"fanout {path}: items {indexes} merged in order\n"
+                commit = commit_tree(runs.repo, tree, [base], message)
+                eng.emit("fanout_merge", path, items=indexes, files=changed, base=str(base),
+                         commit=str(commit))
         except worktrees.WorktreeError as exc:
             failure = f"fanout merge failed: {exc}"
     eng.finish_fanout(path, FanoutOutcome(items, failure))

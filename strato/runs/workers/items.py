@@ -3,8 +3,9 @@ concurrency slot with it, so a fanout's `concurrency` holds across every machine
 item runs and is recorded as a local fanout runs and records it (its dispatch, each
 attempt, the item: transitions pushed with leases on the item's claims); once no item
 is pending, one worker claims the fanout's settling and runs the same merge step as a
-local fanout. A fanout with `isolation: worktree` is claimed whole by one worker, whose
-clone holds the worktrees and receives the merge.
+local fanout. Under `isolation: worktree` an item's edits travel as a commit on the
+item's ref, pushed with its result; the settling worker merges only the commits the
+run's transitions recorded, in its own clone's work tree.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
-from strato.runs.dispatch.fanout import item_runner, run_fanout
+from strato.runs.dispatch.fanout import item_runner
 from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine.machine import Engine
-from strato.runs.store import Outcome, RunSnapshot
-from strato.runs.workers.shared import Claim, Operation, SharedRuns
+from strato.runs.engine.state import Refused
+from strato.runs.store import PREFIX, Outcome, RunSnapshot
+from strato.runs.workers.shared import Claim, Operation, SharedRuns, Update
+from tropo.git.refs import read_ref
 from tropo.git.types import Repository
 
 T = TypeVar("T")
@@ -36,7 +39,7 @@ class SharedAccess:
     them to `done` in the same push."""
 
     def __init__(
-        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool
+        self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool,
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
         # an item's transitions before its last wait for it and go in one push: while it
@@ -72,7 +75,21 @@ class SharedAccess:
         if self.batch and not last:
             return Outcome(self.load(run_id), [])
         ops, self.queued = self.queued, []
-        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last)
+        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last,
+                                     carried=self.carried if last else None)
+
+    def carried(self, outcome: Outcome) -> list[Update]:
+        """What the job's last push carries besides the run: the commit its transition
+        recorded (a worktree item's edits, a fanout's merge), on the job's ref under
+        `items/` (the item's claim key; `<fanout start>.merged` for the merge)."""
+        for event in outcome.events:
+            commit = event.get("detail", {}).get("commit")
+            if commit is not None and event["type"] in ("fanout_item_done", "fanout_merge"):
+                claim = self.claims[0]
+                merged = f"{claim.key.rsplit('.', 1)[0]}.merged"  # `<start>.settle` -> `<start>.merged`
+                ref = item_ref(claim.run_id, claim.key if event["type"] == "fanout_item_done" else merged)
+                return [(commit, ref, read_ref(self.repo, ref))]
+        return []
 
 
 def fanout_key(path: str, st: dict[str, Any]) -> str:
@@ -87,10 +104,11 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         path = frame.prefix + step.id
         if worker.full() or not worker.can_run(snap.run_id, path, [s.agent for s in step.fanout.steps]):
             continue
-        base = fanout_key(path, st)
-        if step.fanout.isolation == "worktree":
-            _start_whole(worker, snap, path, base)
+        if (why := _refused_here(worker, snap)) is not None:
+            worker.tell(snap.run_id, path, f"skipped {path} of run {snap.run_id}: {why}; "
+                        "left for other workers")
             continue
+        base = fanout_key(path, st)
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
         if not pending:
             _start_settle(worker, snap, path, base)
@@ -99,6 +117,20 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
                 break
             if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
                 _start_item(worker, snap, path, base, index, step)
+
+
+def _refused_here(worker: Worker, snap: RunSnapshot) -> str | None:
+    """Why this machine may not drive the run's fanouts (their agents, judge or commands,
+    `pre_merge` included, not approved here), asked once per spec: a worker that claimed
+    such an item would only drop it and claim it again."""
+    digest = snap.state["revisionDigest"]
+    if digest not in worker.refusals:
+        try:
+            worker.runs.preflight(snap)
+            worker.refusals[digest] = None
+        except Refused as exc:
+            worker.refusals[digest] = str(exc)
+    return worker.refusals[digest]
 
 
 def _spread(worker: Worker, keys: list[T]) -> list[T]:
@@ -131,6 +163,11 @@ def _start_item(
              lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
 
 
+def item_ref(run_id: str, key: str) -> str:
+    """Where a worktree item's commit is pushed (``key``: the item's claim key)."""
+    return f"{PREFIX}{run_id}/items/{key}"
+
+
 def _one_item(access: SharedAccess, run_id: str, path: str, index: int,
               call: Callable[[str, AgentSpec, str, Path, str], CallResult]) -> None:
     runner, _, pending = item_runner(access, run_id, path, call)
@@ -145,13 +182,6 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
     if claims is not None:
         _run(worker, snap.run_id, f"{path} (merge)", claims, path, base, "fanout_settle",
              lambda access, _call: settle_fanout(access, snap.run_id, path))
-
-
-def _start_whole(worker: Worker, snap: RunSnapshot, path: str, base: str) -> None:
-    claims = worker.take(snap.run_id, [(f"{base}.whole", False)], {"label": path, "stepId": path})
-    if claims is not None:
-        _run(worker, snap.run_id, path, claims, path, base, "fanout_settle",
-             lambda access, call: run_fanout(access, snap.run_id, path, call))
 
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,

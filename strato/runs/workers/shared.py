@@ -156,10 +156,13 @@ class SharedRuns:
         return self.apply_all(run_id, [Operation(op, action, detail)], claims, finish)
 
     def apply_all(
-        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True
+        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True,
+        carried: Callable[[Outcome], list[Update]] | None = None,
     ) -> Outcome:
         """:meth:`apply` for several operations in order, each its own transition, all
-        pushed at once (a fanout item's dispatch, attempts and result: one push)."""
+        pushed at once (a fanout item's dispatch, attempts and result: one push), with
+        the ref updates ``carried`` names for what the last one did (a worktree item's
+        commit, a fanout's merge)."""
         with self.lock:
             lost = False
             for _ in range(MAX_PUSH_RETRIES):
@@ -176,7 +179,8 @@ class SharedRuns:
                     raise
                 assert outcome is not None
                 head = outcome.snap.head
-                if head == base or self._push_head(run_id, base, head, claims, finish):
+                extra = carried(outcome) if carried is not None else []
+                if head == base or self._push_head(run_id, base, head, claims, finish, extra):
                     return outcome
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
@@ -190,9 +194,10 @@ class SharedRuns:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
-    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool) -> bool:
+    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool,
+                   extra: Sequence[Update] = ()) -> bool:
         moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
-        updates: list[Update] = [(head, head_ref(run_id), base)]
+        updates: list[Update] = [(head, head_ref(run_id), base), *extra]
         updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
         if not self.push(updates):
             return False

@@ -85,6 +85,7 @@ class Worker:
         self.counts: Counter[str] = Counter()
         self.statuses: dict[str, str] = {}
         self.slots: dict[str, str] = {}
+        self.refusals: dict[str, str | None] = {}  # per spec digest: why it may not run here
         self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
 
     # --- the loop

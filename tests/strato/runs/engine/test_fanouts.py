@@ -4,10 +4,12 @@ changes merged back in item order, conflicts failing cleanly, `require` settleme
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from strato.agents import trust
+from strato.runs.dispatch import merge
 from strato.runs.engine.state import Refused
 from tests.support.approvals import approve_spec
 from tests.support.flows import Workspace, make_workspace
@@ -201,3 +203,27 @@ def test_pre_merge_of_a_spec_no_longer_approved_runs_nothing(tmp_path: Path) -> 
         ws.runs().drive(run_id)
     assert refused.value.code == "untrusted" and "sh -c 'touch ran'" in str(refused.value)
     assert not (ws.root / "ran").exists() and ws.prompts() == [] and runs.load(run_id).head == head
+
+
+def test_a_settle_decided_again_after_a_lost_race_applies_the_merge_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = make_workspace(tmp_path, {"shared.txt": "base\n"})
+    ws.agents([
+        {"match": "Edit a.txt", "replies": [{"write": {"a.txt": "from a\n"}, "json": {"file": "a.txt"}}]},
+        {"match": "Edit b.txt", "replies": [{"write": {"b.txt": "from b\n"}, "json": {"file": "b.txt"}}]},
+    ])
+    runs = ws.runs()
+    run_id = runs.plan(_simple(), {"files": ["a.txt", "b.txt"]}).snap.run_id
+    settle, raced = merge.settle, []
+
+    def racing(*args: Any) -> None:
+        if not raced:  # another writer lands a transition while this one decides
+            raced.append(ws.runs().apply(run_id, "note", lambda eng: eng.emit("noted")))
+        settle(*args)
+
+    monkeypatch.setattr(merge, "settle", racing)
+    snap = runs.drive(run_id)
+    assert raced and snap.state["status"] == "completed", snap.state.get("failure")
+    assert (ws.root / "a.txt").read_text() == "from a\n" and (ws.root / "b.txt").read_text() == "from b\n"
+    assert sorted(git(ws.root, "diff", "--cached", "--name-only").split()) == ["a.txt", "b.txt"]

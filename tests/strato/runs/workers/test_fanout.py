@@ -55,21 +55,3 @@ def test_three_workers_share_a_fanouts_items_and_one_settles_it(tmp_path: Path) 
     for ref in claim_refs(bare, "r1"):
         assert json.loads(git(bare, "show", f"{ref}:lease.json"))["state"] == "done"
 
-
-def test_a_worktree_fanout_is_claimed_whole_by_one_worker(tmp_path: Path) -> None:
-    bare, (planner, *hands) = machines(tmp_path, 3)
-    write_files(planner, {"fan.yaml": fanout_spec("slow").replace("isolation: none", "isolation: worktree")})
-    code, _, err = strato(planner, "flow", "plan", str(planner / "fan.yaml"), "--input", "tag=w1",
-                          "--input", 'items=["a", "b", "c"]', "--id", "r1")
-    assert code == 0, err
-    share(planner, "r1")
-    procs = [worker(root, "--run", "r1", "--interval", "0.05") for root in hands]
-    reports = [finished(proc) for proc in procs]
-    for code, report, err in reports:
-        assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
-    history = transitions(bare, "r1")
-    carriers = {t["worker"]["id"] for t in history if t["op"] == "fanout_settle"}
-    assert len(carriers) == 1 and [t["op"] for t in history].count("fanout_settle") == 1
-    assert sorted(t["item"] for t in history if t["op"] == "fanout_item") == [0, 1, 2]
-    names = {ref.rsplit("/", 1)[1] for ref in claim_refs(bare, "r1")}
-    assert names == {"fan.e0.a0.whole", "finish.g1"}
