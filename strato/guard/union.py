@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from strato.guard import ledger, running, store
 from strato.guard.errors import GuardError
-from strato.guard.layout import LEDGERS, Stored
+from strato.guard.layout import LEDGERS, Stored, lines_of
+from strato.guard.ledgertrees import with_lines, without_state
 from tropo.git import notes
 from tropo.git.refs import is_ancestor
 from tropo.git.types import FILEMODE_BLOB, FILEMODE_TREE, Blob, Oid, Repository, Tree
@@ -51,8 +52,18 @@ def _entry(tree: Tree | None, path: list[str]) -> tuple[Oid, int] | None:
     return None if oid is None else (oid, FILEMODE_TREE if isinstance(node, Tree) else mode)
 
 
-def _take(repo: Repository, tree: Tree | None, theirs: Tree | None, anchor: str) -> Tree:
-    """``tree`` with ``anchor``'s ledger, note, running state and anchor blob as ``theirs`` has them."""
+def _take(
+    repo: Repository, tree: Tree | None, theirs: Tree | None, kept: Stored, have: Stored | None
+) -> Tree:
+    """``tree`` with ``kept``'s ledger, note, running state and anchor blob as ``theirs``
+    has them. An older release's whole note taken over our line blobs (``have``) is
+    written as line blobs, as ``migrate-store`` writes it (same bytes), and our running
+    state, true only of our shorter ledger, goes: copying their note alone would leave
+    our lines beside it, a ledger that reads as broken."""
+    anchor = kept.anchor
+    if kept.legacy and have is not None and not have.legacy:
+        tree = _tree(repo, without_state(repo, with_lines(repo, tree, anchor, lines_of(kept.data)), anchor))
+        return _with_anchor(repo, tree, anchor)
     moves = [
         ([LEDGERS, anchor], [LEDGERS, anchor]),
         (notes.note_path(theirs, anchor), notes.note_path(tree, anchor)),
@@ -62,9 +73,13 @@ def _take(repo: Repository, tree: Tree | None, theirs: Tree | None, anchor: str)
         found = _entry(theirs, source)
         if found is not None:
             tree = _tree(repo, notes.insert(repo, tree, target, found[0], found[1]))
-    if isinstance(repo.get(anchor), Blob):
-        tree = _tree(repo, notes.insert(repo, tree, [notes.ANCHORS, anchor], Oid(hex=anchor)))
     assert tree is not None
+    return _with_anchor(repo, tree, anchor)
+
+
+def _with_anchor(repo: Repository, tree: Tree, anchor: str) -> Tree:
+    if isinstance(repo.get(anchor), Blob):
+        return _tree(repo, notes.insert(repo, tree, [notes.ANCHORS, anchor], Oid(hex=anchor)))
     return tree
 
 
@@ -89,7 +104,7 @@ def merged_tree(repo: Repository, ours: str, theirs: str, skip: str | None = Non
             continue
         if have is not None and not _covers(kept, have):
             raise conflict(repo, have, theirs)
-        tree = _take(repo, tree, other, kept.anchor)
+        tree = _take(repo, tree, other, kept, have)
     assert tree is not None
     return tree.id
 

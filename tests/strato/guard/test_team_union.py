@@ -10,6 +10,7 @@ import pytest
 
 from strato.guard import layout, running, store, union
 from strato.guard.errors import GuardError
+from strato.guard.verify import verify_repository
 from tests.support.guard import Workspace, anchor, ledger_text, put_ledger, refused_tip, register_tip
 from tests.support.repos import git
 from tropo.git import notes
@@ -57,6 +58,27 @@ def test_an_older_releases_ledger_that_extends_the_other_side_is_kept(ws: Worksp
     assert merged not in (None, ours, theirs)
     kept = _kept(ws, merged, "old:1")
     assert kept.legacy and kept.problem is None and kept.data == text.encode()
+
+
+def test_an_older_releases_longer_ledger_is_taken_as_line_blobs(ws: Workspace) -> None:
+    """Ours keeps two lines as line blobs (a migrated clone), theirs the same two and a
+    third as one note (an older release): the union takes theirs in our layout, the
+    bytes unchanged and our running state (true of two lines) gone, so the merged
+    ledger loads with all three entries instead of reading as broken."""
+    register_tip(ws, "old:3")
+    ours = refused_tip(ws, "old:3")
+    refused_tip(ws, "old:3")
+    text = ledger_text(ws, anchor("old:3"))
+    theirs = _older_release(ws, "old:3", text)
+    assert _kept(ws, ours, "old:3").running is not None
+    merged = union.merge(ws.repo, ours, theirs)
+    kept = _kept(ws, merged, "old:3")
+    assert not kept.legacy and kept.problem is None and kept.data == text.encode() and kept.lines == 3
+    assert kept.running is None
+    loaded = store.load(ws.repo, "old:3", merged)
+    assert loaded.lines == 3 and loaded.state is not None and not loaded.legacy
+    report = verify_repository(ws.repo, at=merged)
+    assert report.ok, report.to_json()
 
 
 def test_an_older_releases_ledger_that_grew_differently_is_a_conflict(ws: Workspace) -> None:
