@@ -149,3 +149,68 @@ def test_a_note_ours_keeps_fanned_out_is_replaced_where_it_is(ws: Workspace) -> 
     assert notes.duplicated(ws.repo, merged) == []
     kept = _kept(ws, merged, "fan:both")
     assert kept.problem is None and kept.lines == 2
+
+
+def test_a_longer_ledger_in_line_blobs_is_taken_with_its_running_state(ws: Workspace) -> None:
+    """Both sides keep the ledger as line blobs, theirs one line longer: the union takes
+    theirs with their running state (true of the longer ledger), not none."""
+    base = register_tip(ws, "st:both")
+    theirs = refused_tip(ws, "st:both")
+    git(ws.root, "update-ref", store.REF, base)
+    ours = register_tip(ws, "st:ours")  # ours diverges: a ledger of its own
+    want = _kept(ws, theirs, "st:both").running
+    assert want
+    merged = union.merge(ws.repo, ours, theirs)
+    kept = _kept(ws, merged, "st:both")
+    assert not kept.legacy and kept.lines == 2 and kept.running == want
+
+
+def test_an_older_releases_ledger_ours_lacks_is_taken_as_its_note(ws: Workspace) -> None:
+    """Theirs holds a ledger as an older release's one note, ours has no such ledger: the
+    union takes it as theirs has it (the note), not rewritten as line blobs."""
+    register_tip(ws, "old:6")
+    text = ledger_text(ws, anchor("old:6"))
+    theirs = _older_release(ws, "old:6", text)
+    git(ws.root, "update-ref", "-d", store.REF)
+    ours = register_tip(ws, "new:6")
+    merged = union.merge(ws.repo, ours, theirs)
+    kept = _kept(ws, merged, "old:6")
+    assert kept.legacy and kept.problem is None and kept.data == text.encode()
+
+
+def test_an_older_releases_longer_ledger_taken_keeps_our_other_ledgers(ws: Workspace) -> None:
+    """As the test above, with ours holding a second ledger theirs lacks: taking the older
+    release's ledger rewrites ours in place and drops nothing else."""
+    register_tip(ws, "old:5")
+    refused_tip(ws, "old:5")
+    ours = register_tip(ws, "mine:5")
+    refused_tip(ws, "old:5")
+    text = ledger_text(ws, anchor("old:5"))
+    theirs = _older_release(ws, "old:5", text)
+    merged = union.merge(ws.repo, ours, theirs)
+    held = {k.anchor: k.lines for k in store.ledgers(ws.repo, merged)}
+    assert held == {anchor("old:5"): 3, anchor("mine:5"): 1}
+    assert _kept(ws, merged, "mine:5").running == _kept(ws, ours, "mine:5").running
+    report = verify_repository(ws.repo, at=merged)
+    assert report.ok, report.to_json()
+
+
+def test_an_entry_taken_from_their_side_keeps_its_mode(ws: Workspace) -> None:
+    """Theirs keeps a ledger's running state as an executable blob (hand-made): the
+    union takes the entry with the mode theirs gives it, not a mode of its own."""
+    repo = ws.repo  # one handle: a tree is read through the repository that found it
+    tip = register_tip(ws, "mode:theirs")
+    at = anchor("mode:theirs")
+    tree = notes.tree_of(repo, tip)
+    assert tree is not None
+    states = repo.TreeBuilder(tree[running.STATE])
+    states.insert(at, tree[running.STATE][at].id, pygit2.GIT_FILEMODE_BLOB_EXECUTABLE)
+    top = repo.TreeBuilder(tree)
+    top.insert(running.STATE, states.write(), pygit2.GIT_FILEMODE_TREE)
+    theirs = _commit(ws, top.write(), [tip])
+    git(ws.root, "update-ref", "-d", store.REF)
+    ours = register_tip(ws, "mode:ours")
+    merged = union.merge(repo, ours, theirs)
+    held = notes.tree_of(repo, merged)
+    assert held is not None
+    assert held[running.STATE][at].filemode == pygit2.GIT_FILEMODE_BLOB_EXECUTABLE
