@@ -221,8 +221,8 @@ class Workspace:
                 if entry.rel in conflicted:
                     doc = docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                             "unmerged: the index holds a conflict")
-                elif entry.oid is not None:  # a memoized analysis of the same blob, path
-                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # and schema cannot differ
+                elif entry.oid is not None and memo:  # a memoized analysis of the same blob,
+                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
                     doc = doc_from_record(done) if done is not None else None
                 if doc is None:
                     todo.append((len(slots), entry, plan, key))
@@ -261,11 +261,12 @@ class Workspace:
             if progress is not None:
                 progress.advance()
             oid = entry.oid
-            rec = cache.get(oid) if oid is not None else None
+            rec = cache.get(oid) if oid is not None and cache else None
             new = None
             if rec is None:
                 try:
-                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
+                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode)
+                                              if self._prefix else entry)
                 except OSError as exc:
                     out.append((index, docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                                          f"cannot read file: {exc.strerror or exc}"),
