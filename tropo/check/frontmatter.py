@@ -73,6 +73,10 @@ _SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~][^#:{}\[\],&*!|>'\"%`\t]*")
 # A key's own value may also hold colons no blank follows (``10:00:00Z``): YAML reads
 # them as text, and only a colon before a blank or the end would start a mapping.
 _COLON_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~](?:[^#:{}\[\],&*!|>'\"%`\t]|:(?=[^ ]))*")
+# The two commonest lines whole, in one match each: ``key: plain value`` and ``- plain``
+# (what the general reading below makes of them, value and indentation alike).
+_PLAIN_ENTRY = re.compile(r"( *)([A-Za-z0-9_][A-Za-z0-9_.\-]*): +(" + _COLON_VALUE.pattern + ")")
+_PLAIN_ITEM = re.compile(r"( *)- (" + _SIMPLE_VALUE.pattern + ")")
 # Characters a one-line quoted scalar may hold on the fast path: none that ends, escapes
 # or comments it, nor a colon (the subset reads ``- "a: b"`` as a mapping in an item).
 _QUOTE_UNSAFE = frozenset("\"'\\")
@@ -106,6 +110,12 @@ _MAX_NESTING = 8  # deeper blocks go to PyYAML (and its depth limit)
 def _line(line: str) -> Line:
     """One line read on its own: a pure function of its text, so it is remembered. A
     comment line reads as blank: YAML and the subset both skip it wherever it stands."""
+    m = _PLAIN_ENTRY.fullmatch(line)
+    if m is not None:
+        return len(m.group(1)), _SCALAR, m.group(2), plain_scalar(m.group(3))
+    m = _PLAIN_ITEM.fullmatch(line)
+    if m is not None:
+        return len(m.group(1)), _ITEM, "", plain_scalar(m.group(2))
     body = line.lstrip(" ")
     if not body or body.isspace() or body.startswith("#"):
         return 0, _BLANK, "", None

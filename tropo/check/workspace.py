@@ -263,7 +263,9 @@ class Workspace:
             oid = entry.oid
             rec = cache.get(oid) if oid is not None and cache else None
             new = None
-            if rec is None:
+            if rec is not None:
+                parsed, flags = from_record(rec)
+            else:
                 try:
                     data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode)
                                               if self._prefix else entry)
@@ -272,16 +274,17 @@ class Workspace:
                                                          f"cannot read file: {exc.strerror or exc}"),
                                 oid, None, None, False))
                     continue
-                rec = new = _parse_bytes(data)
+                parsed, flags = _parse_bytes(data)
+                new = to_record(parsed, flags)
                 oid = oid or blob_oid(data)
-            doc, dated = self._check_parsed(entry, rec, plan)
+            doc, dated = self._check_parsed(entry, parsed, flags, plan)
             # file dates come from history, not from the blob: never memoized
             out.append((index, doc, oid, new, None if dated else f"{schema_key}\0{entry.rel}\0{oid}", dated))
         return out
 
-    def _check_parsed(self, entry: Entry, rec: tuple[Any, ...],
+    def _check_parsed(self, entry: Entry, parsed: frontmatter.Parsed, flags: int,
                       plan: docmod.Plan) -> tuple[Doc, bool]:
-        """The document's findings from its parse record; whether file dates were used."""
+        """The document's findings from what its bytes say; whether file dates were used."""
         dated = False
 
         def dates() -> tuple[str | None, str | None]:
@@ -289,7 +292,6 @@ class Workspace:
             dated = self.dated = True
             return self._dates_for(entry.rel)
 
-        parsed, flags = from_record(rec)
         if flags & TOO_LARGE:
             return docmod.unreadable(entry.rel, plan.type, docmod.E003,
                                      f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
@@ -424,10 +426,11 @@ def walk_key(rel: str) -> str:
     return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
 
 
-def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
+def _parse_bytes(data: bytes) -> tuple[frontmatter.Parsed, int]:
+    """What a file's bytes say, and the flags of how they were read (see ``cache``)."""
     flags = 0
     if len(data) > MAX_BLOB:
-        return to_record(frontmatter.Parsed({}, {}, None, None), TOO_LARGE)
+        return frontmatter.Parsed({}, {}, None, None), TOO_LARGE
     try:
         text = data.decode("utf-8")
         if "\x00" in text:
@@ -435,7 +438,7 @@ def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
     except UnicodeDecodeError:
         text = data.decode("utf-8", "replace")
         flags |= NOT_UTF8
-    return to_record(frontmatter.parse(text), flags)
+    return frontmatter.parse(text), flags
 
 
 def open_workspace(

@@ -240,3 +240,21 @@ def test_parse_never_raises_on_hostile_frontmatter(block: str) -> None:
     if p.error is not None:
         assert p.fields == {} and p.error[1] >= 2
     assert all(isinstance(k, str) for k in p.fields)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.tuples(st.sampled_from(["", " ", "  ", "    "]), st.sampled_from(["- ", "k: ", "k:  ", "a.b-c: "]),
+                 st.text(st.sampled_from(list("ab0:- #'\"[],\x0c\x85é")), max_size=8),
+                 st.sampled_from(["", " ", "  "])).map("".join))
+def test_one_match_lines_read_as_the_general_reading_does(line: str) -> None:
+    """The one-regex readings of ``key: plain`` and ``- plain`` lines are shortcuts:
+    the general reading, with them taken out, gives every line the same meaning."""
+    fm._LINES.clear()
+    whole = fm._line(line)
+    entry, item = fm._PLAIN_ENTRY, fm._PLAIN_ITEM
+    try:
+        fm._PLAIN_ENTRY = fm._PLAIN_ITEM = re.compile(r"(?!)()()()")  # type: ignore[misc]
+        general = fm._line(line)
+    finally:
+        fm._PLAIN_ENTRY, fm._PLAIN_ITEM = entry, item  # type: ignore[misc]
+    assert whole == general or repr(whole) == repr(general), line
