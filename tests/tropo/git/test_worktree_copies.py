@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from tests.support.repos import commit_all, git, write_files
 from tests.support.vaults import drop_answers, make_vault, tropo_json
 from tropo.git.repo import require
-from tropo.git.snapshot import Entry, tree_snapshot
+from tropo.git.snapshot import Entry, IndexSnapshot, tree_snapshot
 
 BLOB = b"---\nstatus: active\n---\n# Note\n"
 
 
-def _snapshot(root: Path) -> tuple[Entry, object]:
+def _snapshot(root: Path) -> tuple[Entry, IndexSnapshot]:
     tree = git(root, "rev-parse", "HEAD^{tree}").strip()
     oid = git(root, "rev-parse", "HEAD:notes/a.md").strip()
     return Entry("notes/a.md", oid, 0o100644), tree_snapshot(require(root), tree, worktree_copies=True)
@@ -39,7 +39,7 @@ def test_the_bytes_read_are_the_blobs_whatever_the_work_tree_holds(repo_dir: Pat
         _committed(repo_dir)
     (repo_dir / "notes" / "a.md").write_bytes(planted)
     entry, snapshot = _snapshot(repo_dir)
-    assert snapshot.read(entry) == BLOB  # type: ignore[attr-defined]
+    assert snapshot.read(entry) == BLOB
 
 
 def test_a_symlink_or_fifo_in_place_of_the_file_is_never_followed_nor_waited_on(repo_dir: Path,
@@ -51,10 +51,10 @@ def test_a_symlink_or_fifo_in_place_of_the_file_is_never_followed_nor_waited_on(
     path.unlink()
     path.symlink_to(outside)
     entry, snapshot = _snapshot(repo_dir)
-    assert snapshot.read(entry) == BLOB  # type: ignore[attr-defined]
+    assert snapshot.read(entry) == BLOB
     path.unlink()
     os.mkfifo(path)  # opening it to read would block for a writer
-    assert snapshot.read(entry) == BLOB  # type: ignore[attr-defined]
+    assert snapshot.read(entry) == BLOB
 
 
 def test_a_cold_check_through_a_clean_filter_reports_heads_blobs(repo_dir: Path) -> None:
