@@ -185,8 +185,9 @@ class Workspace:
         """Each document checked on its own, in walk order; plus orphan findings."""
         schema = self.schema
         root_excluded = excluder(schema.root.exclude)
-        cache = Store(self._cache_dir(), "parse")
-        memo = Store(self._cache_dir(), "docs")
+        where = self._cache_dir()
+        cache = Store(where, "parse")
+        memo = Store(where, "docs")
         per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
         keys: dict[int, str] = {}
         entries = sorted(
@@ -232,9 +233,9 @@ class Workspace:
 
             for index, doc, oid, rec, memo_key, dated in self._fresh(todo, cache, progress):
                 slots[index] = doc
-                if rec is not None and oid is not None:
+                if where is not None and rec is not None and oid is not None:  # kept: recorded
                     cache.put(oid, rec)
-                if memo_key is not None:
+                if where is not None and memo_key is not None:
                     memo.put(memo_key, doc_record(doc))
                 self.dated = self.dated or dated
         cache.save()
