@@ -73,9 +73,15 @@ _SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~][^#:{}\[\],&*!|>'\"%`\t]*")
 # A key's own value may also hold colons no blank follows (``10:00:00Z``): YAML reads
 # them as text, and only a colon before a blank or the end would start a mapping.
 _COLON_VALUE = re.compile(r"[A-Za-z0-9_./()+$=^~](?:[^#:{}\[\],&*!|>'\"%`\t]|:(?=[^ ]))*")
+# The two commonest lines whole, in one match each: ``key: plain value`` and ``- plain``
+# (what the general reading below makes of them, value and indentation alike).
+_PLAIN_ENTRY = re.compile(r"( *)([A-Za-z0-9_][A-Za-z0-9_.\-]*): +(" + _COLON_VALUE.pattern + ")")
+_PLAIN_ITEM = re.compile(r"( *)- (" + _SIMPLE_VALUE.pattern + ")")
 # Characters a one-line quoted scalar may hold on the fast path: none that ends, escapes
 # or comments it, nor a colon (the subset reads ``- "a: b"`` as a mapping in an item).
-_QUOTE_UNSAFE = frozenset("\"'\\#:")
+_QUOTE_UNSAFE = frozenset("\"'\\")
+# The subset's test for a list item that holds a mapping (``yamlsubset.items``).
+_ITEM_KEY = re.compile(r"([^:\s][^:]*?):(?:\s+(.*)|\s*)$")
 
 
 def _quoted(raw: str) -> str | None:
@@ -91,31 +97,44 @@ def _quoted(raw: str) -> str | None:
     return inner
 
 
-# What one line of the flat shape says: (kind, key, value), value immutable (an inline
-# list as a tuple); None when the fast path declines the line.
+# What one line says: (indent, kind, key, value), value immutable (an inline list as a
+# tuple); None when the fast path declines the line.
 _BLANK, _ITEM, _SCALAR, _BLOCK, _INLINE = range(5)
-Line = tuple[int, str, Any] | None
+Line = tuple[int, int, str, Any] | None
 _LINES: dict[str, Line] = {}  # by text: a workspace repeats most of its lines
 _LINES_KEPT = 1 << 16
-_UNSEEN: Line = (-1, "", None)
+_UNSEEN: Line = (-1, -1, "", None)
+_MAX_NESTING = 8  # deeper blocks go to PyYAML (and its depth limit)
 
 
 def _line(line: str) -> Line:
-    """One line read on its own: a pure function of its text, so it is remembered."""
-    if not line or line.isspace():
-        return _BLANK, "", None
-    if line.startswith("  - "):
-        item = line[4:].rstrip(" ")
+    """One line read on its own: a pure function of its text, so it is remembered. A
+    comment line reads as blank: YAML and the subset both skip it wherever it stands."""
+    m = _PLAIN_ENTRY.fullmatch(line)
+    if m is not None:
+        return len(m.group(1)), _SCALAR, m.group(2), plain_scalar(m.group(3))
+    m = _PLAIN_ITEM.fullmatch(line)
+    if m is not None:
+        return len(m.group(1)), _ITEM, "", plain_scalar(m.group(2))
+    body = line.lstrip(" ")
+    if not body or body.isspace() or body.startswith("#"):
+        return 0, _BLANK, "", None
+    indent = len(line) - len(body)
+    if body.startswith("- "):
+        item = body[2:].rstrip(" ")
         if _SIMPLE_VALUE.fullmatch(item):
-            return _ITEM, "", plain_scalar(item)
+            return indent, _ITEM, "", plain_scalar(item)
         quoted = _quoted(item)
-        return None if quoted is None else (_ITEM, "", quoted)
-    m = _SIMPLE_KEY.match(line)
+        # the subset reads an item like ``- "a: b"`` as a mapping inside it: refused
+        if quoted is None or (":" in quoted and _ITEM_KEY.match(item)):
+            return None
+        return indent, _ITEM, "", quoted
+    m = _SIMPLE_KEY.match(body)
     if m is None:
         return None
     key, rest = m.group(1), (m.group(2) or "").rstrip(" ")
     if rest == "":
-        return _BLOCK, key, None
+        return indent, _BLOCK, key, None
     if rest.startswith("["):
         if not rest.endswith("]"):
             return None
@@ -123,25 +142,35 @@ def _line(line: str) -> Line:
         items = [p.strip() for p in inner.split(",")] if inner else []
         if any(not _SIMPLE_VALUE.fullmatch(p) for p in items):
             return None
-        return _INLINE, key, tuple(plain_scalar(p) for p in items)
+        return indent, _INLINE, key, tuple(plain_scalar(p) for p in items)
     if _COLON_VALUE.fullmatch(rest) and rest not in ("-", "?"):
-        return _SCALAR, key, plain_scalar(rest)
+        return indent, _SCALAR, key, plain_scalar(rest)
     quoted = _quoted(rest)
-    return None if quoted is None else (_SCALAR, key, quoted)
+    return None if quoted is None else (indent, _SCALAR, key, quoted)
 
 
 def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
-    """Parse the flat common shape, or None to defer to PyYAML."""
+    """Parse the common block shape, or None to defer to the subset's rules and PyYAML:
+    keys with plain or simple quoted scalars, inline lists of plain scalars, and under a
+    key either a nested mapping of the same or a list of such scalars, indented by spaces,
+    comment lines anywhere. What it reads equals what PyYAML reads, and it reads nothing
+    vivary-tropo's subset refuses (both pinned by property tests)."""
     fields: dict[str, Any] = {}
     lines: dict[str, int] = {}
-    current: list[Any] | None = None
-    block_keys: list[str] = []
     if "\t" in block:
         return None  # a tab in the indentation is refused by the subset
     raw_lines = block.split("\n")
     if "\r" in block:
         raw_lines = [line.rstrip("\r") for line in raw_lines]
     known = _LINES
+    # The open blocks, innermost last: (indent, mapping or list). ``owner`` and ``at``
+    # name a key whose value is still open (a ``key:`` line) and its indentation.
+    frames: list[tuple[int, Any]] = [(0, fields)]
+    here: Any = fields
+    depth = 0
+    owner: dict[str, Any] | None = None
+    owned = ""
+    at = 0
     for n, text in enumerate(raw_lines, start=2):
         read = known.get(text, _UNSEEN)
         if read is _UNSEEN:
@@ -150,27 +179,36 @@ def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
             read = known[text] = _line(text)
         if read is None:
             return None
-        kind, key, value = read
+        indent, kind, key, value = read
         if kind == _BLANK:
             continue
+        if owner is not None:
+            if indent > at:  # the open key's value: a block one level in
+                if len(frames) > _MAX_NESTING:
+                    return None
+                here = owner[owned] = [] if kind == _ITEM else {}
+                frames.append((indent, here))
+                depth = indent
+            owner = None
+        while indent < depth:
+            frames.pop()
+            depth, here = frames[-1]
+        if indent != depth:
+            return None  # deeper than its block, or between two levels
         if kind == _ITEM:
-            if current is None:
+            if here.__class__ is not list:
                 return None
-            current.append(value)
+            here.append(value)
             continue
-        if key in fields:
+        if here.__class__ is not dict or key in here:
             return None
-        current = None
         if kind == _BLOCK:
-            current = fields[key] = []
-            block_keys.append(key)
+            here[key] = None  # null unless a deeper block follows
+            owner, owned, at = here, key, indent
         else:
-            fields[key] = list(value) if kind == _INLINE else value
-        lines[key] = n
-    # A key followed by no items is null in YAML, not an empty list.
-    for key in block_keys:
-        if not fields[key]:
-            fields[key] = None
+            here[key] = list(value) if kind == _INLINE else value
+        if len(frames) == 1:
+            lines[key] = n
     return fields, lines
 
 

@@ -114,7 +114,7 @@ def graph(ws: Workspace) -> Graph:
         except gitcli.GitError:
             delta = None
         if delta is not None and delta.head is not None:
-            state = tree_state(place, gitdiff.tree_of(place.top, delta.head))
+            state = tree_state(place, gitdiff.tree_of(place.top, delta.head), head=True)
             state = patched_state(place, state, delta.changes) if state is not None else None
     return ws.graph() if state is None else state.graph(ws.type_of, ws.root_name)
 
@@ -152,7 +152,7 @@ def _answer(place: Place, source: Source, workspace: Callable[[], Workspace]) ->
         return decoded
     outcome = None
     if key is not None and delta.head is not None:
-        state = tree_state(place, gitdiff.tree_of(place.top, delta.head))
+        state = tree_state(place, gitdiff.tree_of(place.top, delta.head), head=True)
         patched = patched_state(place, state, delta.changes) if state is not None else None
         if patched is not None:
             outcome = Outcome(patched.summary(place.root.name), patched.strict)
@@ -230,10 +230,11 @@ def _decode(hit: Any) -> Outcome | None:
         return None
 
 
-def tree_state(place: Place, tree: str) -> CheckState | None:
+def tree_state(place: Place, tree: str, *, head: bool = False) -> CheckState | None:
     """The check of a tree: stored, brought forward from the newest stored tree, or made
     from every document. None when no state can stand for it (its analyses used file
-    dates, or its schema is broken); that too is remembered, as a reason."""
+    dates, or its schema is broken); that too is remembered, as a reason. ``head``: the
+    tree is HEAD's, so the work tree holds most of its blobs."""
     shelf = Shelf(place.private, "states", _STATES_KEPT)
     namespace = _namespace(place)
     key = f"{namespace}-{tree}"
@@ -246,7 +247,7 @@ def tree_state(place: Place, tree: str) -> CheckState | None:
     state = _derived_state(place, shelf, namespace, tree)
     if state is None:
         try:
-            state = _whole_tree_state(place, tree)
+            state = _whole_tree_state(place, tree, head)
         except ConfigError:
             shelf.put(key, "config error")
             return None
@@ -271,12 +272,12 @@ def _derived_state(place: Place, shelf: Shelf, namespace: str, tree: str) -> Che
     return None
 
 
-def _whole_tree_state(place: Place, tree: str) -> CheckState | None:
+def _whole_tree_state(place: Place, tree: str, head: bool) -> CheckState | None:
     from tropo.check.workspace import Workspace
     from tropo.git.repo import require
     from tropo.git.snapshot import tree_snapshot
 
-    return Workspace(place.root, tree_snapshot(require(place.top), tree)).state()
+    return Workspace(place.root, tree_snapshot(require(place.top), tree, worktree_copies=head)).state()
 
 
 def patched_state(place: Place, state: CheckState,

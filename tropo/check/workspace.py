@@ -185,8 +185,9 @@ class Workspace:
         """Each document checked on its own, in walk order; plus orphan findings."""
         schema = self.schema
         root_excluded = excluder(schema.root.exclude)
-        cache = Store(self._cache_dir(), "parse")
-        memo = Store(self._cache_dir(), "docs")
+        where = self._cache_dir()
+        cache = Store(where, "parse")
+        memo = Store(where, "docs")
         per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
         keys: dict[int, str] = {}
         entries = sorted(
@@ -221,8 +222,8 @@ class Workspace:
                 if entry.rel in conflicted:
                     doc = docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                             "unmerged: the index holds a conflict")
-                elif entry.oid is not None:  # a memoized analysis of the same blob, path
-                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # and schema cannot differ
+                elif entry.oid is not None and memo:  # a memoized analysis of the same blob,
+                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
                     doc = doc_from_record(done) if done is not None else None
                 if doc is None:
                     todo.append((len(slots), entry, plan, key))
@@ -232,9 +233,9 @@ class Workspace:
 
             for index, doc, oid, rec, memo_key, dated in self._fresh(todo, cache, progress):
                 slots[index] = doc
-                if rec is not None and oid is not None:
+                if where is not None and rec is not None and oid is not None:  # kept: recorded
                     cache.put(oid, rec)
-                if memo_key is not None:
+                if where is not None and memo_key is not None:
                     memo.put(memo_key, doc_record(doc))
                 self.dated = self.dated or dated
         cache.save()
@@ -261,26 +262,30 @@ class Workspace:
             if progress is not None:
                 progress.advance()
             oid = entry.oid
-            rec = cache.get(oid) if oid is not None else None
+            rec = cache.get(oid) if oid is not None and cache else None
             new = None
-            if rec is None:
+            if rec is not None:
+                parsed, flags = from_record(rec)
+            else:
                 try:
-                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode))
+                    data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode)
+                                              if self._prefix else entry)
                 except OSError as exc:
                     out.append((index, docmod.unreadable(entry.rel, plan.type, docmod.E000,
                                                          f"cannot read file: {exc.strerror or exc}"),
                                 oid, None, None, False))
                     continue
-                rec = new = _parse_bytes(data)
+                parsed, flags = _parse_bytes(data)
+                new = to_record(parsed, flags)
                 oid = oid or blob_oid(data)
-            doc, dated = self._check_parsed(entry, rec, plan)
+            doc, dated = self._check_parsed(entry, parsed, flags, plan)
             # file dates come from history, not from the blob: never memoized
             out.append((index, doc, oid, new, None if dated else f"{schema_key}\0{entry.rel}\0{oid}", dated))
         return out
 
-    def _check_parsed(self, entry: Entry, rec: tuple[Any, ...],
+    def _check_parsed(self, entry: Entry, parsed: frontmatter.Parsed, flags: int,
                       plan: docmod.Plan) -> tuple[Doc, bool]:
-        """The document's findings from its parse record; whether file dates were used."""
+        """The document's findings from what its bytes say; whether file dates were used."""
         dated = False
 
         def dates() -> tuple[str | None, str | None]:
@@ -288,7 +293,6 @@ class Workspace:
             dated = self.dated = True
             return self._dates_for(entry.rel)
 
-        parsed, flags = from_record(rec)
         if flags & TOO_LARGE:
             return docmod.unreadable(entry.rel, plan.type, docmod.E003,
                                      f"file larger than {MAX_BLOB // (1024 * 1024)} MiB: not parsed"), False
@@ -423,10 +427,11 @@ def walk_key(rel: str) -> str:
     return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
 
 
-def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
+def _parse_bytes(data: bytes) -> tuple[frontmatter.Parsed, int]:
+    """What a file's bytes say, and the flags of how they were read (see ``cache``)."""
     flags = 0
     if len(data) > MAX_BLOB:
-        return to_record(frontmatter.Parsed({}, {}, None, None), TOO_LARGE)
+        return frontmatter.Parsed({}, {}, None, None), TOO_LARGE
     try:
         text = data.decode("utf-8")
         if "\x00" in text:
@@ -434,7 +439,7 @@ def _parse_bytes(data: bytes) -> tuple:  # type: ignore[type-arg]
     except UnicodeDecodeError:
         text = data.decode("utf-8", "replace")
         flags |= NOT_UTF8
-    return to_record(frontmatter.parse(text), flags)
+    return frontmatter.parse(text), flags
 
 
 def open_workspace(

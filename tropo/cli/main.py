@@ -5,6 +5,9 @@ Exit codes: 0 success, 1 findings or a refused action, 2 usage or configuration 
 
 from __future__ import annotations
 
+import atexit
+import functools
+import gc
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -86,6 +89,32 @@ def load(root: Path | None, staged: bool, rev: str | None, no_cache: bool,
     return ws
 
 
+@functools.cache
+def _freeze_at_exit() -> None:
+    atexit.register(gc.freeze)
+
+
+def collector_paused(func: F) -> F:
+    """For a command that may read every document: the cyclic collector is paused while
+    it runs (each pass would rescan the millions of objects a check builds and keeps),
+    and when the process ends they are frozen, so the interpreter's last collection skips
+    them; together a fifth of a cold check's CPU at 20k documents. An in-process caller
+    gets its collector back as it was, and its own exit is only spared the same scan."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _freeze_at_exit()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if collecting:
+                gc.enable()
+
+    return wrapper  # type: ignore[return-value]
+
+
 def guarded(func: F) -> F:
     """Turn expected errors raised late (while reading) into one line and exit 2."""
 
@@ -158,6 +187,7 @@ def main(ctx: click.Context) -> None:
 @click.option("--new-since", metavar="REV",
               help="Report only findings commit REV did not have (same path and code).")
 @guarded
+@collector_paused
 def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
           no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool,
           new_since: str | None) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import datetime
 import errno
 import fcntl
-import importlib.metadata
 import json
 import os
 import platform
@@ -247,6 +246,8 @@ def vocabulary(group: click.Group, default: str) -> Vocabulary:
 
 
 def _tool_version() -> str:
+    import importlib.metadata  # 25 ms of imports: only when a receipt is written
+
     try:
         return importlib.metadata.version("vivary-git")
     except importlib.metadata.PackageNotFoundError:

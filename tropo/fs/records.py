@@ -65,6 +65,10 @@ class Store:
             self._loaded = data if isinstance(data, dict) else {}
         return self._loaded
 
+    def __bool__(self) -> bool:
+        """Whether it holds any record (a first run's is empty: no lookup can hit)."""
+        return bool(self._data)
+
     def get(self, key: str) -> Any:
         rec = self._data.get(key)
         if rec is not None:

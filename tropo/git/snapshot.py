@@ -11,12 +11,13 @@ deciding whether they need a repository at all (a warm check never loads them).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from tropo.git import gitcli
 
@@ -56,8 +57,10 @@ class SourceError(Exception):
 
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
+    """One file of a snapshot (a named tuple: a listing makes one per file, and a
+    frozen dataclass cost twice as much to build)."""
+
     rel: str  # posix path relative to the snapshot's top
     oid: str | None  # blob oid when known without reading the file
     mode: int  # git file mode; LINK for symlinks
@@ -111,7 +114,7 @@ class DirSnapshot(Snapshot):
     def read(self, entry: Entry) -> bytes:
         if entry.mode == LINK:
             return os.readlink(self.top / entry.rel).encode("utf-8", "surrogateescape")
-        return read_capped(self.top / entry.rel)
+        return read_capped(f"{self.top}/{entry.rel}")
 
     def read_path(self, rel: str) -> bytes | None:
         path = self.top / rel
@@ -120,14 +123,22 @@ class DirSnapshot(Snapshot):
         return read_capped(path)
 
 
-def read_capped(path: Path) -> bytes:
+def read_capped(path: Path | str) -> bytes:
     """A file's bytes, at most ``MAX_BLOB + 1`` (enough to tell it is too large). Sized
-    by fstat first: asking for the cap outright allocates 16 MiB per small file."""
-    with open(path, "rb", buffering=0) as fh:
-        want = min(os.fstat(fh.fileno()).st_size, MAX_BLOB) + 1
-        data = fh.read(want) or b""
-        while len(data) < MAX_BLOB + 1 and (more := fh.read(MAX_BLOB + 1 - len(data))):
-            data += more  # it grew, or the size lied (a pipe, /proc)
+    by fstat first: asking for the cap outright allocates 16 MiB per small file. Plain
+    ``os`` calls, no file object: a cold check reads every document this way."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        want = min(os.fstat(fd).st_size, MAX_BLOB) + 1
+        data = os.read(fd, want)
+        if len(data) == want:  # it grew, or the size lied (a pipe, /proc)
+            chunks = [data]
+            while want <= MAX_BLOB and (more := os.read(fd, MAX_BLOB + 1 - want)):
+                chunks.append(more)
+                want += len(more)
+            data = b"".join(chunks)
+    finally:
+        os.close(fd)
     return data
 
 
@@ -209,11 +220,15 @@ def _ls_files(top: Path) -> Listing:
 
 def _ls_tree(top: Path, commit: str) -> Listing:
     entries: dict[str, Entry] = {}
+    modes: dict[str, int] = {}  # a tree has a handful of modes and a file each
     for rec in _git_records(top, "ls-tree", "-r", "-z", "--full-tree", commit):
         meta, _, path = rec.partition("\t")
         mode, kind, oid = meta.split(" ")
         if kind == "blob":
-            entries[path] = Entry(path, oid, int(mode, 8))
+            number = modes.get(mode)
+            if number is None:
+                number = modes[mode] = int(mode, 8)
+            entries[path] = Entry(path, oid, number)
     return entries, []
 
 
@@ -272,10 +287,15 @@ class IndexSnapshot(Snapshot):
     """What a commit would record: the blobs in the index, or a commit's tree."""
 
     def __init__(self, repository: pygit2.Repository, source: Source, listing: Callable[[], Listing],
-                 commit: pygit2.Commit | None, fingerprint: str | None = None) -> None:
+                 commit: pygit2.Commit | None, fingerprint: str | None = None,
+                 worktree_copies: bool = False) -> None:
+        """``worktree_copies``: read a blob from the work tree's file at its path when that
+        file holds exactly the blob's bytes (hashed to be sure), as it does for every
+        clean file of HEAD's tree: a plain read beats inflating deltas from a pack."""
         from tropo.git.repo import workdir
 
         super().__init__(workdir(repository), source)
+        self._copies = f"{self.top}/" if worktree_copies else None
         self._repo = repository
         self._listing = listing
         self._commit = commit
@@ -295,6 +315,10 @@ class IndexSnapshot(Snapshot):
 
     def read(self, entry: Entry) -> bytes:
         assert entry.oid is not None
+        if self._copies is not None and entry.mode != LINK:
+            found = _worktree_copy(self._copies + entry.rel, entry.oid)
+            if found is not None:
+                return found
         return _blob(self._repo, entry.oid)
 
     def read_path(self, rel: str) -> bytes | None:
@@ -319,6 +343,29 @@ def _blob(repository: pygit2.Repository, oid: str) -> bytes:
     kind, data = repository.odb.read(oid)  # raw bytes: a third cheaper than a Blob object
     assert kind == pygit2.GIT_OBJECT_BLOB
     return data if len(data) <= MAX_BLOB else data[: MAX_BLOB + 1]
+
+
+def _worktree_copy(path: str, oid: str) -> bytes | None:
+    """The bytes of blob ``oid`` when the regular file at ``path`` holds exactly them;
+    None when it does not (changed, filtered by an attribute, a symlink or anything but
+    a plain file: never followed, never waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BLOB:
+            return None
+        data = os.read(fd, st.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    digest = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
+    found = digest(b"blob %d\0" % len(data), usedforsecurity=False)
+    found.update(data)
+    return data if found.hexdigest() == oid else None
 
 
 def open_snapshot(start: Path, source: Source, read: Callable[[str], bool]) -> Snapshot:
@@ -348,12 +395,15 @@ def open_snapshot(start: Path, source: Source, read: Callable[[str], bool]) -> S
                          f"tree:{commit.tree_id}")
 
 
-def tree_snapshot(repository: pygit2.Repository, tree: str) -> IndexSnapshot:
-    """A tree's files with no commit around them (so no file dates from history)."""
+def tree_snapshot(repository: pygit2.Repository, tree: str, *,
+                  worktree_copies: bool = False) -> IndexSnapshot:
+    """A tree's files with no commit around them (so no file dates from history);
+    ``worktree_copies`` for HEAD's tree, whose clean files the work tree holds."""
     from tropo.git.repo import workdir
 
     top = workdir(repository)
-    return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}")
+    return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}",
+                         worktree_copies)
 
 
 def read_staged(repository: pygit2.Repository, rel: str, stage: str = "0") -> bytes | None:

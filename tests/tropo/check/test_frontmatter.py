@@ -178,9 +178,55 @@ def test_fast_path_accepts_only_what_the_subset_accepts(lines: list[str]) -> Non
 
 
 def test_fast_path_declines_what_it_cannot_read_exactly() -> None:
-    for block in ["a: 'it''s'", 'a: "x\\ty"', 'a:\n  - "k: v"', "a: 'x' # c", "a: b:", "a: b: c:d", "a: x # c", "a: {b: 1}", "a: -1", "a: b: c", "a:\n    - deep",
+    for block in ["a: 'it''s'", 'a: "x\\ty"', 'a:\n  - "k: v"', "a: 'x' # c", "a: b:", "a: b: c:d", "a: x # c", "a: {b: 1}", "a: -1", "a: b: c",
                   "a: @x", "a: |\n  text", "a:\n- x", "a: 1\n\t"]:
         assert fm._fast(block) is None, block
+
+
+def test_fast_path_reads_nested_blocks_and_comment_lines() -> None:
+    block = ("# a note\nowner: ops\nbudget:\n  cpu: 4\n  # inside\n  regions:\n    - eu\n    - 'ap:1'\n"
+             "notes: \"cause: x #1\"\nrefs:\n    - a\n    - \"https://x.invalid/#y\"\nempty:\nlast: 1")
+    fields, lines = {"owner": "ops", "budget": {"cpu": 4, "regions": ["eu", "ap:1"]}, "notes": "cause: x #1",
+                     "refs": ["a", "https://x.invalid/#y"], "empty": None, "last": 1}, \
+        {"owner": 3, "budget": 4, "notes": 10, "refs": 11, "empty": 14, "last": 15}
+    assert fm._fast(block) == (fields, lines) == yamlsafe.load(block)
+    for declined in ["a:\n  b: 1\n c: 2", "a:\n  - x\n  b: 1", "a:\n  b:\n  - x", "a: 1\n  b: 2",
+                     "a:\n  - x\n    - y", "a:\n  b: 1\n  b: 2", "  a: 1", "a:\n  - 'k: v'"]:
+        assert fm._fast(declined) is None, declined
+
+
+# Blocks of nested mappings and lists at any indentation, comment lines anywhere, and
+# lines a little off (an item at its key's indentation, a dedent between two levels):
+# whatever the fast path reads, the subset accepts and PyYAML reads the same.
+_piece = st.one_of(_key.map(lambda k: f"{k}:"), _line.filter(lambda line: "\n" not in line),
+                   _word.map(lambda w: f"- {w}"), _quoted.map(lambda q: f"- {q}"),
+                   st.sampled_from(["# c", "#", "- - x", "- a: b", "-", "? k", "- [a]"]))
+_indented = st.tuples(st.sampled_from([0, 0, 1, 2, 2, 3, 4, 4, 6, 8]), _piece).map(lambda ip: " " * ip[0] + ip[1])
+
+
+def _tree(depth: int) -> st.SearchStrategy[list[str]]:
+    """The lines of a mapping whose values may be scalars, lists or mappings."""
+    leaf = st.one_of(_line.map(lambda line: line.split("\n")), st.just(["# note"]))
+    if depth == 0:
+        return st.lists(leaf, max_size=4).map(lambda parts: [x for p in parts for x in p])
+    step = st.sampled_from([1, 2, 4])
+    nested = st.tuples(_key, step, _tree(depth - 1)).map(
+        lambda kst: [f"{kst[0]}:", *(" " * kst[1] + x for x in kst[2])])
+    listed = st.tuples(_key, step, st.lists(st.one_of(_word, _quoted), min_size=1, max_size=3)).map(
+        lambda ksl: [f"{ksl[0]}:", *(" " * ksl[1] + f"- {w}" for w in ksl[2])])
+    return st.lists(st.one_of(leaf, nested, listed), max_size=4).map(lambda parts: [x for p in parts for x in p])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(_tree(3), st.lists(_indented, max_size=10)))
+def test_fast_path_reads_nested_blocks_as_the_subset_and_pyyaml_do(lines: list[str]) -> None:
+    block = "\n".join(lines)
+    fast = fm._fast(block)
+    if fast is None:
+        return
+    assert yamlsubset.refusal(block) is None, block
+    slow = yamlsafe.load(block)
+    assert fast == slow or repr(fast) == repr(slow), block
 
 
 _yamlish = st.text(alphabet=st.sampled_from(list("ab:- []{}&*!|>'\"#\n\t ,?%@`~01.\\x")), max_size=120)
@@ -194,3 +240,21 @@ def test_parse_never_raises_on_hostile_frontmatter(block: str) -> None:
     if p.error is not None:
         assert p.fields == {} and p.error[1] >= 2
     assert all(isinstance(k, str) for k in p.fields)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.tuples(st.sampled_from(["", " ", "  ", "    "]), st.sampled_from(["- ", "k: ", "k:  ", "a.b-c: "]),
+                 st.text(st.sampled_from(list("ab0:- #'\"[],\x0c\x85é")), max_size=8),
+                 st.sampled_from(["", " ", "  "])).map("".join))
+def test_one_match_lines_read_as_the_general_reading_does(line: str) -> None:
+    """The one-regex readings of ``key: plain`` and ``- plain`` lines are shortcuts:
+    the general reading, with them taken out, gives every line the same meaning."""
+    fm._LINES.clear()
+    whole = fm._line(line)
+    entry, item = fm._PLAIN_ENTRY, fm._PLAIN_ITEM
+    try:
+        fm._PLAIN_ENTRY = fm._PLAIN_ITEM = re.compile(r"(?!)()()()")  # type: ignore[misc]
+        general = fm._line(line)
+    finally:
+        fm._PLAIN_ENTRY, fm._PLAIN_ITEM = entry, item  # type: ignore[misc]
+    assert whole == general or repr(whole) == repr(general), line
