@@ -14,10 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from tropo.git import gitcli
-from tropo.git.repo import NotARepository, RevisionError, require, resolve_commit
 
 LINK = 0o120000
 _GITLINK = 0o160000  # a submodule is not a file
@@ -99,25 +96,22 @@ def between(top: Path, old: str, new: str, pathspec: str) -> tuple[Change, ...]:
 
 
 def tree_of(top: Path, commit: str) -> str:
-    """The tree of ``commit`` (an object id, or a revision as a person types it, read as
-    every ``--rev`` is), in process: a ``tropo diff`` asks this on each side, and a git
-    process per question cost more than the question. :class:`GitError` when it names no
-    commit."""
-    try:
-        return str(resolve_commit(require(top), commit).tree_id)
-    except (RevisionError, NotARepository) as exc:
-        raise gitcli.GitError(str(exc)) from exc
+    return gitcli.records(top, "rev-parse", "--verify", f"{commit}^{{tree}}")[0].strip()
 
 
 def blobs_at(top: Path, tree: str, paths: Iterable[str]) -> list[Change]:
     """The files (blobs: symlinks too) ``tree`` holds at exactly ``paths``, repository-
     relative, read in process. A folder is none: ``git ls-tree`` listed every file in
-    one when another of the paths reached inside it."""
-    repo = require(top)
+    one when another of the paths reached inside it. The git bindings load here, not
+    with this module: a warm ``tropo check`` reads its deltas without them."""
+    import pygit2
+
+    from tropo.git.repo import NotARepository, require
+
     try:
-        root = repo[tree].peel(pygit2.Tree)
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise gitcli.GitError(f"{tree!r} names no tree") from exc
+        root = require(top)[tree].peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError, NotARepository) as exc:
+        raise gitcli.GitError(f"{tree!r} names no tree here") from exc
     found = []
     for path in paths:
         try:

@@ -123,7 +123,7 @@ def _ls_tree(repo: Path, tree: str, paths: list[str]) -> list[Change]:
     return found
 
 
-def test_a_trees_blobs_and_its_id_are_what_git_lists(repo_dir: Path) -> None:
+def test_a_trees_blobs_are_what_git_lists(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "a\n", "kb/b.md": "b\n", "kb/deep/c.md": "c\n", "kb/x.md": "x\n"})
     os.symlink("a.md", repo_dir / "link.md")
     odd = os.fsdecode(b"odd-\xff.md")  # a name that is not UTF-8, kept as git keeps it
@@ -132,8 +132,6 @@ def test_a_trees_blobs_and_its_id_are_what_git_lists(repo_dir: Path) -> None:
     commit_all(repo_dir)
     write_files(repo_dir, {"a.md": "a2\n"})
     commit_all(repo_dir)
-    for rev in ("HEAD", "HEAD~1", "main", git(repo_dir, "rev-parse", "HEAD~1").strip()):
-        assert gitdiff.tree_of(repo_dir, rev) == git(repo_dir, "rev-parse", f"{rev}^{{tree}}").strip()
     tree = gitdiff.tree_of(repo_dir, "HEAD")
     paths = ["a.md", "kb/b.md", "kb/deep/c.md", "link.md", odd, "none.md", "a.md/x", "kb/none/c.md"]
     got = gitdiff.blobs_at(repo_dir, tree, paths)
@@ -144,11 +142,9 @@ def test_a_trees_blobs_and_its_id_are_what_git_lists(repo_dir: Path) -> None:
     assert gitdiff.blobs_at(repo_dir, tree, ["kb", "kb/deep", "kb/b.md"]) == [c for c in got if c.rel == "kb/b.md"]
 
 
-def test_a_name_of_no_commit_or_tree_is_a_git_error(repo_dir: Path) -> None:
+def test_a_name_of_no_tree_is_a_git_error(repo_dir: Path) -> None:
     write_files(repo_dir, {"a.md": "a\n"})
     commit_all(repo_dir)
-    for rev in ("no-such-branch", "HEAD~5", "0" * 40):
+    for tree in ("0" * 40, "no-such-tree"):
         with pytest.raises(GitError):
-            gitdiff.tree_of(repo_dir, rev)
-    with pytest.raises(GitError):
-        gitdiff.blobs_at(repo_dir, "0" * 40, ["a.md"])
+            gitdiff.blobs_at(repo_dir, tree, ["a.md"])
