@@ -14,11 +14,11 @@ import pytest
 
 from strato.agents import groups
 
-# On SIGTERM it takes a second to finish cleanly (writes `clean`), then exits.
+# On SIGTERM it takes a moment to finish cleanly (writes `clean`), then exits.
 SLOW_TO_STOP = """
 import os, signal, sys, time
 def done(*_):
-    time.sleep(1)
+    time.sleep(0.3)
     open("clean", "w").close()
     sys.exit(0)
 signal.signal(signal.SIGTERM, done)
