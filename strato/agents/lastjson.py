@@ -25,6 +25,11 @@ _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
 # json's scalars, NaN and the infinities included (json.loads accepts them)
 _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
 
+# a `{` an object can start at: any other fails at its next character (it must open with
+# a key or close), so it is never an attempt's start and never an answer
+_OPENING = re.compile(r'\{(?=[ \t\n\r]*["}])')
+_OPENS = re.compile(r'[ \t\n\r]*["}]')
+
 # what the innermost open container expects next
 _KEY_OR_CLOSE, _KEY, _COLON, _VALUE, _VALUE_OR_CLOSE, _COMMA_OR_CLOSE = range(6)
 
@@ -36,6 +41,9 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     i = text.find("{")
     while i != -1:
         if i >= limit or i not in known:
+            if not _OPENS.match(text, i + 1):  # fails at its next character: skip every such `{`
+                i = _opening(text, i + 1)
+                continue
             known, limit = _attempt(text, i)
         end = known[i]
         if end is None:
@@ -51,6 +59,12 @@ def last_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def _opening(text: str, pos: int) -> int:
+    """The next `{` from `pos` an object can start at, or -1."""
+    match = _OPENING.search(text, pos)
+    return match.start() if match else -1
 
 
 def _attempt(text: str, start: int) -> tuple[dict[int, int | None], int]:

@@ -56,6 +56,8 @@ def test_agrees_with_the_definition_on_documents_among_noise(text: str) -> None:
         '{"n": 01}',
         '{"n": NaN, "i": -Infinity}',
         '{"a": 1,}{"ok": true}',
+        '{{{ \t{x {\r\n}{ "a" :{{}}} {',  # `{`s no object starts at, among ones that do
+        '{"s": "{{{ {\\"}"}{ \n',  # ... inside a string, and one at the end
     ],
 )
 def test_agrees_on_known_traps(text: str) -> None:
