@@ -25,10 +25,11 @@ _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
 # json's scalars, NaN and the infinities included (json.loads accepts them)
 _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
 
-# a `{` an object can start at: any other fails at its next character (it must open with
-# a key or close), so it is never an attempt's start and never an answer
-_OPENING = re.compile(r'\{(?=[ \t\n\r]*["}])')
-_OPENS = re.compile(r'[ \t\n\r]*["}]')
+# what an object starts with: a close, or a key and its colon. A `{` followed by anything
+# else fails within its first key, having opened nothing: it is never an attempt's start
+# and never an answer, so a run of them is skipped by one search
+_OPENS = re.compile(r'[ \t\n\r]*(?:\}|' + _STRING.pattern + r'[ \t\n\r]*:)')
+_OPENING = re.compile(r'\{(?=' + _OPENS.pattern + ")")
 
 # what the innermost open container expects next
 _KEY_OR_CLOSE, _KEY, _COLON, _VALUE, _VALUE_OR_CLOSE, _COMMA_OR_CLOSE = range(6)
@@ -41,7 +42,7 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     i = text.find("{")
     while i != -1:
         if i >= limit or i not in known:
-            if not _OPENS.match(text, i + 1):  # fails at its next character: skip every such `{`
+            if not _OPENS.match(text, i + 1):  # fails within its first key: skip every such `{`
                 i = _opening(text, i + 1)
                 continue
             known, limit = _attempt(text, i)

@@ -58,6 +58,7 @@ def test_agrees_with_the_definition_on_documents_among_noise(text: str) -> None:
         '{"a": 1,}{"ok": true}',
         '{{{ \t{x {\r\n}{ "a" :{{}}} {',  # `{`s no object starts at, among ones that do
         '{"s": "{{{ {\\"}"}{ \n',  # ... inside a string, and one at the end
+        '{"k" x {"k"{"a" : 1} {"b"\n:{"c":"{\\"d\\": 2}"}} {"e" ',  # a key with no colon
     ],
 )
 def test_agrees_on_known_traps(text: str) -> None:
