@@ -8,7 +8,8 @@ recognizer finds where an attempt ends or fails and, on the way, the fate of eve
 object nested in it: an object opened as a token inside the attempt parses exactly as
 the attempt saw it (it closed, or it is open where the attempt failed). So only a `{`
 the attempt read inside a string, or past its failure, is scanned afresh, and the text
-is decoded once, for the answer.
+is decoded once, for the answer. A `{` that neither a `}` nor a key and its colon follow
+fails having opened nothing, so a run of them costs one regex search, not an attempt each.
 
 The recognizer has no nesting limit, where `json` stops at the interpreter's recursion
 limit: an object nested deeper than that is found here and then fails to decode, and the
