@@ -22,7 +22,10 @@ import re
 from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+# unrolled (plain run, then escape and plain run, ...): each character has one way to
+# match, so a string that fails (unclosed, a control character) fails in linear time; the
+# alternation of a plain run and an escape under one star backtracked exponentially
+_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
 # json's scalars, NaN and the infinities included (json.loads accepts them)
 _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
 
