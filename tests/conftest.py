@@ -85,6 +85,14 @@ def no_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def short_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`VIVARY_STOP_GRACE_S=0.2` for a test whose agents ignore SIGTERM and whose claim is
+    that they are stopped all the same (SIGKILL after the grace), not the grace's length:
+    each such stop waited the whole 5 s. The runners and dispatches it starts inherit it."""
+    monkeypatch.setenv("VIVARY_STOP_GRACE_S", "0.2")
+
+
+@pytest.fixture
 def repo_dir(tmp_path: Path) -> Path:
     """An empty git repository (no commits yet)."""
     root = tmp_path / "ws"

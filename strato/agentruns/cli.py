@@ -98,11 +98,12 @@ def poll_cmd(run_id: str, root: Path, as_json: bool) -> None:
 
 @agent.command("cancel")
 @click.argument("run_id")
-@click.option("--grace", type=click.FloatRange(min=0), default=groups.GRACE_S, show_default=True,
-              help="Seconds between SIGTERM and SIGKILL.")
+@click.option("--grace", type=click.FloatRange(min=0), default=None,
+              help=f"Seconds between SIGTERM and SIGKILL [default: {groups.GRACE_S:g}, "
+                   f"or ${groups.GRACE_ENV}].")
 @_ROOT
 @_JSON
-def cancel_cmd(run_id: str, grace: float, root: Path, as_json: bool) -> None:
+def cancel_cmd(run_id: str, grace: float | None, root: Path, as_json: bool) -> None:
     """Stop agent run RUN_ID and every process it started (its process group).
 
     \b

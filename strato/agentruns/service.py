@@ -131,8 +131,10 @@ def _orphaned(run: RunDir) -> bool:
     return proc is None or not groups.members(int(proc["pgid"]))
 
 
-def cancel(store: Store, run_id: str, by: str, grace_s: float = groups.GRACE_S) -> Document:
-    """Stop the agent's whole process group and record the run as cancelled."""
+def cancel(store: Store, run_id: str, by: str, grace_s: float | None = None) -> Document:
+    """Stop the agent's whole process group and record the run as cancelled (SIGKILL after
+    `grace_s`, None: `groups.grace()`)."""
+    grace_s = groups.grace() if grace_s is None else grace_s
     run = store.get(run_id)
     if run is None:
         return {"status": "not_found", "runId": run_id}

@@ -10,7 +10,19 @@ import time
 from pathlib import Path
 
 GRACE_S = 5.0
+GRACE_ENV = "VIVARY_STOP_GRACE_S"
 KILL_WAIT_S = 10.0
+
+
+def grace() -> float:
+    """Seconds a stopped agent gets between SIGTERM and SIGKILL: `GRACE_S`, or the user's
+    own `VIVARY_STOP_GRACE_S`. Read at each stop, so the detached runners and dispatches
+    the user's shell started follow it too; a value that is not a number >= 0 is ignored."""
+    try:
+        chosen = float(os.environ.get(GRACE_ENV, GRACE_S))
+    except ValueError:
+        return GRACE_S
+    return chosen if 0 <= chosen < float("inf") else GRACE_S
 
 
 def _stat(pid: str) -> list[str] | None:
@@ -57,13 +69,14 @@ def parents() -> dict[int, int]:
     return found
 
 
-def stop(pgid: int, grace_s: float = GRACE_S) -> bool:
-    """SIGTERM the group, SIGKILL what is left after `grace_s`; True when SIGKILL was needed.
-    A recorded pgid is only a number on disk: our own group, init's and 0 are never signalled."""
+def stop(pgid: int, grace_s: float | None = None) -> bool:
+    """SIGTERM the group, SIGKILL what is left after `grace_s` (None: `grace()`); True when
+    SIGKILL was needed. A recorded pgid is only a number on disk: our own group, init's and
+    0 are never signalled."""
     if pgid <= 1 or pgid == os.getpgrp() or not members(pgid):
         return False
     _signal(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
+    deadline = time.monotonic() + (grace() if grace_s is None else grace_s)
     while members(pgid) and time.monotonic() < deadline:
         time.sleep(0.05)
     if not members(pgid):

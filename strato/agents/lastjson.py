@@ -8,7 +8,8 @@ recognizer finds where an attempt ends or fails and, on the way, the fate of eve
 object nested in it: an object opened as a token inside the attempt parses exactly as
 the attempt saw it (it closed, or it is open where the attempt failed). So only a `{`
 the attempt read inside a string, or past its failure, is scanned afresh, and the text
-is decoded once, for the answer.
+is decoded once, for the answer. A `{` that neither a `}` nor a key and its colon follow
+fails having opened nothing, so a run of them costs one regex search, not an attempt each.
 
 The recognizer has no nesting limit, where `json` stops at the interpreter's recursion
 limit: an object nested deeper than that is found here and then fails to decode, and the
@@ -21,9 +22,18 @@ import re
 from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+# unrolled (plain run, then escape and plain run, ...): each character has one way to
+# match, so a string that fails (unclosed, a control character) fails in linear time; the
+# alternation of a plain run and an escape under one star backtracked exponentially
+_STRING = re.compile(r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"')
 # json's scalars, NaN and the infinities included (json.loads accepts them)
 _SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|NaN|-?Infinity")
+
+# what an object starts with: a close, or a key and its colon. A `{` followed by anything
+# else fails within its first key, having opened nothing: it is never an attempt's start
+# and never an answer, so a run of them is skipped by one search
+_OPENS = re.compile(r'[ \t\n\r]*(?:\}|' + _STRING.pattern + r'[ \t\n\r]*:)')
+_OPENING = re.compile(r'\{(?=' + _OPENS.pattern + ")")
 
 # what the innermost open container expects next
 _KEY_OR_CLOSE, _KEY, _COLON, _VALUE, _VALUE_OR_CLOSE, _COMMA_OR_CLOSE = range(6)
@@ -36,6 +46,9 @@ def last_json_object(text: str) -> dict[str, Any] | None:
     i = text.find("{")
     while i != -1:
         if i >= limit or i not in known:
+            if not _OPENS.match(text, i + 1):  # fails within its first key: skip every such `{`
+                i = _opening(text, i + 1)
+                continue
             known, limit = _attempt(text, i)
         end = known[i]
         if end is None:
@@ -51,6 +64,12 @@ def last_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def _opening(text: str, pos: int) -> int:
+    """The next `{` from `pos` an object can start at, or -1."""
+    match = _OPENING.search(text, pos)
+    return match.start() if match else -1
 
 
 def _attempt(text: str, start: int) -> tuple[dict[int, int | None], int]:

@@ -45,7 +45,7 @@ def stop_descendants() -> None:
     grace (and what they fork meanwhile), reaping the ones that were our children."""
     me = os.getpid()
     _signal(descendants(me), signal.SIGTERM)
-    deadline = time.monotonic() + groups.GRACE_S
+    deadline = time.monotonic() + groups.grace()
     while descendants(me) and time.monotonic() < deadline:
         _reap()
         time.sleep(0.05)

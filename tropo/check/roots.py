@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
+from tropo.git import diff as gitdiff
 from tropo.git import gitcli
 
 CONFIG_NAME = "tropo.toml"
@@ -49,8 +50,8 @@ def find_root(start: Path) -> Path | None:
 
 def root_in(top: Path, start: Path, tree: str | None = None) -> Path | None:
     """The root for ``--staged`` (or ``--rev``, given its ``tree``): the nearest folder
-    from ``start`` up to ``top`` whose config the index (or tree) holds, not as a
-    symlink. Asked of git in one listing of the candidate paths."""
+    from ``start`` up to ``top`` whose config the index (or tree) holds as a file, not as
+    a symlink. Asked of git in one listing of the candidate paths (of a tree, in process)."""
     try:
         parts = start.relative_to(top).parts
     except ValueError:
@@ -58,16 +59,20 @@ def root_in(top: Path, start: Path, tree: str | None = None) -> Path | None:
     dirs = ["/".join(parts[:depth]) for depth in range(len(parts), -1, -1)]
     wanted = [posixpath.join(d, name) for d in dirs for name in (THIN_CONFIG, CONFIG_NAME)]
     try:
-        listing = ("ls-files", "--stage", "-z") if tree is None else ("ls-tree", "-z", "--full-tree", tree)
-        records = gitcli.records(top, *listing, "--", *(f":(literal){w}" for w in wanted))
+        present = _files_in_index(top, wanted) if tree is None else {
+            c.rel for c in gitdiff.blobs_at(top, tree, wanted) if c.mode != gitdiff.LINK}
     except gitcli.GitError:
         return None
-    present = set()
-    for rec in records:
-        meta, _, path = rec.partition("\t")
-        if not meta.startswith("120000"):  # a symlinked config is not read
-            present.add(path)
     for d in dirs:
         if posixpath.join(d, THIN_CONFIG) in present or posixpath.join(d, CONFIG_NAME) in present:
             return top.joinpath(*d.split("/")) if d else top
     return None
+
+
+def _files_in_index(top: Path, wanted: list[str]) -> set[str]:
+    present = set()
+    for rec in gitcli.records(top, "ls-files", "--stage", "-z", "--", *(f":(literal){w}" for w in wanted)):
+        meta, _, path = rec.partition("\t")
+        if not meta.startswith("120000"):  # a symlinked config is not read
+            present.add(path)
+    return present

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +97,30 @@ def between(top: Path, old: str, new: str, pathspec: str) -> tuple[Change, ...]:
 
 def tree_of(top: Path, commit: str) -> str:
     return gitcli.records(top, "rev-parse", "--verify", f"{commit}^{{tree}}")[0].strip()
+
+
+def blobs_at(top: Path, tree: str, paths: Iterable[str]) -> list[Change]:
+    """The files (blobs: symlinks too) ``tree`` holds at exactly ``paths``, repository-
+    relative, read in process. A folder is none: ``git ls-tree`` listed every file in
+    one when another of the paths reached inside it. The git bindings load here, not
+    with this module: a warm ``tropo check`` reads its deltas without them."""
+    import pygit2
+
+    from tropo.git.repo import NotARepository, require
+
+    try:
+        root = require(top)[tree].peel(pygit2.Tree)
+    except (KeyError, ValueError, pygit2.GitError, NotARepository) as exc:
+        raise gitcli.GitError(f"{tree!r} names no tree here") from exc
+    found = []
+    for path in paths:
+        try:
+            entry = root[path]
+        except KeyError:
+            continue
+        if entry.type_str == "blob":
+            found.append(Change(path, str(entry.id), entry.filemode))
+    return found
 
 
 def _raw(records: list[str]) -> tuple[tuple[Change, ...], bool]:

@@ -96,22 +96,9 @@ def _changed_paths(place: incremental.Place, a: _Side, b: _Side) -> list[str] | 
 def _analysed(place: incremental.Place, side: _Side, rels: list[str]) -> Workspace | None:
     """The documents at ``rels`` as this side has them, analysed under its schema."""
     wanted = {place.prefix + rel for rel in rels}
-    found = {c.rel: c for c in _tree_entries(place.top, side.tree, sorted(wanted))}
+    found = {c.rel: c for c in gitdiff.blobs_at(place.top, side.tree, sorted(wanted))}
     found.update((c.rel, c) for c in side.changes if c.rel in wanted)
     return incremental.analyse(place, side.state, found.values())
-
-
-def _tree_entries(top: Path, tree: str, paths: list[str]) -> list[gitdiff.Change]:
-    if not paths:
-        return []
-    out = []
-    for rec in gitcli.records(top, "ls-tree", "-z", "--full-tree", tree, "--",
-                              *(f":(literal){p}" for p in paths)):
-        meta, _, path = rec.partition("\t")
-        mode, kind, oid = meta.split(" ")
-        if kind == "blob":
-            out.append(gitdiff.Change(path, oid, int(mode, 8)))
-    return out
 
 
 def _shapes(state_a: CheckState, ws_a: Workspace, state_b: CheckState, ws_b: Workspace,

@@ -63,7 +63,7 @@ def run(
     timeout_s: float,
     before_start: Callable[[], None],
     cancelled: Callable[[], bool],
-    grace_s: float = groups.GRACE_S,
+    grace_s: float | None = None,
 ) -> Finished | str | None:
     """The dispatch's finished agent: started here, or already running (a runner that
     died started it) or already finished. None when `cancelled()` became true: its
@@ -82,7 +82,7 @@ def run(
     return f"its dispatch process died {MAX_STARTS} times before the agent finished"
 
 
-def stop(folder: Path, grace_s: float = groups.GRACE_S) -> None:
+def stop(folder: Path, grace_s: float | None = None) -> None:
     """Stop the dispatch's agent group and wait for its dispatch process to end."""
     while True:
         pgid = agent_group(folder)
@@ -112,7 +112,7 @@ def _start_unless_running(
     # closing our descriptor never unlocks: the child holds the same open file
 
 
-def _wait(folder: Path, cancelled: Callable[[], bool], grace_s: float) -> Finished | str | None:
+def _wait(folder: Path, cancelled: Callable[[], bool], grace_s: float | None) -> Finished | str | None:
     """Until the dispatch process lets its lock go; a cancel stops its agent first."""
     while True:
         with exclusive(folder / "lock") as free:

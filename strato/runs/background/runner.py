@@ -51,7 +51,7 @@ from strato.runs.views import wire
 from tropo.fs.atomic import write_atomic
 from tropo.git.repo import private_dir
 
-CANCEL_WAIT_S = groups.GRACE_S + groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner
+CANCEL_SLACK_S = groups.KILL_WAIT_S + 20  # how long a cancel waits for the runner, past the grace
 LOG_LIMIT = 1 << 20
 MAX_FAILED_STARTS = 3  # runners that died in a row at one head before the run is failed
 
@@ -374,10 +374,11 @@ def _forget_dispatches(runs: Runs, run_id: str) -> None:
 # --- cancel
 
 
-def cancel(runs: Runs, run_id: str, by: str, reason: str | None = None, wait_s: float = CANCEL_WAIT_S) -> str:
-    """Ask a run to stop and wait (up to `wait_s`) until it has: the run's status after
-    (`running` if the runner has not finished stopping it yet). A run without a runner
-    is cancelled here, under the runner lock, so two callers never both record it."""
+def cancel(runs: Runs, run_id: str, by: str, reason: str | None = None, wait_s: float | None = None) -> str:
+    """Ask a run to stop and wait until it has (up to `wait_s`; None: the agents' grace,
+    which the user may have set long, and some): the run's status after (`running` if
+    the runner has not finished stopping it yet). A run without a runner is cancelled
+    here, under the runner lock, so two callers never both record it."""
     run_id = runs.store.resolve(run_id)
     snap = runs.load(run_id)
     if snap.state["status"] in RUN_TERMINAL:
@@ -391,7 +392,7 @@ def cancel(runs: Runs, run_id: str, by: str, reason: str | None = None, wait_s: 
                 bg.setdefault("cancelRequested", asked)
 
         runs.apply(run_id, "cancel_request", act, by=by)
-    deadline = time.monotonic() + wait_s
+    deadline = time.monotonic() + (groups.grace() + CANCEL_SLACK_S if wait_s is None else wait_s)
     while True:
         with exclusive(runner_lock(runs, run_id)) as held:
             state = runs.load(run_id).state

@@ -44,7 +44,7 @@ def _folder(repo: Repository, run_id: str, create: bool = False) -> Path:
 
 @contextlib.contextmanager
 def registered(
-    runs: RunsHere, run_id: str, grace_s: float = groups.GRACE_S
+    runs: RunsHere, run_id: str, grace_s: float | None = None
 ) -> Iterator[Callable[[int], None]]:
     """An `on_start` for the run's agent calls: each group is recorded as it starts, and
     its record removed when the block ends. A cancel that settled the run before the
@@ -69,8 +69,9 @@ def registered(
             path.unlink(missing_ok=True)
 
 
-def stop_all(repo: Repository, run_id: str, grace_s: float = groups.GRACE_S) -> dict[str, int]:
-    """Stop every registered agent group of the run (SIGTERM, SIGKILL after `grace_s`):
+def stop_all(repo: Repository, run_id: str, grace_s: float | None = None) -> dict[str, int]:
+    """Stop every registered agent group of the run (SIGTERM, SIGKILL after `grace_s`,
+    None: `groups.grace()`):
     how many records it found (`claimed`), groups it `reaped`, found `gone` (the agent
     ended, or its pid now names another process) and left `unresolved` (a member of the
     group still alive). A record of a gone agent is removed."""

@@ -9,10 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from strato.agentruns.store import STREAM_LIMIT
 from strato.agents import groups
 from strato.agents.process import MAX_KEPT
 from tests.support.runs import strato, wait_for
+
+# their agents ignore SIGTERM; the claim is that they are stopped, not the grace's length
+pytestmark = pytest.mark.usefixtures("short_grace")
 
 
 def runs_dir(root: Path) -> Path:

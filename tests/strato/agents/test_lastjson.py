@@ -56,6 +56,9 @@ def test_agrees_with_the_definition_on_documents_among_noise(text: str) -> None:
         '{"n": 01}',
         '{"n": NaN, "i": -Infinity}',
         '{"a": 1,}{"ok": true}',
+        '{{{ \t{x {\r\n}{ "a" :{{}}} {',  # `{`s no object starts at, among ones that do
+        '{"s": "{{{ {\\"}"}{ \n',  # ... inside a string, and one at the end
+        '{"k" x {"k"{"a" : 1} {"b"\n:{"c":"{\\"d\\": 2}"}} {"e" ',  # a key with no colon
     ],
 )
 def test_agrees_on_known_traps(text: str) -> None:
@@ -102,3 +105,12 @@ def test_nested_objects_are_never_mistaken_for_the_last_one() -> None:
 def test_an_integer_past_pythons_digit_limit_is_no_object_not_a_crash() -> None:
     """A model may answer `{"n": 1111...}` with more digits than `int()` takes."""
     assert last_json_object('{"n": 1} then {"n": ' + "1" * 5000 + "}") == {"n": 1}
+
+
+@pytest.mark.parametrize("end", ["\x01", "", "\\x", "\\u12"])
+def test_a_string_that_never_closes_costs_its_length_not_two_to_its_length(end: str) -> None:
+    """The string pattern once let a plain run and an escape share one star: 60 characters
+    then a control character backtracked 2**60 ways (an agent's output could hang it)."""
+    for unit in ('{"', '{"k": "', '{"k": ["'):
+        assert last_json_object(unit + "a" * 60 + end + '\n{"ok": 1}') == {"ok": 1}
+        assert last_json_object(unit + "a" * 60 + end) is None

@@ -21,6 +21,9 @@ from strato.mcp.contract import answer_violations
 from tests.support.agents import agent_workspace
 from tests.support.mcp import Session, run_server
 
+# their agents ignore SIGTERM; the claim is that they are stopped, not the grace's length
+pytestmark = pytest.mark.usefixtures("short_grace")
+
 
 @pytest.fixture
 def workspace(repo_dir: Path) -> Iterator[Path]:

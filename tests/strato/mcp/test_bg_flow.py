@@ -35,6 +35,9 @@ from tests.support.runs import (
     runner_pid,
 )
 
+# their agents ignore SIGTERM; the claim is that they are stopped, not the grace's length
+pytestmark = pytest.mark.usefixtures("short_grace")
+
 EXPECTED_CALLS = ["draft", "fix", "fix", "finish"]
 
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from strato.agents import groups
 from tests.support import runs as runs_support
 from tests.support.flows import FIXTURES, make_workspace
@@ -51,6 +53,7 @@ def test_cancel_exits_2_for_an_unknown_run_and_0_when_already_cancelled(tmp_path
     assert ambiguous.returncode == 2 and "ambiguous" in ambiguous.stderr
 
 
+@pytest.mark.usefixtures("short_grace")  # the claim is the stop, not the grace
 def test_cancel_stops_the_agents_a_foreground_run_elsewhere_is_running(repo_dir: Path) -> None:
     """`strato run` in another process runs an agent that ignores SIGTERM and forks three
     children that do too; `strato flow cancel` finds its group in the run's registry and

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.support.repos import commit_all, git, write_files
 from tropo.git import diff as gitdiff
 from tropo.git.diff import LINK, Change
+from tropo.git.gitcli import GitError
 
 
 def _hash(repo: Path, text: str) -> str:
@@ -104,3 +108,43 @@ def test_between_two_trees(repo_dir: Path) -> None:
     assert changes == {"a.md": Change("a.md", _hash(repo_dir, "a2\n"), 0o100644),
                        "b.md": Change("b.md", None, 0),
                        "c.md": Change("c.md", _hash(repo_dir, "c\n"), 0o100644)}
+
+
+def _ls_tree(repo: Path, tree: str, paths: list[str]) -> list[Change]:
+    """What `git ls-tree` itself lists for those literal paths: the answer `blobs_at` keeps."""
+    found = []
+    argv = ["git", "ls-tree", "-z", "--full-tree", tree, "--", *(f":(literal){p}" for p in paths)]
+    listing = subprocess.run(argv, cwd=repo, capture_output=True, check=True).stdout
+    for rec in filter(None, listing.decode("utf-8", "surrogateescape").split("\0")):
+        meta, _, path = rec.partition("\t")
+        mode, kind, oid = meta.split(" ")
+        if kind == "blob":
+            found.append(Change(path, oid, int(mode, 8)))
+    return found
+
+
+def test_a_trees_blobs_are_what_git_lists(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n", "kb/b.md": "b\n", "kb/deep/c.md": "c\n", "kb/x.md": "x\n"})
+    os.symlink("a.md", repo_dir / "link.md")
+    odd = os.fsdecode(b"odd-\xff.md")  # a name that is not UTF-8, kept as git keeps it
+    with open(os.path.join(os.fsencode(repo_dir), os.fsencode(odd)), "w") as fh:
+        fh.write("o\n")
+    commit_all(repo_dir)
+    write_files(repo_dir, {"a.md": "a2\n"})
+    commit_all(repo_dir)
+    tree = gitdiff.tree_of(repo_dir, "HEAD")
+    paths = ["a.md", "kb/b.md", "kb/deep/c.md", "link.md", odd, "none.md", "a.md/x", "kb/none/c.md"]
+    got = gitdiff.blobs_at(repo_dir, tree, paths)
+    assert sorted(got, key=lambda c: c.rel) == sorted(_ls_tree(repo_dir, tree, paths), key=lambda c: c.rel)
+    assert {c.rel for c in got} == {"a.md", "kb/b.md", "kb/deep/c.md", "link.md", odd}
+    assert next(c for c in got if c.rel == "link.md").mode == LINK
+    # a folder is no file: git's listing of ["kb", "kb/b.md"] would add every file in kb
+    assert gitdiff.blobs_at(repo_dir, tree, ["kb", "kb/deep", "kb/b.md"]) == [c for c in got if c.rel == "kb/b.md"]
+
+
+def test_a_name_of_no_tree_is_a_git_error(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n"})
+    commit_all(repo_dir)
+    for tree in ("0" * 40, "no-such-tree"):
+        with pytest.raises(GitError):
+            gitdiff.blobs_at(repo_dir, tree, ["a.md"])

@@ -39,6 +39,9 @@ from tests.support.runs import (
     wait_for,
 )
 
+# their agents ignore SIGTERM; the claim is that they are stopped, not the grace's length
+pytestmark = pytest.mark.usefixtures("short_grace")
+
 
 @pytest.fixture
 def workspace(repo_dir: Path) -> Iterator[Path]:
