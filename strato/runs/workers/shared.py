@@ -24,7 +24,7 @@ from strato.runs.store import PREFIX, Outcome, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
-from tropo.git.refs import is_ancestor, read_ref
+from tropo.git.refs import cas_ref, is_ancestor, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
@@ -85,6 +85,11 @@ class SharedRuns:
         self.rejected = 0
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
+        # whether this clone's view may be behind the remote for a reason it knows of (a
+        # push turned down, or nothing to claim in it): a worker fetches before it decides
+        # again. A push that landed leaves the view current: the refs it moved are
+        # mirrored here, so the next claim needs no fetch to see them.
+        self.stale = True
         # the clone's run refs are read, mirrored and pushed by one thread at a time: a
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
@@ -102,6 +107,7 @@ class SharedRuns:
         started = time.perf_counter()
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
         self.fetch_s += time.perf_counter() - started
+        self.stale = False
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
@@ -137,7 +143,19 @@ class SharedRuns:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
             self.rejected += 1
-        return res.ok
+            self.stale = True
+            return False
+        with self.lock:
+            self._mirror(updates)
+        return True
+
+    def _mirror(self, updates: list[Update]) -> None:
+        """What a push that landed set on the remote, set on this clone's refs too (as
+        the next fetch would): only the remote's acceptance makes these values true."""
+        for new, ref, _ in updates:
+            old = read_ref(self.runs.repo, ref)
+            if old != new:
+                cas_ref(self.runs.repo, ref, new, old, "worker: as pushed")
 
     def apply(
         self,
