@@ -14,13 +14,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.store import PREFIX, Outcome, head_ref
+from strato.runs.store import PREFIX, Outcome, RunSnapshot, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
@@ -72,6 +72,19 @@ class Claim:
     @property
     def ref(self) -> str:
         return leases.claim_ref(self.run_id, self.key)
+
+
+@dataclass
+class Handoff:
+    """The next piece of work claimed by the push that lands this one's result: ``pick``
+    names its claim key and lease from the run as that push leaves it (None: nothing to
+    take), its claim ref is created and the concurrency slot ``slot`` moves on to it in
+    the same atomic push (one push per item, where a separate claim push made two);
+    ``taken`` is what the landed push claimed."""
+
+    pick: Callable[[RunSnapshot], tuple[str, dict[str, Any]] | None]
+    slot: str
+    taken: list[Claim] = field(default_factory=list)
 
 
 class SharedRuns:
@@ -174,10 +187,13 @@ class SharedRuns:
         return self.apply_all(run_id, [Operation(op, action, detail)], claims, finish)
 
     def apply_all(
-        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True
+        self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True,
+        handoff: Handoff | None = None,
     ) -> Outcome:
         """:meth:`apply` for several operations in order, each its own transition, all
-        pushed at once (a fanout item's dispatch, attempts and result: one push)."""
+        pushed at once (a fanout item's dispatch, attempts and result: one push), with
+        the ``handoff``'s next claim when it picks one (a claim lost to another worker
+        is a lost race like any other: fetched, picked again)."""
         with self.lock:
             lost = False
             for _ in range(MAX_PUSH_RETRIES):
@@ -194,7 +210,8 @@ class SharedRuns:
                     raise
                 assert outcome is not None
                 head = outcome.snap.head
-                if head == base or self._push_head(run_id, base, head, claims, finish):
+                nxt = handoff.pick(outcome.snap) if handoff is not None and finish and head != base else None
+                if head == base or self._push_head(run_id, base, head, claims, finish, handoff, nxt):
                     return outcome
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
@@ -208,10 +225,19 @@ class SharedRuns:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
-    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool) -> bool:
+    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool,
+                   handoff: Handoff | None = None, nxt: tuple[str, dict[str, Any]] | None = None) -> bool:
         moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
+        taken: list[Claim] = []
+        if handoff is not None and nxt is not None:
+            key, doc = nxt
+            item = Claim(run_id, key, self._commit(key, doc, []), doc)
+            at = next(i for i, c in enumerate(claims) if c.key == handoff.slot)
+            slot = Claim(run_id, handoff.slot, self._commit(handoff.slot, doc, [claims[at].tip]), doc)
+            moved[at], taken = slot.tip, [item, slot]
         updates: list[Update] = [(head, head_ref(run_id), base)]
         updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
+        updates += [(item.tip, item.ref, None) for item in taken[:1]]
         if not self.push(updates):
             return False
         self.seen[run_id] = head
@@ -219,6 +245,8 @@ class SharedRuns:
             claim.tip = new
             if finish:
                 claim.doc = {**claim.doc, "state": leases.DONE}
+        if handoff is not None:
+            handoff.taken = taken
         return True
 
     def claim_commit(self, claim: Claim, state: str, **extra: Any) -> str:
