@@ -146,13 +146,13 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
     index: int = claims[0].doc["item"]
     slot = claims[1].key
 
-    def pick(now: RunSnapshot) -> tuple[str, dict[str, Any]] | None:
+    def pick(now: RunSnapshot, skip: set[str]) -> tuple[str, dict[str, Any]] | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return None
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
         for nxt in _spread(worker, pending):
-            if worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
+            if f"{base}.i{nxt}" not in skip and worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
                 return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
         return None
 

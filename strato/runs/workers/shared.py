@@ -82,9 +82,10 @@ class Handoff:
     the same atomic push (one push per item, where a separate claim push made two);
     ``taken`` is what the landed push claimed."""
 
-    pick: Callable[[RunSnapshot], tuple[str, dict[str, Any]] | None]
+    pick: Callable[[RunSnapshot, set[str]], tuple[str, dict[str, Any]] | None]  # keys to pass over
     slot: str
     taken: list[Claim] = field(default_factory=list)
+    lost: set[str] = field(default_factory=set)  # picked, and the push carrying the claim lost
 
 
 class SharedRuns:
@@ -103,6 +104,10 @@ class SharedRuns:
         # again. A push that landed leaves the view current: the refs it moved are
         # mirrored here, so the next claim needs no fetch to see them.
         self.stale = True
+        # the runs whose head another clone moved since this one last pushed it: before
+        # pushing a transition on them, fetch their head first (a push on a head known to
+        # be old is a lost race, and losing costs a fetch and a push)
+        self.contended: set[str] = set()
         # the clone's run refs are read, mirrored and pushed by one thread at a time: a
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
@@ -124,6 +129,11 @@ class SharedRuns:
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
+        return self._rewritten(heads)
+
+    def _rewritten(self, heads: dict[str, str | None]) -> list[RunRewritten]:
+        """The runs among ``heads`` (as just fetched) that do not descend from the head
+        this clone saw last; the others' heads are now the ones seen."""
         rewritten = []
         for run, head in heads.items():
             seen = self.seen.get(run)
@@ -197,8 +207,9 @@ class SharedRuns:
         with self.lock:
             lost = False
             for _ in range(MAX_PUSH_RETRIES):
-                if lost:
+                if lost or run_id in self.contended:
                     self._refetch(run_id, claims)
+                    lost = lost or run_id in self.contended  # the head moved: another clone was first
                 base = self.runs.store.head(run_id)
                 try:
                     outcome = None
@@ -210,17 +221,37 @@ class SharedRuns:
                     raise
                 assert outcome is not None
                 head = outcome.snap.head
-                nxt = handoff.pick(outcome.snap) if handoff is not None and finish and head != base else None
+                nxt = None
+                if handoff is not None and finish and head != base:
+                    nxt = handoff.pick(outcome.snap, handoff.lost)
                 if head == base or self._push_head(run_id, base, head, claims, finish, handoff, nxt):
                     return outcome
+                if handoff is not None and nxt is not None:  # another's claim may have turned it down
+                    handoff.lost.add(nxt[0])
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
 
     def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
-        """After a lost race: the remote's run again, if it is still the same run and the
-        claims are still this worker's."""
-        for rewritten in self._fetch(run_id):
+        """After a lost race (or before pushing on a contended head): the remote's run
+        head and ``claims`` again, if it is still the same run and the claims are still
+        this worker's. The other claims are left as they were (the loop's fetch brings
+        them); a fetch of these few refs that fails (a claim ref deleted) falls back to
+        the whole run."""
+        before = self.runs.store.head(run_id)
+        started = time.perf_counter()
+        try:
+            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
+            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
+            self.fetch_s += time.perf_counter() - started
+            found = self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
+        except gitremote.RemoteError:
+            found = self._fetch(run_id)
+        for rewritten in found:
             raise rewritten
+        if self.runs.store.head(run_id) != before:
+            self.contended.add(run_id)
+        else:
+            self.contended.discard(run_id)
         for claim in claims:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
