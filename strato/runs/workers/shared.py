@@ -11,6 +11,7 @@ the last one this clone saw was force-pushed (`run_rewritten`): nothing is pushe
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from tropo.git.refs import cas_ref, is_ancestor, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
+MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
 
@@ -99,6 +101,7 @@ class SharedRuns:
         self.rejected = 0
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
+        self.last_push_s = 0.0
         # whether this clone's view may be behind the remote for a reason it knows of (a
         # push turned down, or nothing to claim in it): a worker fetches before it decides
         # again. A push that landed leaves the view current: the refs it moved are
@@ -161,7 +164,8 @@ class SharedRuns:
         except gitremote.RemoteError as exc:
             raise Refused("remote_unreachable", str(exc)) from None
         finally:
-            self.push_s += time.perf_counter() - started
+            self.last_push_s = time.perf_counter() - started
+            self.push_s += self.last_push_s
         if res.denied:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
@@ -206,7 +210,9 @@ class SharedRuns:
         is a lost race like any other: fetched, picked again)."""
         with self.lock:
             lost = False
-            for _ in range(MAX_PUSH_RETRIES):
+            for tries in range(MAX_PUSH_RETRIES):
+                if lost:
+                    self._back_off(tries)
                 if lost or run_id in self.contended:
                     self._refetch(run_id, claims)
                     lost = lost or run_id in self.contended  # the head moved: another clone was first
@@ -230,6 +236,13 @@ class SharedRuns:
                     handoff.lost.add(nxt[0])
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
+
+    def _back_off(self, tries: int) -> None:
+        """After the ``tries``-th lost race in a row, wait a random part of up to 2**tries
+        pushes' time: workers that all lost to one landing would otherwise all push
+        again at once, and all but one lose again, each loss costing a fetch and a push
+        of the cores and the remote they share."""
+        time.sleep(random.uniform(0, self.last_push_s * min(2 ** (tries - 1), MAX_BACKOFF_PUSHES)))
 
     def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
         """After a lost race (or before pushing on a contended head): the remote's run
