@@ -101,8 +101,8 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         if not pending:
             _start_settle(worker, snap, path, base)
         for index in _spread(worker, pending):
-            if worker.full():
-                break
+            if worker.full() or worker.shared.stale:
+                break  # a claim lost this tick: the view is behind, fetch before the next
             if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
                 _start_item(worker, snap, path, base, index, step)
 
