@@ -78,7 +78,7 @@ def one(count: int, items: int, agent_ms: int, concurrency: int) -> dict[str, An
         spec = SPEC % {"concurrency": concurrency}
         Runs(seed).plan(spec, {"items": [f"i{n}" for n in range(items)]}, "bench")
         git(seed, "push", "-q", "origin", "refs/vivary/runs/bench/*:refs/vivary/runs/bench/*")
-        start, cpu = time.perf_counter(), _children_cpu()
+        start, cpu, load = time.perf_counter(), _children_cpu(), os.getloadavg()[0]
         procs = [subprocess.Popen([str(BIN / "strato"), "worker", "--remote", "origin", "--run", "bench",
                                    "--interval", "0.05", "--json"], cwd=root, stdout=subprocess.PIPE,
                                   stderr=subprocess.DEVNULL, text=True, env=os.environ.copy())
@@ -97,6 +97,8 @@ def one(count: int, items: int, agent_ms: int, concurrency: int) -> dict[str, An
         # every process the workers started (git, agents) counted: the machine's cost of an
         # item, whatever else shares the cores
         "cpuMsPerItem": round(1000 * cpu / items, 1),
+        # the 1-minute load average as the row began and ended: what else shared the cores
+        "load": [round(load, 1), round(os.getloadavg()[0], 1)],
     }
 
 
@@ -121,11 +123,12 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"{'workers':>7} {'items/s':>8} {'speedup':>8} {'of linear':>9} {'races lost':>10} "
-          f"{'pushes':>7} {'rejected':>8} {'push ms/item':>12} {'fetch ms/item':>13} {'cpu ms/item':>11}")
+          f"{'pushes':>7} {'rejected':>8} {'push ms/item':>12} {'fetch ms/item':>13} {'cpu ms/item':>11} "
+          f"{'load':>9}")
     for r in rows:
         print(f"{r['workers']:>7} {r['itemsPerS']:>8} {r['speedup']:>8} {r['ofLinear']:>9} "
               f"{r['racesLost']:>10} {r['pushes']:>7} {r['pushesRejected']:>8} {r['pushMsPerItem']:>12} "
-              f"{r['fetchMsPerItem']:>13} {r['cpuMsPerItem']:>11}")
+              f"{r['fetchMsPerItem']:>13} {r['cpuMsPerItem']:>11} {'-'.join(map(str, r['load'])):>9}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -99,11 +100,7 @@ def run_process(
         readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for r in readers:
         r.start()
-    code: int | None
-    try:
-        code = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        code = None
+    code = _wait(proc, timeout_s)
     (stop or _kill_group)(proc.pid)
     proc.wait()
     if on_exit is not None:
@@ -112,6 +109,24 @@ def run_process(
         r.join()
     ms = int((time.monotonic() - started) * 1000)
     return Finished(code, out.text(), err.text().strip(), ms)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """The program's exit code, None when ``timeout_s`` passed first. Woken by the
+    kernel the moment it exits (a pidfd), where ``Popen.wait(timeout)`` polls with sleeps
+    of up to 50 ms: a 50 ms agent was seen ending ~25 ms late on average."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except OSError:  # a kernel without pidfds: Popen's polling
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout_s)
+    finally:
+        os.close(fd)
+    return proc.wait() if ready else None
 
 
 def last_line(text: str) -> str:

@@ -170,6 +170,21 @@ def mirror(cwd: Path, remote: str, prefix: str, *, prune: bool = True) -> None:
         raise RemoteError(f"cannot fetch {prefix}* from {remote!r}: {message}")
 
 
+def fetch_refs(cwd: Path, remote: str, refs: list[str], have: list[str] | None = None) -> None:
+    """Make each of ``refs`` (all on ``remote``) what the remote has (forced), and no
+    other: a few refs fetched, where :func:`mirror` lists every ref under a prefix.
+    ``have``: the local refs (each must exist here) whose histories alone are offered as
+    common ground (``--negotiation-tip``), so the talk is as short as they are few;
+    None offers every ref's, as a plain fetch does."""
+    tips = [f"--negotiation-tip={ref}" for ref in have or []]
+    proc = _git(cwd, "fetch", "--no-tags", "--quiet", "--no-write-fetch-head", *tips, "--", remote,
+                *(f"+{ref}:{ref}" for ref in refs))
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines() or ["fetch failed"]
+        message = next((line for line in lines if line.startswith("fatal:")), lines[-1])
+        raise RemoteError(f"cannot fetch {', '.join(refs)} from {remote!r}: {message}")
+
+
 def remote_names(cwd: Path) -> list[str]:
     """The remotes this clone knows (``git remote``)."""
     return gitcli.run(cwd, "remote").split()

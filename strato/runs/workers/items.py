@@ -21,7 +21,7 @@ from strato.runs.dispatch.merge import settle_fanout
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
-from strato.runs.workers.shared import Claim, Operation, SharedRuns, Update
+from strato.runs.workers.shared import Claim, Handoff, Operation, SharedRuns, Update
 from tropo.git.refs import read_ref
 from tropo.git.types import Repository
 
@@ -40,8 +40,10 @@ class SharedAccess:
 
     def __init__(
         self, shared: SharedRuns, claims: list[Claim], finishing: str, detail: dict[str, Any], batch: bool,
+        handoff: Handoff | None = None,
     ) -> None:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
+        self.handoff = handoff
         # an item's transitions before its last wait for it and go in one push: while it
         # runs, its claim is what shows it running; killed, nothing of it landed
         self.batch = batch
@@ -75,8 +77,12 @@ class SharedAccess:
         if self.batch and not last:
             return Outcome(self.load(run_id), [])
         ops, self.queued = self.queued, []
-        return self.shared.apply_all(run_id, ops, claims=self.claims, finish=last,
-                                     carried=self.carried if last else None)
+        handoff = self.handoff if last else None
+        outcome = self.shared.apply_all(run_id, ops, claims=self.claims, finish=last, handoff=handoff,
+                                        carried=self.carried if last else None)
+        if handoff is not None:  # the job holds them until the loop hands them on (or gives them up)
+            self.claims.extend(handoff.taken)
+        return outcome
 
     def carried(self, outcome: Outcome) -> list[Update]:
         """What the job's last push carries besides the run: the commit its transition
@@ -113,8 +119,8 @@ def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
         if not pending:
             _start_settle(worker, snap, path, base)
         for index in _spread(worker, pending):
-            if worker.full():
-                break
+            if worker.full() or worker.shared.stale:
+                break  # a claim lost this tick: the view is behind, fetch before the next
             if (snap.run_id, f"{base}.i{index}") not in worker.jobs:
                 _start_item(worker, snap, path, base, index, step)
 
@@ -155,12 +161,36 @@ def _start_item(
     slot = next((s for s in slots if s not in mine and worker.free(snap.run_id, s, reusable=True)), None)
     if slot is None or not worker.free(snap.run_id, item):
         return  # every slot is busy, or the item is another's: look again at the next fetch
-    what = {"label": f"{path}/{index}", "stepId": path, "item": index, "slot": slot}
-    claims = worker.take(snap.run_id, [(item, False), (slot, True)], what)
+    claims = worker.take(snap.run_id, [(item, False), (slot, True)], _item_lease(path, index, slot))
     if claims is not None:
         worker.slots[base] = slot
-        _run(worker, snap.run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-             lambda access, call: _one_item(access, snap.run_id, path, index, call), batch=True)
+        _item_job(worker, snap.run_id, path, base, claims)
+
+
+def _item_lease(path: str, index: int, slot: str) -> dict[str, Any]:
+    return {"label": f"{path}/{index}", "stepId": path, "item": index, "slot": slot}
+
+
+def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Claim]) -> None:
+    """Run the item of ``claims`` (its own claim and a concurrency slot's); the push of
+    its result also claims the next pending item no claim was seen for, on the same slot,
+    and the loop runs that one next."""
+    index: int = claims[0].doc["item"]
+    slot = claims[1].key
+
+    def pick(now: RunSnapshot, skip: set[str]) -> tuple[str, dict[str, Any]] | None:
+        _, _, st = worker.runs.engine(now, judge=False).locate(path)
+        if st["status"] != "running" or fanout_key(path, st) != base:
+            return None
+        pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
+        for nxt in _spread(worker, pending):
+            if f"{base}.i{nxt}" not in skip and worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
+                return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
+        return None
+
+    _run(worker, run_id, f"{path}/{index}", claims, path, base, "fanout_item",
+         lambda access, call: _one_item(access, run_id, path, index, call), batch=True,
+         handoff=Handoff(pick, slot))
 
 
 def item_ref(run_id: str, key: str) -> str:
@@ -186,15 +216,22 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,
          work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
-         batch: bool = False) -> None:
+         batch: bool = False, handoff: Handoff | None = None) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return "its fanout moved on"
         return None
 
-    job: Job = worker.new_job(run_id, label, claims, moved_on, lambda _: None)
-    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch)
+    def done(_: Any) -> None:
+        if handoff is not None and handoff.taken:  # claimed by the result's push: the next job's now
+            taken, handoff.taken = handoff.taken, []
+            del job.claims[-len(taken):]
+            worker.counts["claimed"] += 1
+            _item_job(worker, run_id, path, base, taken)
+
+    job: Job = worker.new_job(run_id, label, claims, moved_on, done)
+    access = SharedAccess(worker.shared, claims, finishing, {"worker": worker.who(job)}, batch, handoff)
     agent = worker.agent_call(job)
 
     def call(_key: str, spec: AgentSpec, prompt: str, cwd: Path, sandbox: str) -> CallResult:

@@ -11,23 +11,25 @@ the last one this clone saw was force-pushed (`run_rewritten`): nothing is pushe
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
-from strato.runs.store import PREFIX, Outcome, head_ref
+from strato.runs.store import PREFIX, Outcome, RunSnapshot, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
-from tropo.git.refs import is_ancestor, read_ref
+from tropo.git.refs import cas_ref, is_ancestor, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
+MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
 
@@ -74,6 +76,20 @@ class Claim:
         return leases.claim_ref(self.run_id, self.key)
 
 
+@dataclass
+class Handoff:
+    """The next piece of work claimed by the push that lands this one's result: ``pick``
+    names its claim key and lease from the run as that push leaves it (None: nothing to
+    take), its claim ref is created and the concurrency slot ``slot`` moves on to it in
+    the same atomic push (one push per item, where a separate claim push made two);
+    ``taken`` is what the landed push claimed."""
+
+    pick: Callable[[RunSnapshot, set[str]], tuple[str, dict[str, Any]] | None]  # keys to pass over
+    slot: str
+    taken: list[Claim] = field(default_factory=list)
+    lost: set[str] = field(default_factory=set)  # picked, and the push carrying the claim lost
+
+
 class SharedRuns:
     """The runs of one clone, shared through ``remote``."""
 
@@ -85,6 +101,16 @@ class SharedRuns:
         self.rejected = 0
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
+        self.last_push_s = 0.0
+        # whether this clone's view may be behind the remote for a reason it knows of (a
+        # push turned down, or nothing to claim in it): a worker fetches before it decides
+        # again. A push that landed leaves the view current: the refs it moved are
+        # mirrored here, so the next claim needs no fetch to see them.
+        self.stale = True
+        # the runs whose head another clone moved since this one last pushed it: before
+        # pushing a transition on them, fetch their head first (a push on a head known to
+        # be old is a lost race, and losing costs a fetch and a push)
+        self.contended: set[str] = set()
         # the clone's run refs are read, mirrored and pushed by one thread at a time: a
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
@@ -102,9 +128,15 @@ class SharedRuns:
         started = time.perf_counter()
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
         self.fetch_s += time.perf_counter() - started
+        self.stale = False
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
+        return self._rewritten(heads)
+
+    def _rewritten(self, heads: dict[str, str | None]) -> list[RunRewritten]:
+        """The runs among ``heads`` (as just fetched) that do not descend from the head
+        this clone saw last; the others' heads are now the ones seen."""
         rewritten = []
         for run, head in heads.items():
             seen = self.seen.get(run)
@@ -132,12 +164,25 @@ class SharedRuns:
         except gitremote.RemoteError as exc:
             raise Refused("remote_unreachable", str(exc)) from None
         finally:
-            self.push_s += time.perf_counter() - started
+            self.last_push_s = time.perf_counter() - started
+            self.push_s += self.last_push_s
         if res.denied:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
             self.rejected += 1
-        return res.ok
+            self.stale = True
+            return False
+        with self.lock:
+            self._mirror(updates)
+        return True
+
+    def _mirror(self, updates: list[Update]) -> None:
+        """What a push that landed set on the remote, set on this clone's refs too (as
+        the next fetch would): only the remote's acceptance makes these values true."""
+        for new, ref, _ in updates:
+            old = read_ref(self.runs.repo, ref)
+            if old != new:
+                cas_ref(self.runs.repo, ref, new, old, "worker: as pushed")
 
     def apply(
         self,
@@ -157,17 +202,23 @@ class SharedRuns:
 
     def apply_all(
         self, run_id: str, ops: Sequence[Operation], claims: Sequence[Claim] = (), finish: bool = True,
+        handoff: Handoff | None = None,
         carried: Callable[[Outcome], list[Update]] | None = None,
     ) -> Outcome:
         """:meth:`apply` for several operations in order, each its own transition, all
         pushed at once (a fanout item's dispatch, attempts and result: one push), with
-        the ref updates ``carried`` names for what the last one did (a worktree item's
-        commit, a fanout's merge)."""
+        the ``handoff``'s next claim when it picks one (a claim lost to another worker
+        is a lost race like any other: fetched, picked again) and the ref updates
+        ``carried`` names for what the last one did (a worktree item's commit, a
+        fanout's merge)."""
         with self.lock:
             lost = False
-            for _ in range(MAX_PUSH_RETRIES):
+            for tries in range(MAX_PUSH_RETRIES):
                 if lost:
+                    self._back_off(tries)
+                if lost or run_id in self.contended:
                     self._refetch(run_id, claims)
+                    lost = lost or run_id in self.contended  # the head moved: another clone was first
                 base = self.runs.store.head(run_id)
                 try:
                     outcome = None
@@ -180,25 +231,62 @@ class SharedRuns:
                 assert outcome is not None
                 head = outcome.snap.head
                 extra = carried(outcome) if carried is not None else []
-                if head == base or self._push_head(run_id, base, head, claims, finish, extra):
+                nxt = None
+                if handoff is not None and finish and head != base:
+                    nxt = handoff.pick(outcome.snap, handoff.lost)
+                if head == base or self._push_head(run_id, base, head, claims, finish, extra, handoff, nxt):
                     return outcome
+                if handoff is not None and nxt is not None:  # another's claim may have turned it down
+                    handoff.lost.add(nxt[0])
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
 
+    def _back_off(self, tries: int) -> None:
+        """After the ``tries``-th lost race in a row, wait a random part of up to 2**tries
+        pushes' time: workers that all lost to one landing would otherwise all push
+        again at once, and all but one lose again, each loss costing a fetch and a push
+        of the cores and the remote they share."""
+        time.sleep(random.uniform(0, self.last_push_s * min(2 ** (tries - 1), MAX_BACKOFF_PUSHES)))
+
     def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
-        """After a lost race: the remote's run again, if it is still the same run and the
-        claims are still this worker's."""
-        for rewritten in self._fetch(run_id):
+        """After a lost race (or before pushing on a contended head): the remote's run
+        head and ``claims`` again, if it is still the same run and the claims are still
+        this worker's. The other claims are left as they were (the loop's fetch brings
+        them); a fetch of these few refs that fails (a claim ref deleted) falls back to
+        the whole run."""
+        before = self.runs.store.head(run_id)
+        started = time.perf_counter()
+        try:
+            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
+            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
+            self.fetch_s += time.perf_counter() - started
+            found = self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
+        except gitremote.RemoteError:
+            found = self._fetch(run_id)
+        for rewritten in found:
             raise rewritten
+        if self.runs.store.head(run_id) != before:
+            self.contended.add(run_id)
+        else:
+            self.contended.discard(run_id)
         for claim in claims:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
     def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool,
-                   extra: Sequence[Update] = ()) -> bool:
+                   extra: Sequence[Update] = (), handoff: Handoff | None = None,
+                   nxt: tuple[str, dict[str, Any]] | None = None) -> bool:
         moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
+        taken: list[Claim] = []
+        if handoff is not None and nxt is not None:
+            key, doc = nxt
+            item = Claim(run_id, key, self._commit(key, doc, []), doc)
+            at = next(i for i, c in enumerate(claims) if c.key == handoff.slot)
+            slot = Claim(run_id, handoff.slot, self._commit(handoff.slot, doc, [claims[at].tip]), doc)
+            moved[at], taken = slot.tip, [item, slot]
         updates: list[Update] = [(head, head_ref(run_id), base), *extra]
         updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
+        updates += [(item.tip, item.ref, None) for item in taken[:1]]
         if not self.push(updates):
             return False
         self.seen[run_id] = head
@@ -206,6 +294,8 @@ class SharedRuns:
             claim.tip = new
             if finish:
                 claim.doc = {**claim.doc, "state": leases.DONE}
+        if handoff is not None:
+            handoff.taken = taken
         return True
 
     def claim_commit(self, claim: Claim, state: str, **extra: Any) -> str:

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from strato.runs.workers import items, leases
 from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRuns
 
 Say = Callable[[str], None]
-BUSY_FETCH_S = 1.0  # a worker with no room for more work fetches at most this often
+BUSY_FETCH_S = 1.0  # a worker whose own pushes keep its view current fetches at most this often
 
 
 class Stopped(Exception):
@@ -101,28 +101,47 @@ class Worker:
                     idle_since = self.clock()
                 if self._finished(idle_since):
                     break
-                time.sleep(self.options.interval_s)
+                self._pause()
         finally:
             self._shutdown()
         return self.report()
 
+    def _pause(self) -> None:
+        """Wait one interval, or less when a job's work ends first (its result is taken
+        and the next piece claimed at once, not an interval later)."""
+        running = [job.future for job in self.jobs.values() if job.future is not None]
+        if running:
+            wait(running, timeout=self.options.interval_s, return_when=FIRST_COMPLETED)
+        else:
+            time.sleep(self.options.interval_s)
+
     def tick(self) -> None:
         if self._busy():
             return
-        self.next_fetch = self.clock() + BUSY_FETCH_S
-        for rewritten in self.shared.fetch(self.options.run_id):
-            self._drop(rewritten.run_id, str(rewritten))
-            if self.options.run_id is not None:
-                raise rewritten
+        if self.shared.stale or self.clock() >= self.next_fetch:
+            self._fetch()
         snaps = self._snapshots()
         for key, job in list(self.jobs.items()):
             if self._follow(job, snaps.get(job.run_id)):
                 del self.jobs[key]
+        claimed = self.counts["claimed"]
         for snap in snaps.values():
             if self.full():
                 break
             if snap.state["status"] == "running":
                 self._claim(snap)
+        if not self.full() and self.counts["claimed"] == claimed:
+            self.shared.stale = True  # room, and nothing in this view to take: look again
+
+    def _fetch(self) -> None:
+        """The remote's runs, at least once a second (a cancel is seen within it), and
+        before any decision taken on a view known to be behind; between those, the view
+        the worker's own pushes kept current."""
+        self.next_fetch = self.clock() + BUSY_FETCH_S
+        for rewritten in self.shared.fetch(self.options.run_id):
+            self._drop(rewritten.run_id, str(rewritten))
+            if self.options.run_id is not None:
+                raise rewritten
 
     def _busy(self) -> bool:
         """Nothing to do this tick: no room for more work, no job ended and no renewal

@@ -47,6 +47,14 @@ def test_a_timeout_stops_the_group_with_the_grandchild_it_forked(tmp_path: Path)
     assert not groups.alive(grandchild) and groups.members(groups_seen[0]) == []
 
 
+def test_the_exit_code_is_the_programs_own_even_when_its_pipes_outlive_it(tmp_path: Path) -> None:
+    # waited for through a pidfd: the exit is seen, while a grandchild still holds stdout
+    code = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "print('ok', flush=True); sys.exit(3)")
+    done = run_process([sys.executable, "-c", code], tmp_path, 60)
+    assert isinstance(done, Finished) and done.returncode == 3 and done.stdout == "ok\n"
+
+
 def test_a_program_that_cannot_start_is_one_line(tmp_path: Path) -> None:
     missing = str(tmp_path / "nothing-here")
     assert run_process([missing], tmp_path, 5) == f"program not found: {missing}"

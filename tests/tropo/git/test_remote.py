@@ -79,3 +79,19 @@ def test_a_remote_name_is_never_read_as_an_option(tmp_path: Path) -> None:
         with pytest.raises(gitremote.RemoteError):
             call(f"{option}=touch {pwned};")
         assert not pwned.exists(), option
+
+
+def test_fetch_refs_mirrors_exactly_the_refs_named(tmp_path: Path) -> None:
+    one, two, head = _clone_pair(tmp_path)
+    write_files(one, {"d.md": "d\n"})
+    newer = commit_all(one)
+    for ref, oid in (("refs/vivary/x/head", newer), ("refs/vivary/x/other", newer), ("refs/vivary/x/back", head)):
+        git(one, "push", "-q", "origin", f"{oid}:{ref}")
+    write_files(two, {"e.md": "e\n"})
+    git(two, "update-ref", "refs/vivary/x/back", commit_all(two))  # here elsewhere: forced to the remote's
+    gitremote.fetch_refs(two, "origin", ["refs/vivary/x/head", "refs/vivary/x/back"], have=["refs/vivary/x/back"])
+    assert git(two, "rev-parse", "refs/vivary/x/head", "refs/vivary/x/back").split() == [newer, head]
+    assert git(two, "for-each-ref", "refs/vivary/x/other") == ""  # not named: not fetched
+    assert not (two / ".git" / "FETCH_HEAD").exists()
+    with pytest.raises(gitremote.RemoteError, match="refs/vivary/x/nope"):
+        gitremote.fetch_refs(two, "origin", ["refs/vivary/x/head", "refs/vivary/x/nope"])

@@ -55,3 +55,25 @@ def test_three_workers_share_a_fanouts_items_and_one_settles_it(tmp_path: Path) 
     for ref in claim_refs(bare, "r1"):
         assert json.loads(git(bare, "show", f"{ref}:lease.json"))["state"] == "done"
 
+
+
+def test_an_items_result_push_claims_the_workers_next_item(tmp_path: Path) -> None:
+    # one push per item: the push that lands an item's result creates the next item's
+    # claim and moves the concurrency slot on to it (held to held, never done between)
+    bare, (planner, hand) = machines(tmp_path, 2)
+    write_files(planner, {"fan.yaml": fanout_spec("slow").replace("concurrency: 2", "concurrency: 1")})
+    code, _, err = strato(planner, "flow", "plan", str(planner / "fan.yaml"), "--input", "tag=h1",
+                          "--input", 'items=["a", "b", "c", "d"]', "--id", "r1")
+    assert code == 0, err
+    share(planner, "r1")
+    code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05"))
+    assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
+    # the first item's claim, four results (three carrying the next claim), the settling's
+    # claim and result, the last step's claim and result: no push of a claim of its own
+    assert (report["claimed"], report["done"], report["pushes"], report["pushesRejected"]) == (6, 6, 9, 0)
+    history = transitions(bare, "r1")
+    assert sorted(t["item"] for t in history if t["op"] == "fanout_item") == [0, 1, 2, 3]
+    slot = "refs/vivary/runs/r1/claims/fan.e0.a0.s0"
+    states = [json.loads(git(bare, "show", f"{c}:lease.json")) for c in git(bare, "rev-list", slot).split()]
+    assert [s["state"] for s in states] == ["done", *["held"] * 4]
+    assert sorted(s["item"] for s in states[1:]) == [0, 1, 2, 3]
