@@ -320,14 +320,21 @@ class SharedRuns:
                 return None
             return [Claim(run_id, key, commit, doc) for key, doc, _, commit in made]
 
-    def renew(self, claims: Sequence[Claim], docs: Sequence[dict[str, Any]]) -> bool:
-        """Push a renewal of each claim on its tip, all or none; False when any of them
-        is no longer this worker's."""
+    def renew(self, claims: Sequence[Claim], renewed: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
+        """Push a renewal (``renewed`` of each lease) of each claim on its tip, all or
+        none; False when any of them is no longer this worker's. Read under the lock:
+        the job's own thread may be landing its result at the same time (its claims
+        then done, and the next item's added by a handoff), and a job whose result
+        landed has nothing to renew."""
         with self.lock:
-            made = [self._commit(c.key, doc, [c.tip]) for c, doc in zip(claims, docs, strict=True)]
-            if not self.push([(commit, c.ref, c.tip) for commit, c in zip(made, claims, strict=True)]):
+            held = list(claims)
+            if any(c.doc.get("state") == leases.DONE for c in held):
+                return True
+            docs = [renewed(c.doc) for c in held]
+            made = [self._commit(c.key, doc, [c.tip]) for c, doc in zip(held, docs, strict=True)]
+            if not self.push([(commit, c.ref, c.tip) for commit, c in zip(made, held, strict=True)]):
                 return False
-            for commit, claim, doc in zip(made, claims, docs, strict=True):
+            for commit, claim, doc in zip(made, held, docs, strict=True):
                 claim.tip, claim.doc = commit, doc
             return True
 

@@ -336,8 +336,7 @@ class Worker:
             return True
         why = self._moved_on(job, snap)
         if why is None and self.clock() >= job.renew_at:
-            docs = [{**c.doc, "renewal": c.doc["renewal"] + 1, "renewedAt": now_iso()} for c in job.claims]
-            if self.shared.renew(job.claims, docs):
+            if self.shared.renew(job.claims, _renewed):
                 job.renew_at = self.clock() + self.options.ttl_s / 3
             else:
                 why = "its claim was taken over"
@@ -427,3 +426,7 @@ class Worker:
             "pushesRejected": self.shared.rejected, "pushS": round(self.shared.push_s, 3),
             "fetchS": round(self.shared.fetch_s, 3),
         }
+
+
+def _renewed(doc: dict[str, Any]) -> dict[str, Any]:
+    return {**doc, "renewal": doc["renewal"] + 1, "renewedAt": now_iso()}
