@@ -211,7 +211,12 @@ def _start_settle(worker: Worker, snap: RunSnapshot, path: str, base: str) -> No
     claims = worker.take(snap.run_id, [(f"{base}.settle", False)], what)
     if claims is not None:
         _run(worker, snap.run_id, f"{path} (merge)", claims, path, base, "fanout_settle",
-             lambda access, _call: settle_fanout(access, snap.run_id, path))
+             lambda access, _call: _settle(worker, access, snap.run_id, path))
+
+
+def _settle(worker: Worker, access: SharedAccess, run_id: str, path: str) -> Outcome:
+    worker.shared.fetch_items(run_id)  # the items other clones ran: their commits
+    return settle_fanout(access, run_id, path)
 
 
 def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str, base: str, finishing: str,

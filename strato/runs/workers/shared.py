@@ -134,6 +134,15 @@ class SharedRuns:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
         return self._rewritten(heads)
 
+    def fetch_items(self, run_id: str) -> None:
+        """Mirror the run's item refs (the commits of worktree items that workers on other
+        clones pushed): the loop's own fetches may bring only the head and this worker's
+        claims, and a settle merges the recorded commits, whose objects must be here."""
+        with self.lock:
+            started = time.perf_counter()
+            gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/items/", prune=False)
+            self.fetch_s += time.perf_counter() - started
+
     def _rewritten(self, heads: dict[str, str | None]) -> list[RunRewritten]:
         """The runs among ``heads`` (as just fetched) that do not descend from the head
         this clone saw last; the others' heads are now the ones seen."""
