@@ -116,6 +116,11 @@ def _line(line: str) -> Line:
     m = _PLAIN_ITEM.fullmatch(line)
     if m is not None:
         return len(m.group(1)), _ITEM, "", plain_scalar(m.group(2))
+    return _general_line(line)
+
+
+def _general_line(line: str) -> Line:
+    """:func:`_line` without its two one-match shortcuts: any line, read piece by piece."""
     body = line.lstrip(" ")
     if not body or body.isspace() or body.startswith("#"):
         return 0, _BLANK, "", None
