@@ -180,22 +180,25 @@ def test_the_check_names_a_work_tree_pin_left_uncommitted(ws: Workspace) -> None
 def test_each_branch_pinning_notes_here_gets_its_own_notes_ref_whatever_the_ones_before(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Branch a pins notes this clone lacks (skipped, no warning); b's pinned notes go to
-    origin's refs/notes/vivary/branches/b, moving the older value there (the lease is
-    what origin had), asked of and pushed to the pushing repository's remote."""
+    """Branch a pins notes this clone lacks (skipped, no warning), b's are on origin
+    already (nothing to push), c's move the older value origin has under
+    refs/notes/vivary/branches/c (the lease is what origin had); all asked of and pushed
+    to the pushing repository's remote."""
     push, older = _main_pinned(ws)
-    git(ws.root, "push", "-q", "--no-verify", "origin", f"{older}:{team.branch_ref('b')}")
+    b = git(ws.root, "rev-parse", "HEAD").strip()
+    for name in ("b", "c"):
+        git(ws.root, "push", "-q", "--no-verify", "origin", f"{older}:{team.branch_ref(name)}")
     a = ws.commit({pin.PIN_PATH: "1" * 40 + "\n"}, "pins notes nobody has")
-    engine.register(ws.repo, {"resource_id": "svc:b", **copy.deepcopy(POLICY)})
-    b = ws.pin()
+    engine.register(ws.repo, {"resource_id": "svc:c", **copy.deepcopy(POLICY)})
+    c = ws.pin()
     newer = git(ws.root, "rev-parse", store.REF).strip()
     push = Push(ws.root, "origin", push.url, tuple(
-        RefUpdate(f"refs/heads/{name}", sha, f"refs/heads/{name}", ZERO) for name, sha in (("a", a), ("b", b))
+        RefUpdate(f"refs/heads/{name}", sha, f"refs/heads/{name}", ZERO) for name, sha in (("a", a), ("b", b), ("c", c))
     ))
     monkeypatch.chdir(ws.tmp)
     assert prepush.sync_notes(push) == []
     refs = git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*").split()
-    assert refs == [newer, team.branch_ref("b")]
+    assert refs == [older, team.branch_ref("b"), newer, team.branch_ref("c")]
 
 
 def test_a_remote_that_cannot_be_asked_is_named_for_each_branch(ws: Workspace) -> None:
