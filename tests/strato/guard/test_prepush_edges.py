@@ -199,6 +199,23 @@ def test_each_branch_pinning_notes_here_gets_its_own_notes_ref_whatever_the_ones
     assert prepush.sync_notes(push) == []
     refs = git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*").split()
     assert refs == [older, team.branch_ref("b"), newer, team.branch_ref("c")]
+    assert git(ws.root, "for-each-ref", "refs/notes/vivary/branches/") == ""  # a push fetches no refs
+
+
+def test_branches_pinning_nothing_are_not_asked_about(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One branch has no pin file, one pins `none`: neither is checked nor carries notes."""
+    push, _ = _main_pinned(ws)
+    git(ws.root, "push", "-q", "--no-verify", "origin", store.REF)
+    nothing = ws.commit({pin.PIN_PATH: pin.NONE + "\n"}, "pins no ledgers")
+    git(ws.root, "rm", "-q", pin.PIN_PATH)
+    git(ws.root, "commit", "-q", "-m", "no pin")
+    unpinned = git(ws.root, "rev-parse", "HEAD").strip()
+    push = Push(ws.root, "origin", push.url, tuple(
+        RefUpdate(f"refs/heads/{name}", sha, f"refs/heads/{name}", ZERO) for name, sha in (("n", nothing), ("u", unpinned))
+    ))
+    monkeypatch.chdir(ws.tmp)
+    assert prepush.pins_pushed(push) == [] and prepush.sync_notes(push) == []
+    assert git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*") == ""
 
 
 def test_a_remote_that_cannot_be_asked_is_named_for_each_branch(ws: Workspace) -> None:
