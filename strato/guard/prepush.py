@@ -129,10 +129,14 @@ def sync_notes(push: Push) -> list[str]:
         dst = team.branch_ref(branch)
         try:
             there = gitremote.remote_oid(push.root, push.remote, dst)
-            if there != pinned:
-                gitremote.push_ref(push.root, push.remote, pinned, dst, there)
+            if there == pinned:
+                continue
+            pushed = gitremote.push_ref(push.root, push.remote, pinned, dst, there)
+            why = None if pushed.ok else pushed.detail  # refused: the remote's hook, or a lost lease
         except gitremote.RemoteError as exc:
-            warnings.append(f"guard notes of {branch} not pushed: {exc}")
+            why = str(exc)
+        if why is not None:
+            warnings.append(f"guard notes of {branch} not pushed: {why}")
     return warnings
 
 

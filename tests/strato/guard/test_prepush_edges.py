@@ -1,7 +1,8 @@
-"""The pre-push check's edges the mutation run of issue 27 found unpinned: which refs are
+"""The pre-push check's edges the mutation runs of issue 27 found unpinned: which refs are
 checked, a remote that cannot be asked (fails closed), notes found on the remote's
-shared ref or fetched past the pin, every branch checked, and a push from a bare
-repository."""
+shared ref or fetched past the pin, every branch checked, a push from a bare
+repository, the notes commits about to be pushed judged for their signature, and each
+branch's own notes ref pushed (or a warning saying why not)."""
 
 from __future__ import annotations
 
@@ -143,3 +144,94 @@ def test_a_second_push_verifies_the_notes_on_top_of_the_remotes(ws: Workspace) -
     git(ws.root, "push", "-q", "--no-verify", "origin", store.REF)  # origin has our notes
     engine.register(ws.repo, {"resource_id": "svc:more", **copy.deepcopy(POLICY)})  # one more on top
     assert prepush.check(push) == []
+
+
+def test_the_notes_commits_about_to_be_pushed_are_judged_for_their_signature(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HEAD requires signed notes: the unsigned notes commit after origin's tip (asked of
+    the pushing repository's remote) is a break, named by its id; origin's own are not."""
+    ws.commit({".vivary/guard/config.toml": "require_signed_notes = true\n"}, "notes must be signed")
+    push, _ = _main_pinned(ws)
+    git(ws.root, "push", "-q", "--no-verify", "origin", store.REF)
+    engine.register(ws.repo, {"resource_id": "svc:more", **copy.deepcopy(POLICY)})
+    new = git(ws.root, "rev-parse", store.REF).strip()
+    monkeypatch.chdir(ws.tmp)  # not the work tree: `origin` means nothing here
+    assert prepush.check(push) == [f"notes commit {new[:12]} is not signed by a trusted key: unsigned"]
+
+
+def test_a_remote_that_cannot_be_asked_leaves_the_ledgers_checked_whole(ws: Workspace) -> None:
+    push, _ = _main_pinned(ws)
+    nowhere = Push(ws.root, str(ws.tmp / "missing.git"), "url", push.updates)
+    assert prepush.check(nowhere) == []
+
+
+def test_the_check_names_a_work_tree_pin_left_uncommitted(ws: Workspace) -> None:
+    push, _ = _main_pinned(ws)
+    engine.register(ws.repo, {"resource_id": "svc:more", **copy.deepcopy(POLICY)})
+    tip = pin.write(ws.repo)
+    assert tip is not None
+    assert prepush.check(push) == [
+        f"main: the work tree pins notes commit {tip[:12]} but the branch does not: commit it "
+        f"(`git add {pin.PIN_PATH} && git commit`)"
+    ]
+
+
+def test_each_branch_pinning_notes_here_gets_its_own_notes_ref_whatever_the_ones_before(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Branch a pins notes this clone lacks (skipped, no warning), b's are on origin
+    already (nothing to push), c's move the older value origin has under
+    refs/notes/vivary/branches/c (the lease is what origin had); all asked of and pushed
+    to the pushing repository's remote."""
+    push, older = _main_pinned(ws)
+    b = git(ws.root, "rev-parse", "HEAD").strip()
+    for name in ("b", "c"):
+        git(ws.root, "push", "-q", "--no-verify", "origin", f"{older}:{team.branch_ref(name)}")
+    a = ws.commit({pin.PIN_PATH: "1" * 40 + "\n"}, "pins notes nobody has")
+    engine.register(ws.repo, {"resource_id": "svc:c", **copy.deepcopy(POLICY)})
+    c = ws.pin()
+    newer = git(ws.root, "rev-parse", store.REF).strip()
+    push = Push(ws.root, "origin", push.url, tuple(
+        RefUpdate(f"refs/heads/{name}", sha, f"refs/heads/{name}", ZERO) for name, sha in (("a", a), ("b", b), ("c", c))
+    ))
+    monkeypatch.chdir(ws.tmp)
+    assert prepush.sync_notes(push) == []
+    refs = git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*").split()
+    assert refs == [older, team.branch_ref("b"), newer, team.branch_ref("c")]
+    assert git(ws.root, "for-each-ref", "refs/notes/vivary/branches/") == ""  # a push fetches no refs
+
+
+def test_branches_pinning_nothing_are_not_asked_about(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One branch has no pin file, one pins `none`: neither is checked nor carries notes."""
+    push, _ = _main_pinned(ws)
+    git(ws.root, "push", "-q", "--no-verify", "origin", store.REF)
+    nothing = ws.commit({pin.PIN_PATH: pin.NONE + "\n"}, "pins no ledgers")
+    git(ws.root, "rm", "-q", pin.PIN_PATH)
+    git(ws.root, "commit", "-q", "-m", "no pin")
+    unpinned = git(ws.root, "rev-parse", "HEAD").strip()
+    push = Push(ws.root, "origin", push.url, tuple(
+        RefUpdate(f"refs/heads/{name}", sha, f"refs/heads/{name}", ZERO) for name, sha in (("n", nothing), ("u", unpinned))
+    ))
+    monkeypatch.chdir(ws.tmp)
+    assert prepush.pins_pushed(push) == [] and prepush.sync_notes(push) == []
+    assert git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*") == ""
+
+
+def test_a_remote_that_cannot_be_asked_is_named_for_each_branch(ws: Workspace) -> None:
+    push, _ = _main_pinned(ws)
+    nowhere = str(ws.tmp / "missing.git")
+    warnings = prepush.sync_notes(Push(ws.root, nowhere, "url", push.updates))
+    assert len(warnings) == 2 and warnings[0].startswith(f"guard ledgers not merged into {nowhere}'s: ")
+    assert warnings[1].startswith(f"guard notes of main not pushed: cannot read {nowhere!r}: ")
+
+
+def test_a_remote_that_refuses_the_branchs_notes_ref_is_named(ws: Workspace) -> None:
+    """origin's own hook declines refs/notes/vivary/branches/*: a warning line says so
+    (the push of the branch itself is judged by :func:`prepush.pins_pushed`)."""
+    push, _ = _main_pinned(ws)
+    hook = Path(push.url) / "hooks" / "update"
+    hook.write_text('#!/bin/sh\ncase $1 in refs/notes/vivary/branches/*) exit 1;; esac\n')
+    hook.chmod(0o755)
+    assert prepush.sync_notes(push) == ["guard notes of main not pushed: [remote rejected] (hook declined)"]
+    assert git(ws.root, "ls-remote", "origin", "refs/notes/vivary/branches/*").strip() == ""
