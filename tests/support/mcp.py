@@ -1,4 +1,7 @@
-"""Drive the real `strato mcp` server as a subprocess through the SDK's stdio client."""
+"""Drive the real `strato mcp` server through the SDK's own client: in this process over
+the SDK's memory streams (what most tests prove is a tool's answer, and a server process
+costs ~0.9 s of CPU, most of it importing the SDK), or as a subprocess over stdio where
+the transport and the command line are what a test proves (`stdio=True`)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,11 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.memory import create_client_server_memory_streams
+
+from strato.mcp.registry import Context
+from strato.mcp.server import build
+from tropo.git.repo import require, workdir
 
 GATE_SPEC = """\
 version: 1
@@ -94,21 +102,39 @@ class Session:
 Scenario = Callable[[Session], Awaitable[None]]
 
 
-def run_server(root: Path, scenario: Scenario, *extra: str) -> None:
-    """Start `strato mcp --root ROOT` as a real process, run the scenario against it."""
+def run_server(root: Path, scenario: Scenario, *extra: str, stdio: bool = False) -> None:
+    """Run the scenario against `strato mcp --root ROOT [EXTRA]`: the server `strato mcp`
+    builds for those options, in this process, or started as a real process (``stdio``)."""
+    if stdio:
+        anyio.run(_over_stdio, root, scenario, extra)
+    else:
+        anyio.run(_in_process, root, scenario, extra)
+
+
+async def _over_stdio(root: Path, scenario: Scenario, extra: tuple[str, ...]) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "strato.cli", "mcp", "--root", str(root), *extra],
         env=dict(os.environ),
         cwd=str(root.parent),
     )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        await scenario(Session(session))
 
-    async def main() -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+
+async def _in_process(root: Path, scenario: Scenario, extra: tuple[str, ...]) -> None:
+    """The server `strato mcp` would serve (the same Context from the same options),
+    connected to the SDK's client through its memory streams."""
+    assert set(extra) <= {"--allow-commands"}, f"not an option this runner knows: {extra}"
+    ctx = Context(workdir(require(root)).resolve(), allow_commands="--allow-commands" in extra)
+    server = build(ctx)
+    async with create_client_server_memory_streams() as (client, served), anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.run(*served, server.create_initialization_options()))
+        async with ClientSession(*client) as session:
             await session.initialize()
             await scenario(Session(session))
-
-    anyio.run(main)
+        tg.cancel_scope.cancel()
 
 
 class Wire:

@@ -62,7 +62,7 @@ def test_lists_every_tool_with_a_strict_schema(workspace: Path) -> None:
         flow = tools["stratum_agent_run"].input_schema["properties"]["flow"]
         assert (set(flow["properties"]), flow["required"]) == ({"runId", "stepId", "itemIndex"}, ["runId"])
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
 
 
 def test_consumer_runs_a_flow_to_a_gate_and_through_it(workspace: Path) -> None:
@@ -144,7 +144,7 @@ def test_consumer_runs_a_flow_to_a_gate_and_through_it(workspace: Path) -> None:
         runs = await s.ok("strato_runs", {})
         assert [(r["runId"], r["status"]) for r in runs["runs"]] == [(run_id, "cancelled")]
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
     refs = run_refs(workspace)
     assert len([r for r in refs if r.endswith("/head")]) == 1
     assert any(r.endswith("/checkpoints/at-gate") for r in refs)
@@ -162,7 +162,7 @@ def test_spec_as_object_and_validation(workspace: Path) -> None:
         plan = await s.ok("stratum_plan", {"spec": as_object, "input": {"topic": "objects"}, "workspaceRoot": "."})
         assert [r["do"] for r in plan["ready"]] == ["Write about objects"]
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
 
 
 def test_graph_check_graph_and_blast(workspace: Path) -> None:
@@ -197,7 +197,7 @@ def test_graph_check_graph_and_blast(workspace: Path) -> None:
         message, _ = await s.error("tropo_graph", {"rev": "no-such-rev"})
         assert "no-such-rev" in message
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
 
 
 def test_guard_register_transition_history_verify(workspace: Path) -> None:
@@ -231,7 +231,7 @@ def test_guard_register_transition_history_verify(workspace: Path) -> None:
         message, _ = await s.error("stratum_guard_register", {**policy, "resource_id": "other", "workspace_root": "/"})
         assert "outside the workspace" in message
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
     assert git(workspace, "notes", "--ref", "refs/notes/vivary/guard", "list").strip()
 
 
@@ -248,7 +248,7 @@ def test_decide_matches_the_cli(workspace: Path, tmp_path: Path) -> None:
         assert message.startswith("request refused: ")
         assert doc is not None and doc["schema"] == "vivary.strato-decision-refusal/v0"
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
 
 
 def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(workspace: Path) -> None:
@@ -275,5 +275,5 @@ def test_bad_input_is_a_one_line_tool_error_and_changes_nothing(workspace: Path)
         assert doc is not None and doc["error_type"] == "INPUT_CONTRACT_INVALID"
         assert await s.ok("strato_runs", {}) == {"runs": []}
 
-    run_server(workspace, scenario)
+    run_server(workspace, scenario, stdio=True)
     assert run_refs(workspace) == []
