@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 
-def pace(lock_path: Path, interval: float) -> None:
+def pace(lock_path: Path, interval: float) -> float:
     """Wait until `interval` seconds have passed since the previous call to this agent
-    from any process; the lock file holds the last call's wall-clock start."""
+    from any process; the lock file holds the last call's wall-clock start, which this
+    returns (the start it recorded: the times the lock orders, where a clock read after
+    the return may be late by however long this process was not scheduled)."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -23,7 +25,9 @@ def pace(lock_path: Path, interval: float) -> None:
         wait = last + interval - time.time()
         if wait > 0:
             time.sleep(wait)
+        start = time.time()
         fh.seek(0)
         fh.truncate()
-        fh.write(f"{time.time():.6f}")
+        fh.write(f"{start:.6f}")
         fh.flush()
+    return start
