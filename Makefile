@@ -45,11 +45,16 @@ oracle:
 # the two cores meanwhile (6:13 -> 5:13 of pytest on a quiet machine). CI keeps two.
 CI_RUN := $(filter 1 true True TRUE yes Yes YES,$(CI))
 TIER := $(if $(CI_RUN),-n 2,-n 3 -m "not slow")
+# pytest keeps each test module with its asserts rewritten in __pycache__, unless
+# PYTHONDONTWRITEBYTECODE is set (many containers and CI images set it): then every xdist
+# worker rewrites and compiles all 400 test modules again, about 8 s of CPU each run.
+# The suite's runs write their bytecode whatever that says (empty is unset for Python).
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
 test: lint oracle
-	$(PY) -m pytest -q $(TIER) --dist loadgroup
+	$(KEEP_BYTECODE) $(PY) -m pytest -q $(TIER) --dist loadgroup
 
 test-all: lint oracle
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(KEEP_BYTECODE) $(PY) -m pytest -q -n 2 --dist loadgroup
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench.run

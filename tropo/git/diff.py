@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +97,24 @@ def between(top: Path, old: str, new: str, pathspec: str) -> tuple[Change, ...]:
 
 
 def tree_of(top: Path, commit: str) -> str:
-    return gitcli.records(top, "rev-parse", "--verify", f"{commit}^{{tree}}")[0].strip()
+    """The tree a revision names (a commit's, or a tree itself), as ``git rev-parse
+    --verify REV^{tree}`` answers. A process that has the git bindings loaded already
+    (``tropo diff`` reads its documents with them) asks them, the name spelled as every
+    reader of a typed revision spells it (:func:`tropo.git.revspec.spelled`): a ``git``
+    process there cost one per side for nothing. Otherwise git answers: a warm ``tropo
+    check`` that patches HEAD's state never loads the bindings."""
+    if "pygit2" not in sys.modules:
+        return gitcli.records(top, "rev-parse", "--verify", f"{commit}^{{tree}}")[0].strip()
+    import pygit2
+
+    from tropo.git.repo import require
+    from tropo.git.revspec import spelled
+
+    try:
+        repository = require(top)
+        return str(repository.revparse_single(spelled(repository, commit)).peel(pygit2.Tree).id)
+    except (KeyError, ValueError, pygit2.GitError, gitcli.NotARepository) as exc:
+        raise gitcli.GitError(f"{commit!r} names no tree here") from exc
 
 
 def blobs_at(top: Path, tree: str, paths: Iterable[str]) -> list[Change]:

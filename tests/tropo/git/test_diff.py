@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,48 @@ def test_a_name_of_no_tree_is_a_git_error(repo_dir: Path) -> None:
     for tree in ("0" * 40, "no-such-tree"):
         with pytest.raises(GitError):
             gitdiff.blobs_at(repo_dir, tree, ["a.md"])
+
+
+_GIT_WAY = """
+import json, sys
+from tropo.git import diff
+from tropo.git.gitcli import GitError
+answers = []
+for rev in sys.argv[2:]:
+    try:
+        answers.append(diff.tree_of(sys.argv[1], rev))
+    except GitError:
+        answers.append(None)
+assert "pygit2" not in sys.modules  # the way a warm `tropo check` asks: git, no bindings
+print(json.dumps(answers))
+"""
+
+
+def test_tree_of_answers_alike_with_the_bindings_loaded_and_without(repo_dir: Path) -> None:
+    """A process with pygit2 loaded asks it; one without (a warm check) asks git: the
+    same tree for every revision, and a GitError for one that names no commit."""
+    write_files(repo_dir, {"a.md": "a\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"a.md": "a2\n", "kb/b.md": "b\n"})
+    commit_all(repo_dir)
+    git(repo_dir, "tag", "-a", "-m", "v1", "v1", "HEAD~1")
+    head = git(repo_dir, "rev-parse", "HEAD").strip()
+    revs = ["HEAD", "HEAD~1", "HEAD^", head, head[:12], "main", "v1", "refs/tags/v1", "no-such-rev",
+            "0" * 40, "HEAD~5", git(repo_dir, "rev-parse", "HEAD^{tree}").strip()]
+    proc = subprocess.run([sys.executable, "-c", _GIT_WAY, str(repo_dir), *revs], capture_output=True,
+                          text=True, check=True)
+    by_git = json.loads(proc.stdout)
+    import pygit2  # noqa: F401  (loaded, as in `tropo diff`: this process asks the bindings)
+
+    in_process = []
+    for rev in revs:
+        try:
+            in_process.append(gitdiff.tree_of(repo_dir, rev))
+        except GitError:
+            in_process.append(None)
+    assert in_process == by_git
+    trees = [git(repo_dir, "rev-parse", "--verify", "--quiet", f"{rev}^{{tree}}", check=False).strip() or None
+             for rev in revs]
+    assert in_process == trees
+    assert in_process[8:11] == [None, None, None]  # no such name, no such object, no such ancestor
+    assert in_process[-1] == revs[-1]  # a tree names itself
