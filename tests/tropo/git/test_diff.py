@@ -148,3 +148,19 @@ def test_a_name_of_no_tree_is_a_git_error(repo_dir: Path) -> None:
     for tree in ("0" * 40, "no-such-tree"):
         with pytest.raises(GitError):
             gitdiff.blobs_at(repo_dir, tree, ["a.md"])
+
+
+def test_head_tree_names_head_and_its_tree_even_beside_a_file_named_head(repo_dir: Path) -> None:
+    assert gitdiff.head_tree(repo_dir) is None  # no commit yet
+    write_files(repo_dir, {"HEAD": "a file, not a revision\n", "a.md": "a\n"})
+    commit_all(repo_dir)
+    head = git(repo_dir, "rev-parse", "HEAD").strip()
+    assert gitdiff.head_tree(repo_dir) == (head, gitdiff.tree_of(repo_dir, head))
+
+
+def test_a_started_status_reads_as_worktree_does(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"a.md": "a2\n", "b.md": "b\n"})
+    with gitdiff.start_worktree(repo_dir, ".") as started:
+        assert gitdiff.worktree_delta(repo_dir, started) == gitdiff.worktree(repo_dir, ".")
