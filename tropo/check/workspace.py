@@ -188,8 +188,10 @@ class Workspace:
         where = self._cache_dir()
         cache = Store(where, "parse")
         memo = Store(where, "docs")
-        per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
+        per_dir: dict[str, tuple[Config, docmod.Plan, str, Callable[[str], bool] | None]] = {}
         keys: dict[int, str] = {}
+        plans: dict[tuple[int, str | None], docmod.Plan] = {}  # by schema and type, not folder:
+        nested: dict[int, Callable[[str], bool]] = {}  # a workspace may hold a folder per document
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
@@ -208,10 +210,15 @@ class Workspace:
                     cfg = schema.for_dir(rel_dir)
                     if id(cfg) not in keys:
                         keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                    plan = docmod.Plan.of(cfg, cfg.type_for(rel_dir, self.root_name))
-                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)])
-                cfg, plan, key = known
-                if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                        if cfg is not schema.root:
+                            nested[id(cfg)] = excluder(cfg.exclude)
+                    type_name = cfg.type_for(rel_dir, self.root_name)
+                    plan = plans.get((id(cfg), type_name))
+                    if plan is None:
+                        plan = plans[id(cfg), type_name] = docmod.Plan.of(cfg, type_name)
+                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)], nested.get(id(cfg)))
+                cfg, plan, key, excluded = known
+                if excluded is not None and excluded(entry.rel):
                     continue
                 if entry.mode == LINK:
                     finding = self._link_finding(entry)
