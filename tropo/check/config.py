@@ -301,6 +301,11 @@ def _rebase(raw: dict[str, Any], rel_dir: str) -> dict[str, Any]:
     return out
 
 
+def root_excluder(read: Reader) -> Callable[[str], bool]:
+    """What the root schema excludes, known before any overlay is: its own file and packs."""
+    return excluder(_build(compose_root(read)).exclude)
+
+
 class Schema:
     """The root schema plus nested overlays, resolved per directory and cached."""
 

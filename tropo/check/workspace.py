@@ -32,6 +32,7 @@ from tropo.check.config import (
     excluder,
     find_root,
     is_excluded,
+    root_excluder,
     unknown_specs,
 )
 from tropo.check.document import Doc, Finding
@@ -88,6 +89,8 @@ class Workspace:
         self.dated = False  # some document's check used file dates (history or mtime)
         self._config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
+        # documents parsed while git status ran, by snapshot path: (index oid, parse, flags)
+        self._early: dict[str, tuple[str, frontmatter.Parsed, int]] = {}
 
     def _read_rel(self, rel: str) -> bytes | None:
         """A config file, remembered: a check state carries what its schema read."""
@@ -103,8 +106,29 @@ class Workspace:
         def prune(rel: str) -> bool:
             return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
 
-        listed = self.snapshot.entries(prune)
+        listed = self.snapshot.entries(prune, None if self.use_cache else self._parse_early)
         return [Entry(e.rel[plen:], e.oid, e.mode) for e in listed] if plen else listed
+
+    def _parse_early(self, index: list[Entry]) -> None:
+        """Read and parse the index's documents while ``git status`` walks the work tree
+        (a check without caches reads every document anyway). Each is used only for an
+        entry the listing leaves with the index's oid; the root schema's excludes are
+        honoured, an overlay's are not known yet (such a document is parsed for nothing)."""
+        try:
+            excluded = root_excluder(self._read_rel)
+        except ConfigError:
+            return  # the schema says why, later and in one place
+        plen = len(self._prefix)
+        for entry in index:
+            rel = entry.rel
+            if entry.mode == LINK or entry.oid is None or not docmod.is_markdown(rel) \
+                    or not rel.startswith(self._prefix) or excluded(rel[plen:]):
+                continue
+            try:
+                data = self.snapshot.read(entry)
+            except OSError:
+                continue  # said again, in its place, when the document is read
+            self._early[rel] = (entry.oid, *_parse_bytes(data))
 
     @cached_property
     def schema(self) -> Schema:
@@ -270,9 +294,13 @@ class Workspace:
                 progress.advance()
             oid = entry.oid
             rec = cache.get(oid) if oid is not None and cache else None
+            early = self._early.pop(self._prefix + entry.rel, None) if self._early else None
             new = None
             if rec is not None:
                 parsed, flags = from_record(rec)
+            elif early is not None and early[0] == oid:
+                _, parsed, flags = early
+                new = to_record(parsed, flags)
             else:
                 try:
                     data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode)

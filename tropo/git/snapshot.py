@@ -66,6 +66,9 @@ class Entry(NamedTuple):
     mode: int  # git file mode; LINK for symlinks
 
 
+Early = Callable[[list["Entry"]], None]  # what a caller does while a listing waits
+
+
 class Snapshot:
     """A read-only view of files; subclasses say where the bytes come from."""
 
@@ -73,7 +76,9 @@ class Snapshot:
         self.top = top
         self.source = source or Source.worktree()
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
+        """Every file ``prune`` keeps. ``meanwhile``, where a listing waits on a slow git
+        command, is first handed the entries known without it, to work on in the wait."""
         raise NotImplementedError
 
     def read(self, entry: Entry) -> bytes:
@@ -101,7 +106,7 @@ class Snapshot:
 class DirSnapshot(Snapshot):
     """A plain directory (no git): walked, symlinks never followed."""
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         out: list[Entry] = []
         for _, found in walk(self.top, prune):
             for rel, st in found:
@@ -179,7 +184,7 @@ class DeltaSnapshot(DirSnapshot):
         self._blobs = blobs
         self._configs = configs
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         return [e for e in self._changed if not prune(e.rel)]
 
     def read(self, entry: Entry) -> bytes:
@@ -245,11 +250,21 @@ class WorktreeSnapshot(DirSnapshot):
         self._read = read
         self._conflicts: list[str] = []
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        index, self._conflicts = _ls_files(self.top)
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
+        """The index corrected by ``git status``, which walks every folder of the work
+        tree (0.4-0.7 s at 20k documents): it runs in its own process while the index is
+        listed and ``meanwhile`` works on the index's entries (a second core's worth)."""
+        with gitcli.Started(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
+                            "--no-renames", "--ignore-submodules=all") as status:
+            index, self._conflicts = _ls_files(self.top)
+            if meanwhile is not None:
+                meanwhile([e for e in index.values() if not prune(e.rel)])
+            try:
+                said = status.records()
+            except gitcli.GitError as exc:
+                raise SourceError(f"git status: {exc}") from exc
         out = dict(index)
-        for rec in _git_records(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
-                                "--no-renames", "--ignore-submodules=all"):
+        for rec in said:
             code, path = rec[:2], rec[3:]
             if code == "??":
                 mode = LINK if os.path.islink(self.top / path) else 0o100644
@@ -310,7 +325,7 @@ class IndexSnapshot(Snapshot):
     def fingerprint(self) -> str | None:
         return self._fingerprint
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         return [e for e in self._all()[0].values() if not prune(e.rel)]
 
     def read(self, entry: Entry) -> bytes:
