@@ -116,7 +116,7 @@ class Workspace:
         honoured, an overlay's are not known yet (such a document is parsed for nothing)."""
         try:
             excluded = root_excluder(self._read_rel)
-        except ConfigError:
+        except (ConfigError, OSError):
             return  # the schema says why, later and in one place
         plen = len(self._prefix)
         for entry in index:
