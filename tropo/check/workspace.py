@@ -89,8 +89,7 @@ class Workspace:
         self.dated = False  # some document's check used file dates (history or mtime)
         self._config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
-        # documents parsed while git status ran, by snapshot path: (index oid, parse, flags)
-        self._early: dict[str, tuple[str, frontmatter.Parsed, int]] = {}
+        self._early: dict[str, tuple[str, frontmatter.Parsed, int]] = {}  # see _parse_early
 
     def _read_rel(self, rel: str) -> bytes | None:
         """A config file, remembered: a check state carries what its schema read."""
@@ -111,18 +110,16 @@ class Workspace:
 
     def _parse_early(self, index: list[Entry]) -> None:
         """Read and parse the index's documents while ``git status`` walks the work tree
-        (a check without caches reads every document anyway). Each is used only for an
-        entry the listing leaves with the index's oid; the root schema's excludes are
-        honoured, an overlay's are not known yet (such a document is parsed for nothing)."""
+        (a check without caches reads them all anyway), each to stand only for an entry
+        the listing leaves with the index's oid. An overlay's excludes are not known yet."""
         try:
             excluded = root_excluder(self._read_rel)
         except (ConfigError, OSError):
             return  # the schema says why, later and in one place
-        plen = len(self._prefix)
         for entry in index:
             rel = entry.rel
             if entry.mode == LINK or entry.oid is None or not docmod.is_markdown(rel) \
-                    or not rel.startswith(self._prefix) or excluded(rel[plen:]):
+                    or not rel.startswith(self._prefix) or excluded(rel[len(self._prefix):]):
                 continue
             try:
                 data = self.snapshot.read(entry)
@@ -214,8 +211,8 @@ class Workspace:
         memo = Store(where, "docs")
         per_dir: dict[str, tuple[Config, docmod.Plan, str, Callable[[str], bool] | None]] = {}
         keys: dict[int, str] = {}
-        plans: dict[tuple[int, str | None], docmod.Plan] = {}  # by schema and type, not folder:
-        nested: dict[int, Callable[[str], bool]] = {}  # a workspace may hold a folder per document
+        plans: dict[tuple[int, str | None], docmod.Plan] = {}  # not per folder: there may be
+        nested: dict[int, Callable[[str], bool]] = {}  # one per document; excluders by schema
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
