@@ -257,24 +257,25 @@ class WorktreeSnapshot(DirSnapshot):
         with gitcli.Started(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
                             "--no-renames", "--ignore-submodules=all") as status:
             index, self._conflicts = _ls_files(self.top)
+            out = {rel: e for rel, e in index.items() if not prune(rel)}
             if meanwhile is not None:
-                meanwhile([e for e in index.values() if not prune(e.rel)])
+                meanwhile(list(out.values()))
             try:
                 said = status.records()
             except gitcli.GitError as exc:
                 raise SourceError(f"git status: {exc}") from exc
-        out = dict(index)
         for rec in said:
             code, path = rec[:2], rec[3:]
             if code == "??":
-                mode = LINK if os.path.islink(self.top / path) else 0o100644
-                out[path] = Entry(path, None, mode)
+                if not prune(path):
+                    mode = LINK if os.path.islink(self.top / path) else 0o100644
+                    out[path] = Entry(path, None, mode)
             elif code[1] == "D":
                 out.pop(path, None)
             elif code[1] in "MT" and path in out:
                 mode = LINK if os.path.islink(self.top / path) else out[path].mode
                 out[path] = Entry(path, None, mode)
-        return [e for e in out.values() if not prune(e.rel)]
+        return list(out.values())
 
     def fingerprint(self) -> str | None:
         """What git says differs from HEAD, with the bytes of each changed document or
