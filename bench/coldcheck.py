@@ -6,7 +6,9 @@ first on ``PYTHONPATH``, interleaved (base, ours, base, ...), cold in both ways:
 ``.git/vivary`` deleted before each run, and with ``--no-cache``. Each cell is the median
 of the repeats, wall and CPU (user + system of the process and its children, git
 included); the outputs of every run must be byte-identical between the two sides, or
-it stops. Bytecode is written and warmed first (``PYTHONDONTWRITEBYTECODE`` is dropped:
+it stops. Beside them, the same run times ``git status`` as the check asks it (untracked
+files listed): the walk of the work tree no check can skip, the floor a cold check
+stands on. Bytecode is written and warmed first (``PYTHONDONTWRITEBYTECODE`` is dropped:
 an installed tropo has its ``.pyc``).
 
     git -C . worktree add /tmp/base-src <base-commit>   # or unpack `git archive`
@@ -47,6 +49,17 @@ def _run(source: Path, workspace: Path, extra: tuple[str, ...]) -> tuple[float, 
         raise SystemExit(f"bench.coldcheck: {source}: tropo check exited {proc.returncode}: "
                          f"{proc.stderr.decode(errors='replace')[-400:]}")
     return wall, cpu, proc.stdout + proc.stderr + bytes([proc.returncode])
+
+
+def _git_status(workspace: Path) -> tuple[float, float]:
+    """Wall and CPU s of the ``git status`` a worktree check runs."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(["git", "--no-optional-locks", "status", "--porcelain=v2", "-z", "--untracked-files=all",
+                    "--ignore-submodules=all"], cwd=workspace, capture_output=True, check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def _workspaces(given: list[Path], nodes: int, scratch: Path) -> list[Path]:
@@ -103,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {workspace.name} | {label} | {w['base']:.3f} | {w['ours']:.3f} | "
                       f"{w['ours'] / w['base']:.2f}x | {c['base']:.3f} | {c['ours']:.3f} | "
                       f"{c['ours'] / c['base']:.2f}x |")
+            status = [_git_status(workspace) for _ in range(args.repeat)]
+            sw, sc = statistics.median(s[0] for s in status), statistics.median(s[1] for s in status)
+            print(f"| {workspace.name} | `git status` alone (baseline) | {sw:.3f} | {sw:.3f} | | "
+                  f"{sc:.3f} | {sc:.3f} | |")
         print(f"load after: {' '.join(f'{n:.1f}' for n in os.getloadavg())}; outputs byte-identical")
     return 0
 

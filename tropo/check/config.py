@@ -301,6 +301,11 @@ def _rebase(raw: dict[str, Any], rel_dir: str) -> dict[str, Any]:
     return out
 
 
+def root_excluder(read: Reader) -> Callable[[str], bool]:
+    """What the root schema excludes, known before any overlay is: its own file and packs."""
+    return excluder(_build(compose_root(read)).exclude)
+
+
 class Schema:
     """The root schema plus nested overlays, resolved per directory and cached."""
 
@@ -350,19 +355,28 @@ class Schema:
 
 
 def excluder(patterns: Iterable[str]) -> Callable[[str], bool]:
-    """:func:`is_excluded` for many paths at once: each folder is decided once, so a
-    file costs two set lookups instead of a scan of every pattern."""
-    pats = list(patterns)
-    norm = [_normalize(p) for p in pats]
+    """:func:`is_excluded` for many paths at once: each folder is decided once, from its
+    parent's decision (a folder is excluded when its parent is, or it is a pattern's
+    path, or its name a pattern's name), so a file costs a few set lookups instead of a
+    scan of every pattern, even where each document has a folder of its own."""
+    norm = [_normalize(p) for p in patterns]
     exact, names = set(norm), {p for p in norm if "/" not in p}
     folders: dict[str, bool] = {"": False}
 
+    def folder_excluded(folder: str) -> bool:
+        hit = folders.get(folder)
+        below: list[str] = []
+        while hit is None:  # up to the nearest folder decided, then down again
+            below.append(folder)
+            folder = folder.rpartition("/")[0]
+            hit = folders.get(folder)
+        for here in reversed(below):
+            hit = folders[here] = hit or here in exact or here.rpartition("/")[2] in names
+        return hit
+
     def test(rel: str) -> bool:
         folder, _, name = rel.rpartition("/")
-        hit = folders.get(folder)
-        if hit is None:
-            hit = folders[folder] = is_excluded(folder, pats)
-        return hit or rel in exact or name in names
+        return folder_excluded(folder) or rel in exact or name in names
 
     return test
 

@@ -32,6 +32,7 @@ from tropo.check.config import (
     excluder,
     find_root,
     is_excluded,
+    root_excluder,
     unknown_specs,
 )
 from tropo.check.document import Doc, Finding
@@ -88,6 +89,7 @@ class Workspace:
         self.dated = False  # some document's check used file dates (history or mtime)
         self._config_paths = list(config_paths) if config_paths is not None else None
         self.config_reads: dict[str, bytes | None] = {}  # what the schema read, by path
+        self._early: dict[str, tuple[str, frontmatter.Parsed, int]] = {}  # see _parse_early
 
     def _read_rel(self, rel: str) -> bytes | None:
         """A config file, remembered: a check state carries what its schema read."""
@@ -103,8 +105,27 @@ class Workspace:
         def prune(rel: str) -> bool:
             return not rel.startswith(self._prefix) or default_excluded(rel[plen:])
 
-        listed = self.snapshot.entries(prune)
+        listed = self.snapshot.entries(prune, None if self.use_cache else self._parse_early)
         return [Entry(e.rel[plen:], e.oid, e.mode) for e in listed] if plen else listed
+
+    def _parse_early(self, index: list[Entry]) -> None:
+        """Read and parse the index's documents while ``git status`` walks the work tree
+        (a check without caches reads them all anyway), each to stand only for an entry
+        the listing leaves with the index's oid. An overlay's excludes are not known yet."""
+        try:
+            excluded = root_excluder(self._read_rel)
+        except (ConfigError, OSError):
+            return  # the schema says why, later and in one place
+        for entry in index:
+            rel = entry.rel
+            if entry.mode == LINK or entry.oid is None or not docmod.is_markdown(rel) \
+                    or not rel.startswith(self._prefix) or excluded(rel[len(self._prefix):]):
+                continue
+            try:
+                data = self.snapshot.read(entry)
+            except OSError:
+                continue  # said again, in its place, when the document is read
+            self._early[rel] = (entry.oid, *_parse_bytes(data))
 
     @cached_property
     def schema(self) -> Schema:
@@ -188,8 +209,10 @@ class Workspace:
         where = self._cache_dir()
         cache = Store(where, "parse")
         memo = Store(where, "docs")
-        per_dir: dict[str, tuple[Config, docmod.Plan, str]] = {}
+        per_dir: dict[str, tuple[Config, docmod.Plan, str, Callable[[str], bool] | None]] = {}
         keys: dict[int, str] = {}
+        plans: dict[tuple[int, str | None], docmod.Plan] = {}  # not per folder: there may be
+        nested: dict[int, Callable[[str], bool]] = {}  # one per document; excluders by schema
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
@@ -208,10 +231,15 @@ class Workspace:
                     cfg = schema.for_dir(rel_dir)
                     if id(cfg) not in keys:
                         keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                    plan = docmod.Plan.of(cfg, cfg.type_for(rel_dir, self.root_name))
-                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)])
-                cfg, plan, key = known
-                if cfg is not schema.root and is_excluded(entry.rel, cfg.exclude):
+                        if cfg is not schema.root:
+                            nested[id(cfg)] = excluder(cfg.exclude)
+                    type_name = cfg.type_for(rel_dir, self.root_name)
+                    plan = plans.get((id(cfg), type_name))
+                    if plan is None:
+                        plan = plans[id(cfg), type_name] = docmod.Plan.of(cfg, type_name)
+                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)], nested.get(id(cfg)))
+                cfg, plan, key, excluded = known
+                if excluded is not None and excluded(entry.rel):
                     continue
                 if entry.mode == LINK:
                     finding = self._link_finding(entry)
@@ -263,9 +291,13 @@ class Workspace:
                 progress.advance()
             oid = entry.oid
             rec = cache.get(oid) if oid is not None and cache else None
+            early = self._early.pop(self._prefix + entry.rel, None) if self._early else None
             new = None
             if rec is not None:
                 parsed, flags = from_record(rec)
+            elif early is not None and early[0] == oid:
+                _, parsed, flags = early
+                new = to_record(parsed, flags)
             else:
                 try:
                     data = self.snapshot.read(Entry(self._prefix + entry.rel, oid, entry.mode)

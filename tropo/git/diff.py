@@ -48,11 +48,22 @@ class Delta:
 def worktree(top: Path, pathspec: str) -> Delta:
     """The working tree against HEAD: one ``git status``, which compares both the index
     with HEAD and the files with the index, and lists untracked files."""
+    return worktree_delta(top, start_worktree(top, pathspec))
+
+
+def start_worktree(top: Path, pathspec: str) -> gitcli.Started:
+    """:func:`worktree`'s ``git status`` started, for :func:`worktree_delta` to read when
+    this process has done something else meanwhile (``with`` it: it is always reaped)."""
+    return gitcli.Started(top, "status", "--porcelain=v2", "-z", "--branch", "--no-renames",
+                          "--untracked-files=all", "--ignore-submodules=all", "--", pathspec)
+
+
+def worktree_delta(top: Path, started: gitcli.Started) -> Delta:
+    """The delta a :func:`start_worktree` command says, once it ends."""
     head: str | None = None
     changes: dict[str, Change] = {}
     conflicted = False
-    for rec in gitcli.records(top, "status", "--porcelain=v2", "-z", "--branch", "--no-renames",
-                              "--untracked-files=all", "--ignore-submodules=all", "--", pathspec):
+    for rec in started.records():
         kind = rec[0]
         if kind == "#":
             if rec.startswith("# branch.oid "):
@@ -115,6 +126,13 @@ def tree_of(top: Path, commit: str) -> str:
         return str(repository.revparse_single(spelled(repository, commit)).peel(pygit2.Tree).id)
     except (KeyError, ValueError, pygit2.GitError, gitcli.NotARepository) as exc:
         raise gitcli.GitError(f"{commit!r} names no tree here") from exc
+
+
+def head_tree(top: Path) -> tuple[str, str] | None:
+    """HEAD's commit and its tree; None before the first commit."""
+    out = gitcli.call(top, "rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--")
+    found = out.stdout.split()
+    return (found[0], found[1]) if out.returncode == 0 and len(found) == 3 else None
 
 
 def blobs_at(top: Path, tree: str, paths: Iterable[str]) -> list[Change]:

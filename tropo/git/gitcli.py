@@ -71,12 +71,34 @@ def run(cwd: Path, *args: str, stdin: str | None = None, check: bool = True) -> 
 def records(cwd: Path, *args: str) -> list[str]:
     """The NUL-separated records of a plumbing command (``-z``), paths undecoded bytes
     kept as surrogates. Listing through git itself costs C speed per entry."""
-    proc = subprocess.run(["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True,
-                          check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(lines[-1] if lines else f"git {args[0]} failed ({proc.returncode})")
-    return [r for r in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if r]
+    return Started(cwd, *args).records()
+
+
+class Started:
+    """A plumbing command (``-z``) already running while this process does other work:
+    ``git status`` walks every folder of the work tree (0.4-0.7 s at 20k documents), time
+    a second core can spend beside a cold check's reading and parsing. The process is
+    always waited for: :meth:`records` (or leaving the ``with`` block) reaps it."""
+
+    def __init__(self, cwd: Path, *args: str) -> None:
+        self._what = args[0]
+        self._proc = subprocess.Popen(["git", "--no-optional-locks", *args], cwd=cwd,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def records(self) -> list[str]:
+        """What :func:`records` answers, once the command ends."""
+        out, err = self._proc.communicate()
+        if self._proc.returncode != 0:
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(lines[-1] if lines else f"git {self._what} failed ({self._proc.returncode})")
+        return [r for r in out.decode("utf-8", "surrogateescape").split("\0") if r]
+
+    def __enter__(self) -> Started:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc.returncode is None:  # not asked: read to the end (a full pipe would block it)
+            self._proc.communicate()
 
 
 def blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:

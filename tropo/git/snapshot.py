@@ -66,6 +66,9 @@ class Entry(NamedTuple):
     mode: int  # git file mode; LINK for symlinks
 
 
+Early = Callable[[list["Entry"]], None]  # what a caller does while a listing waits
+
+
 class Snapshot:
     """A read-only view of files; subclasses say where the bytes come from."""
 
@@ -73,7 +76,9 @@ class Snapshot:
         self.top = top
         self.source = source or Source.worktree()
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
+        """Every file ``prune`` keeps. ``meanwhile``, where a listing waits on a slow git
+        command, is first handed the entries known without it, to work on in the wait."""
         raise NotImplementedError
 
     def read(self, entry: Entry) -> bytes:
@@ -101,7 +106,7 @@ class Snapshot:
 class DirSnapshot(Snapshot):
     """A plain directory (no git): walked, symlinks never followed."""
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         out: list[Entry] = []
         for _, found in walk(self.top, prune):
             for rel, st in found:
@@ -179,7 +184,7 @@ class DeltaSnapshot(DirSnapshot):
         self._blobs = blobs
         self._configs = configs
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         return [e for e in self._changed if not prune(e.rel)]
 
     def read(self, entry: Entry) -> bytes:
@@ -245,21 +250,32 @@ class WorktreeSnapshot(DirSnapshot):
         self._read = read
         self._conflicts: list[str] = []
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
-        index, self._conflicts = _ls_files(self.top)
-        out = dict(index)
-        for rec in _git_records(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
-                                "--no-renames", "--ignore-submodules=all"):
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
+        """The index corrected by ``git status``, which walks every folder of the work
+        tree (0.4-0.7 s at 20k documents): it runs in its own process while the index is
+        listed and ``meanwhile`` works on the index's entries (a second core's worth)."""
+        with gitcli.Started(self.top, "status", "--porcelain", "-z", "--untracked-files=all",
+                            "--no-renames", "--ignore-submodules=all") as status:
+            index, self._conflicts = _ls_files(self.top)
+            out = {rel: e for rel, e in index.items() if not prune(rel)}
+            if meanwhile is not None:
+                meanwhile(list(out.values()))
+            try:
+                said = status.records()
+            except gitcli.GitError as exc:
+                raise SourceError(f"git status: {exc}") from exc
+        for rec in said:
             code, path = rec[:2], rec[3:]
             if code == "??":
-                mode = LINK if os.path.islink(self.top / path) else 0o100644
-                out[path] = Entry(path, None, mode)
+                if not prune(path):
+                    mode = LINK if os.path.islink(self.top / path) else 0o100644
+                    out[path] = Entry(path, None, mode)
             elif code[1] == "D":
                 out.pop(path, None)
             elif code[1] in "MT" and path in out:
                 mode = LINK if os.path.islink(self.top / path) else out[path].mode
                 out[path] = Entry(path, None, mode)
-        return [e for e in out.values() if not prune(e.rel)]
+        return list(out.values())
 
     def fingerprint(self) -> str | None:
         """What git says differs from HEAD, with the bytes of each changed document or
@@ -310,7 +326,7 @@ class IndexSnapshot(Snapshot):
     def fingerprint(self) -> str | None:
         return self._fingerprint
 
-    def entries(self, prune: Callable[[str], bool]) -> list[Entry]:
+    def entries(self, prune: Callable[[str], bool], meanwhile: Early | None = None) -> list[Entry]:
         return [e for e in self._all()[0].values() if not prune(e.rel)]
 
     def read(self, entry: Entry) -> bytes:

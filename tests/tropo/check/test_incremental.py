@@ -25,6 +25,7 @@ from tropo.check.checkstate import CheckState
 from tropo.check.config import ConfigError
 from tropo.check.graph import Graph
 from tropo.check.workspace import Workspace, open_workspace
+from tropo.git import diff as gitdiff
 from tropo.git.snapshot import Source, SourceError
 
 
@@ -122,6 +123,20 @@ def test_a_new_commit_is_brought_forward_from_the_last_tree(repo_dir: Path) -> N
     # the planted finding travelled: the new tree was patched from the stored one
     assert [f.code for f in outcome.summary.findings] == ["E101"]
     assert len(list(states.iterdir())) == 2
+
+
+def test_a_head_that_moved_while_git_status_ran_is_not_taken_for_the_new_one(
+        repo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold check makes HEAD's state while ``git status`` runs; when a commit lands in
+    between, the state of the commit status saw is the one patched."""
+    make_vault(repo_dir)
+    commit_all(repo_dir)
+    before = gitdiff.head_tree(repo_dir)
+    write_files(repo_dir, {"people/ann.md": "---\nrelationship: x\nmanager: nobody\n---\n"})
+    commit_all(repo_dir)
+    monkeypatch.setattr(gitdiff, "head_tree", lambda top: before)  # as if read just before the commit
+    assert _fast(repo_dir, Source.worktree()) == _slow(repo_dir, Source.worktree())
+    assert len(list(next((repo_dir / ".git" / "vivary").glob("states.v*")).iterdir())) == 2
 
 
 def _modules_loaded_by_check(repo: Path) -> str:

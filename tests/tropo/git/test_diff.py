@@ -195,3 +195,19 @@ def test_tree_of_answers_alike_with_the_bindings_loaded_and_without(repo_dir: Pa
     assert in_process == trees
     assert in_process[8:11] == [None, None, None]  # no such name, no such object, no such ancestor
     assert in_process[-1] == revs[-1]  # a tree names itself
+
+
+def test_head_tree_names_head_and_its_tree_even_beside_a_file_named_head(repo_dir: Path) -> None:
+    assert gitdiff.head_tree(repo_dir) is None  # no commit yet
+    write_files(repo_dir, {"HEAD": "a file, not a revision\n", "a.md": "a\n"})
+    commit_all(repo_dir)
+    head = git(repo_dir, "rev-parse", "HEAD").strip()
+    assert gitdiff.head_tree(repo_dir) == (head, gitdiff.tree_of(repo_dir, head))
+
+
+def test_a_started_status_reads_as_worktree_does(repo_dir: Path) -> None:
+    write_files(repo_dir, {"a.md": "a\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"a.md": "a2\n", "b.md": "b\n"})
+    with gitdiff.start_worktree(repo_dir, ".") as started:
+        assert gitdiff.worktree_delta(repo_dir, started) == gitdiff.worktree(repo_dir, ".")

@@ -7,9 +7,13 @@ import json
 import marshal
 from pathlib import Path
 
+import pytest
+
 from tests.support.repos import commit_all, git, write_files
 from tests.support.vaults import codes, drop_answers, make_vault, tropo, tropo_json
-from tropo.check.workspace import Source, open_workspace
+from tropo.check import frontmatter
+from tropo.check.workspace import Source, Workspace, open_workspace
+from tropo.git.snapshot import Entry
 
 BROKEN = "---\ndate: 2026-01-01\nattendees: [ghost]\n---\n"
 
@@ -184,3 +188,33 @@ def test_symlinks_give_the_same_finding_from_every_source(repo_dir: Path, tmp_pa
     for flags in ([], ["--staged"], ["--rev", "HEAD"]):
         code, out = tropo_json("check", *flags, cwd=repo_dir)
         assert (code, sorted(codes(out)), out["checked"]) == (1, expected, 4), flags
+
+
+def test_without_caches_documents_parsed_while_status_runs_stand_only_for_the_index(
+        repo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--no-cache`` parses the index's documents while ``git status`` walks the work
+    tree; a parse counts only for an entry status leaves as the index has it."""
+    make_vault(repo_dir, {"people/ann.md": "---\nrelationship: peer\n---\n",
+                          "people/bob.md": "---\nrelationship: peer\n---\n",
+                          "people/gone.md": "---\nrelationship: peer\n---\n"})
+    commit_all(repo_dir)
+    write_files(repo_dir, {"people/bob.md": "---\nbogus: 1\n---\n",  # modified: read again
+                           "people/new.md": "---\nbogus: 1\n---\n"})  # untracked: not in the index
+    (repo_dir / "people" / "gone.md").unlink()  # deleted: listed early, then dropped
+    seen: list[str] = []
+    planted = frontmatter.parse("---\nrelationship: planted\nplanted: 1\n---\n")
+    real = Workspace._parse_early
+
+    def spy(self: Workspace, index: list[Entry]) -> None:
+        real(self, index)
+        seen.extend(e.rel for e in index)
+        for rel in ("people/ann.md", "people/bob.md"):  # what each would say if it counted
+            self._early[rel] = (self._early[rel][0], planted, 0)
+
+    monkeypatch.setattr(Workspace, "_parse_early", spy)
+    ws = open_workspace(repo_dir, Source.worktree(), use_cache=False)
+    found = {(f.path, f.code) for f in ws.check().findings}
+    assert "people/gone.md" in seen and "people/new.md" not in seen
+    assert ("people/ann.md", "W202") in found  # clean: the early parse stood for it
+    assert {("people/bob.md", "E101"), ("people/new.md", "E101")} <= found  # the disk's bytes
+    assert not any(path == "people/gone.md" for path, _ in found)
