@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
-from strato.runs.dispatch.fanout import item_runner
+from strato.runs.dispatch.fanout import item_runner, limited
 from strato.runs.dispatch.merge import settle_fanout
+from strato.runs.engine.budgets import task_ledgers
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
@@ -45,7 +46,8 @@ class SharedAccess:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
         self.handoff = handoff
         # an item's transitions before its last wait for it and go in one push: while it
-        # runs, its claim is what shows it running; killed, nothing of it landed
+        # runs, its claim is what shows it running; killed, nothing of it landed. Not
+        # under a budget: each dispatch must be reserved on the head before its call
         self.batch = batch
         self.queued: list[Operation] = []
         self.repo: Repository = shared.runs.repo
@@ -189,8 +191,19 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
         return None
 
     _run(worker, run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-         lambda access, call: _one_item(access, run_id, path, index, call), batch=True,
-         handoff=Handoff(pick, slot))
+         lambda access, call: _one_item(access, run_id, path, index, call),
+         batch=not _limited(worker, run_id, path, base), handoff=Handoff(pick, slot))
+
+
+def _limited(worker: Worker, run_id: str, path: str, base: str) -> bool:
+    """Whether the fanout's ledgers have a limit (the spec's, so asked once per start):
+    its items then push each transition as it happens, each dispatch reserved on the
+    run head before its agent starts, since a clone's own view of the ledgers misses
+    the calls other clones started."""
+    if (run_id, base) not in worker.limited:
+        frame, step, st = worker.runs.engine(worker.runs.store.load(run_id), judge=False).locate(path)
+        worker.limited[(run_id, base)] = limited(task_ledgers(frame, step, st))
+    return worker.limited[(run_id, base)]
 
 
 def item_ref(run_id: str, key: str) -> str:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strato.runs.dispatch.fanout import BudgetRefused
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
@@ -233,8 +234,8 @@ class SharedRuns:
                     outcome = None
                     for each in ops:
                         outcome = self.runs.apply(run_id, each.op, each.action, **each.detail)
-                except Refused as exc:
-                    if lost and exc.code != "stale":
+                except Refused as exc:  # a head that refuses a reservation refuses it on any clone
+                    if lost and exc.code != "stale" and not isinstance(exc, BudgetRefused):
                         raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
                     raise
                 assert outcome is not None

@@ -86,6 +86,7 @@ class Worker:
         self.statuses: dict[str, str] = {}
         self.slots: dict[str, str] = {}
         self.refusals: dict[str, str | None] = {}  # per spec digest: why it may not run here
+        self.limited: dict[tuple[str, str], bool] = {}  # per fanout start: whether a ledger has a limit
         self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
 
     # --- the loop
