@@ -10,6 +10,7 @@ run's transitions recorded, in its own clone's work tree.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +23,8 @@ from strato.runs.engine.budgets import task_ledgers
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
+from strato.runs.workers import results
+from strato.runs.workers.results import fanout_key
 from strato.runs.workers.shared import Claim, Handoff, Operation, SharedRuns, Update
 from tropo.git.refs import read_ref
 from tropo.git.types import Repository
@@ -80,11 +83,25 @@ class SharedAccess:
             return Outcome(self.load(run_id), [])
         ops, self.queued = self.queued, []
         handoff = self.handoff if last else None
-        outcome = self.shared.apply_all(run_id, ops, claims=self.claims, finish=last, handoff=handoff,
-                                        carried=self.carried if last else None)
+        if self.batch:  # the item's result, as data in its claim: folded into the head later
+            self.shared.land_result(run_id, results.encode(ops), self.claims, handoff, self.item_commit(ops))
+            outcome = Outcome(self.load(run_id), [])
+        else:
+            outcome = self.shared.apply_all(run_id, ops, claims=self.claims, finish=last, handoff=handoff,
+                                            carried=self.carried if last else None)
         if handoff is not None:  # the job holds them until the loop hands them on (or gives them up)
             self.claims.extend(handoff.taken)
         return outcome
+
+    def item_commit(self, ops: list[Operation]) -> list[Update]:
+        """A worktree item's edits (the commit its result records) on the item's ref,
+        pushed with the result."""
+        action = ops[-1].action
+        commit = action.keywords["item"].get("commit") if isinstance(action, partial) else None
+        if commit is None:
+            return []
+        ref = item_ref(self.claims[0].run_id, self.claims[0].key)
+        return [(commit, ref, read_ref(self.repo, ref))]
 
     def carried(self, outcome: Outcome) -> list[Update]:
         """What the job's last push carries besides the run: the commit its transition
@@ -98,12 +115,6 @@ class SharedAccess:
                 ref = item_ref(claim.run_id, claim.key if event["type"] == "fanout_item_done" else merged)
                 return [(commit, ref, read_ref(self.repo, ref))]
         return []
-
-
-def fanout_key(path: str, st: dict[str, Any]) -> str:
-    """The claims' prefix for one start of a fanout: its path, epoch and how many times
-    it ran before (a fanout run again is claimed afresh)."""
-    return f"{path.replace('/', '.')}.e{st['epoch']}.a{len(st.get('attempts', []))}"
 
 
 def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:

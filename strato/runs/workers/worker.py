@@ -32,7 +32,7 @@ from strato.runs.engine import bounds
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso
 from strato.runs.service import SpecInvalid, engine_result
 from strato.runs.store import RunSnapshot
-from strato.runs.workers import items, leases
+from strato.runs.workers import fold, items, leases
 from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRuns
 
 Say = Callable[[str], None]
@@ -127,8 +127,6 @@ class Worker:
                 del self.jobs[key]
         claimed = self.counts["claimed"]
         for snap in snaps.values():
-            if self.full():
-                break
             if snap.state["status"] == "running":
                 self._claim(snap)
         if not self.full() and self.counts["claimed"] == claimed:
@@ -191,10 +189,22 @@ class Worker:
         return None
 
     def _claim(self, snap: RunSnapshot) -> None:
+        """Fold the fanout results waiting in the run (busy or not), then claim what
+        this worker has room for."""
         try:
             eng = self.runs.engine(snap, judge=False)
+            if fold.fold(self, snap, eng):
+                snap = self.runs.store.load(snap.run_id)
+                eng = self.runs.engine(snap, judge=False)
         except SpecInvalid as exc:
             self._drop(snap.run_id, f"run {snap.run_id}: its spec does not load here: {exc}")
+            return
+        except RunRewritten as exc:
+            self._drop(exc.run_id, str(exc))
+            if self.options.run_id is not None:
+                raise
+            return
+        if self.full() or snap.state["status"] != "running":
             return
         items.claim_fanouts(self, snap, eng)
         for entry in eng.ready():
@@ -425,7 +435,7 @@ class Worker:
             "resultsDropped": self.counts["dropped"], "agentsStopped": self.counts["stopped"],
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
             "pushesRejected": self.shared.rejected, "pushS": round(self.shared.push_s, 3),
-            "fetchS": round(self.shared.fetch_s, 3),
+            "fetchS": round(self.shared.fetch_s, 3), **fold.counts(self),
         }
 
 
