@@ -71,7 +71,7 @@ def decode(raw: bytes, path: str, base: str, index: int, own: bool) -> list[Oper
         if not isinstance(entry, dict) or set(entry) != {"op", "call", "args", "detail"}:
             raise ValueError("an operation is not {op, call, args, detail}")
         name, args, detail = entry["call"], entry["args"], entry["detail"]
-        if name not in CALLS or entry["op"] != OPS[name]:
+        if not isinstance(name, str) or name not in CALLS or entry["op"] != OPS[name]:
             raise ValueError(f"{str(name)[:40]!r} is not a record call")
         if not isinstance(args, dict) or set(args) != ARGS[name] or args["path"] != path:
             raise ValueError(f"{name}: arguments are not its own, for {path}")
