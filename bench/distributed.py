@@ -88,10 +88,12 @@ def one(count: int, items: int, agent_ms: int, concurrency: int) -> dict[str, An
         status = reports[0]["runs"]["bench"]
         assert status == "completed", reports
     total = {key: sum(r.get(key, 0) for r in reports) for key in (
-        "racesLost", "pushes", "pushesRejected", "pushS", "fetchS", "done", "folds", "resultsFolded")}
+        "racesLost", "pushes", "pushesRejected", "headPushesRejected", "pushS", "fetchS", "done", "folds",
+        "resultsFolded")}
     return {
         "workers": count, "items": items, "wallS": round(wall, 2), "itemsPerS": round(items / wall, 2),
         "racesLost": total["racesLost"], "pushes": total["pushes"], "pushesRejected": total["pushesRejected"],
+        "headPushesRejected": total["headPushesRejected"],
         # results landed in claims and folded into the run head, several per push
         "folds": total["folds"],
         "perFold": round(total["resultsFolded"] / total["folds"], 1) if total["folds"] else 0,

@@ -3,10 +3,13 @@ several at once, by whichever worker sees them (group commit: the head is no lon
 each item's critical path, and one push records many items).
 
 A result waits while its item is still pending on the head; its claim, `done`, keeps
-any worker from claiming the item again. A worker folds a fanout's waiting results
-when at least `FOLD_AT` wait, when the oldest has waited `FOLD_AFTER_S` of its own
-clock, or when no pending item is left unclaimed (nothing else to do, and the settling
-waits for the head to record every item). The fold applies each result's record calls
+any worker from claiming the item again. The worker holding the fanout's first
+concurrency slot folds every waiting result when `FOLD_AT` wait or the oldest has waited
+`FOLD_AFTER_S` of its own clock; any worker folds them once the oldest has waited
+`ORPHANED_S` (no one holds that slot now, or its holder is gone) or when no pending item
+is left unclaimed (nothing else to do, and the settling waits for the head to record
+every item). A fold fetches the head first, so results another worker just folded are
+not pushed again. The fold applies each result's record calls
 in item order, one transition each as a local run records them, and pushes them with a
 lease on the head it read: a lost race fetches the head and folds what is left, and a
 result the head already records is skipped (results.py), so each lands once. A result
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
 
 FOLD_AT = 16  # results waiting in one fanout: fold them now
 FOLD_AFTER_S = 1.0  # the oldest waiting result this long (this worker's clock): fold
+# the others wait this long for the first slot's holder (two folding the same results
+# race for the head, and all but one lose)
+ORPHANED_S = 3.0
 
 
 def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
@@ -39,6 +45,9 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
         base = results.fanout_key(path, st)
+        # the holder of the fanout's first concurrency slot folds for everyone: one
+        # worker at a time, so folds do not race each other for the head
+        folder = any(c.key == f"{base}.s0" for job in worker.jobs.values() for c in job.claims)
         waiting: list[tuple[int, Claim, bytes]] = []
         free, oldest = 0, 0.0
         for it in st["fanout"]["items"]:
@@ -53,7 +62,8 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
             claim, raw, age = found
             waiting.append((it["index"], claim, raw))
             oldest = max(oldest, age)
-        if waiting and (len(waiting) >= FOLD_AT or oldest >= FOLD_AFTER_S or not free):
+        due = folder and (len(waiting) >= FOLD_AT or oldest >= FOLD_AFTER_S)
+        if waiting and (due or oldest >= ORPHANED_S or not free):
             moved = _fold(worker, snap.run_id, path, base, waiting) or moved
     return moved
 
@@ -81,6 +91,7 @@ def _fold(worker: Worker, run_id: str, path: str, base: str, waiting: list[tuple
     if not ops:
         return False
     before = worker.runs.store.head(run_id)
+    worker.shared.contended.add(run_id)  # fold on the head as it is now: another may have folded these
     try:
         head = worker.shared.apply_all(run_id, ops).snap.head
     except RunRewritten:
@@ -91,8 +102,14 @@ def _fold(worker: Worker, run_id: str, path: str, base: str, waiting: list[tuple
     if head == before:
         return False
     worker.counts["folds"] += 1
-    worker.counts["folded"] += sum(op.op == "fanout_item" for op in ops)
+    landed = worker.shared.landed_on
+    worker.counts["folded"] += _pending(worker, run_id, landed, path) - _pending(worker, run_id, head, path)
     return True
+
+
+def _pending(worker: Worker, run_id: str, head: str, path: str) -> int:
+    _, _, st = worker.runs.engine(worker.runs.store.at(run_id, head), judge=False).locate(path)
+    return sum(it["status"] == "pending" for it in st["fanout"]["items"])
 
 
 def _give_up(worker: Worker, claim: Claim, why: str) -> None:

@@ -10,6 +10,7 @@ run's transitions recorded, in its own clone's work tree.
 
 from __future__ import annotations
 
+import random
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -195,11 +196,15 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return None
-        pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
-        for nxt in _spread(worker, pending):
-            if f"{base}.i{nxt}" not in skip and worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
-                return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
-        return None
+        free = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"
+                and f"{base}.i{it['index']}" not in skip
+                and worker.shared.claim_tip(run_id, f"{base}.i{it['index']}") is None]
+        if not free:
+            return None
+        # any one at random: in order, a worker whose view is a moment old would lose to
+        # the one just ahead of it item after item
+        nxt = random.choice(free)
+        return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
 
     _run(worker, run_id, f"{path}/{index}", claims, path, base, "fanout_item",
          lambda access, call: _one_item(access, run_id, path, index, call),

@@ -101,6 +101,8 @@ class SharedRuns:
         self.seen: dict[str, str] = {}  # run -> the last remote head this clone saw
         self.pushes = 0
         self.rejected = 0
+        self.rejected_head = 0  # of them, pushes that moved a run head (a fold, a step's result)
+        self.landed_on = ""  # the head the last apply_all decided on (what a fold added is on top)
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
         self.last_push_s = 0.0
@@ -182,6 +184,7 @@ class SharedRuns:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
             self.rejected += 1
+            self.rejected_head += any(ref.endswith("/head") for _, ref, _ in updates)
             self.stale = True
             return False
         with self.lock:
@@ -247,6 +250,7 @@ class SharedRuns:
                 if handoff is not None and finish and head != base:
                     nxt = handoff.pick(outcome.snap, handoff.lost)
                 if head == base or self._land(run_id, (base, head), claims, finish, extra, handoff, nxt):
+                    self.landed_on = base
                     return outcome
                 if handoff is not None and nxt is not None:  # another's claim may have turned it down
                     handoff.lost.add(nxt[0])

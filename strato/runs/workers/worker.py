@@ -434,7 +434,8 @@ class Worker:
             "takeovers": self.counts["takeovers"], "racesLost": self.counts["racesLost"],
             "resultsDropped": self.counts["dropped"], "agentsStopped": self.counts["stopped"],
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
-            "pushesRejected": self.shared.rejected, "pushS": round(self.shared.push_s, 3),
+            "pushesRejected": self.shared.rejected, "headPushesRejected": self.shared.rejected_head,
+            "pushS": round(self.shared.push_s, 3),
             "fetchS": round(self.shared.fetch_s, 3), **fold.counts(self),
         }
 
