@@ -1,20 +1,19 @@
 """Folding: the results waiting in fanout items' `done` claims brought into the run head,
-several at once, by whichever worker sees them (group commit: the head is no longer on
-each item's critical path, and one push records many items).
+several at once (group commit: the head is no longer on each item's critical path, and
+one push records many items).
 
 A result waits while its item is still pending on the head; its claim, `done`, keeps
-any worker from claiming the item again. The worker holding the fanout's first
-concurrency slot folds every waiting result when `FOLD_AT` wait or the oldest has waited
-`FOLD_AFTER_S` of its own clock; any worker folds them once the oldest has waited
-`ORPHANED_S` (no one holds that slot now, or its holder is gone) or when no pending item
-is left unclaimed (nothing else to do, and the settling waits for the head to record
-every item). A fold fetches the head first, so results another worker just folded are
-not pushed again. The fold applies each result's record calls
-in item order, one transition each as a local run records them, and pushes them with a
-lease on the head it read: a lost race fetches the head and folds what is left, and a
-result the head already records is skipped (results.py), so each lands once. A result
-that does not read as one is given up (its claim released, with the reason), and the
-item runs again.
+any worker from claiming the item again. The worker holding the fanout's lowest held
+concurrency slot folds every waiting result when `FOLD_AT` wait or the oldest has
+waited `FOLD_AFTER_S` of its own clock; any worker folds them once the oldest has
+waited `ORPHANED_S` (that holder may be gone) or when no pending item is left unclaimed
+(nothing else to do, and the settling waits for the head to record every item). A fold
+fetches the head first, so results another worker just folded are not pushed again,
+applies each result's record calls in item order, one transition each as a local run
+records them, and pushes them with a lease on the head it read: a lost race fetches
+the head and folds what is left, and a result the head already records is skipped
+(results.py), so each lands once. A result that does not read as one is given up (its
+claim released, with the reason), and the item runs again.
 """
 
 from __future__ import annotations
@@ -33,9 +32,9 @@ if TYPE_CHECKING:
 
 FOLD_AT = 16  # results waiting in one fanout: fold them now
 FOLD_AFTER_S = 1.0  # the oldest waiting result this long (this worker's clock): fold
-# the others wait this long for the first slot's holder (two folding the same results
-# race for the head, and all but one lose)
-ORPHANED_S = 3.0
+# the others wait this long for the lowest slot's holder (two folding the same results
+# race for the head, and all but one lose; that holder may be gone, its slot not yet expired)
+ORPHANED_S = 10.0
 
 
 def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
@@ -45,9 +44,7 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
         base = results.fanout_key(path, st)
-        # the holder of the fanout's first concurrency slot folds for everyone: one
-        # worker at a time, so folds do not race each other for the head
-        folder = any(c.key == f"{base}.s0" for job in worker.jobs.values() for c in job.claims)
+        folder = _folds(worker, snap.run_id, base, step.fanout.concurrency)
         waiting: list[tuple[int, Claim, bytes]] = []
         free, oldest = 0, 0.0
         for it in st["fanout"]["items"]:
@@ -66,6 +63,21 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
         if waiting and (due or oldest >= ORPHANED_S or not free):
             moved = _fold(worker, snap.run_id, path, base, waiting) or moved
     return moved
+
+
+def _folds(worker: Worker, run_id: str, base: str, concurrency: int) -> bool:
+    """Whether this worker holds the lowest concurrency slot held (as its view shows):
+    that holder folds for everyone, one worker at a time, so folds do not race each
+    other for the head."""
+    mine = {c.key for job in worker.jobs.values() for c in job.claims if c.doc.get("state") == leases.HELD}
+    for k in range(max(1, concurrency)):
+        key = f"{base}.s{k}"
+        if key in mine:
+            return True
+        tip = worker.shared.claim_tip(run_id, key)
+        if tip is not None and worker.shared.lease_at(tip).state == leases.HELD:
+            return False
+    return False
 
 
 def _result(worker: Worker, run_id: str, key: str, tip: str) -> tuple[Claim, bytes, float] | None:
