@@ -150,10 +150,62 @@ def test_a_forged_result_on_the_remote_is_given_up_and_its_item_run_again(tmp_pa
     tree = stdin("mktree", text="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()))
     commit = git(planner, "commit-tree", tree, "-m", "forged").strip()
     git(planner, "push", "-q", "origin", f"{commit}:refs/vivary/runs/r1/claims/fan.e0.a0.i0")
-    code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05"))
+    code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05", "--idle-exit", "30"))
     assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
     assert "released fan.e0.a0.i0 of run r1: its result does not read as one" in err
     history = transitions(bare, "r1")
     assert Counter(t["item"] for t in history if t["op"] == "fanout_item") == Counter(range(3))
     assert all(t.get("detail", {}).get("argv") is None for t in history)
     assert sorted(c for c in all_calls(tmp_path, "g1") if not c.endswith("-check")) == ["a", "b", "c", "finish"]
+
+
+def _push_done_claim(root: Path, ref: str, files: dict[str, bytes]) -> None:
+    """Push a `done` claim commit holding ``files`` to ``ref``, as a worker would have."""
+    def stdin(*args: str, data: bytes) -> str:
+        return subprocess.run(["git", *args], cwd=root, input=data, capture_output=True,
+                              check=True).stdout.decode().strip()
+
+    blobs = {name: stdin("hash-object", "-w", "--stdin", data=data) for name, data in files.items()}
+    tree = stdin("mktree", data="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()).encode())
+    commit = git(root, "commit-tree", tree, "-m", "claim: done").strip()
+    git(root, "push", "-q", "origin", f"{commit}:{ref}")
+
+
+def test_a_result_whose_worker_died_before_any_fold_is_folded_by_another_and_not_run_again(
+    tmp_path: Path,
+) -> None:
+    bare, (planner, hand) = machines(tmp_path, 2)
+    write_files(planner, {"fan.yaml": fanout_spec("slow")})
+    code, _, err = strato(planner, "flow", "plan", str(planner / "fan.yaml"), "--input", "tag=d1",
+                          "--input", 'items=["a", "b", "c"]', "--id", "r1")
+    assert code == 0, err
+    share(planner, "r1")
+    # a worker landed item 0's result in its claim, then died before anyone folded it (a
+    # fold that never comes leaves the worker idle: --idle-exit ends it, and the run's
+    # status says so, instead of a hang)
+    made = {**MADE, "dispatchId": "d-dead"}
+    right = {"text": "right"}
+    item = {"index": 0, "item": "a", "status": "succeeded", "output": right, "calls": [],
+            "attempts": [{"stage": 0, "attempt": 1, "result": right, "failure": None}]}
+    detail = {"stepId": "fan", "item": 0}
+    ops = [
+        Operation("fanout_dispatch", partial(record_dispatch, path="fan", index=0, stage=0, attempt=1), detail),
+        Operation("fanout_attempt", partial(record_attempt, path="fan", index=0, made=made,
+                                            verdict={**VERDICT, "output": right, "evidence": []}), detail),
+        Operation("fanout_item", partial(record_item, path="fan", item=item),
+                  {**detail, "worker": {"id": "w-dead", "machine": "gone", "claim": "fan.e0.a0.i0"}}),
+    ]
+    lease = {"state": "done", "worker": "w-dead", "machine": "gone", "item": 0, "stepId": "fan"}
+    _push_done_claim(planner, "refs/vivary/runs/r1/claims/fan.e0.a0.i0",
+                     {"lease.json": json.dumps(lease).encode(), "result.json": results.encode(ops)})
+    code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05", "--idle-exit", "30"))
+    assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
+    assert report["resultsFolded"] == 3  # the dead worker's and its own two
+    history = transitions(bare, "r1")
+    done = [t for t in history if t["op"] == "fanout_item"]
+    assert Counter(t["item"] for t in done) == Counter(range(3))
+    assert [t["worker"]["id"] for t in done if t["item"] == 0] == ["w-dead"]
+    # item 0 was not run again: no call for it, its dispatch debited once
+    assert not {"a", "a-check"} & set(all_calls(tmp_path, "d1"))
+    debits = [ev["detail"]["dispatchId"] for t in history for ev in t.get("events", []) if ev["type"] == "usage_debit"]
+    assert debits.count("d-dead") == 1
