@@ -38,6 +38,32 @@ its fanout (`<index>.<stage>.<attempt>`) and is the same when the fanout runs ag
 a background runner can hand back a call that a runner before it made."""
 
 
+class BudgetRefused(Refused):
+    """The run's ledgers refuse an item's dispatch as its head records them: the item
+    fails as it does when its runner's allowance refuses. Only a runner that does not
+    see every reservation (a worker on another clone) meets it; its `reason` is the
+    allowance's."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("budget_exhausted", reason)
+        self.reason = reason
+
+
+def blocked(ledgers: list[Ledger]) -> str | None:
+    """Why one more dispatch may not be reserved against ``ledgers`` (None: it may)."""
+    for ledger in ledgers:
+        keys = ledger.blocking(dispatches.RESERVED)
+        if keys:
+            return f"{ledger.level} budget exhausted ({', '.join(keys)})"
+    return None
+
+
+def limited(ledgers: list[Ledger]) -> bool:
+    """Whether any of a fanout's ledgers has a limit (its dispatches must then be
+    reserved where every reservation is seen: the run head)."""
+    return any(ledger.limits() for ledger in ledgers)
+
+
 class _Allowance:
     """The fanout's view of its ledgers while items run, shared by the worker threads:
     each agent call reserves one dispatch and settles its usage here, so an item is
@@ -58,13 +84,11 @@ class _Allowance:
                 return "fanout stopped"
             if key in self.dispatched:
                 return None
-            for ledger in self.ledgers:
-                keys = ledger.blocking(dispatches.RESERVED)
-                if keys:
-                    return f"{ledger.level} budget exhausted ({', '.join(keys)})"
-            for ledger in self.ledgers:
-                ledger.debit(dispatches.RESERVED)
-            return None
+            refused = blocked(self.ledgers)
+            if refused is None:
+                for ledger in self.ledgers:
+                    ledger.debit(dispatches.RESERVED)
+            return refused
 
     def settle(self, usage: dict[str, float]) -> None:
         with self.lock:
@@ -116,14 +140,20 @@ def _running_fanout(eng: Engine, path: str) -> tuple[Any, FanoutStep, dict[str, 
 def record_dispatch(eng: Engine, path: str, index: int, stage: int, attempt: int) -> bool:
     """An item's agent call is about to start: its dispatch reserved in every ledger and
     recorded before the agent runs, once (False: a runner before this one recorded it,
-    and this one is handing back what that call gave)."""
+    and this one is handing back what that call gave). BudgetRefused when the run's
+    ledgers would go over: reservations decided on one head are ordered by it, so
+    runners on many clones together never reserve past a limit."""
     frame, step, st = _running_fanout(eng, path)
     key = f"{index}.{stage}.{attempt}"
     seen: list[str] = st["fanout"].setdefault("dispatched", [])
     if key in seen:
         return False
+    ledgers = task_ledgers(frame, step, st)
+    refused = blocked(ledgers)
+    if refused is not None:
+        raise BudgetRefused(refused)
     seen.append(key)
-    for ledger in task_ledgers(frame, step, st):
+    for ledger in ledgers:
         ledger.debit(dispatches.RESERVED)
     dispatches.handed_out(eng, f"{path}/{index}", stage, attempt)
     return True
@@ -244,12 +274,15 @@ class _ItemRunner:
 
     def _apply(self, op: str, act: Callable[[Engine], bool | None], index: int) -> bool:
         """Commit one transition of this fanout; False (and the fanout closed) if the run
-        or the step ended meanwhile."""
+        or the step ended meanwhile. A dispatch the run's ledgers refuse (BudgetRefused)
+        closes nothing: only that call is not made."""
         if self.allowance.closed:
             return False
         try:
             with self.writing:
                 self.runs.apply(self.run_id, op, act, stepId=self.step_path, item=index)
+        except BudgetRefused:
+            raise
         except Refused:
             self.allowance.closed = True
             return False
@@ -363,8 +396,11 @@ class _ItemRunner:
         refused = self.allowance.take(key)
         if refused is None:
             act = partial(record_dispatch, path=self.step_path, index=out["index"], stage=i, attempt=n)
-            if not self._apply("fanout_dispatch", act, out["index"]):
-                refused = "fanout stopped"
+            try:
+                if not self._apply("fanout_dispatch", act, out["index"]):
+                    refused = "fanout stopped"
+            except BudgetRefused as exc:  # another clone's calls took what was left
+                refused = exc.reason
         if refused is not None:
             return f"stage {i}: {refused}"
         entry = {

@@ -10,17 +10,22 @@ run's transitions recorded, in its own clone's work tree.
 
 from __future__ import annotations
 
+import random
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from strato.agents.calls import CallResult
 from strato.agents.config import AgentsConfig, AgentSpec
 from strato.flow.spec import FanoutStep
-from strato.runs.dispatch.fanout import item_runner
+from strato.runs.dispatch.fanout import item_runner, limited
 from strato.runs.dispatch.merge import settle_fanout
+from strato.runs.engine.budgets import task_ledgers
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
+from strato.runs.workers import results
+from strato.runs.workers.results import fanout_key
 from strato.runs.workers.shared import Claim, Handoff, Operation, SharedRuns, Update
 from tropo.git.refs import read_ref
 from tropo.git.types import Repository
@@ -45,7 +50,8 @@ class SharedAccess:
         self.shared, self.claims, self.finishing, self.detail = shared, claims, finishing, detail
         self.handoff = handoff
         # an item's transitions before its last wait for it and go in one push: while it
-        # runs, its claim is what shows it running; killed, nothing of it landed
+        # runs, its claim is what shows it running; killed, nothing of it landed. Not
+        # under a budget: each dispatch must be reserved on the head before its call
         self.batch = batch
         self.queued: list[Operation] = []
         self.repo: Repository = shared.runs.repo
@@ -78,11 +84,25 @@ class SharedAccess:
             return Outcome(self.load(run_id), [])
         ops, self.queued = self.queued, []
         handoff = self.handoff if last else None
-        outcome = self.shared.apply_all(run_id, ops, claims=self.claims, finish=last, handoff=handoff,
-                                        carried=self.carried if last else None)
+        if self.batch:  # the item's result, as data in its claim: folded into the head later
+            self.shared.land_result(run_id, results.encode(ops), self.claims, handoff, self.item_commit(ops))
+            outcome = Outcome(self.load(run_id), [])
+        else:
+            outcome = self.shared.apply_all(run_id, ops, claims=self.claims, finish=last, handoff=handoff,
+                                            carried=self.carried if last else None)
         if handoff is not None:  # the job holds them until the loop hands them on (or gives them up)
             self.claims.extend(handoff.taken)
         return outcome
+
+    def item_commit(self, ops: list[Operation]) -> list[Update]:
+        """A worktree item's edits (the commit its result records) on the item's ref,
+        pushed with the result."""
+        action = ops[-1].action
+        commit = action.keywords["item"].get("commit") if isinstance(action, partial) else None
+        if commit is None:
+            return []
+        ref = item_ref(self.claims[0].run_id, self.claims[0].key)
+        return [(commit, ref, read_ref(self.repo, ref))]
 
     def carried(self, outcome: Outcome) -> list[Update]:
         """What the job's last push carries besides the run: the commit its transition
@@ -96,12 +116,6 @@ class SharedAccess:
                 ref = item_ref(claim.run_id, claim.key if event["type"] == "fanout_item_done" else merged)
                 return [(commit, ref, read_ref(self.repo, ref))]
         return []
-
-
-def fanout_key(path: str, st: dict[str, Any]) -> str:
-    """The claims' prefix for one start of a fanout: its path, epoch and how many times
-    it ran before (a fanout run again is claimed afresh)."""
-    return f"{path.replace('/', '.')}.e{st['epoch']}.a{len(st.get('attempts', []))}"
 
 
 def claim_fanouts(worker: Worker, snap: RunSnapshot, eng: Engine) -> None:
@@ -182,15 +196,30 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return None
-        pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
-        for nxt in _spread(worker, pending):
-            if f"{base}.i{nxt}" not in skip and worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
-                return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
-        return None
+        free = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"
+                and f"{base}.i{it['index']}" not in skip
+                and worker.shared.claim_tip(run_id, f"{base}.i{it['index']}") is None]
+        if not free:
+            return None
+        # any one at random: in order, a worker whose view is a moment old would lose to
+        # the one just ahead of it item after item
+        nxt = random.choice(free)
+        return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
 
     _run(worker, run_id, f"{path}/{index}", claims, path, base, "fanout_item",
-         lambda access, call: _one_item(access, run_id, path, index, call), batch=True,
-         handoff=Handoff(pick, slot))
+         lambda access, call: _one_item(access, run_id, path, index, call),
+         batch=not _limited(worker, run_id, path, base), handoff=Handoff(pick, slot))
+
+
+def _limited(worker: Worker, run_id: str, path: str, base: str) -> bool:
+    """Whether the fanout's ledgers have a limit (the spec's, so asked once per start):
+    its items then push each transition as it happens, each dispatch reserved on the
+    run head before its agent starts, since a clone's own view of the ledgers misses
+    the calls other clones started."""
+    if (run_id, base) not in worker.limited:
+        frame, step, st = worker.runs.engine(worker.runs.store.load(run_id), judge=False).locate(path)
+        worker.limited[(run_id, base)] = limited(task_ledgers(frame, step, st))
+    return worker.limited[(run_id, base)]
 
 
 def item_ref(run_id: str, key: str) -> str:

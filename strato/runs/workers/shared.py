@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strato.runs.dispatch.fanout import BudgetRefused
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.service import Runs
@@ -29,6 +30,7 @@ from tropo.git.refs import cas_ref, is_ancestor, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
+RESULT_FILE = "result.json"  # beside an item claim's done lease: its result (workers/results.py)
 MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
@@ -99,6 +101,8 @@ class SharedRuns:
         self.seen: dict[str, str] = {}  # run -> the last remote head this clone saw
         self.pushes = 0
         self.rejected = 0
+        self.rejected_head = 0  # of them, pushes that moved a run head (a fold, a step's result)
+        self.landed_on = ""  # the head the last apply_all decided on (what a fold added is on top)
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
         self.last_push_s = 0.0
@@ -114,6 +118,7 @@ class SharedRuns:
         # the clone's run refs are read, mirrored and pushed by one thread at a time: a
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
+        self.written: set[str] = set()  # the result commits this clone pushed (its own evidence)
 
     # --- reading
 
@@ -179,6 +184,7 @@ class SharedRuns:
             raise push_refused(self.remote, res.detail)
         if not res.ok:
             self.rejected += 1
+            self.rejected_head += any(ref.endswith("/head") for _, ref, _ in updates)
             self.stale = True
             return False
         with self.lock:
@@ -233,8 +239,8 @@ class SharedRuns:
                     outcome = None
                     for each in ops:
                         outcome = self.runs.apply(run_id, each.op, each.action, **each.detail)
-                except Refused as exc:
-                    if lost and exc.code != "stale":
+                except Refused as exc:  # a head that refuses a reservation refuses it on any clone
+                    if lost and exc.code != "stale" and not isinstance(exc, BudgetRefused):
                         raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
                     raise
                 assert outcome is not None
@@ -243,7 +249,8 @@ class SharedRuns:
                 nxt = None
                 if handoff is not None and finish and head != base:
                     nxt = handoff.pick(outcome.snap, handoff.lost)
-                if head == base or self._push_head(run_id, base, head, claims, finish, extra, handoff, nxt):
+                if head == base or self._land(run_id, (base, head), claims, finish, extra, handoff, nxt):
+                    self.landed_on = base
                     return outcome
                 if handoff is not None and nxt is not None:  # another's claim may have turned it down
                     handoff.lost.add(nxt[0])
@@ -282,10 +289,41 @@ class SharedRuns:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
-    def _push_head(self, run_id: str, base: str, head: str, claims: Sequence[Claim], finish: bool,
-                   extra: Sequence[Update] = (), handoff: Handoff | None = None,
-                   nxt: tuple[str, dict[str, Any]] | None = None) -> bool:
-        moved = [self.claim_commit(c, leases.DONE, head=head) if finish else c.tip for c in claims]
+    def land_result(self, run_id: str, result: bytes, claims: Sequence[Claim], handoff: Handoff | None,
+                    extra: Sequence[Update] = ()) -> None:
+        """Push a fanout item's ``result`` in the `done` commit of its claim (the first of
+        ``claims``; the others, its concurrency slot, done or handed on), without
+        touching the run head, which a fold brings it to later: workers landing items
+        race only for the next item's claim. A lost race fetches this worker's claims
+        and picks again; ClaimLost when one of them moved on meanwhile."""
+        with self.lock:
+            lost = False
+            for tries in range(MAX_PUSH_RETRIES):
+                if lost:
+                    self._back_off(tries)
+                    self._refetch(run_id, claims)
+                nxt = None
+                if handoff is not None:
+                    nxt = handoff.pick(self.runs.store.load(run_id), handoff.lost)
+                if self._land(run_id, None, claims, True, extra, handoff, nxt, result):
+                    self.written.add(claims[0].tip)
+                    return
+                if handoff is not None and nxt is not None:
+                    handoff.lost.add(nxt[0])
+                lost = True
+            raise Refused("race_lost", f"run {run_id}'s claims kept moving on {self.remote!r}; try again")
+
+    def _land(self, run_id: str, head: tuple[str, str] | None, claims: Sequence[Claim], finish: bool,
+              extra: Sequence[Update] = (), handoff: Handoff | None = None,
+              nxt: tuple[str, dict[str, Any]] | None = None, result: bytes | None = None) -> bool:
+        """One atomic push: the run head moved from ``head[0]`` to ``head[1]`` (None:
+        left alone), ``claims`` moved to `done` when ``finish`` (the first with
+        ``result``), the handoff's next claim, ``extra``."""
+        moved = [c.tip for c in claims]
+        if finish:
+            files = {RESULT_FILE: result} if result is not None else {}
+            moved = [self.claim_commit(c, leases.DONE, files if i == 0 else {},
+                                       **({"head": head[1]} if head else {})) for i, c in enumerate(claims)]
         taken: list[Claim] = []
         if handoff is not None and nxt is not None:
             key, doc = nxt
@@ -293,12 +331,13 @@ class SharedRuns:
             at = next(i for i, c in enumerate(claims) if c.key == handoff.slot)
             slot = Claim(run_id, handoff.slot, self._commit(handoff.slot, doc, [claims[at].tip]), doc)
             moved[at], taken = slot.tip, [item, slot]
-        updates: list[Update] = [(head, head_ref(run_id), base), *extra]
-        updates += [(new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True)]
+        updates: list[Update] = [(head[1], head_ref(run_id), head[0])] if head else []
+        updates += [*extra, *((new, c.ref, c.tip) for new, c in zip(moved, claims, strict=True))]
         updates += [(item.tip, item.ref, None) for item in taken[:1]]
         if not self.push(updates):
             return False
-        self.seen[run_id] = head
+        if head:
+            self.seen[run_id] = head[1]
         for new, claim in zip(moved, claims, strict=True):
             claim.tip = new
             if finish:
@@ -307,15 +346,18 @@ class SharedRuns:
             handoff.taken = taken
         return True
 
-    def claim_commit(self, claim: Claim, state: str, **extra: Any) -> str:
-        """A new commit on the claim's tip saying ``state`` (its lease otherwise as held)."""
+    def claim_commit(self, claim: Claim, state: str, files: dict[str, bytes] | None = None,
+                     **extra: Any) -> str:
+        """A new commit on the claim's tip saying ``state`` (its lease otherwise as held),
+        with ``files`` beside the lease (an item's result)."""
         doc = {**claim.doc, "state": state, **extra}
-        return self._commit(claim.key, doc, [claim.tip])
+        return self._commit(claim.key, doc, [claim.tip], files)
 
-    def _commit(self, key: str, doc: dict[str, Any], parents: list[str]) -> str:
+    def _commit(self, key: str, doc: dict[str, Any], parents: list[str],
+                files: dict[str, bytes] | None = None) -> str:
         message = f"claim: {key} {doc.get('state', leases.HELD)} by {doc.get('worker', '?')}\n"
-        files = {"lease.json": leases.encode(doc)}
-        return str(write_commit(self.runs.repo, files, [Oid(hex=p) for p in parents], message))
+        tree = {**(files or {}), "lease.json": leases.encode(doc)}
+        return str(write_commit(self.runs.repo, tree, [Oid(hex=p) for p in parents], message))
 
     def create_claims(
         self, run_id: str, wanted: Sequence[tuple[str, dict[str, Any], str | None]]

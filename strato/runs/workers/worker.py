@@ -32,7 +32,7 @@ from strato.runs.engine import bounds
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso
 from strato.runs.service import SpecInvalid, engine_result
 from strato.runs.store import RunSnapshot
-from strato.runs.workers import items, leases
+from strato.runs.workers import fold, items, leases
 from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRuns
 
 Say = Callable[[str], None]
@@ -86,6 +86,7 @@ class Worker:
         self.statuses: dict[str, str] = {}
         self.slots: dict[str, str] = {}
         self.refusals: dict[str, str | None] = {}  # per spec digest: why it may not run here
+        self.limited: dict[tuple[str, str], bool] = {}  # per fanout start: whether a ledger has a limit
         self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
 
     # --- the loop
@@ -126,8 +127,6 @@ class Worker:
                 del self.jobs[key]
         claimed = self.counts["claimed"]
         for snap in snaps.values():
-            if self.full():
-                break
             if snap.state["status"] == "running":
                 self._claim(snap)
         if not self.full() and self.counts["claimed"] == claimed:
@@ -190,10 +189,22 @@ class Worker:
         return None
 
     def _claim(self, snap: RunSnapshot) -> None:
+        """Fold the fanout results waiting in the run (busy or not), then claim what
+        this worker has room for."""
         try:
             eng = self.runs.engine(snap, judge=False)
+            if fold.fold(self, snap, eng):
+                snap = self.runs.store.load(snap.run_id)
+                eng = self.runs.engine(snap, judge=False)
         except SpecInvalid as exc:
             self._drop(snap.run_id, f"run {snap.run_id}: its spec does not load here: {exc}")
+            return
+        except RunRewritten as exc:
+            self._drop(exc.run_id, str(exc))
+            if self.options.run_id is not None:
+                raise
+            return
+        if self.full() or snap.state["status"] != "running":
             return
         items.claim_fanouts(self, snap, eng)
         for entry in eng.ready():
@@ -423,8 +434,9 @@ class Worker:
             "takeovers": self.counts["takeovers"], "racesLost": self.counts["racesLost"],
             "resultsDropped": self.counts["dropped"], "agentsStopped": self.counts["stopped"],
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
-            "pushesRejected": self.shared.rejected, "pushS": round(self.shared.push_s, 3),
-            "fetchS": round(self.shared.fetch_s, 3),
+            "pushesRejected": self.shared.rejected, "headPushesRejected": self.shared.rejected_head,
+            "pushS": round(self.shared.push_s, 3),
+            "fetchS": round(self.shared.fetch_s, 3), **fold.counts(self),
         }
 
 

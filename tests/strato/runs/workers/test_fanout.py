@@ -68,12 +68,20 @@ def test_an_items_result_push_claims_the_workers_next_item(tmp_path: Path) -> No
     share(planner, "r1")
     code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05"))
     assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
-    # the first item's claim, four results (three carrying the next claim), the settling's
-    # claim and result, the last step's claim and result: no push of a claim of its own
-    assert (report["claimed"], report["done"], report["pushes"], report["pushesRejected"]) == (6, 6, 9, 0)
+    # the first item's claim, four results (three carrying the next claim), the folds of
+    # the results into the head, the settling's claim and result, the last step's claim
+    # and result: no push of a claim of its own
+    assert (report["claimed"], report["done"], report["pushesRejected"]) == (6, 6, 0)
+    assert report["pushes"] == 9 + report["folds"] and report["resultsFolded"] == 4
     history = transitions(bare, "r1")
     assert sorted(t["item"] for t in history if t["op"] == "fanout_item") == [0, 1, 2, 3]
     slot = "refs/vivary/runs/r1/claims/fan.e0.a0.s0"
     states = [json.loads(git(bare, "show", f"{c}:lease.json")) for c in git(bare, "rev-list", slot).split()]
     assert [s["state"] for s in states] == ["done", *["held"] * 4]
     assert sorted(s["item"] for s in states[1:]) == [0, 1, 2, 3]
+    # each item's result is data in its claim's done commit, and the head records it once
+    for index in range(4):
+        item = f"refs/vivary/runs/r1/claims/fan.e0.a0.i{index}"
+        assert json.loads(git(bare, "show", f"{item}:lease.json"))["state"] == "done"
+        ops = json.loads(git(bare, "show", f"{item}:result.json"))["ops"]
+        assert [op["op"] for op in ops] == [t["op"] for t in history if t.get("item") == index]
