@@ -96,3 +96,19 @@ def test_a_head_pin_that_names_no_commit_says_how_to_fix_it(
     with pytest.raises(GuardError) as caught:
         review(ws.repo, base)
     assert (caught.value.error_type, caught.value.message) == ("review_unpinned", f"the head's {pin.PIN_PATH} {why}")
+
+
+def test_a_head_pin_naming_a_commit_this_clone_lacks_names_the_fetch(ws: Workspace, key: Key) -> None:
+    """The head pins notes never fetched here (a CI clone that fetched the branch only)."""
+    ws.trust(key.signers_line("alice@example.com"))
+    base = ws.pin("main: no ledgers yet")
+    git(ws.root, "checkout", "-q", "-b", "far")
+    missing = "0123456789abcdef" * 2 + "01234567"
+    ws.commit({pin.PIN_PATH: missing + "\n"}, "far: pins notes fetched nowhere")
+    with pytest.raises(GuardError) as caught:
+        review(ws.repo, base)
+    assert (caught.value.error_type, caught.value.message) == (
+        "review_unpinned",
+        f"the head's notes commit {missing[:12]} is not in this clone (run {pin.FETCH}); "
+        "if the remote no longer has it, the notes ref was rewritten",
+    )
