@@ -10,8 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
-from strato.guard import accepted, cache, engine, layout, store
-from strato.guard.verify import verify_repository
+from strato.guard import accepted, cache, engine, layout, ledger, store
+from strato.guard.verify import check_ledger, verify_repository
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal
 from tests.support.repos import git
 from tropo.git import notes
@@ -88,3 +88,18 @@ def test_a_ledger_that_does_not_start_with_the_accepted_lines_is_checked_in_full
     lines = [b for b in report.breaks if b.line is not None]
     assert lines and (lines[0].resource_id, lines[0].line) == (RID, 2)
     assert "met" in lines[0].message
+
+
+def test_a_tail_checked_from_an_accepted_state_shows_only_its_own_lines(ws: Workspace) -> None:
+    """``check_ledger`` from ``start`` (the state after the accepted lines) shows its
+    ``on_entry`` the tail's lines, numbered in the whole ledger, and no register line."""
+    grown(ws)
+    entries = [json.loads(line) for line in ledger_text(ws, ANCHOR).splitlines()]
+    start = ledger.fold(entries[:2], RID)
+    shown: list[tuple[int, str, str | None]] = []
+    state = check_ledger(
+        entries[2:], RID, lambda rid, line, entry: None,
+        lambda rid, line, entry, signer, problem: shown.append((line, entry["to_state"], problem)),
+        start=start,
+    )
+    assert shown == [(3, "draft", None)] and state.length == 3 and state.current_state == "draft"
