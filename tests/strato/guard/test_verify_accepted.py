@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from strato.guard import accepted, cache, engine, layout, ledger, store
+from strato.guard import accepted, cache, engine, layout, ledger, running, store
 from strato.guard.verify import check_ledger, verify_repository
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal
 from tests.support.repos import git
@@ -103,3 +103,23 @@ def test_a_tail_checked_from_an_accepted_state_shows_only_its_own_lines(ws: Work
         start=start,
     )
     assert shown == [(3, "draft", None)] and state.length == 3 and state.current_state == "draft"
+
+
+def test_a_running_record_naming_fewer_lines_is_judged_by_the_full_check(ws: Workspace) -> None:
+    """The notes' running-state record names the first two lines only (true of them): it
+    is judged against the lines it names, so verify resumed from two accepted lines says
+    what a cold verify says."""
+    grown(ws)
+    entries = [json.loads(line) for line in ledger_text(ws, ANCHOR).splitlines()]
+    shorter = running.render(running.of_state(ledger.fold(entries[:2], RID)))
+    repo, old = ws.repo, git(ws.root, "rev-parse", store.REF).strip()
+    tree = notes.tree_of(repo, old)
+    assert tree is not None
+    new = notes.insert(repo, tree, [running.STATE, ANCHOR], repo.create_blob(shorter))
+    notes.commit(repo, store.REF, old, new, "a running-state record of two lines\n")
+    before = record(ws)
+    assert before is not None and before.lines == 2
+    resumed = verify_repository(ws.repo)
+    shutil.rmtree(cache.GuardCache(ws.repo).root)
+    cold = verify_repository(ws.repo)
+    assert resumed.ok and cold.ok and resumed.entries == cold.entries == 3
