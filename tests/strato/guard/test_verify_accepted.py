@@ -10,9 +10,9 @@ import json
 import shutil
 from pathlib import Path
 
-from strato.guard import accepted, cache, engine, layout, ledger, running, store
+from strato.guard import accepted, cache, engine, layout, ledger, running, signedops, store
 from strato.guard.verify import check_ledger, verify_repository
-from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal
+from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal, ssh_sign
 from tests.support.repos import git
 from tropo.git import notes
 
@@ -123,3 +123,28 @@ def test_a_running_record_naming_fewer_lines_is_judged_by_the_full_check(ws: Wor
     shutil.rmtree(cache.GuardCache(ws.repo).root)
     cold = verify_repository(ws.repo)
     assert resumed.ok and cold.ok and resumed.entries == cold.entries == 3
+
+
+def test_a_signed_line_accepted_at_an_older_head_is_not_read_again(ws: Workspace, key: Key) -> None:
+    """An override signed at commit C was accepted; HEAD has moved on since. C's trust
+    root (C and its allowed_signers) is what the record names, so verify still resumes:
+    an accepted line's object is not needed."""
+    ws.trust(key.signers_line("alice"))
+    (ws.root / "NOTES.md").write_text("n\n")
+    policy = copy.deepcopy(POLICY)
+    policy["graph"] = {**policy["graph"], "released": ["archived"]}
+    policy["terminal"] = ["archived"]
+    engine.register(ws.repo, {"resource_id": RID, **policy})
+    assert engine.transition(ws.repo, FORTH)["status"] == "applied"
+    ask = {"resource_id": RID, "from_state": "review", "to_state": "released", "rationale": "ship it"}
+    payload, ns = engine.authorization_request(ws.repo, {"kind": "override", **ask})
+    signedops.override(ws.repo, {**ask, "authorization": ssh_sign(key, ns, payload.encode(), ws.tmp)})
+    archive = {"resource_id": RID, "from_state": "released", "to_state": "archived"}
+    assert engine.transition(ws.repo, archive)["status"] == "applied"  # verifies the 3 lines first
+    before = record(ws)
+    assert before is not None and before.lines == 3 and before.signers
+    ws.commit({"LATER.md": "x\n"}, "HEAD moves on")
+    middle = git(ws.root, "rev-parse", f"{store.REF}:{'/'.join(layout.entry_path(ANCHOR, 1))}").strip()
+    (Path(ws.repo.path) / "objects" / middle[:2] / middle[2:]).unlink()
+    report = verify_repository(ws.repo)
+    assert report.ok and report.entries == 4, [str(b) for b in report.breaks]
