@@ -10,7 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
-from strato.guard import accepted, cache, engine, layout, ledger, running, signedops, store
+from strato.guard import accepted, cache, engine, layout, ledger, ledgertrees, running, signedops, store
 from strato.guard.verify import check_ledger, verify_repository
 from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal, ssh_sign
 from tests.support.repos import git
@@ -148,3 +148,21 @@ def test_a_signed_line_accepted_at_an_older_head_is_not_read_again(ws: Workspace
     (Path(ws.repo.path) / "objects" / middle[:2] / middle[2:]).unlink()
     report = verify_repository(ws.repo)
     assert report.ok and report.entries == 4, [str(b) for b in report.breaks]
+
+
+def test_a_tail_line_that_is_not_utf8_is_a_break_on_its_line(ws: Workspace) -> None:
+    """A fourth line that is not UTF-8, past three accepted ones, with no running-state
+    record to judge: verify resumes, and names the line in the whole ledger."""
+    grown(ws)
+    assert verify_repository(ws.repo).ok
+    before = record(ws)
+    assert before is not None and before.lines == 3
+    repo, old = ws.repo, git(ws.root, "rev-parse", store.REF).strip()
+    tree = notes.tree_of(repo, old)
+    assert tree is not None
+    bare = repo.get(ledgertrees.without_state(repo, tree, ANCHOR))
+    new = notes.insert(repo, bare, layout.entry_path(ANCHOR, 3), repo.create_blob(b"\xff\xfe\n"))
+    notes.commit(repo, store.REF, old, new, "a line that is not UTF-8\n")
+    assert [(b.resource_id, b.line, b.message) for b in verify_repository(repo).breaks] == [
+        (RID, 4, "ledger is not UTF-8")
+    ]
