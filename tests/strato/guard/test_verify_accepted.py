@@ -166,3 +166,15 @@ def test_a_tail_line_that_is_not_utf8_is_a_break_on_its_line(ws: Workspace) -> N
     assert [(b.resource_id, b.line, b.message) for b in verify_repository(repo).breaks] == [
         (RID, 4, "ledger is not UTF-8")
     ]
+
+
+def test_verify_of_one_anchor_checks_it_whatever_ledgers_come_before_it(ws: Workspace) -> None:
+    """``anchor=`` (a transition's own pre-check): the ledgers before it in the notes tree
+    are skipped, not the end of the walk."""
+    rids = ["one:a", "one:b", "one:c"]
+    for rid in rids:
+        engine.register(ws.repo, {"resource_id": rid, **copy.deepcopy(POLICY)})
+    last = max(notes.anchor_id(store.anchor_content(rid)) for rid in rids)
+    put_ledger(ws, last, ledger_text(ws, last) + "not json\n")
+    found = verify_repository(ws.repo, anchor=last).breaks
+    assert [(b.anchor, b.line) for b in found if b.line is not None] == [(last, 2)]
