@@ -116,8 +116,9 @@ def _landing(
     """The notes the base pins once the head lands: the head's, when they descend from
     the base's pin; else the union of both (what the pin merge driver writes, so another
     PR landing first never makes this one re-pin). Notes that do not merge are a break
-    naming the command that re-appends; a head with no notes keeps the base's check."""
-    if base_tip is None or head_tip is None or is_ancestor(repo, base_tip, head_tip) or head_tip == base_tip:
+    naming the command that re-appends; a head with no notes keeps the base's check (a tip
+    is its own ancestor: equal pins need no merge)."""
+    if base_tip is None or head_tip is None or is_ancestor(repo, base_tip, head_tip):
         return head_tip, []
     try:
         return union.merge(repo, base_tip, head_tip), []
