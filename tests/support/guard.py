@@ -372,3 +372,18 @@ def refused_tip(ws: Workspace, rid: str) -> str:
     move = {"resource_id": rid, "from_state": "draft", "to_state": "review"}
     assert engine.transition(ws.repo, move)["status"] == "refused"
     return git(ws.root, "rev-parse", store.REF).strip()
+
+
+GROWN_RID = "svc:grow"  # the resource `grown` registers
+GROWN_FORTH = {"resource_id": GROWN_RID, "from_state": "draft", "to_state": "review"}
+
+
+def grown(ws: Workspace) -> Workspace:
+    """A three-line ledger (its register, a transition and one back) on ``GROWN_RID``,
+    each transition verifying the ledger before it appends (1 line, then 2)."""
+    (ws.root / "NOTES.md").write_text("n\n")
+    engine.register(ws.repo, {"resource_id": GROWN_RID, **copy.deepcopy(POLICY)})
+    assert engine.transition(ws.repo, GROWN_FORTH)["status"] == "applied"
+    back = {"resource_id": GROWN_RID, "from_state": "review", "to_state": "draft"}
+    assert engine.transition(ws.repo, back)["status"] == "applied"
+    return ws

@@ -12,22 +12,24 @@ from pathlib import Path
 
 from strato.guard import accepted, cache, engine, layout, ledger, ledgertrees, running, signedops, store
 from strato.guard.verify import check_ledger, verify_repository
-from tests.support.guard import POLICY, Key, Workspace, ledger_text, put_ledger, reseal, ssh_sign
+from tests.support.guard import (
+    GROWN_FORTH,
+    GROWN_RID,
+    POLICY,
+    Key,
+    Workspace,
+    grown,
+    ledger_text,
+    put_ledger,
+    reseal,
+    ssh_sign,
+)
 from tests.support.repos import git
 from tropo.git import notes
 
-RID = "svc:grow"
+RID = GROWN_RID
 ANCHOR = notes.anchor_id(store.anchor_content(RID))
-FORTH = {"resource_id": RID, "from_state": "draft", "to_state": "review"}
-BACK = {"resource_id": RID, "from_state": "review", "to_state": "draft"}
-
-
-def grown(ws: Workspace) -> Workspace:
-    (ws.root / "NOTES.md").write_text("n\n")
-    engine.register(ws.repo, {"resource_id": RID, **copy.deepcopy(POLICY)})
-    assert engine.transition(ws.repo, FORTH)["status"] == "applied"  # verifies 1 line first
-    assert engine.transition(ws.repo, BACK)["status"] == "applied"  # and then 2
-    return ws
+FORTH = GROWN_FORTH
 
 
 def record(ws: Workspace) -> accepted.Accepted | None:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from strato.guard import store
 from strato.guard.verify import verify_repository
-from tests.strato.guard.test_verify_accepted import grown
-from tests.support.guard import Workspace
+from tests.support.guard import Workspace, grown
 from tests.support.repos import git
 
 
