@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import click
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the git and YAML machinery loads only when a command needs 
     from tropo.check.workspace import Workspace
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def workspace_options(func: F) -> F:
@@ -94,7 +96,7 @@ def _freeze_at_exit() -> None:
     atexit.register(gc.freeze)
 
 
-def collector_paused(func: F) -> F:
+def collector_paused(func: Callable[P, R]) -> Callable[P, R]:
     """For a command that may read every document: the cyclic collector is paused while
     it runs (each pass would rescan the millions of objects a check builds and keeps),
     and when the process ends they are frozen, so the interpreter's last collection skips
@@ -102,7 +104,7 @@ def collector_paused(func: F) -> F:
     gets its collector back as it was, and its own exit is only spared the same scan."""
 
     @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         _freeze_at_exit()
         collecting = gc.isenabled()
         gc.disable()
@@ -112,14 +114,14 @@ def collector_paused(func: F) -> F:
             if collecting:
                 gc.enable()
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
-def guarded(func: F) -> F:
+def guarded(func: Callable[P, R]) -> Callable[P, R]:
     """Turn expected errors raised late (while reading) into one line and exit 2."""
 
     @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except ConfigError as exc:
@@ -127,7 +129,7 @@ def guarded(func: F) -> F:
         except (SourceError, RevisionError, NotARepository) as exc:
             fail(str(exc))
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def relative_paths(ws: Workspace, paths: tuple[str, ...]) -> list[str] | None:
