@@ -43,7 +43,7 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     moved = False
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
-        base = results.fanout_key(path, st)
+        base = leases.fanout_key(path, st)
         folder = _folds(worker, snap.run_id, base, step.fanout.concurrency)
         waiting: list[tuple[int, Claim, bytes]] = []
         free, oldest = 0, 0.0

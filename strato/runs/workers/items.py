@@ -25,7 +25,7 @@ from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
 from strato.runs.store import PREFIX, Outcome, RunSnapshot
 from strato.runs.workers import results
-from strato.runs.workers.results import fanout_key
+from strato.runs.workers.leases import fanout_key
 from strato.runs.workers.shared import Claim, Handoff, Operation, SharedRuns, Update
 from tropo.git.refs import read_ref
 from tropo.git.types import Repository
@@ -196,15 +196,15 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
         _, _, st = worker.runs.engine(now, judge=False).locate(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return None
-        free = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"
-                and f"{base}.i{it['index']}" not in skip
-                and worker.shared.claim_tip(run_id, f"{base}.i{it['index']}") is None]
-        if not free:
-            return None
-        # any one at random: in order, a worker whose view is a moment old would lose to
-        # the one just ahead of it item after item
-        nxt = random.choice(free)
-        return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
+        pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
+        # any free one at random: in order, a worker whose view is a moment old would lose
+        # to the one just ahead of it item after item. Shuffled, the first free one is as
+        # random, and only the claims looked at until then are read
+        random.shuffle(pending)
+        for nxt in pending:
+            if f"{base}.i{nxt}" not in skip and worker.shared.claim_tip(run_id, f"{base}.i{nxt}") is None:
+                return f"{base}.i{nxt}", worker.lease(run_id, _item_lease(path, nxt, slot), 0)
+        return None
 
     _run(worker, run_id, f"{path}/{index}", claims, path, base, "fanout_item",
          lambda access, call: _one_item(access, run_id, path, index, call),

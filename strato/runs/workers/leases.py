@@ -31,6 +31,12 @@ def claim_key(path: str, generation: int) -> str:
     return f"{path.replace('/', '.')}.g{generation}"
 
 
+def fanout_key(path: str, st: dict[str, Any]) -> str:
+    """The claims' prefix for one start of a fanout: its path, epoch and how many times
+    it ran before (a fanout run again is claimed afresh)."""
+    return f"{path.replace('/', '.')}.e{st['epoch']}.a{len(st.get('attempts', []))}"
+
+
 def claim_ref(run_id: str, key: str) -> str:
     return f"refs/vivary/runs/{run_id}/claims/{key}"
 

@@ -22,11 +22,11 @@ from strato.runs.dispatch.fanout import record_attempt, record_dispatch, record_
 from strato.runs.engine.ledger import usage_errors
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import Refused
-from strato.runs.workers.shared import RESULT_FILE, Operation
+from strato.runs.workers.leases import fanout_key
+from strato.runs.workers.shared import Operation
 
 MAX_RESULT_BYTES = 8 * 1024 * 1024
 
-__all__ = ["RESULT_FILE", "decode", "encode", "fanout_key"]
 
 CALLS: dict[str, Callable[..., bool | None]] = {
     "record_dispatch": record_dispatch, "record_attempt": record_attempt, "record_item": record_item,
@@ -38,12 +38,6 @@ ARGS = {
     "record_item": {"path", "item"},
 }
 ITEM_STATUSES = ("succeeded", "failed", "skipped")
-
-
-def fanout_key(path: str, st: dict[str, Any]) -> str:
-    """The claims' prefix for one start of a fanout: its path, epoch and how many times
-    it ran before (a fanout run again is claimed afresh)."""
-    return f"{path.replace('/', '.')}.e{st['epoch']}.a{len(st.get('attempts', []))}"
 
 
 def encode(ops: list[Operation]) -> bytes:
