@@ -60,7 +60,7 @@ class TwoProcesses:
         self.items = items
         if not may_fork(items):
             return work(0, items, True)
-        middle = items // 2
+        middle = items * 11 // 20  # the child also sends what it found (some 8% more work)
         reading, writing = os.pipe()
         try:
             pid = os.fork()
