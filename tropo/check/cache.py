@@ -67,17 +67,15 @@ def blob_oid(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def keep(found: list[Fresh], cache: Store | None, memo: Store | None) -> None:
-    """Record what a check found for later runs in the parse cache, the memo or both,
-    and save them."""
+def keep(found: list[Fresh], cache: Store, memo: Store) -> None:
+    """Record what a check found for later runs, and save the two caches."""
     for _, doc, oid, rec, memo_key, _ in found:
-        if cache is not None and rec is not None and oid is not None:
+        if rec is not None and oid is not None:
             cache.put(oid, rec)
-        if memo is not None and memo_key is not None:
+        if memo_key is not None:
             memo.put(memo_key, doc_record(doc))
-    for store in (cache, memo):
-        if store is not None:
-            store.save()
+    cache.save()
+    memo.save()
 
 
 def sent(found: list[Fresh]) -> list[tuple[Any, ...]]:

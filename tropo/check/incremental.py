@@ -26,7 +26,6 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tropo.check import spread
 from tropo.check.checkstate import CheckState
 from tropo.check.findings import Finding, Summary
 from tropo.check.roots import ConfigError, find_root, is_config, read_by_tropo, root_in
@@ -270,8 +269,7 @@ def tree_state(place: Place, tree: str, *, head: bool = False) -> CheckState | N
         if state is None:
             shelf.put(key, "dated")
             return None
-    record = state.to_record()
-    spread.aside(lambda: shelf.put(key, record))  # for later runs: maybe beside the rest
+    shelf.put(key, state.to_record())
     return state
 
 

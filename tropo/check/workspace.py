@@ -280,9 +280,8 @@ class Workspace:
             for index, doc, _, _, _, dated in found:
                 slots[index] = doc
                 self.dated = self.dated or dated
-        if where is not None:  # two writers: each cache is a marshal of its own
-            spread.aside(lambda: keep(found, cache, None))
-            spread.aside(lambda: keep(found, None, memo))
+        if where is not None:
+            spread.aside(lambda: keep(found, cache, memo))
         extra += self._schema_findings()
         return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
 

@@ -7,8 +7,8 @@ Only the command line forks (:func:`two_cores` around the command, through
 MCP server, which load the same library, never do. A child starts no program and is
 given nothing new; it ends with ``os._exit`` (none of the parent's buffers, handlers or
 caches are flushed twice). Whenever forking is not plainly safe or useful (no ``fork``,
-one core, a second thread that a fork would freeze mid-lock, a small batch) the parent
-does the work itself. A child that fails costs time, never results: the parent does a
+no idle second core, a second thread that a fork would freeze mid-lock, a small batch)
+the parent does the work itself. A child that fails costs time, never results: the parent does a
 failed half again; a failed cache writer leaves the caches as they were (each file is
 written whole or not at all), and the command waits for it before it ends, so the next
 command never races it.
@@ -34,17 +34,28 @@ R = TypeVar("R")
 _R = TypeVar("_R")
 
 
-def _cores() -> int:
+BUSY = 0.75  # a one-minute load this far past one core's worth: the second core is busy
+
+
+def _second_core_idle() -> bool:
+    """Whether a child would run on a core no other work wants: a fork costs CPU (the
+    child's copy-on-write pages, its findings encoded and decoded), which only an idle
+    core pays back. The one-minute load average is the measure (this command's own past
+    runs count in it too)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        return cores >= 2 and os.getloadavg()[0] < cores - 1 + BUSY
+    except OSError:
+        return False
 
 
 def may_fork(items: int) -> bool:
     """Whether work over ``items`` documents is worth a child and safe to fork for."""
     return (items >= MIN_ITEMS and hasattr(os, "fork") and threading.active_count() == 1
-            and _cores() >= 2)
+            and _second_core_idle())
 
 
 class TwoProcesses:

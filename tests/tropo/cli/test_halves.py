@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,8 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any batch of two or more is split, on any machine (CI may have one core, and
     pytest a helper thread)."""
     monkeypatch.setattr(halves, "MIN_ITEMS", 2)
-    monkeypatch.setattr(halves, "_cores", lambda: 2)
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(halves, "_second_core_idle", lambda: True)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
 
 
 def _pids(start: int, stop: int, seen: bool) -> list[Row]:
@@ -65,16 +66,26 @@ def test_the_second_half_is_worked_by_a_child_and_comes_back_in_order(forking: N
 
 
 def test_a_small_batch_or_a_second_thread_is_worked_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(halves, "_cores", lambda: 2)
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(halves, "_second_core_idle", lambda: True)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     here = [(n * n, os.getpid(), True) for n in range(3)]
     assert halves.TwoProcesses().split(3, _pids, _same, _same) == here  # below MIN_ITEMS
     monkeypatch.setattr(halves, "MIN_ITEMS", 2)
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 2)
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
     assert halves.TwoProcesses().split(3, _pids, _same, _same) == here
-    monkeypatch.setattr(halves.threading, "active_count", lambda: 1)
-    monkeypatch.setattr(halves, "_cores", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(halves, "_second_core_idle", lambda: False)
     assert halves.TwoProcesses().split(3, _pids, _same, _same) == here
+
+
+@pytest.mark.parametrize(("cores", "load", "idle"), [({0, 1}, 0.2, True), ({0, 1}, 1.6, True),
+                                                   ({0, 1}, 1.8, False), ({0}, 0.0, False),
+                                                   ({0, 1, 2, 3}, 3.5, True)])
+def test_a_child_only_where_a_second_core_is_idle(monkeypatch: pytest.MonkeyPatch, cores: set[int],
+                                                  load: float, idle: bool) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: cores)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert halves._second_core_idle() is idle
 
 
 def _fails_in_the_child(start: int, stop: int, seen: bool) -> list[Row]:
