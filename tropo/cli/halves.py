@@ -23,6 +23,7 @@ import signal
 import threading
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 from tropo.check import spread
@@ -34,22 +35,44 @@ R = TypeVar("R")
 _R = TypeVar("_R")
 
 
-BUSY = 0.75  # a one-minute load this far past one core's worth: the second core is busy
+BUSY = 0.75  # without /proc: a one-minute load this far past one core's worth is too busy
 
 
 def _second_core_idle() -> bool:
     """Whether a child would run on a core no other work wants: a fork costs CPU (the
     child's copy-on-write pages, its findings encoded and decoded), which only an idle
-    core pays back. The one-minute load average is the measure (this command's own past
-    runs count in it too)."""
+    core pays back. Measured now: the tasks the kernel has running or ready, less this
+    process and its own children (the ``git status`` beside a cold check). Without
+    ``/proc``, the one-minute load average stands in (this command's past runs count
+    in it too)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    others = _others_running()
+    if others is not None:
+        return others <= cores - 2
     try:
-        return cores >= 2 and os.getloadavg()[0] < cores - 1 + BUSY
+        return os.getloadavg()[0] < cores - 1 + BUSY
     except OSError:
         return False
+
+
+def _others_running() -> int | None:
+    """Runnable tasks that are not this process or its children; None without /proc."""
+    try:
+        running = int(Path("/proc/loadavg").read_text().split()[3].partition("/")[0])
+        children = [pid for task in Path("/proc/self/task").iterdir()
+                    for pid in (task / "children").read_text().split()]
+    except (OSError, ValueError, IndexError):
+        return None
+    mine = 1
+    for pid in children:
+        with contextlib.suppress(OSError):
+            mine += Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "R"
+    return running - mine
 
 
 def may_fork(items: int) -> bool:

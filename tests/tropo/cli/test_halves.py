@@ -78,14 +78,23 @@ def test_a_small_batch_or_a_second_thread_is_worked_here(monkeypatch: pytest.Mon
     assert halves.TwoProcesses().split(3, _pids, _same, _same) == here
 
 
-@pytest.mark.parametrize(("cores", "load", "idle"), [({0, 1}, 0.2, True), ({0, 1}, 1.6, True),
-                                                   ({0, 1}, 1.8, False), ({0}, 0.0, False),
-                                                   ({0, 1, 2, 3}, 3.5, True)])
+@pytest.mark.parametrize(("cores", "others", "load", "idle"), [
+    ({0, 1}, 0, 9.0, True),  # nothing else runs now, whatever ran in the last minute
+    ({0, 1}, 1, 0.0, False),  # a busy core (``yes``) now
+    ({0, 1, 2, 3}, 2, 0.0, True), ({0}, 0, 0.0, False),
+    ({0, 1}, None, 1.6, True), ({0, 1}, None, 1.8, False),  # no /proc: the load average
+])
 def test_a_child_only_where_a_second_core_is_idle(monkeypatch: pytest.MonkeyPatch, cores: set[int],
-                                                  load: float, idle: bool) -> None:
+                                                  others: int | None, load: float, idle: bool) -> None:
     monkeypatch.setattr(os, "sched_getaffinity", lambda _: cores)
+    monkeypatch.setattr(halves, "_others_running", lambda: others)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     assert halves._second_core_idle() is idle
+
+
+def test_what_runs_beside_this_process_is_counted_without_it() -> None:
+    found = halves._others_running()
+    assert found is not None and found >= 0  # this process, running as it reads, is not counted
 
 
 def _fails_in_the_child(start: int, stop: int, seen: bool) -> list[Row]:
