@@ -12,7 +12,10 @@ stands on. Bytecode is written and warmed first (``PYTHONDONTWRITEBYTECODE`` is 
 an installed tropo has its ``.pyc``).
 
     git -C . worktree add /tmp/base-src <base-commit>   # or unpack `git archive`
-    python -m bench.coldcheck --base /tmp/base-src [--repeat 5] [--workspace DIR ...]
+    python -m bench.coldcheck --base /tmp/base-src [--repeat 5] [--workspace DIR ...] [--busy]
+
+``--busy`` keeps one core busy the whole time (``yes > /dev/null`` beside the runs): a
+check that spreads its work over a second core must not lose there.
 """
 
 from __future__ import annotations
@@ -83,15 +86,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=20000, help="documents per generated workspace")
     parser.add_argument("--workspace", type=Path, action="append", default=[],
                         help="a workspace to time instead of generating both (repeatable)")
+    parser.add_argument("--busy", action="store_true",
+                        help="keep one core busy beside every run (yes > /dev/null)")
     args = parser.parse_args(argv)
     if not (args.base / "tropo" / "__init__.py").is_file():
         print(f"bench.coldcheck: {args.base} holds no tropo package", file=sys.stderr)
         return 2
     sides = {"base": args.base.resolve(), "ours": HERE}
+    busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) if args.busy else None
+    try:
+        return _table(args, sides, busy is not None)
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+
+
+def _table(args: argparse.Namespace, sides: dict[str, Path], busy: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="coldcheck-") as scratch:
         workspaces = _workspaces(args.workspace, args.nodes, Path(scratch))
         print(f"load before: {' '.join(f'{n:.1f}' for n in os.getloadavg())}; cores: {os.cpu_count()}; "
-              f"python {sys.version.split()[0]}")
+              f"python {sys.version.split()[0]}" + ("; one core kept busy (yes)" if busy else ""))
         print("| workspace | check | base wall s | ours wall s | ours / base | base CPU s | ours CPU s "
               "| ours / base (CPU) |")
         print("|---|---|---:|---:|---:|---:|---:|---:|")

@@ -16,11 +16,23 @@ from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tropo.check import document as docmod
-from tropo.check import frontmatter
-from tropo.check.cache import NOT_UTF8, TOO_LARGE, doc_from_record, doc_record, from_record, to_record
+from tropo.check import frontmatter, spread
+from tropo.check.cache import (
+    NOT_UTF8,
+    TOO_LARGE,
+    Fresh,
+    blob_oid,
+    doc_from_record,
+    from_record,
+    keep,
+    parse_bytes,
+    received,
+    sent,
+    to_record,
+)
 from tropo.check.checkstate import CheckState, DocRow, FindingRow
 from tropo.check.config import (
     CONFIG_NAME,
@@ -125,7 +137,7 @@ class Workspace:
                 data = self.snapshot.read(entry)
             except OSError:
                 continue  # said again, in its place, when the document is read
-            self._early[rel] = (entry.oid, *_parse_bytes(data))
+            self._early[rel] = (entry.oid, *parse_bytes(data))
 
     @cached_property
     def schema(self) -> Schema:
@@ -259,15 +271,17 @@ class Workspace:
                     progress.advance()
                 slots.append(doc)
 
-            for index, doc, oid, rec, memo_key, dated in self._fresh(todo, cache, progress):
+            def fresh(start: int, stop: int, seen: bool) -> list[Fresh]:
+                return self._fresh(todo[start:stop], cache, progress if seen else None)
+
+            # what the index's early parse left (a check without caches) is worth no child
+            found = fresh(0, len(todo), True) if self._early else \
+                spread.split(len(todo), fresh, sent, received)
+            for index, doc, _, _, _, dated in found:
                 slots[index] = doc
-                if where is not None and rec is not None and oid is not None:  # kept: recorded
-                    cache.put(oid, rec)
-                if where is not None and memo_key is not None:
-                    memo.put(memo_key, doc_record(doc))
                 self.dated = self.dated or dated
-        cache.save()
-        memo.save()
+        if where is not None:
+            spread.aside(lambda: keep(found, cache, memo))
         extra += self._schema_findings()
         return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
 
@@ -307,7 +321,7 @@ class Workspace:
                                                          f"cannot read file: {exc.strerror or exc}"),
                                 oid, None, None, False))
                     continue
-                parsed, flags = _parse_bytes(data)
+                parsed, flags = parse_bytes(data)
                 new = to_record(parsed, flags)
                 oid = oid or blob_oid(data)
             doc, dated = self._check_parsed(entry, parsed, flags, plan)
@@ -412,19 +426,12 @@ def _acyclic() -> Iterator[None]:
 
 
 Todo = tuple[int, Entry, docmod.Plan, str]  # (slot, entry, plan, memo key's schema part)
-# (slot, document, blob oid, a parse record to keep, memo key (None: not to keep), dated)
-Fresh = tuple[int, Doc, "str | None", "tuple[Any, ...] | None", "str | None", bool]
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
     """Own analyses as :class:`CheckState` keeps them (refs that can break only)."""
     return ({d.rel: (d.id, [astuple(f) for f in d.findings], [r for r in d.refs if isinstance(r[1], str)])
              for d in docs}, {f.path: astuple(f) for f in extra})
-
-
-def blob_oid(data: bytes) -> str:
-    """The oid git gives these bytes as a blob (what the parse cache is keyed by)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _analysis_key(cfg: Config, root_name: str) -> str:
@@ -457,21 +464,6 @@ def walk_key(rel: str) -> str:
     the list ``[(1, folder), ..., (0, file)]`` would (names never hold those bytes)."""
     folder, _, name = rel.rpartition("/")
     return f"\x01{folder.replace('/', chr(1))}\x00{name}" if folder else f"\x00{name}"
-
-
-def _parse_bytes(data: bytes) -> tuple[frontmatter.Parsed, int]:
-    """What a file's bytes say, and the flags of how they were read (see ``cache``)."""
-    flags = 0
-    if len(data) > MAX_BLOB:
-        return frontmatter.Parsed({}, {}, None, None), TOO_LARGE
-    try:
-        text = data.decode("utf-8")
-        if "\x00" in text:
-            flags |= NOT_UTF8
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", "replace")
-        flags |= NOT_UTF8
-    return frontmatter.parse(text), flags
 
 
 def open_workspace(

@@ -21,6 +21,7 @@ from tropo import untrusted
 from tropo.check import reports
 from tropo.check.findings import failing
 from tropo.check.roots import CONFIG_NAME, ConfigError
+from tropo.cli.halves import two_cores
 from tropo.cli.receipts import ReceiptGroup
 from tropo.console import PRETTY_UNICODE, fail, print_json
 from tropo.fs.atomic import write_atomic
@@ -112,9 +113,21 @@ def collector_paused(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         finally:
             if collecting:
+                _to_oldest_generation()
                 gc.enable()
 
     return wrapper
+
+
+def _to_oldest_generation() -> None:
+    """Every object the collector tracks moved to its oldest generation (a freeze and an
+    unfreeze: two list splices), so the first allocation after the pause does not start
+    a young collection that scans all a check built and kept (0.05-0.1 s at 20k
+    documents); a later full collection still sees them. Not when the caller froze some:
+    an unfreeze would thaw those too."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def guarded(func: Callable[P, R]) -> Callable[P, R]:
@@ -190,6 +203,7 @@ def main(ctx: click.Context) -> None:
               help="Report only findings commit REV did not have (same path and code).")
 @guarded
 @collector_paused
+@two_cores
 def check(paths: tuple[str, ...], root: Path | None, staged: bool, rev: str | None,
           no_cache: bool, as_json: bool, strict: bool, lenient: bool, quiet: bool,
           new_since: str | None) -> None:
