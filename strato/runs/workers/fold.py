@@ -41,10 +41,13 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     """Fold what waits in the run's engine-mode fanouts, when it is time; True if the
     head moved."""
     moved = False
+    worker.folding.discard(snap.run_id)
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
         base = leases.fanout_key(path, st)
         folder = _folds(worker, snap.run_id, base, step.fanout.concurrency)
+        if folder:  # it fetches the whole run, every claim, at least once a second
+            worker.folding.add(snap.run_id)
         waiting: list[tuple[int, Claim, bytes]] = []
         free, oldest = 0, 0.0
         for it in st["fanout"]["items"]:

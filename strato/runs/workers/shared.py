@@ -32,6 +32,7 @@ from tropo.git.types import Oid
 MAX_PUSH_RETRIES = 50
 RESULT_FILE = "result.json"  # beside an item claim's done lease: its result (workers/results.py)
 MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
+MAX_LEASES_KEPT = 16384  # parsed leases kept by commit id (a few MB at most)
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
 
@@ -119,6 +120,7 @@ class SharedRuns:
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
         self.written: set[str] = set()  # the result commits this clone pushed (its own evidence)
+        self.leases: dict[str, leases.Lease] = {}  # claim commit -> its lease, as parsed
 
     # --- reading
 
@@ -138,6 +140,23 @@ class SharedRuns:
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
         return self._rewritten(heads)
+
+    def fetch_heads(self, run_ids: Sequence[str]) -> list[RunRewritten]:
+        """Mirror only the remote's heads of ``run_ids`` (a busy worker's once-a-second
+        look: a cancel, a rewrite, the folds), not their claim refs: the remote lists
+        just these refs, where a whole fetch lists one claim ref per item. A run whose
+        head is gone on the remote is fetched whole (it reads as rewritten there)."""
+        with self.lock:
+            refs = [head_ref(r) for r in run_ids]
+            if not refs:
+                return []
+            started = time.perf_counter()
+            try:
+                gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
+            except gitremote.RemoteError:
+                return self._fetch(run_ids[0] if len(run_ids) == 1 else None)
+            self.fetch_s += time.perf_counter() - started
+            return self._rewritten({r: read_ref(self.runs.repo, head_ref(r)) for r in run_ids})
 
     def fetch_items(self, run_id: str) -> None:
         """Mirror the run's item refs (the commits of worktree items that workers on other
@@ -164,7 +183,15 @@ class SharedRuns:
         return read_ref(self.runs.repo, leases.claim_ref(run_id, key))
 
     def lease_at(self, commit: str) -> leases.Lease:
-        return leases.parse(blob_at(self.runs.repo, commit, "lease.json"))
+        """The lease a claim commit holds, parsed once per commit (a commit id names its
+        bytes for good; the fold looks at every waiting claim at every tick)."""
+        lease = self.leases.get(commit)
+        if lease is None:
+            lease = leases.parse(blob_at(self.runs.repo, commit, "lease.json"))
+            if len(self.leases) >= MAX_LEASES_KEPT:
+                self.leases.clear()
+            self.leases[commit] = lease
+        return lease
 
     # --- writing
 
@@ -227,12 +254,12 @@ class SharedRuns:
         ``carried`` names for what the last one did (a worktree item's commit, a
         fanout's merge)."""
         with self.lock:
-            lost = False
+            lost = picked = False
             for tries in range(MAX_PUSH_RETRIES):
                 if lost:
                     self._back_off(tries)
                 if lost or run_id in self.contended:
-                    self._refetch(run_id, claims)
+                    self._refetch(run_id, claims, whole=picked)
                     lost = lost or run_id in self.contended  # the head moved: another clone was first
                 base = self.runs.store.head(run_id)
                 try:
@@ -252,7 +279,8 @@ class SharedRuns:
                 if head == base or self._land(run_id, (base, head), claims, finish, extra, handoff, nxt):
                     self.landed_on = base
                     return outcome
-                if handoff is not None and nxt is not None:  # another's claim may have turned it down
+                picked = nxt is not None  # another's claim may have turned it down
+                if handoff is not None and nxt is not None:
                     handoff.lost.add(nxt[0])
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
@@ -264,21 +292,15 @@ class SharedRuns:
         of the cores and the remote they share."""
         time.sleep(random.uniform(0, self.last_push_s * min(2 ** (tries - 1), MAX_BACKOFF_PUSHES)))
 
-    def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
+    def _refetch(self, run_id: str, claims: Sequence[Claim], whole: bool = False) -> None:
         """After a lost race (or before pushing on a contended head): the remote's run
         head and ``claims`` again, if it is still the same run and the claims are still
-        this worker's. The other claims are left as they were (the loop's fetch brings
-        them); a fetch of these few refs that fails (a claim ref deleted) falls back to
-        the whole run."""
+        this worker's. The other claims are left as they were, unless ``whole`` (the
+        push that lost carried a next claim picked from this view, which is behind on
+        the others' claims: the whole run is fetched); a fetch of these few refs that
+        fails (a claim ref deleted) falls back to the whole run."""
         before = self.runs.store.head(run_id)
-        started = time.perf_counter()
-        try:
-            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
-            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
-            self.fetch_s += time.perf_counter() - started
-            found = self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
-        except gitremote.RemoteError:
-            found = self._fetch(run_id)
+        found = self._fetch(run_id) if whole else self._fetch_own(run_id, claims)
         for rewritten in found:
             raise rewritten
         if self.runs.store.head(run_id) != before:
@@ -289,6 +311,16 @@ class SharedRuns:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
+    def _fetch_own(self, run_id: str, claims: Sequence[Claim]) -> list[RunRewritten]:
+        started = time.perf_counter()
+        try:
+            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
+            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
+        except gitremote.RemoteError:
+            return self._fetch(run_id)
+        self.fetch_s += time.perf_counter() - started
+        return self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
+
     def land_result(self, run_id: str, result: bytes, claims: Sequence[Claim], handoff: Handoff | None,
                     extra: Sequence[Update] = ()) -> None:
         """Push a fanout item's ``result`` in the `done` commit of its claim (the first of
@@ -297,17 +329,18 @@ class SharedRuns:
         race only for the next item's claim. A lost race fetches this worker's claims
         and picks again; ClaimLost when one of them moved on meanwhile."""
         with self.lock:
-            lost = False
+            lost = picked = False
             for tries in range(MAX_PUSH_RETRIES):
                 if lost:
                     self._back_off(tries)
-                    self._refetch(run_id, claims)
+                    self._refetch(run_id, claims, whole=picked)
                 nxt = None
                 if handoff is not None:
                     nxt = handoff.pick(self.runs.store.load(run_id), handoff.lost)
                 if self._land(run_id, None, claims, True, extra, handoff, nxt, result):
                     self.written.add(claims[0].tip)
                     return
+                picked = nxt is not None
                 if handoff is not None and nxt is not None:
                     handoff.lost.add(nxt[0])
                 lost = True

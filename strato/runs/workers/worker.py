@@ -37,6 +37,7 @@ from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRun
 
 Say = Callable[[str], None]
 BUSY_FETCH_S = 1.0  # a worker whose own pushes keep its view current fetches at most this often
+MAX_LOOKS = 8  # an idle worker's fetches back off from one interval to BUSY_FETCH_S (2**7 intervals)
 
 
 class Stopped(Exception):
@@ -84,10 +85,12 @@ class Worker:
         self.told: set[tuple[str, str]] = set()
         self.counts: Counter[str] = Counter()
         self.statuses: dict[str, str] = {}
-        self.slots: dict[str, str] = {}
+        self.slots: dict[str, str] = {}  # per fanout start, the concurrency slot last held here
         self.refusals: dict[str, str | None] = {}  # per spec digest: why it may not run here
         self.limited: dict[tuple[str, str], bool] = {}  # per fanout start: whether a ledger has a limit
-        self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
+        self.next_fetch = 0.0
+        self.looks = 0  # fetches in a row that found nothing to take (the next one backs off)
+        self.folding: set[str] = set()  # the runs where this worker folds a fanout's results
 
     # --- the loop
 
@@ -126,18 +129,30 @@ class Worker:
             if self._follow(job, snaps.get(job.run_id)):
                 del self.jobs[key]
         claimed = self.counts["claimed"]
+        self.folding.intersection_update(r for r, snap in snaps.items() if snap.state["status"] == "running")
         for snap in snaps.values():
             if snap.state["status"] == "running":
                 self._claim(snap)
-        if not self.full() and self.counts["claimed"] == claimed:
-            self.shared.stale = True  # room, and nothing in this view to take: look again
+        if self.full() or self.counts["claimed"] != claimed:
+            self.looks = 0
+        else:  # room, and nothing in this view to take: look again soon, less often each time
+            self.looks = min(self.looks + 1, MAX_LOOKS)
+            pause = min(BUSY_FETCH_S, self.options.interval_s * 2 ** (self.looks - 1))
+            self.next_fetch = min(self.next_fetch, self.clock() + pause)
 
     def _fetch(self) -> None:
-        """The remote's runs, at least once a second (a cancel is seen within it), and
-        before any decision taken on a view known to be behind; between those, the view
-        the worker's own pushes kept current."""
+        """The remote's runs at least once a second (a cancel or a rewrite is seen within
+        it), and before any decision taken on a view known to be behind. The whole run
+        (its head and every claim) when this worker has room for work, folds a fanout's
+        results or knows its view is behind (a push of its own turned down); otherwise,
+        busy, only the heads of its runs: its own pushes keep its claims current, and
+        the others' claims it needs only to pick its next item, where a pick another
+        worker's claim beat is a lost race that fetches the whole run (shared.py)."""
         self.next_fetch = self.clock() + BUSY_FETCH_S
-        for rewritten in self.shared.fetch(self.options.run_id):
+        followed = [r for r in self.statuses if r not in self.dropped]
+        whole = self.shared.stale or not self.full() or bool(self.folding) or not followed
+        fetched = self.shared.fetch(self.options.run_id) if whole else self.shared.fetch_heads(followed)
+        for rewritten in fetched:
             self._drop(rewritten.run_id, str(rewritten))
             if self.options.run_id is not None:
                 raise rewritten
