@@ -26,13 +26,14 @@ from strato.runs.store import PREFIX, Outcome, RunSnapshot, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
-from tropo.git.refs import cas_ref, is_ancestor, read_ref
+from tropo.git.refs import cas_ref, is_ancestor, pack_refs, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
 RESULT_FILE = "result.json"  # beside an item claim's done lease: its result (workers/results.py)
 MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
 MAX_LEASES_KEPT = 16384  # parsed leases kept by commit id (a few MB at most)
+PACK_EVERY = 64  # pushes landed and whole fetches (each writes refs) between two packings of refs
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
 
@@ -106,6 +107,9 @@ class SharedRuns:
         self.landed_on = ""  # the head the last apply_all decided on (what a fold added is on top)
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
+        self.whole_fetches = 0  # fetches of every ref of the run(s), and of their heads alone
+        self.head_fetches = 0
+        self.unpacked = 0  # ref-writing exchanges since this clone's refs were last packed
         self.last_push_s = 0.0
         # whether this clone's view may be behind the remote for a reason it knows of (a
         # push turned down, or nothing to claim in it): a worker fetches before it decides
@@ -135,6 +139,8 @@ class SharedRuns:
         started = time.perf_counter()
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
         self.fetch_s += time.perf_counter() - started
+        self.whole_fetches += 1
+        self._wrote_refs()
         self.stale = False
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
@@ -156,6 +162,7 @@ class SharedRuns:
             except gitremote.RemoteError:
                 return self._fetch(run_ids[0] if len(run_ids) == 1 else None)
             self.fetch_s += time.perf_counter() - started
+            self.head_fetches += 1
             return self._rewritten({r: read_ref(self.runs.repo, head_ref(r)) for r in run_ids})
 
     def fetch_items(self, run_id: str) -> None:
@@ -216,7 +223,18 @@ class SharedRuns:
             return False
         with self.lock:
             self._mirror(updates)
+            self._wrote_refs()
         return True
+
+    def _wrote_refs(self) -> None:
+        """Pack this clone's refs every `PACK_EVERY` exchanges that wrote some: a run's
+        claim refs, one per item, stay loose otherwise, and git reads every loose ref as
+        a file of its own on each fetch and push (measured: docs/benchmarks.md, "Fetching
+        less"). Under the lock: no ref of the run is written here meanwhile."""
+        self.unpacked += 1
+        if self.unpacked >= PACK_EVERY:
+            self.unpacked = 0
+            pack_refs(self.runs.repo)
 
     def _mirror(self, updates: list[Update]) -> None:
         """What a push that landed set on the remote, set on this clone's refs too (as

@@ -451,7 +451,8 @@ class Worker:
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
             "pushesRejected": self.shared.rejected, "headPushesRejected": self.shared.rejected_head,
             "pushS": round(self.shared.push_s, 3),
-            "fetchS": round(self.shared.fetch_s, 3), **fold.counts(self),
+            "fetchS": round(self.shared.fetch_s, 3), "wholeFetches": self.shared.whole_fetches,
+            "headFetches": self.shared.head_fetches, **fold.counts(self),
         }
 
 
