@@ -89,7 +89,7 @@ def push_claim(root: Path, ref: str, files: dict[str, bytes]) -> None:
     blobs = {name: stdin("hash-object", "-w", "--stdin", data=data) for name, data in files.items()}
     tree = stdin("mktree", data="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()).encode())
     commit = git(root, "commit-tree", tree, "-m", "claim").strip()
-    git(root, "push", "-q", "origin", f"{commit}:{ref}")
+    git(root, "push", "-q", "origin", f"+{commit}:{ref}")  # forced: whatever was there
 
 
 def agent_pids(tmp_path: Path, tag: str) -> list[int]:

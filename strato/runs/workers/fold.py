@@ -41,27 +41,31 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     """Fold what waits in the run's engine-mode fanouts, when it is time; True if the
     head moved."""
     moved = False
-    worker.folding.discard(snap.run_id)
+    worker.folding.pop(snap.run_id, None)
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
         base = leases.fanout_key(path, st)
         folder = _folds(worker, snap.run_id, base, step.fanout.concurrency)
-        if folder:  # it fetches the whole run, every claim, at least once a second
-            worker.folding.add(snap.run_id)
         waiting: list[tuple[int, Claim, bytes]] = []
+        held: list[str] = []  # pending items' claims seen held: where results come next
         free, oldest = 0, 0.0
         for it in st["fanout"]["items"]:
             if it["status"] != "pending":
                 continue
             key = f"{base}.i{it['index']}"
             tip = worker.shared.claim_tip(snap.run_id, key)
-            found = None if tip is None else _result(worker, snap.run_id, key, tip)
+            if tip is None:
+                free += 1
+                continue
+            found = _result(worker, snap.run_id, key, tip)
             if found is None:
-                free += int(tip is None)
+                held += [key] if worker.shared.lease_at(tip).state == leases.HELD else []
                 continue
             claim, raw, age = found
             waiting.append((it["index"], claim, raw))
             oldest = max(oldest, age)
+        if folder:  # it fetches these claims every second, the whole run every few (worker.py)
+            worker.folding.setdefault(snap.run_id, []).extend(held)
         due = folder and (len(waiting) >= FOLD_AT or oldest >= FOLD_AFTER_S)
         if waiting and (due or oldest >= ORPHANED_S or not free):
             moved = _fold(worker, snap.run_id, path, base, waiting) or moved

@@ -147,14 +147,15 @@ class SharedRuns:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
         return self._rewritten(heads)
 
-    def fetch_heads(self, run_ids: Sequence[str]) -> list[RunRewritten]:
+    def fetch_heads(self, run_ids: Sequence[str], claims: Sequence[str] = ()) -> list[RunRewritten]:
         """Mirror only the remote's heads of ``run_ids`` (a busy worker's once-a-second
-        look: a cancel, a rewrite, the folds), not their claim refs: the remote lists
-        just these refs, where a whole fetch lists one claim ref per item. A run whose
-        head is gone on the remote is fetched whole (it reads as rewritten there)."""
+        look: a cancel, a rewrite, the folds) and the claim refs ``claims`` (each one
+        this clone has), not the others: the remote lists just these refs, where a
+        whole fetch lists one claim ref per item. If one of them is gone on the remote
+        the run is fetched whole (a head gone reads as rewritten there)."""
         with self.lock:
-            refs = [head_ref(r) for r in run_ids]
-            if not refs:
+            refs = [*(head_ref(r) for r in run_ids), *claims]
+            if not run_ids:
                 return []
             started = time.perf_counter()
             try:

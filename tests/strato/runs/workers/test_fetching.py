@@ -51,6 +51,12 @@ def test_a_head_fetch_brings_the_head_and_no_claim_and_a_whole_fetch_brings_both
     assert (shared.whole_fetches, shared.head_fetches) == (1, 1)
     assert shared.fetch("r1") == []
     assert shared.claim_tip("r1", "fan.e0.a0.i0") == git(bare, "rev-parse", claim).strip()
+    # a folder's look: the head and the claims it names (moved on: done), no other claim
+    push_claim(planner, claim, {"lease.json": b'{"state": "done"}'})
+    push_claim(planner, "refs/vivary/runs/r1/claims/fan.e0.a0.i1", {"lease.json": b'{"state": "held"}'})
+    assert shared.fetch_heads(["r1"], [claim]) == []
+    assert shared.lease_at(shared.claim_tip("r1", "fan.e0.a0.i0") or "").state == "done"
+    assert shared.claim_tip("r1", "fan.e0.a0.i1") is None
 
 
 def test_a_head_fetch_finds_a_rewritten_run_as_a_whole_one_does(tmp_path: Path) -> None:
@@ -113,3 +119,23 @@ def test_an_expired_item_claim_is_taken_over_though_every_worker_is_busy(tmp_pat
                      if ev["type"] == "usage_debit")
     assert set(debits.values()) == {1}
 
+
+
+def test_a_busy_folder_that_fetches_only_some_claims_folds_every_result_once(tmp_path: Path) -> None:
+    bare, (planner, one, two) = machines(tmp_path, 3)
+    items = [f"i{n}" for n in range(12)]
+    _plan_fanout(planner, "slow", "f3", items)
+    # items of 0.3 s, two at a time: the folder is busy for seconds, looking at the
+    # claims it saw held every second and at the whole run every few
+    procs = [worker(root, "--run", "r1", "--interval", "0.05", env={"SLOW_S": "0.3"}) for root in (one, two)]
+    reports = [finished(p) for p in procs]
+    for code, report, err in reports:
+        assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
+    folded = [r for _, r, _ in reports if r is not None and r["folds"]]
+    assert sum(r["resultsFolded"] for _, r, _ in reports if r is not None) == len(items)
+    assert any(r["headFetches"] >= 1 for r in folded), reports  # a look at only some claims
+    history = transitions(bare, "r1")
+    assert Counter(t["item"] for t in history if t["op"] == "fanout_item") == Counter(range(len(items)))
+    debits = Counter(ev["detail"]["dispatchId"] for t in history for ev in t.get("events", [])
+                     if ev["type"] == "usage_debit")
+    assert set(debits.values()) == {1}
