@@ -7,7 +7,11 @@ any worker from claiming the item again. The worker holding the fanout's lowest 
 concurrency slot folds every waiting result when `FOLD_AT` wait or the oldest has
 waited `FOLD_AFTER_S` of its own clock; any worker folds them once the oldest has
 waited `ORPHANED_S` (that holder may be gone) or when no pending item is left unclaimed
-(nothing else to do, and the settling waits for the head to record every item). A fold
+(nothing else to do, and the settling waits for the head to record every item). What
+a worker sees is what it fetched: the folder fetches the claims it saw held every second
+and the whole run every few (worker.py); a busy worker that does not fold, only the head
+(its own claims it pushed), so if the folder is gone it folds the results in its view
+(its own, and those of its last whole fetch) after `ORPHANED_S`. A fold
 fetches the head first, so results another worker just folded are not pushed again,
 applies each result's record calls in item order, one transition each as a local run
 records them, and pushes them with a lease on the head it read: a lost race fetches
