@@ -89,7 +89,7 @@ def one(count: int, items: int, agent_ms: int, concurrency: int) -> dict[str, An
         assert status == "completed", reports
     total = {key: sum(r.get(key, 0) for r in reports) for key in (
         "racesLost", "pushes", "pushesRejected", "headPushesRejected", "pushS", "fetchS", "done", "folds",
-        "resultsFolded", "wholeFetches", "headFetches")}
+        "resultsFolded")}
     return {
         "workers": count, "items": items, "wallS": round(wall, 2), "itemsPerS": round(items / wall, 2),
         "racesLost": total["racesLost"], "pushes": total["pushes"], "pushesRejected": total["pushesRejected"],
@@ -99,8 +99,6 @@ def one(count: int, items: int, agent_ms: int, concurrency: int) -> dict[str, An
         "perFold": round(total["resultsFolded"] / total["folds"], 1) if total["folds"] else 0,
         "pushMsPerItem": round(1000 * total["pushS"] / items, 1),
         "fetchMsPerItem": round(1000 * total["fetchS"] / items, 1),
-        # fetches of the whole run (every claim ref) and of its head alone (a busy worker's)
-        "wholeFetches": total["wholeFetches"], "headFetches": total["headFetches"],
         # every process the workers started (git, agents) counted: the machine's cost of an
         # item, whatever else shares the cores
         "cpuMsPerItem": round(1000 * cpu / items, 1),
@@ -131,12 +129,12 @@ def main() -> None:
         print(json.dumps(row), flush=True)
     print(f"{'workers':>7} {'items/s':>8} {'speedup':>8} {'of linear':>9} {'races lost':>10} "
           f"{'pushes':>7} {'rejected':>8} {'push ms/item':>12} {'fetch ms/item':>13} {'cpu ms/item':>11} "
-          f"{'folds':>6} {'per fold':>8} {'fetches whole/head':>18} {'load':>9}")
+          f"{'folds':>6} {'per fold':>8} {'load':>9}")
     for r in rows:
         print(f"{r['workers']:>7} {r['itemsPerS']:>8} {r['speedup']:>8} {r['ofLinear']:>9} "
               f"{r['racesLost']:>10} {r['pushes']:>7} {r['pushesRejected']:>8} {r['pushMsPerItem']:>12} "
               f"{r['fetchMsPerItem']:>13} {r['cpuMsPerItem']:>11} {r['folds']:>6} {r['perFold']:>8} "
-              f"{r['wholeFetches']:>8}/{r['headFetches']:<9} {'-'.join(map(str, r['load'])):>9}")
+              f"{'-'.join(map(str, r['load'])):>9}")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,8 @@ clone, as each machine's person would), and workers as real `strato worker` proc
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -77,28 +75,3 @@ def all_calls(tmp_path: Path, tag: str) -> list[str]:
     """Every agent call made for run ``tag`` on any machine (their agents share one log,
     beside the clones, as a person watching all of them would)."""
     return sorted(calls(tmp_path, tag))
-
-
-def push_claim(root: Path, ref: str, files: dict[str, bytes]) -> None:
-    """Push a claim commit holding ``files`` (its `lease.json`, a `result.json`) to
-    ``ref``, as a worker on ``root`` would have."""
-    def stdin(*args: str, data: bytes) -> str:
-        return subprocess.run(["git", *args], cwd=root, input=data, capture_output=True,
-                              check=True).stdout.decode().strip()
-
-    blobs = {name: stdin("hash-object", "-w", "--stdin", data=data) for name, data in files.items()}
-    tree = stdin("mktree", data="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()).encode())
-    commit = git(root, "commit-tree", tree, "-m", "claim").strip()
-    git(root, "push", "-q", "origin", f"+{commit}:{ref}")  # forced: whatever was there
-
-
-def agent_pids(tmp_path: Path, tag: str) -> list[int]:
-    """The pids of run ``tag``'s agent calls on any machine (the calls log beside the clones)."""
-    log = tmp_path / f"calls-{tag}.log"
-    return [int(line.split()[1]) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def kill(pid: int) -> None:
-    """SIGKILL ``pid`` if it still runs (a killed worker's orphan agent)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)

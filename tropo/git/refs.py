@@ -107,19 +107,6 @@ def ref_writer(repo: pygit2.Repository, name: str) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def pack_refs(repo: pygit2.Repository) -> None:
-    """Move every loose ref into ``packed-refs`` (``git pack-refs --all``, as ``git gc``
-    does): git reads each loose ref as a file of its own on every fetch and push, so a
-    clone gathering thousands of refs that no longer move (a shared run's finished
-    claims) pays for each of them on every exchange until they are packed. Values are
-    unchanged: a ref updated meanwhile stays loose, and a loose ref wins over its packed
-    copy."""
-    proc = gitcli.call_bytes(common_dir(repo), "pack-refs", "--all")
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise gitcli.GitError(lines[-1] if lines else "pack-refs failed")
-
-
 def ref_names(repo: pygit2.Repository, prefix: str) -> list[str]:
     """The full names of the refs that start with ``prefix``, sorted."""
     return sorted(name for name in repo.references if name.startswith(prefix))

@@ -7,11 +7,7 @@ any worker from claiming the item again. The worker holding the fanout's lowest 
 concurrency slot folds every waiting result when `FOLD_AT` wait or the oldest has
 waited `FOLD_AFTER_S` of its own clock; any worker folds them once the oldest has
 waited `ORPHANED_S` (that holder may be gone) or when no pending item is left unclaimed
-(nothing else to do, and the settling waits for the head to record every item). What
-a worker sees is what it fetched: the folder fetches the claims it saw held every second
-and the whole run every few (worker.py); a busy worker that does not fold, only the head
-(its own claims it pushed), so if the folder is gone it folds the results in its view
-(its own, and those of its last whole fetch) after `ORPHANED_S`. A fold
+(nothing else to do, and the settling waits for the head to record every item). A fold
 fetches the head first, so results another worker just folded are not pushed again,
 applies each result's record calls in item order, one transition each as a local run
 records them, and pushes them with a lease on the head it read: a lost race fetches
@@ -45,31 +41,24 @@ def fold(worker: Worker, snap: RunSnapshot, eng: Engine) -> bool:
     """Fold what waits in the run's engine-mode fanouts, when it is time; True if the
     head moved."""
     moved = False
-    worker.folding.pop(snap.run_id, None)
     for frame, step, st in eng.running_fanouts():
         path = frame.prefix + step.id
         base = leases.fanout_key(path, st)
         folder = _folds(worker, snap.run_id, base, step.fanout.concurrency)
         waiting: list[tuple[int, Claim, bytes]] = []
-        held: list[str] = []  # pending items' claims seen held: where results come next
         free, oldest = 0, 0.0
         for it in st["fanout"]["items"]:
             if it["status"] != "pending":
                 continue
             key = f"{base}.i{it['index']}"
             tip = worker.shared.claim_tip(snap.run_id, key)
-            if tip is None:
-                free += 1
-                continue
-            found = _result(worker, snap.run_id, key, tip)
+            found = None if tip is None else _result(worker, snap.run_id, key, tip)
             if found is None:
-                held += [key] if worker.shared.lease_at(tip).state == leases.HELD else []
+                free += int(tip is None)
                 continue
             claim, raw, age = found
             waiting.append((it["index"], claim, raw))
             oldest = max(oldest, age)
-        if folder:  # it fetches these claims every second, the whole run every few (worker.py)
-            worker.folding.setdefault(snap.run_id, []).extend(held)
         due = folder and (len(waiting) >= FOLD_AT or oldest >= FOLD_AFTER_S)
         if waiting and (due or oldest >= ORPHANED_S or not free):
             moved = _fold(worker, snap.run_id, path, base, waiting) or moved

@@ -26,14 +26,12 @@ from strato.runs.store import PREFIX, Outcome, RunSnapshot, head_ref
 from strato.runs.workers import leases
 from tropo.git import remote as gitremote
 from tropo.git.objects import blob_at, write_commit
-from tropo.git.refs import cas_ref, is_ancestor, pack_refs, read_ref
+from tropo.git.refs import cas_ref, is_ancestor, read_ref
 from tropo.git.types import Oid
 
 MAX_PUSH_RETRIES = 50
 RESULT_FILE = "result.json"  # beside an item claim's done lease: its result (workers/results.py)
 MAX_BACKOFF_PUSHES = 8  # a lost race waits at most this many pushes' time before trying again
-MAX_LEASES_KEPT = 16384  # parsed leases kept by commit id (a few MB at most)
-PACK_EVERY = 64  # pushes landed and whole fetches (each writes refs) between two packings of refs
 
 Update = tuple[str | None, str, str | None]  # (new commit, remote ref, the value it must hold)
 
@@ -107,9 +105,6 @@ class SharedRuns:
         self.landed_on = ""  # the head the last apply_all decided on (what a fold added is on top)
         self.push_s = 0.0  # time spent pushing and fetching (what a benchmark reports per item)
         self.fetch_s = 0.0
-        self.whole_fetches = 0  # fetches of every ref of the run(s), and of their heads alone
-        self.head_fetches = 0
-        self.unpacked = 0  # ref-writing exchanges since this clone's refs were last packed
         self.last_push_s = 0.0
         # whether this clone's view may be behind the remote for a reason it knows of (a
         # push turned down, or nothing to claim in it): a worker fetches before it decides
@@ -124,7 +119,6 @@ class SharedRuns:
         # fetch between a push and the head it remembers would read as a rewrite
         self.lock = threading.RLock()
         self.written: set[str] = set()  # the result commits this clone pushed (its own evidence)
-        self.leases: dict[str, leases.Lease] = {}  # claim commit -> its lease, as parsed
 
     # --- reading
 
@@ -139,32 +133,11 @@ class SharedRuns:
         started = time.perf_counter()
         gitremote.mirror(self.runs.root, self.remote, f"{PREFIX}{run_id}/" if run_id else PREFIX, prune=False)
         self.fetch_s += time.perf_counter() - started
-        self.whole_fetches += 1
-        self._wrote_refs()
         self.stale = False
         heads: dict[str, str | None] = dict(self.runs.store.heads())
         if run_id:
             heads = {run_id: read_ref(self.runs.repo, head_ref(run_id))}
         return self._rewritten(heads)
-
-    def fetch_heads(self, run_ids: Sequence[str], claims: Sequence[str] = ()) -> list[RunRewritten]:
-        """Mirror only the remote's heads of ``run_ids`` (a busy worker's once-a-second
-        look: a cancel, a rewrite, the folds) and the claim refs ``claims`` (each one
-        this clone has), not the others: the remote lists just these refs, where a
-        whole fetch lists one claim ref per item. If one of them is gone on the remote
-        the run is fetched whole (a head gone reads as rewritten there)."""
-        with self.lock:
-            refs = [*(head_ref(r) for r in run_ids), *claims]
-            if not run_ids:
-                return []
-            started = time.perf_counter()
-            try:
-                gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
-            except gitremote.RemoteError:
-                return self._fetch(run_ids[0] if len(run_ids) == 1 else None)
-            self.fetch_s += time.perf_counter() - started
-            self.head_fetches += 1
-            return self._rewritten({r: read_ref(self.runs.repo, head_ref(r)) for r in run_ids})
 
     def fetch_items(self, run_id: str) -> None:
         """Mirror the run's item refs (the commits of worktree items that workers on other
@@ -191,15 +164,7 @@ class SharedRuns:
         return read_ref(self.runs.repo, leases.claim_ref(run_id, key))
 
     def lease_at(self, commit: str) -> leases.Lease:
-        """The lease a claim commit holds, parsed once per commit (a commit id names its
-        bytes for good; the fold looks at every waiting claim at every tick)."""
-        lease = self.leases.get(commit)
-        if lease is None:
-            lease = leases.parse(blob_at(self.runs.repo, commit, "lease.json"))
-            if len(self.leases) >= MAX_LEASES_KEPT:
-                self.leases.clear()
-            self.leases[commit] = lease
-        return lease
+        return leases.parse(blob_at(self.runs.repo, commit, "lease.json"))
 
     # --- writing
 
@@ -224,18 +189,7 @@ class SharedRuns:
             return False
         with self.lock:
             self._mirror(updates)
-            self._wrote_refs()
         return True
-
-    def _wrote_refs(self) -> None:
-        """Pack this clone's refs every `PACK_EVERY` exchanges that wrote some: a run's
-        claim refs, one per item, stay loose otherwise, and git reads every loose ref as
-        a file of its own on each fetch and push (measured: docs/benchmarks.md, "Fetching
-        less"). Under the lock: no ref of the run is written here meanwhile."""
-        self.unpacked += 1
-        if self.unpacked >= PACK_EVERY:
-            self.unpacked = 0
-            pack_refs(self.runs.repo)
 
     def _mirror(self, updates: list[Update]) -> None:
         """What a push that landed set on the remote, set on this clone's refs too (as
@@ -273,12 +227,12 @@ class SharedRuns:
         ``carried`` names for what the last one did (a worktree item's commit, a
         fanout's merge)."""
         with self.lock:
-            lost = picked = False
+            lost = False
             for tries in range(MAX_PUSH_RETRIES):
                 if lost:
                     self._back_off(tries)
                 if lost or run_id in self.contended:
-                    self._refetch(run_id, claims, whole=picked)
+                    self._refetch(run_id, claims)
                     lost = lost or run_id in self.contended  # the head moved: another clone was first
                 base = self.runs.store.head(run_id)
                 try:
@@ -298,8 +252,7 @@ class SharedRuns:
                 if head == base or self._land(run_id, (base, head), claims, finish, extra, handoff, nxt):
                     self.landed_on = base
                     return outcome
-                picked = nxt is not None  # another's claim may have turned it down
-                if handoff is not None and nxt is not None:
+                if handoff is not None and nxt is not None:  # another's claim may have turned it down
                     handoff.lost.add(nxt[0])
                 lost = True
             raise Refused("race_lost", f"run {run_id} kept moving on {self.remote!r}; try again")
@@ -311,15 +264,21 @@ class SharedRuns:
         of the cores and the remote they share."""
         time.sleep(random.uniform(0, self.last_push_s * min(2 ** (tries - 1), MAX_BACKOFF_PUSHES)))
 
-    def _refetch(self, run_id: str, claims: Sequence[Claim], whole: bool = False) -> None:
+    def _refetch(self, run_id: str, claims: Sequence[Claim]) -> None:
         """After a lost race (or before pushing on a contended head): the remote's run
         head and ``claims`` again, if it is still the same run and the claims are still
-        this worker's. The other claims are left as they were, unless ``whole`` (the
-        push that lost carried a next claim picked from this view, which is behind on
-        the others' claims: the whole run is fetched); a fetch of these few refs that
-        fails (a claim ref deleted) falls back to the whole run."""
+        this worker's. The other claims are left as they were (the loop's fetch brings
+        them); a fetch of these few refs that fails (a claim ref deleted) falls back to
+        the whole run."""
         before = self.runs.store.head(run_id)
-        found = self._fetch(run_id) if whole else self._fetch_own(run_id, claims)
+        started = time.perf_counter()
+        try:
+            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
+            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
+            self.fetch_s += time.perf_counter() - started
+            found = self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
+        except gitremote.RemoteError:
+            found = self._fetch(run_id)
         for rewritten in found:
             raise rewritten
         if self.runs.store.head(run_id) != before:
@@ -330,16 +289,6 @@ class SharedRuns:
             if self.claim_tip(run_id, claim.key) != claim.tip:
                 raise ClaimLost(claim.ref)
 
-    def _fetch_own(self, run_id: str, claims: Sequence[Claim]) -> list[RunRewritten]:
-        started = time.perf_counter()
-        try:
-            refs = [head_ref(run_id), *(c.ref for c in claims)]  # each is here: fetched or pushed before
-            gitremote.fetch_refs(self.runs.root, self.remote, refs, have=refs)
-        except gitremote.RemoteError:
-            return self._fetch(run_id)
-        self.fetch_s += time.perf_counter() - started
-        return self._rewritten({run_id: read_ref(self.runs.repo, head_ref(run_id))})
-
     def land_result(self, run_id: str, result: bytes, claims: Sequence[Claim], handoff: Handoff | None,
                     extra: Sequence[Update] = ()) -> None:
         """Push a fanout item's ``result`` in the `done` commit of its claim (the first of
@@ -348,18 +297,17 @@ class SharedRuns:
         race only for the next item's claim. A lost race fetches this worker's claims
         and picks again; ClaimLost when one of them moved on meanwhile."""
         with self.lock:
-            lost = picked = False
+            lost = False
             for tries in range(MAX_PUSH_RETRIES):
                 if lost:
                     self._back_off(tries)
-                    self._refetch(run_id, claims, whole=picked)
+                    self._refetch(run_id, claims)
                 nxt = None
                 if handoff is not None:
                     nxt = handoff.pick(self.runs.store.load(run_id), handoff.lost)
                 if self._land(run_id, None, claims, True, extra, handoff, nxt, result):
                     self.written.add(claims[0].tip)
                     return
-                picked = nxt is not None
                 if handoff is not None and nxt is not None:
                     handoff.lost.add(nxt[0])
                 lost = True

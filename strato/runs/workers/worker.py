@@ -37,8 +37,6 @@ from strato.runs.workers.shared import Claim, ClaimLost, RunRewritten, SharedRun
 
 Say = Callable[[str], None]
 BUSY_FETCH_S = 1.0  # a worker whose own pushes keep its view current fetches at most this often
-FOLDER_WHOLE_S = 5.0  # a busy folder fetches the whole run this often (the claims it holds: every second)
-MAX_LOOKS = 8  # an idle worker's fetches back off from one interval to BUSY_FETCH_S (2**7 intervals)
 
 
 class Stopped(Exception):
@@ -86,15 +84,10 @@ class Worker:
         self.told: set[tuple[str, str]] = set()
         self.counts: Counter[str] = Counter()
         self.statuses: dict[str, str] = {}
-        self.slots: dict[str, str] = {}  # per fanout start, the concurrency slot last held here
+        self.slots: dict[str, str] = {}
         self.refusals: dict[str, str | None] = {}  # per spec digest: why it may not run here
         self.limited: dict[tuple[str, str], bool] = {}  # per fanout start: whether a ledger has a limit
-        self.next_fetch = 0.0
-        self.looks = 0  # fetches in a row that found nothing to take (the next one backs off)
-        # the runs where this worker folds a fanout's results, each with the claim keys of
-        # pending items it last saw held (where the next results will land)
-        self.folding: dict[str, list[str]] = {}
-        self.next_whole = 0.0  # a folder's next fetch of the whole run
+        self.next_fetch = 0.0  # per fanout start, the concurrency slot last held here
 
     # --- the loop
 
@@ -126,49 +119,25 @@ class Worker:
     def tick(self) -> None:
         if self._busy():
             return
-        fetched = self.shared.stale or self.clock() >= self.next_fetch
-        if fetched:
+        if self.shared.stale or self.clock() >= self.next_fetch:
             self._fetch()
         snaps = self._snapshots()
         for key, job in list(self.jobs.items()):
             if self._follow(job, snaps.get(job.run_id)):
                 del self.jobs[key]
         claimed = self.counts["claimed"]
-        for run_id in [r for r in self.folding if r not in snaps or snaps[r].state["status"] != "running"]:
-            del self.folding[run_id]
         for snap in snaps.values():
             if snap.state["status"] == "running":
                 self._claim(snap)
-        if self.full() or self.counts["claimed"] != claimed:
-            self.looks = 0
-        elif fetched or not self.looks:
-            # room, and nothing in this view to take: look again after an interval, then
-            # after two, four, ... (counted in fetches) up to BUSY_FETCH_S
-            self.looks = min(self.looks + 1, MAX_LOOKS)
-            pause = min(BUSY_FETCH_S, self.options.interval_s * 2 ** (self.looks - 1))
-            self.next_fetch = min(self.next_fetch, self.clock() + pause)
+        if not self.full() and self.counts["claimed"] == claimed:
+            self.shared.stale = True  # room, and nothing in this view to take: look again
 
     def _fetch(self) -> None:
-        """The remote's runs at least once a second (a cancel or a rewrite is seen within
-        it), and before any decision taken on a view known to be behind. The whole run
-        (its head and every claim) when this worker has room for work or knows its view
-        is behind (a push of its own turned down); busy, only the heads of its runs: its
-        own pushes keep its claims current, and the others' claims it needs only to pick
-        its next item, where a pick another worker's claim beat is a lost race that
-        fetches the whole run (shared.py). A busy folder fetches also the claims where
-        results will land next, and the whole run every `FOLDER_WHOLE_S` (the claims
-        created since)."""
-        now = self.clock()
-        self.next_fetch = now + BUSY_FETCH_S
-        followed = [r for r in self.statuses if r not in self.dropped]
-        folding = bool(self.folding) and now >= self.next_whole
-        if self.shared.stale or not self.full() or not followed or folding:
-            self.next_whole = now + FOLDER_WHOLE_S
-            fetched = self.shared.fetch(self.options.run_id)
-        else:
-            held = [leases.claim_ref(r, key) for r, keys in self.folding.items() for key in keys]
-            fetched = self.shared.fetch_heads(followed, held)
-        for rewritten in fetched:
+        """The remote's runs, at least once a second (a cancel is seen within it), and
+        before any decision taken on a view known to be behind; between those, the view
+        the worker's own pushes kept current."""
+        self.next_fetch = self.clock() + BUSY_FETCH_S
+        for rewritten in self.shared.fetch(self.options.run_id):
             self._drop(rewritten.run_id, str(rewritten))
             if self.options.run_id is not None:
                 raise rewritten
@@ -467,8 +436,7 @@ class Worker:
             "skipped": self.counts["skipped"], "pushes": self.shared.pushes,
             "pushesRejected": self.shared.rejected, "headPushesRejected": self.shared.rejected_head,
             "pushS": round(self.shared.push_s, 3),
-            "fetchS": round(self.shared.fetch_s, 3), "wholeFetches": self.shared.whole_fetches,
-            "headFetches": self.shared.head_fetches, **fold.counts(self),
+            "fetchS": round(self.shared.fetch_s, 3), **fold.counts(self),
         }
 
 

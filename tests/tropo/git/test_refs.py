@@ -169,20 +169,3 @@ def test_branches_tips_and_ancestry_agree_with_git(repo_dir: Path) -> None:
     assert gitrefs.is_ancestor(repo, base, ahead) and gitrefs.is_ancestor(repo, ahead, ahead)
     assert not gitrefs.is_ancestor(repo, ahead, base)
     assert gitrefs.merge_base(repo, base, ahead) == base
-
-
-def test_pack_refs_packs_every_loose_ref_and_reads_them_back_unchanged(repo_dir: Path) -> None:
-    head = _commit(repo_dir)
-    repo = gitrepo.require(repo_dir)
-    names = [f"refs/vivary/runs/r1/claims/k{i}" for i in range(5)]
-    for name in names:
-        cas_ref(repo, name, head, None, "test")
-    loose = Path(repo.path) / "refs" / "vivary" / "runs" / "r1" / "claims"
-    assert len(list(loose.iterdir())) == 5
-    gitrefs.pack_refs(repo)
-    assert not list(loose.glob("*"))  # git removes the emptied folders too
-    packed = (Path(repo.path) / "packed-refs").read_text()
-    assert all(f"{head} {name}" in packed for name in names)
-    assert [read_ref(repo, name) for name in names] == [head] * 5  # libgit2 reads the packed ones
-    cas_ref(repo, names[0], None, head, "test")  # and moves them as before
-    assert read_ref(repo, names[0]) is None and git(repo_dir, "for-each-ref", names[0]) == ""

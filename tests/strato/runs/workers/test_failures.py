@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,17 +18,7 @@ import pytest
 
 from tests.support.repos import git, write_files
 from tests.support.runs import STEPS_SPEC, calls, one_step_spec, pids, strato, wait_for
-from tests.support.workers import (
-    agent_pids,
-    claim_refs,
-    finished,
-    kill,
-    machines,
-    remote_run,
-    share,
-    transitions,
-    worker,
-)
+from tests.support.workers import claim_refs, finished, machines, remote_run, share, transitions, worker
 
 
 def _plan(root: Path, spec: str, run_id: str, tag: str) -> None:
@@ -35,6 +26,11 @@ def _plan(root: Path, spec: str, run_id: str, tag: str) -> None:
     code, _, err = strato(root, "flow", "plan", str(root / f"{run_id}.yaml"), "--input", f"tag={tag}", "--id", run_id)
     assert code == 0, err
     share(root, run_id)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -45,6 +41,11 @@ def _alive(pid: int) -> bool:
     with contextlib.suppress(OSError):  # a zombie the test's own process has not reaped
         return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
     return False
+
+
+def _agent_pids(tmp_path: Path, tag: str) -> list[int]:
+    log = tmp_path / f"calls-{tag}.log"
+    return [int(line.split()[1]) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def _debits(bare: Path, run_id: str) -> Counter[str]:
@@ -71,8 +72,8 @@ def test_a_worker_killed_during_its_agent_is_taken_over_and_the_takeover_recorde
     code, audit, err = strato(planner, "flow", "audit", "r1")
     assert code == 0, err
     assert [w["stepId"] for w in audit["workers"]] == ["work"] and "takeover" in audit["workers"][0]
-    for pid in agent_pids(tmp_path, "k1"):  # the dead worker's orphan agent
-        kill(pid)
+    for pid in _agent_pids(tmp_path, "k1"):  # the dead worker's orphan agent
+        _kill(pid)
 
 
 @pytest.mark.slow
@@ -100,8 +101,8 @@ def test_a_worker_killed_at_a_random_moment_loses_and_doubles_nothing(tmp_path: 
     assert set(_debits(bare, "r1").values()) == {1} and len(_debits(bare, "r1")) == len(done)
     for ref in claim_refs(bare, "r1"):
         assert json.loads(git(bare, "show", f"{ref}:lease.json"))["state"] == "done"
-    for pid in agent_pids(tmp_path, "k2"):
-        kill(pid)
+    for pid in _agent_pids(tmp_path, "k2"):
+        _kill(pid)
 
 
 def test_a_cancel_pushed_from_another_clone_stops_the_workers_agents(tmp_path: Path) -> None:
@@ -133,5 +134,5 @@ def test_a_force_pushed_head_stops_the_worker_with_run_rewritten(tmp_path: Path)
     assert report["error"]["code"] == "run_rewritten", report
     assert len(err.strip().splitlines()) >= 1 and "rewritten" in err.strip().splitlines()[-1]
     assert git(bare, "rev-parse", "refs/vivary/runs/r1/head").strip() == planned  # nothing pushed on it
-    for pid in agent_pids(tmp_path, "w1"):
-        kill(pid)
+    for pid in _agent_pids(tmp_path, "w1"):
+        _kill(pid)

@@ -22,7 +22,7 @@ from strato.runs.workers import results
 from strato.runs.workers.shared import Operation
 from tests.support.repos import git, write_files
 from tests.support.runs import fanout_spec, strato
-from tests.support.workers import all_calls, finished, machines, push_claim, share, transitions, worker
+from tests.support.workers import all_calls, finished, machines, share, transitions, worker
 
 PATH, BASE, INDEX = "fan", "fan.e0.a0", 3
 MADE = {"dispatchId": "d-1", "stage": 0, "attempt": 1, "usage": {"ms": 5}, "telemetry": {"model": "m"},
@@ -159,6 +159,18 @@ def test_a_forged_result_on_the_remote_is_given_up_and_its_item_run_again(tmp_pa
     assert sorted(c for c in all_calls(tmp_path, "g1") if not c.endswith("-check")) == ["a", "b", "c", "finish"]
 
 
+def _push_done_claim(root: Path, ref: str, files: dict[str, bytes]) -> None:
+    """Push a `done` claim commit holding ``files`` to ``ref``, as a worker would have."""
+    def stdin(*args: str, data: bytes) -> str:
+        return subprocess.run(["git", *args], cwd=root, input=data, capture_output=True,
+                              check=True).stdout.decode().strip()
+
+    blobs = {name: stdin("hash-object", "-w", "--stdin", data=data) for name, data in files.items()}
+    tree = stdin("mktree", data="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()).encode())
+    commit = git(root, "commit-tree", tree, "-m", "claim: done").strip()
+    git(root, "push", "-q", "origin", f"{commit}:{ref}")
+
+
 def test_a_result_whose_worker_died_before_any_fold_is_folded_by_another_and_not_run_again(
     tmp_path: Path,
 ) -> None:
@@ -184,7 +196,7 @@ def test_a_result_whose_worker_died_before_any_fold_is_folded_by_another_and_not
                   {**detail, "worker": {"id": "w-dead", "machine": "gone", "claim": "fan.e0.a0.i0"}}),
     ]
     lease = {"state": "done", "worker": "w-dead", "machine": "gone", "item": 0, "stepId": "fan"}
-    push_claim(planner, "refs/vivary/runs/r1/claims/fan.e0.a0.i0",
+    _push_done_claim(planner, "refs/vivary/runs/r1/claims/fan.e0.a0.i0",
                      {"lease.json": json.dumps(lease).encode(), "result.json": results.encode(ops)})
     code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05", "--idle-exit", "30"))
     assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
