@@ -141,15 +141,9 @@ def test_a_forged_result_on_the_remote_is_given_up_and_its_item_run_again(tmp_pa
     # someone who may push writes a `done` claim for item 0 whose result names a program
     forged = {"version": 1, "ops": [{"op": "fanout_item", "call": "system", "args": {"argv": ["id"]},
                                      "detail": {}}]}
-    def stdin(*args: str, text: str) -> str:
-        return subprocess.run(["git", *args], cwd=planner, input=text, capture_output=True, text=True,
-                              check=True).stdout.strip()
-
-    blobs = {name: stdin("hash-object", "-w", "--stdin", text=json.dumps(doc))
-             for name, doc in (("lease.json", {"state": "done", "worker": "w-x"}), ("result.json", forged))}
-    tree = stdin("mktree", text="".join(f"100644 blob {oid}\t{name}\n" for name, oid in blobs.items()))
-    commit = git(planner, "commit-tree", tree, "-m", "forged").strip()
-    git(planner, "push", "-q", "origin", f"{commit}:refs/vivary/runs/r1/claims/fan.e0.a0.i0")
+    _push_done_claim(planner, "refs/vivary/runs/r1/claims/fan.e0.a0.i0",
+                     {"lease.json": json.dumps({"state": "done", "worker": "w-x"}).encode(),
+                      "result.json": json.dumps(forged).encode()})
     code, report, err = finished(worker(hand, "--run", "r1", "--interval", "0.05", "--idle-exit", "30"))
     assert code == 0 and report is not None and report["runs"] == {"r1": "completed"}, err
     assert "released fan.e0.a0.i0 of run r1: its result does not read as one" in err
