@@ -289,10 +289,10 @@ def _derived_state(place: Place, shelf: Shelf, namespace: str, tree: str) -> Che
 
 def _whole_tree_state(place: Place, tree: str, head: bool) -> CheckState | None:
     from tropo.check.workspace import Workspace
-    from tropo.git.repo import require
     from tropo.git.snapshot import tree_snapshot
 
-    return Workspace(place.root, tree_snapshot(require(place.top), tree, worktree_copies=head)).state()
+    snapshot = tree_snapshot(place.top, tree, worktree_copies=head, private=place.private)
+    return Workspace(place.root, snapshot).state()
 
 
 def patched_state(place: Place, state: CheckState,

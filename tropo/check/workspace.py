@@ -184,8 +184,8 @@ class Workspace:
         from tropo.git import log as gitlog
 
         if self._dates is None:
-            repository = self.snapshot.repo()
-            commit = self.snapshot.commit()
+            commit = self.snapshot.commit()  # none: no history, and no repository opened
+            repository = self.snapshot.repo() if commit is not None else None
             self._dates = (
                 gitlog.file_dates(repository, commit, use_cache=self.use_cache)
                 if repository is not None and commit is not None else {}
@@ -364,13 +364,8 @@ class Workspace:
     def _cache_dir(self) -> Path | None:
         if not self.use_cache:
             return None
-        repository = self.snapshot.repo()
-        if repository is None:
-            return None
-        from tropo.git.repo import private_dir
-
         try:
-            return private_dir(repository)
+            return self.snapshot.private()
         except PlantedLink:  # a folder planted under .git/vivary: checked without a cache
             return None
 

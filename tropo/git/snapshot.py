@@ -102,6 +102,17 @@ class Snapshot:
     def repo(self) -> pygit2.Repository | None:
         return None
 
+    def private(self) -> Path | None:
+        """The repository's private folder for caches (``.git/vivary``); None without a
+        repository. Raises :class:`tropo.fs.private.PlantedLink` as
+        :func:`tropo.git.repo.private_dir` does."""
+        repository = self.repo()
+        if repository is None:
+            return None
+        from tropo.git.repo import private_dir
+
+        return private_dir(repository)
+
 
 class DirSnapshot(Snapshot):
     """A plain directory (no git): walked, symlinks never followed."""
@@ -302,17 +313,22 @@ class WorktreeSnapshot(DirSnapshot):
 class IndexSnapshot(Snapshot):
     """What a commit would record: the blobs in the index, or a commit's tree."""
 
-    def __init__(self, repository: pygit2.Repository, source: Source, listing: Callable[[], Listing],
-                 commit: pygit2.Commit | None, fingerprint: str | None = None,
-                 worktree_copies: bool = False) -> None:
-        """``worktree_copies``: read a blob from the work tree's file at its path when that
+    def __init__(self, top: Path, repository: Callable[[], pygit2.Repository], source: Source,
+                 listing: Callable[[], Listing], commit: pygit2.Commit | None,
+                 fingerprint: str | None = None, worktree_copies: bool = False,
+                 private: Path | None = None) -> None:
+        """``repository`` opens the repository whose work tree is ``top``, called only when
+        a blob must come from its object database: the git bindings take 60 ms to load,
+        and a cold check of HEAD's tree may read every blob from the work tree instead.
+        ``worktree_copies``: read a blob from the work tree's file at its path when that
         file holds exactly the blob's bytes (hashed to be sure), as it does for every
-        clean file of HEAD's tree: a plain read beats inflating deltas from a pack."""
-        from tropo.git.repo import workdir
-
-        super().__init__(workdir(repository), source)
+        clean file of HEAD's tree: a plain read beats inflating deltas from a pack.
+        ``private``: the repository's private folder, when the caller knows it."""
+        super().__init__(top, source)
         self._copies = f"{self.top}/" if worktree_copies else None
-        self._repo = repository
+        self._open = repository
+        self._repo: pygit2.Repository | None = None
+        self._private = private
         self._listing = listing
         self._commit = commit
         self._loaded: Listing | None = None
@@ -335,7 +351,7 @@ class IndexSnapshot(Snapshot):
             found = _worktree_copy(self._copies + entry.rel, entry.oid)
             if found is not None:
                 return found
-        return _blob(self._repo, entry.oid)
+        return _blob(self.repo(), entry.oid)
 
     def read_path(self, rel: str) -> bytes | None:
         entry = self._all()[0].get(rel)
@@ -350,7 +366,12 @@ class IndexSnapshot(Snapshot):
         return self._commit
 
     def repo(self) -> pygit2.Repository:
+        if self._repo is None:
+            self._repo = self._open()
         return self._repo
+
+    def private(self) -> Path | None:
+        return self._private if self._private is not None else super().private()
 
 
 def _blob(repository: pygit2.Repository, oid: str) -> bytes:
@@ -400,26 +421,32 @@ def open_snapshot(start: Path, source: Source, read: Callable[[str], bool]) -> S
     top = gitrepo.workdir(repository)
     if source.kind == "index":
         trailer = _index_trailer(repository)
-        return IndexSnapshot(repository, source, lambda: _ls_files(top), gitrepo.head_commit(repository),
+        return IndexSnapshot(top, lambda: repository, source, lambda: _ls_files(top),
+                             gitrepo.head_commit(repository),
                              "index:" + trailer.hex() if trailer is not None else None)
     assert source.rev is not None
     try:
         commit = gitrepo.resolve_commit(repository, source.rev)
     except gitrepo.RevisionError as exc:
         raise SourceError(str(exc)) from exc
-    return IndexSnapshot(repository, source, lambda: _ls_tree(top, str(commit.id)), commit,
+    return IndexSnapshot(top, lambda: repository, source, lambda: _ls_tree(top, str(commit.id)), commit,
                          f"tree:{commit.tree_id}")
 
 
-def tree_snapshot(repository: pygit2.Repository, tree: str, *,
-                  worktree_copies: bool = False) -> IndexSnapshot:
-    """A tree's files with no commit around them (so no file dates from history);
-    ``worktree_copies`` for HEAD's tree, whose clean files the work tree holds."""
-    from tropo.git.repo import workdir
+def tree_snapshot(top: Path, tree: str, *, worktree_copies: bool = False,
+                  private: Path | None = None) -> IndexSnapshot:
+    """A tree's files in the repository whose work tree is ``top``, with no commit around
+    them (so no file dates from history); ``worktree_copies`` for HEAD's tree, whose
+    clean files the work tree holds; ``private`` as :class:`IndexSnapshot` takes it. The
+    repository is opened only if a blob must come from it."""
+    return IndexSnapshot(top, lambda: _require(top), Source.at(tree), lambda: _ls_tree(top, tree), None,
+                         f"tree:{tree}", worktree_copies, private)
 
-    top = workdir(repository)
-    return IndexSnapshot(repository, Source.at(tree), lambda: _ls_tree(top, tree), None, f"tree:{tree}",
-                         worktree_copies)
+
+def _require(top: Path) -> pygit2.Repository:
+    from tropo.git.repo import require
+
+    return require(top)
 
 
 def read_staged(repository: pygit2.Repository, rel: str, stage: str = "0") -> bytes | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.repos import commit_all, write_files
+from tests.support.repos import commit_all, git, write_files
 from tests.support.vault_walks import answered, random_step, vault_repo
 from tests.support.vaults import drop_answers, make_vault, tropo_json
 from tropo.check import incremental
@@ -148,7 +148,7 @@ def _modules_loaded_by_check(repo: Path) -> str:
     return out.strip().splitlines()[-1]
 
 
-def test_a_warm_check_imports_no_git_bindings_nor_yaml(repo_dir: Path) -> None:
+def test_a_warm_or_clean_cold_check_imports_no_git_bindings_nor_yaml(repo_dir: Path) -> None:
     make_vault(repo_dir)
     commit_all(repo_dir)
     _modules_loaded_by_check(repo_dir)  # the first check stores its answer and HEAD's state
@@ -156,7 +156,12 @@ def test_a_warm_check_imports_no_git_bindings_nor_yaml(repo_dir: Path) -> None:
     write_files(repo_dir, {"people/jeff.md": "---\nrelationship: peer\n---\n# Jeff\n"})
     assert _modules_loaded_by_check(repo_dir) == "[]"  # HEAD's state patched with one file
     drop_answers(repo_dir)
-    assert "pygit2" in _modules_loaded_by_check(repo_dir)  # every document of HEAD read again
+    assert _modules_loaded_by_check(repo_dir) == "[]"  # HEAD's documents from the memo of analyses
+    shutil.rmtree(repo_dir / ".git" / "vivary")
+    assert "pygit2" in _modules_loaded_by_check(repo_dir)  # HEAD's jeff.md is not the work tree's
+    git(repo_dir, "checkout", "--", "people/jeff.md")
+    shutil.rmtree(repo_dir / ".git" / "vivary")
+    assert _modules_loaded_by_check(repo_dir) == "[]"  # every blob of HEAD read from the work tree
 
 
 def test_results_that_used_file_dates_are_not_kept(repo_dir: Path) -> None:

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from tests.support.repos import commit_all, git, write_files
 from tests.support.vaults import drop_answers, make_vault, tropo_json
-from tropo.git.repo import require
 from tropo.git.snapshot import Entry, IndexSnapshot, tree_snapshot
 
 BLOB = b"---\nstatus: active\n---\n# Note\n"
@@ -23,7 +22,7 @@ BLOB = b"---\nstatus: active\n---\n# Note\n"
 def _snapshot(root: Path) -> tuple[Entry, IndexSnapshot]:
     tree = git(root, "rev-parse", "HEAD^{tree}").strip()
     oid = git(root, "rev-parse", "HEAD:notes/a.md").strip()
-    return Entry("notes/a.md", oid, 0o100644), tree_snapshot(require(root), tree, worktree_copies=True)
+    return Entry("notes/a.md", oid, 0o100644), tree_snapshot(root.resolve(), tree, worktree_copies=True)
 
 
 def _committed(root: Path) -> None:
