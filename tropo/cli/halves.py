@@ -1,6 +1,7 @@
-"""The second core for ``tropo check``: half of a cold check's documents read, parsed
-and checked by a forked child of the command's own process, and the caches written by
-another while the command builds and prints its answer.
+"""The second core for ``tropo check``: a cold check's documents read, parsed and
+checked by the command's own process and a forked child of it, each taking the next
+piece while any is left, and the caches written by another child while the command
+builds and prints its answer.
 
 Only the command line forks (:func:`two_cores` around the command, through
 :func:`tropo.check.spread.spreading`): it owns its process, while the workbench and the
@@ -8,8 +9,8 @@ MCP server, which load the same library, never do. A child starts no program and
 given nothing new; it ends with ``os._exit`` (none of the parent's buffers, handlers or
 caches are flushed twice). Whenever forking is not plainly safe or useful (no ``fork``,
 no idle second core, a second thread that a fork would freeze mid-lock, a small batch)
-the parent does the work itself. A child that fails costs time, never results: the parent does a
-failed half again; a failed cache writer leaves the caches as they were (each file is
+the parent does the work itself. A child that fails costs time, never results: the parent does
+the pieces it took again; a failed cache writer leaves the caches as they were (each file is
 written whole or not at all), and the command waits for it before it ends, so the next
 command never races it.
 """
@@ -21,7 +22,7 @@ import marshal
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
@@ -29,6 +30,7 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 from tropo.check import spread
 
 MIN_ITEMS = 4000  # below this, forking and sending results back costs about what it saves
+PIECES = 128  # a split's pieces: the last one taken is all either process may wait for
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -90,37 +92,52 @@ class TwoProcesses:
 
     def split(self, items: int, work: Callable[[int, int, bool], list[_R]],
               encode: Callable[[list[_R]], Any], decode: Callable[[Any], list[_R]]) -> list[_R]:
-        """The second half of ``[0, items)`` worked by a child, the first half here."""
+        """``[0, items)`` in :data:`PIECES` pieces, each worked by whichever of this
+        process and a child is free first: no fixed share can be right when ``git
+        status``, the child's encoding and this process's decoding take turns on the cores."""
         self.items = items
         if not may_fork(items):
             return work(0, items, True)
-        middle = items * 11 // 20  # the child also sends what it found (some 8% more work)
+        size = -(-items // PIECES)
+        pieces = [(start, min(start + size, items)) for start in range(0, items, size)]
+        queue, feed = os.pipe()
+        os.write(feed, bytes(range(len(pieces))))  # the pieces to take, a byte each
+        os.close(feed)
         reading, writing = os.pipe()
         try:
             pid = os.fork()
         except OSError:
-            os.close(reading)
-            os.close(writing)
+            for fd in (queue, reading, writing):
+                os.close(fd)
             return work(0, items, True)
         if pid == 0:  # the child: never returns
-            _child(lambda: _send(writing, encode(work(middle, items, False))), reading)
+            _child(lambda: _send(writing, [(n, marshal.dumps(encode(work(*pieces[n], False))))
+                                           for n in _taken(queue)]), reading)
         os.close(writing)
         reaped = False
+        mine: dict[int, list[_R]] = {}
         try:
-            mine = work(0, middle, True)
+            for n in _taken(queue):
+                mine[n] = work(*pieces[n], True)
             sent = _receive(reading)
             reaped = True
             ended = os.waitpid(pid, 0)[1]
         finally:
             os.close(reading)
+            os.close(queue)
             if not reaped:  # the parent's own part raised: the child's part is not wanted
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
+        theirs: dict[int, list[_R]] = {}
         if ended == 0 and sent is not None:
             with contextlib.suppress(EOFError, ValueError, TypeError):
-                return mine + decode(marshal.loads(sent))
-        return mine + work(middle, items, True)  # the child failed: its part done here
+                theirs = {n: decode(marshal.loads(found)) for n, found in marshal.loads(sent)}
+        out: list[_R] = []
+        for n, (start, stop) in enumerate(pieces):
+            found = mine.get(n, theirs.get(n))
+            out += found if found is not None else work(start, stop, True)  # the child failed: here
+        return out
 
     def aside(self, job: Callable[[], object]) -> None:
         """``job`` in a child when the split before it was worth one, else here."""
@@ -168,6 +185,13 @@ def _child(job: Callable[[], object], *close: int) -> NoReturn:
         code = 0
     finally:
         os._exit(code)  # whatever happened: the parent's cleanup is the parent's
+
+
+def _taken(queue: int) -> Iterator[int]:
+    """The pieces this process takes from the shared queue until it is empty: a pipe's
+    one-byte read is atomic, so no piece is taken twice or missed."""
+    while taken := os.read(queue, 1):
+        yield taken[0]
 
 
 def _send(writing: int, found: Any) -> None:

@@ -1,6 +1,6 @@
-"""`tropo check`'s second core: half of a cold check's documents worked by a forked
-child, the caches written by another; the same answer as one process, the parent doing
-a failed child's half itself, and no child left behind."""
+"""`tropo check`'s second core: a cold check's documents worked in pieces by the command
+and a forked child, the caches written by another; the same answer as one process, the
+parent doing a failed child's pieces itself, and no child left behind."""
 
 from __future__ import annotations
 
@@ -57,12 +57,26 @@ def _no_child_left() -> Iterator[None]:
     assert _children() <= before
 
 
-def test_the_second_half_is_worked_by_a_child_and_comes_back_in_order(forking: None) -> None:
-    found = halves.TwoProcesses().split(10, _pids, _same, _same)
+def test_pieces_are_worked_by_both_processes_and_come_back_in_order(forking: None, tmp_path: Path) -> None:
+    started = tmp_path / "child-started"
+
+    def both(start: int, stop: int, seen: bool) -> list[Row]:
+        if not seen:
+            started.touch()
+        while seen and not started.exists():  # this process takes a piece only once the child has one
+            os.sched_yield()
+        return _pids(start, stop, seen)
+
+    found = halves.TwoProcesses().split(10, both, _same, _same)
     assert [square for square, _, _ in found] == [n * n for n in range(10)]
-    first, second = found[:5], found[5:]
-    assert {pid for _, pid, _ in first} == {os.getpid()} and all(seen for *_, seen in first)
-    assert os.getpid() not in {pid for _, pid, _ in second} and not any(seen for *_, seen in second)
+    mine = [seen for _, pid, seen in found if pid == os.getpid()]
+    theirs = [seen for _, pid, seen in found if pid != os.getpid()]
+    assert mine and all(mine) and theirs and not any(theirs)  # only this process's are seen
+
+
+def test_each_piece_is_taken_once(forking: None) -> None:
+    found = halves.TwoProcesses().split(5000, _pids, _same, _same)
+    assert [square for square, _, _ in found] == [n * n for n in range(5000)]
 
 
 def test_a_small_batch_or_a_second_thread_is_worked_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +133,7 @@ def _unsendable(found: list[Row]) -> object:
 def test_a_failing_child_costs_time_not_results(forking: None, work: Any, encode: Any) -> None:
     found = halves.TwoProcesses().split(6, work, encode, _same)
     assert [square for square, _, _ in found] == [n * n for n in range(6)]
-    assert {pid for _, pid, _ in found[3:]} == {os.getpid()}  # done again here
+    assert {pid for _, pid, _ in found} == {os.getpid()}  # what the child took, done again here
 
 
 def test_the_parent_failing_reaps_the_child(forking: None) -> None:
@@ -174,6 +188,9 @@ def test_a_split_check_finds_what_one_process_finds(repo_dir: Path, monkeypatch:
     assert analysed(True, True) == alone  # the split run fills the caches (from a child)...
     assert (repo_dir / ".git" / "vivary" / "parse.v4").is_file()
     assert analysed(False, True) == alone  # ...with what one process reads back
+    (repo_dir / "notes" / "n000.md").write_text("---\nrelated: [nowhere]\n---\n# Changed\n")
+    alone = analysed(False, False)
+    assert analysed(True, True) == alone  # the memo answers the others here; the changed one a piece
     monkeypatch.setattr(halves, "MIN_ITEMS", 2)
     cold = tropo_json("check", cwd=repo_dir)
     assert cold == tropo_json("check", "--no-cache", cwd=repo_dir) == tropo_json("check", cwd=repo_dir)
