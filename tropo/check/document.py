@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tropo.check import fields as specs
-from tropo.check.config import Config
+from tropo.check.config import Config, Schema, excluder
 from tropo.check.findings import Finding as Finding
 from tropo.check.frontmatter import Parsed
 from tropo.check.ids import derive_id
@@ -69,6 +69,39 @@ class Plan:
         return cls(type_name, type_name is None and not cfg.allow_untyped,
                    type_name is not None or not cfg.allow_untyped, tuple(required),
                    frozenset(cfg.derive), rules)
+
+
+Folder = tuple[Plan, str, "Callable[[str], bool] | None"]  # plan, memo key's schema part, excluder
+
+
+def folders(schema: Schema, root_name: str, key: Callable[[Config], str]) -> Callable[[str], Folder]:
+    """What checking a document at a path asks of its folder, worked out once per folder
+    (by each process that asks): its schema's plan for the folder's type, ``key`` of that
+    schema, and a nested schema's excluder (None under the root's). A plan is made once per
+    schema and type: 19k folders may hold one document each. Reads nothing: a schema
+    reads its every file when it is made."""
+    per_dir: dict[str, Folder] = {}
+    keys: dict[int, str] = {}
+    plans: dict[tuple[int, str | None], Plan] = {}
+    nested: dict[int, Callable[[str], bool]] = {}
+
+    def folder(rel: str) -> Folder:
+        rel_dir = rel.rpartition("/")[0]
+        known = per_dir.get(rel_dir)
+        if known is None:
+            cfg = schema.for_dir(rel_dir)
+            if id(cfg) not in keys:
+                keys[id(cfg)] = key(cfg)
+                if cfg is not schema.root:
+                    nested[id(cfg)] = excluder(cfg.exclude)
+            type_name = cfg.type_for(rel_dir, root_name)
+            plan = plans.get((id(cfg), type_name))
+            if plan is None:
+                plan = plans[id(cfg), type_name] = Plan.of(cfg, type_name)
+            known = per_dir[rel_dir] = (plan, keys[id(cfg)], nested.get(id(cfg)))
+        return known
+
+    return folder
 
 
 def analyze(rel: str, parsed: Parsed, plan: Plan, root_name: str, dates: Dates) -> Doc:

@@ -11,7 +11,7 @@ import gc
 import hashlib
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import astuple, dataclass, field, replace
 from functools import cached_property
@@ -47,7 +47,7 @@ from tropo.check.config import (
     root_excluder,
     unknown_specs,
 )
-from tropo.check.document import Doc, Finding
+from tropo.check.document import Doc, Finding, Folder
 from tropo.check.fields import KNOWN as KNOWN_SPECS
 from tropo.check.findings import failing, grade
 from tropo.check.graph import Graph, build_graph
@@ -221,69 +221,53 @@ class Workspace:
         where = self._cache_dir()
         cache = Store(where, "parse")
         memo = Store(where, "docs")
-        per_dir: dict[str, tuple[Config, docmod.Plan, str, Callable[[str], bool] | None]] = {}
-        keys: dict[int, str] = {}
-        plans: dict[tuple[int, str | None], docmod.Plan] = {}  # not per folder: there may be
-        nested: dict[int, Callable[[str], bool]] = {}  # one per document; excluders by schema
+        folder = docmod.folders(schema, self.root_name, lambda cfg: _analysis_key(cfg, self.root_name))
         entries = sorted(
             (e for e in self._entries if docmod.is_markdown(e.rel) and not root_excluded(e.rel)),
             key=lambda e: walk_key(e.rel),
         )
-        slots: list[Doc | None] = []  # walk order; None until analysed
-        todo: list[Todo] = []
-        extra: list[Finding] = []
         conflicted = {c[len(self._prefix):] for c in self.snapshot.conflicts()
                       if c.startswith(self._prefix)}
         progress = Progress(len(entries), "documents read")  # a terminal sees a long walk move
         with _acyclic(), closing(progress):
-            for entry in entries:
-                rel_dir = entry.rel.rpartition("/")[0]
-                known = per_dir.get(rel_dir)
-                if known is None:  # schema, type and memo key are the same for a whole folder
-                    cfg = schema.for_dir(rel_dir)
-                    if id(cfg) not in keys:
-                        keys[id(cfg)] = _analysis_key(cfg, self.root_name)
-                        if cfg is not schema.root:
-                            nested[id(cfg)] = excluder(cfg.exclude)
-                    type_name = cfg.type_for(rel_dir, self.root_name)
-                    plan = plans.get((id(cfg), type_name))
-                    if plan is None:
-                        plan = plans[id(cfg), type_name] = docmod.Plan.of(cfg, type_name)
-                    known = per_dir[rel_dir] = (cfg, plan, keys[id(cfg)], nested.get(id(cfg)))
-                cfg, plan, key, excluded = known
-                if excluded is not None and excluded(entry.rel):
-                    continue
-                if entry.mode == LINK:
-                    finding = self._link_finding(entry)
-                    if finding is not None:
-                        extra.append(finding)
-                    continue
-                doc: Doc | None = None
-                if entry.rel in conflicted:
-                    doc = docmod.unreadable(entry.rel, plan.type, docmod.E000,
-                                            "unmerged: the index holds a conflict")
-                elif entry.oid is not None and memo:  # a memoized analysis of the same blob,
-                    done = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
-                    doc = doc_from_record(done) if done is not None else None
-                if doc is None:
-                    todo.append((len(slots), entry, plan, key))
-                else:
-                    progress.advance()
-                slots.append(doc)
+            extra = [finding for entry in entries if entry.mode == LINK
+                     for finding in [self._link_finding(entry, folder)] if finding is not None]
+            done = self._memoized(entries, conflicted, folder, memo, progress) if memo else {}
 
             def fresh(start: int, stop: int, seen: bool) -> list[Fresh]:
-                return self._fresh(todo[start:stop], cache, progress if seen else None)
+                return self._fresh(entries, start, stop, done, conflicted, folder, cache,
+                                   progress if seen else None)
 
             # what the index's early parse left (a check without caches) is worth no child
-            found = fresh(0, len(todo), True) if self._early else \
-                spread.split(len(todo), fresh, sent, received)
-            for index, doc, _, _, _, dated in found:
-                slots[index] = doc
-                self.dated = self.dated or dated
+            found = fresh(0, len(entries), True) if self._early else \
+                spread.split(len(entries), fresh, sent, received)
+        slots: list[Doc | None] = [None] * len(entries)  # walk order; None: no document there
+        for index, doc in done.items():
+            slots[index] = doc
+        for index, doc, _, _, _, dated in found:
+            slots[index] = doc
+            self.dated = self.dated or dated
         if where is not None:
             spread.aside(lambda: keep(found, cache, memo))
         extra += self._schema_findings()
         return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
+
+    def _memoized(self, entries: list[Entry], conflicted: set[str], folder: Callable[[str], Folder],
+                  memo: Store, progress: Progress) -> dict[int, Doc]:
+        """The documents the memo of analyses answers, by walk index: looked up here, not
+        in a child, so the memo knows which records are still used when it is saved."""
+        done = {}
+        for index, entry in enumerate(entries):
+            if entry.oid is None or entry.mode == LINK or entry.rel in conflicted:
+                continue
+            _, key, excluded = folder(entry.rel)
+            if excluded is not None and excluded(entry.rel):
+                continue
+            record = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
+            if record is not None:
+                done[index] = doc_from_record(record)
+                progress.advance()
+        return done
 
     def _schema_findings(self) -> list[Finding]:
         """One finding per schema file this check read that names an unknown field spec."""
@@ -296,13 +280,27 @@ class Workspace:
                                    + f" (known: {', '.join(KNOWN_SPECS)}, enum:a|b)"))
         return out
 
-    def _fresh(self, todo: Sequence[Todo], cache: Store, progress: Progress | None) -> list[Fresh]:
-        """Read, parse and check each document (pure work: it writes nothing); the caches
-        are filled by the caller from what it returns."""
+    def _fresh(self, entries: list[Entry], start: int, stop: int, done: dict[int, Doc],
+               conflicted: set[str], folder: Callable[[str], Folder], cache: Store,
+               progress: Progress | None) -> list[Fresh]:
+        """Read, parse and check the documents among ``entries[start:stop]`` that ``done``
+        does not hold (pure work: it writes nothing, so a child may do it); the caches are
+        filled by the caller from what it returns. Symlinks are the caller's."""
         out: list[Fresh] = []
-        for index, entry, plan, schema_key in todo:
+        for index in range(start, stop):
+            entry = entries[index]
+            if entry.mode == LINK or index in done:
+                continue
+            plan, schema_key, excluded = folder(entry.rel)
+            if excluded is not None and excluded(entry.rel):
+                continue
             if progress is not None:
                 progress.advance()
+            if entry.rel in conflicted:
+                out.append((index, docmod.unreadable(entry.rel, plan.type, docmod.E000,
+                                                     "unmerged: the index holds a conflict"),
+                            None, None, None, False))
+                continue
             oid = entry.oid
             rec = cache.get(oid) if oid is not None and cache else None
             early = self._early.pop(self._prefix + entry.rel, None) if self._early else None
@@ -348,8 +346,12 @@ class Workspace:
                                            "not UTF-8 text (binary or another encoding)"))
         return doc, dated
 
-    def _link_finding(self, entry: Entry) -> Finding | None:
-        """Symlinks are never followed; one that leaves the root is reported."""
+    def _link_finding(self, entry: Entry, folder: Callable[[str], Folder]) -> Finding | None:
+        """Symlinks are never followed; one that leaves the root is reported (unless its
+        folder's schema excludes it)."""
+        excluded = folder(entry.rel)[2]
+        if excluded is not None and excluded(entry.rel):
+            return None
         try:
             target = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
         except OSError:
@@ -420,7 +422,6 @@ def _acyclic() -> Iterator[None]:
             gc.enable()
 
 
-Todo = tuple[int, Entry, docmod.Plan, str]  # (slot, entry, plan, memo key's schema part)
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
