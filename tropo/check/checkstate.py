@@ -40,10 +40,11 @@ class Refs:
         """Append one document's refs (names interned: they repeat across documents)."""
         if not refs:
             return
-        self.doc.extend([doc] * len(refs))
-        self.field.extend([sys.intern(field) for field, _, _ in refs])
-        self.target.extend([sys.intern(target) for _, target, _ in refs])
-        self.line.extend([line for _, _, line in refs])
+        fields, targets, lines = zip(*refs, strict=True)  # columns at C speed: 195k refs at 20k
+        self.doc.extend(array("i", (doc,)) * len(refs))
+        self.field.extend(map(sys.intern, fields))
+        self.target.extend(map(sys.intern, targets))
+        self.line.extend(lines)
 
 
 @dataclass(frozen=True)
