@@ -22,9 +22,11 @@ _R = TypeVar("_R")
 class Spreader(Protocol):
     def split(self, items: int, work: Callable[[int, int, bool], list[_R]],
               encode: Callable[[list[_R]], Any], decode: Callable[[Any], list[_R]]) -> list[_R]:
-        """``work(start, stop, seen)`` over items ``[0, items)``, results in item order.
-        ``seen`` is False where the results are sent elsewhere (nothing a person sees may
-        be written there); ``encode`` makes them marshal-able, ``decode`` undoes it."""
+        """``work(start, stop, seen)`` over items ``[0, items)``, results in item order;
+        ``work`` may be asked for any pieces of the range, in any order and in either
+        process, so it must be a pure function of its range. ``seen`` is False where the
+        results are sent elsewhere (nothing a person sees may be written there);
+        ``encode`` makes them marshal-able, ``decode`` undoes it."""
         ...
 
     def aside(self, job: Callable[[], object]) -> None:
