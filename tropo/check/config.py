@@ -355,30 +355,17 @@ class Schema:
 
 
 def excluder(patterns: Iterable[str]) -> Callable[[str], bool]:
-    """:func:`is_excluded` for many paths at once: each folder is decided once, from its
-    parent's decision (a folder is excluded when its parent is, or it is a pattern's
-    path, or its name a pattern's name), so a file costs a few set lookups instead of a
-    scan of every pattern, even where each document has a folder of its own."""
+    """:func:`is_excluded` for many paths at once, at C speed: a path is excluded when one
+    of its parts is a name pattern (one set test over ``rel.split("/")``) or it is, or
+    lies under, a pattern with a ``/`` (one ``startswith`` over them all). Nothing is kept
+    per folder: 20k documents may sit in 19k folders of their own, six to nine deep."""
     norm = [_normalize(p) for p in patterns]
-    exact, names = set(norm), {p for p in norm if "/" not in p}
-    folders: dict[str, bool] = {"": False}
-
-    def folder_excluded(folder: str) -> bool:
-        hit = folders.get(folder)
-        below: list[str] = []
-        while hit is None:  # up to the nearest folder decided, then down again
-            below.append(folder)
-            folder = folder.rpartition("/")[0]
-            hit = folders.get(folder)
-        for here in reversed(below):
-            hit = folders[here] = hit or here in exact or here.rpartition("/")[2] in names
-        return hit
-
-    def test(rel: str) -> bool:
-        folder, _, name = rel.rpartition("/")
-        return folder_excluded(folder) or rel in exact or name in names
-
-    return test
+    names = frozenset(p for p in norm if "/" not in p)
+    paths = frozenset(p for p in norm if "/" in p)
+    if not paths:
+        return lambda rel: not names.isdisjoint(rel.split("/"))
+    under = tuple(p + "/" for p in paths)
+    return lambda rel: not names.isdisjoint(rel.split("/")) or rel in paths or rel.startswith(under)
 
 
 def _normalize(pat: str) -> str:

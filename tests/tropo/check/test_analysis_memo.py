@@ -6,7 +6,7 @@ from __future__ import annotations
 import marshal
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.repos import commit_all, git, write_files
@@ -84,6 +84,7 @@ _pattern = st.one_of(_rel, _rel.map(lambda p: p + "/"), _rel.map(lambda p: p + "
                      _rel.map(lambda p: p.replace("/", "\\")), st.just("/"), st.just(""))
 
 
+@settings(max_examples=1000)
 @given(st.lists(_pattern, max_size=5), st.lists(_rel, max_size=12))
 def test_excluder_decides_like_is_excluded(patterns: list[str], paths: list[str]) -> None:
     test = excluder(patterns)
