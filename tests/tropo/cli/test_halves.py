@@ -58,12 +58,10 @@ def _no_child_left() -> Iterator[None]:
 
 
 def test_pieces_are_worked_by_both_processes_and_come_back_in_order(forking: None, tmp_path: Path) -> None:
-    started = tmp_path / "child-started"
-
     def both(start: int, stop: int, seen: bool) -> list[Row]:
-        if not seen:
-            started.touch()
-        while seen and not started.exists():  # this process takes a piece only once the child has one
+        """Each process holds its first piece until the other has taken one too."""
+        (tmp_path / f"took-{seen}").touch()
+        while not (tmp_path / f"took-{not seen}").exists():
             os.sched_yield()
         return _pids(start, stop, seen)
 
