@@ -177,7 +177,8 @@ class Runs:
             head = self.store.create(state["id"], eng.run, spec_text, message)
         except RefRaceError:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
-        self._record_lanes(eng)
+        if eng.lanes is not None:  # a new run's lane evidence: it exists once its ref does
+            self.lanes.record(eng.lanes.evidence)
         snap = RunSnapshot(state["id"], head, eng.run)
         self._specs[self.store.spec_key(snap)] = (spec, evaluator)
         return Outcome(snap, eng.events)
@@ -194,20 +195,17 @@ class Runs:
         state (an entry is copied and decoded once, not once an operation), the ref moved
         once: all land or none. The events are the last operation's."""
         run_id = self.store.resolve(run_id)
-        engines: list[Engine] = []
-        last: list[Engine] = []
+        engines: list[Engine | None] = []  # each operation's (None: it changed nothing)
 
         def decide(snap: RunSnapshot) -> Iterator[Transition]:
             engines.clear()
             for op, action, detail in ops:
                 eng = self.engine(snap)
-                last[:] = [] if action(eng) is False else [eng]
-                if not last:
-                    continue
-                if eng.lanes is not None:  # lowering trust early is always safe
-                    self.lanes.record(eng.lanes.resets())
-                engines.append(eng)
-                yield eng.run, {"op": op, **detail, "events": eng.events}
+                engines.append(None if action(eng) is False else eng)
+                if eng is engines[-1]:
+                    if eng.lanes is not None:  # lowering trust early is always safe
+                        self.lanes.record(eng.lanes.resets())
+                    yield eng.run, {"op": op, **detail, "events": eng.events}
 
         try:
             new = self.store.update(run_id, ops[-1][0], decide)
@@ -215,15 +213,10 @@ class Runs:
             if exc.name != head_ref(run_id):  # the lanes', not the run's
                 raise
             raise Refused("race_lost", f"run {run_id} kept moving; try again") from None
-        for eng in engines:
-            if eng.lanes is not None:
-                self.lanes.record(eng.lanes.gains())
-        return Outcome(new, last[0].events if last else [])
-
-    def _record_lanes(self, eng: Engine) -> None:
-        """Fold a new run's lane evidence in (it exists only once its ref does)."""
-        if eng.lanes is not None:
-            self.lanes.record(eng.lanes.evidence)
+        for done in engines:
+            if done is not None and done.lanes is not None:
+                self.lanes.record(done.lanes.gains())
+        return Outcome(new, [] if engines[-1] is None else engines[-1].events)
 
     def done(
         self,

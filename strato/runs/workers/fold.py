@@ -10,10 +10,11 @@ waited `ORPHANED_S` (that holder may be gone) or when no pending item is left un
 (nothing else to do, and the settling waits for the head to record every item). A fold
 fetches the head first, so results another worker just folded are not pushed again,
 applies each result's record calls in item order, one transition each as a local run
-records them (in one pass over one state: `Runs.apply_all`), and pushes them with a lease on the head it read: a lost race fetches
-the head and folds what is left, and a result the head already records is skipped
-(results.py), so each lands once. A result that does not read as one is given up (its
-claim released, with the reason), and the item runs again.
+records them (in one pass over one state: `Runs.apply_all`), and pushes them with a
+lease on the head it read: a lost race fetches the head and folds what is left, and a
+result the head already records is skipped (results.py), so each lands once. A result
+that does not read as one is given up (its claim released, with the reason), and the
+item runs again.
 """
 
 from __future__ import annotations
