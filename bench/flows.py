@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -83,12 +83,13 @@ class FsyncJsonStore:
         return RunSnapshot(snap.run_id, str(doc["seq"]), state)
 
     def update(
-        self, run_id: str, op: str, decide: Callable[[RunSnapshot], tuple[Transition | None, T]]
-    ) -> tuple[RunSnapshot, T]:
-        """One writer, so no race to retry: load, decide, write."""
+        self, run_id: str, op: str, decide: Callable[[RunSnapshot], Iterable[Transition]]
+    ) -> RunSnapshot:
+        """One writer, so no race to retry: load, decide, write each transition."""
         snap = self.load(run_id)
-        change, value = decide(snap)
-        return (snap if change is None else self.transition(snap, *change)), value
+        for change in decide(snap):
+            snap = self.transition(snap, *change)
+        return snap
 
     def history(self, run_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         return iter([(str(i), m) for i, m in enumerate(self._read(run_id)["log"])])

@@ -17,6 +17,7 @@ A commit written before this layout (format 1) holds the whole state as a top-le
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections import Counter
@@ -90,13 +91,15 @@ class Change:
     edit: dict[str, Any]
     rest: bytes
     tables: dict[str, Delta | None]  # per table its changed entries; None: the table is gone
+    statuses: dict[str, Any]  # the status of each step written
 
 
 class Live:
     """The last commit of one run a store wrote or read, parsed once and kept up to date
     by the store's own transitions (a commit's content never changes). Its entries are
     shared by every snapshot made from it and never changed in place: a new commit
-    replaces the entries it changed with copies of its own."""
+    replaces the entries it changed with their bytes as written, decoded into new
+    objects when a state is next made of it."""
 
     def __init__(self, commit: str, tree: Oid | None, spec: Oid | None, rest: bytes,
                  objects: dict[str, dict[str, Any]], version: int,
@@ -110,13 +113,15 @@ class Live:
         for name, entries in objects.items() if members is None else ():
             for key in entries:
                 self.members.setdefault(bucket(key), {}).setdefault(name, set()).add(key)
+        # entries a transition wrote and nothing has read since: decoded from their
+        # bytes when a state is next made (a run that moves several transitions at once
+        # decodes its entries once, not once a transition)
+        self.unread: set[tuple[str, str]] = set()
+        self.status: dict[str, Any] = {}  # each step's status
         self.counts: Counter[str] = Counter()
         self.live: dict[str, set[str]] = {s: set() for s in LIVE}
         for key, value in self.objects.get(STEPS, {}).items():
-            status = _status(value)
-            self.counts[status] += 1
-            if status in self.live:
-                self.live[status].add(key)
+            self._restatus(key, True, _status(value))
 
     @classmethod
     def document(cls, commit: str, tree: Oid | None, spec: Oid | None, doc: Mapping[str, Any],
@@ -126,8 +131,21 @@ class Live:
         objects = {name: {k: copy_json(v) for k, v in dict.items(t)} for name, t in tables.items()}
         return cls(commit, tree, spec, chain.encode(rest), objects, version)
 
+    def fork(self) -> Live:
+        """A copy of this view to move along commits that have not landed yet (this one
+        stays at the commit other readers share); entries are shared, never changed."""
+        twin = copy.copy(self)
+        twin.objects = {name: dict(entries) for name, entries in self.objects.items()}
+        twin.members = {b: {n: set(keys) for n, keys in held.items()} for b, held in self.members.items()}
+        twin.encoded, twin.unread, twin.status = dict(self.encoded), set(self.unread), dict(self.status)
+        twin.counts, twin.live = Counter(self.counts), {s: set(keys) for s, keys in self.live.items()}
+        return twin
+
     def state(self) -> dict[str, Any]:
         """The state as one document, each table a :class:`Table` over the entries."""
+        for name, key in self.unread:
+            self.objects[name][key] = _value(key, self.encoded[name, key])
+        self.unread.clear()
         doc: dict[str, Any] = json.loads(self.rest)
         for name, path in TABLES.items():
             if name in self.objects:
@@ -158,6 +176,7 @@ class Live:
         if whole or sorted(tables) != sorted(self.objects):
             inner["layout.json"] = chain.encode({"format": FORMAT, "tables": sorted(tables)})
         changes: dict[str, Delta | None] = {name: None for name in self.objects.keys() - tables.keys()}
+        statuses: dict[str, Any] = {}
         dirty = {bucket(key) for name in changes for key in self.objects[name]}
         for name, table in tables.items():
             before = self.objects.get(name, {})
@@ -166,16 +185,19 @@ class Live:
             delta: Delta = {}
             for key in keys:
                 if dict.__contains__(table, key):
-                    encoded = _member(key, dict.__getitem__(table, key))
+                    value = dict.__getitem__(table, key)
+                    encoded = _member(key, value)
                     if whole or key not in before or encoded != self._encoded(name, key):
                         delta[key] = encoded
+                        if name == STEPS:
+                            statuses[key] = _status(value)
                 elif key in before:
                     delta[key] = MISSING
             changes[name] = delta
             dirty.update(bucket(key) for key in delta)
         for folder in dirty:
             inner[folder] = self._bucket(folder, changes) or None
-        return Change(edit, rest, changes)
+        return Change(edit, rest, changes, statuses)
 
     def _encoded(self, name: str, key: str) -> bytes:
         if (name, key) not in self.encoded:
@@ -210,32 +232,49 @@ class Live:
                 for key in self.objects.pop(name):
                     self.members[bucket(key)][name].discard(key)
                     self.encoded.pop((name, key), None)
+                    self.unread.discard((name, key))
+                    if name == STEPS:
+                        self._restatus(key, False)
                 continue
             objects = self.objects.setdefault(name, {})
             for key, encoded in delta.items():
-                value = None if encoded is MISSING else _value(key, encoded)
                 if name == STEPS:
-                    self._restatus(key, _status(objects.get(key)), _status(value))
+                    self._restatus(key, encoded is not MISSING, change.statuses.get(key))
                 members = self.members.setdefault(bucket(key), {}).setdefault(name, set())
                 if encoded is MISSING:
                     objects.pop(key, None)
                     members.discard(key)
                     self.encoded.pop((name, key), None)
+                    self.unread.discard((name, key))
                 else:
-                    objects[key], self.encoded[name, key] = value, encoded
+                    objects[key], self.encoded[name, key] = None, encoded
+                    self.unread.add((name, key))
                     members.add(key)
         self.commit, self.tree, self.rest, self.version = commit, tree, change.rest, FORMAT
 
-    def _restatus(self, key: str, old: str | None, new: str | None) -> None:
-        if old == new:
-            return
-        if old is not None:
+    def _restatus(self, key: str, present: bool, new: Any = None) -> None:
+        """The step ``key`` now has the status ``new``, or is gone (not ``present``)."""
+        if key in self.status:
+            old = self.status.pop(key)
             self.counts[old] -= 1
             self.live.get(old, set()).discard(key)
-        if new is not None:
+        if present:
+            self.status[key] = new
             self.counts[new] += 1
             if new in self.live:
                 self.live[new].add(key)
+
+
+def restamp(doc: Mapping[str, Any], was: tuple[Live, str], now: tuple[Live, str]) -> None:
+    """``doc``'s tables, made over the commit ``was`` (or restamped to it), now stand over
+    ``now``, a commit written from ``doc`` on it: their untaken entries are that
+    commit's too, so the next diff of ``doc`` still looks only at the entries taken."""
+    for path in TABLES.values():
+        node: Any = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, Table) and node.origin == was:
+            node.origin = now
 
 
 def _status(value: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
@@ -44,6 +44,10 @@ from tropo.git.types import Repository
 # the transports a person decides through: their own terminal, or the workbench page
 # (`vivary serve`), which proves it with the per-start token only that person was shown
 PERSON_TRANSPORTS = ("terminal", "workbench")
+
+
+# an operation: its name, what it does to the run (False: nothing), the transition's detail
+Operation = tuple[str, Callable[[Engine], bool | None], dict[str, Any]]
 
 
 class SpecInvalid(Exception):
@@ -173,7 +177,8 @@ class Runs:
             head = self.store.create(state["id"], eng.run, spec_text, message)
         except RefRaceError:
             raise Refused("run_exists", f"a run named {state['id']!r} already exists") from None
-        self._record_lanes(eng)
+        if eng.lanes is not None:  # a new run's lane evidence: it exists once its ref does
+            self.lanes.record(eng.lanes.evidence)
         snap = RunSnapshot(state["id"], head, eng.run)
         self._specs[self.store.spec_key(snap)] = (spec, evaluator)
         return Outcome(snap, eng.events)
@@ -183,32 +188,35 @@ class Runs:
     ) -> Outcome:
         """Load, act, commit with CAS; on a lost race start over from the new head. An
         action that returns False changed nothing: no transition is written."""
-        run_id = self.store.resolve(run_id)
+        return self.apply_all(run_id, [(op, action, detail)])
 
-        def decide(snap: RunSnapshot) -> tuple[Transition | None, Engine | None]:
-            eng = self.engine(snap)
-            if action(eng) is False:
-                return None, None
-            if eng.lanes is not None:  # lowering trust early is always safe
-                self.lanes.record(eng.lanes.resets())
-            return (eng.run, {"op": op, **detail, "events": eng.events}), eng
+    def apply_all(self, run_id: str, ops: Sequence[Operation]) -> Outcome:
+        """:meth:`apply` for several operations in order, each its own transition, on one
+        state (an entry is copied and decoded once, not once an operation), the ref moved
+        once: all land or none. The events are the last operation's."""
+        run_id = self.store.resolve(run_id)
+        engines: list[Engine | None] = []  # each operation's (None: it changed nothing)
+
+        def decide(snap: RunSnapshot) -> Iterator[Transition]:
+            engines.clear()
+            for op, action, detail in ops:
+                eng = self.engine(snap)
+                engines.append(None if action(eng) is False else eng)
+                if eng is engines[-1]:
+                    if eng.lanes is not None:  # lowering trust early is always safe
+                        self.lanes.record(eng.lanes.resets())
+                    yield eng.run, {"op": op, **detail, "events": eng.events}
 
         try:
-            new, eng = self.store.update(run_id, op, decide)
+            new = self.store.update(run_id, ops[-1][0], decide)
         except ChainConflict as exc:
             if exc.name != head_ref(run_id):  # the lanes', not the run's
                 raise
             raise Refused("race_lost", f"run {run_id} kept moving; try again") from None
-        if eng is None:
-            return Outcome(new, [])
-        if eng.lanes is not None:
-            self.lanes.record(eng.lanes.gains())
-        return Outcome(new, eng.events)
-
-    def _record_lanes(self, eng: Engine) -> None:
-        """Fold a new run's lane evidence in (it exists only once its ref does)."""
-        if eng.lanes is not None:
-            self.lanes.record(eng.lanes.evidence)
+        for done in engines:
+            if done is not None and done.lanes is not None:
+                self.lanes.record(done.lanes.gains())
+        return Outcome(new, [] if engines[-1] is None else engines[-1].events)
 
     def done(
         self,

@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from strato.runs import layout
 from strato.runs.layout import Change, Live
 from tropo.git import chain
 from tropo.git.log import commits_since, message_of
-from tropo.git.objects import blob_at, edit_tree, tree_entries
+from tropo.git.objects import blob_at, commit_tree, edit_tree, tree_entries
 from tropo.git.refs import read_ref, ref_names, ref_targets, ref_tips
-from tropo.git.types import Repository, valid_ref_name
+from tropo.git.types import Oid, Repository, valid_ref_name
 
 PREFIX = "refs/vivary/runs/"
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}\Z")
@@ -175,28 +175,49 @@ class RunStore:
         return RunSnapshot(snap.run_id, commit, state)
 
     def update(
-        self, run_id: str, op: str, decide: Callable[[RunSnapshot], tuple[Transition | None, T]]
-    ) -> tuple[RunSnapshot, T]:
-        """Load the run, `decide` its next state and transition (None: nothing to write),
-        commit it; on a lost race load the winner's head and decide again (at most
-        `chain.MAX_RACE_RETRIES` times, then `chain.ChainConflict`). The run after it,
-        and what the last `decide` returned beside its transition."""
+        self, run_id: str, op: str, decide: Callable[[RunSnapshot], Iterable[Transition]]
+    ) -> RunSnapshot:
+        """Load the run and commit each transition `decide` yields on the one before (a
+        decision that changes the snapshot's state in place and yields it as it stands
+        writes only the entries it took), then move the ref once, from the head read to
+        the last, by compare-and-swap: all land or none. On a lost race load the winner's
+        head and decide again (at most `chain.MAX_RACE_RETRIES` times, then
+        `chain.ChainConflict`). The run after it."""
 
-        def step(head: str | None) -> tuple[chain.Decision, tuple[RunSnapshot, T, _Append | None]]:
+        def step(head: str | None) -> tuple[str | None, tuple[str, RunSnapshot, _Append | None, Live | None]]:
             if head is None:
                 raise RunNotFound(f"no run {run_id!r}")
-            snap = self.at(run_id, head)
-            change, value = decide(snap)
-            if change is None:
-                return None, (snap, value, None)
-            append = self._next(snap, *change)
-            return append, (RunSnapshot(run_id, head, change[0]), value, append)
+            tip, first, ahead, snap = head, None, None, self.at(run_id, head)
+            for state, message in decide(snap):
+                if first is not None and ahead is None:  # a second one: on a copy moved to the first
+                    was, then, change = _parts(first)
+                    with self._lock:  # (another thread may have moved the shared one on)
+                        ahead = (was if was.commit == head else self._read(run_id, head)).fork()
+                    ahead.apply(tip, then, change)
+                    layout.restamp(state, (was, head), (ahead, tip))
+                with self._lock:  # the first on the shared view of the head, which moves once it lands
+                    live = ahead or self._read(run_id, head)
+                    change = live.diff(state)
+                written = edit_tree(self.repo, live.tree, change.edit)
+                assert written is not None  # a run's tree holds its spec
+                tree = written
+                commit = str(commit_tree(self.repo, tree, [Oid(hex=tip)], _message(message)))
+                if ahead is None:
+                    first = _Append({}, "", tree=tree, live=live, change=change)
+                else:
+                    ahead.apply(commit, tree, change)
+                    layout.restamp(state, (ahead, tip), (ahead, commit))
+                tip, snap = commit, RunSnapshot(run_id, commit, state)
+            return (tip if tip != head else None), (head, snap, first, ahead)
 
         ref = head_ref(check_run_id(run_id))
-        head, (snap, value, append) = chain.update(self.repo, ref, step, _reason({"op": op}))
-        if head is not None and append is not None:
-            self._wrote(run_id, snap.head, head, append)
-        return replace(snap, head=head or snap.head), value
+        tip, (parent, snap, first, ahead) = chain.update(self.repo, ref, step, _reason({"op": op}))
+        if ahead is not None:
+            with self._lock:
+                self._remember(run_id, ahead)
+        elif first is not None and tip is not None:
+            self._wrote(run_id, parent, tip, first)
+        return snap
 
     def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> _Append:
         """The commit after `snap`: the tree of `snap.head` with what `state` changed in
@@ -210,11 +231,10 @@ class RunStore:
     def _wrote(self, run_id: str, parent: str, commit: str, append: _Append) -> None:
         """Remember the commit this store just wrote on ``parent``, so the next
         transition of the run reads nothing from git."""
-        live, change = append.live, append.change
-        assert live is not None and change is not None and append.tree is not None
+        live, tree, change = _parts(append)
         with self._lock:
             if live.commit == parent:
-                live.apply(commit, append.tree, change)
+                live.apply(commit, tree, change)
                 self._remember(run_id, live)
             elif self._live.get(run_id) is live:
                 del self._live[run_id]
@@ -270,6 +290,12 @@ class RunStore:
         if commit is None:
             raise CheckpointNotFound(label, self.checkpoints(run_id))
         return self.at(run_id, commit)
+
+
+def _parts(append: _Append) -> tuple[Live, Oid, Change]:
+    """The view a commit was written from, its tree, and what it changed."""
+    assert append.live is not None and append.tree is not None and append.change is not None
+    return append.live, append.tree, append.change
 
 
 def _by_run(refs: dict[str, T]) -> dict[str, T]:

@@ -189,12 +189,21 @@ class RunContext:
         return ordered(keys, info.order)
 
     def locate(self, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:
+        frame, step = self._find(path)
+        return frame, step, frame.steps[step.id]
+
+    def look(self, path: str) -> tuple[Frame, AnyStep, dict[str, Any]]:
+        """:meth:`locate`, with the step's state to read only (not taken: not copied)."""
+        frame, step = self._find(path)
+        return frame, step, peek(frame.steps, step.id)
+
+    def _find(self, path: str) -> tuple[Frame, AnyStep]:
         for frame in self.frames():
             rest = path[len(frame.prefix) :] if path.startswith(frame.prefix) else None
             if rest is not None and "/" not in rest:
                 step = self.info(frame.name).steps.get(rest)
                 if step is not None:
-                    return frame, step, frame.steps[rest]
+                    return frame, step
         raise Refused("unknown_step", f"no step {path!r} in this run")
 
     def scope_for(self, frame: Frame) -> Scope:

@@ -14,6 +14,7 @@ from strato.flow.spec import AnyStep, FanoutStep
 from strato.runs.engine import consumer
 from strato.runs.engine.context import Frame, RunContext
 from strato.runs.engine.outcomes import conclude_fanout, fail_step
+from strato.runs.engine.table import peek
 
 
 @dataclass
@@ -52,14 +53,15 @@ def start(ctx: RunContext, frame: Frame, step: FanoutStep, st: dict[str, Any], s
 
 
 def running(ctx: RunContext) -> list[tuple[Frame, FanoutStep, dict[str, Any]]]:
-    """The engine-mode fanouts in flight: the service runs their items."""
+    """The engine-mode fanouts in flight, their states to read only (not taken: a
+    caller that changes one locates it): the service runs their items."""
     out = []
     for frame in ctx.frames():
         by_id = ctx.info(frame.name).steps
         for sid in ctx.in_status(frame, ("running",)):
             step = by_id[sid]
             if isinstance(step, FanoutStep) and not is_consumer(step):
-                out.append((frame, step, frame.steps[sid]))
+                out.append((frame, step, peek(frame.steps, sid)))
     return out
 
 

@@ -10,10 +10,11 @@ waited `ORPHANED_S` (that holder may be gone) or when no pending item is left un
 (nothing else to do, and the settling waits for the head to record every item). A fold
 fetches the head first, so results another worker just folded are not pushed again,
 applies each result's record calls in item order, one transition each as a local run
-records them, and pushes them with a lease on the head it read: a lost race fetches
-the head and folds what is left, and a result the head already records is skipped
-(results.py), so each lands once. A result that does not read as one is given up (its
-claim released, with the reason), and the item runs again.
+records them (in one pass over one state: `Runs.apply_all`), and pushes them with a
+lease on the head it read: a lost race fetches the head and folds what is left, and a
+result the head already records is skipped (results.py), so each lands once. A result
+that does not read as one is given up (its claim released, with the reason), and the
+item runs again.
 """
 
 from __future__ import annotations
@@ -114,14 +115,9 @@ def _fold(worker: Worker, run_id: str, path: str, base: str, waiting: list[tuple
     if head == before:
         return False
     worker.counts["folds"] += 1
-    landed = worker.shared.landed_on
-    worker.counts["folded"] += _pending(worker, run_id, landed, path) - _pending(worker, run_id, head, path)
+    landed = worker.runs.store.since(head, worker.shared.landed_on)  # this fold's transitions
+    worker.counts["folded"] += sum(t.get("op") == "fanout_item" for _, t in landed)
     return True
-
-
-def _pending(worker: Worker, run_id: str, head: str, path: str) -> int:
-    _, _, st = worker.runs.engine(worker.runs.store.at(run_id, head), judge=False).locate(path)
-    return sum(it["status"] == "pending" for it in st["fanout"]["items"])
 
 
 def _give_up(worker: Worker, claim: Claim, why: str) -> None:

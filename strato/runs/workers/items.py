@@ -193,7 +193,7 @@ def _item_job(worker: Worker, run_id: str, path: str, base: str, claims: list[Cl
     slot = claims[1].key
 
     def pick(now: RunSnapshot, skip: set[str]) -> tuple[str, dict[str, Any]] | None:
-        _, _, st = worker.runs.engine(now, judge=False).locate(path)
+        _, _, st = worker.runs.engine(now, judge=False).look(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return None
         pending = [it["index"] for it in st["fanout"]["items"] if it["status"] == "pending"]
@@ -217,7 +217,7 @@ def _limited(worker: Worker, run_id: str, path: str, base: str) -> bool:
     run head before its agent starts, since a clone's own view of the ledgers misses
     the calls other clones started."""
     if (run_id, base) not in worker.limited:
-        frame, step, st = worker.runs.engine(worker.runs.store.load(run_id), judge=False).locate(path)
+        frame, step, st = worker.runs.engine(worker.runs.store.load(run_id), judge=False).look(path)
         worker.limited[(run_id, base)] = limited(task_ledgers(frame, step, st))
     return worker.limited[(run_id, base)]
 
@@ -252,7 +252,7 @@ def _run(worker: Worker, run_id: str, label: str, claims: list[Claim], path: str
          work: Callable[[SharedAccess, Callable[[str, AgentSpec, str, Path, str], CallResult]], Any],
          batch: bool = False, handoff: Handoff | None = None) -> None:
     def moved_on(now: RunSnapshot) -> str | None:
-        _, _, st = worker.runs.engine(now, judge=False).locate(path)
+        _, _, st = worker.runs.engine(now, judge=False).look(path)
         if st["status"] != "running" or fanout_key(path, st) != base:
             return "its fanout moved on"
         return None

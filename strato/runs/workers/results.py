@@ -84,7 +84,7 @@ def _once(call: Callable[..., bool | None], path: str, base: str, index: int, ar
     or one of a fanout that moved on, is skipped, so each lands at most once."""
     try:
         eng.require_running()
-        _, _, st = eng.locate(path)
+        _, _, st = eng.look(path)
     except Refused:
         return False
     items = st.get("fanout", {}).get("items", [])

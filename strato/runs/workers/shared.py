@@ -236,14 +236,11 @@ class SharedRuns:
                     lost = lost or run_id in self.contended  # the head moved: another clone was first
                 base = self.runs.store.head(run_id)
                 try:
-                    outcome = None
-                    for each in ops:
-                        outcome = self.runs.apply(run_id, each.op, each.action, **each.detail)
+                    outcome = self.runs.apply_all(run_id, [(o.op, o.action, o.detail) for o in ops])
                 except Refused as exc:  # a head that refuses a reservation refuses it on any clone
                     if lost and exc.code != "stale" and not isinstance(exc, BudgetRefused):
                         raise Refused("stale", f"{exc} (another clone moved run {run_id} first)") from None
                     raise
-                assert outcome is not None
                 head = outcome.snap.head
                 extra = carried(outcome) if carried is not None else []
                 nxt = None

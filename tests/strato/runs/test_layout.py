@@ -12,6 +12,7 @@ from typing import Any
 import pygit2
 import pytest
 
+from strato.runs.engine.machine import Engine
 from strato.runs.layout import LayoutError, bucket
 from strato.runs.service import Runs
 from strato.runs.store import Outcome, RunStore, head_ref
@@ -217,6 +218,32 @@ def test_a_snapshot_is_its_own_copy_of_the_run(tmp_path: Path) -> None:
     after = answer(runs, "r1", "s0", {"output": {"n": 1}}).snap
     assert after.state["scope"]["steps"]["s0"]["status"] == "succeeded"
     assert two.state["scope"]["steps"]["s0"]["status"] == "ready"
+
+
+def test_operations_applied_together_leave_each_state_in_its_own_commit(tmp_path: Path) -> None:
+    """`Runs.apply_all`: four `done`s in one pass over one state, each its own commit in
+    order, and each commit, read by a store that has seen nothing, holds the state the
+    engine had when its operation ended; the service's own view after them is the last,
+    and the run goes on from it."""
+    ws = make_workspace(tmp_path)
+    runs = ws.runs()
+    before = runs.plan(linear(5), {}, "r1").snap.head
+    seen: list[str] = []
+
+    def done(i: int) -> tuple[str, Any, dict[str, Any]]:
+        def act(e: Engine) -> None:
+            e.step_done(f"s{i}", {"output": {"n": i}}, e.issued_token(f"s{i}"))
+            seen.append(as_json(e.run))
+        return "done", act, {"stepId": f"s{i}"}
+
+    outcome = runs.apply_all("r1", [done(i) for i in range(4)])
+    fresh = RunStore(pygit2.Repository(str(runs.root)))
+    chain_ = fresh.since(outcome.snap.head, before)
+    assert [(t["op"], t["stepId"]) for _, t in chain_] == [("done", f"s{i}") for i in range(4)]
+    assert [as_json(fresh.at("r1", c).state) for c, _ in chain_] == seen
+    assert as_json(runs.load("r1").state) == as_json(outcome.snap.state) == seen[-1]
+    last = in_git(runs, "r1", answer(runs, "r1", "s4", {"output": {"n": 4}}))
+    assert last["status"] == "completed" and last["output"] == {"n": 4}
 
 
 @pytest.mark.parametrize("key", ["a.b", ".", "..", "x/y", "%41", "é", "sp ace", "-", "a\nb"])

@@ -6,10 +6,15 @@ the bytes written), found by mutation testing (docs/testing.md)."""
 from __future__ import annotations
 
 import json
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from strato.runs.store import (
     AmbiguousRunId,
@@ -242,19 +247,108 @@ def test_what_a_store_remembers_of_its_last_commit_never_hides_another_writer(st
     """A store keeps the last commit it wrote or read in memory, so its next transition
     reads nothing back; another store (another process) and plain git moving the ref
     in between are still seen, and each update decides from the head it finds."""
-    def count(snap: RunSnapshot) -> tuple[Transition, int]:
-        return ({**snap.state, "n": snap.state["n"] + 1}, {"op": "done"}), snap.state["n"]
+    seen: list[int] = []
+
+    def count(snap: RunSnapshot) -> Iterator[Transition]:
+        seen.append(snap.state["n"])
+        yield {**snap.state, "n": snap.state["n"] + 1}, {"op": "done"}
 
     other = RunStore(pygit2.Repository(store.repo.path))
     _plan(store, "r1", n=0)
     for n in range(1, 7):
-        snap, seen = (store if n % 2 else other).update("r1", "done", count)
-        assert (seen, snap.state["n"]) == (n - 1, n)
+        snap = (store if n % 2 else other).update("r1", "done", count)
+        assert (seen[-1], snap.state["n"]) == (n - 1, n)
     older = list(store.history("r1"))[2][0]
     root = _root(store)
     git(root, "update-ref", head_ref("r1"), older)  # a person rewinds it with git
     assert store.load("r1").state == other.load("r1").state == {"status": "running", "n": 2}
-    snap, _ = store.update("r1", "done", lambda s: (({**s.state, "n": 9}, {"op": "done"}), None))
+    snap = store.update("r1", "done", lambda s: [({**s.state, "n": 9}, {"op": "done"})])
     assert git(root, "show", f"{snap.head}:state/run.json") == '{"n":9,"status":"running"}'
     assert git(root, "rev-list", "--parents", "-n1", snap.head).split() == [snap.head, older]
     assert store.spec_text(snap) == other.spec_text(other.load("r1")) == SPEC
+
+
+def _edit(state: dict[str, Any], edit: tuple[str, str, int | None]) -> None:
+    """One edit of a run's tables: set (or, with None, drop) one entry."""
+    table, key, value = edit
+    node = state["scope"]["steps"] if table == "steps" else state["dispatches"]
+    if value is None:
+        node.pop(key, None)
+    else:
+        node[key] = {"status": ("ready", "running", "done")[value % 3], "n": value}
+
+
+EDITS = st.lists(st.tuples(st.sampled_from(["steps", "dispatches"]), st.sampled_from(["a", "b", "c", "d"]),
+                           st.none() | st.integers(0, 5)), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=EDITS, split=st.integers(1, 4))
+def test_several_transitions_at_once_are_a_chain_of_the_states_each_left(
+        store: RunStore, edits: list[tuple[str, str, int | None]], split: int) -> None:
+    """An update that yields several states commits each on the one before and moves the
+    ref once: every commit holds exactly the state as it stood when it was yielded (read
+    back by a store that remembers nothing), and the store's own view after it is the
+    last, its tables' entries and statuses included."""
+    run_id = f"r{uuid.uuid4().hex[:8]}"
+    git(_root(store), "config", "core.logAllRefUpdates", "always")
+    _plan(store, run_id, scope={"steps": {"a": {"status": "ready", "n": 0}}}, dispatches={"x": {"n": 1}})
+    before = store.load(run_id)
+    expected: list[dict[str, Any]] = []
+
+    def decide(snap: RunSnapshot) -> Iterator[Transition]:
+        expected.clear()
+        for at, edit in enumerate(edits):
+            _edit(snap.state, edit)
+            if at % split == split - 1 or at == len(edits) - 1:
+                expected.append(json.loads(json.dumps(snap.state)))
+                yield snap.state, {"op": "done", "n": at}
+
+    after = store.update(run_id, "done", decide)
+    fresh = RunStore(pygit2.Repository(store.repo.path))
+    chain = [commit for commit, _ in fresh.history(run_id)][1:]
+    assert [fresh.at(run_id, c).state for c in chain] == expected
+    assert after.head == chain[-1] == store.head(run_id)
+    assert git(_root(store), "rev-list", "--count", f"{before.head}..{after.head}").strip() == str(len(expected))
+    reflog = git(_root(store), "reflog", "show", "--format=%gs", head_ref(run_id)).splitlines()
+    assert len(reflog) == 2  # the plan, then one move for them all
+    assert store.load(run_id).state == expected[-1]
+    running = {k for k, v in expected[-1]["scope"]["steps"].items() if v["status"] == "running"}
+    table = store.load(run_id).state["scope"]["steps"]
+    assert table.having(["running"]) == running and table.count(["running"]) == len(running)
+
+
+def test_several_transitions_land_all_or_none(store: RunStore) -> None:
+    """A decision that fails after yielding some states leaves the ref where it was."""
+    first = _plan(store, "r1", n=0)
+
+    def decide(snap: RunSnapshot) -> Iterator[Transition]:
+        yield {**snap.state, "n": 1}, {"op": "done"}
+        raise ValueError("refused half way")
+
+    with pytest.raises(ValueError, match="half way"):
+        store.update("r1", "done", decide)
+    assert store.head("r1") == first.head
+    assert store.load("r1").state == {"status": "running", "n": 0}
+
+
+def test_several_transitions_that_lose_a_race_are_decided_again_on_the_winner(store: RunStore) -> None:
+    """Another writer landing while they are decided: none of them lands on the old head;
+    they are decided again from the winner's, and chain on it."""
+    _plan(store, "r1", n=0)
+    other = RunStore(pygit2.Repository(store.repo.path))
+    tries: list[int] = []
+
+    def decide(snap: RunSnapshot) -> Iterator[Transition]:
+        tries.append(snap.state["n"])
+        state = dict(snap.state)
+        for _ in range(3):
+            state["n"] += 1
+            yield state, {"op": "done"}
+        if len(tries) == 1:  # another clone's transition lands before the ref moves
+            other.update("r1", "done", lambda s: [({**s.state, "n": 100}, {"op": "cancel"})])
+
+    after = store.update("r1", "done", decide)
+    assert tries == [0, 100]
+    assert [t["op"] for _, t in store.history("r1")] == ["plan", "cancel", "done", "done", "done"]
+    assert after.state["n"] == store.load("r1").state["n"] == RunStore(store.repo).load("r1").state["n"] == 103
