@@ -71,21 +71,21 @@ class Plan:
                    frozenset(cfg.derive), rules)
 
 
-Folder = tuple[Plan, str, "Callable[[str], bool] | None"]  # plan, memo key's schema part, excluder
+Folder = tuple[Plan, str]  # the plan of a document's type, the memo key's schema part
 
 
-def folders(schema: Schema, root_name: str, key: Callable[[Config], str]) -> Callable[[str], Folder]:
+def folders(schema: Schema, root_name: str, key: Callable[[Config], str]) -> Callable[[str], Folder | None]:
     """What checking a document at a path asks of its folder, worked out once per folder
-    (by each process that asks): its schema's plan for the folder's type, ``key`` of that
-    schema, and a nested schema's excluder (None under the root's). A plan is made once per
+    (by each process that asks): its schema's plan for the folder's type and ``key`` of
+    that schema; None for a path its nested schema excludes. A plan is made once per
     schema and type: 19k folders may hold one document each. Reads nothing: a schema
     reads its every file when it is made."""
-    per_dir: dict[str, Folder] = {}
+    per_dir: dict[str, tuple[Plan, str, Callable[[str], bool] | None]] = {}
     keys: dict[int, str] = {}
     plans: dict[tuple[int, str | None], Plan] = {}
     nested: dict[int, Callable[[str], bool]] = {}
 
-    def folder(rel: str) -> Folder:
+    def folder(rel: str) -> Folder | None:
         rel_dir = rel.rpartition("/")[0]
         known = per_dir.get(rel_dir)
         if known is None:
@@ -99,7 +99,8 @@ def folders(schema: Schema, root_name: str, key: Callable[[Config], str]) -> Cal
             if plan is None:
                 plan = plans[id(cfg), type_name] = Plan.of(cfg, type_name)
             known = per_dir[rel_dir] = (plan, keys[id(cfg)], nested.get(id(cfg)))
-        return known
+        plan, schema_key, excluded = known
+        return None if excluded is not None and excluded(rel) else (plan, schema_key)
 
     return folder
 

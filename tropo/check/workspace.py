@@ -252,7 +252,7 @@ class Workspace:
         extra += self._schema_findings()
         return [doc for doc in slots if doc is not None], sorted(extra, key=lambda f: walk_key(f.path))
 
-    def _memoized(self, entries: list[Entry], conflicted: set[str], folder: Callable[[str], Folder],
+    def _memoized(self, entries: list[Entry], conflicted: set[str], folder: Callable[[str], Folder | None],
                   memo: Store, progress: Progress) -> dict[int, Doc]:
         """The documents the memo of analyses answers, by walk index: looked up here, not
         in a child, so the memo knows which records are still used when it is saved."""
@@ -260,10 +260,10 @@ class Workspace:
         for index, entry in enumerate(entries):
             if entry.oid is None or entry.mode == LINK or entry.rel in conflicted:
                 continue
-            _, key, excluded = folder(entry.rel)
-            if excluded is not None and excluded(entry.rel):
+            known = folder(entry.rel)
+            if known is None:
                 continue
-            record = memo.get(f"{key}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
+            record = memo.get(f"{known[1]}\0{entry.rel}\0{entry.oid}")  # path and schema cannot differ
             if record is not None:
                 done[index] = doc_from_record(record)
                 progress.advance()
@@ -281,7 +281,7 @@ class Workspace:
         return out
 
     def _fresh(self, entries: list[Entry], start: int, stop: int, done: dict[int, Doc],
-               conflicted: set[str], folder: Callable[[str], Folder], cache: Store,
+               conflicted: set[str], folder: Callable[[str], Folder | None], cache: Store,
                progress: Progress | None) -> list[Fresh]:
         """Read, parse and check the documents among ``entries[start:stop]`` that ``done``
         does not hold (pure work: it writes nothing, so a child may do it); the caches are
@@ -291,9 +291,10 @@ class Workspace:
             entry = entries[index]
             if entry.mode == LINK or index in done:
                 continue
-            plan, schema_key, excluded = folder(entry.rel)
-            if excluded is not None and excluded(entry.rel):
+            known = folder(entry.rel)
+            if known is None:
                 continue
+            plan, schema_key = known
             if progress is not None:
                 progress.advance()
             if entry.rel in conflicted:
@@ -346,11 +347,10 @@ class Workspace:
                                            "not UTF-8 text (binary or another encoding)"))
         return doc, dated
 
-    def _link_finding(self, entry: Entry, folder: Callable[[str], Folder]) -> Finding | None:
+    def _link_finding(self, entry: Entry, folder: Callable[[str], Folder | None]) -> Finding | None:
         """Symlinks are never followed; one that leaves the root is reported (unless its
         folder's schema excludes it)."""
-        excluded = folder(entry.rel)[2]
-        if excluded is not None and excluded(entry.rel):
+        if folder(entry.rel) is None:
             return None
         try:
             target = self.snapshot.read(Entry(self._prefix + entry.rel, entry.oid, entry.mode))
@@ -420,8 +420,6 @@ def _acyclic() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
-
 
 
 def state_rows(docs: list[Doc], extra: list[Finding]) -> tuple[dict[str, DocRow], dict[str, FindingRow]]:
