@@ -29,6 +29,7 @@ T = TypeVar("T")
 Transition = tuple[dict[str, Any], dict[str, Any]]  # a run's next state, and the message saying why
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 CACHED_RUNS = 16  # runs whose last-seen commit a store keeps in memory
+_Written = tuple[Live, Oid, Change]  # the view a commit was written from, its tree, what it changed
 
 
 class RunNotFound(LookupError):
@@ -171,7 +172,7 @@ class RunStore:
         there (RefRaceError otherwise: the caller reloads and decides again)."""
         change = self._next(snap, state, message)
         commit = chain.append(self.repo, head_ref(snap.run_id), snap.head, change, _reason(message))
-        self._wrote(snap.run_id, snap.head, commit, change)
+        self._wrote(snap.run_id, snap.head, commit, *_parts(change))
         return RunSnapshot(snap.run_id, commit, state)
 
     def update(
@@ -184,13 +185,15 @@ class RunStore:
         head and decide again (at most `chain.MAX_RACE_RETRIES` times, then
         `chain.ChainConflict`). The run after it."""
 
-        def step(head: str | None) -> tuple[str | None, tuple[str, RunSnapshot, _Append | None, Live | None]]:
+        def step(
+            head: str | None,
+        ) -> tuple[str | None, tuple[str, RunSnapshot, _Written | None, Live | None]]:
             if head is None:
                 raise RunNotFound(f"no run {run_id!r}")
             tip, first, ahead, snap = head, None, None, self.at(run_id, head)
             for state, message in decide(snap):
                 if first is not None and ahead is None:  # a second one: on a copy moved to the first
-                    was, then, change = _parts(first)
+                    was, then, change = first
                     with self._lock:  # (another thread may have moved the shared one on)
                         ahead = (was if was.commit == head else self._read(run_id, head)).fork()
                     ahead.apply(tip, then, change)
@@ -203,7 +206,7 @@ class RunStore:
                 tree = written
                 commit = str(commit_tree(self.repo, tree, [Oid(hex=tip)], _message(message)))
                 if ahead is None:
-                    first = _Append({}, "", tree=tree, live=live, change=change)
+                    first = live, tree, change
                 else:
                     ahead.apply(commit, tree, change)
                     layout.restamp(state, (ahead, tip), (ahead, commit))
@@ -216,7 +219,7 @@ class RunStore:
             with self._lock:
                 self._remember(run_id, ahead)
         elif first is not None and tip is not None:
-            self._wrote(run_id, parent, tip, first)
+            self._wrote(run_id, parent, tip, *first)
         return snap
 
     def _next(self, snap: RunSnapshot, state: dict[str, Any], message: dict[str, Any]) -> _Append:
@@ -228,10 +231,9 @@ class RunStore:
         tree = edit_tree(self.repo, live.tree, change.edit)
         return _Append({}, _message(message), tree=tree, live=live, change=change)
 
-    def _wrote(self, run_id: str, parent: str, commit: str, append: _Append) -> None:
+    def _wrote(self, run_id: str, parent: str, commit: str, live: Live, tree: Oid, change: Change) -> None:
         """Remember the commit this store just wrote on ``parent``, so the next
         transition of the run reads nothing from git."""
-        live, tree, change = _parts(append)
         with self._lock:
             if live.commit == parent:
                 live.apply(commit, tree, change)
@@ -292,7 +294,7 @@ class RunStore:
         return self.at(run_id, commit)
 
 
-def _parts(append: _Append) -> tuple[Live, Oid, Change]:
+def _parts(append: _Append) -> _Written:
     """The view a commit was written from, its tree, and what it changed."""
     assert append.live is not None and append.tree is not None and append.change is not None
     return append.live, append.tree, append.change
