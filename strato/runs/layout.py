@@ -6,13 +6,17 @@ seen nothing reads 256 blobs, not one per entry. The rest of the state is one sm
 blob. Every reader still gets the one document.
 
     spec.yaml              the spec frozen at plan time
-    state/layout.json      {"format": 2, "tables": [...]}: the version marker
+    state/layout.json      {"format": 3, "tables": [...]}: the version marker
     state/run.json         the state without its tables (canonical JSON)
     state/<bb>             the entries whose key's SHA-1 starts with the two hex digits
                            <bb>: {"<table>": {"<key>": entry, ...}, ...}, canonical JSON
 
-A commit written before this layout (format 1) holds the whole state as a top-level
-`run.json`; it is read as it always was, and the next transition on it writes format 2.
+Format 3 keeps a fanout step's growing members as entries of a table of their own,
+`fanouts` (:mod:`strato.runs.parts`); format 2 keeps them in the step's entry. A run
+keeps the format it was planned in, so a clone of an older version that is working on a
+run never finds it turned into one it cannot read. A commit written before this layout
+(format 1) holds the whole state as a top-level `run.json`; it is read as it always was,
+and the next transition on it writes format 2.
 """
 
 from __future__ import annotations
@@ -25,12 +29,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from strato.runs import parts
 from strato.runs.engine.table import LIVE, StatusIndex, Table, copy_json
 from tropo.git import chain
 from tropo.git.objects import blob_data, tree_entries, tree_of
 from tropo.git.types import Oid, Repository
 
-FORMAT = 2
+FORMAT = 3  # the format a new run is planned in
+READS = (2, 3)  # the formats laid out in buckets
+WRITES = {0: FORMAT, 1: 2, 2: 2, 3: 3}  # a commit's format (0: none yet) -> its next one's
 STATE = "state"
 # a table's name in the layout -> where the table sits in the state
 TABLES: dict[str, tuple[str, ...]] = {
@@ -122,6 +129,15 @@ class Live:
         self.live: dict[str, set[str]] = {s: set() for s in LIVE}
         for key, value in self.objects.get(STEPS, {}).items():
             self._restatus(key, True, _status(value))
+        self.parts: dict[str, set[str]] = {}  # a fanout step -> the keys of its parts
+        for key in self.objects.get(parts.TABLE, {}):
+            self.parts.setdefault(_step(key), set()).add(key)
+        self.joined: dict[str, Any] = {}  # a fanout step -> its entry whole, once made
+
+    @property
+    def writes(self) -> int:
+        """The format of the next commit written from this one."""
+        return WRITES[self.version]
 
     @classmethod
     def document(cls, commit: str, tree: Oid | None, spec: Oid | None, doc: Mapping[str, Any],
@@ -139,24 +155,43 @@ class Live:
         twin.members = {b: {n: set(keys) for n, keys in held.items()} for b, held in self.members.items()}
         twin.encoded, twin.unread, twin.status = dict(self.encoded), set(self.unread), dict(self.status)
         twin.counts, twin.live = Counter(self.counts), {s: set(keys) for s, keys in self.live.items()}
+        twin.parts, twin.joined = {sid: set(keys) for sid, keys in self.parts.items()}, dict(self.joined)
         return twin
 
     def state(self) -> dict[str, Any]:
         """The state as one document, each table a :class:`Table` over the entries."""
-        for name, key in self.unread:
-            self.objects[name][key] = _value(key, self.encoded[name, key])
-        self.unread.clear()
+        self._decode()
         doc: dict[str, Any] = json.loads(self.rest)
         for name, path in TABLES.items():
             if name in self.objects:
                 index = None
+                entries = self.objects[name]
                 if name == STEPS:
                     index = StatusIndex(dict(self.counts), {s: frozenset(self.live[s]) for s in LIVE})
+                    if self.parts:
+                        entries = {**entries, **{sid: self._joined(sid) for sid in self.parts}}
                 node = doc
                 for key in path[:-1]:
                     node = node[key]
-                node[path[-1]] = Table(self.objects[name], copy_json, index, (self, self.commit))
+                node[path[-1]] = Table(entries, copy_json, index, (self, self.commit))
         return doc
+
+    def _decode(self) -> None:
+        """Decode the entries written since the last read."""
+        for name, key in self.unread:
+            self.objects[name][key] = _value(key, self.encoded[name, key])
+        self.unread.clear()
+
+    def _joined(self, sid: str) -> Any:
+        """A fanout step's entry whole, from its entry and its parts (decoded)."""
+        if sid not in self.joined:
+            held = self.objects[parts.TABLE]
+            self.joined[sid] = parts.join(self.objects[STEPS][sid], ((k, held[k]) for k in self.parts[sid]))
+        return self.joined[sid]
+
+    def _members(self, sid: str) -> parts.Members:
+        """A step's members kept apart, as committed (none: not a fanout)."""
+        return parts.split(self._joined(sid))[1] if sid in self.parts else {}
 
     def diff(self, doc: Mapping[str, Any]) -> Change:
         """What writing ``doc`` as the next commit changes: the entries its tables'
@@ -166,35 +201,49 @@ class Live:
         entry by entry."""
         rest_doc, tables = _split(doc)
         rest = chain.encode(rest_doc)
-        whole = self.version != FORMAT
+        whole = self.version != self.writes
+        apart = self.writes == 3 and STEPS in tables  # fanout members kept apart
+        names = sorted([*tables, *[parts.TABLE] * apart])
         inner: dict[str, Any] = {}
         edit: dict[str, Any] = {STATE: inner}
         if self.version == 1:
             edit["run.json"] = None
         if whole or rest != self.rest:
             inner["run.json"] = rest
-        if whole or sorted(tables) != sorted(self.objects):
-            inner["layout.json"] = chain.encode({"format": FORMAT, "tables": sorted(tables)})
-        changes: dict[str, Delta | None] = {name: None for name in self.objects.keys() - tables.keys()}
+        if whole or names != sorted(self.objects):
+            inner["layout.json"] = chain.encode({"format": self.writes, "tables": names})
+        changes: dict[str, Delta | None] = {name: None for name in self.objects.keys() - set(names)}
         statuses: dict[str, Any] = {}
         dirty = {bucket(key) for name in changes for key in self.objects[name]}
+        fanned: dict[str, Any] = {}  # the parts that changed: key -> element, or MISSING
+        if apart:
+            self._decode()
         for name, table in tables.items():
             before = self.objects.get(name, {})
             ours = not whole and isinstance(table, Table) and table.origin == (self, self.commit)
             keys = table.touched if isinstance(table, Table) and ours else before.keys() | dict.keys(table)
             delta: Delta = {}
             for key in keys:
+                split = apart and name == STEPS
                 if dict.__contains__(table, key):
-                    value = dict.__getitem__(table, key)
-                    encoded = _member(key, value)
+                    value = stored = dict.__getitem__(table, key)
+                    if split:
+                        stored, members = parts.split(value)
+                        fanned.update(parts.changed(key, members, self._members(key), MISSING))
+                    encoded = _member(key, stored)
                     if whole or key not in before or encoded != self._encoded(name, key):
                         delta[key] = encoded
                         if name == STEPS:
                             statuses[key] = _status(value)
                 elif key in before:
                     delta[key] = MISSING
+                    if split:
+                        fanned.update(parts.changed(key, {}, self._members(key), MISSING))
             changes[name] = delta
             dirty.update(bucket(key) for key in delta)
+        if apart:
+            changes[parts.TABLE] = {k: v if v is MISSING else _member(k, v) for k, v in fanned.items()}
+            dirty.update(bucket(key) for key in fanned)
         for folder in dirty:
             inner[folder] = self._bucket(folder, changes) or None
         return Change(edit, rest, changes, statuses)
@@ -240,6 +289,9 @@ class Live:
             for key, encoded in delta.items():
                 if name == STEPS:
                     self._restatus(key, encoded is not MISSING, change.statuses.get(key))
+                    self.joined.pop(key, None)
+                elif name == parts.TABLE:
+                    self._repart(key, encoded is not MISSING)
                 members = self.members.setdefault(bucket(key), {}).setdefault(name, set())
                 if encoded is MISSING:
                     objects.pop(key, None)
@@ -250,7 +302,22 @@ class Live:
                     objects[key], self.encoded[name, key] = None, encoded
                     self.unread.add((name, key))
                     members.add(key)
-        self.commit, self.tree, self.rest, self.version = commit, tree, change.rest, FORMAT
+        if parts.TABLE not in self.objects:
+            self.parts.clear()
+            self.joined.clear()
+        self.commit, self.tree, self.rest, self.version = commit, tree, change.rest, self.writes
+
+    def _repart(self, key: str, present: bool) -> None:
+        """The part ``key`` was written (``present``) or removed."""
+        sid = _step(key)
+        self.joined.pop(sid, None)
+        held = self.parts.setdefault(sid, set())
+        if present:
+            held.add(key)
+        else:
+            held.discard(key)
+            if not held:
+                del self.parts[sid]
 
     def _restatus(self, key: str, present: bool, new: Any = None) -> None:
         """The step ``key`` now has the status ``new``, or is gone (not ``present``)."""
@@ -277,6 +344,11 @@ def restamp(doc: Mapping[str, Any], was: tuple[Live, str], now: tuple[Live, str]
             node.origin = now
 
 
+def _step(key: str) -> str:
+    """The step a part belongs to."""
+    return key.split("/", 1)[0]
+
+
 def _status(value: Any) -> Any:
     return value.get("status") if isinstance(value, dict) else None
 
@@ -294,10 +366,13 @@ def read(repo: Repository, commit: str) -> Live | None:
         return Live.document(commit, tree, spec, json.loads(blob_data(repo, top["run.json"][0])))
     inner = tree_entries(repo, top[STATE][0])
     layout = json.loads(blob_data(repo, inner["layout.json"][0])) if "layout.json" in inner else None
-    if not isinstance(layout, dict) or layout.get("format") != FORMAT or "run.json" not in inner:
+    version = layout.get("format") if isinstance(layout, dict) else None
+    if version not in READS or "run.json" not in inner:
         raise LayoutError(f"commit {commit[:12]}: a run state this version cannot read ({layout!r})")
+    assert isinstance(layout, dict) and isinstance(version, int)
     tables = layout.get("tables", [])
-    if not isinstance(tables, list) or not set(tables) <= TABLES.keys():
+    known = TABLES.keys() | ({parts.TABLE} if version == 3 else set())
+    if not isinstance(tables, list) or not set(tables) <= known:
         raise LayoutError(f"commit {commit[:12]}: unknown tables {tables!r}")
     objects: dict[str, dict[str, Any]] = {name: {} for name in tables}
     members: dict[str, dict[str, set[str]]] = {}
@@ -314,4 +389,12 @@ def read(repo: Repository, commit: str) -> Live | None:
                 raise LayoutError(f"commit {commit[:12]}: state/{folder} holds entries of another bucket")
             objects[name].update(entries)
             members.setdefault(folder, {})[name] = set(entries)
-    return Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), objects, FORMAT, members)
+    live = Live(commit, tree, spec, blob_data(repo, inner["run.json"][0]), objects, version, members)
+    for sid in live.parts:
+        try:
+            if not isinstance(live.objects.get(STEPS, {}).get(sid), dict):
+                raise parts.PartsError("no step of theirs")
+            live._joined(sid)
+        except parts.PartsError as exc:
+            raise LayoutError(f"commit {commit[:12]}: the parts of step {sid!r}: {exc}") from None
+    return live

@@ -169,7 +169,7 @@ def test_a_transition_writes_the_blobs_of_the_entries_it_changed_and_the_trees_a
     assert listed == sorted(["layout.json", "run.json", *{bucket(f"s{i}") for i in range(300)} | {
         bucket(dispatch), bucket(first.state["scope"]["steps"]["s0"]["dispatchId"])}])
     assert git(ws.root, "show", f"{second.head}:state/layout.json") == (
-        '{"format":2,"tables":["dispatches","generations","steps"]}')
+        '{"format":3,"tables":["dispatches","fanouts","generations","steps"]}')
     held = json.loads(git(ws.root, "show", f"{second.head}:state/{bucket('s1')}"))
     assert held["steps"]["s1"]["status"] == "ready" and held["generations"]["s1"] == 1
     assert all(bucket(key) == bucket("s1") for table in held.values() for key in table)
@@ -262,7 +262,7 @@ def test_a_state_in_a_newer_format_is_refused_not_misread(repo_dir: Path) -> Non
     tree = store.repo[store.head("r1")].peel(pygit2.Tree)
     inner = store.repo[tree["state"].id]
     builder = store.repo.TreeBuilder(inner)
-    builder.insert("layout.json", store.repo.create_blob(b'{"format":3}'), pygit2.GIT_FILEMODE_BLOB)
+    builder.insert("layout.json", store.repo.create_blob(b'{"format":4}'), pygit2.GIT_FILEMODE_BLOB)
     top = store.repo.TreeBuilder(tree)
     top.insert("state", builder.write(), pygit2.GIT_FILEMODE_TREE)
     sig = pygit2.Signature("t", "t@example.com")

@@ -57,7 +57,7 @@ def test_a_run_is_one_parentless_commit_of_its_state_and_its_frozen_spec(store: 
     assert git(root, "rev-list", "--parents", "-n1", head).split() == [head]
     assert git(root, "ls-tree", "--name-only", head).split() == ["spec.yaml", "state"]
     assert git(root, "ls-tree", "--name-only", f"{head}:state").split() == ["layout.json", "run.json"]
-    assert git(root, "show", f"{head}:state/layout.json") == '{"format":2,"tables":[]}'
+    assert git(root, "show", f"{head}:state/layout.json") == '{"format":3,"tables":[]}'
     # canonical state: sorted keys, no spaces, ASCII (equal states are equal blobs)
     assert git(root, "show", f"{head}:state/run.json") == '{"a":[1,"\\u00e9"],"b":1}'
     assert git(root, "show", f"{head}:spec.yaml") == SPEC
