@@ -133,6 +133,7 @@ class Live:
         for key in self.objects.get(parts.TABLE, {}):
             self.parts.setdefault(_step(key), set()).add(key)
         self.joined: dict[str, Any] = {}  # a fanout step -> its entry whole, once made
+        self.stale: dict[str, set[str]] = {}  # a step in `joined` -> its parts written since
 
     @property
     def writes(self) -> int:
@@ -156,6 +157,7 @@ class Live:
         twin.encoded, twin.unread, twin.status = dict(self.encoded), set(self.unread), dict(self.status)
         twin.counts, twin.live = Counter(self.counts), {s: set(keys) for s, keys in self.live.items()}
         twin.parts, twin.joined = {sid: set(keys) for sid, keys in self.parts.items()}, dict(self.joined)
+        twin.stale = {sid: set(keys) for sid, keys in self.stale.items()}
         return twin
 
     def state(self) -> dict[str, Any]:
@@ -173,7 +175,8 @@ class Live:
                 node = doc
                 for key in path[:-1]:
                     node = node[key]
-                node[path[-1]] = Table(entries, copy_json, index, (self, self.commit))
+                fresh = _private if self.writes == 3 else _copy
+                node[path[-1]] = Table(entries, fresh, index, (self, self.commit))
         return doc
 
     def _decode(self) -> None:
@@ -183,9 +186,15 @@ class Live:
         self.unread.clear()
 
     def _joined(self, sid: str) -> Any:
-        """A fanout step's entry whole, from its entry and its parts (decoded)."""
-        if sid not in self.joined:
-            held = self.objects[parts.TABLE]
+        """A fanout step's entry whole, from its entry and its parts (decoded): made
+        from the last one made and the parts written since, when there is one."""
+        held = self.objects[parts.TABLE]
+        if sid in self.joined:
+            if sid in self.stale:
+                written = ((k, held.get(k, MISSING)) for k in self.stale.pop(sid))
+                base = parts.split(self.joined[sid])[1]
+                self.joined[sid] = parts.join(self.objects[STEPS][sid], written, base, MISSING)
+        else:
             self.joined[sid] = parts.join(self.objects[STEPS][sid], ((k, held[k]) for k in self.parts[sid]))
         return self.joined[sid]
 
@@ -229,7 +238,7 @@ class Live:
                     value = stored = dict.__getitem__(table, key)
                     if split:
                         stored, members = parts.split(value)
-                        fanned.update(parts.changed(key, members, self._members(key), MISSING))
+                        fanned.update(parts.changed(key, members, self._members(key), MISSING, ours))
                     encoded = _member(key, stored)
                     if whole or key not in before or encoded != self._encoded(name, key):
                         delta[key] = encoded
@@ -238,7 +247,7 @@ class Live:
                 elif key in before:
                     delta[key] = MISSING
                     if split:
-                        fanned.update(parts.changed(key, {}, self._members(key), MISSING))
+                        fanned.update(parts.changed(key, {}, self._members(key), MISSING, ours))
             changes[name] = delta
             dirty.update(bucket(key) for key in delta)
         if apart:
@@ -289,7 +298,7 @@ class Live:
             for key, encoded in delta.items():
                 if name == STEPS:
                     self._restatus(key, encoded is not MISSING, change.statuses.get(key))
-                    self.joined.pop(key, None)
+                    self._rejoin(key, encoded is not MISSING)
                 elif name == parts.TABLE:
                     self._repart(key, encoded is not MISSING)
                 members = self.members.setdefault(bucket(key), {}).setdefault(name, set())
@@ -305,12 +314,24 @@ class Live:
         if parts.TABLE not in self.objects:
             self.parts.clear()
             self.joined.clear()
+            self.stale.clear()
         self.commit, self.tree, self.rest, self.version = commit, tree, change.rest, self.writes
+
+    def _rejoin(self, sid: str, present: bool) -> None:
+        """The step ``sid``'s entry was written (``present``) or removed: its entry whole
+        is made again when next asked for."""
+        if present and sid in self.joined:
+            self.stale.setdefault(sid, set())
+        else:
+            self.joined.pop(sid, None)
+            self.stale.pop(sid, None)
 
     def _repart(self, key: str, present: bool) -> None:
         """The part ``key`` was written (``present``) or removed."""
         sid = _step(key)
-        self.joined.pop(sid, None)
+        if sid in self.joined:
+            self.stale.setdefault(sid, set()).add(key)
+
         held = self.parts.setdefault(sid, set())
         if present:
             held.add(key)
@@ -342,6 +363,17 @@ def restamp(doc: Mapping[str, Any], was: tuple[Live, str], now: tuple[Live, str]
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, Table) and node.origin == was:
             node.origin = now
+
+
+def _private(key: str, value: Any) -> Any:
+    """A step taken from a state to be changed: its own copy (a fanout's members track
+    what was changed in them)."""
+    stripped, members = parts.split(value)
+    return parts.private(key, stripped, members) if members else copy_json(value)
+
+
+def _copy(key: str, value: Any) -> Any:
+    return copy_json(value)
 
 
 def _step(key: str) -> str:

@@ -34,6 +34,7 @@ from strato.runs.engine.planning import FlowInfo, plan
 from strato.runs.engine.state import RUN_TERMINAL, Refused
 from strato.runs.lanes.model import LaneBook, digest
 from strato.runs.lanes.store import LaneStore
+from strato.runs.layout import LayoutError
 from strato.runs.store import RUN_ID, Outcome, RunSnapshot, RunStore, Transition, head_ref, valid_label
 from tropo.git.chain import ChainConflict
 from tropo.git.refs import RefRaceError
@@ -366,7 +367,10 @@ class Runs:
     def gates(self) -> list[dict[str, Any]]:
         out = []
         for run_id in self.store.run_ids():
-            snap = self.store.load(run_id)
+            try:
+                snap = self.store.load(run_id)
+            except LayoutError:  # not decided here: `strato flow list` shows it unreadable
+                continue
             if snap.state["status"] != "running":
                 continue
             eng = self.engine(snap, judge=False)
@@ -375,18 +379,10 @@ class Runs:
                     st = frame.steps[step.id]
                     if st["status"] == "waiting_gate" and isinstance(step, GateStep):
                         g = step.gate
-                        out.append(
-                            {
-                                "runId": run_id,
-                                "flow": frame.name,
-                                "stepId": frame.prefix + step.id,
-                                "gateToken": st["gateToken"],
-                                "round": frame.scope["rounds"],
-                                "on_approve": g.on_approve,
-                                "on_revise": g.on_revise,
-                                "on_kill": g.on_kill,
-                            }
-                        )
+                        out.append({"runId": run_id, "flow": frame.name, "stepId": frame.prefix + step.id,
+                                    "gateToken": st["gateToken"], "round": frame.scope["rounds"],
+                                    "on_approve": g.on_approve, "on_revise": g.on_revise,
+                                    "on_kill": g.on_kill})
         return out
 
     # --- engine mode

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pygit2
+
 from strato.runs.background import runner as background
 from strato.runs.engine.state import RUN_TERMINAL
 from strato.runs.service import Runs
@@ -302,3 +304,19 @@ def replay_usage(root: Path, go: Path, *calls: dict[str, Any]) -> Counter[str]:
             answer = json.loads(line)
             seen[answer.get("ok") or f"refused:{answer['refused']}"] += 1
     return seen
+
+
+def newer_format(repo_path: Path, ref: str) -> str:
+    """A transition on ``ref`` as a later version of strato would write it: a layout
+    this version does not know (format 4). Its commit id."""
+    repo = pygit2.Repository(str(repo_path))
+    head = repo.references[ref].peel(pygit2.Commit)
+    inner = repo.TreeBuilder(repo[head.tree["state"].id])
+    inner.insert("layout.json", repo.create_blob(b'{"format":4,"tables":[]}'), pygit2.GIT_FILEMODE_BLOB)
+    top = repo.TreeBuilder(head.tree)
+    top.insert("state", inner.write(), pygit2.GIT_FILEMODE_TREE)
+    sig = pygit2.Signature("later", "later@example.com")
+    commit = repo.create_commit(None, sig, sig, "run: done\n\n{}\n", top.write(), [head.id])
+    repo.references[ref].set_target(commit)
+    return str(commit)
+

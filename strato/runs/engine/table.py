@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Fresh = Callable[[Any], Any]  # a committed entry -> a private copy of it
+Fresh = Callable[[str, Any], Any]  # a committed entry (key, value) -> a private copy of it
 LIVE = ("ready", "running", "waiting_gate")  # the statuses few steps are in at once
 
 
@@ -66,7 +66,7 @@ class Table(dict[str, Any]):
 
     def _take(self, key: str) -> None:
         if self._mark(key) and self._fresh is not None and dict.__contains__(self, key):
-            dict.__setitem__(self, key, self._fresh(dict.__getitem__(self, key)))
+            dict.__setitem__(self, key, self._fresh(key, dict.__getitem__(self, key)))
 
     def _take_all(self) -> None:
         for key in list(dict.keys(self)):

@@ -12,13 +12,14 @@ from strato.runs.engine.attempts import state_rows
 from strato.runs.engine.machine import Engine
 from strato.runs.engine.state import USAGE_CODES
 from strato.runs.engine.table import peek
+from strato.runs.layout import LayoutError
 from strato.runs.service import Runs, SpecInvalid
 from strato.runs.store import AmbiguousRunId, CheckpointNotFound, Outcome, RunNotFound, RunSnapshot
 from tropo.fs.private import Refusal
 from tropo.git.repo import NotARepository
 
 EXPECTED_ERRORS = (Refusal, CheckpointNotFound, RunNotFound, SpecInvalid, AgentConfigError, NotARepository,
-                   trust.Untrusted, trust.TrustError)
+                   trust.Untrusted, trust.TrustError, LayoutError)
 
 
 def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
@@ -38,6 +39,8 @@ def describe_error(exc: BaseException) -> tuple[int, str, dict[str, Any]]:
         return 1, str(exc), {"code": "untrusted"}
     if isinstance(exc, AgentConfigError | NotARepository | trust.TrustError):
         return 2, str(exc), {"code": "config_error"}
+    if isinstance(exc, LayoutError):  # a newer version's run, or a damaged one
+        return 1, str(exc), {"code": "run_unreadable"}
     raise TypeError(f"not an expected run error: {exc!r}") from exc
 
 
@@ -136,7 +139,10 @@ def commit_view(runs: Runs, run_id: str, label: str) -> dict[str, Any]:
 def list_view(runs: Runs) -> dict[str, Any]:
     rows = []
     for run_id in runs.store.run_ids():
-        state = runs.load(run_id).state
+        try:
+            state = runs.load(run_id).state
+        except LayoutError:  # listed all the same: `show` says why
+            state = {"flow": None, "status": "unreadable"}
         row = {"runId": run_id, "flow": state["flow"], "status": state["status"]}
         rows.append({**row, "createdAt": state.get("createdAt")})
     return {"runs": rows}

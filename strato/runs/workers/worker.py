@@ -30,6 +30,7 @@ from strato.agents.config import READ_ONLY, AgentSpec
 from strato.runs.dispatch import agentgroups
 from strato.runs.engine import bounds
 from strato.runs.engine.state import RUN_TERMINAL, Refused, now_iso
+from strato.runs.layout import LayoutError
 from strato.runs.service import SpecInvalid, engine_result
 from strato.runs.store import RunSnapshot
 from strato.runs.workers import fold, items, leases
@@ -158,7 +159,13 @@ class Worker:
         for run_id in ids:
             if run_id in self.dropped:
                 continue
-            snap = self.runs.store.load(run_id)
+            try:
+                snap = self.runs.store.load(run_id)
+            except LayoutError as exc:  # left to a clone that reads it
+                self._drop(run_id, f"run {run_id}: {exc}")
+                if self.options.run_id is not None:
+                    raise
+                continue
             self.statuses[run_id] = snap.state["status"]
             out[run_id] = snap
         return out

@@ -18,6 +18,7 @@ from strato.runs.service import Runs
 from strato.runs.store import Outcome, RunStore, head_ref
 from tests.support.flows import make_workspace
 from tests.support.repos import git
+from tests.support.runs import newer_format
 from tropo.git import chain
 from tropo.git.objects import write_commit
 from tropo.git.refs import cas_ref
@@ -269,3 +270,23 @@ def test_a_state_in_a_newer_format_is_refused_not_misread(repo_dir: Path) -> Non
     commit = store.repo.create_commit(None, sig, sig, "x", top.write(), [])
     with pytest.raises(LayoutError, match="a run state this version cannot read"):
         RunStore(store.repo).at("r1", str(commit))
+
+
+def test_a_run_in_a_newer_format_is_one_line_at_the_terminal_and_listed_as_unreadable(tmp_path: Path) -> None:
+    """`show` and `next` refuse it in one line (exit 1, `run_unreadable`); `list` still
+    lists every run, it among them; `gates` lists the others' gates."""
+    ws = make_workspace(tmp_path)
+    runs = ws.runs()
+    runs.plan(linear(2), {}, "ok")
+    runs.plan(linear(2), {}, "later")
+    newer_format(ws.root, head_ref("later"))
+    for command in ("show", "next"):
+        proc = ws.strato("flow", command, "later", "--json")
+        assert proc.returncode == 1 and json.loads(proc.stdout)["error"]["code"] == "run_unreadable", proc
+        text = ws.strato("flow", command, "later")
+        assert text.returncode == 1 and len(text.stderr.strip().splitlines()) == 1
+        assert "cannot read" in text.stderr
+    code, listed = ws.strato_json("flow", "list")
+    assert code == 0 and [(r["runId"], r["status"]) for r in listed["runs"]] == [
+        ("later", "unreadable"), ("ok", "running")]
+    assert ws.strato("flow", "gates").returncode == 0

@@ -47,7 +47,7 @@ def test_the_parts_that_changed_are_exactly_those_whose_json_differs(
     assert js(parts.join(stripped, parts.entries("fan", members).items())) == js(step)
     before = parts.entries("fan", old)
     after = dict(before)
-    for key, value in parts.changed("fan", new, old, MISSING).items():
+    for key, value in parts.changed("fan", new, old, MISSING, False).items():
         if value is MISSING:
             del after[key]
         else:
@@ -74,9 +74,78 @@ def _twin(value: Any) -> Any:
 def test_an_element_made_equal_but_other_json_is_written(old: dict[str, Any]) -> None:
     """`==` says 1 == 1.0 == True; the stored JSON must not."""
     new = _twin(old)
-    written = parts.changed("fan", new, old, MISSING)
+    written = parts.changed("fan", new, old, MISSING, False)
     before, after = parts.entries("fan", old), parts.entries("fan", new)
     assert set(written) == {k for k in after if js(after[k]) != js(before[k])}
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["get", "set", "twin", "append", "iterate", "pop", "sort", "slice",
+                                          "del", "reversed", "put", "take", "drop", "clear"]),
+                         st.integers(0, 4), VALUES), max_size=8)
+
+
+def _operate(members: dict[str, Any], op: tuple[str, int, Any]) -> None:
+    """One thing engine code may do to a taken step's members (an element handed out is
+    changed in place, as consumer items are)."""
+    kind, k, value = op
+    items, settled = members.get("items"), members.get("settled")
+    if isinstance(items, list) and items:
+        i = k % len(items)
+        if kind == "get" and isinstance(items[i], dict):
+            items[i]["status"] = value
+        elif kind == "set":
+            items[i] = value
+        elif kind == "twin":
+            items[i] = _twin(items[i])
+        elif kind == "iterate":
+            for it in items:
+                if isinstance(it, list):
+                    it.append(value)
+        elif kind == "pop":
+            popped = items.pop(i)
+            if isinstance(popped, dict):
+                popped["x"] = 1  # a private copy: the committed one is untouched
+        elif kind == "sort":
+            items.sort(key=lambda v: js(v))
+        elif kind == "slice":
+            items[0:1] = [value]
+        elif kind == "del":
+            del items[i]
+        elif kind == "reversed":
+            for it in reversed(items):
+                if isinstance(it, dict):
+                    it.clear()
+    if isinstance(items, list) and kind == "append":
+        items.append(value)
+    if isinstance(settled, dict):
+        key = ("0.0.1", "1.0.1", "10.0.1", "2.1.2", "9.9.9")[k]
+        if kind == "put":
+            settled[key] = value
+        elif kind == "take" and isinstance(settled.get(key), dict):
+            settled[key]["output"] = value
+        elif kind == "drop":
+            settled.pop(key, None)
+        elif kind == "clear":
+            settled.clear()
+
+
+@given(old=MEMBERS, ops=OPS)
+def test_a_taken_step_reports_exactly_what_was_changed_in_it(old: dict[str, Any], ops: list[Any]) -> None:
+    """Its members track what was handed out or written, and only that is compared: the
+    parts found changed are exactly those whose JSON differs, and the committed members
+    it was taken from never change."""
+    committed = json.loads(js(old))
+    frozen = js(committed)
+    taken = parts.private("fan", {"status": "running", "fanout": {}}, committed)
+    for op in ops:
+        _operate(taken["fanout"], op)
+    new = {m: taken["fanout"][m] for m in committed}
+    written = parts.changed("fan", new, committed, MISSING, True)
+    assert js(committed) == frozen
+    before, after = parts.entries("fan", committed), parts.entries("fan", json.loads(js(new)))
+    assert written.keys() == {k for k in before.keys() | after.keys()
+                              if k not in before or k not in after or js(before[k]) != js(after[k])}
+    assert all(v is MISSING if k not in after else js(v) == js(after[k]) for k, v in written.items())
 
 
 def test_a_step_that_is_not_a_fanout_is_stored_whole() -> None:

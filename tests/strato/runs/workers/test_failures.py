@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.repos import git, write_files
-from tests.support.runs import STEPS_SPEC, calls, one_step_spec, pids, strato, wait_for
+from tests.support.runs import STEPS_SPEC, calls, newer_format, one_step_spec, pids, strato, wait_for
 from tests.support.workers import claim_refs, finished, machines, remote_run, share, transitions, worker
 
 
@@ -136,3 +136,16 @@ def test_a_force_pushed_head_stops_the_worker_with_run_rewritten(tmp_path: Path)
     assert git(bare, "rev-parse", "refs/vivary/runs/r1/head").strip() == planned  # nothing pushed on it
     for pid in _agent_pids(tmp_path, "w1"):
         _kill(pid)
+
+
+def test_a_run_this_version_cannot_read_is_left_alone_with_one_line(tmp_path: Path) -> None:
+    """A newer version's run on the remote: the worker says so in one line, exits 1 with
+    `run_unreadable` and pushes nothing on it."""
+    bare, (planner, one) = machines(tmp_path, 2)
+    _plan(planner, STEPS_SPEC, "r1", "u1")
+    head = newer_format(bare, "refs/vivary/runs/r1/head")
+    code, report, err = finished(worker(one, "--run", "r1", "--interval", "0.05"))
+    assert code == 1 and report is not None and report["error"]["code"] == "run_unreadable", report
+    assert "cannot read" in err.strip().splitlines()[-1]
+    assert git(bare, "rev-parse", "refs/vivary/runs/r1/head").strip() == head
+    assert not claim_refs(bare, "r1") and not calls(tmp_path, "u1")
