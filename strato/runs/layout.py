@@ -331,7 +331,6 @@ class Live:
         sid = _step(key)
         if sid in self.joined:
             self.stale.setdefault(sid, set()).add(key)
-
         held = self.parts.setdefault(sid, set())
         if present:
             held.add(key)
@@ -399,9 +398,9 @@ def read(repo: Repository, commit: str) -> Live | None:
     inner = tree_entries(repo, top[STATE][0])
     layout = json.loads(blob_data(repo, inner["layout.json"][0])) if "layout.json" in inner else None
     version = layout.get("format") if isinstance(layout, dict) else None
-    if version not in READS or "run.json" not in inner:
+    if type(version) is not int or version not in READS or "run.json" not in inner:
         raise LayoutError(f"commit {commit[:12]}: a run state this version cannot read ({layout!r})")
-    assert isinstance(layout, dict) and isinstance(version, int)
+    assert isinstance(layout, dict)
     tables = layout.get("tables", [])
     known = TABLES.keys() | ({parts.TABLE} if version == 3 else set())
     if not isinstance(tables, list) or not set(tables) <= known:
