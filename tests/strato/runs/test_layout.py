@@ -272,7 +272,7 @@ def test_a_state_in_a_newer_format_is_refused_not_misread(repo_dir: Path, layout
     top.insert("state", builder.write(), pygit2.GIT_FILEMODE_TREE)
     sig = pygit2.Signature("t", "t@example.com")
     commit = store.repo.create_commit(None, sig, sig, "x", top.write(), [])
-    with pytest.raises(LayoutError, match="a run state this version cannot read|unknown tables"):
+    with pytest.raises(LayoutError, match=r"a run state this version cannot read|unknown tables"):
         RunStore(store.repo).at("r1", str(commit))
 
 
