@@ -70,13 +70,15 @@ class Config:
         """The type of a document in ``rel_dir``: the nearest ancestor folder a type
         declares, exact relative paths before basenames, the root itself included."""
         parts = rel_dir.split("/") if rel_dir else []
+        by_path, by_basename = self.by_path, self.by_basename
         for depth in range(len(parts), -1, -1):
-            here = "/".join(parts[:depth])
-            if self.by_path and (here or ".") in self.by_path:
-                return self.by_path[here or "."]
+            if by_path:  # most schemas name none: no path to join per level
+                here = "/".join(parts[:depth]) or "."
+                if here in by_path:
+                    return by_path[here]
             name = parts[depth - 1] if depth else root_name
-            if name in self.by_basename:
-                return self.by_basename[name]
+            if name in by_basename:
+                return by_basename[name]
         return None
 
 
