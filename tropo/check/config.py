@@ -331,16 +331,19 @@ class Schema:
         return bool(rel_dir) and is_excluded(rel_dir, self.for_dir(posixpath.dirname(rel_dir)).exclude)
 
     def for_dir(self, rel_dir: str) -> Config:
-        cfg = self._cache.get(rel_dir)
+        """The schema in force in ``rel_dir``; each folder up to the nearest one known is
+        remembered on the way (19k folders may hold one document each)."""
+        cache = self._cache
+        cfg = cache.get(rel_dir)
         if cfg is not None:
             return cfg
-        parent = posixpath.dirname(rel_dir)
-        if rel_dir in self._overlays:
-            composed = self._composed_for(rel_dir)
-            cfg = _build(composed)
-        else:
-            cfg = self.for_dir(parent)
-        self._cache[rel_dir] = cfg
+        unknown = [rel_dir]
+        while (cfg := cache.get(unknown[-1].rpartition("/")[0])) is None:  # "" is known
+            unknown.append(unknown[-1].rpartition("/")[0])
+        for here in reversed(unknown):
+            if here in self._overlays:
+                cfg = _build(self._composed_for(here))
+            cache[here] = cfg
         return cfg
 
     def _composed_for(self, rel_dir: str) -> dict[str, Any]:
