@@ -153,14 +153,30 @@ def _general_line(line: str) -> Line:
         if not rest.endswith("]"):
             return None
         inner = rest[1:-1].strip()
-        items = [p.strip() for p in inner.split(",")] if inner else []
-        if any(not _SIMPLE_VALUE.fullmatch(p) for p in items):
-            return None
-        return indent, _INLINE, key, tuple(plain_scalar(p) for p in items)
+        items = tuple(map(_inline_item, inner.split(","))) if inner else ()
+        return None if _NOT_PLAIN in items else (indent, _INLINE, key, items)
     if _COLON_VALUE.fullmatch(rest) and rest not in ("-", "?"):
         return indent, _SCALAR, key, plain_scalar(rest)
     quoted = _quoted(rest)
     return None if quoted is None else (indent, _SCALAR, key, quoted)
+
+
+_ITEMS: dict[str, Any] = {}  # an inline list's items by text: ref lists repeat ids
+_NOT_PLAIN: Any = object()
+
+
+def _inline_item(raw: str) -> Any:
+    """What one item of an inline list reads as (``_NOT_PLAIN``: the fast path declines
+    it), read once per distinct text: a workspace's inline lists are mostly distinct
+    lines made of the same few thousand ids."""
+    value = _ITEMS.get(raw, _NOT_PLAIN)
+    if value is _NOT_PLAIN:
+        item = raw.strip()
+        if _SIMPLE_VALUE.fullmatch(item):
+            if len(_ITEMS) >= _LINES_KEPT:
+                _ITEMS.clear()
+            value = _ITEMS[raw] = plain_scalar(item)
+    return value
 
 
 def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
