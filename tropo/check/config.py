@@ -70,13 +70,15 @@ class Config:
         """The type of a document in ``rel_dir``: the nearest ancestor folder a type
         declares, exact relative paths before basenames, the root itself included."""
         parts = rel_dir.split("/") if rel_dir else []
+        by_path, by_basename = self.by_path, self.by_basename
         for depth in range(len(parts), -1, -1):
-            here = "/".join(parts[:depth])
-            if self.by_path and (here or ".") in self.by_path:
-                return self.by_path[here or "."]
+            if by_path:  # most schemas name none: no path to join per level
+                here = "/".join(parts[:depth]) or "."
+                if here in by_path:
+                    return by_path[here]
             name = parts[depth - 1] if depth else root_name
-            if name in self.by_basename:
-                return self.by_basename[name]
+            if name in by_basename:
+                return by_basename[name]
         return None
 
 
@@ -329,16 +331,19 @@ class Schema:
         return bool(rel_dir) and is_excluded(rel_dir, self.for_dir(posixpath.dirname(rel_dir)).exclude)
 
     def for_dir(self, rel_dir: str) -> Config:
-        cfg = self._cache.get(rel_dir)
+        """The schema in force in ``rel_dir``; each folder up to the nearest one known is
+        remembered on the way (19k folders may hold one document each)."""
+        cache = self._cache
+        cfg = cache.get(rel_dir)
         if cfg is not None:
             return cfg
-        parent = posixpath.dirname(rel_dir)
-        if rel_dir in self._overlays:
-            composed = self._composed_for(rel_dir)
-            cfg = _build(composed)
-        else:
-            cfg = self.for_dir(parent)
-        self._cache[rel_dir] = cfg
+        unknown = [rel_dir]
+        while (cfg := cache.get(unknown[-1].rpartition("/")[0])) is None:  # "" is known
+            unknown.append(unknown[-1].rpartition("/")[0])
+        for here in reversed(unknown):
+            if here in self._overlays:
+                cfg = _build(self._composed_for(here))
+            cache[here] = cfg
         return cfg
 
     def _composed_for(self, rel_dir: str) -> dict[str, Any]:

@@ -40,13 +40,21 @@ def split(text: str) -> tuple[str | None, str]:
     This is what ``---[ \\t]*\\r?\\n(.*?)\\r?\\n---[ \\t]*(?:\\r?\\n|$)`` (DOTALL) matches
     at the start, found with ``str.find`` (a lazy regex tries every character: it was
     a sixth of the parse). A property test holds the two equal."""
+    block, text, at = _split_at(text)
+    return block, text[at:] if at else text
+
+
+def _split_at(text: str) -> tuple[str | None, str, int]:
+    """:func:`split` with the body as where it starts in the text (BOM gone): a parse
+    only searches the body for its title, and copying it costs more than the search
+    (four bytes a character in most of a Unicode workspace's documents)."""
     if text.startswith(_BOM):
         text = text[1:]
     if not text.startswith("---"):
-        return None, text
+        return None, text, 0
     start = text.find("\n", 3) + 1
     if not start or text[3:start - 1].removesuffix("\r").strip(" \t"):
-        return None, text
+        return None, text, 0
     at = start
     while (close := text.find("\n---", at)) >= 0:
         end = close + 4
@@ -55,13 +63,14 @@ def split(text: str) -> tuple[str | None, str]:
         if end == len(text) or text[end] == "\n" or text.startswith("\r\n", end):
             block_end = close - 1 if close > start and text[close - 1] == "\r" else close
             body_at = end if end == len(text) else end + (1 if text[end] == "\n" else 2)
-            return text[start:block_end], text[body_at:]
+            return text[start:block_end], text, body_at
         at = close + 1
-    return None, text
+    return None, text, 0
 
 
-def title_of(body: str) -> str | None:
-    m = _TITLE_RE.search(body)
+def title_of(text: str, at: int = 0) -> str | None:
+    """The first ``# `` heading from ``at`` on, which starts a line (the body's start does)."""
+    m = _TITLE_RE.search(text, at)
     return m.group(1).strip() if m else None
 
 
@@ -144,14 +153,30 @@ def _general_line(line: str) -> Line:
         if not rest.endswith("]"):
             return None
         inner = rest[1:-1].strip()
-        items = [p.strip() for p in inner.split(",")] if inner else []
-        if any(not _SIMPLE_VALUE.fullmatch(p) for p in items):
-            return None
-        return indent, _INLINE, key, tuple(plain_scalar(p) for p in items)
+        items = tuple(map(_inline_item, inner.split(","))) if inner else ()
+        return None if _NOT_PLAIN in items else (indent, _INLINE, key, items)
     if _COLON_VALUE.fullmatch(rest) and rest not in ("-", "?"):
         return indent, _SCALAR, key, plain_scalar(rest)
     quoted = _quoted(rest)
     return None if quoted is None else (indent, _SCALAR, key, quoted)
+
+
+_ITEMS: dict[str, Any] = {}  # an inline list's items by text: ref lists repeat ids
+_NOT_PLAIN: Any = object()
+
+
+def _inline_item(raw: str) -> Any:
+    """What one item of an inline list reads as (``_NOT_PLAIN``: the fast path declines
+    it), read once per distinct text: a workspace's inline lists are mostly distinct
+    lines made of the same few thousand ids."""
+    value = _ITEMS.get(raw, _NOT_PLAIN)
+    if value is _NOT_PLAIN:
+        item = raw.strip()
+        if _SIMPLE_VALUE.fullmatch(item):
+            if len(_ITEMS) >= _LINES_KEPT:
+                _ITEMS.clear()
+            value = _ITEMS[raw] = plain_scalar(item)
+    return value
 
 
 def _fast(block: str) -> tuple[dict[str, Any], dict[str, int]] | None:
@@ -233,8 +258,8 @@ def _slow(block: str) -> tuple[dict[str, Any], dict[str, int]]:
 
 def parse(text: str) -> Parsed:
     """Split and parse one Markdown text; never raises for bad content."""
-    block, body = split(text)
-    title = title_of(body)
+    block, text, at = _split_at(text)
+    title = title_of(text, at)
     if block is None:
         return Parsed({}, {}, title, None)
     if len(block) > MAX_FRONTMATTER:

@@ -30,10 +30,12 @@ def _split_by_regex(text: str) -> tuple[str | None, str]:
 
 @settings(max_examples=2000)
 @given(st.sampled_from(["", "---", "---\n", "\ufeff---\n", "--- \t\r\n", "---\r\r\n"]),
-       st.lists(st.sampled_from(["---", "-", "\n", "\r", "\r\n", " ", "\t", "a: 1", "#", "\ufeff"]),
+       st.lists(st.sampled_from(["---", "-", "\n", "\r", "\r\n", " ", "\t", "a: 1", "#", "# T", "\ufeff"]),
                 max_size=16).map("".join))
 def test_split_finds_the_block_the_regex_would(opening: str, rest: str) -> None:
     assert fm.split(opening + rest) == _split_by_regex(opening + rest)
+    # a parse searches the title where the body starts in the text, not in a copy of it
+    assert fm.parse(opening + rest).title == fm.title_of(_split_by_regex(opening + rest)[1])
 
 
 @pytest.mark.parametrize(
