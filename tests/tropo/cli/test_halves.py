@@ -134,10 +134,15 @@ def test_a_failing_child_costs_time_not_results(forking: None, work: Any, encode
     assert {pid for _, pid, _ in found} == {os.getpid()}  # what the child took, done again here
 
 
-def test_the_parent_failing_reaps_the_child(forking: None) -> None:
+def test_the_parent_failing_reaps_the_child(forking: None, tmp_path: Path) -> None:
     def parent_fails(start: int, stop: int, seen: bool) -> list[int]:
+        """The child holds its first piece until the parent has taken one (else, on a busy
+        machine, it may take them all and the parent never works nor fails)."""
         if seen:
+            (tmp_path / "parent-took").touch()
             raise RuntimeError("the parent fails")
+        while not (tmp_path / "parent-took").exists():
+            os.sched_yield()
         return list(range(start, stop))
 
     with pytest.raises(RuntimeError, match="the parent fails"):
