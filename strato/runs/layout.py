@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strato.runs import parts
-from strato.runs.engine.table import LIVE, StatusIndex, Table, copy_json
+from strato.runs.engine.table import LIVE, StatusIndex, Table, copy_json, fresh_copy
 from tropo.git import chain
 from tropo.git.objects import blob_data, tree_entries, tree_of
 from tropo.git.types import Oid, Repository
@@ -175,7 +175,7 @@ class Live:
                 node = doc
                 for key in path[:-1]:
                     node = node[key]
-                fresh = _private if self.writes == 3 else _copy
+                fresh = parts.taken if self.writes == 3 else fresh_copy
                 node[path[-1]] = Table(entries, fresh, index, (self, self.commit))
         return doc
 
@@ -232,8 +232,8 @@ class Live:
             ours = not whole and isinstance(table, Table) and table.origin == (self, self.commit)
             keys = table.touched if isinstance(table, Table) and ours else before.keys() | dict.keys(table)
             delta: Delta = {}
+            split = apart and name == STEPS
             for key in keys:
-                split = apart and name == STEPS
                 if dict.__contains__(table, key):
                     value = stored = dict.__getitem__(table, key)
                     if split:
@@ -362,17 +362,6 @@ def restamp(doc: Mapping[str, Any], was: tuple[Live, str], now: tuple[Live, str]
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, Table) and node.origin == was:
             node.origin = now
-
-
-def _private(key: str, value: Any) -> Any:
-    """A step taken from a state to be changed: its own copy (a fanout's members track
-    what was changed in them)."""
-    stripped, members = parts.split(value)
-    return parts.private(key, stripped, members) if members else copy_json(value)
-
-
-def _copy(key: str, value: Any) -> Any:
-    return copy_json(value)
 
 
 def _step(key: str) -> str:

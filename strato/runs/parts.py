@@ -16,7 +16,7 @@ import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from strato.runs.engine.table import Table, copy_json
+from strato.runs.engine.table import Table, copy_json, fresh_copy
 from tropo.git import chain
 
 TABLE = "fanouts"
@@ -60,7 +60,7 @@ def join(stripped: Any, parts: Iterable[tuple[str, Any]], base: Members | None =
     its members as last made whole, ``parts`` are only those changed since (``gone``:
     removed): a transition's few, not every item again. PartsError when they do not fit
     together."""
-    members: Members = {m: v.copy() for m, v in (base or {}).items()}
+    members: Members = base or {}  # read only: each member is made anew
     lengths: dict[str, Any] = {m: len(v) for m, v in members.items()}
     edits: dict[str, dict[str, Any]] = {}
     for key, value in parts:
@@ -116,21 +116,20 @@ def _dict(member: str, was: Any, length: int, edits: dict[str, Any], gone: objec
     return new if edits.keys() <= was.keys() else dict(sorted(new.items()))
 
 
-def private(sid: str, stripped: Any, members: Members) -> Any:
-    """A fanout step's entry taken to be changed: its own copy, its members tracking
-    which elements were handed out or written (copied when first handed out), so that
-    only those are compared when it is written."""
+def taken(sid: str, value: Any) -> Any:
+    """A step's entry taken to be changed: its own copy; a fanout's members track which
+    elements were handed out or written (copied when first handed out), so that only
+    those are compared when it is written."""
+    stripped, members = split(value)
+    if not members:
+        return copy_json(value)
     copy = copy_json(stripped)
     fan = copy["fanout"]
     for member, value in members.items():
         fan[member] = Elements((sid, member), value) if isinstance(value, list) else \
-            Table(value, _copy, None, (sid, member))
+            Table(value, fresh_copy, None, (sid, member))
     copy["fanout"] = dict(sorted(fan.items()))
     return copy
-
-
-def _copy(key: Any, value: Any) -> Any:
-    return copy_json(value)
 
 
 class Elements(list[Any]):

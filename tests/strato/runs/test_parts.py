@@ -136,7 +136,7 @@ def test_a_taken_step_reports_exactly_what_was_changed_in_it(old: dict[str, Any]
     it was taken from never change."""
     committed = json.loads(js(old))
     frozen = js(committed)
-    taken = parts.private("fan", {"status": "running", "fanout": {}}, committed)
+    taken = parts.taken("fan", {"status": "running", "fanout": committed})
     for op in ops:
         _operate(taken["fanout"], op)
     new = {m: taken["fanout"][m] for m in committed}
